@@ -1,0 +1,78 @@
+//! Summaries and the knowledge graph (seed 002 #9-#11b).
+
+
+
+closed_enum! {
+    /// Who wrote a summary.
+    pub enum SummariserKind {
+        /// The LLM summariser (seed 002 #9).
+        Llm => "llm",
+        /// The extractive fallback.
+        Extractive => "extractive",
+    }
+}
+
+payload! {
+    /// `summary.written`: a conversation summary (≤ 200 words + topics).
+    pub struct SummaryWritten {
+        /// The summary text.
+        pub summary: String,
+        /// 3-5 topic keywords.
+        pub topics: Vec<String>,
+        /// LLM or extractive.
+        pub summariser: SummariserKind,
+        /// How many turns it covers.
+        pub turns_covered: u32,
+    }
+}
+
+closed_enum! {
+    /// A knowledge-graph branch (seed 002 #10).
+    pub enum GraphBranch {
+        /// Facts about the user.
+        User => "USER",
+        /// How the assistant should behave.
+        Directives => "DIRECTIVES",
+        /// External facts.
+        World => "WORLD",
+    }
+}
+
+closed_enum! {
+    /// Who extracted a fact.
+    pub enum ExtractorKind {
+        /// The LLM extractor.
+        Llm => "llm",
+        /// The rule-based fallback.
+        Rule => "rule",
+    }
+}
+
+payload! {
+    /// `graph.fact_added`: a fact placed under a node of a branch.
+    pub struct GraphFactAdded {
+        /// The branch.
+        pub branch: GraphBranch,
+        /// The node path under the branch (`food/preferences`).
+        pub node: String,
+        /// The fact text.
+        pub fact: String,
+        /// LLM or rule extractor.
+        pub extractor: ExtractorKind,
+    }
+}
+
+payload! {
+    /// `graph.node_merged`: a node's facts rewritten in one consolidation
+    /// (seed 002 #11b); `facts` is the node's full new content.
+    pub struct GraphNodeMerged {
+        /// The branch.
+        pub branch: GraphBranch,
+        /// The node path.
+        pub node: String,
+        /// The node's facts after the merge.
+        pub facts: Vec<String>,
+        /// How many facts went in (existing + new).
+        pub facts_before: u32,
+    }
+}

@@ -1,0 +1,327 @@
+//! One turn, from the utterance to `turn.completed` (seed 002 contexts).
+
+use rust_decimal::Decimal;
+
+use super::{ModelOption, PlanStep, RouteLayer, StructuralFeatures, ToolArgs};
+
+closed_enum! {
+    /// Where an utterance came from.
+    pub enum UtteranceSource {
+        /// Speech, after ASR.
+        Voice => "voice",
+        /// Typed chat.
+        Chat => "chat",
+        /// A turn record brought in by `engram import`.
+        Import => "import",
+    }
+}
+
+payload! {
+    /// `utterance.received`: the host handed the runtime what the user said.
+    pub struct UtteranceReceived {
+        /// The text as heard or typed.
+        pub text: String,
+        /// 1-based turn number within the session.
+        pub turn_number: u32,
+        /// Voice, chat or import.
+        pub source: UtteranceSource,
+        /// BCP 47 language tag when known (`en`, `it`).
+        pub lang: Option<String>,
+    }
+}
+
+closed_enum! {
+    /// Who produced a judgement or verdict.
+    pub enum JudgeKind {
+        /// Deterministic rules (wake word, stop words, tool failures).
+        Rule => "rule",
+        /// Heuristic evaluator (seed 002 / evaluator §5).
+        Heuristic => "heuristic",
+        /// An LLM judge.
+        Llm => "llm",
+        /// Heuristic escalated to an LLM.
+        Hybrid => "hybrid",
+        /// Explicit user feedback.
+        Feedback => "feedback",
+        /// Carried over from an imported record.
+        Import => "import",
+    }
+}
+
+payload! {
+    /// `intent.judged`: the listener's intent judge (seed 002 #2).
+    pub struct IntentJudged {
+        /// Is the speech addressed to the assistant?
+        pub directed: bool,
+        /// The extracted query (may differ from the raw text).
+        pub query: String,
+        /// Is it a stop command?
+        pub stop: bool,
+        /// 0..1.
+        pub confidence: f64,
+        /// Rule-based or LLM judge.
+        pub judge: JudgeKind,
+    }
+}
+
+closed_enum! {
+    /// A routing policy slot (routing-engine §4.1; seed 001 §9).
+    pub enum RoutePolicy {
+        /// The fast path (L0/L1/L2).
+        FastPath => "fast_path",
+        /// A per-message override from the user.
+        UserOverride => "user_override",
+        /// A configured rule.
+        Rule => "rule",
+        /// Slot 4: the pattern store's recommendation.
+        Pattern => "pattern",
+        /// The configured default model.
+        Default => "default",
+    }
+}
+
+closed_enum! {
+    /// What a policy in the chain did.
+    pub enum ChainVerdict {
+        /// This policy decided the route.
+        Chosen => "chosen",
+        /// It had an answer but a higher-priority policy won.
+        Deferred => "deferred",
+        /// It had no answer.
+        NotApplicable => "not_applicable",
+    }
+}
+
+payload! {
+    /// One entry of `route.decided.chain`.
+    pub struct ChainEntry {
+        /// The policy slot.
+        pub policy: RoutePolicy,
+        /// What it did.
+        pub verdict: ChainVerdict,
+        /// The model it proposed, if any.
+        pub model: Option<String>,
+        /// Its confidence, for the pattern slot.
+        pub confidence: Option<f64>,
+        /// The pattern slot's ranked alternatives.
+        pub pattern_alternatives: Option<Vec<ModelOption>>,
+    }
+}
+
+payload! {
+    /// `route.decided`: the router's decision for a turn, with the whole
+    /// policy chain and the fingerprint the pattern store will record.
+    pub struct RouteDecided {
+        /// Which layer answers.
+        pub layer: RouteLayer,
+        /// The model the turn uses; `None` on a fast-path turn.
+        pub chosen_model: Option<String>,
+        /// Every policy consulted, in priority order.
+        pub chain: Vec<ChainEntry>,
+        /// The turn's structural fingerprint features.
+        pub features: StructuralFeatures,
+        /// Seed 001 `workload_id` (benchmark harnesses), else `None`.
+        pub workload: Option<String>,
+    }
+}
+
+payload! {
+    /// `fastpath.hit`: a fast-path layer will answer the turn.
+    pub struct FastPathHit {
+        /// L0, L1 or L2 (never `planner`).
+        pub layer: RouteLayer,
+        /// The table phrase, canonical query or pipeline that matched.
+        pub matched: String,
+        /// Cosine similarity for L1/L2; `None` for L0.
+        pub similarity: Option<f64>,
+        /// The steps to replay, arguments resolved.
+        pub steps: Vec<PlanStep>,
+    }
+}
+
+payload! {
+    /// `fastpath.missed`: no layer answered; the planner takes over.
+    pub struct FastPathMissed {
+        /// The best candidate's similarity, if any candidate existed.
+        pub best_similarity: Option<f64>,
+        /// The best candidate's canonical text.
+        pub best_candidate: Option<String>,
+        /// Why it was rejected (below threshold, placeholder unresolved, ...).
+        pub reason: String,
+    }
+}
+
+closed_enum! {
+    /// Who produced a plan.
+    pub enum PlannerKind {
+        /// The LLM planner (seed 002 #12).
+        Llm => "llm",
+        /// The offline planner (embedding similarity to tool descriptions).
+        Offline => "offline",
+        /// Replayed by the fast path.
+        FastPath => "fast_path",
+        /// Carried over from an imported record.
+        Import => "import",
+    }
+}
+
+payload! {
+    /// `plan.created`: the steps the reply loop will execute (≤ 5).
+    pub struct PlanCreated {
+        /// LLM, offline, fast path or import.
+        pub planner: PlannerKind,
+        /// The planner model, when an LLM planned.
+        pub model: Option<String>,
+        /// The steps; empty is the fail-open plan.
+        pub steps: Vec<PlanStep>,
+        /// Planner wall time.
+        pub planner_ms: u64,
+    }
+}
+
+payload! {
+    /// `tool.called`: the reply loop invokes a tool.
+    pub struct ToolCalled {
+        /// 0-based index of the step in the plan.
+        pub step: u32,
+        /// Tool name.
+        pub tool: String,
+        /// Arguments after placeholder resolution.
+        #[rkyv(with = crate::remote::ToolArgsDef)]
+        pub args: ToolArgs,
+        /// The fast-path layer that served this step, if one did.
+        pub served_by: Option<RouteLayer>,
+    }
+}
+
+payload! {
+    /// `tool.completed`: a tool returned (or failed).
+    pub struct ToolCompleted {
+        /// 0-based index of the step in the plan.
+        pub step: u32,
+        /// Tool name.
+        pub tool: String,
+        /// Did it succeed?
+        pub ok: bool,
+        /// A bounded excerpt of the result (untrusted data).
+        pub output: String,
+        /// The error, when `ok` is false.
+        pub error: Option<String>,
+        /// Tool wall time.
+        pub duration_ms: u64,
+    }
+}
+
+closed_enum! {
+    /// The LLM context a call served (seed 002's map).
+    pub enum LlmContext {
+        /// #1 main reply loop.
+        ReplyLoop => "reply_loop",
+        /// #2 intent judge.
+        IntentJudge => "intent_judge",
+        /// #3 memory enrichment extractor.
+        Enrichment => "enrichment",
+        /// #4 memory digest.
+        MemoryDigest => "memory_digest",
+        /// #5 tool-result digest.
+        ToolDigest => "tool_digest",
+        /// #6 max-turn loop digest.
+        LoopDigest => "loop_digest",
+        /// #7 tool router.
+        ToolRouter => "tool_router",
+        /// #9 conversation summariser.
+        Summariser => "summariser",
+        /// #10 graph fact extraction.
+        GraphExtract => "graph_extract",
+        /// #11 graph best-child picker.
+        GraphPick => "graph_pick",
+        /// #11b graph node merge.
+        GraphMerge => "graph_merge",
+        /// #12 task-list planner.
+        Planner => "planner",
+        /// #13 plan step resolver.
+        StepResolver => "step_resolver",
+        /// The evaluator's LLM judge.
+        Judge => "judge",
+    }
+}
+
+closed_enum! {
+    /// How an LLM call ended.
+    pub enum LlmOutcome {
+        /// A usable answer.
+        Ok => "ok",
+        /// The per-context timeout fired.
+        Timeout => "timeout",
+        /// The server answered with an HTTP error.
+        HttpError => "http_error",
+        /// The answer could not be parsed.
+        Malformed => "malformed",
+        /// The server could not be reached.
+        Unreachable => "unreachable",
+    }
+}
+
+payload! {
+    /// `llm.call_completed`: one LLM call, with tokens, latency and cost.
+    pub struct LlmCallCompleted {
+        /// Canonical `provider:name`.
+        pub model: String,
+        /// Which context of seed 002 the call served.
+        pub context: LlmContext,
+        /// Prompt tokens.
+        pub input_tokens: u32,
+        /// Completion tokens.
+        pub output_tokens: u32,
+        /// Cost under `pricing_version`.
+        #[serde(with = "rust_decimal::serde::str")]
+        #[rkyv(with = crate::remote::DecimalDef)]
+        pub cost_usd: Decimal,
+        /// The price table version the cost was computed with.
+        pub pricing_version: String,
+        /// Wall time of the call.
+        pub latency_ms: u64,
+        /// How it ended (fail-open paths are visible here).
+        pub outcome: LlmOutcome,
+    }
+}
+
+payload! {
+    /// `reply.delivered`: the reply went back to the host.
+    pub struct ReplyDelivered {
+        /// The reply text.
+        pub text: String,
+        /// The layer that produced it.
+        pub layer: RouteLayer,
+        /// From utterance to reply.
+        pub latency_ms: u64,
+    }
+}
+
+payload! {
+    /// `turn.completed`: the turn's summary — what the learners consume.
+    pub struct TurnCompleted {
+        /// 1-based turn number within the session.
+        pub turn_number: u32,
+        /// The request text.
+        pub text: String,
+        /// Where it was answered.
+        pub layer: RouteLayer,
+        /// The model used; `None` on a fast-path turn.
+        pub model: Option<String>,
+        /// The steps executed.
+        pub steps: Vec<PlanStep>,
+        /// Did every tool succeed?
+        pub tools_ok: bool,
+        /// Planner wall time (0 on a fast-path turn).
+        pub planner_ms: u64,
+        /// Utterance to reply.
+        pub latency_ms: u64,
+        /// Total LLM cost of the turn.
+        #[serde(with = "rust_decimal::serde::str")]
+        #[rkyv(with = crate::remote::DecimalDef)]
+        pub cost_usd: Decimal,
+        /// Price table version of `cost_usd`.
+        pub pricing_version: String,
+    }
+}
