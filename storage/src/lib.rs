@@ -1,1 +1,31 @@
-//! storage
+//! # engram-storage
+//!
+//! Everything engram keeps on disk, on sled:
+//!
+//! * [`log`] — the event log: one writer thread fed over a crossbeam
+//!   channel, group commit, segments of packed frames, an id index that
+//!   makes appends idempotent, and the fsync that makes "acknowledged" mean
+//!   durable ([`durability`]).
+//! * [`subscription`] — backlog-then-live streams with no gap and no
+//!   duplicate, that never slow the writer down.
+//! * [`backend`] — the [`EventLog`] trait the rest of engram programs
+//!   against; sled is the embedded default.
+//! * [`import`] — turn-record and envelope importers (validation first,
+//!   deterministic ids, idempotent and resumable).
+//! * [`verify`] — CRC, position and index checks over the whole log.
+
+pub mod backend;
+pub mod durability;
+pub mod error;
+pub mod import;
+pub mod lock;
+pub mod log;
+pub mod segment;
+pub mod subscription;
+pub mod verify;
+
+pub use backend::{AppendOutcome, AppendTicket, EventLog};
+pub use durability::Durability;
+pub use error::LogError;
+pub use log::{LogConfig, SledLog};
+pub use subscription::{Filter, Subscription};

@@ -1,0 +1,88 @@
+//! The log behind a trait, so a distributed backend (NATS JetStream, Kafka)
+//! can replace sled when a deployment outgrows one machine. [`SledLog`] is
+//! the embedded default.
+//!
+//! [`SledLog`]: crate::log::SledLog
+
+use crossbeam_channel::Receiver;
+use engram_events::{Envelope, EventId, Seq};
+
+use crate::error::LogError;
+use crate::subscription::{Filter, Subscription};
+
+/// What happened to one appended envelope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// Newly written at this position.
+    Appended(Seq),
+    /// Its id was already in the log, at this position; nothing written.
+    Existing(Seq),
+}
+
+impl AppendOutcome {
+    /// The position, new or existing.
+    pub fn seq(self) -> Seq {
+        match self {
+            AppendOutcome::Appended(s) | AppendOutcome::Existing(s) => s,
+        }
+    }
+
+    /// Was it newly written?
+    pub fn is_new(self) -> bool {
+        matches!(self, AppendOutcome::Appended(_))
+    }
+}
+
+/// A submitted batch; [`AppendTicket::wait`] blocks until it is
+/// acknowledged under the log's durability policy.
+#[must_use = "an append is only acknowledged once the ticket is waited on"]
+pub struct AppendTicket {
+    rx: Receiver<Result<Vec<AppendOutcome>, LogError>>,
+}
+
+impl AppendTicket {
+    pub(crate) fn new(rx: Receiver<Result<Vec<AppendOutcome>, LogError>>) -> Self {
+        AppendTicket { rx }
+    }
+
+    /// Waits for the acknowledgement: one outcome per submitted envelope,
+    /// in order.
+    pub fn wait(self) -> Result<Vec<AppendOutcome>, LogError> {
+        self.rx.recv().map_err(|_| LogError::WriterStopped)?
+    }
+}
+
+/// An append-only, totally ordered, durable event log.
+///
+/// Guarantees every backend must keep: positions start at 1 and are
+/// gap-free; an envelope whose id is already present is not appended again;
+/// an acknowledged append survives a process crash (and, under the durable
+/// policy, a power loss); a subscription sees every event from its start, in
+/// order, exactly once.
+pub trait EventLog: Send + Sync {
+    /// Queues a batch (atomic: all of it or none) and returns at once.
+    /// Batches are committed in submission order.
+    fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError>;
+
+    /// Appends a batch and waits for the acknowledgement.
+    fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        self.submit(events)?.wait()
+    }
+
+    /// The last assigned position (`Seq(0)` when empty).
+    fn head(&self) -> Seq;
+
+    /// Every envelope from `from` to the current end, in order. Stops with
+    /// an error at the first corrupt record.
+    fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_>;
+
+    /// Backlog from `from`, then live events, filtered.
+    fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError>;
+
+    /// Where `id` is in the log, if it is.
+    fn seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError>;
+
+    /// Makes everything acknowledged so far durable (a no-op under the
+    /// durable policy, which already is).
+    fn flush(&self) -> Result<(), LogError>;
+}

@@ -1,0 +1,70 @@
+//! Storage errors.
+
+use std::path::PathBuf;
+
+use engram_events::{DecodeError, Seq};
+
+/// Why a log operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// Another process (or another handle in this one) has the data dir open.
+    #[error("data dir in use: {path} is locked by {holder} (close it, or pass another --data DIR)")]
+    DataDirInUse {
+        /// The lock file.
+        path: PathBuf,
+        /// Who holds it, as recorded in the lock file.
+        holder: String,
+    },
+    /// A record failed its CRC or could not be decoded.
+    #[error("corrupt record at seq {seq}: {source}")]
+    Corrupt {
+        /// The log position of the bad record.
+        seq: Seq,
+        /// What is wrong with it.
+        #[source]
+        source: DecodeError,
+    },
+    /// The log's structure is wrong (a gap, a segment key that does not
+    /// match its first record, an index entry pointing nowhere).
+    #[error("log inconsistent at seq {seq}: {what}")]
+    Inconsistent {
+        /// Where.
+        seq: Seq,
+        /// What.
+        what: String,
+    },
+    /// The data dir was written by a newer engram.
+    #[error("{path}: log format {found} is newer than this engram supports ({supported})")]
+    FormatTooNew {
+        /// The data dir.
+        path: PathBuf,
+        /// Format found on disk.
+        found: u32,
+        /// Newest format this build reads.
+        supported: u32,
+    },
+    /// The writer thread is gone (the log was closed or it panicked).
+    #[error("the log writer has stopped")]
+    WriterStopped,
+    /// sled failed.
+    #[error("sled: {0}")]
+    Sled(#[from] sled::Error),
+    /// A sled transaction failed.
+    #[error("sled transaction: {0}")]
+    Transaction(String),
+    /// A file-system operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl LogError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        LogError::Io { path: path.into(), source }
+    }
+}

@@ -1,0 +1,57 @@
+//! The data-dir lock: one process owns a data dir at a time.
+//!
+//! sled would also refuse a second opener, but with an opaque I/O error; an
+//! advisory lock on `engram.lock` taken *before* sled is opened turns that
+//! into a clear "data dir in use" naming the holder, and never blocks.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::LogError;
+
+/// Holds the exclusive lock until dropped.
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl DataDirLock {
+    /// Takes the lock on `dir/engram.lock` without waiting.
+    pub fn acquire(dir: &Path) -> Result<Self, LogError> {
+        let path = dir.join("engram.lock");
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| LogError::io(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(LogError::DataDirInUse {
+                    path,
+                    holder: if holder.is_empty() { "another process".to_owned() } else { holder.to_owned() },
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(LogError::io(&path, e)),
+        }
+        let me = format!("pid {}", std::process::id());
+        let write = file
+            .set_len(0)
+            .and_then(|_| file.rewind())
+            .and_then(|_| file.write_all(me.as_bytes()));
+        write.map_err(|e| LogError::io(&path, e))?;
+        Ok(DataDirLock { _file: file, path })
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}

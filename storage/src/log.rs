@@ -1,0 +1,515 @@
+//! The sled event log: one writer thread, group commit, segments, an id
+//! index, and reads and subscriptions from any `seq`.
+//!
+//! Layout of the sled database (`<data dir>/log.sled`):
+//!
+//! | tree   | key                    | value                                   |
+//! |--------|------------------------|-----------------------------------------|
+//! | `log`  | first `seq` (u64 BE)   | a segment: frames of consecutive events |
+//! | `ids`  | event id (ULID, 16 B)  | its `seq` (u64 BE)                      |
+//! | `meta` | `format`               | log format version (u32 BE)             |
+//!
+//! Appenders hand batches to the writer over a crossbeam channel. The writer
+//! takes everything queued (group commit), assigns positions, skips ids
+//! already present, writes segments and index entries in one sled
+//! transaction, makes them durable according to the [`Durability`] policy,
+//! acknowledges, and only then publishes them to subscribers.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
+use engram_events::{Envelope, EventId, Seq};
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+
+use crate::backend::{AppendOutcome, AppendTicket, EventLog};
+use crate::durability::{Durability, Syncer};
+use crate::error::LogError;
+use crate::lock::DataDirLock;
+use crate::segment::{self, SegmentBuilder, SEGMENT_TARGET_BYTES};
+use crate::subscription::{Backlog, Filter, Hub, Subscription};
+
+/// The log format this build writes and reads.
+pub const LOG_FORMAT: u32 = 1;
+
+/// Tuning for [`SledLog`]; the defaults are what engram ships.
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// When appends are acknowledged.
+    pub durability: Durability,
+    /// Segment size target in bytes.
+    pub segment_bytes: usize,
+    /// Live buffer per subscriber, in committed batches.
+    pub subscriber_buffer: usize,
+    /// Most events one group commit takes from the queue.
+    pub max_batch_events: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            durability: Durability::Durable,
+            segment_bytes: SEGMENT_TARGET_BYTES,
+            subscriber_buffer: 1024,
+            max_batch_events: 16_384,
+        }
+    }
+}
+
+enum WriterMsg {
+    Append { events: Vec<Envelope>, ack: Sender<Result<Vec<AppendOutcome>, LogError>> },
+    Flush { ack: Sender<Result<(), LogError>> },
+}
+
+struct Shared {
+    dir: PathBuf,
+    db: sled::Db,
+    log: sled::Tree,
+    ids: sled::Tree,
+    head: AtomicU64,
+    hub: Arc<Hub>,
+}
+
+/// The embedded event log on sled. Cheap to share behind an `Arc`; dropping
+/// the last handle stops the writer after it has flushed.
+pub struct SledLog {
+    shared: Arc<Shared>,
+    tx: Option<Sender<WriterMsg>>,
+    writer: Option<JoinHandle<()>>,
+    subscriber_buffer: usize,
+    tail_fault: Option<String>,
+    _lock: DataDirLock,
+}
+
+impl SledLog {
+    /// Opens (creating if needed) the log in `dir`, taking the data-dir lock.
+    pub fn open(dir: &Path, config: LogConfig) -> Result<Self, LogError> {
+        create_private_dir(dir)?;
+        let lock = DataDirLock::acquire(dir)?;
+        let sled_dir = dir.join("log.sled");
+        let db = sled::Config::new().path(&sled_dir).mode(sled::Mode::LowSpace).open()?;
+        let meta = db.open_tree("meta")?;
+        match meta.get("format")? {
+            Some(v) => {
+                let found = u32::from_be_bytes(v.as_ref().try_into().unwrap_or([0xff; 4]));
+                if found > LOG_FORMAT {
+                    return Err(LogError::FormatTooNew { path: dir.to_owned(), found, supported: LOG_FORMAT });
+                }
+            }
+            None => {
+                meta.insert("format", &LOG_FORMAT.to_be_bytes())?;
+            }
+        }
+        let log = db.open_tree("log")?;
+        let ids = db.open_tree("ids")?;
+        let (head, tail_fault) = match recover_head(&log) {
+            Ok(head) => (head, None),
+            Err(e) => {
+                tracing::error!("{e}; appends are refused until the log is repaired");
+                (Seq(0), Some(e.to_string()))
+            }
+        };
+        let mut syncer = Syncer::new(&sled_dir)?;
+        db.flush()?;
+        syncer.sync()?;
+        let shared = Arc::new(Shared {
+            dir: dir.to_owned(),
+            db,
+            log,
+            ids,
+            head: AtomicU64::new(head.0),
+            hub: Arc::new(Hub::default()),
+        });
+        let (tx, rx) = unbounded();
+        let writer = {
+            let shared = shared.clone();
+            let config = config.clone();
+            std::thread::Builder::new()
+                .name("engram-log-writer".into())
+                .spawn(move || Writer { shared, config, syncer, rx }.run())
+                .map_err(|e| LogError::io(dir, e))?
+        };
+        Ok(SledLog {
+            shared,
+            tx: Some(tx),
+            writer: Some(writer),
+            subscriber_buffer: config.subscriber_buffer,
+            tail_fault,
+            _lock: lock,
+        })
+    }
+
+    /// The data dir.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// Iterates the raw segments, `(first seq, bytes)`, from the start.
+    pub fn segments(&self) -> impl Iterator<Item = Result<(Seq, sled::IVec), LogError>> + '_ {
+        self.segments_from(Seq(0))
+    }
+
+    /// Iterates the raw segments whose first `seq` is at or after `from`.
+    pub fn segments_from(&self, from: Seq) -> impl Iterator<Item = Result<(Seq, sled::IVec), LogError>> + '_ {
+        self.shared.log.range(segment::key(from)..).map(|r| {
+            let (k, v) = r?;
+            let seq = segment::seq_of_key(&k).ok_or_else(|| LogError::Inconsistent {
+                seq: Seq(0),
+                what: format!("segment key of {} bytes", k.len()),
+            })?;
+            Ok((seq, v))
+        })
+    }
+
+    /// Number of entries in the id index (equals the number of events in a
+    /// healthy log).
+    pub fn indexed_ids(&self) -> usize {
+        self.shared.ids.len()
+    }
+
+    /// The `seq` the id index records for `id`.
+    pub fn indexed_seq(&self, id: EventId) -> Result<Option<Seq>, LogError> {
+        seq_of(&self.shared.ids, id)
+    }
+
+    /// Bytes sled reports for the database (its own accounting).
+    pub fn sled_size_on_disk(&self) -> Result<u64, LogError> {
+        Ok(self.shared.db.size_on_disk()?)
+    }
+
+    fn sender(&self) -> Result<&Sender<WriterMsg>, LogError> {
+        self.tx.as_ref().ok_or(LogError::WriterStopped)
+    }
+}
+
+impl EventLog for SledLog {
+    fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
+        if let Some(fault) = &self.tail_fault {
+            return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
+        }
+        let (ack, rx) = bounded(1);
+        self.sender()?.send(WriterMsg::Append { events, ack }).map_err(|_| LogError::WriterStopped)?;
+        Ok(AppendTicket::new(rx))
+    }
+
+    fn head(&self) -> Seq {
+        Seq(self.shared.head.load(Ordering::Acquire))
+    }
+
+    fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        Box::new(LogIter::new(self.shared.log.clone(), from))
+    }
+
+    fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError> {
+        let backlog: Arc<dyn Backlog> = Arc::new(TreeBacklog(self.shared.log.clone()));
+        Ok(Subscription::new(self.shared.hub.clone(), backlog, from, filter, self.subscriber_buffer))
+    }
+
+    fn seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError> {
+        seq_of(&self.shared.ids, id)
+    }
+
+    fn flush(&self) -> Result<(), LogError> {
+        let (ack, rx) = bounded(1);
+        self.sender()?.send(WriterMsg::Flush { ack }).map_err(|_| LogError::WriterStopped)?;
+        rx.recv().map_err(|_| LogError::WriterStopped)?
+    }
+}
+
+impl Drop for SledLog {
+    fn drop(&mut self) {
+        // Closing the channel ends the writer loop after a final flush.
+        self.tx.take();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+fn seq_of(ids: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogError> {
+    Ok(ids.get(id.0 .0.to_be_bytes())?.map(|v| Seq(u64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8])))))
+}
+
+/// Creates `dir` (and parents) readable by the owner only.
+pub fn create_private_dir(dir: &Path) -> Result<(), LogError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|e| LogError::io(dir, e))
+}
+
+/// The last `seq` in the log, from its last segment.
+fn recover_head(log: &sled::Tree) -> Result<Seq, LogError> {
+    let Some((k, v)) = log.last()? else { return Ok(Seq(0)) };
+    let first = segment::seq_of_key(&k)
+        .ok_or_else(|| LogError::Inconsistent { seq: Seq(0), what: "bad segment key".to_owned() })?;
+    let end = segment::for_each_frame(first, &v, |_, _| Ok(()))?;
+    Ok(Seq(end.0 - 1))
+}
+
+struct Writer {
+    shared: Arc<Shared>,
+    config: LogConfig,
+    syncer: Syncer,
+    rx: Receiver<WriterMsg>,
+}
+
+impl Writer {
+    fn run(mut self) {
+        let relaxed_interval = match self.config.durability {
+            Durability::Durable => None,
+            Durability::Relaxed { flush_every_ms } => Some(Duration::from_millis(flush_every_ms.max(1))),
+        };
+        let mut dirty_since: Option<Instant> = None;
+        loop {
+            let first = match (relaxed_interval, dirty_since) {
+                (Some(interval), Some(since)) => {
+                    let wait = interval.saturating_sub(since.elapsed());
+                    match self.rx.recv_timeout(wait) {
+                        Ok(msg) => Some(msg),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                _ => match self.rx.recv() {
+                    Ok(msg) => Some(msg),
+                    Err(_) => break,
+                },
+            };
+            if let (Some(interval), Some(since)) = (relaxed_interval, dirty_since) {
+                if since.elapsed() >= interval {
+                    if let Err(e) = self.make_durable() {
+                        tracing::error!("periodic flush failed: {e}");
+                    }
+                    dirty_since = None;
+                }
+            }
+            let Some(first) = first else { continue };
+            let mut appends = Vec::new();
+            let mut flushes = Vec::new();
+            let mut queued = 0usize;
+            let mut take = |msg: WriterMsg, queued: &mut usize| match msg {
+                WriterMsg::Append { events, ack } => {
+                    *queued += events.len();
+                    appends.push((events, ack));
+                }
+                WriterMsg::Flush { ack } => flushes.push(ack),
+            };
+            take(first, &mut queued);
+            while queued < self.config.max_batch_events {
+                match self.rx.try_recv() {
+                    Ok(msg) => take(msg, &mut queued),
+                    Err(_) => break,
+                }
+            }
+            let committed = self.commit(&mut appends);
+            let durable = match (&committed, relaxed_interval) {
+                (Ok(Some(_)), None) => self.make_durable(),
+                (Ok(Some(_)), Some(_)) => {
+                    dirty_since.get_or_insert_with(Instant::now);
+                    Ok(())
+                }
+                _ => Ok(()),
+            };
+            let flush_result = if flushes.is_empty() {
+                Ok(())
+            } else {
+                dirty_since = None;
+                self.make_durable()
+            };
+            match (committed, durable) {
+                (Ok(batch), Ok(())) => {
+                    for (events, ack) in appends.drain(..) {
+                        let _ = ack.send(Ok(outcomes_of(&events)));
+                    }
+                    if let Some(batch) = batch {
+                        self.shared.hub.publish(batch);
+                    }
+                }
+                (Err(e), _) | (Ok(_), Err(e)) => {
+                    let msg = e.to_string();
+                    tracing::error!("append failed: {msg}");
+                    for (_, ack) in appends.drain(..) {
+                        let _ = ack.send(Err(LogError::Transaction(msg.clone())));
+                    }
+                }
+            }
+            for ack in flushes {
+                let _ = ack.send(flush_result.as_ref().map(|_| ()).map_err(|e| LogError::Transaction(e.to_string())));
+            }
+        }
+        if let Err(e) = self.make_durable() {
+            tracing::error!("final flush failed: {e}");
+        }
+    }
+
+    fn make_durable(&mut self) -> Result<(), LogError> {
+        self.shared.db.flush()?;
+        self.syncer.sync()
+    }
+
+    /// Assigns positions, writes segments and index entries atomically.
+    /// Each request's events are replaced by their outcome-carrying copies;
+    /// returns the newly appended envelopes for subscribers.
+    fn commit(
+        &mut self,
+        appends: &mut [(Vec<Envelope>, Sender<Result<Vec<AppendOutcome>, LogError>>)],
+    ) -> Result<Option<Arc<[Envelope]>>, LogError> {
+        let head = Seq(self.shared.head.load(Ordering::Acquire));
+        let mut next = head.next();
+        let mut in_batch: HashMap<EventId, Seq> = HashMap::new();
+        let mut builder = SegmentBuilder::new(self.config.segment_bytes);
+        let mut index: Vec<([u8; 16], [u8; 8])> = Vec::new();
+        let mut fresh = Vec::new();
+        for (events, _) in appends.iter_mut() {
+            for env in events.iter_mut() {
+                let existing = match in_batch.get(&env.id) {
+                    Some(&seq) => Some(seq),
+                    None => seq_of(&self.shared.ids, env.id)?,
+                };
+                match existing {
+                    Some(seq) => {
+                        // Marked as existing: seq set, but not re-appended.
+                        env.seq = Seq(seq.0 | EXISTING_BIT);
+                    }
+                    None => {
+                        env.seq = next;
+                        in_batch.insert(env.id, next);
+                        builder.push(env);
+                        index.push((env.id.0 .0.to_be_bytes(), next.0.to_be_bytes()));
+                        fresh.push(env.clone());
+                        next = next.next();
+                    }
+                }
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(None);
+        }
+        let segments = builder.finish();
+        let result: Result<(), TransactionError<()>> = (&self.shared.log, &self.shared.ids).transaction(|(log, ids)| {
+            for (first, bytes) in &segments {
+                log.insert(&segment::key(*first), bytes.as_slice())?;
+            }
+            for (id, seq) in &index {
+                ids.insert(id, seq)?;
+            }
+            Ok::<(), ConflictableTransactionError<()>>(())
+        });
+        result.map_err(|e| LogError::Transaction(format!("{e:?}")))?;
+        self.shared.head.store(next.0 - 1, Ordering::Release);
+        Ok(Some(fresh.into()))
+    }
+}
+
+/// High bit marking an event the writer found already in the log (its seq is
+/// the existing position). Positions never come near 2^63.
+const EXISTING_BIT: u64 = 1 << 63;
+
+fn outcomes_of(events: &[Envelope]) -> Vec<AppendOutcome> {
+    events
+        .iter()
+        .map(|e| {
+            if e.seq.0 & EXISTING_BIT != 0 {
+                AppendOutcome::Existing(Seq(e.seq.0 & !EXISTING_BIT))
+            } else {
+                AppendOutcome::Appended(e.seq)
+            }
+        })
+        .collect()
+}
+
+/// Reads envelopes from the `log` tree in order, from any position.
+pub struct LogIter {
+    segments: sled::Iter,
+    from: Seq,
+    buffered: std::vec::IntoIter<Envelope>,
+    error: Option<LogError>,
+    failed: bool,
+}
+
+impl LogIter {
+    fn new(log: sled::Tree, from: Seq) -> Self {
+        let from = Seq(from.0.max(1));
+        // Start at the segment containing `from`: the last key <= from.
+        let start = log
+            .range(..=segment::key(from))
+            .next_back()
+            .and_then(|r| r.ok())
+            .map(|(k, _)| k)
+            .unwrap_or_else(|| sled::IVec::from(&segment::key(from)));
+        LogIter { segments: log.range(start..), from, buffered: Vec::new().into_iter(), error: None, failed: false }
+    }
+
+    fn fill(&mut self) -> Result<bool, LogError> {
+        let Some(entry) = self.segments.next() else { return Ok(false) };
+        let (k, v) = entry?;
+        let first = segment::seq_of_key(&k)
+            .ok_or_else(|| LogError::Inconsistent { seq: self.from, what: "bad segment key".to_owned() })?;
+        let mut out = Vec::new();
+        let from = self.from;
+        let walked = segment::for_each_frame(first, &v, |seq, frame| {
+            if seq >= from {
+                out.push(frame.decode().map_err(|source| LogError::Corrupt { seq, source })?);
+            }
+            Ok(())
+        });
+        if let Some(last) = out.last() {
+            self.from = last.seq.next();
+        }
+        // Deliver the good records before the fault, then the fault.
+        self.error = walked.err();
+        self.buffered = out.into_iter();
+        Ok(true)
+    }
+}
+
+impl Iterator for LogIter {
+    type Item = Result<Envelope, LogError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.failed {
+                return None;
+            }
+            if let Some(env) = self.buffered.next() {
+                return Some(Ok(env));
+            }
+            if let Some(e) = self.error.take() {
+                self.failed = true;
+                return Some(Err(e));
+            }
+            match self.fill() {
+                Ok(true) => continue,
+                Ok(false) => return None,
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+struct TreeBacklog(sled::Tree);
+
+impl Backlog for TreeBacklog {
+    fn read_chunk(&self, from: Seq, max: usize, out: &mut Vec<Envelope>) -> Result<(), LogError> {
+        for env in LogIter::new(self.0.clone(), from).take(max) {
+            out.push(env?);
+        }
+        Ok(())
+    }
+}
