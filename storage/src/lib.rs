@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod durability;
 pub mod error;
+pub mod features;
 pub mod import;
 pub mod lock;
 pub mod log;

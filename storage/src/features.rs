@@ -1,0 +1,89 @@
+//! Structural features of a turn (seed 001 §4), computed mechanically from
+//! what the turn said and did — no LLM, no embedding. The fingerprint the
+//! pattern store keys on when a host does not supply features itself.
+
+use engram_events::payloads::{PlanStep, StructuralFeatures};
+
+/// Intent tags and the words that signal them (seed 001: commit, refactor,
+/// architecture, debug, doc, test), matched on word boundaries.
+const INTENT_WORDS: &[(&str, &[&str])] = &[
+    ("architecture", &["architecture", "design", "architettura"]),
+    ("commit", &["commit", "push"]),
+    ("debug", &["debug", "bug", "error", "crash", "fix", "errore"]),
+    ("doc", &["doc", "docs", "document", "describe", "summarize", "summarise", "riassumi", "descrivi"]),
+    ("refactor", &["refactor", "rename", "cleanup"]),
+    ("test", &["test", "tests", "testing"]),
+];
+
+/// The features of a turn: intent tags and file extensions from its text and
+/// arguments, tool names from its steps; `has_history` says whether earlier
+/// turns of the session called tools.
+pub fn for_turn(text: &str, steps: &[PlanStep], has_history: bool) -> StructuralFeatures {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let intent_tags = INTENT_WORDS
+        .iter()
+        .filter(|(_, signals)| words.iter().any(|w| signals.contains(w)))
+        .map(|(tag, _)| (*tag).to_owned())
+        .collect();
+    let mut file_extensions = Vec::new();
+    let mut scan = |s: &str| {
+        for token in s.split(|c: char| c.is_whitespace() || c == ',' || c == '"') {
+            if let Some(ext) = extension_of(token) {
+                file_extensions.push(ext);
+            }
+        }
+    };
+    scan(&lower);
+    for step in steps {
+        for value in step.args.0.values() {
+            if let Some(s) = value.as_str() {
+                scan(&s.to_lowercase());
+            }
+        }
+    }
+    let tokens = text.split_whitespace().count() as f64 * 1.3;
+    StructuralFeatures {
+        intent_tags,
+        file_extensions,
+        tool_names: steps.iter().map(|s| s.tool.clone()).collect(),
+        has_tool_calls_in_history: has_history,
+        estimated_input_tokens_bucket: (tokens.max(1.0).log10() as u8).saturating_sub(2).min(3),
+        ..StructuralFeatures::default()
+    }
+    .normalized()
+}
+
+/// `report.pdf` → `.pdf`; URLs' hosts (`example.org`) are not files.
+fn extension_of(token: &str) -> Option<String> {
+    if token.contains("://") && token.matches('/').count() < 3 {
+        return None;
+    }
+    let name = token.rsplit('/').next()?;
+    let name = name.trim_end_matches(['.', '?', '!', ')', ';', ':']);
+    let (stem, ext) = name.rsplit_once('.')?;
+    let valid = !stem.is_empty()
+        && (1..=5).contains(&ext.len())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && ext.chars().any(|c| c.is_ascii_alphabetic());
+    valid.then(|| format!(".{ext}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_events::payloads::ToolArgs;
+
+    #[test]
+    fn features_from_text_and_steps() {
+        let steps = vec![PlanStep { tool: "read_file".into(), args: ToolArgs::default() }];
+        let f = for_turn("Fix the crash in src/main.rs and update README.md", &steps, true);
+        assert_eq!(f.intent_tags, vec!["debug"]);
+        assert_eq!(f.file_extensions, vec![".md", ".rs"]);
+        assert_eq!(f.tool_names, vec!["read_file"]);
+        assert!(f.has_tool_calls_in_history);
+        assert_eq!(f.estimated_input_tokens_bucket, 0);
+        let f = for_turn("open https://example.org and tell me v1.2", &[], false);
+        assert!(f.file_extensions.is_empty(), "{:?}", f.file_extensions);
+    }
+}
