@@ -57,10 +57,9 @@ pub fn format_time(at: &DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-/// The envelope as a JSON value (fields in the documented order).
-pub fn to_value(env: &Envelope) -> serde_json::Value {
+fn to_out(env: &Envelope) -> EnvelopeOut<'_> {
     let kind = env.kind();
-    let out = EnvelopeOut {
+    EnvelopeOut {
         id: env.id,
         seq: env.seq,
         at: format_time(&env.at),
@@ -71,13 +70,18 @@ pub fn to_value(env: &Envelope) -> serde_json::Value {
         kind: kind.name(),
         v: kind.schema_version(),
         payload: env.event.payload_to_json().expect("payloads always serialise"),
-    };
-    serde_json::to_value(out).expect("envelopes always serialise")
+    }
 }
 
-/// The envelope as one JSON line (no trailing newline).
+/// The envelope as a JSON value.
+pub fn to_value(env: &Envelope) -> serde_json::Value {
+    serde_json::to_value(to_out(env)).expect("envelopes always serialise")
+}
+
+/// The envelope as one JSON line (no trailing newline), envelope fields in
+/// the documented order, payload fields sorted.
 pub fn to_line(env: &Envelope) -> String {
-    serde_json::to_string(&to_value(env)).expect("envelopes always serialise")
+    serde_json::to_string(&to_out(env)).expect("envelopes always serialise")
 }
 
 /// Parses one JSON line into an envelope, upcasting older payload versions.

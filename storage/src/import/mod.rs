@@ -115,6 +115,8 @@ pub struct Plan {
     pub records: usize,
     /// Per session: the line of its last record and its number of records.
     sessions: HashMap<SessionId, (usize, u32)>,
+    /// Standard input, read once.
+    stdin: Option<Vec<u8>>,
 }
 
 /// Lines of a file, 1-based, blank ones skipped; non-UTF-8 reported per line.
@@ -132,8 +134,15 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Result<&str, LineError>)>
     })
 }
 
+/// Reads a file; `-` is standard input.
 fn read(path: &Path) -> Result<Vec<u8>, ImportError> {
-    std::fs::read(path).map_err(|source| ImportError::Read { path: path.to_owned(), source })
+    let result = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf).map(|_| buf)
+    } else {
+        std::fs::read(path)
+    };
+    result.map_err(|source| ImportError::Read { path: path.to_owned(), source })
 }
 
 /// Envelope lines have `kind` and `payload`; anything else is a turn record.
@@ -144,9 +153,18 @@ fn detect(first_line: &str) -> Format {
     }
 }
 
-/// Pass 1: validates the whole file. Any invalid line fails the import.
+/// Pass 1: validates the whole file (`-`: standard input, kept in memory
+/// for pass 2). Any invalid line fails the import.
 pub fn validate(path: &Path) -> Result<Plan, ImportError> {
     let bytes = read(path)?;
+    let mut plan = validate_bytes(path, &bytes)?;
+    if path == Path::new("-") {
+        plan.stdin = Some(bytes);
+    }
+    Ok(plan)
+}
+
+fn validate_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, ImportError> {
     let mut errors = Vec::new();
     let mut total_bad = 0usize;
     let mut format = None;
@@ -158,7 +176,7 @@ pub fn validate(path: &Path) -> Result<Plan, ImportError> {
             errors.push(e);
         }
     };
-    for (line, text) in lines(&bytes) {
+    for (line, text) in lines(bytes) {
         records += 1;
         let text = match text {
             Ok(t) => t,
@@ -204,7 +222,7 @@ pub fn validate(path: &Path) -> Result<Plan, ImportError> {
     if total_bad > 0 {
         return Err(ImportError::Invalid { path: path.to_owned(), errors, total: total_bad });
     }
-    Ok(Plan { path: path.to_owned(), format: format.unwrap_or(Format::TurnRecords), records, sessions })
+    Ok(Plan { path: path.to_owned(), format: format.unwrap_or(Format::TurnRecords), records, sessions, stdin: None })
 }
 
 fn envelope_field_error(e: engram_events::DecodeError) -> FieldError {
@@ -225,7 +243,10 @@ const IN_FLIGHT: usize = 4;
 /// Pass 2: appends the file's events through `log`. `progress` is called
 /// with the number of records processed.
 pub fn run(plan: &Plan, log: &dyn EventLog, mut progress: impl FnMut(usize)) -> Result<ImportStats, ImportError> {
-    let bytes = read(&plan.path)?;
+    let bytes = match &plan.stdin {
+        Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
+        None => std::borrow::Cow::Owned(read(&plan.path)?),
+    };
     let mut stats = ImportStats::default();
     let mut pipeline = Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
     let mut tool_history: HashMap<SessionId, bool> = HashMap::new();

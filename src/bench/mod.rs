@@ -1,0 +1,3 @@
+//! Benchmarks shared by `benches/` (criterion) and `engram bench`, each
+//! measured beside its peer baseline in the same run.
+pub mod log;

@@ -1,0 +1,95 @@
+//! `engram` — replay, import, export, verify and inspect an engram data dir.
+
+mod bench;
+mod export;
+mod import;
+mod output;
+mod replay;
+mod stats;
+mod verify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use engram::storage::{Durability, LogConfig, SledLog};
+
+/// engram: an embedded, event-sourced actor runtime for a local LLM assistant.
+///
+/// Every turn the assistant takes is a sequence of typed events in one
+/// durable log; these commands import, export, replay, verify and measure it.
+#[derive(Parser)]
+#[command(name = "engram", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    /// The data dir [default: $ENGRAM_DATA, else $XDG_DATA_HOME/engram, else ~/.local/share/engram]
+    #[arg(long, global = true, value_name = "DIR")]
+    data: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import turn records or envelopes (JSON Lines, auto-detected)
+    Import(import::Args),
+    /// Print every envelope as JSON Lines
+    Export(export::Args),
+    /// Print events, filtered, optionally following live ones
+    Replay(replay::Args),
+    /// Check every record's CRC, positions and the id index
+    Verify(verify::Args),
+    /// Event counts by kind, sessions, turns, disk use
+    Stats(stats::Args),
+    /// Benchmarks, each beside its peer baseline
+    #[command(subcommand)]
+    Bench(bench::Command),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let data = engram::data_dir::resolve(cli.data);
+    let result = match cli.command {
+        Command::Import(args) => import::run(&data, args),
+        Command::Export(args) => export::run(&data, args),
+        Command::Replay(args) => replay::run(&data, args),
+        Command::Verify(args) => verify::run(&data, args),
+        Command::Stats(args) => stats::run(&data, args),
+        Command::Bench(cmd) => bench::run(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // `{:#}` joins the context chain on one line; multi-line
+            // messages (import validation) print as they are.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Opens the log in `data` with the default (durable) policy, creating the
+/// data dir if needed.
+pub(crate) fn open_log(data: &std::path::Path) -> anyhow::Result<SledLog> {
+    open_log_with(data, Durability::Durable)
+}
+
+/// Opens the log of an existing data dir (read commands never create one).
+pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<SledLog> {
+    if !data.join("log.sled").is_dir() {
+        anyhow::bail!("{}: no engram data here (nothing imported yet? pass --data DIR)", data.display());
+    }
+    open_log(data)
+}
+
+/// Opens the log in `data` with a given durability policy.
+pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<SledLog> {
+    Ok(SledLog::open(data, LogConfig { durability, ..LogConfig::default() })?)
+}
