@@ -8,6 +8,8 @@
 //!   durable ([`durability`]).
 //! * [`subscription`] — backlog-then-live streams with no gap and no
 //!   duplicate, that never slow the writer down.
+//! * [`follow`] — the owner of a data dir streams it to followers in other
+//!   processes (`engram replay --follow`) over a Unix socket.
 //! * [`backend`] — the [`EventLog`] trait the rest of engram programs
 //!   against; sled is the embedded default.
 //! * [`import`] — turn-record and envelope importers (validation first,
@@ -18,6 +20,7 @@ pub mod backend;
 pub mod durability;
 pub mod error;
 pub mod features;
+pub mod follow;
 pub mod import;
 pub mod lock;
 pub mod log;

@@ -30,6 +30,7 @@ use sled::Transactional;
 use crate::backend::{AppendOutcome, AppendTicket, EventLog};
 use crate::durability::{Durability, Syncer};
 use crate::error::LogError;
+use crate::follow::{self, FollowServer};
 use crate::lock::DataDirLock;
 use crate::segment::{self, SegmentBuilder, SEGMENT_TARGET_BYTES};
 use crate::subscription::{Backlog, Filter, Hub, Subscription};
@@ -83,6 +84,7 @@ pub struct SledLog {
     writer: Option<JoinHandle<()>>,
     subscriber_buffer: usize,
     tail_fault: Option<String>,
+    follow: Option<FollowServer>,
     _lock: DataDirLock,
 }
 
@@ -134,12 +136,25 @@ impl SledLog {
                 .spawn(move || Writer { shared, config, syncer, rx }.run())
                 .map_err(|e| LogError::io(dir, e))?
         };
+        let follow = {
+            let hub = shared.hub.clone();
+            let tree = shared.log.clone();
+            let capacity = config.subscriber_buffer;
+            let serve = move |from| {
+                let backlog: Arc<dyn Backlog> = Arc::new(TreeBacklog(tree.clone()));
+                Some(Subscription::new(hub.clone(), backlog, from, Filter::all(), capacity))
+            };
+            FollowServer::start(dir, serve)
+                .map_err(|e| tracing::warn!("not serving followers on {}: {e}", follow::socket_path(dir).display()))
+                .ok()
+        };
         Ok(SledLog {
             shared,
             tx: Some(tx),
             writer: Some(writer),
             subscriber_buffer: config.subscriber_buffer,
             tail_fault,
+            follow,
             _lock: lock,
         })
     }
@@ -228,6 +243,8 @@ impl Drop for SledLog {
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
         }
+        // Followers drain what was committed, then their streams end.
+        self.follow.take();
     }
 }
 

@@ -89,7 +89,19 @@ pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<SledLog> {
     open_log(data)
 }
 
+/// How long a command waits for a data dir held by someone else before
+/// reporting "data dir in use" (a follower holds it for a moment at a time).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Opens the log in `data` with a given durability policy.
 pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<SledLog> {
-    Ok(SledLog::open(data, LogConfig { durability, ..LogConfig::default() })?)
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match SledLog::open(data, LogConfig { durability, ..LogConfig::default() }) {
+            Err(engram::LogError::DataDirInUse { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            result => return Ok(result?),
+        }
+    }
 }

@@ -1,15 +1,76 @@
 //! `engram replay`
 
 use std::collections::HashSet;
-use std::io::{BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::bail;
 use engram::events::codec::json;
-use engram::{Envelope, EventKind, EventLog, Filter, Seq, SessionId};
+use engram::storage::follow;
+use engram::{Envelope, EventKind, EventLog, Filter, LogError, Seq, SessionId, SledLog};
 
 use crate::output;
+
+/// How often a follower looks for an owner or for changes.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+/// Prints events from `next` on, forever. While another process owns the
+/// data dir, events stream from its follow socket; while nobody does, the
+/// follower reads the log itself whenever its files change, holding the
+/// lock only for that read.
+fn follow(
+    data: &Path,
+    mut next: Seq,
+    filter: &Filter,
+    mut print: impl FnMut(&Envelope) -> anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    let socket = follow::socket_path(data);
+    let db_file = data.join("log.sled").join("db");
+    let stamp = || std::fs::metadata(&db_file).and_then(|m| Ok((m.len(), m.modified()?))).ok();
+    let mut seen = None;
+    loop {
+        if let Ok(mut stream) = UnixStream::connect(&socket) {
+            if writeln!(stream, "from {next}").is_err() {
+                continue; // the owner is closing
+            }
+            // A broken stream means the owner went away: look again.
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if let Some(e) = line.strip_prefix("error: ") {
+                    bail!("{}: {e}", data.display());
+                }
+                let env = json::from_line(&line)?;
+                next = env.seq.next();
+                if filter.matches(&env) {
+                    print(&env)?;
+                }
+            }
+            continue; // the owner closed the log; look again
+        }
+        let now = stamp();
+        if now.is_some() && now != seen {
+            match SledLog::open(data, Default::default()) {
+                Ok(log) => {
+                    for env in log.read_from(next) {
+                        let env = env?;
+                        next = env.seq.next();
+                        if filter.matches(&env) {
+                            print(&env)?;
+                        }
+                    }
+                    drop(log);
+                    // Our own open and close touched the files too.
+                    seen = stamp();
+                }
+                Err(LogError::DataDirInUse { .. }) => {} // an owner is starting up
+                Err(e) => return Err(e.into()),
+            }
+        }
+        std::thread::sleep(FOLLOW_POLL);
+    }
+}
 
 /// Print events in log order, filtered; `--follow` keeps printing new ones.
 ///
@@ -68,14 +129,11 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     if args.follow {
-        let log = crate::open_log(data)?;
-        let mut sub = log.subscribe(Seq(args.from), filter)?;
-        loop {
-            let env = sub.recv()?;
-            print(&env, &mut out)?;
+        return follow(data, Seq(args.from), &filter, |env| {
+            print(env, &mut out)?;
             // Flush per event so a pipe sees it at once.
-            out.flush()?;
-        }
+            Ok(out.flush()?)
+        });
     }
     let log = crate::open_existing(data)?;
     for env in log.read_from(Seq(args.from)) {

@@ -1,0 +1,274 @@
+//! The golden log: a log written by engram's first log format, committed
+//! under `tests/fixtures/golden-v1/`, that every later version must replay
+//! unchanged — as raw frames, as a sled data dir, and as JSON Lines.
+//!
+//! It holds every event kind. To regenerate it (only ever for a *new*
+//! fixture directory; an existing one is history and is never rewritten):
+//! `ENGRAM_REGENERATE_GOLDEN=1 cargo test --test golden -- --ignored`.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use engram::events::codec::{binary, json};
+use engram::events::ids::derive_ulid;
+use engram::events::payloads::*;
+use engram::events::rust_decimal::Decimal;
+use engram::events::{EvalId, EventId, FingerprintId, TurnId};
+use engram::storage::import::{turn_events, turn_record};
+use engram::{ActorKind, Envelope, Event, EventKind, EventLog, LogConfig, Seq, SessionId, SledLog};
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden-v1")
+}
+
+/// The fixture's events, built deterministically (fixed ids and times).
+fn fixture_events() -> Vec<Envelope> {
+    let records = [
+        r#"{"session":"g-1","turn":1,"at":"2026-11-20T09:15:02Z","text":"download https://example.org/a and describe it","steps":[{"tool":"get_urls","args":{"url":"https://example.org/a"}},{"tool":"describe_entries","args":{"entries":"$0"}}],"model":"ollama:gemma4:26b","planner_ms":11800,"latency_ms":14200,"cost_usd":"0.0012","pricing_version":"2026-11","score":0.9,"score_confidence":0.8,"features":{"intent_tags":["doc"],"tool_names":["get_urls"]}}"#,
+        r#"{"session":"g-1","turn":2,"at":"2026-11-20T09:16:10Z","text":"che ore sono","steps":[{"tool":"get_now"}],"latency_ms":3}"#,
+        r#"{"session":"g-2","turn":1,"at":"2026-11-21T18:00:00+01:00","text":"riassumi il file ~/note.md","steps":[{"tool":"read_file","args":{"path":"~/note.md"}}],"model":"openai:gpt-5-mini","planner_ms":900,"latency_ms":2100,"cost_usd":"0.000345","pricing_version":"2026-11","workload":"notes"}"#,
+    ];
+    let mut out = Vec::new();
+    for (i, line) in records.iter().enumerate() {
+        let r = turn_record::parse_line(line).expect("fixture record");
+        out.extend(turn_events::turn_events(&r, i == 1));
+    }
+    let at = |s: &str| engram::events::chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+    let t0 = at("2026-11-21T17:00:02Z");
+    let g1 = SessionId::new("g-1");
+    let turn1 = TurnId::for_turn(&g1, 1, at("2026-11-20T09:15:02Z"));
+    let mut n = 0u32;
+    let mut push = |out: &mut Vec<Envelope>, actor: ActorKind, event: Event| {
+        n += 1;
+        let id = EventId(derive_ulid(t0, &[b"golden", &n.to_be_bytes()]));
+        out.push(Envelope::at(id, t0, actor, event).with_session(g1.clone()).with_turn(turn1));
+    };
+    let fp = FingerprintId(derive_ulid(t0, &[b"fp"]));
+    push(&mut out, ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: 2 }.into());
+    push(
+        &mut out,
+        ActorKind::Host,
+        FeedbackReceived { subject_turn: Some(turn1), rating: FeedbackRating::Positive, text: Some("perfetto".into()) }
+            .into(),
+    );
+    push(
+        &mut out,
+        ActorKind::Judge,
+        EvalCompleted {
+            eval_id: EvalId(derive_ulid(t0, &[b"eval-2"])),
+            subject_turn: turn1,
+            score: 1.0,
+            confidence: 0.95,
+            judge: JudgeKind::Feedback,
+            rubric: Some("explicit-feedback".into()),
+            judge_pricing_version: None,
+        }
+        .into(),
+    );
+    push(
+        &mut out,
+        ActorKind::PatternStore,
+        PatternRecorded {
+            fingerprint_id: fp,
+            fingerprint_kind: FingerprintKind::Structural,
+            primary_model: "ollama:gemma4:26b".into(),
+            sample_size_before: 0,
+            sample_size_after: 1,
+            was_new_fingerprint: true,
+            success_score: Some(0.9),
+            cost_usd: Decimal::from_str("0.0012").unwrap(),
+            pricing_version: "2026-11".into(),
+            over_soft_cap: false,
+            turn: Some(turn1),
+            latency_ms: 14200.0,
+            eval_id: None,
+            score_confidence: Some(0.8),
+            replaces_score: None,
+            features: Some(StructuralFeatures { intent_tags: vec!["doc".into()], ..Default::default() }),
+            workload: None,
+        }
+        .into(),
+    );
+    push(
+        &mut out,
+        ActorKind::Router,
+        PatternMatched {
+            fingerprint_id: fp,
+            fingerprint_kind: FingerprintKind::Structural,
+            chosen_model: "ollama:gemma4:26b".into(),
+            confidence: 0.12,
+            sample_size: 7,
+            k_cluster_size: 10,
+            alternatives_count: 2,
+        }
+        .into(),
+    );
+    push(
+        &mut out,
+        ActorKind::PatternStore,
+        PatternEvicted {
+            trigger: EvictionTrigger::HardCapEvict,
+            fingerprints_before: 3,
+            fingerprints_after: 2,
+            outcomes_before: 4,
+            outcomes_after: 3,
+            entries_evicted: 1,
+            oldest_evicted_age_days: Some(181.5),
+            evicted: vec![EvictedOutcome { fingerprint_id: fp, primary_model: "openai:gpt-5-mini".into() }],
+        }
+        .into(),
+    );
+    let mut args = serde_json::Map::new();
+    args.insert("url".into(), "https://example.org/a".into());
+    push(
+        &mut out,
+        ActorKind::Router,
+        CanonicalRecorded { canonical: "download page".into(), executor: "get_urls".into(), args_observed: ToolArgs(args) }
+            .into(),
+    );
+    let steps = vec![
+        PlanStep { tool: "get_urls".into(), args: ToolArgs::from_json(r#"{"url":"{url}"}"#).unwrap() },
+        PlanStep { tool: "describe_entries".into(), args: ToolArgs::from_json(r#"{"entries":"$0"}"#).unwrap() },
+    ];
+    push(
+        &mut out,
+        ActorKind::Router,
+        PipelineRecorded { pipeline_id: "p-1".into(), canonical: "download and describe".into(), steps, day_rank: 2 }
+            .into(),
+    );
+    push(&mut out, ActorKind::Router, PipelineExpired { pipeline_id: "p-0".into(), last_used_rank: 1, current_rank: 32 }.into());
+    push(&mut out, ActorKind::Router, PipelinePromoted { pipeline_id: "p-1".into(), uses: 50 }.into());
+    push(&mut out, ActorKind::Listener, DayActivated { day: "2026-11-21".into(), rank: 2 }.into());
+    push(
+        &mut out,
+        ActorKind::Summariser,
+        SummaryWritten {
+            summary: "The user downloaded a page and asked the time.".into(),
+            topics: vec!["web".into(), "time".into()],
+            summariser: SummariserKind::Extractive,
+            turns_covered: 2,
+        }
+        .into(),
+    );
+    push(
+        &mut out,
+        ActorKind::Graph,
+        GraphFactAdded {
+            branch: GraphBranch::User,
+            node: "preferences/language".into(),
+            fact: "Speaks Italian and English".into(),
+            extractor: ExtractorKind::Rule,
+        }
+        .into(),
+    );
+    push(
+        &mut out,
+        ActorKind::Graph,
+        GraphNodeMerged {
+            branch: GraphBranch::Directives,
+            node: "style".into(),
+            facts: vec!["Answer briefly".into()],
+            facts_before: 2,
+        }
+        .into(),
+    );
+    out
+}
+
+fn expected_lines() -> Vec<String> {
+    std::fs::read_to_string(fixture_dir().join("log.jsonl")).expect("fixture log.jsonl").lines().map(String::from).collect()
+}
+
+#[test]
+fn the_fixture_covers_every_kind() {
+    let kinds: std::collections::HashSet<EventKind> =
+        expected_lines().iter().map(|l| json::from_line(l).unwrap().kind()).collect();
+    for kind in EventKind::ALL {
+        assert!(kinds.contains(kind), "golden fixture lacks {kind}");
+    }
+}
+
+#[test]
+fn golden_frames_decode_unchanged() {
+    let bytes = std::fs::read(fixture_dir().join("log.frames")).expect("fixture log.frames");
+    let decoded: Vec<String> =
+        binary::frames(&bytes).map(|f| json::to_line(&f.expect("frame").decode().expect("decodes"))).collect();
+    assert_eq!(decoded, expected_lines());
+}
+
+#[test]
+fn golden_data_dir_replays_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&fixture_dir().join("data"), tmp.path());
+    let log = SledLog::open(tmp.path(), LogConfig::default()).expect("opens the golden data dir");
+    let report = engram::storage::verify::verify(&log, |_| {});
+    assert!(report.ok(), "{:?}", report.faults);
+    let lines: Vec<String> = log.read_from(Seq::FIRST).map(|e| json::to_line(&e.unwrap())).collect();
+    assert_eq!(lines, expected_lines());
+}
+
+#[test]
+fn golden_jsonl_imports_to_the_same_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = engram::storage::import::validate(&fixture_dir().join("log.jsonl")).unwrap();
+    let log = SledLog::open(tmp.path(), LogConfig::default()).unwrap();
+    engram::storage::import::run(&plan, &log, |_| {}).unwrap();
+    let lines: Vec<String> = log.read_from(Seq::FIRST).map(|e| json::to_line(&e.unwrap())).collect();
+    assert_eq!(lines, expected_lines());
+}
+
+#[test]
+fn this_build_still_writes_the_fixture() {
+    // The builder above is deterministic; while no schema version changed it
+    // reproduces the fixture. When one does, this test is updated to build
+    // with the new version and the fixture stays as it is.
+    let lines: Vec<String> = fixture_events()
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut e)| {
+            e.seq = Seq(i as u64 + 1);
+            json::to_line(&e)
+        })
+        .collect();
+    assert_eq!(lines, expected_lines());
+}
+
+#[test]
+#[ignore = "writes the fixture; run with ENGRAM_REGENERATE_GOLDEN=1"]
+fn regenerate_golden_fixture() {
+    if std::env::var_os("ENGRAM_REGENERATE_GOLDEN").is_none() {
+        return;
+    }
+    let dir = fixture_dir();
+    assert!(!dir.join("log.jsonl").exists(), "{} is history: write a new fixture dir instead", dir.display());
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    {
+        let log = SledLog::open(&dir.join("data"), LogConfig::default()).unwrap();
+        log.append(fixture_events()).unwrap();
+        let mut jsonl = String::new();
+        let mut frames = Vec::new();
+        for env in log.read_from(Seq::FIRST) {
+            let env = env.unwrap();
+            jsonl.push_str(&json::to_line(&env));
+            jsonl.push('\n');
+            binary::encode_into(&env, &mut frames);
+        }
+        std::fs::write(dir.join("log.jsonl"), jsonl).unwrap();
+        std::fs::write(dir.join("log.frames"), frames).unwrap();
+    }
+    let _ = std::fs::remove_file(dir.join("data/engram.lock"));
+    let _ = std::fs::remove_file(dir.join("data/engram.sock"));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
