@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: formatting, lints, then every test of the workspace
+# (unit, integration, CLI end-to-end, crash and golden-fixture tests).
+# Needs only a Rust toolchain (cargo) and a C compiler (for bundled SQLite).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v cargo >/dev/null || { echo "test: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
+command -v cc >/dev/null || { echo "test: no C compiler (cc): apt-get install build-essential" >&2; exit 1; }
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --all-targets --locked
+cargo test --workspace --doc --locked
