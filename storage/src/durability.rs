@@ -21,10 +21,11 @@ use std::path::{Path, PathBuf};
 use crate::error::LogError;
 
 /// When an append is acknowledged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
     /// Acknowledge after the batch is flushed and fsynced. Concurrent
     /// appenders share one flush (group commit). The default.
+    #[default]
     Durable,
     /// Acknowledge once the batch is in sled's memory; flush and fsync every
     /// `flush_every_ms`. Faster; a power loss may lose that window.
@@ -32,12 +33,6 @@ pub enum Durability {
         /// Flush interval.
         flush_every_ms: u64,
     },
-}
-
-impl Default for Durability {
-    fn default() -> Self {
-        Durability::Durable
-    }
 }
 
 /// fsyncs what sled's flush leaves unsynced.

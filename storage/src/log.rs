@@ -62,8 +62,11 @@ impl Default for LogConfig {
     }
 }
 
+/// Where the writer sends a batch's outcomes.
+type Ack = Sender<Result<Vec<AppendOutcome>, LogError>>;
+
 enum WriterMsg {
-    Append { events: Vec<Envelope>, ack: Sender<Result<Vec<AppendOutcome>, LogError>> },
+    Append { events: Vec<Envelope>, ack: Ack },
     Flush { ack: Sender<Result<(), LogError>> },
 }
 
@@ -382,7 +385,7 @@ impl Writer {
     /// returns the newly appended envelopes for subscribers.
     fn commit(
         &mut self,
-        appends: &mut [(Vec<Envelope>, Sender<Result<Vec<AppendOutcome>, LogError>>)],
+        appends: &mut [(Vec<Envelope>, Ack)],
     ) -> Result<Option<Arc<[Envelope]>>, LogError> {
         let head = Seq(self.shared.head.load(Ordering::Acquire));
         let mut next = head.next();

@@ -280,7 +280,7 @@ pub fn run(plan: &Plan, log: &dyn EventLog, mut progress: impl FnMut(usize)) -> 
             }
         }
         done += 1;
-        if done % 256 == 0 {
+        if done.is_multiple_of(256) {
             progress(done);
         }
     }
