@@ -248,6 +248,7 @@ impl Drop for SledLog {
         }
         // Followers drain what was committed, then their streams end.
         self.follow.take();
+        self.shared.hub.close();
     }
 }
 

@@ -68,6 +68,7 @@ struct Slot {
 pub struct Hub {
     slots: Mutex<Vec<Slot>>,
     next_id: AtomicU64,
+    closed: AtomicBool,
 }
 
 impl Hub {
@@ -85,12 +86,25 @@ impl Hub {
         });
     }
 
+    /// The log is closing: subscribers deliver what is in the log, then
+    /// report [`LogError::WriterStopped`] instead of waiting forever.
+    pub fn close(&self) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        self.closed.store(true, Ordering::Release);
+        slots.clear();
+    }
+
     fn register(&self, capacity: usize) -> (u64, Receiver<Batch>, Receiver<()>, Arc<AtomicBool>) {
         let (live_tx, live_rx) = bounded(capacity.max(1));
         let (wake_tx, wake_rx) = bounded(1);
         let lagged = Arc::new(AtomicBool::new(false));
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.slots.lock().unwrap_or_else(|e| e.into_inner()).push(Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            // Dropping the senders disconnects the subscriber at once.
+            return (id, live_rx, wake_rx, lagged);
+        }
+        slots.push(Slot {
             id,
             live: live_tx,
             wake: wake_tx,
@@ -130,6 +144,7 @@ pub struct Subscription {
     filter: Filter,
     next: Seq,
     from_log: bool,
+    closed: bool,
     pending: VecDeque<Envelope>,
     scratch: Vec<Envelope>,
 }
@@ -148,6 +163,7 @@ impl Subscription {
             filter,
             next: Seq(from.0.max(1)),
             from_log: true,
+            closed: false,
             pending: VecDeque::new(),
             scratch: Vec::new(),
         }
@@ -205,6 +221,11 @@ impl Subscription {
             select! {
                 recv(self.live) -> batch => match batch {
                     Ok(batch) => self.take_live(&batch),
+                    // The log closed: deliver what it holds, then stop.
+                    Err(_) if !self.closed => {
+                        self.closed = true;
+                        self.from_log = true;
+                    }
                     Err(_) => return Err(LogError::WriterStopped),
                 },
                 recv(self.wake) -> _ => {},

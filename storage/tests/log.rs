@@ -153,3 +153,26 @@ fn filtered_subscription_skips_without_gaps() {
     assert_eq!(sub.recv_timeout(Duration::from_millis(20)).unwrap(), None);
     assert_eq!(sub.position(), Seq(31), "every position consumed, matching or not");
 }
+
+#[test]
+fn subscribers_get_everything_then_an_error_when_the_log_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = SledLog::open(dir.path(), LogConfig { subscriber_buffer: 1, ..relaxed() }).unwrap();
+    let mut sub = log.subscribe(Seq(1), Filter::all()).unwrap();
+    for i in 0..20 {
+        log.append(vec![event(i)]).unwrap();
+    }
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        loop {
+            match sub.recv() {
+                Ok(env) => got.push(env.seq.0),
+                Err(LogError::WriterStopped) => return got,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    drop(log);
+    assert_eq!(reader.join().unwrap(), (1..=20).collect::<Vec<_>>());
+}
