@@ -1,0 +1,117 @@
+//! `engram replay --follow` sees events appended by other processes: live
+//! from an owner's follow socket, and from the log after an owner exits.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use engram::events::codec::json;
+use engram::events::payloads::{SessionEndReason, SessionEnded};
+use engram::{ActorKind, Envelope, EventLog, LogConfig, SessionId, SledLog};
+
+fn engram() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_engram"))
+}
+
+struct Follower {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Follower {
+    fn start(dir: &std::path::Path, extra: &[&str]) -> Follower {
+        let mut child = engram()
+            .arg("--data")
+            .arg(dir)
+            .args(["replay", "--follow", "--json"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Follower { child, lines }
+    }
+
+    /// Collects lines until `n` arrived or 20 s passed.
+    fn take(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut got = Vec::new();
+        while got.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => got.push(line),
+                Err(_) => break,
+            }
+        }
+        got
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ended(i: u32) -> Envelope {
+    Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i })
+        .with_session(SessionId::new(format!("f-{i}")))
+}
+
+#[test]
+fn follows_a_live_owner_and_later_owners() {
+    let dir = tempfile::tempdir().unwrap();
+    // An owner in this process, with a backlog.
+    let owner = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    owner.append((0..5).map(ended).collect()).unwrap();
+    let follower = Follower::start(dir.path(), &["--from", "2"]);
+    let first = follower.take(4);
+    assert_eq!(first.len(), 4, "backlog from seq 2: {first:?}");
+    // Live events while the owner keeps the dir.
+    for i in 5..25 {
+        owner.append(vec![ended(i)]).unwrap();
+    }
+    let live = follower.take(20);
+    let seqs: Vec<u64> = first.iter().chain(&live).map(|l| json::from_line(l).unwrap().seq.0).collect();
+    assert_eq!(seqs, (2..=25).collect::<Vec<_>>(), "in order, no gap, no duplicate");
+    // The owner goes away; another process imports; the follower sees it.
+    drop(owner);
+    let file = dir.path().join("turns.jsonl");
+    std::fs::write(
+        &file,
+        r#"{"session":"s-9","turn":1,"at":"2026-11-20T09:15:02Z","text":"what time is it","steps":[{"tool":"get_now"}]}"#,
+    )
+    .unwrap();
+    let status = engram().arg("--data").arg(dir.path()).arg("import").arg(&file).status().unwrap();
+    assert!(status.success());
+    let imported = follower.take(9);
+    assert_eq!(imported.len(), 9, "{imported:?}");
+    let kinds: Vec<String> =
+        imported.iter().map(|l| json::from_line(l).unwrap().kind().name().to_owned()).collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("utterance.received"), "{kinds:?}");
+    assert_eq!(kinds.last().map(String::as_str), Some("session.ended"), "{kinds:?}");
+    assert_eq!(json::from_line(&imported[0]).unwrap().seq.0, 26);
+}
+
+#[test]
+fn follow_filters_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let owner = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    let follower = Follower::start(dir.path(), &["--kind", "session.*", "--session", "f-3"]);
+    owner.append((0..6).map(ended).collect()).unwrap();
+    let got = follower.take(1);
+    assert_eq!(got.len(), 1);
+    assert_eq!(json::from_line(&got[0]).unwrap().session.unwrap().as_str(), "f-3");
+    assert!(follower.lines.recv_timeout(Duration::from_millis(300)).is_err(), "nothing else matches");
+}
