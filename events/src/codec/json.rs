@@ -73,6 +73,11 @@ fn to_out(env: &Envelope) -> EnvelopeOut<'_> {
     }
 }
 
+/// A payload alone as a JSON value (what `payload` holds in a line).
+pub fn payload_to_value(event: &Event) -> serde_json::Value {
+    event.payload_to_json().expect("payloads always serialise")
+}
+
 /// The envelope as a JSON value.
 pub fn to_value(env: &Envelope) -> serde_json::Value {
     serde_json::to_value(to_out(env)).expect("envelopes always serialise")

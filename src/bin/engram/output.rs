@@ -3,7 +3,8 @@
 use std::io::{IsTerminal, Write};
 
 use engram::events::codec::json;
-use engram::Envelope;
+use engram::events::payloads::PlanStep;
+use engram::{Envelope, Event};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A progress bar on stderr, drawn only when stderr is a terminal.
@@ -27,12 +28,49 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What matters in a payload, in a few words (the whole payload is in
+/// `--json`).
+fn summary(event: &Event) -> String {
+    let steps = |steps: &[PlanStep]| steps.iter().map(|s| s.tool.as_str()).collect::<Vec<_>>().join(" → ");
+    let model = |m: &Option<String>| m.clone().unwrap_or_else(|| "-".to_owned());
+    match event {
+        Event::UtteranceReceived(p) => format!("#{} {:?}", p.turn_number, p.text),
+        Event::IntentJudged(p) => format!("directed={} stop={} conf={:.2} {:?}", p.directed, p.stop, p.confidence, p.query),
+        Event::RouteDecided(p) => format!("{} model={}", p.layer, model(&p.chosen_model)),
+        Event::FastPathHit(p) => format!("{} {:?} [{}]", p.layer, p.matched, steps(&p.steps)),
+        Event::FastPathMissed(p) => p.reason.clone(),
+        Event::PlanCreated(p) => format!("{} [{}] in {} ms", p.planner, steps(&p.steps), p.planner_ms),
+        Event::ToolCalled(p) => format!("step {} {} {}", p.step, p.tool, p.args.to_json()),
+        Event::ToolCompleted(p) => format!("step {} {} ok={} {} ms", p.step, p.tool, p.ok, p.duration_ms),
+        Event::LlmCallCompleted(p) => {
+            format!("{} {} {} ms ${} ({})", p.context, p.model, p.latency_ms, p.cost_usd, p.outcome)
+        }
+        Event::ReplyDelivered(p) => format!("{} {} ms {:?}", p.layer, p.latency_ms, p.text),
+        Event::TurnCompleted(p) => format!(
+            "#{} {} model={} [{}] {} ms ${}",
+            p.turn_number,
+            p.layer,
+            model(&p.model),
+            steps(&p.steps),
+            p.latency_ms,
+            p.cost_usd
+        ),
+        Event::SessionEnded(p) => format!("{} after {} turns", p.reason, p.turns),
+        Event::EvalCompleted(p) => {
+            format!("score {:.2} conf {:.2} by {} for turn {}", p.score, p.confidence, p.judge, p.subject_turn)
+        }
+        Event::FeedbackReceived(p) => format!("{} {}", p.rating, p.text.as_deref().unwrap_or("")),
+        // The rarer kinds: their payload, compact.
+        other => json::payload_to_value(other).to_string(),
+    }
+}
+
 /// One human-readable line for an envelope:
-/// `seq  time  kind  session  payload`.
+/// `seq  time  kind  session  summary`.
 pub fn human_line(env: &Envelope) -> String {
-    let payload = json::to_value(env)["payload"].to_string();
-    let payload = if payload.chars().count() > 120 {
-        format!("{}…", payload.chars().take(119).collect::<String>())
+    let payload = summary(&env.event);
+    let payload = if payload.chars().count() > 140 {
+        format!("{}…", payload.chars().take(139).collect::<String>())
     } else {
         payload
     };
