@@ -43,6 +43,14 @@ pub enum LogError {
         /// Newest format this build reads.
         supported: u32,
     },
+    /// A projection could not be loaded or rebuilt.
+    #[error("projection {name}: {what}")]
+    Projection {
+        /// The projection.
+        name: &'static str,
+        /// What went wrong.
+        what: String,
+    },
     /// The writer thread is gone (the log was closed or it panicked).
     #[error("the log writer has stopped")]
     WriterStopped,

@@ -14,6 +14,9 @@
 //!   against; sled is the embedded default.
 //! * [`import`] — turn-record and envelope importers (validation first,
 //!   deterministic ids, idempotent and resumable).
+//! * [`projection`] — the projection framework (pure folds, persisted rows
+//!   and checkpoints, catch-up, rebuild, digests); [`projections`] — the
+//!   projections themselves.
 //! * [`verify`] — CRC, position and index checks over the whole log.
 
 pub mod backend;
@@ -24,6 +27,8 @@ pub mod follow;
 pub mod import;
 pub mod lock;
 pub mod log;
+pub mod projection;
+pub mod projections;
 pub mod segment;
 pub mod subscription;
 pub mod verify;

@@ -184,6 +184,11 @@ impl SledLog {
         })
     }
 
+    /// The sled tree holding projection `name`'s rows and checkpoint.
+    pub fn projection_tree(&self, name: &str) -> Result<sled::Tree, LogError> {
+        Ok(self.shared.db.open_tree(format!("projection.{name}"))?)
+    }
+
     /// Number of entries in the id index (equals the number of events in a
     /// healthy log).
     pub fn indexed_ids(&self) -> usize {

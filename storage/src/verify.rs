@@ -27,11 +27,11 @@ impl VerifyReport {
         self.faults.is_empty()
     }
 
-    /// The position of the first fault.
+    /// The position of the first fault that has one.
     pub fn first_bad_seq(&self) -> Option<Seq> {
-        self.faults.first().map(|f| match f {
-            LogError::Corrupt { seq, .. } | LogError::Inconsistent { seq, .. } => *seq,
-            _ => Seq(0),
+        self.faults.iter().find_map(|f| match f {
+            LogError::Corrupt { seq, .. } | LogError::Inconsistent { seq, .. } => Some(*seq),
+            _ => None,
         })
     }
 }

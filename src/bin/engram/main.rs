@@ -4,6 +4,7 @@ mod bench;
 mod export;
 mod import;
 mod output;
+mod rebuild;
 mod replay;
 mod stats;
 mod verify;
@@ -37,8 +38,11 @@ enum Command {
     Export(export::Args),
     /// Print events, filtered, optionally following live ones
     Replay(replay::Args),
-    /// Check every record's CRC, positions and the id index
+    /// Check every record's CRC, positions and the id index, and that
+    /// rebuilt projections match the live ones
     Verify(verify::Args),
+    /// Drop projections and rebuild them from the log
+    Rebuild(rebuild::Args),
     /// Event counts by kind, sessions, turns, disk use
     Stats(stats::Args),
     /// Benchmarks, each beside its peer baseline
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&data, args),
         Command::Replay(args) => replay::run(&data, args),
         Command::Verify(args) => verify::run(&data, args),
+        Command::Rebuild(args) => rebuild::run(&data, args),
         Command::Stats(args) => stats::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
     };

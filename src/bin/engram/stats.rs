@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
+use engram::storage::projection::{hex, Projector};
+use engram::storage::projections;
 use engram::{Event, EventLog, Seq};
 use serde_json::json;
 
@@ -48,6 +50,12 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             turns += 1;
         }
     }
+    let projector = Projector::open(&log, projections::all(), |_, _| {})?;
+    let projections: BTreeMap<&str, serde_json::Value> = projector
+        .status()
+        .into_iter()
+        .map(|s| (s.name, json!({"rows": s.rows, "last_seq": s.last_seq.0, "digest": hex(&s.digest)})))
+        .collect();
     let record_bytes: u64 = log.segments().map(|s| s.map(|(_, b)| b.len() as u64)).sum::<Result<u64, _>>()?;
     let disk_bytes = dir_bytes(data);
     let ratio = if record_bytes > 0 { disk_bytes as f64 / record_bytes as f64 } else { 0.0 };
@@ -61,7 +69,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             "record_bytes": record_bytes,
             "disk_bytes": disk_bytes,
             "disk_overhead": ratio,
-            "projections": {},
+            "projections": projections,
         }))?;
     } else {
         println!("data dir   {}", data.display());
@@ -69,6 +77,10 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         println!("sessions   {}", sessions.len());
         println!("turns      {turns}");
         println!("disk       {} on disk for {} of records ({ratio:.2}x)", human_bytes(disk_bytes), human_bytes(record_bytes));
+        println!("projections");
+        for (name, p) in &projections {
+            println!("  {name:<22} {} rows, at seq {}", p["rows"], p["last_seq"]);
+        }
         println!("by kind");
         for (kind, n) in &by_kind {
             println!("  {kind:<22} {n}");

@@ -3,7 +3,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use engram::storage::verify;
+use engram::storage::projection::{hex, Projector};
+use engram::storage::{projections, verify};
 use serde_json::json;
 
 use crate::output;
@@ -21,8 +22,24 @@ pub struct Args {
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let log = crate::open_existing(data)?;
     let bar = output::progress(engram::EventLog::head(&log).0, "verifying");
-    let report = verify::verify(&log, |n| bar.set_position(n));
+    let mut report = verify::verify(&log, |n| bar.set_position(n));
     bar.finish_and_clear();
+    // Live projections (persisted, caught up) against a rebuild in memory.
+    let mut digests = Vec::new();
+    if report.ok() {
+        let live = Projector::open(&log, projections::all(), |_, _| {})?;
+        let mut rebuilt = Projector::in_memory(projections::all());
+        rebuilt.catch_up(&log, |_, _| {})?;
+        for (l, r) in live.status().into_iter().zip(rebuilt.status()) {
+            if l.digest != r.digest {
+                report.faults.push(engram::LogError::Projection {
+                    name: l.name,
+                    what: format!("live digest {} but a rebuild gives {}", hex(&l.digest), hex(&r.digest)),
+                });
+            }
+            digests.push(json!({"name": l.name, "rows": l.rows, "digest": hex(&l.digest), "rebuilt_digest": hex(&r.digest)}));
+        }
+    }
     if args.json {
         output::print_json(&json!({
             "ok": report.ok(),
@@ -30,9 +47,11 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             "segments": report.segments,
             "first_bad_seq": report.first_bad_seq().map(|s| s.0),
             "faults": report.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+            "projections": digests,
         }))?;
     } else if report.ok() {
         println!("ok: {} events in {} segments, CRCs, seqs and id index verified", report.events, report.segments);
+        println!("ok: {} projections rebuilt in memory with the live digests", digests.len());
     } else {
         for fault in &report.faults {
             eprintln!("{}: {fault}", data.display());

@@ -1,0 +1,196 @@
+//! Running projections: persistence with checkpoints, catch-up, rebuild.
+
+use std::time::Instant;
+
+use engram_events::{Envelope, Seq};
+
+use super::{digest, Change, Projection};
+use crate::backend::EventLog;
+use crate::error::LogError;
+use crate::log::SledLog;
+
+/// The key of a projection's checkpoint in its tree (rows use prefixes
+/// below 0xFF, so it sorts after every row).
+const CHECKPOINT_KEY: &[u8] = b"\xffcheckpoint";
+
+/// Catch-up persists at least this often, so a long catch-up interrupted
+/// resumes close to where it stopped.
+const PERSIST_EVERY: u64 = 50_000;
+
+/// What one projection holds now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectionStatus {
+    /// Its name.
+    pub name: &'static str,
+    /// Rows in its state.
+    pub rows: u64,
+    /// The last seq folded into it.
+    pub last_seq: Seq,
+    /// BLAKE3 over its rows.
+    pub digest: [u8; 32],
+}
+
+struct Entry {
+    projection: Box<dyn Projection>,
+    tree: Option<sled::Tree>,
+    last_seq: Seq,
+    folded: u64,
+}
+
+/// A set of projections fed from one log.
+///
+/// Each projection's rows and checkpoint live in its own sled tree
+/// (`projection.<name>`), written together in one atomic batch, so after a
+/// crash a projection resumes from exactly the state its checkpoint names.
+pub struct Projector {
+    entries: Vec<Entry>,
+}
+
+impl Projector {
+    /// Loads each projection from its tree and catches it up with `log`.
+    /// `progress` gets (events folded, head) during catch-up.
+    pub fn open(
+        log: &SledLog,
+        projections: Vec<Box<dyn Projection>>,
+        progress: impl FnMut(u64, u64),
+    ) -> Result<Self, LogError> {
+        let mut entries = Vec::with_capacity(projections.len());
+        for mut projection in projections {
+            let tree = log.projection_tree(projection.name())?;
+            let last_seq = match tree.get(CHECKPOINT_KEY)? {
+                Some(v) => Seq(u64::from_be_bytes(v.as_ref().try_into().map_err(|_| LogError::Projection {
+                    name: projection.name(),
+                    what: "bad checkpoint".into(),
+                })?)),
+                None => Seq(0),
+            };
+            projection.reset();
+            let mut rows = tree.iter().filter_map(|r| r.ok()).filter(|(k, _)| k.as_ref() != CHECKPOINT_KEY).map(
+                |(k, v)| (k.to_vec(), v.to_vec()),
+            );
+            projection.load(&mut rows).map_err(|what| LogError::Projection { name: projection.name(), what })?;
+            entries.push(Entry { projection, tree: Some(tree), last_seq, folded: 0 });
+        }
+        let mut projector = Projector { entries };
+        projector.catch_up(log, progress)?;
+        Ok(projector)
+    }
+
+    /// Projections held in memory only, starting empty (verify's rebuild,
+    /// tests).
+    pub fn in_memory(projections: Vec<Box<dyn Projection>>) -> Self {
+        Projector {
+            entries: projections
+                .into_iter()
+                .map(|mut projection| {
+                    projection.reset();
+                    Entry { projection, tree: None, last_seq: Seq(0), folded: 0 }
+                })
+                .collect(),
+        }
+    }
+
+    /// Folds one envelope into every projection that has not seen it yet.
+    pub fn apply(&mut self, env: &Envelope) {
+        for e in &mut self.entries {
+            if env.seq > e.last_seq {
+                e.projection.apply(env);
+                e.last_seq = env.seq;
+                e.folded += 1;
+            }
+        }
+    }
+
+    /// Folds everything in `log` after each projection's checkpoint, then
+    /// persists. Returns the number of envelopes read.
+    pub fn catch_up(&mut self, log: &dyn EventLog, mut progress: impl FnMut(u64, u64)) -> Result<u64, LogError> {
+        let Some(from) = self.entries.iter().map(|e| e.last_seq).min() else { return Ok(0) };
+        let head = log.head().0;
+        let mut read = 0u64;
+        for env in log.read_from(from.next()) {
+            let env = env?;
+            self.apply(&env);
+            read += 1;
+            if read.is_multiple_of(PERSIST_EVERY) {
+                self.persist()?;
+                progress(read, head);
+            }
+        }
+        self.persist()?;
+        progress(read, head);
+        Ok(read)
+    }
+
+    /// Writes every projection's changed rows and checkpoint, atomically
+    /// per projection.
+    pub fn persist(&mut self) -> Result<(), LogError> {
+        for e in &mut self.entries {
+            let changes: Vec<Change> = e.projection.take_changes();
+            let Some(tree) = &e.tree else { continue };
+            let mut batch = sled::Batch::default();
+            for (k, v) in changes {
+                match v {
+                    Some(v) => batch.insert(k, v),
+                    None => batch.remove(k),
+                }
+            }
+            batch.insert(CHECKPOINT_KEY, &e.last_seq.0.to_be_bytes());
+            tree.apply_batch(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Drops the state of the named projections (all when `names` is empty)
+    /// and replays the log from the start. Returns (events read, seconds).
+    pub fn rebuild(
+        &mut self,
+        log: &dyn EventLog,
+        names: &[&str],
+        progress: impl FnMut(u64, u64),
+    ) -> Result<(u64, f64), LogError> {
+        for name in names {
+            if !self.entries.iter().any(|e| e.projection.name() == *name) {
+                return Err(LogError::Projection { name: "rebuild", what: format!("no projection named {name:?}") });
+            }
+        }
+        for e in &mut self.entries {
+            if names.is_empty() || names.contains(&e.projection.name()) {
+                e.projection.reset();
+                e.last_seq = Seq(0);
+                e.folded = 0;
+                if let Some(tree) = &e.tree {
+                    tree.clear()?;
+                }
+            }
+        }
+        let started = Instant::now();
+        let read = self.catch_up(log, progress)?;
+        Ok((read, started.elapsed().as_secs_f64()))
+    }
+
+    /// Name, rows, checkpoint and digest of each projection.
+    pub fn status(&self) -> Vec<ProjectionStatus> {
+        self.entries
+            .iter()
+            .map(|e| ProjectionStatus {
+                name: e.projection.name(),
+                rows: e.projection.row_count(),
+                last_seq: e.last_seq,
+                digest: digest(&e.projection.rows()),
+            })
+            .collect()
+    }
+
+    /// Envelopes folded into the named projection since it was opened or
+    /// rebuilt.
+    pub fn folded(&self, name: &str) -> Option<u64> {
+        self.entries.iter().find(|e| e.projection.name() == name).map(|e| e.folded)
+    }
+
+    /// The projection named `name`, as its concrete type.
+    pub fn get<P: Projection + 'static>(&self, name: &str) -> Option<&P> {
+        let e = self.entries.iter().find(|e| e.projection.name() == name)?;
+        let any: &dyn std::any::Any = &*e.projection;
+        any.downcast_ref::<P>()
+    }
+}
