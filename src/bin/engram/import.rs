@@ -4,6 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use engram::storage::import;
+use engram::storage::projection::Projector;
+use engram::storage::projections::{self, ActiveDays};
+use engram::storage::reactors::{DayReactor, Reactor};
 
 use crate::output;
 
@@ -25,8 +28,10 @@ pub struct Args {
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let plan = import::validate(&args.file)?;
     let log = crate::open_log(data)?;
+    let projector = Projector::open(&log, projections::all(), |_, _| {})?;
+    let mut reactors = reactors_for(&projector);
     let bar = output::progress(plan.records as u64, "importing");
-    let stats = import::run(&plan, &log, |done| bar.set_position(done as u64))?;
+    let stats = import::run(&plan, &log, &mut reactors, |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     if args.json {
         output::print_json(&stats)?;
@@ -42,4 +47,10 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The reactors an import runs, warmed up from the live projections.
+fn reactors_for(projector: &Projector) -> Vec<Box<dyn Reactor>> {
+    let days = projector.get::<ActiveDays>("active_days").map(DayReactor::from_projection).unwrap_or_default();
+    vec![Box::new(days)]
 }

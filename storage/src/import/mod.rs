@@ -21,6 +21,7 @@ use engram_events::{codec, Envelope, EventKind, SessionId};
 
 use crate::backend::{AppendTicket, EventLog};
 use crate::error::LogError;
+use crate::reactors::{self, Reactor};
 use turn_record::FieldError;
 
 /// What kind of lines a file holds.
@@ -240,9 +241,17 @@ const BATCH: usize = 2048;
 /// Batches in flight at once (the writer commits them in order).
 const IN_FLIGHT: usize = 4;
 
-/// Pass 2: appends the file's events through `log`. `progress` is called
-/// with the number of records processed.
-pub fn run(plan: &Plan, log: &dyn EventLog, mut progress: impl FnMut(usize)) -> Result<ImportStats, ImportError> {
+/// Pass 2: appends the file's events through `log`. Turn records also go
+/// through `reactors` (warmed up from the log's projections), which insert
+/// the events the live runtime would derive (day activations, …) right
+/// after their causes; envelope files are taken as they are. `progress` is
+/// called with the number of records processed.
+pub fn run(
+    plan: &Plan,
+    log: &dyn EventLog,
+    reactors: &mut [Box<dyn Reactor>],
+    mut progress: impl FnMut(usize),
+) -> Result<ImportStats, ImportError> {
     let bytes = match &plan.stdin {
         Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
         None => std::borrow::Cow::Owned(read(&plan.path)?),
@@ -276,7 +285,7 @@ pub fn run(plan: &Plan, log: &dyn EventLog, mut progress: impl FnMut(usize)) -> 
                         events.push(turn_events::session_ended(&r.session, turns, turn_events::turn_end(&r)));
                     }
                 }
-                pipeline.push(events, Group::Turn, &mut stats)?;
+                pipeline.push(reactors::derive_all(events, reactors), Group::Turn, &mut stats)?;
             }
         }
         done += 1;

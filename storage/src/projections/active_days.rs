@@ -30,6 +30,11 @@ impl ActiveDays {
         self.days.iter().map(|(_, r)| *r).max().unwrap_or(0)
     }
 
+    /// Every active day and its rank, by day.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.days.iter().map(|(d, r)| (std::str::from_utf8(d).unwrap_or(""), *r))
+    }
+
     /// Number of active days.
     pub fn len(&self) -> usize {
         self.days.len()
