@@ -3,6 +3,7 @@
 mod bench;
 mod export;
 mod import;
+mod inspect;
 mod output;
 mod rebuild;
 mod replay;
@@ -43,6 +44,9 @@ enum Command {
     Verify(verify::Args),
     /// Drop projections and rebuild them from the log
     Rebuild(rebuild::Args),
+    /// Show what the projections hold
+    #[command(subcommand)]
+    Inspect(inspect::Command),
     /// Event counts by kind, sessions, turns, disk use
     Stats(stats::Args),
     /// Benchmarks, each beside its peer baseline
@@ -51,6 +55,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`engram replay | head`), like other
+    // Unix tools, instead of panicking in println!.
+    #[cfg(unix)]
+    // SAFETY: resetting a signal disposition before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
@@ -66,6 +77,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(&data, args),
         Command::Verify(args) => verify::run(&data, args),
         Command::Rebuild(args) => rebuild::run(&data, args),
+        Command::Inspect(cmd) => inspect::run(&data, cmd),
         Command::Stats(args) => stats::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
     };
