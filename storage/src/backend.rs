@@ -5,7 +5,7 @@
 //! [`SledLog`]: crate::log::SledLog
 
 use crossbeam_channel::Receiver;
-use engram_events::{Envelope, EventId, Seq};
+use engram_events::{Envelope, EventId, EventKind, Seq};
 
 use crate::error::LogError;
 use crate::subscription::{Filter, Subscription};
@@ -75,6 +75,17 @@ pub trait EventLog: Send + Sync {
     /// Every envelope from `from` to the current end, in order. Stops with
     /// an error at the first corrupt record.
     fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_>;
+
+    /// Like [`EventLog::read_from`], only the given kinds. Backends that can
+    /// tell a record's kind without decoding it skip the others cheaply.
+    fn read_kinds(
+        &self,
+        from: Seq,
+        kinds: &[EventKind],
+    ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        let kinds: Vec<EventKind> = kinds.to_vec();
+        Box::new(self.read_from(from).filter(move |e| e.as_ref().map_or(true, |e| kinds.contains(&e.kind()))))
+    }
 
     /// Backlog from `from`, then live events, filtered.
     fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError>;

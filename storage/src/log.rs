@@ -15,7 +15,7 @@
 //! transaction, makes them durable according to the [`Durability`] policy,
 //! acknowledges, and only then publishes them to subscribers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
-use engram_events::{Envelope, EventId, Seq};
+use engram_events::{Envelope, EventId, EventKind, Seq};
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 
@@ -226,6 +226,15 @@ impl EventLog for SledLog {
 
     fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
         Box::new(LogIter::new(self.shared.log.clone(), from))
+    }
+
+    fn read_kinds(
+        &self,
+        from: Seq,
+        kinds: &[EventKind],
+    ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        // Records of other kinds are CRC-checked but never decoded.
+        Box::new(LogIter::new(self.shared.log.clone(), from).with_kinds(kinds))
     }
 
     fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError> {
@@ -461,6 +470,8 @@ fn outcomes_of(events: &[Envelope]) -> Vec<AppendOutcome> {
 pub struct LogIter {
     segments: sled::Iter,
     from: Seq,
+    /// Kind codes to decode; other records are checked but not decoded.
+    kinds: Option<Arc<HashSet<u16>>>,
     buffered: std::vec::IntoIter<Envelope>,
     error: Option<LogError>,
     failed: bool,
@@ -476,7 +487,19 @@ impl LogIter {
             .and_then(|r| r.ok())
             .map(|(k, _)| k)
             .unwrap_or_else(|| sled::IVec::from(&segment::key(from)));
-        LogIter { segments: log.range(start..), from, buffered: Vec::new().into_iter(), error: None, failed: false }
+        LogIter {
+            segments: log.range(start..),
+            from,
+            kinds: None,
+            buffered: Vec::new().into_iter(),
+            error: None,
+            failed: false,
+        }
+    }
+
+    fn with_kinds(mut self, kinds: &[EventKind]) -> Self {
+        self.kinds = Some(Arc::new(kinds.iter().map(|k| k.code()).collect()));
+        self
     }
 
     fn fill(&mut self) -> Result<bool, LogError> {
@@ -486,15 +509,17 @@ impl LogIter {
             .ok_or_else(|| LogError::Inconsistent { seq: self.from, what: "bad segment key".to_owned() })?;
         let mut out = Vec::new();
         let from = self.from;
+        let kinds = self.kinds.clone();
+        let mut next = from;
         let walked = segment::for_each_frame(first, &v, |seq, frame| {
-            if seq >= from {
+            let wanted = kinds.as_ref().is_none_or(|k| k.contains(&frame.kind_code));
+            if seq >= from && wanted {
                 out.push(frame.decode().map_err(|source| LogError::Corrupt { seq, source })?);
             }
+            next = next.max(seq.next());
             Ok(())
         });
-        if let Some(last) = out.last() {
-            self.from = last.seq.next();
-        }
+        self.from = next;
         // Deliver the good records before the fault, then the fault.
         self.error = walked.err();
         self.buffered = out.into_iter();

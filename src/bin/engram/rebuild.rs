@@ -19,7 +19,7 @@ pub struct Args {
     /// Only this projection (repeatable); all by default
     #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(projections::names()))]
     projection: Vec<String>,
-    /// Print {"projections":{NAME:{"digest":"hex","rows":N,"events":N}},"events_per_sec":F}
+    /// Print {"projections":{NAME:{"digest":"hex","rows":N,"events":N,"folded":N}},"events_per_sec":F}
     #[arg(long)]
     json: bool,
 }
@@ -39,14 +39,14 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         .filter(|s| names.is_empty() || names.contains(&s.name))
         .map(|s| {
             let folded = projector.folded(s.name).unwrap_or(0);
-            (s.name, json!({"digest": hex(&s.digest), "rows": s.rows, "events": folded}))
+            (s.name, json!({"digest": hex(&s.digest), "rows": s.rows, "events": events, "folded": folded}))
         })
         .collect();
     if args.json {
         output::print_json(&json!({"projections": rebuilt, "events_per_sec": eps}))?;
     } else {
         for (name, v) in &rebuilt {
-            println!("{name:<18} {:>8} rows  {:>10} events  {}", v["rows"], v["events"], v["digest"].as_str().unwrap_or(""));
+            println!("{name:<18} {:>8} rows  {:>10} folded  {}", v["rows"], v["folded"], v["digest"].as_str().unwrap_or(""));
         }
         println!("replayed {events} events in {secs:.2} s ({eps:.0} events/s)");
     }

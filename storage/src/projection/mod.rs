@@ -18,7 +18,7 @@ mod projector;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use engram_events::Envelope;
+use engram_events::{Envelope, EventKind};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -41,6 +41,13 @@ pub trait Projection: std::any::Any + Send {
 
     /// Folds one envelope. Same envelopes in the same order, same rows.
     fn apply(&mut self, env: &Envelope);
+
+    /// The kinds `apply` looks at. Catch-up and rebuild decode only these
+    /// (other records are still CRC-checked), which is most of a rebuild's
+    /// speed. `None`: every kind.
+    fn kinds(&self) -> Option<&'static [EventKind]> {
+        None
+    }
 
     /// The tables holding the state (distinct prefixes).
     fn tables(&self) -> Vec<&dyn TableRows>;

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use engram_events::{Envelope, Seq};
+use engram_events::{Envelope, EventKind, Seq};
 
 use super::{digest, Change, Projection};
 use crate::backend::EventLog;
@@ -90,13 +90,17 @@ impl Projector {
         }
     }
 
-    /// Folds one envelope into every projection that has not seen it yet.
+    /// Folds one envelope into every projection that has not seen it yet
+    /// (and looks at its kind).
     pub fn apply(&mut self, env: &Envelope) {
+        let kind = env.kind();
         for e in &mut self.entries {
             if env.seq > e.last_seq {
-                e.projection.apply(env);
+                if e.projection.kinds().is_none_or(|k| k.contains(&kind)) {
+                    e.projection.apply(env);
+                    e.folded += 1;
+                }
                 e.last_seq = env.seq;
-                e.folded += 1;
             }
         }
     }
@@ -105,19 +109,36 @@ impl Projector {
     /// persists. Returns the number of envelopes read.
     pub fn catch_up(&mut self, log: &dyn EventLog, mut progress: impl FnMut(u64, u64)) -> Result<u64, LogError> {
         let Some(from) = self.entries.iter().map(|e| e.last_seq).min() else { return Ok(0) };
-        let head = log.head().0;
+        let head = log.head();
+        // Decode only what some projection looks at.
+        let mut kinds: Option<Vec<EventKind>> = Some(Vec::new());
+        for e in &self.entries {
+            match (e.projection.kinds(), kinds.as_mut()) {
+                (Some(k), Some(all)) => all.extend_from_slice(k),
+                _ => kinds = None,
+            }
+        }
+        let events = match &kinds {
+            Some(kinds) => log.read_kinds(from.next(), kinds),
+            None => log.read_from(from.next()),
+        };
         let mut read = 0u64;
-        for env in log.read_from(from.next()) {
+        for env in events {
             let env = env?;
             self.apply(&env);
             read += 1;
             if read.is_multiple_of(PERSIST_EVERY) {
                 self.persist()?;
-                progress(read, head);
+                progress(read, head.0);
             }
         }
+        // Every record up to the head seen at the start was visited, folded
+        // or not of interest: the checkpoints move there.
+        for e in &mut self.entries {
+            e.last_seq = e.last_seq.max(head);
+        }
         self.persist()?;
-        progress(read, head);
+        progress(read, head.0);
         Ok(read)
     }
 
@@ -141,7 +162,8 @@ impl Projector {
     }
 
     /// Drops the state of the named projections (all when `names` is empty)
-    /// and replays the log from the start. Returns (events read, seconds).
+    /// and replays the log from the start. Returns (records replayed — the
+    /// whole log, decoded or skipped by kind — and seconds).
     pub fn rebuild(
         &mut self,
         log: &dyn EventLog,
@@ -164,8 +186,8 @@ impl Projector {
             }
         }
         let started = Instant::now();
-        let read = self.catch_up(log, progress)?;
-        Ok((read, started.elapsed().as_secs_f64()))
+        self.catch_up(log, progress)?;
+        Ok((log.head().0, started.elapsed().as_secs_f64()))
     }
 
     /// Name, rows, checkpoint and digest of each projection.

@@ -4,7 +4,7 @@
 //! empty days, so TTLs measured in active days (seed 000: pipelines expire
 //! after 30 of them) do not run while the user is away.
 
-use engram_events::{Envelope, Event};
+use engram_events::{Envelope, Event, EventKind};
 
 use crate::projection::{Projection, Table, TableRows};
 
@@ -49,6 +49,10 @@ impl ActiveDays {
 impl Projection for ActiveDays {
     fn name(&self) -> &'static str {
         "active_days"
+    }
+
+    fn kinds(&self) -> Option<&'static [EventKind]> {
+        Some(&[EventKind::DayActivated])
     }
 
     fn apply(&mut self, env: &Envelope) {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use engram_events::payloads::{RouteLayer, SessionEndReason};
-use engram_events::{Envelope, Event};
+use engram_events::{Envelope, Event, EventKind};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ use crate::projection::{Projection, Table, TableRows};
 /// One session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionRow {
-    /// Time of its first event.
+    /// Time of its earliest utterance, turn, verdict or end.
     pub started: Option<DateTime<Utc>>,
     /// Time of its `session.ended`.
     pub ended: Option<DateTime<Utc>>,
@@ -79,10 +79,15 @@ impl Projection for Sessions {
         "sessions"
     }
 
+    fn kinds(&self) -> Option<&'static [EventKind]> {
+        Some(&[EventKind::UtteranceReceived, EventKind::TurnCompleted, EventKind::EvalCompleted, EventKind::SessionEnded])
+    }
+
     fn apply(&mut self, env: &Envelope) {
         let Some(session) = &env.session else { return };
         let row = self.rows.entry(session.as_str().as_bytes(), SessionRow::default);
-        row.started.get_or_insert(env.at);
+        let started = row.started.get_or_insert(env.at);
+        *started = (*started).min(env.at);
         match &env.event {
             Event::TurnCompleted(t) => {
                 row.turns += 1;
