@@ -70,6 +70,14 @@ macro_rules! catalog {
                 })
             }
 
+            /// Validates a current-version payload archive in place, without
+            /// deserialising it (the zero-copy read).
+            pub(crate) fn check_archive(kind: EventKind, bytes: &[u8]) -> Result<(), rkyv::rancor::Error> {
+                match kind {
+                    $(EventKind::$variant => rkyv::access::<rkyv::Archived<$payload>, rkyv::rancor::Error>(bytes).map(|_| ()),)*
+                }
+            }
+
             /// The payload as a JSON value.
             pub(crate) fn payload_to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
                 match self {

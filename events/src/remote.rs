@@ -14,7 +14,7 @@ use crate::payloads::ToolArgs;
 /// Archived layout of [`Ulid`]: its 128-bit value.
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(remote = Ulid)]
-pub struct UlidDef(#[rkyv(getter = ulid_bits)] u128);
+pub struct UlidDef(#[rkyv(getter = ulid_bits)] pub(crate) u128);
 
 fn ulid_bits(id: &Ulid) -> u128 {
     id.0
@@ -46,7 +46,7 @@ impl From<DecimalDef> for Decimal {
 #[rkyv(remote = DateTime<Utc>)]
 pub struct TimestampDef {
     #[rkyv(getter = DateTime::<Utc>::timestamp_micros)]
-    micros: i64,
+    pub(crate) micros: i64,
 }
 
 impl From<TimestampDef> for DateTime<Utc> {

@@ -176,3 +176,25 @@ fn subscribers_get_everything_then_an_error_when_the_log_closes() {
     drop(log);
     assert_eq!(reader.join().unwrap(), (1..=20).collect::<Vec<_>>());
 }
+
+#[test]
+fn zero_copy_views_match_decoded_envelopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = SledLog::open(dir.path(), relaxed()).unwrap();
+    log.append((0..300).map(event).collect()).unwrap();
+    let decoded: Vec<Envelope> = log.read_from(Seq(41)).map(Result::unwrap).collect();
+    let mut viewed = Vec::new();
+    let visited = log
+        .for_each_view(Seq(41), |v| {
+            assert_eq!(v.kind(), EventKind::SessionEnded);
+            viewed.push((v.seq(), v.id(), v.session().map(str::to_owned), v.at_micros()));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(visited, 260);
+    let expected: Vec<_> = decoded
+        .iter()
+        .map(|e| (e.seq, e.id, e.session.as_ref().map(|s| s.0.clone()), e.at.timestamp_micros()))
+        .collect();
+    assert_eq!(viewed, expected);
+}

@@ -105,6 +105,21 @@ impl<'a> RawFrame<'a> {
             .map_err(|e| DecodeError::Archive(e.to_string()))
     }
 
+    /// Validates the frame's archives in place and returns a view of its
+    /// envelope fields — the zero-copy read: nothing is deserialised or
+    /// allocated. Replays that only need a few fields (or that skip most
+    /// events) use this instead of [`RawFrame::decode`].
+    pub fn view(&self) -> Result<FrameView<'a>, DecodeError> {
+        let kind = EventKind::from_code(self.kind_code).ok_or(DecodeError::UnknownKind(self.kind_code))?;
+        let header = self.archived_header()?;
+        if self.schema_version == kind.schema_version() {
+            Event::check_archive(kind, self.payload).map_err(|e| DecodeError::Archive(e.to_string()))?;
+        } else {
+            upcast::check_archive(kind, self.schema_version, self.payload)?;
+        }
+        Ok(FrameView { header, kind, schema_version: self.schema_version, frame: *self })
+    }
+
     /// Decodes the envelope, upcasting an older payload schema.
     pub fn decode(&self) -> Result<Envelope, DecodeError> {
         let kind = EventKind::from_code(self.kind_code).ok_or(DecodeError::UnknownKind(self.kind_code))?;
@@ -125,6 +140,52 @@ impl<'a> RawFrame<'a> {
             actor: header.actor,
             event,
         })
+    }
+}
+
+/// A validated frame, read in place (see [`RawFrame::view`]).
+#[derive(Clone, Copy)]
+pub struct FrameView<'a> {
+    header: &'a ArchivedHeader,
+    kind: EventKind,
+    schema_version: u16,
+    frame: RawFrame<'a>,
+}
+
+impl<'a> FrameView<'a> {
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        self.kind
+    }
+
+    /// The payload's schema version.
+    pub fn schema_version(&self) -> u16 {
+        self.schema_version
+    }
+
+    /// The log position.
+    pub fn seq(&self) -> Seq {
+        Seq(self.header.seq.0.to_native())
+    }
+
+    /// The event id.
+    pub fn id(&self) -> crate::ids::EventId {
+        crate::ids::EventId(ulid::Ulid(self.header.id.0 .0.to_native()))
+    }
+
+    /// Microseconds since the Unix epoch.
+    pub fn at_micros(&self) -> i64 {
+        self.header.at.micros.to_native()
+    }
+
+    /// The session id, borrowed from the frame.
+    pub fn session(&self) -> Option<&'a str> {
+        self.header.session.as_ref().map(|s| s.0.as_str())
+    }
+
+    /// Deserialises the whole envelope (allocates).
+    pub fn decode(&self) -> Result<Envelope, DecodeError> {
+        self.frame.decode()
     }
 }
 

@@ -20,6 +20,17 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
     }
 }
 
+/// Validates a payload archive of an older schema version in place.
+pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Result<(), DecodeError> {
+    let archive_err = |e: rkyv::rancor::Error| DecodeError::Archive(e.to_string());
+    match (kind, version) {
+        (EventKind::PatternRecorded, 1) => rkyv::access::<rkyv::Archived<PatternRecordedV1>, rkyv::rancor::Error>(bytes)
+            .map(|_| ())
+            .map_err(archive_err),
+        _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
+    }
+}
+
 /// Parses a JSON payload of an older schema version.
 pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value) -> Result<Event, DecodeError> {
     match (kind, version) {
