@@ -1,0 +1,93 @@
+//! A damaged record is found by `verify` with its seq, stops a replay with a
+//! clear error after the good records before it, and leaves the rest of the
+//! data readable.
+
+use engram_events::codec::binary::{self, FRAME_HEADER_LEN};
+use engram_events::payloads::{SessionEndReason, SessionEnded};
+use engram_events::{ActorKind, Envelope, Seq, SessionId};
+use engram_storage::verify::verify;
+use engram_storage::{EventLog, LogConfig, LogError, SledLog};
+
+fn event(i: u32) -> Envelope {
+    Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i })
+        .with_session(SessionId::new(format!("s-{i}")))
+}
+
+/// Flips one byte in the body of the `nth` frame of the segment starting at
+/// `segment_first`; returns the seq of that frame.
+fn damage(dir: &std::path::Path, segment_first: Seq, nth: usize) -> Seq {
+    let db = sled::open(dir.join("log.sled")).unwrap();
+    let tree = db.open_tree("log").unwrap();
+    let key = segment_first.0.to_be_bytes();
+    let mut bytes = tree.get(key).unwrap().expect("segment").to_vec();
+    let mut offset = 0;
+    let mut rest = &bytes[..];
+    for _ in 0..nth {
+        let (frame, tail) = binary::split_frame(rest).unwrap();
+        offset += frame.bytes.len();
+        rest = tail;
+    }
+    bytes[offset + FRAME_HEADER_LEN + 3] ^= 0x5a;
+    tree.insert(key, bytes).unwrap();
+    db.flush().unwrap();
+    Seq(segment_first.0 + nth as u64)
+}
+
+#[test]
+fn a_damaged_record_is_reported_and_the_rest_stays_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let segments: Vec<Seq> = {
+        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        log.append((0..600).map(event).collect()).unwrap();
+        log.segments().map(|s| s.unwrap().0).collect()
+    };
+    assert!(segments.len() >= 4, "several segments: {segments:?}");
+    let bad = damage(dir.path(), segments[2], 3);
+
+    let log = SledLog::open(dir.path(), LogConfig::default()).expect("a damaged middle record does not stop open");
+    let report = verify(&log, |_| {});
+    assert!(!report.ok());
+    assert_eq!(report.first_bad_seq(), Some(bad));
+    assert!(report.faults[0].to_string().contains(&format!("seq {bad}")), "{}", report.faults[0]);
+    assert!(report.faults[0].to_string().contains("CRC"), "{}", report.faults[0]);
+    // Later segments are still checked.
+    assert!(report.events >= 600 - (segments[3].0 - segments[2].0), "{}", report.events);
+
+    // Replay: every record before the damage, then an error naming it.
+    let mut replayed = Vec::new();
+    let mut error = None;
+    for env in log.read_from(Seq(1)) {
+        match env {
+            Ok(e) => replayed.push(e.seq.0),
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    assert_eq!(replayed, (1..bad.0).collect::<Vec<_>>());
+    match error {
+        Some(LogError::Corrupt { seq, .. }) => assert_eq!(seq, bad),
+        other => panic!("expected a corrupt-record error, got {other:?}"),
+    }
+    // Data after the damaged segment is intact.
+    let after: Vec<u64> = log.read_from(segments[3]).map(|e| e.unwrap().seq.0).collect();
+    assert_eq!(after, (segments[3].0..=600).collect::<Vec<_>>());
+    // And appends still work (the tail is healthy).
+    assert_eq!(log.append(vec![event(9999)]).unwrap()[0].seq(), Seq(601));
+}
+
+#[test]
+fn a_damaged_last_segment_refuses_appends_but_still_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let last = {
+        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        log.append((0..50).map(event).collect()).unwrap();
+        log.segments().last().unwrap().unwrap().0
+    };
+    let bad = damage(dir.path(), last, 0);
+    let log = SledLog::open(dir.path(), LogConfig::default()).expect("opens for verify and replay");
+    assert_eq!(verify(&log, |_| {}).first_bad_seq(), Some(bad));
+    let err = log.append(vec![event(1)]).unwrap_err();
+    assert!(err.to_string().contains("engram verify"), "{err}");
+}
