@@ -67,7 +67,7 @@ pub enum ImportError {
     Invalid {
         /// The file.
         path: PathBuf,
-        /// The first bad lines (at most [`MAX_REPORTED`]).
+        /// Every error of the first bad lines (at most [`MAX_REPORTED`] lines).
         errors: Vec<LineError>,
         /// How many bad lines in all.
         total: usize,
@@ -83,14 +83,15 @@ fn render_invalid(path: &Path, errors: &[LineError], total: usize) -> String {
     for e in errors {
         out.push_str(&format!("{}:{}: {}: {}\n", path.display(), e.line, e.field, e.message));
     }
-    if total > errors.len() {
-        out.push_str(&format!("… and {} more invalid lines\n", total - errors.len()));
+    let listed = errors.iter().map(|e| e.line).collect::<std::collections::BTreeSet<_>>().len();
+    if total > listed {
+        out.push_str(&format!("… and {} more invalid lines\n", total - listed));
     }
     out.push_str(&format!("{}: {total} invalid line(s); nothing imported", path.display()));
     out
 }
 
-/// How many bad lines an error reports.
+/// How many bad lines an error lists (with every error of each).
 pub const MAX_REPORTED: usize = 20;
 
 /// What an import did.
@@ -172,18 +173,15 @@ fn validate_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, ImportError> {
     let mut records = 0usize;
     let mut sessions: HashMap<SessionId, (usize, u32)> = HashMap::new();
     let mut seen_turns: HashMap<(SessionId, u32), usize> = HashMap::new();
-    let bad = |errors: &mut Vec<LineError>, e: LineError| {
-        if errors.len() < MAX_REPORTED {
-            errors.push(e);
-        }
-    };
     for (line, text) in lines(bytes) {
         records += 1;
         let text = match text {
             Ok(t) => t,
             Err(e) => {
                 total_bad += 1;
-                bad(&mut errors, e);
+                if total_bad <= MAX_REPORTED {
+                    errors.push(e);
+                }
                 continue;
             }
         };
@@ -212,8 +210,10 @@ fn validate_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, ImportError> {
         };
         if !line_errors.is_empty() {
             total_bad += 1;
-            for e in line_errors {
-                bad(&mut errors, LineError { line, field: e.field, message: e.message });
+            if total_bad <= MAX_REPORTED {
+                for e in line_errors {
+                    errors.push(LineError { line, field: e.field, message: e.message });
+                }
             }
         }
     }
