@@ -39,7 +39,9 @@ fn turns(n: usize, sessions: usize) -> String {
         } else {
             (
                 "\"ollama:gemma4:26b\"".to_owned(),
-                format!(r#"[{{"tool":"get_urls","args":{{"url":"https://example.org/{i}"}}}},{{"tool":"describe_entries","args":{{"entries":"$0"}}}}]"#),
+                format!(
+                    r#"[{{"tool":"get_urls","args":{{"url":"https://example.org/{i}"}}}},{{"tool":"describe_entries","args":{{"entries":"$0"}}}}]"#
+                ),
             )
         };
         out.push_str(&format!(

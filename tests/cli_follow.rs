@@ -98,8 +98,7 @@ fn follows_a_live_owner_and_later_owners() {
     // One fast-path turn: 8 turn events, its day's activation, session.ended.
     let imported = follower.take(10);
     assert_eq!(imported.len(), 10, "{imported:?}");
-    let kinds: Vec<String> =
-        imported.iter().map(|l| json::from_line(l).unwrap().kind().name().to_owned()).collect();
+    let kinds: Vec<String> = imported.iter().map(|l| json::from_line(l).unwrap().kind().name().to_owned()).collect();
     assert_eq!(kinds[..2], ["utterance.received", "day.activated"], "{kinds:?}");
     assert_eq!(kinds.last().map(String::as_str), Some("session.ended"), "{kinds:?}");
     assert_eq!(json::from_line(&imported[0]).unwrap().seq.0, 26);

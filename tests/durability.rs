@@ -46,7 +46,8 @@ fn crash_child() {
             std::thread::spawn(move || {
                 for i in 0.. {
                     // Mostly single events, sometimes a batch of three.
-                    let batch: Vec<Envelope> = (0..if i % 5 == 0 { 3 } else { 1 }).map(|j| utterance(t, i * 3 + j)).collect();
+                    let batch: Vec<Envelope> =
+                        (0..if i % 5 == 0 { 3 } else { 1 }).map(|j| utterance(t, i * 3 + j)).collect();
                     let ids: Vec<EventId> = batch.iter().map(|e| e.id).collect();
                     let outcomes = log.append(batch).expect("append");
                     let mut lines = String::new();

@@ -123,8 +123,12 @@ fn fixture_events() -> Vec<Envelope> {
     push(
         &mut out,
         ActorKind::Router,
-        CanonicalRecorded { canonical: "download page".into(), executor: "get_urls".into(), args_observed: ToolArgs(args) }
-            .into(),
+        CanonicalRecorded {
+            canonical: "download page".into(),
+            executor: "get_urls".into(),
+            args_observed: ToolArgs(args),
+        }
+        .into(),
     );
     let steps = vec![
         PlanStep { tool: "get_urls".into(), args: ToolArgs::from_json(r#"{"url":"{url}"}"#).unwrap() },
@@ -136,7 +140,11 @@ fn fixture_events() -> Vec<Envelope> {
         PipelineRecorded { pipeline_id: "p-1".into(), canonical: "download and describe".into(), steps, day_rank: 2 }
             .into(),
     );
-    push(&mut out, ActorKind::Router, PipelineExpired { pipeline_id: "p-0".into(), last_used_rank: 1, current_rank: 32 }.into());
+    push(
+        &mut out,
+        ActorKind::Router,
+        PipelineExpired { pipeline_id: "p-0".into(), last_used_rank: 1, current_rank: 32 }.into(),
+    );
     push(&mut out, ActorKind::Router, PipelinePromoted { pipeline_id: "p-1".into(), uses: 50 }.into());
     push(&mut out, ActorKind::Listener, DayActivated { day: "2026-11-21".into(), rank: 2 }.into());
     push(
@@ -176,7 +184,11 @@ fn fixture_events() -> Vec<Envelope> {
 }
 
 fn expected_lines() -> Vec<String> {
-    std::fs::read_to_string(fixture_dir().join("log.jsonl")).expect("fixture log.jsonl").lines().map(String::from).collect()
+    std::fs::read_to_string(fixture_dir().join("log.jsonl"))
+        .expect("fixture log.jsonl")
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 #[test]

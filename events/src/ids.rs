@@ -136,10 +136,7 @@ impl EventId {
 impl TurnId {
     /// The id of turn `number` of `session`, timestamped at the turn's start.
     pub fn for_turn(session: &SessionId, number: u32, at: DateTime<Utc>) -> Self {
-        TurnId::derive(
-            at,
-            &[b"turn", session.as_str().as_bytes(), &number.to_be_bytes()],
-        )
+        TurnId::derive(at, &[b"turn", session.as_str().as_bytes(), &number.to_be_bytes()])
     }
 }
 

@@ -226,9 +226,11 @@ fn build(kind: EventKind, s: &Scalars) -> Event {
             oldest_evicted_age_days: opt(s.flag[0], s.float[0]),
             evicted: (0..s.n).map(|_| EvictedOutcome { fingerprint_id: fp, primary_model: t(1) }).collect(),
         }),
-        EventKind::CanonicalRecorded => {
-            Event::CanonicalRecorded(CanonicalRecorded { canonical: t(0), executor: t(1), args_observed: s.args.clone() })
-        }
+        EventKind::CanonicalRecorded => Event::CanonicalRecorded(CanonicalRecorded {
+            canonical: t(0),
+            executor: t(1),
+            args_observed: s.args.clone(),
+        }),
         EventKind::PipelineRecorded => {
             Event::PipelineRecorded(PipelineRecorded { pipeline_id: t(1), canonical: t(0), steps, day_rank: s.int[0] })
         }

@@ -42,10 +42,7 @@ impl DataDirLock {
             Err(TryLockError::Error(e)) => return Err(LogError::io(&path, e)),
         }
         let me = format!("pid {}", std::process::id());
-        let write = file
-            .set_len(0)
-            .and_then(|_| file.rewind())
-            .and_then(|_| file.write_all(me.as_bytes()));
+        let write = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| file.write_all(me.as_bytes()));
         write.map_err(|e| LogError::io(&path, e))?;
         Ok(DataDirLock { _file: file, path })
     }

@@ -433,10 +433,7 @@ impl Writer {
     /// Assigns positions, writes segments and index entries atomically.
     /// Each request's events are replaced by their outcome-carrying copies;
     /// returns the newly appended envelopes for subscribers.
-    fn commit(
-        &mut self,
-        appends: &mut [(Vec<Envelope>, Ack)],
-    ) -> Result<Option<Arc<[Envelope]>>, LogError> {
+    fn commit(&mut self, appends: &mut [(Vec<Envelope>, Ack)]) -> Result<Option<Arc<[Envelope]>>, LogError> {
         let head = Seq(self.shared.head.load(Ordering::Acquire));
         let mut next = head.next();
         let mut in_batch: HashMap<EventId, Seq> = HashMap::new();
@@ -469,15 +466,16 @@ impl Writer {
             return Ok(None);
         }
         let segments = builder.finish();
-        let result: Result<(), TransactionError<()>> = (&self.shared.log, &self.shared.ids).transaction(|(log, ids)| {
-            for (first, bytes) in &segments {
-                log.insert(&segment::key(*first), bytes.as_slice())?;
-            }
-            for (id, seq) in &index {
-                ids.insert(id, seq)?;
-            }
-            Ok::<(), ConflictableTransactionError<()>>(())
-        });
+        let result: Result<(), TransactionError<()>> =
+            (&self.shared.log, &self.shared.ids).transaction(|(log, ids)| {
+                for (first, bytes) in &segments {
+                    log.insert(&segment::key(*first), bytes.as_slice())?;
+                }
+                for (id, seq) in &index {
+                    ids.insert(id, seq)?;
+                }
+                Ok::<(), ConflictableTransactionError<()>>(())
+            });
         result.map_err(|e| LogError::Transaction(format!("{e:?}")))?;
         self.shared.head.store(next.0 - 1, Ordering::Release);
         Ok(Some(fresh.into()))

@@ -104,12 +104,7 @@ impl Hub {
             // Dropping the senders disconnects the subscriber at once.
             return (id, live_rx, wake_rx, lagged);
         }
-        slots.push(Slot {
-            id,
-            live: live_tx,
-            wake: wake_tx,
-            lagged: lagged.clone(),
-        });
+        slots.push(Slot { id, live: live_tx, wake: wake_tx, lagged: lagged.clone() });
         (id, live_rx, wake_rx, lagged)
     }
 

@@ -48,10 +48,7 @@ pub fn encode_into(env: &Envelope, out: &mut Vec<u8>) -> usize {
     let buf = rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&header, buf)
         .expect("archiving an envelope header cannot fail");
     let header_len = buf.len() - body_start;
-    let buf = env
-        .event
-        .archive_payload_into(buf)
-        .expect("archiving a payload cannot fail");
+    let buf = env.event.archive_payload_into(buf).expect("archiving a payload cannot fail");
     *out = buf;
     let payload_len = out.len() - body_start - header_len;
 

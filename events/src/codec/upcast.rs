@@ -24,9 +24,11 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
 pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Result<(), DecodeError> {
     let archive_err = |e: rkyv::rancor::Error| DecodeError::Archive(e.to_string());
     match (kind, version) {
-        (EventKind::PatternRecorded, 1) => rkyv::access::<rkyv::Archived<PatternRecordedV1>, rkyv::rancor::Error>(bytes)
-            .map(|_| ())
-            .map_err(archive_err),
+        (EventKind::PatternRecorded, 1) => {
+            rkyv::access::<rkyv::Archived<PatternRecordedV1>, rkyv::rancor::Error>(bytes)
+                .map(|_| ())
+                .map_err(archive_err)
+        }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
 }

@@ -3,8 +3,6 @@
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-
-
 /// A tool call's arguments: a JSON object with sorted keys. Values may
 /// reference an earlier step's result as `"$0"`, `"$1"`, ...
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,5 @@
 //! Summaries and the knowledge graph (seed 002 #9-#11b).
 
-
-
 closed_enum! {
     /// Who wrote a summary.
     pub enum SummariserKind {

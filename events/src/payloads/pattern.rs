@@ -4,7 +4,7 @@ use rust_decimal::Decimal;
 
 use crate::ids::{EvalId, FingerprintId, TurnId};
 
-use super::{StructuralFeatures};
+use super::StructuralFeatures;
 
 closed_enum! {
     /// Fingerprint kind (seed 001 `FingerprintKind`).

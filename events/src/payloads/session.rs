@@ -2,7 +2,7 @@
 
 use crate::ids::{EvalId, TurnId};
 
-use super::{JudgeKind};
+use super::JudgeKind;
 
 closed_enum! {
     /// Why a session ended.

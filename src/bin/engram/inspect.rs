@@ -33,7 +33,10 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Sessions(opts) => {
             let sessions = projector.get::<Sessions>("sessions").expect("registered");
             if !opts.json {
-                println!("{:<14} {:<20} {:>5} {:>5} {:>10} {:>6}  models", "session", "started", "turns", "fast", "cost", "score");
+                println!(
+                    "{:<14} {:<20} {:>5} {:>5} {:>10} {:>6}  models",
+                    "session", "started", "turns", "fast", "cost", "score"
+                );
             }
             for (id, s) in sessions.iter() {
                 if opts.json {

@@ -9,7 +9,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A progress bar on stderr, drawn only when stderr is a terminal.
 pub fn progress(len: u64, what: &str) -> ProgressBar {
-    let target = if std::io::stderr().is_terminal() { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
+    let target =
+        if std::io::stderr().is_terminal() { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
     let bar = ProgressBar::with_draw_target(Some(len), target);
     bar.set_style(
         ProgressStyle::with_template("{msg:>10} [{bar:40.cyan/blue}] {pos}/{len} ({per_sec}, eta {eta})")
@@ -35,7 +36,9 @@ fn summary(event: &Event) -> String {
     let model = |m: &Option<String>| m.clone().unwrap_or_else(|| "-".to_owned());
     match event {
         Event::UtteranceReceived(p) => format!("#{} {:?}", p.turn_number, p.text),
-        Event::IntentJudged(p) => format!("directed={} stop={} conf={:.2} {:?}", p.directed, p.stop, p.confidence, p.query),
+        Event::IntentJudged(p) => {
+            format!("directed={} stop={} conf={:.2} {:?}", p.directed, p.stop, p.confidence, p.query)
+        }
         Event::RouteDecided(p) => format!("{} model={}", p.layer, model(&p.chosen_model)),
         Event::FastPathHit(p) => format!("{} {:?} [{}]", p.layer, p.matched, steps(&p.steps)),
         Event::FastPathMissed(p) => p.reason.clone(),

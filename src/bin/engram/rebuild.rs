@@ -46,7 +46,12 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         output::print_json(&json!({"projections": rebuilt, "events_per_sec": eps}))?;
     } else {
         for (name, v) in &rebuilt {
-            println!("{name:<18} {:>8} rows  {:>10} folded  {}", v["rows"], v["folded"], v["digest"].as_str().unwrap_or(""));
+            println!(
+                "{name:<18} {:>8} rows  {:>10} folded  {}",
+                v["rows"],
+                v["folded"],
+                v["digest"].as_str().unwrap_or("")
+            );
         }
         println!("replayed {events} events in {secs:.2} s ({eps:.0} events/s)");
     }

@@ -76,7 +76,11 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         println!("events     {events} (head seq {})", log.head());
         println!("sessions   {}", sessions.len());
         println!("turns      {turns}");
-        println!("disk       {} on disk for {} of records ({ratio:.2}x)", human_bytes(disk_bytes), human_bytes(record_bytes));
+        println!(
+            "disk       {} on disk for {} of records ({ratio:.2}x)",
+            human_bytes(disk_bytes),
+            human_bytes(record_bytes)
+        );
         println!("projections");
         for (name, p) in &projections {
             println!("  {name:<22} {} rows, at seq {}", p["rows"], p["last_seq"]);
@@ -97,5 +101,9 @@ fn human_bytes(n: u64) -> String {
         v /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
 }

@@ -37,7 +37,9 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
                     what: format!("live digest {} but a rebuild gives {}", hex(&l.digest), hex(&r.digest)),
                 });
             }
-            digests.push(json!({"name": l.name, "rows": l.rows, "digest": hex(&l.digest), "rebuilt_digest": hex(&r.digest)}));
+            digests.push(
+                json!({"name": l.name, "rows": l.rows, "digest": hex(&l.digest), "rebuilt_digest": hex(&r.digest)}),
+            );
         }
     }
     if args.json {

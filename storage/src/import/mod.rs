@@ -257,14 +257,19 @@ pub fn run(
         None => std::borrow::Cow::Owned(read(&plan.path)?),
     };
     let mut stats = ImportStats::default();
-    let mut pipeline = Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
+    let mut pipeline =
+        Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
     let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
     let mut done = 0usize;
     for (line, text) in lines(&bytes) {
         // Pass 1 validated every line; a failure here means the file changed.
         let changed = |what: String| ImportError::Invalid {
             path: plan.path.clone(),
-            errors: vec![LineError { line, field: "-".into(), message: format!("{what} (file changed during import?)") }],
+            errors: vec![LineError {
+                line,
+                field: "-".into(),
+                message: format!("{what} (file changed during import?)"),
+            }],
             total: 1,
         };
         let text = text.map_err(|e| changed(e.message))?;

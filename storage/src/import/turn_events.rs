@@ -38,102 +38,126 @@ pub fn turn_events(r: &TurnRecord, has_history: bool) -> Vec<Envelope> {
     let fast = layer != RouteLayer::Planner;
     let mut b = TurnBuilder { r, turn_id, out: Vec::new() };
 
-    b.push(r.at, ActorKind::Listener, UtteranceReceived {
-        text: r.text.clone(),
-        turn_number: r.turn,
-        source: UtteranceSource::Import,
-        lang: None,
-    });
-    b.push(r.at, ActorKind::Listener, IntentJudged {
-        directed: true,
-        query: r.text.clone(),
-        stop: false,
-        confidence: 1.0,
-        judge: JudgeKind::Import,
-    });
+    b.push(
+        r.at,
+        ActorKind::Listener,
+        UtteranceReceived { text: r.text.clone(), turn_number: r.turn, source: UtteranceSource::Import, lang: None },
+    );
+    b.push(
+        r.at,
+        ActorKind::Listener,
+        IntentJudged { directed: true, query: r.text.clone(), stop: false, confidence: 1.0, judge: JudgeKind::Import },
+    );
     let features = r.features.clone().unwrap_or_else(|| features::for_turn(&r.text, &r.steps, has_history));
-    b.push(r.at, ActorKind::Router, RouteDecided {
-        layer,
-        chosen_model: r.model.clone(),
-        chain: vec![
-            ChainEntry {
-                policy: RoutePolicy::FastPath,
-                verdict: if fast { ChainVerdict::Chosen } else { ChainVerdict::NotApplicable },
-                model: None,
-                confidence: None,
-                pattern_alternatives: None,
-            },
-            ChainEntry {
-                policy: RoutePolicy::Default,
-                verdict: if fast { ChainVerdict::Deferred } else { ChainVerdict::Chosen },
-                model: r.model.clone(),
-                confidence: None,
-                pattern_alternatives: None,
-            },
-        ],
-        features,
-        workload: r.workload.clone(),
-    });
-    if fast {
-        b.push(r.at, ActorKind::Router, FastPathHit {
+    b.push(
+        r.at,
+        ActorKind::Router,
+        RouteDecided {
             layer,
-            matched: r.text.clone(),
-            similarity: None,
-            steps: r.steps.clone(),
-        });
+            chosen_model: r.model.clone(),
+            chain: vec![
+                ChainEntry {
+                    policy: RoutePolicy::FastPath,
+                    verdict: if fast { ChainVerdict::Chosen } else { ChainVerdict::NotApplicable },
+                    model: None,
+                    confidence: None,
+                    pattern_alternatives: None,
+                },
+                ChainEntry {
+                    policy: RoutePolicy::Default,
+                    verdict: if fast { ChainVerdict::Deferred } else { ChainVerdict::Chosen },
+                    model: r.model.clone(),
+                    confidence: None,
+                    pattern_alternatives: None,
+                },
+            ],
+            features,
+            workload: r.workload.clone(),
+        },
+    );
+    if fast {
+        b.push(
+            r.at,
+            ActorKind::Router,
+            FastPathHit { layer, matched: r.text.clone(), similarity: None, steps: r.steps.clone() },
+        );
     } else {
         let model = r.model.clone().unwrap_or_default();
-        b.push(r.at, ActorKind::Router, FastPathMissed {
-            best_similarity: None,
-            best_candidate: None,
-            reason: "imported turn: answered by the planner".to_owned(),
-        });
-        b.push(planned_at, ActorKind::Planner, PlanCreated {
-            planner: PlannerKind::Import,
-            model: Some(model.clone()),
-            steps: r.steps.clone(),
-            planner_ms: r.planner_ms,
-        });
-        b.push(planned_at, ActorKind::Planner, LlmCallCompleted {
-            model,
-            context: LlmContext::Planner,
-            input_tokens: 0,
-            output_tokens: 0,
-            cost_usd: r.cost_usd,
-            pricing_version: r.pricing_version.clone(),
-            latency_ms: r.planner_ms,
-            outcome: LlmOutcome::Ok,
-        });
+        b.push(
+            r.at,
+            ActorKind::Router,
+            FastPathMissed {
+                best_similarity: None,
+                best_candidate: None,
+                reason: "imported turn: answered by the planner".to_owned(),
+            },
+        );
+        b.push(
+            planned_at,
+            ActorKind::Planner,
+            PlanCreated {
+                planner: PlannerKind::Import,
+                model: Some(model.clone()),
+                steps: r.steps.clone(),
+                planner_ms: r.planner_ms,
+            },
+        );
+        b.push(
+            planned_at,
+            ActorKind::Planner,
+            LlmCallCompleted {
+                model,
+                context: LlmContext::Planner,
+                input_tokens: 0,
+                output_tokens: 0,
+                cost_usd: r.cost_usd,
+                pricing_version: r.pricing_version.clone(),
+                latency_ms: r.planner_ms,
+                outcome: LlmOutcome::Ok,
+            },
+        );
     }
     for (i, step) in r.steps.iter().enumerate() {
-        b.push(planned_at, ActorKind::ReplyLoop, ToolCalled {
-            step: i as u32,
-            tool: step.tool.clone(),
-            args: step.args.clone(),
-            served_by: fast.then_some(layer),
-        });
-        b.push(planned_at, ActorKind::ReplyLoop, ToolCompleted {
-            step: i as u32,
-            tool: step.tool.clone(),
-            ok: true,
-            output: String::new(),
-            error: None,
-            duration_ms: 0,
-        });
+        b.push(
+            planned_at,
+            ActorKind::ReplyLoop,
+            ToolCalled {
+                step: i as u32,
+                tool: step.tool.clone(),
+                args: step.args.clone(),
+                served_by: fast.then_some(layer),
+            },
+        );
+        b.push(
+            planned_at,
+            ActorKind::ReplyLoop,
+            ToolCompleted {
+                step: i as u32,
+                tool: step.tool.clone(),
+                ok: true,
+                output: String::new(),
+                error: None,
+                duration_ms: 0,
+            },
+        );
     }
     b.push(done_at, ActorKind::ReplyLoop, ReplyDelivered { text: String::new(), layer, latency_ms: r.latency_ms });
-    let completed = b.push(done_at, ActorKind::ReplyLoop, TurnCompleted {
-        turn_number: r.turn,
-        text: r.text.clone(),
-        layer,
-        model: r.model.clone(),
-        steps: r.steps.clone(),
-        tools_ok: true,
-        planner_ms: r.planner_ms,
-        latency_ms: r.latency_ms,
-        cost_usd: r.cost_usd,
-        pricing_version: r.pricing_version.clone(),
-    });
+    let completed = b.push(
+        done_at,
+        ActorKind::ReplyLoop,
+        TurnCompleted {
+            turn_number: r.turn,
+            text: r.text.clone(),
+            layer,
+            model: r.model.clone(),
+            steps: r.steps.clone(),
+            tools_ok: true,
+            planner_ms: r.planner_ms,
+            latency_ms: r.latency_ms,
+            cost_usd: r.cost_usd,
+            pricing_version: r.pricing_version.clone(),
+        },
+    );
     if let Some(score) = r.score {
         let eval_id = EvalId::derive(done_at, &[b"import-eval", &turn_id.0 .0.to_be_bytes()]);
         let ordinal = b.out.len();
@@ -181,15 +205,18 @@ impl TurnBuilder<'_> {
     fn id(&self, at: DateTime<Utc>, ordinal: usize) -> EventId {
         EventId::derive(
             at,
-            &[b"import", self.r.session.as_str().as_bytes(), &self.r.turn.to_be_bytes(), &(ordinal as u32).to_be_bytes()],
+            &[
+                b"import",
+                self.r.session.as_str().as_bytes(),
+                &self.r.turn.to_be_bytes(),
+                &(ordinal as u32).to_be_bytes(),
+            ],
         )
     }
 
     fn push(&mut self, at: DateTime<Utc>, actor: ActorKind, event: impl Into<Event>) -> EventId {
         let id = self.id(at, self.out.len());
-        self.out.push(
-            Envelope::at(id, at, actor, event).with_session(self.r.session.clone()).with_turn(self.turn_id),
-        );
+        self.out.push(Envelope::at(id, at, actor, event).with_session(self.r.session.clone()).with_turn(self.turn_id));
         id
     }
 }

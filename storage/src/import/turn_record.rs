@@ -441,8 +441,8 @@ mod tests {
 
     #[test]
     fn defaults_apply() {
-        let r = parse_line(r#"{"session":"s","turn":2,"at":"2026-11-20T09:15:02+01:00","text":"hi","steps":[]}"#)
-            .unwrap();
+        let r =
+            parse_line(r#"{"session":"s","turn":2,"at":"2026-11-20T09:15:02+01:00","text":"hi","steps":[]}"#).unwrap();
         assert_eq!(r.model, None);
         assert_eq!(r.cost_usd, Decimal::ZERO);
         assert_eq!(r.pricing_version, "unknown");

@@ -57,17 +57,20 @@ impl Projector {
         let mut entries = Vec::with_capacity(projections.len());
         for mut projection in projections {
             let tree = log.projection_tree(projection.name())?;
-            let last_seq = match tree.get(CHECKPOINT_KEY)? {
-                Some(v) => Seq(u64::from_be_bytes(v.as_ref().try_into().map_err(|_| LogError::Projection {
-                    name: projection.name(),
-                    what: "bad checkpoint".into(),
-                })?)),
-                None => Seq(0),
-            };
+            let last_seq =
+                match tree.get(CHECKPOINT_KEY)? {
+                    Some(v) => Seq(u64::from_be_bytes(v.as_ref().try_into().map_err(|_| LogError::Projection {
+                        name: projection.name(),
+                        what: "bad checkpoint".into(),
+                    })?)),
+                    None => Seq(0),
+                };
             projection.reset();
-            let mut rows = tree.iter().filter_map(|r| r.ok()).filter(|(k, _)| k.as_ref() != CHECKPOINT_KEY).map(
-                |(k, v)| (k.to_vec(), v.to_vec()),
-            );
+            let mut rows = tree
+                .iter()
+                .filter_map(|r| r.ok())
+                .filter(|(k, _)| k.as_ref() != CHECKPOINT_KEY)
+                .map(|(k, v)| (k.to_vec(), v.to_vec()));
             projection.load(&mut rows).map_err(|what| LogError::Projection { name: projection.name(), what })?;
             entries.push(Entry { projection, tree: Some(tree), last_seq, folded: 0 });
         }

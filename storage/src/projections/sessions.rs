@@ -80,7 +80,12 @@ impl Projection for Sessions {
     }
 
     fn kinds(&self) -> Option<&'static [EventKind]> {
-        Some(&[EventKind::UtteranceReceived, EventKind::TurnCompleted, EventKind::EvalCompleted, EventKind::SessionEnded])
+        Some(&[
+            EventKind::UtteranceReceived,
+            EventKind::TurnCompleted,
+            EventKind::EvalCompleted,
+            EventKind::SessionEnded,
+        ])
     }
 
     fn apply(&mut self, env: &Envelope) {

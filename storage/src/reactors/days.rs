@@ -93,10 +93,7 @@ mod tests {
         let mut reactors: Vec<Box<dyn Reactor>> = vec![Box::new(DayReactor::default())];
         // Two months away between the 2nd and the 3rd active day.
         let out = derive_all(vec![utterance(1, 9), utterance(1, 18), utterance(2, 8), utterance(30, 7)], &mut reactors);
-        assert_eq!(
-            ranks(&out),
-            vec![("2026-11-01".into(), 1), ("2026-11-02".into(), 2), ("2026-11-30".into(), 3)]
-        );
+        assert_eq!(ranks(&out), vec![("2026-11-01".into(), 1), ("2026-11-02".into(), 2), ("2026-11-30".into(), 3)]);
         // Each activation follows its cause and names it.
         assert_eq!(out[1].causation, Some(out[0].id));
         // Deriving again from a reactor that saw the activations: nothing new.
