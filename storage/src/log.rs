@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
-use engram_events::codec::binary::FrameView;
+use engram_events::codec::binary::{self, FrameView};
 use engram_events::{Envelope, EventId, EventKind, Seq};
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
@@ -499,14 +499,16 @@ fn outcomes_of(events: &[Envelope]) -> Vec<AppendOutcome> {
         .collect()
 }
 
-/// Reads envelopes from the `log` tree in order, from any position.
+/// Reads envelopes from the `log` tree in order, from any position,
+/// decoding one frame per step straight out of the segment (no buffering).
 pub struct LogIter {
     segments: sled::Iter,
     from: Seq,
     /// Kind codes to decode; other records are checked but not decoded.
     kinds: Option<Arc<HashSet<u16>>>,
-    buffered: std::vec::IntoIter<Envelope>,
-    error: Option<LogError>,
+    /// The segment being read, the offset of its next frame, and that
+    /// frame's expected seq.
+    current: Option<(sled::IVec, usize, Seq)>,
     failed: bool,
 }
 
@@ -520,14 +522,7 @@ impl LogIter {
             .and_then(|r| r.ok())
             .map(|(k, _)| k)
             .unwrap_or_else(|| sled::IVec::from(&segment::key(from)));
-        LogIter {
-            segments: log.range(start..),
-            from,
-            kinds: None,
-            buffered: Vec::new().into_iter(),
-            error: None,
-            failed: false,
-        }
+        LogIter { segments: log.range(start..), from, kinds: None, current: None, failed: false }
     }
 
     fn with_kinds(mut self, kinds: &[EventKind]) -> Self {
@@ -535,53 +530,67 @@ impl LogIter {
         self
     }
 
-    fn fill(&mut self) -> Result<bool, LogError> {
-        let Some(entry) = self.segments.next() else { return Ok(false) };
-        let (k, v) = entry?;
-        let first = segment::seq_of_key(&k)
-            .ok_or_else(|| LogError::Inconsistent { seq: self.from, what: "bad segment key".to_owned() })?;
-        let mut out = Vec::new();
-        let from = self.from;
-        let kinds = self.kinds.clone();
-        let mut next = from;
-        let walked = segment::for_each_frame(first, &v, |seq, frame| {
-            let wanted = kinds.as_ref().is_none_or(|k| k.contains(&frame.kind_code));
-            if seq >= from && wanted {
-                out.push(frame.decode().map_err(|source| LogError::Corrupt { seq, source })?);
+    /// The next wanted envelope, `None` at the end.
+    fn step(&mut self) -> Result<Option<Envelope>, LogError> {
+        loop {
+            let Some((bytes, offset, expected)) = &mut self.current else {
+                let Some(entry) = self.segments.next() else { return Ok(None) };
+                let (k, v) = entry?;
+                let first = segment::seq_of_key(&k)
+                    .ok_or_else(|| LogError::Inconsistent { seq: self.from, what: "bad segment key".to_owned() })?;
+                if v.is_empty() {
+                    return Err(LogError::Inconsistent { seq: first, what: "empty segment".to_owned() });
+                }
+                self.current = Some((v, 0, first));
+                continue;
+            };
+            if *offset >= bytes.len() {
+                self.current = None;
+                continue;
             }
-            next = next.max(seq.next());
-            Ok(())
-        });
-        self.from = next;
-        // Deliver the good records before the fault, then the fault.
-        self.error = walked.err();
-        self.buffered = out.into_iter();
-        Ok(true)
+            let seq = *expected;
+            let (frame, rest) =
+                binary::split_frame(&bytes[*offset..]).map_err(|source| LogError::Corrupt { seq, source })?;
+            *offset = bytes.len() - rest.len();
+            *expected = seq.next();
+            let wanted = seq >= self.from && self.kinds.as_ref().is_none_or(|k| k.contains(&frame.kind_code));
+            let env = if wanted {
+                let env = frame.decode().map_err(|source| LogError::Corrupt { seq, source })?;
+                if env.seq != seq {
+                    return Err(misplaced(env.seq, seq));
+                }
+                Some(env)
+            } else {
+                // Skipped records still prove their position.
+                let found = frame.seq().map_err(|source| LogError::Corrupt { seq, source })?;
+                if found != seq {
+                    return Err(misplaced(found, seq));
+                }
+                None
+            };
+            if let Some(env) = env {
+                return Ok(Some(env));
+            }
+        }
     }
+}
+
+fn misplaced(found: Seq, expected: Seq) -> LogError {
+    LogError::Inconsistent { seq: expected, what: format!("record carries seq {found}, expected {expected}") }
 }
 
 impl Iterator for LogIter {
     type Item = Result<Envelope, LogError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if self.failed {
-                return None;
-            }
-            if let Some(env) = self.buffered.next() {
-                return Some(Ok(env));
-            }
-            if let Some(e) = self.error.take() {
+        if self.failed {
+            return None;
+        }
+        match self.step() {
+            Ok(env) => env.map(Ok),
+            Err(e) => {
                 self.failed = true;
-                return Some(Err(e));
-            }
-            match self.fill() {
-                Ok(true) => continue,
-                Ok(false) => return None,
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
+                Some(Err(e))
             }
         }
     }
