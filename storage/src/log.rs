@@ -11,8 +11,9 @@
 //!
 //! Appenders hand batches to the writer over a crossbeam channel. The writer
 //! takes everything queued (group commit), assigns positions, skips ids
-//! already present, writes segments and index entries in one sled
-//! transaction, makes them durable according to the [`Durability`] policy,
+//! already present, writes the segments and then the index entries (two
+//! atomic sled batches; the index is re-derived for the tail at open if a
+//! crash came between them), makes them durable according to the [`Durability`] policy,
 //! acknowledges, and only then publishes them to subscribers.
 
 use std::collections::{HashMap, HashSet};
@@ -25,8 +26,6 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 use engram_events::codec::binary::{self, FrameView};
 use engram_events::{Envelope, EventId, EventKind, Seq};
-use sled::transaction::{ConflictableTransactionError, TransactionError};
-use sled::Transactional;
 
 use crate::backend::{AppendOutcome, AppendTicket, EventLog};
 use crate::durability::{Durability, Syncer};
@@ -113,7 +112,7 @@ impl SledLog {
         }
         let log = db.open_tree("log")?;
         let ids = db.open_tree("ids")?;
-        let (head, tail_fault) = match recover_head(&log) {
+        let (head, tail_fault) = match recover_head(&log).and_then(|head| reindex_tail(&log, &ids).map(|_| head)) {
             Ok(head) => (head, None),
             Err(e) => {
                 tracing::error!("{e}; appends are refused until the log is repaired");
@@ -329,6 +328,40 @@ fn recover_head(log: &sled::Tree) -> Result<Seq, LogError> {
     Ok(Seq(end.0 - 1))
 }
 
+/// Indexes the ids of the last segments if a crash came between a commit's
+/// segment batch and its index batch. Walks back from the last segment and
+/// stops at the first one whose records are all indexed. Returns the number
+/// of ids added.
+fn reindex_tail(log: &sled::Tree, ids: &sled::Tree) -> Result<usize, LogError> {
+    let mut added = 0;
+    for entry in log.iter().rev() {
+        let (k, v) = entry?;
+        let first = segment::seq_of_key(&k)
+            .ok_or_else(|| LogError::Inconsistent { seq: Seq(0), what: "bad segment key".to_owned() })?;
+        let mut missing = Vec::new();
+        segment::for_each_frame(first, &v, |seq, frame| {
+            let env = frame.decode().map_err(|source| LogError::Corrupt { seq, source })?;
+            if seq_of(ids, env.id)?.is_none() {
+                missing.push((env.id.0 .0.to_be_bytes(), seq.0.to_be_bytes()));
+            }
+            Ok(())
+        })?;
+        if missing.is_empty() {
+            break;
+        }
+        added += missing.len();
+        let mut batch = sled::Batch::default();
+        for (id, seq) in missing {
+            batch.insert(&id, &seq);
+        }
+        ids.apply_batch(batch)?;
+    }
+    if added > 0 {
+        tracing::warn!("re-indexed {added} event ids written just before a crash");
+    }
+    Ok(added)
+}
+
 struct Writer {
     shared: Arc<Shared>,
     config: LogConfig,
@@ -466,17 +499,21 @@ impl Writer {
             return Ok(None);
         }
         let segments = builder.finish();
-        let result: Result<(), TransactionError<()>> =
-            (&self.shared.log, &self.shared.ids).transaction(|(log, ids)| {
-                for (first, bytes) in &segments {
-                    log.insert(&segment::key(*first), bytes.as_slice())?;
-                }
-                for (id, seq) in &index {
-                    ids.insert(id, seq)?;
-                }
-                Ok::<(), ConflictableTransactionError<()>>(())
-            });
-        result.map_err(|e| LogError::Transaction(format!("{e:?}")))?;
+        // Two atomic batches, segments first: sled recovers a prefix of its
+        // (single, ordered) log, so after a crash the index can only lag the
+        // segments, never lead them; `reindex_tail` repairs the lag at open.
+        // One transaction over both trees would make sled roll its IO
+        // buffer twice per commit, halving durable append throughput.
+        let mut log_batch = sled::Batch::default();
+        for (first, bytes) in &segments {
+            log_batch.insert(&segment::key(*first), bytes.as_slice());
+        }
+        self.shared.log.apply_batch(log_batch)?;
+        let mut id_batch = sled::Batch::default();
+        for (id, seq) in &index {
+            id_batch.insert(id, seq);
+        }
+        self.shared.ids.apply_batch(id_batch)?;
         self.shared.head.store(next.0 - 1, Ordering::Release);
         Ok(Some(fresh.into()))
     }

@@ -91,3 +91,28 @@ fn a_damaged_last_segment_refuses_appends_but_still_opens() {
     let err = log.append(vec![event(1)]).unwrap_err();
     assert!(err.to_string().contains("engram verify"), "{err}");
 }
+
+#[test]
+fn ids_lost_between_the_two_batches_of_a_commit_are_reindexed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let events: Vec<Envelope> = (0..300).map(event).collect();
+    {
+        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        log.append(events[..200].to_vec()).unwrap();
+        log.append(events[200..].to_vec()).unwrap();
+    }
+    // A crash after the last commit's segments but before its index batch.
+    {
+        let db = sled::open(dir.path().join("log.sled")).unwrap();
+        let ids = db.open_tree("ids").unwrap();
+        for e in &events[200..] {
+            ids.remove(e.id.0 .0.to_be_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    assert!(verify(&log, |_| {}).ok());
+    assert_eq!(log.seq_of(events[250].id).unwrap(), Some(Seq(251)));
+    // Still idempotent for those ids.
+    assert_eq!(log.append(vec![events[299].clone()]).unwrap()[0], engram_storage::AppendOutcome::Existing(Seq(300)));
+}
