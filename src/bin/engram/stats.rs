@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use engram::storage::projection::{hex, Projector};
 use engram::storage::projections;
-use engram::{Event, EventLog, Seq};
+use engram::{EventKind, EventLog, Seq};
 use serde_json::json;
 
 use crate::output;
@@ -36,20 +36,18 @@ fn dir_bytes(dir: &Path) -> u64 {
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let log = crate::open_existing(data)?;
     let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut sessions = HashSet::new();
-    let mut events = 0u64;
-    let mut turns = 0u64;
-    for env in log.read_from(Seq::FIRST) {
-        let env = env?;
-        events += 1;
-        *by_kind.entry(env.kind().name()).or_default() += 1;
-        if let Some(s) = env.session {
-            sessions.insert(s);
+    let mut sessions: HashSet<String> = HashSet::new();
+    // Counting needs no payloads: read the records in place.
+    let events = log.for_each_view(Seq::FIRST, |view| {
+        *by_kind.entry(view.kind().name()).or_default() += 1;
+        if let Some(s) = view.session() {
+            if !sessions.contains(s) {
+                sessions.insert(s.to_owned());
+            }
         }
-        if matches!(env.event, Event::TurnCompleted(_)) {
-            turns += 1;
-        }
-    }
+        Ok(())
+    })?;
+    let turns = by_kind.get(EventKind::TurnCompleted.name()).copied().unwrap_or(0);
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let projections: BTreeMap<&str, serde_json::Value> = projector
         .status()
