@@ -437,32 +437,51 @@ pub fn engram_open(dir: &Path, config: LogConfig) -> anyhow::Result<SledLog> {
     SledLog::open(dir, config).with_context(|| format!("opening the engram log in {}", dir.display()))
 }
 
-/// Runs one appender thread per element of `work`, each appending its
-/// batches in order and waiting for every acknowledgement; returns the wall
-/// time from the moment all appenders are ready until the last ack.
-pub fn engram_append(log: &SledLog, work: Vec<Vec<Vec<Envelope>>>) -> anyhow::Result<Duration> {
+/// Runs `append` on one thread per element of `work` — each thread first
+/// runs `prepare` (connections, buffers), then waits until all are ready —
+/// and returns the wall time from that moment until the last one finished.
+/// Both sides of the append benchmarks run through this one harness.
+pub fn timed_appenders<W: Send, P>(
+    work: Vec<W>,
+    prepare: impl Fn() -> anyhow::Result<P> + Sync,
+    append: impl Fn(&mut P, W) -> anyhow::Result<()> + Sync,
+) -> anyhow::Result<Duration> {
     let barrier = Barrier::new(work.len() + 1);
     std::thread::scope(|s| {
         let handles: Vec<_> = work
             .into_iter()
-            .map(|batches| {
-                let barrier = &barrier;
+            .map(|w| {
+                let (barrier, prepare, append) = (&barrier, &prepare, &append);
                 s.spawn(move || -> anyhow::Result<()> {
+                    let state = prepare();
                     barrier.wait();
-                    for batch in batches {
-                        log.append(batch)?;
-                    }
-                    Ok(())
+                    append(&mut state?, w)
                 })
             })
             .collect();
         barrier.wait();
         let start = Instant::now();
         for h in handles {
-            h.join().map_err(|_| anyhow::anyhow!("engram appender panicked"))??;
+            h.join().map_err(|_| anyhow::anyhow!("an appender panicked"))??;
         }
         Ok(start.elapsed())
     })
+}
+
+/// Runs one appender thread per element of `work`, each appending its
+/// batches in order and waiting for every acknowledgement; returns the wall
+/// time from the moment all appenders are ready until the last ack.
+pub fn engram_append(log: &SledLog, work: Vec<Vec<Vec<Envelope>>>) -> anyhow::Result<Duration> {
+    timed_appenders(
+        work,
+        || Ok(()),
+        |_, batches| {
+            for batch in batches {
+                log.append(batch)?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Reads every event from the start, decoding each into an [`Envelope`];
@@ -579,34 +598,18 @@ impl SqlitePeer {
     /// mutex, so appenders queue on it instead of polling SQLite's lock in
     /// the busy handler (which sleeps between attempts).
     pub fn append_concurrently(&self, work: Vec<Vec<Vec<Envelope>>>, serialize: bool) -> anyhow::Result<Duration> {
-        let barrier = Barrier::new(work.len() + 1);
         let lock = Mutex::new(());
-        std::thread::scope(|s| {
-            let handles: Vec<_> = work
-                .into_iter()
-                .map(|batches| {
-                    let (barrier, lock) = (&barrier, &lock);
-                    s.spawn(move || -> anyhow::Result<()> {
-                        let conn = self.connect();
-                        barrier.wait();
-                        let mut conn = conn?;
-                        let mut buf = Vec::with_capacity(512);
-                        for batch in &batches {
-                            let _turn =
-                                if serialize { Some(lock.lock().unwrap_or_else(|e| e.into_inner())) } else { None };
-                            SqlitePeer::append(&mut conn, batch, &mut buf)?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            barrier.wait();
-            let start = Instant::now();
-            for h in handles {
-                h.join().map_err(|_| anyhow::anyhow!("SQLite appender panicked"))??;
-            }
-            Ok(start.elapsed())
-        })
+        timed_appenders(
+            work,
+            || Ok((self.connect()?, Vec::with_capacity(512))),
+            |(conn, buf), batches| {
+                for batch in &batches {
+                    let _turn = if serialize { Some(lock.lock().unwrap_or_else(|e| e.into_inner())) } else { None };
+                    SqlitePeer::append(conn, batch, buf)?;
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Reads every frame in `seq` order and decodes each into an
