@@ -212,13 +212,20 @@ impl SledLog {
             let (k, v) = entry?;
             let first = segment::seq_of_key(&k)
                 .ok_or_else(|| LogError::Inconsistent { seq: from, what: "bad segment key".to_owned() })?;
-            segment::for_each_frame(first, &v, |seq, frame| {
+            let mut seq = first;
+            for frame in binary::frames(&v) {
+                let frame = frame.map_err(|source| LogError::Corrupt { seq, source })?;
+                // The view validates the header once and carries the seq.
+                let view = frame.view().map_err(|source| LogError::Corrupt { seq, source })?;
+                if view.seq() != seq {
+                    return Err(misplaced(view.seq(), seq));
+                }
                 if seq >= from {
-                    f(frame.view().map_err(|source| LogError::Corrupt { seq, source })?)?;
+                    f(view)?;
                     visited += 1;
                 }
-                Ok(())
-            })?;
+                seq = seq.next();
+            }
         }
         Ok(visited)
     }
