@@ -262,3 +262,34 @@ impl<'a> Iterator for Frames<'a> {
         }
     }
 }
+
+/// Test-only: a frame from the envelope fields of `env` (its payload is
+/// ignored) and an explicit kind code, schema version and payload archive.
+/// `encode` only ever writes today's schema; this writes the frames of older
+/// (or unknown) schemas that the upcast tests read back.
+#[cfg(test)]
+pub(crate) fn encode_raw(env: &Envelope, kind_code: u16, schema_version: u16, payload_archive: &[u8]) -> Vec<u8> {
+    let header = Header {
+        id: env.id,
+        seq: env.seq,
+        at: env.at,
+        session: env.session.clone(),
+        turn: env.turn,
+        causation: env.causation,
+        actor: env.actor,
+    };
+    let out = vec![0u8; FRAME_HEADER_LEN];
+    let mut out = rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&header, out)
+        .expect("archiving an envelope header cannot fail");
+    let header_len = out.len() - FRAME_HEADER_LEN;
+    out.extend_from_slice(payload_archive);
+    out[0] = FORMAT_VERSION;
+    out[1] = 0;
+    out[2..4].copy_from_slice(&kind_code.to_le_bytes());
+    out[4..6].copy_from_slice(&schema_version.to_le_bytes());
+    out[6..10].copy_from_slice(&(header_len as u32).to_le_bytes());
+    out[10..14].copy_from_slice(&(payload_archive.len() as u32).to_le_bytes());
+    let crc = frame_crc(&out[..14], &out[FRAME_HEADER_LEN..]);
+    out[14..18].copy_from_slice(&crc.to_le_bytes());
+    out
+}
