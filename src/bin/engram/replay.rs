@@ -144,6 +144,10 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         if filter.matches(&env) {
             print(&env, &mut out)?;
         }
+        // Stop at `to` without reading (and failing on) the record after it.
+        if env.seq >= to {
+            break;
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
