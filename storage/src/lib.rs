@@ -17,6 +17,8 @@
 //! * [`projection`] — the projection framework (pure folds, persisted rows
 //!   and checkpoints, catch-up, rebuild, digests); [`projections`] — the
 //!   projections themselves.
+//! * [`patterns`] — the pattern store's math: fingerprints, similarity,
+//!   outcome accumulators, the K-NN index, recommendations.
 //! * [`reactors`] — events derived from events (day activation, …), one
 //!   code path for the live actors and the importer.
 //! * [`verify`] — CRC, position and index checks over the whole log.
@@ -29,6 +31,7 @@ pub mod follow;
 pub mod import;
 pub mod lock;
 pub mod log;
+pub mod patterns;
 pub mod projection;
 pub mod projections;
 pub mod reactors;

@@ -88,17 +88,23 @@ pub trait Projection: std::any::Any + Send {
 
     /// Restores the state from persisted rows, after a `reset`.
     fn load(&mut self, rows: &mut dyn Iterator<Item = Row>) -> Result<(), String> {
-        let mut tables = self.tables_mut();
-        'rows: for (k, v) in rows {
-            for t in tables.iter_mut() {
-                if t.load_row(&k, &v)? {
-                    continue 'rows;
-                }
-            }
-            return Err(format!("row {:?} belongs to no table", String::from_utf8_lossy(&k)));
-        }
-        Ok(())
+        load_tables(self.tables_mut(), rows)
     }
+}
+
+/// Distributes persisted rows over `tables` by prefix — the default
+/// [`Projection::load`], for projections that override it to rebuild
+/// derived in-memory state afterwards.
+pub fn load_tables(mut tables: Vec<&mut dyn TableRows>, rows: &mut dyn Iterator<Item = Row>) -> Result<(), String> {
+    'rows: for (k, v) in rows {
+        for t in tables.iter_mut() {
+            if t.load_row(&k, &v)? {
+                continue 'rows;
+            }
+        }
+        return Err(format!("row {:?} belongs to no table", String::from_utf8_lossy(&k)));
+    }
+    Ok(())
 }
 
 /// What the framework needs of a table, whatever its value type.
@@ -140,6 +146,7 @@ pub fn hex(digest: &[u8; 32]) -> String {
 /// key space and whose changed keys are remembered until persisted. Values
 /// are encoded as JSON (serde): canonical for a given struct, and readable
 /// with `sled` tools when debugging.
+#[derive(Clone)]
 pub struct Table<V> {
     prefix: u8,
     map: BTreeMap<Vec<u8>, V>,
@@ -181,6 +188,12 @@ impl<V: Serialize + DeserializeOwned> Table<V> {
         let v = self.map.remove(key)?;
         self.dirty.insert(key.to_vec());
         Some(v)
+    }
+
+    /// Entries whose key starts with `prefix`, in key order.
+    pub fn range_prefix<'a>(&'a self, prefix: &[u8]) -> impl Iterator<Item = (&'a Vec<u8>, &'a V)> + 'a {
+        let prefix = prefix.to_vec();
+        self.map.range(prefix.clone()..).take_while(move |(k, _)| k.starts_with(&prefix))
     }
 
     /// Entries in key order.

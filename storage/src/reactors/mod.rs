@@ -9,10 +9,12 @@
 //! new: derivation is idempotent by causation id.
 
 pub mod days;
+pub mod patterns;
 
 use engram_events::{ActorKind, Envelope, Event, EventId};
 
 pub use days::DayReactor;
+pub use patterns::PatternReactor;
 
 /// Derives events from events.
 pub trait Reactor: Send {

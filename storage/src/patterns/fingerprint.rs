@@ -1,0 +1,138 @@
+//! Fingerprints: the shape of a turn that the pattern store keys outcomes
+//! on (seed 001 §4-§5).
+//!
+//! A fingerprint's identity is its *structural signature* — a BLAKE3 hash of
+//! the canonical (normalized) features and the workload — so every turn of
+//! the same shape lands in the same outcome rows, in every data dir, on
+//! every rebuild. A hybrid fingerprint (v2) also carries an embedding of the
+//! user's request; identity stays `(signature, embedding provider)`.
+
+use std::sync::Arc;
+
+use engram_events::payloads::{FingerprintKind, StructuralFeatures};
+use engram_events::FingerprintId;
+use ulid::Ulid;
+
+/// An embedding vector and the model that produced it. Vectors of different
+/// providers (or dimensions) are never compared.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Embedding {
+    /// Stable provider id, e.g. `local:all-MiniLM-L6-v2:int8`.
+    pub provider: Arc<str>,
+    /// L2-normalised components.
+    pub vector: Arc<[f32]>,
+}
+
+impl Embedding {
+    /// An embedding by `provider`.
+    pub fn new(provider: &str, vector: Vec<f32>) -> Self {
+        Embedding { provider: provider.into(), vector: vector.into() }
+    }
+
+    /// Whether cosine between the two means anything: same provider, same
+    /// dimension.
+    pub fn comparable(&self, other: &Embedding) -> bool {
+        self.provider == other.provider && self.vector.len() == other.vector.len()
+    }
+}
+
+/// A turn's fingerprint: structural features, the caller's workload tag,
+/// and (v2) an embedding.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fingerprint {
+    /// Normalized structural features.
+    pub features: StructuralFeatures,
+    /// Seed 001 `workload_id`: a near-keyed partition when both sides set it.
+    pub workload: Option<String>,
+    /// The request's embedding (hybrid fingerprints only).
+    pub embedding: Option<Embedding>,
+}
+
+impl Fingerprint {
+    /// A v1 structural fingerprint (features are normalized here).
+    pub fn structural(features: StructuralFeatures) -> Self {
+        Fingerprint { features: features.normalized(), workload: None, embedding: None }
+    }
+
+    /// The same fingerprint with a workload tag.
+    pub fn with_workload(mut self, workload: Option<String>) -> Self {
+        self.workload = workload;
+        self
+    }
+
+    /// The same fingerprint with an embedding (making it hybrid).
+    pub fn with_embedding(mut self, embedding: Option<Embedding>) -> Self {
+        self.embedding = embedding;
+        self
+    }
+
+    /// Structural or hybrid.
+    pub fn kind(&self) -> FingerprintKind {
+        if self.embedding.is_some() {
+            FingerprintKind::Hybrid
+        } else {
+            FingerprintKind::Structural
+        }
+    }
+
+    /// The structural signature: BLAKE3 of the canonical JSON of the
+    /// normalized features, then the workload.
+    pub fn signature(&self) -> [u8; 32] {
+        let canon = self.features.clone().normalized();
+        let json = serde_json::to_vec(&canon).expect("features serialise");
+        let mut h = blake3::Hasher::new();
+        h.update(b"engram.fingerprint.v1\0");
+        h.update(&(json.len() as u64).to_le_bytes());
+        h.update(&json);
+        match &self.workload {
+            Some(w) => {
+                h.update(&[1]);
+                h.update(w.as_bytes());
+            }
+            None => {
+                h.update(&[0]);
+            }
+        }
+        *h.finalize().as_bytes()
+    }
+
+    /// The fingerprint's id: its signature (and, for hybrids, the embedding
+    /// provider) folded into a ULID. Equal shapes share one id.
+    pub fn id(&self) -> FingerprintId {
+        let mut h = blake3::Hasher::new();
+        h.update(&self.signature());
+        if let Some(e) = &self.embedding {
+            h.update(e.provider.as_bytes());
+        }
+        let bytes: [u8; 16] = h.finalize().as_bytes()[..16].try_into().expect("16 bytes");
+        FingerprintId(Ulid(u128::from_be_bytes(bytes)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(tags: &[&str]) -> StructuralFeatures {
+        StructuralFeatures { intent_tags: tags.iter().map(|s| s.to_string()).collect(), ..Default::default() }
+    }
+
+    #[test]
+    fn identity_is_the_structural_signature() {
+        // Order, case and duplicates do not change the shape.
+        let a = Fingerprint::structural(features(&["Debug", "doc"]));
+        let b = Fingerprint::structural(features(&["doc", "debug", "doc"]));
+        assert_eq!(a.id(), b.id());
+        let c = Fingerprint::structural(features(&["doc"]));
+        assert_ne!(a.id(), c.id());
+        // The workload is part of the shape.
+        assert_ne!(a.id(), a.clone().with_workload(Some("w".into())).id());
+        // A hybrid is keyed by (signature, provider), not by its vector.
+        let h1 = a.clone().with_embedding(Some(Embedding::new("p", vec![1.0, 0.0])));
+        let h2 = a.clone().with_embedding(Some(Embedding::new("p", vec![0.0, 1.0])));
+        assert_eq!(h1.id(), h2.id());
+        assert_ne!(h1.id(), a.id());
+        assert_eq!(h1.kind(), FingerprintKind::Hybrid);
+        assert_eq!(a.kind(), FingerprintKind::Structural);
+    }
+}
