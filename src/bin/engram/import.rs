@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use engram::storage::import;
 use engram::storage::projection::Projector;
-use engram::storage::projections::{self, ActiveDays};
-use engram::storage::reactors::{DayReactor, Reactor};
+use engram::storage::patterns::{PatternCaps, PatternConfig};
+use engram::storage::projections::{self, ActiveDays, PatternOutcomes};
+use engram::storage::reactors::{DayReactor, PatternReactor, Reactor};
 
 use crate::output;
 
@@ -52,5 +53,6 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
 /// The reactors an import runs, warmed up from the live projections.
 fn reactors_for(projector: &Projector) -> Vec<Box<dyn Reactor>> {
     let days = projector.get::<ActiveDays>("active_days").map(DayReactor::from_projection).unwrap_or_default();
-    vec![Box::new(days)]
+    let patterns = projector.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default();
+    vec![Box::new(days), Box::new(PatternReactor::new(patterns, PatternConfig::default(), PatternCaps::default()))]
 }

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use engram::storage::projection::Projector;
-use engram::storage::projections::{self, ActiveDays, Sessions};
+use engram::storage::projections::{self, ActiveDays, PatternOutcomes, Sessions};
 use serde_json::json;
 
 use crate::output;
@@ -16,6 +16,10 @@ pub enum Command {
     Sessions(Opts),
     /// Active days and their ranks (TTLs count these, not calendar days)
     Days(Opts),
+    /// Pattern-store outcomes: one row per (fingerprint, model) with its
+    /// samples, success mean, average cost and latency, and the
+    /// fingerprint's features
+    Patterns(Opts),
 }
 
 /// Options shared by the inspect commands.
@@ -65,6 +69,54 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::Patterns(opts) => {
+            let store = projector.get::<PatternOutcomes>("pattern_outcomes").expect("registered");
+            if !opts.json {
+                println!(
+                    "{:<26} {:<24} {:>7} {:>7} {:>12} {:>9}  features",
+                    "fingerprint", "model", "samples", "success", "avg cost", "latency"
+                );
+            }
+            for (id, model, o) in store.outcomes() {
+                let fp = store.fingerprint(id);
+                if opts.json {
+                    output::print_json(&json!({
+                        "fingerprint_id": id.to_string(),
+                        "fingerprint_kind": fp.map(|f| f.kind),
+                        "primary_model": model,
+                        "sample_size": o.sample_size,
+                        "success_score_mean": o.success_mean(),
+                        "success_score_count": o.score_count,
+                        "avg_cost_usd": o.avg_cost_usd().to_string(),
+                        "avg_latency_ms": o.latency_mean_ms,
+                        "pricing_version_last": o.pricing_version_last,
+                        "last_updated": o.last_updated,
+                        "workload": fp.and_then(|f| f.workload.clone()),
+                        "features": fp.map(|f| &f.features),
+                    }))?;
+                } else {
+                    let features = fp.map(|f| describe(&f.features, f.workload.as_deref())).unwrap_or_default();
+                    println!(
+                        "{:<26} {:<24} {:>7} {:>7} {:>12} {:>7.0}ms  {}",
+                        id.to_string(),
+                        model,
+                        o.sample_size,
+                        o.success_mean().map(|m| format!("{m:.3}")).unwrap_or_else(|| "-".into()),
+                        format!("${:.6}", o.avg_cost_usd()),
+                        o.latency_mean_ms,
+                        features
+                    );
+                }
+            }
+            if !opts.json {
+                println!(
+                    "{} fingerprints, {} outcomes, {} turns of open sessions",
+                    store.fingerprint_count(),
+                    store.outcome_count(),
+                    store.pending_count()
+                );
+            }
+        }
         Command::Days(opts) => {
             let days = projector.get::<ActiveDays>("active_days").expect("registered");
             for (day, rank) in days.iter() {
@@ -77,4 +129,27 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A one-line summary of a fingerprint's features.
+fn describe(f: &engram::events::payloads::StructuralFeatures, workload: Option<&str>) -> String {
+    let mut parts = Vec::new();
+    let mut set = |name: &str, v: Vec<String>| {
+        if !v.is_empty() {
+            parts.push(format!("{name}={}", v.join(",")));
+        }
+    };
+    set("tags", f.intent_tags.clone());
+    set("ext", f.file_extensions.clone());
+    set("tools", f.tool_names.clone());
+    set("dirs", f.file_path_buckets.clone());
+    set("effects", f.side_effect_classes.iter().map(|c| c.as_str().to_owned()).collect());
+    if let Some(w) = workload {
+        parts.push(format!("workload={w}"));
+    }
+    parts.push(format!("tokens={}", f.estimated_input_tokens_bucket));
+    if f.has_images {
+        parts.push("images".into());
+    }
+    parts.join(" ")
 }

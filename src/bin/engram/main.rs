@@ -6,6 +6,7 @@ mod import;
 mod inspect;
 mod output;
 mod rebuild;
+mod recommend;
 mod replay;
 mod stats;
 mod verify;
@@ -49,6 +50,8 @@ enum Command {
     Inspect(inspect::Command),
     /// Event counts by kind, sessions, turns, disk use
     Stats(stats::Args),
+    /// Ask the pattern store which model to route a turn to
+    Recommend(recommend::Args),
     /// Benchmarks, each beside its peer baseline
     #[command(subcommand)]
     Bench(bench::Command),
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Rebuild(args) => rebuild::run(&data, args),
         Command::Inspect(cmd) => inspect::run(&data, cmd),
         Command::Stats(args) => stats::run(&data, args),
+        Command::Recommend(args) => recommend::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
     };
     match result {
