@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use engram::storage::import;
-use engram::storage::projection::Projector;
 use engram::storage::patterns::{PatternCaps, PatternConfig};
+use engram::storage::projection::Projector;
 use engram::storage::projections::{self, ActiveDays, PatternOutcomes};
 use engram::storage::reactors::{DayReactor, PatternReactor, Reactor};
 

@@ -53,8 +53,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.features.clone()
     };
-    let features: StructuralFeatures =
-        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text)).map_err(|e| {
+    let features: StructuralFeatures = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
+        .map_err(|e| {
             let path = e.path().to_string();
             anyhow::anyhow!("--features: {}: {}", if path == "." { "(object)".into() } else { path }, e.into_inner())
         })?;

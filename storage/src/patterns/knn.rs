@@ -527,12 +527,7 @@ mod tests {
         assert_eq!(index.fingerprints(), left.len());
         let q = &fps[3];
         let m: [Arc<str>; 1] = ["m".into()];
-        let want = exact_k_nearest(
-            left.iter().map(|fp| (fp.id(), *fp, &m[..])).collect::<Vec<_>>(),
-            q,
-            10,
-            0.6,
-        );
+        let want = exact_k_nearest(left.iter().map(|fp| (fp.id(), *fp, &m[..])).collect::<Vec<_>>(), q, 10, 0.6);
         assert_eq!(index.search(q, 10, 0.6), want);
     }
 

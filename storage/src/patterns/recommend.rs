@@ -88,7 +88,10 @@ impl Recommendation {
 }
 
 /// Scores a cluster: `(model, row)` for each neighbouring outcome.
-pub fn score_cluster<'a>(cluster: impl IntoIterator<Item = (&'a str, &'a OutcomeRow)>, cfg: &PatternConfig) -> Recommendation {
+pub fn score_cluster<'a>(
+    cluster: impl IntoIterator<Item = (&'a str, &'a OutcomeRow)>,
+    cfg: &PatternConfig,
+) -> Recommendation {
     #[derive(Default)]
     struct Acc {
         samples: u64,

@@ -7,11 +7,13 @@
 //! | `o` outcomes | fingerprint id ‖ model | [`OutcomeRow`] accumulator |
 //! | `h` score history | turn id | the outcome the turn fed, the `eval_id` applied, the score folded |
 //! | `p` pending turns | session ‖ 0 ‖ turn id | a turn of a session still open: its features, model, cost, latency and latest verdict |
+//! | `e` ended sessions | session | when it ended |
 //!
 //! The projection only folds: `pattern.recorded` writes an accumulator,
 //! `pattern.evicted` removes exactly the rows it lists, and the pending
 //! table follows `route.decided` / `turn.completed` / `eval.completed`
-//! until `session.ended`. What to record, which verdict wins and what to
+//! until `session.ended`. A session ends once: its turns and its end seen
+//! again (a re-import, a re-delivery) change nothing. What to record, which verdict wins and what to
 //! evict is decided by [`crate::reactors::PatternReactor`], which writes
 //! those events. An in-memory [`KnnIndex`] over the fingerprint and
 //! outcome tables serves [`PatternOutcomes::find_k_nearest`] and
@@ -82,8 +84,6 @@ pub struct PendingVerdict {
 /// A turn of a session that has not ended yet.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PendingTurn {
-    /// Order of the turn in the log (its `route.decided`).
-    pub seq: u64,
     /// Its normalized features.
     pub features: StructuralFeatures,
     /// Its workload tag.
@@ -110,6 +110,7 @@ pub struct PatternOutcomes {
     outcomes: Table<OutcomeRow>,
     history: Table<ScoreRow>,
     pending: Table<PendingTurn>,
+    ended: Table<DateTime<Utc>>,
     /// Derived: pending turn → its key.
     pending_keys: HashMap<TurnId, Vec<u8>>,
     /// Derived: outcome key → turns in the history that fed it.
@@ -124,6 +125,7 @@ impl Default for PatternOutcomes {
             outcomes: Table::new(b'o'),
             history: Table::new(b'h'),
             pending: Table::new(b'p'),
+            ended: Table::new(b'e'),
             pending_keys: HashMap::new(),
             turns_of: HashMap::new(),
             index: KnnIndex::default(),
@@ -173,10 +175,8 @@ impl PatternOutcomes {
     pub fn recommend(&self, fp: &Fingerprint, cfg: &PatternConfig) -> Recommendation {
         let start = Instant::now();
         let cluster = self.find_k_nearest(fp, cfg.k, cfg.alpha);
-        let rows: Vec<(&str, &OutcomeRow)> = cluster
-            .iter()
-            .filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?)))
-            .collect();
+        let rows: Vec<(&str, &OutcomeRow)> =
+            cluster.iter().filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?))).collect();
         let mut r = score_cluster(rows, cfg);
         r.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
         r
@@ -195,9 +195,7 @@ impl PatternOutcomes {
     /// The models with a row for fingerprint `fp`.
     pub fn models_of(&self, fp: FingerprintId) -> impl Iterator<Item = &str> {
         let prefix = fp_key(fp);
-        self.outcomes
-            .range_prefix(&prefix)
-            .filter_map(|(k, _)| std::str::from_utf8(&k[16..]).ok())
+        self.outcomes.range_prefix(&prefix).filter_map(|(k, _)| std::str::from_utf8(&k[16..]).ok())
     }
 
     /// A stored fingerprint.
@@ -233,7 +231,9 @@ impl PatternOutcomes {
         self.pending_keys.get(&turn).and_then(|k| self.pending.get(k))
     }
 
-    /// The open turns of `session`, in log order.
+    /// The open turns of `session`, by turn id (their start time): an order
+    /// that does not depend on when they were appended, so a resumed import
+    /// decides exactly what a clean one did.
     pub fn pending_of(&self, session: &SessionId) -> Vec<(TurnId, &PendingTurn)> {
         let prefix = session_prefix(session);
         let mut out: Vec<(TurnId, &PendingTurn)> = self
@@ -244,7 +244,7 @@ impl PatternOutcomes {
                 Some((TurnId(Ulid(u128::from_be_bytes(id))), v))
             })
             .collect();
-        out.sort_by_key(|(t, p)| (p.seq, *t));
+        out.sort_by_key(|(t, _)| *t);
         out
     }
 
@@ -253,11 +253,19 @@ impl PatternOutcomes {
         self.pending.len()
     }
 
+    /// Whether `session` has ended (its outcomes are recorded).
+    pub fn has_ended(&self, session: &SessionId) -> bool {
+        self.ended.get(session.as_str().as_bytes()).is_some()
+    }
+
     fn pending_entry(&mut self, env: &Envelope) -> Option<&mut PendingTurn> {
         let (session, turn) = (env.session.as_ref()?, env.turn?);
+        if self.has_ended(session) {
+            return None;
+        }
         let key = pending_key(session, turn);
         self.pending_keys.insert(turn, key.clone());
-        Some(self.pending.entry(&key, || PendingTurn { seq: env.seq.get(), ..Default::default() }))
+        Some(self.pending.entry(&key, PendingTurn::default))
     }
 
     fn fold_recorded(&mut self, env: &Envelope, p: &PatternRecorded) {
@@ -395,12 +403,17 @@ impl Projection for PatternOutcomes {
                 if let Some(p) = self.pending.get_mut(&key) {
                     // The greatest eval id is the latest verdict.
                     if p.verdict.as_ref().is_none_or(|v| e.eval_id > v.eval_id) {
-                        p.verdict = Some(PendingVerdict { eval_id: e.eval_id, score: e.score, confidence: e.confidence });
+                        p.verdict =
+                            Some(PendingVerdict { eval_id: e.eval_id, score: e.score, confidence: e.confidence });
                     }
                 }
             }
             Event::SessionEnded(_) => {
                 let Some(session) = &env.session else { return };
+                if self.has_ended(session) {
+                    return;
+                }
+                self.ended.insert(session.as_str().as_bytes().to_vec(), env.at);
                 let prefix = session_prefix(session);
                 let keys: Vec<Vec<u8>> = self.pending.range_prefix(&prefix).map(|(k, _)| k.clone()).collect();
                 for k in keys {
@@ -416,11 +429,11 @@ impl Projection for PatternOutcomes {
     }
 
     fn tables(&self) -> Vec<&dyn TableRows> {
-        vec![&self.fingerprints, &self.outcomes, &self.history, &self.pending]
+        vec![&self.fingerprints, &self.outcomes, &self.history, &self.pending, &self.ended]
     }
 
     fn tables_mut(&mut self) -> Vec<&mut dyn TableRows> {
-        vec![&mut self.fingerprints, &mut self.outcomes, &mut self.history, &mut self.pending]
+        vec![&mut self.fingerprints, &mut self.outcomes, &mut self.history, &mut self.pending, &mut self.ended]
     }
 
     fn reset(&mut self) {

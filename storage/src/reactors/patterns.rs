@@ -19,9 +19,11 @@
 //!   over it, `hard_cap_evict` down to the hard cap (idle-past-age first,
 //!   then least recently updated, then lowest sample size).
 //!
-//! Deriving twice from the same event derives nothing new: a session's
-//! pending turns are gone once its `session.ended` is folded, and a
-//! verdict's `eval_id` is in the history once applied.
+//! Deriving twice from the same event derives nothing new: a session is
+//! recorded once (the projection remembers ended sessions and ignores their
+//! turns seen again), and a verdict's `eval_id` is in the history once
+//! applied. That is what makes a re-run or resumed import derive exactly
+//! what a clean one did.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -43,6 +45,10 @@ pub struct PatternReactor {
     config: PatternConfig,
     caps: PatternCaps,
 }
+
+/// A session's turns of one `(fingerprint, model)`: (fingerprint, id,
+/// model, turns in order).
+type Group<'a> = (Fingerprint, FingerprintId, String, Vec<(TurnId, &'a PendingTurn)>);
 
 /// What a `(fingerprint, model)` row looks like while a session's writes
 /// are being decided (before they are folded).
@@ -93,13 +99,16 @@ impl PatternReactor {
     }
 
     fn on_session_ended(&self, env: &Envelope, session: &SessionId) -> Vec<Envelope> {
+        if self.store.has_ended(session) {
+            return Vec::new(); // recorded already
+        }
         let turns: Vec<(TurnId, &PendingTurn)> =
             self.store.pending_of(session).into_iter().filter(|(_, p)| p.completed && p.model.is_some()).collect();
         if turns.is_empty() {
             return Vec::new();
         }
         // Group by (fingerprint, model), in the order groups first appear.
-        let mut groups: Vec<(Fingerprint, FingerprintId, String, Vec<(TurnId, &PendingTurn)>)> = Vec::new();
+        let mut groups: Vec<Group> = Vec::new();
         for (turn, p) in turns {
             let fp = Fingerprint::structural(p.features.clone()).with_workload(p.workload.clone());
             let id = fp.id();
@@ -241,9 +250,10 @@ impl PatternReactor {
                 stored + fresh as u64 == **n
             })
             .count() as u64;
-        let oldest = condemned.iter().map(|r| age_days(r.2.last_updated)).fold(None, |m: Option<f64>, a| {
-            Some(m.map_or(a, |m| m.max(a)))
-        });
+        let oldest = condemned
+            .iter()
+            .map(|r| age_days(r.2.last_updated))
+            .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.max(a))));
         let event = PatternEvicted {
             trigger,
             fingerprints_before: fingerprints,

@@ -1,0 +1,143 @@
+//! A damaged record through the CLI: a turn file is imported with
+//! `engram import`, then one byte inside a frame of a middle segment is
+//! flipped straight in the sled `log` tree. `engram verify` names the bad
+//! seq (human and `--json`), `replay` and `export` print every event before
+//! it and then fail naming it, `replay --to <seq-1>` still succeeds, and the
+//! events after the damaged segment stay readable.
+//!
+//! Needs `sled` as a dev-dependency of the root crate (to do the damage):
+//! add `sled.workspace = true` under the root `[dev-dependencies]` (this
+//! also adds `"sled"` to the `engram` entry of Cargo.lock) and move this
+//! file to `tests/cli_corruption.rs`. Until then cargo does not build it
+//! (only `tests/*.rs` and `tests/*/main.rs` are test targets).
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use engram::events::codec::binary::{self, FRAME_HEADER_LEN};
+use serde_json::Value;
+
+fn engram(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_engram")).arg("--data").arg(data).args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: Output) -> Output {
+    assert!(o.status.success(), "exit {:?}: {}", o.status, stderr(&o));
+    o
+}
+
+/// `n` turn records over `sessions` interleaved sessions.
+fn turns(n: usize, sessions: usize) -> String {
+    (0..n)
+        .map(|i| {
+            let steps = if i % 2 == 0 {
+                "[]".to_owned()
+            } else {
+                format!(r#"[{{"tool":"get_urls","args":{{"url":"https://example.org/{i}"}}}}]"#)
+            };
+            let model = if i % 3 == 0 { "null" } else { "\"ollama:gemma4:26b\"" };
+            format!(
+                r#"{{"session":"s-{:02}","turn":{},"at":"2026-11-20T{:02}:{:02}:00Z","text":"request {i}","steps":{steps},"model":{model},"latency_ms":{},"cost_usd":"0.001","score":0.{}}}"#,
+                i % sessions,
+                i / sessions + 1,
+                (i / 60) % 24,
+                i % 60,
+                900 + i,
+                i % 10
+            ) + "\n"
+        })
+        .collect()
+}
+
+/// Flips a byte in the body of the middle frame of the middle segment.
+/// Returns the damaged seq and the first seq of the next segment.
+fn damage(data: &Path) -> (u64, u64) {
+    let db = sled::open(data.join("log.sled")).unwrap();
+    let tree = db.open_tree("log").unwrap();
+    let keys: Vec<u64> =
+        tree.iter().keys().map(|k| u64::from_be_bytes(k.unwrap().as_ref().try_into().unwrap())).collect();
+    assert!(keys.len() >= 5, "several segments: {keys:?}");
+    let mid = keys.len() / 2;
+    let key = keys[mid].to_be_bytes();
+    let mut bytes = tree.get(key).unwrap().unwrap().to_vec();
+    let frames: Vec<usize> = binary::frames(&bytes).map(|f| f.unwrap().bytes.len()).collect();
+    let nth = frames.len() / 2;
+    let offset: usize = frames[..nth].iter().sum();
+    let seq = keys[mid] + nth as u64;
+    {
+        let (frame, _) = binary::split_frame(&bytes[offset..]).unwrap();
+        assert_eq!(frame.seq().unwrap().0, seq, "the frame walked to records that seq");
+        assert!(frame.bytes.len() > FRAME_HEADER_LEN + 8);
+    }
+    bytes[offset + FRAME_HEADER_LEN + 8] ^= 0x01;
+    tree.insert(key, bytes).unwrap();
+    db.flush().unwrap();
+    (seq, keys[mid + 1])
+}
+
+#[test]
+fn a_damaged_record_is_named_by_verify_replay_and_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = tmp.path().join("turns.jsonl");
+    std::fs::write(&file, turns(150, 6)).unwrap();
+    ok(engram(&data, &["import", file.to_str().unwrap()]));
+    let before_json: Vec<String> =
+        stdout(&ok(engram(&data, &["replay", "--json"]))).lines().map(str::to_owned).collect();
+    let before_export: Vec<String> = stdout(&ok(engram(&data, &["export"]))).lines().map(str::to_owned).collect();
+    let head = before_json.len() as u64;
+    assert!(ok(engram(&data, &["verify"])).status.success());
+
+    let (bad, next_segment) = damage(&data);
+    let named = format!("seq {bad}");
+
+    // verify: exit 1, the bad seq on stderr.
+    let o = engram(&data, &["verify"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains(&format!("corrupt record at {named}")), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("first bad seq {bad}")), "{}", stderr(&o));
+    assert!(stderr(&o).contains("CRC"), "{}", stderr(&o));
+
+    // verify --json: machine-readable, same verdict.
+    let o = engram(&data, &["verify", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["first_bad_seq"], bad);
+    assert!(v["faults"][0].as_str().unwrap().contains(&named), "{v}");
+
+    // replay: every event before the damage, then an error naming it.
+    let o = engram(&data, &["replay", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let printed: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+    assert_eq!(printed, before_json[..(bad - 1) as usize], "the events before the damage, unchanged");
+    assert!(stderr(&o).contains(&named), "{}", stderr(&o));
+    let o = engram(&data, &["replay"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).lines().count() as u64, bad - 1);
+    assert!(stderr(&o).contains(&named), "{}", stderr(&o));
+
+    // replay --to <seq-1>: the intact part is fully readable.
+    let o = ok(engram(&data, &["replay", "--to", &(bad - 1).to_string(), "--json"]));
+    assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), before_json[..(bad - 1) as usize]);
+
+    // export fails the same way, after the same prefix.
+    let o = engram(&data, &["export"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(&named), "{}", stderr(&o));
+    let exported: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+    assert_eq!(exported, before_export[..(bad - 1) as usize]);
+
+    // After the damaged segment, replay works again.
+    let o = ok(engram(&data, &["replay", "--from", &next_segment.to_string(), "--json"]));
+    assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), before_json[(next_segment - 1) as usize..]);
+    assert_eq!(before_json.len() as u64, head);
+}
