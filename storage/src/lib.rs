@@ -17,6 +17,8 @@
 //! * [`projection`] — the projection framework (pure folds, persisted rows
 //!   and checkpoints, catch-up, rebuild, digests); [`projections`] — the
 //!   projections themselves.
+//! * [`fastpath`] — the fast path's rules: normalisation, the L0 table,
+//!   the argument extractor, the false-replay gate.
 //! * [`patterns`] — the pattern store's math: fingerprints, similarity,
 //!   outcome accumulators, the K-NN index, recommendations.
 //! * [`reactors`] — events derived from events (day activation, …), one
@@ -26,6 +28,7 @@
 pub mod backend;
 pub mod durability;
 pub mod error;
+pub mod fastpath;
 pub mod features;
 pub mod follow;
 pub mod import;

@@ -1,0 +1,353 @@
+//! The deterministic argument extractor (seed 000 §10): the concrete values
+//! a request carries — URLs, paths, e-mails, numbers, file extensions,
+//! dates and time windows — found by rules, never by a model.
+//!
+//! The fast path uses it three ways: to re-extract a matched request's
+//! arguments (L1), to resolve a pipeline's placeholders (L2, failing closed
+//! when a value is missing), and to mask those values out of canonical
+//! texts (`download URL and describe it`) so that similarity compares what
+//! is asked, not which page.
+
+use std::sync::OnceLock;
+
+use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate};
+use regex::Regex;
+use serde_json::Value;
+
+/// What a slot holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SlotKind {
+    /// `https://…`, `www.…`
+    Url,
+    /// `user@host.tld`
+    Email,
+    /// `~/…`, `/…`, "home" (→ `~/`)
+    Path,
+    /// A span of time ("this week", "last 24 hours"), as `{"from","to"}`.
+    Window,
+    /// A day ("today", "domani"), ISO `YYYY-MM-DD`.
+    Date,
+    /// A file type ("PDF files" → `*.pdf`).
+    Extension,
+    /// A number.
+    Number,
+}
+
+impl SlotKind {
+    /// Every kind, in extraction priority order.
+    pub const ALL: [SlotKind; 7] = [
+        SlotKind::Url,
+        SlotKind::Email,
+        SlotKind::Path,
+        SlotKind::Window,
+        SlotKind::Date,
+        SlotKind::Extension,
+        SlotKind::Number,
+    ];
+
+    /// The placeholder / mask name (`url`, `path`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            SlotKind::Url => "url",
+            SlotKind::Email => "email",
+            SlotKind::Path => "path",
+            SlotKind::Window => "window",
+            SlotKind::Date => "date",
+            SlotKind::Extension => "ext",
+            SlotKind::Number => "number",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn from_name(name: &str) -> Option<SlotKind> {
+        SlotKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// One extracted value and where it was in the (apostrophe-straightened)
+/// text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slot {
+    /// What it is.
+    pub kind: SlotKind,
+    /// Its value as an argument would hold it.
+    pub value: Value,
+    /// Byte range in [`Extracted::text`].
+    pub span: (usize, usize),
+}
+
+/// Everything extracted from one request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Extracted {
+    /// The text the spans refer to (typographic apostrophes straightened).
+    pub text: String,
+    /// The values, in text order.
+    pub slots: Vec<Slot>,
+}
+
+impl Extracted {
+    /// The values of one kind, in text order.
+    pub fn of(&self, kind: SlotKind) -> impl Iterator<Item = &Value> {
+        self.slots.iter().filter(move |s| s.kind == kind).map(|s| &s.value)
+    }
+
+    /// The text with every value replaced by its kind's name in capitals
+    /// (`download URL and describe it`).
+    pub fn masked(&self) -> String {
+        let mut out = String::with_capacity(self.text.len());
+        let mut at = 0;
+        for s in &self.slots {
+            out.push_str(&self.text[at..s.span.0]);
+            out.push(' ');
+            out.push_str(&s.kind.name().to_uppercase());
+            out.push(' ');
+            at = s.span.1;
+        }
+        out.push_str(&self.text[at..]);
+        out
+    }
+}
+
+const EXTENSIONS: &str = "pdf|docx?|txt|md|markdown|jpe?g|png|gif|webp|heic|mp3|mp4|mov|wav|csv|xlsx?|pptx?|json|ya?ml|toml|py|rs|js|ts|html?|zip|tar|gz|epub|odt";
+
+struct Rules {
+    url: Regex,
+    email: Regex,
+    path: Regex,
+    home: Regex,
+    window_n: Regex,
+    window_named: Regex,
+    date: Regex,
+    ext: Regex,
+    number: Regex,
+}
+
+fn rules() -> &'static Rules {
+    static RULES: OnceLock<Rules> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let r = |s: &str| Regex::new(s).expect("extractor rule compiles");
+        Rules {
+            url: r(r#"(?i)\b(?:https?://|www\.)[^\s<>"'`]+"#),
+            email: r(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b"),
+            path: r(r#"(?:^|[\s(\["'])(~/[^\s,;"'()\[\]]*|~|/[^\s,;"'()\[\]/][^\s,;"'()\[\]]*)"#),
+            home: r(r"(?i)\b(?:(?:the |my )?home (?:folder|directory|dir)|cartella home|(?:in|into|nella|sulla) home)\b"),
+            window_n: r(
+                r"(?i)\b(?:(?:in |over |during )?the )?(?:last|past|previous|(?:negli |nelle )?ultim[ei])\s+(\d{1,4})\s+(hours?|days?|weeks?|ore|giorni|settimane)\b",
+            ),
+            window_named: r(
+                r"(?i)\b(this week|last week|this month|last month|questa settimana|(?:la )?settimana scorsa|questo mese|(?:il )?mese scorso)\b",
+            ),
+            date: r(
+                r"(?i)\b(?:(?:the )?day after tomorrow|(?:the )?day before yesterday|dopodomani|l'altro ieri|l'altroieri|altroieri|today(?:'s)?|tonight|yesterday(?:'s)?|tomorrow(?:'s)?|oggi|stasera|ieri|domani)\b",
+            ),
+            ext: r(&format!(
+                r"(?i)(?:\*?\.({e})\b|\b({e})s?\s+(?:files?|documents?|documenti|immagini|images|photos|foto)\b|\b(?:files?|documenti|documento)\s+({e})\b)",
+                e = EXTENSIONS
+            )),
+            number: r(r"\b\d+(?:[.,]\d+)?\b"),
+        }
+    })
+}
+
+/// Extracts every value from `text`, with `now` (the user's local time)
+/// anchoring relative dates and windows.
+pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
+    let text: String = text.chars().map(|c| if matches!(c, '\u{2019}' | '\u{2018}') { '\'' } else { c }).collect();
+    let r = rules();
+    let mut slots: Vec<Slot> = Vec::new();
+    let free = |slots: &[Slot], s: usize, e: usize| slots.iter().all(|x| e <= x.span.0 || s >= x.span.1);
+    let add = |slots: &mut Vec<Slot>, kind: SlotKind, value: Value, s: usize, e: usize| {
+        if free(slots, s, e) {
+            slots.push(Slot { kind, value, span: (s, e) });
+        }
+    };
+    for m in r.url.find_iter(&text) {
+        let v = m.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '}']);
+        add(&mut slots, SlotKind::Url, Value::from(v), m.start(), m.start() + v.len());
+    }
+    for m in r.email.find_iter(&text) {
+        add(&mut slots, SlotKind::Email, Value::from(m.as_str()), m.start(), m.end());
+    }
+    for c in r.path.captures_iter(&text) {
+        let m = c.get(1).expect("group 1");
+        let v = m.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']);
+        let value = if v == "~" { "~/" } else { v };
+        add(&mut slots, SlotKind::Path, Value::from(value), m.start(), m.start() + v.len());
+    }
+    for m in r.home.find_iter(&text) {
+        add(&mut slots, SlotKind::Path, Value::from("~/"), m.start(), m.end());
+    }
+    let today = now.date_naive();
+    for c in r.window_n.captures_iter(&text) {
+        let m = c.get(0).expect("match");
+        let n: i64 = c[1].parse().unwrap_or(0);
+        let unit = c[2].to_lowercase();
+        let span = if unit.starts_with("hour") || unit == "ore" {
+            Duration::hours(n)
+        } else if unit.starts_with("week") || unit == "settimane" {
+            Duration::weeks(n)
+        } else {
+            Duration::days(n)
+        };
+        add(&mut slots, SlotKind::Window, window(now - span, now), m.start(), m.end());
+    }
+    for m in r.window_named.find_iter(&text) {
+        let name = m.as_str().to_lowercase();
+        let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+        let first = today.with_day(1).expect("day 1");
+        let (from, to) = if name.contains("week") || name.contains("settimana") {
+            if name.contains("last") || name.contains("scorsa") {
+                (monday - Duration::days(7), monday - Duration::days(1))
+            } else {
+                (monday, monday + Duration::days(6))
+            }
+        } else if name.contains("last") || name.contains("scorso") {
+            let prev_last = first - Duration::days(1);
+            (prev_last.with_day(1).expect("day 1"), prev_last)
+        } else {
+            let next_first = if first.month() == 12 {
+                NaiveDate::from_ymd_opt(first.year() + 1, 1, 1)
+            } else {
+                NaiveDate::from_ymd_opt(first.year(), first.month() + 1, 1)
+            }
+            .expect("valid month");
+            (first, next_first - Duration::days(1))
+        };
+        add(&mut slots, SlotKind::Window, day_window(from, to), m.start(), m.end());
+    }
+    for m in r.date.find_iter(&text) {
+        let w = m.as_str().to_lowercase();
+        let offset = if w.contains("after") || w == "dopodomani" {
+            2
+        } else if w.contains("before") || w.contains("altro") {
+            -2
+        } else if w.starts_with("yesterday") || w == "ieri" {
+            -1
+        } else if w.starts_with("tomorrow") || w == "domani" {
+            1
+        } else {
+            0
+        };
+        let day = today + Duration::days(offset);
+        add(&mut slots, SlotKind::Date, Value::from(day.format("%Y-%m-%d").to_string()), m.start(), m.end());
+    }
+    for c in r.ext.captures_iter(&text) {
+        let m = c.get(0).expect("match");
+        let e = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)).expect("one group").as_str().to_lowercase();
+        let e = match e.as_str() {
+            "jpeg" => "jpg".to_owned(),
+            "markdown" => "md".to_owned(),
+            _ => e,
+        };
+        add(&mut slots, SlotKind::Extension, Value::from(format!("*.{e}")), m.start(), m.end());
+    }
+    for m in r.number.find_iter(&text) {
+        let v = m.as_str().replace(',', ".");
+        let value = v.parse::<i64>().map(Value::from).or_else(|_| v.parse::<f64>().map(Value::from));
+        if let Ok(value) = value {
+            add(&mut slots, SlotKind::Number, value, m.start(), m.end());
+        }
+    }
+    slots.sort_by_key(|s| s.span.0);
+    Extracted { text, slots }
+}
+
+fn window(from: DateTime<FixedOffset>, to: DateTime<FixedOffset>) -> Value {
+    serde_json::json!({
+        "from": from.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+        "to": to.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+    })
+}
+
+fn day_window(from: NaiveDate, to: NaiveDate) -> Value {
+    serde_json::json!({ "from": from.format("%Y-%m-%d").to_string(), "to": to.format("%Y-%m-%d").to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<FixedOffset> {
+        // Monday 23 November 2026, 10:30 in Rome.
+        DateTime::parse_from_rfc3339("2026-11-23T10:30:00+01:00").unwrap()
+    }
+
+    fn kinds(text: &str) -> Vec<(SlotKind, Value)> {
+        extract(text, now()).slots.into_iter().map(|s| (s.kind, s.value)).collect()
+    }
+
+    #[test]
+    fn urls_emails_paths() {
+        assert_eq!(
+            kinds("download https://example.org/a?b=1, and describe it."),
+            vec![(SlotKind::Url, "https://example.org/a?b=1".into())]
+        );
+        assert_eq!(kinds("mail it to anna.rossi@example.it"), vec![(SlotKind::Email, "anna.rossi@example.it".into())]);
+        assert_eq!(kinds("read ~/notes/todo.md please"), vec![(SlotKind::Path, "~/notes/todo.md".into())]);
+        assert_eq!(kinds("list /var/log"), vec![(SlotKind::Path, "/var/log".into())]);
+        assert_eq!(kinds("list the files in my home folder"), vec![(SlotKind::Path, "~/".into())]);
+        assert_eq!(kinds("elenca i file nella home"), vec![(SlotKind::Path, "~/".into())]);
+        // Not paths: a slash inside a word, a URL's path.
+        assert_eq!(kinds("and/or"), vec![]);
+        assert_eq!(kinds("see www.example.org/x").len(), 1);
+    }
+
+    #[test]
+    fn dates_en_and_it_to_iso() {
+        for (text, day) in [
+            ("what's on today", "2026-11-23"),
+            ("today’s appointments", "2026-11-23"),
+            ("what did I do yesterday", "2026-11-22"),
+            ("remind me tomorrow", "2026-11-24"),
+            ("the day after tomorrow", "2026-11-25"),
+            ("the day before yesterday", "2026-11-21"),
+            ("appuntamenti di oggi", "2026-11-23"),
+            ("cosa ho fatto ieri", "2026-11-22"),
+            ("ricordamelo domani", "2026-11-24"),
+            ("dopodomani", "2026-11-25"),
+            ("l'altro ieri", "2026-11-21"),
+        ] {
+            assert_eq!(kinds(text), vec![(SlotKind::Date, day.into())], "{text}");
+        }
+    }
+
+    #[test]
+    fn windows() {
+        let w = |from: &str, to: &str| serde_json::json!({"from": from, "to": to});
+        assert_eq!(kinds("photos from this week"), vec![(SlotKind::Window, w("2026-11-23", "2026-11-29"))]);
+        assert_eq!(kinds("foto della settimana scorsa"), vec![(SlotKind::Window, w("2026-11-16", "2026-11-22"))]);
+        assert_eq!(kinds("mails this month"), vec![(SlotKind::Window, w("2026-11-01", "2026-11-30"))]);
+        assert_eq!(
+            kinds("errors in the last 24 hours"),
+            vec![(SlotKind::Window, w("2026-11-22T10:30:00+01:00", "2026-11-23T10:30:00+01:00"))]
+        );
+        assert_eq!(
+            kinds("file modificati negli ultimi 7 giorni"),
+            vec![(SlotKind::Window, w("2026-11-16T10:30:00+01:00", "2026-11-23T10:30:00+01:00"))]
+        );
+        assert_eq!(kinds("nelle ultime 24 ore").len(), 1);
+        assert_eq!(kinds("last 7 days")[0].0, SlotKind::Window);
+    }
+
+    #[test]
+    fn extensions_and_numbers() {
+        assert_eq!(kinds("find the PDF files"), vec![(SlotKind::Extension, "*.pdf".into())]);
+        assert_eq!(kinds("trova i file pdf"), vec![(SlotKind::Extension, "*.pdf".into())]);
+        assert_eq!(kinds("show *.JPEG"), vec![(SlotKind::Extension, "*.jpg".into())]);
+        assert_eq!(kinds("jpg photos"), vec![(SlotKind::Extension, "*.jpg".into())]);
+        assert_eq!(kinds("set the volume to 40"), vec![(SlotKind::Number, 40.into())]);
+        assert_eq!(kinds("2,5 km"), vec![(SlotKind::Number, 2.5.into())]);
+        // A number inside a window or a URL is not a separate number.
+        assert_eq!(kinds("last 7 days").len(), 1);
+        assert_eq!(kinds("https://a.org/7").len(), 1);
+    }
+
+    #[test]
+    fn masking() {
+        let e = extract("Download https://example.org/a and describe it", now());
+        assert_eq!(e.masked(), "Download  URL  and describe it");
+        let e = extract("show tomorrow's appointments in ~/cal", now());
+        assert_eq!(e.masked(), "show  DATE  appointments in  PATH ");
+        assert_eq!(extract("nothing here", now()).masked(), "nothing here");
+    }
+}
