@@ -17,6 +17,7 @@
 //! * [`projection`] — the projection framework (pure folds, persisted rows
 //!   and checkpoints, catch-up, rebuild, digests); [`projections`] — the
 //!   projections themselves.
+//! * [`config`] — `engram.toml` with `ENGRAM_*` overrides.
 //! * [`fastpath`] — the fast path's rules: normalisation, the L0 table,
 //!   the argument extractor, the false-replay gate.
 //! * [`patterns`] — the pattern store's math: fingerprints, similarity,
@@ -26,6 +27,7 @@
 //! * [`verify`] — CRC, position and index checks over the whole log.
 
 pub mod backend;
+pub mod config;
 pub mod durability;
 pub mod error;
 pub mod fastpath;

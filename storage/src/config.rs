@@ -1,0 +1,414 @@
+//! `engram.toml`: the runtime's configuration, with `ENGRAM_*` environment
+//! overrides.
+//!
+//! Precedence, per key: an environment variable beats the file, the file
+//! beats the default in code (seed 000). The variable for a key is
+//! `ENGRAM_<SECTION>_<KEY>` in capitals — `[fast_path]
+//! canonical_query_threshold` is `ENGRAM_FAST_PATH_CANONICAL_QUERY_THRESHOLD`.
+//! Unknown sections or keys in the file are errors naming them, so a typo
+//! never silently leaves a default in place.
+//!
+//! ```toml
+//! [fast_path]
+//! canonical_query_enabled = true
+//! canonical_query_min_uses = 3
+//! canonical_query_threshold = 0.90
+//!
+//! [multi_tool_fast_path]
+//! enabled = true          # engram's default (the seed ships it off)
+//! threshold = 0.85
+//! ttl_active_days = 30
+//!
+//! [pattern]
+//! cost_weight = 0.05
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::patterns::{PatternCaps, PatternConfig};
+
+/// Configuration errors, naming the file and line or the variable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this configuration.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and where (line, column, key).
+        message: String,
+    },
+    /// An environment override has the wrong type.
+    #[error("{var}={value:?}: {message}")]
+    Env {
+        /// The variable.
+        var: String,
+        /// Its value.
+        value: String,
+        /// What was expected.
+        message: String,
+    },
+}
+
+/// `[fast_path]`: L0 and L1 (seed 000).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FastPathConfig {
+    /// L1 on.
+    pub canonical_query_enabled: bool,
+    /// Observations before a canonical query is a candidate.
+    pub canonical_query_min_uses: u32,
+    /// Smallest cosine for an L1 match. Per embedding model: the default is
+    /// calibrated for the bundled all-MiniLM-L6-v2 (`engram calibrate`).
+    pub canonical_query_threshold: f64,
+    /// LLM argument extraction fallback (off: the rules cover ~90%).
+    pub canonical_query_args_llm: bool,
+    /// Extra L0 phrases: phrase → executor.
+    pub l0_extra: BTreeMap<String, String>,
+}
+
+impl Default for FastPathConfig {
+    fn default() -> Self {
+        FastPathConfig {
+            canonical_query_enabled: true,
+            canonical_query_min_uses: 3,
+            canonical_query_threshold: 0.90,
+            canonical_query_args_llm: false,
+            l0_extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[multi_tool_fast_path]`: L2 (seed 000).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MultiToolConfig {
+    /// L2 on (engram's default; the replay gate makes it safe).
+    pub enabled: bool,
+    /// Hand the rest of a multi-verb request to the planner after the replay.
+    pub chain_to_planner: bool,
+    /// Smallest cosine for an L2 match (per embedding model).
+    pub threshold: f64,
+    /// Identical passes before a pipeline is a candidate.
+    pub min_uses: u32,
+    /// Active days without use after which a pipeline expires.
+    pub ttl_active_days: u32,
+    /// Uses at which a pipeline is promoted to a synthesis candidate.
+    pub k_synth: u32,
+}
+
+impl Default for MultiToolConfig {
+    fn default() -> Self {
+        MultiToolConfig {
+            enabled: true,
+            chain_to_planner: false,
+            threshold: 0.85,
+            min_uses: 3,
+            ttl_active_days: 30,
+            k_synth: 50,
+        }
+    }
+}
+
+/// `[pattern]`: the pattern store's knobs and caps (seed 001).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PatternSection {
+    /// See [`PatternConfig::cost_weight`].
+    pub cost_weight: f64,
+    /// See [`PatternConfig::min_confidence`].
+    pub min_confidence: f64,
+    /// See [`PatternConfig::min_sample_size`].
+    pub min_sample_size: u64,
+    /// See [`PatternConfig::min_eval_confidence`].
+    pub min_eval_confidence: f64,
+    /// Cluster size over outcome rows.
+    pub k: usize,
+    /// Cosine weight for hybrid fingerprints.
+    pub embedding_alpha: f64,
+    /// See [`PatternCaps::soft_cap_rows`].
+    pub soft_cap_rows: u64,
+    /// See [`PatternCaps::hard_cap_rows`].
+    pub hard_cap_rows: u64,
+    /// See [`PatternCaps::max_age_days`].
+    pub max_age_days: u32,
+}
+
+impl Default for PatternSection {
+    fn default() -> Self {
+        let (c, caps) = (PatternConfig::default(), PatternCaps::default());
+        PatternSection {
+            cost_weight: c.cost_weight,
+            min_confidence: c.min_confidence,
+            min_sample_size: c.min_sample_size,
+            min_eval_confidence: c.min_eval_confidence,
+            k: c.k,
+            embedding_alpha: c.alpha,
+            soft_cap_rows: caps.soft_cap_rows,
+            hard_cap_rows: caps.hard_cap_rows,
+            max_age_days: caps.max_age_days,
+        }
+    }
+}
+
+impl PatternSection {
+    /// The recommendation knobs.
+    pub fn config(&self) -> PatternConfig {
+        PatternConfig {
+            cost_weight: self.cost_weight,
+            min_confidence: self.min_confidence,
+            min_sample_size: self.min_sample_size,
+            min_eval_confidence: self.min_eval_confidence,
+            k: self.k,
+            alpha: self.embedding_alpha,
+        }
+    }
+
+    /// The caps.
+    pub fn caps(&self) -> PatternCaps {
+        PatternCaps {
+            soft_cap_rows: self.soft_cap_rows,
+            hard_cap_rows: self.hard_cap_rows,
+            max_age_days: self.max_age_days,
+        }
+    }
+}
+
+/// `[embedder]`: where the sentence-embedding model and ONNX Runtime are.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbedderSection {
+    /// Models dir (default `$XDG_DATA_HOME/engram/models`).
+    pub models_dir: Option<PathBuf>,
+    /// The ONNX Runtime library (default: in the models dir).
+    pub ort_library: Option<PathBuf>,
+    /// Inference threads (0: the embedder's default).
+    pub threads: usize,
+}
+
+/// `[llm]`: the planner's model server (none: offline mode).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmSection {
+    /// `ollama`, `openai`, or empty for offline mode.
+    pub provider: String,
+    /// Server base URL.
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// Name of the environment variable holding the API key (the key
+    /// itself is never in the file, the log or an event).
+    pub api_key_env: String,
+    /// Per-call timeout for the planner, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl Default for LlmSection {
+    fn default() -> Self {
+        LlmSection {
+            provider: String::new(),
+            base_url: String::new(),
+            model: String::new(),
+            api_key_env: String::new(),
+            timeout_ms: 30_000,
+        }
+    }
+}
+
+/// `[storage]`: the log's durability.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSection {
+    /// `durable` (fsync before acknowledging) or `relaxed`.
+    pub durability: String,
+    /// For `relaxed`: flush at least this often.
+    pub flush_every_ms: u64,
+}
+
+impl Default for StorageSection {
+    fn default() -> Self {
+        StorageSection { durability: "durable".into(), flush_every_ms: 100 }
+    }
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// L0 / L1.
+    pub fast_path: FastPathConfig,
+    /// L2.
+    pub multi_tool_fast_path: MultiToolConfig,
+    /// The pattern store.
+    pub pattern: PatternSection,
+    /// The embedder.
+    pub embedder: EmbedderSection,
+    /// The LLM.
+    pub llm: LlmSection,
+    /// The log.
+    pub storage: StorageSection,
+}
+
+impl Config {
+    /// Parses TOML text (`path` names it in errors), without overrides.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string() })
+    }
+
+    /// Loads `path` (which must exist) or, with `None`, the defaults; then
+    /// applies `ENGRAM_*` overrides from `env`.
+    pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
+        let base = match path {
+            Some(p) => {
+                let text =
+                    std::fs::read_to_string(p).map_err(|source| ConfigError::Read { path: p.to_owned(), source })?;
+                Config::from_toml(&text, p)?
+            }
+            None => Config::default(),
+        };
+        base.with_env(env)
+    }
+
+    /// Where the configuration file is: `$ENGRAM_CONFIG`, else
+    /// `<data>/engram.toml`, else `$XDG_CONFIG_HOME/engram/engram.toml`
+    /// (`~/.config/...`), the first that exists.
+    pub fn locate(data_dir: &Path) -> Option<PathBuf> {
+        if let Some(p) = std::env::var_os("ENGRAM_CONFIG") {
+            return Some(PathBuf::from(p));
+        }
+        let in_data = data_dir.join("engram.toml");
+        if in_data.is_file() {
+            return Some(in_data);
+        }
+        let config_home = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+        let p = config_home.join("engram").join("engram.toml");
+        p.is_file().then_some(p)
+    }
+
+    /// This configuration with `ENGRAM_<SECTION>_<KEY>` variables applied.
+    pub fn with_env(self, env: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
+        let env: BTreeMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("ENGRAM_")).collect();
+        let mut tree = serde_json::to_value(&self).expect("config serialises");
+        let sections = tree.as_object_mut().expect("an object");
+        let mut applied: Vec<(String, String)> = Vec::new();
+        for (section, keys) in sections.iter_mut() {
+            let Some(keys) = keys.as_object_mut() else { continue };
+            for (key, value) in keys.iter_mut() {
+                let var = format!("ENGRAM_{}_{}", section.to_uppercase(), key.to_uppercase());
+                let Some(raw) = env.get(&var) else { continue };
+                let bad = |message: &str| ConfigError::Env {
+                    var: var.clone(),
+                    value: raw.clone(),
+                    message: message.to_owned(),
+                };
+                *value = match value {
+                    Value::Bool(_) => Value::Bool(match raw.to_ascii_lowercase().as_str() {
+                        "1" | "true" | "yes" | "on" => true,
+                        "0" | "false" | "no" | "off" => false,
+                        _ => return Err(bad("expected true or false")),
+                    }),
+                    Value::Number(n) if n.is_u64() => {
+                        Value::from(raw.trim().parse::<u64>().map_err(|_| bad("expected a whole number"))?)
+                    }
+                    Value::Number(_) => Value::from(raw.trim().parse::<f64>().map_err(|_| bad("expected a number"))?),
+                    Value::Object(_) => serde_json::from_str(raw).map_err(|_| bad("expected a JSON object"))?,
+                    _ => Value::String(raw.clone()),
+                };
+                applied.push((var, raw.clone()));
+            }
+        }
+        let out: Config = serde_json::from_value(tree).map_err(|e| {
+            let (var, value) = applied.last().cloned().unwrap_or_default();
+            ConfigError::Env { var, value, message: e.to_string() }
+        })?;
+        for (var, value) in &applied {
+            tracing::debug!(%var, %value, "configuration override from the environment");
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_match_the_seed_except_l2_on() {
+        let c = Config::default();
+        assert_eq!(c.fast_path.canonical_query_min_uses, 3);
+        assert!(c.fast_path.canonical_query_enabled);
+        assert!(!c.fast_path.canonical_query_args_llm);
+        assert!(c.multi_tool_fast_path.enabled, "DESIGN: L2 on by default");
+        assert!(!c.multi_tool_fast_path.chain_to_planner);
+        assert_eq!(c.multi_tool_fast_path.min_uses, 3);
+        assert_eq!(c.multi_tool_fast_path.ttl_active_days, 30);
+        assert_eq!(c.multi_tool_fast_path.k_synth, 50);
+        assert_eq!(c.pattern.config(), PatternConfig::default());
+        assert_eq!(c.pattern.caps(), PatternCaps::default());
+    }
+
+    #[test]
+    fn env_beats_toml_beats_default() {
+        let toml = "[fast_path]\ncanonical_query_min_uses = 5\ncanonical_query_threshold = 0.93\n\n[multi_tool_fast_path]\nenabled = false\n";
+        let file = Config::from_toml(toml, Path::new("engram.toml")).unwrap();
+        assert_eq!(file.fast_path.canonical_query_min_uses, 5);
+        assert!(!file.multi_tool_fast_path.enabled);
+        assert_eq!(file.multi_tool_fast_path.k_synth, 50, "untouched keys keep their defaults");
+        let c = file
+            .with_env(env(&[
+                ("ENGRAM_FAST_PATH_CANONICAL_QUERY_THRESHOLD", "0.97"),
+                ("ENGRAM_MULTI_TOOL_FAST_PATH_ENABLED", "true"),
+                ("ENGRAM_PATTERN_MIN_SAMPLE_SIZE", "9"),
+                ("ENGRAM_LLM_PROVIDER", "ollama"),
+                ("ENGRAM_FAST_PATH_L0_EXTRA", r#"{"which day is it":"get_date"}"#),
+                ("ENGRAM_DATA", "/ignored"),
+                ("OTHER", "x"),
+            ]))
+            .unwrap();
+        assert_eq!(c.fast_path.canonical_query_threshold, 0.97);
+        assert_eq!(c.fast_path.canonical_query_min_uses, 5, "the file's value stays");
+        assert!(c.multi_tool_fast_path.enabled);
+        assert_eq!(c.pattern.min_sample_size, 9);
+        assert_eq!(c.llm.provider, "ollama");
+        assert_eq!(c.fast_path.l0_extra.get("which day is it").map(String::as_str), Some("get_date"));
+    }
+
+    #[test]
+    fn errors_name_the_key_or_variable() {
+        let e = Config::from_toml("[fast_path]\ncanonical_query_treshold = 0.9\n", Path::new("/etc/engram.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/etc/engram.toml") && e.contains("canonical_query_treshold"), "{e}");
+        let e = Config::from_toml("[fast_path]\ncanonical_query_min_uses = \"three\"\n", Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") || e.contains("canonical_query_min_uses"), "{e}");
+        let e = Config::default()
+            .with_env(env(&[("ENGRAM_MULTI_TOOL_FAST_PATH_MIN_USES", "lots")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ENGRAM_MULTI_TOOL_FAST_PATH_MIN_USES") && e.contains("whole number"), "{e}");
+        let e = Config::default().with_env(env(&[("ENGRAM_FAST_PATH_CANONICAL_QUERY_ENABLED", "maybe")])).unwrap_err();
+        assert!(e.to_string().contains("true or false"));
+        let missing = Config::load(Some(Path::new("/nonexistent/engram.toml")), env(&[])).unwrap_err().to_string();
+        assert!(missing.contains("/nonexistent/engram.toml"), "{missing}");
+    }
+}
