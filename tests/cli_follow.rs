@@ -95,9 +95,10 @@ fn follows_a_live_owner_and_later_owners() {
     .unwrap();
     let status = engram().arg("--data").arg(dir.path()).arg("import").arg(&file).status().unwrap();
     assert!(status.success());
-    // One fast-path turn: 8 turn events, its day's activation, session.ended.
-    let imported = follower.take(10);
-    assert_eq!(imported.len(), 10, "{imported:?}");
+    // One fast-path turn: 8 turn events, its day's activation, the L1 row it
+    // feeds, session.ended.
+    let imported = follower.take(11);
+    assert_eq!(imported.len(), 11, "{imported:?}");
     let kinds: Vec<String> = imported.iter().map(|l| json::from_line(l).unwrap().kind().name().to_owned()).collect();
     assert_eq!(kinds[..2], ["utterance.received", "day.activated"], "{kinds:?}");
     assert_eq!(kinds.last().map(String::as_str), Some("session.ended"), "{kinds:?}");

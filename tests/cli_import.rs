@@ -177,6 +177,9 @@ fn expected_by_kind(n: usize, sessions: usize) -> BTreeMap<String, u64> {
         add("eval.completed", r.scored as u64);
         // Each planner turn feeds the pattern store once its session ends.
         add("pattern.recorded", r.planner as u64);
+        // A one-step turn (planner or L1) feeds an L1 row; two steps, a pipeline.
+        add("canonical.recorded", (r.steps == 1) as u64);
+        add("pipeline.recorded", (r.steps >= 2) as u64);
         days.insert(r.at.date_naive());
     }
     add("session.ended", sessions.min(n) as u64);

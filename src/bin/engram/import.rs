@@ -3,11 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use engram::storage::config::Config;
 use engram::storage::import;
-use engram::storage::patterns::{PatternCaps, PatternConfig};
 use engram::storage::projection::Projector;
-use engram::storage::projections::{self, ActiveDays, PatternOutcomes};
-use engram::storage::reactors::{DayReactor, PatternReactor, Reactor};
+use engram::storage::projections::{self, ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
+use engram::storage::reactors::{DayReactor, FastPathReactor, PatternReactor, Reactor};
 
 use crate::output;
 
@@ -27,10 +27,11 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
+    let config = crate::load_config(data)?;
     let plan = import::validate(&args.file)?;
     let log = crate::open_log(data)?;
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
-    let mut reactors = reactors_for(&projector);
+    let mut reactors = reactors_for(&projector, &config);
     let bar = output::progress(plan.records as u64, "importing");
     let stats = import::run(&plan, &log, &mut reactors, |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
@@ -51,8 +52,15 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The reactors an import runs, warmed up from the live projections.
-fn reactors_for(projector: &Projector) -> Vec<Box<dyn Reactor>> {
-    let days = projector.get::<ActiveDays>("active_days").map(DayReactor::from_projection).unwrap_or_default();
+fn reactors_for(projector: &Projector, config: &Config) -> Vec<Box<dyn Reactor>> {
+    let active = projector.get::<ActiveDays>("active_days").cloned().unwrap_or_default();
     let patterns = projector.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default();
-    vec![Box::new(days), Box::new(PatternReactor::new(patterns, PatternConfig::default(), PatternCaps::default()))]
+    let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
+    let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
+    let utc = engram::events::chrono::FixedOffset::east_opt(0).expect("UTC");
+    vec![
+        Box::new(DayReactor::from_projection(&active)),
+        Box::new(FastPathReactor::new(canonical, pipelines, &active, config.multi_tool_fast_path.clone(), utc)),
+        Box::new(PatternReactor::new(patterns, config.pattern.config(), config.pattern.caps())),
+    ]
 }

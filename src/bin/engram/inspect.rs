@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use engram::storage::projection::Projector;
-use engram::storage::projections::{self, ActiveDays, PatternOutcomes, Sessions};
+use engram::storage::projections::{self, ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines, Sessions};
 use serde_json::json;
 
 use crate::output;
@@ -20,6 +20,12 @@ pub enum Command {
     /// samples, success mean, average cost and latency, and the
     /// fingerprint's features
     Patterns(Opts),
+    /// Fast-path L1 rows: canonical request, executor, observed arguments,
+    /// uses (candidates once uses reach canonical_query_min_uses)
+    Canonical(Opts),
+    /// Fast-path L2 pipelines: canonical request, steps with placeholders,
+    /// uses, last active-day rank, promoted
+    Pipelines(Opts),
 }
 
 /// Options shared by the inspect commands.
@@ -115,6 +121,47 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
                     store.outcome_count(),
                     store.pending_count()
                 );
+            }
+        }
+        Command::Canonical(opts) => {
+            let rows = projector.get::<CanonicalQueries>("canonical_queries").expect("registered");
+            for r in rows.iter() {
+                if opts.json {
+                    output::print_json(&json!({
+                        "canonical": r.canonical,
+                        "executor": r.executor,
+                        "args_observed": r.args_observed,
+                        "uses": r.uses,
+                    }))?;
+                } else {
+                    println!("{:>4}  {:<40}  {} {}", r.uses, r.canonical, r.executor, r.args_observed.to_json());
+                }
+            }
+        }
+        Command::Pipelines(opts) => {
+            let rows = projector.get::<Pipelines>("pipelines").expect("registered");
+            for r in rows.iter() {
+                if opts.json {
+                    output::print_json(&json!({
+                        "pipeline_id": r.pipeline_id,
+                        "canonical": r.canonical,
+                        "steps": r.steps,
+                        "uses": r.uses,
+                        "last_used_rank": r.last_used_rank,
+                        "promoted": r.promoted,
+                    }))?;
+                } else {
+                    let steps: Vec<String> =
+                        r.steps.iter().map(|s| format!("{}{}", s.tool, s.args.to_json())).collect();
+                    println!(
+                        "{:>4}  rank {:>4}{}  {:<40}  {}",
+                        r.uses,
+                        r.last_used_rank,
+                        if r.promoted { " promoted" } else { "" },
+                        r.canonical,
+                        steps.join(" → ")
+                    );
+                }
             }
         }
         Command::Days(opts) => {

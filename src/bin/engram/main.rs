@@ -102,6 +102,15 @@ pub(crate) fn open_log(data: &std::path::Path) -> anyhow::Result<SledLog> {
     open_log_with(data, Durability::Durable)
 }
 
+/// The configuration for `data`: its `engram.toml` (see
+/// [`Config::locate`](engram::storage::config::Config::locate)) with
+/// `ENGRAM_*` overrides.
+pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::storage::config::Config> {
+    use engram::storage::config::Config;
+    let path = Config::locate(data);
+    Ok(Config::load(path.as_deref(), std::env::vars())?)
+}
+
 /// Opens the log of an existing data dir (read commands never create one).
 pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<SledLog> {
     if !data.join("log.sled").is_dir() {

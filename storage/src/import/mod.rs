@@ -285,6 +285,16 @@ pub fn run(
                 let history = tool_history.entry(r.session.clone()).or_insert(false);
                 let mut events = turn_events::turn_events(&r, *history);
                 *history |= !r.steps.is_empty();
+                // A turn's events (and what they derive) are appended in one
+                // batch, all or nothing: if its first event is in the log,
+                // so is the rest, and the reactors' state (warmed up from
+                // the projections) already holds its effects. Feeding it
+                // again would fold it twice.
+                if log.seq_of(events[0].id)?.is_some() {
+                    stats.skipped_existing += 1;
+                    done += 1;
+                    continue;
+                }
                 if let Some(&(last_line, turns)) = plan.sessions.get(&r.session) {
                     if last_line == line {
                         events.push(turn_events::session_ended(&r.session, turns, turn_events::turn_end(&r)));

@@ -9,6 +9,7 @@ use engram_events::{Envelope, Event, EventKind};
 use crate::projection::{Projection, Table, TableRows};
 
 /// The `active_days` projection.
+#[derive(Clone)]
 pub struct ActiveDays {
     days: Table<u32>,
 }

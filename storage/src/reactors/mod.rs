@@ -9,11 +9,13 @@
 //! new: derivation is idempotent by causation id.
 
 pub mod days;
+pub mod fastpath;
 pub mod patterns;
 
 use engram_events::{ActorKind, Envelope, Event, EventId};
 
 pub use days::DayReactor;
+pub use fastpath::FastPathReactor;
 pub use patterns::PatternReactor;
 
 /// Derives events from events.
