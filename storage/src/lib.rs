@@ -18,6 +18,7 @@
 //!   and checkpoints, catch-up, rebuild, digests); [`projections`] — the
 //!   projections themselves.
 //! * [`config`] — `engram.toml` with `ENGRAM_*` overrides.
+//! * [`embedding_cache`] — the bounded memo of `(model, text) → vector`.
 //! * [`fastpath`] — the fast path's rules: normalisation, the L0 table,
 //!   the argument extractor, the false-replay gate.
 //! * [`patterns`] — the pattern store's math: fingerprints, similarity,
@@ -29,6 +30,7 @@
 pub mod backend;
 pub mod config;
 pub mod durability;
+pub mod embedding_cache;
 pub mod error;
 pub mod fastpath;
 pub mod features;

@@ -189,6 +189,12 @@ impl SledLog {
         Ok(self.shared.db.open_tree(format!("projection.{name}"))?)
     }
 
+    /// The sled tree of the bounded embedding cache (a memo, not a
+    /// projection: it is never rebuilt from the log).
+    pub fn cache_tree(&self, name: &str) -> Result<sled::Tree, LogError> {
+        Ok(self.shared.db.open_tree(format!("cache.{name}"))?)
+    }
+
     /// The zero-copy replay: calls `f` with a validated, in-place view of
     /// every record from `from` on (CRC checked, archives validated, nothing
     /// deserialised). Returns the number of records visited. Stops at the
