@@ -437,6 +437,13 @@ fn profile(canonical: &str) -> Profile {
     p
 }
 
+/// Whether `word` (any case) is an action verb the gate knows, in any
+/// class — what the continuation detector looks for after a conjunction.
+pub fn is_action(word: &str) -> bool {
+    let w = normalize(word);
+    ACTIONS.iter().any(|(_, _, list)| is_one_of(&w, list))
+}
+
 /// Checks that replaying `candidate` for `request` is safe (both canonical:
 /// values masked, any case and punctuation).
 pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {

@@ -7,6 +7,7 @@
 //! * [`extract`] — the deterministic argument extractor;
 //! * [`placeholder`] — recorded arguments as placeholders, and their
 //!   resolution from a new request (failing closed);
+//! * [`router`] — the decision: L0, L1, L2 or the planner, and why;
 //! * [`gate`] — the second gate that keeps a cosine match from replaying
 //!   the opposite request ("turn on" vs "turn off").
 
@@ -15,10 +16,12 @@ pub mod gate;
 pub mod l0;
 pub mod normalize;
 pub mod placeholder;
+pub mod router;
 
 pub use extract::{extract, Extracted, SlotKind};
 pub use l0::L0Table;
 pub use normalize::normalize;
+pub use router::{Decision, FastPath, VectorSearch};
 
 use chrono::{DateTime, FixedOffset};
 
