@@ -79,6 +79,9 @@ pub struct PendingVerdict {
     pub score: f64,
     /// Its confidence.
     pub confidence: f64,
+    /// The judge's price table version, if it reported one.
+    #[serde(default)]
+    pub judge_pricing_version: Option<String>,
 }
 
 /// A turn of a session that has not ended yet.
@@ -403,8 +406,12 @@ impl Projection for PatternOutcomes {
                 if let Some(p) = self.pending.get_mut(&key) {
                     // The greatest eval id is the latest verdict.
                     if p.verdict.as_ref().is_none_or(|v| e.eval_id > v.eval_id) {
-                        p.verdict =
-                            Some(PendingVerdict { eval_id: e.eval_id, score: e.score, confidence: e.confidence });
+                        p.verdict = Some(PendingVerdict {
+                            eval_id: e.eval_id,
+                            score: e.score,
+                            confidence: e.confidence,
+                            judge_pricing_version: e.judge_pricing_version.clone(),
+                        });
                     }
                 }
             }

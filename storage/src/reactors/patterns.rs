@@ -139,6 +139,11 @@ impl PatternReactor {
             for (i, (turn, p)) in turns.iter().enumerate() {
                 let first = i == 0;
                 let verdict = p.verdict.as_ref();
+                // A judge's newer price table wins, whenever it answered.
+                let pricing = match verdict.and_then(|v| v.judge_pricing_version.as_ref()) {
+                    Some(j) if *j > pricing => j.clone(),
+                    _ => pricing.clone(),
+                };
                 let event = PatternRecorded {
                     fingerprint_id: id,
                     fingerprint_kind: FingerprintKind::Structural,
@@ -148,7 +153,7 @@ impl PatternReactor {
                     was_new_fingerprint: first && was_new,
                     success_score: verdict.and_then(|v| self.folded(v.score, v.confidence)),
                     cost_usd: if first { cost } else { Decimal::ZERO },
-                    pricing_version: pricing.clone(),
+                    pricing_version: pricing,
                     over_soft_cap,
                     turn: Some(*turn),
                     latency_ms: if first { latency } else { 0.0 },
