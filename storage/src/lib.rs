@@ -25,6 +25,9 @@
 //!   outcome accumulators, the K-NN index, recommendations.
 //! * [`reactors`] — events derived from events (day activation, …), one
 //!   code path for the live actors and the importer.
+//! * [`vector`] — nearest neighbours by cosine over embedding vectors:
+//!   a vectorised exact scan below ~3,000 rows, an HNSW graph above,
+//!   tombstoned deletes, one-file dump/load, and the `.fvecs` reader.
 //! * [`verify`] — CRC, position and index checks over the whole log.
 
 pub mod backend;
@@ -44,6 +47,7 @@ pub mod projections;
 pub mod reactors;
 pub mod segment;
 pub mod subscription;
+pub mod vector;
 pub mod verify;
 
 pub use backend::{AppendOutcome, AppendTicket, EventLog};

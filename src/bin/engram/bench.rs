@@ -8,6 +8,14 @@ pub enum Command {
     /// Event log: durable append (1/4/16 appenders), relaxed append and full
     /// replay, beside SQLite in WAL mode
     Log(engram::bench::log::Options),
+    /// Pattern store: recommendation latency (K-NN index beside the exact
+    /// reference scan, structural and 384-d hybrid, recall@10) and the
+    /// `pattern_outcomes` rebuild from the log
+    Patterns(engram::bench::patterns::Options),
+    /// Vector K-NN: the HNSW index's recall@k, QPS and p50 at several ef
+    /// beside the exact scan, on .fvecs files or structured synthetic data
+    /// (--synthetic N --dim D)
+    Knn(engram::bench::knn::Options),
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -18,6 +26,22 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
                 crate::output::print_json(&report)?;
             } else {
                 println!("{}", report.human());
+            }
+        }
+        Command::Patterns(opts) => {
+            let report = engram::bench::patterns::run(&opts)?;
+            if opts.json {
+                crate::output::print_json(&report)?;
+            } else {
+                println!("{}", report.human());
+            }
+        }
+        Command::Knn(opts) => {
+            let report = engram::bench::knn::run(&opts)?;
+            if opts.json {
+                crate::output::print_json(&report)?;
+            } else {
+                println!("{}", report.human(&opts));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! `engram` — replay, import, export, verify and inspect an engram data dir.
 
 mod bench;
+mod calibrate;
 mod export;
 mod import;
 mod inspect;
@@ -8,6 +9,7 @@ mod output;
 mod rebuild;
 mod recommend;
 mod replay;
+mod route;
 mod stats;
 mod verify;
 
@@ -52,6 +54,10 @@ enum Command {
     Stats(stats::Args),
     /// Ask the pattern store which model to route a turn to
     Recommend(recommend::Args),
+    /// Show what the fast path would do with a request (L0/L1/L2/planner)
+    Route(route::Args),
+    /// Derive the fast path's cosine thresholds for the installed model
+    Calibrate(calibrate::Args),
     /// Benchmarks, each beside its peer baseline
     #[command(subcommand)]
     Bench(bench::Command),
@@ -83,6 +89,8 @@ fn main() -> ExitCode {
         Command::Inspect(cmd) => inspect::run(&data, cmd),
         Command::Stats(args) => stats::run(&data, args),
         Command::Recommend(args) => recommend::run(&data, args),
+        Command::Route(args) => route::run(&data, args),
+        Command::Calibrate(args) => calibrate::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
     };
     match result {

@@ -54,7 +54,7 @@ impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Mismatch::Negation => write!(f, "negation differs"),
-            Mismatch::Polarity { axis } => write!(f, "opposite {axis}"),
+            Mismatch::Polarity { axis } => write!(f, "polarity differs on the {axis} axis"),
             Mismatch::Action { action } => write!(f, "action '{action}' on one side only"),
             Mismatch::Content { request_only, candidate_only } => {
                 write!(f, "content words differ: request {request_only:?}, candidate {candidate_only:?}")

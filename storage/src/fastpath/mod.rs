@@ -8,9 +8,11 @@
 //! * [`placeholder`] — recorded arguments as placeholders, and their
 //!   resolution from a new request (failing closed);
 //! * [`router`] — the decision: L0, L1, L2 or the planner, and why;
+//! * [`calibrate`] — thresholds per embedding model, from labelled pairs;
 //! * [`gate`] — the second gate that keeps a cosine match from replaying
 //!   the opposite request ("turn on" vs "turn off").
 
+pub mod calibrate;
 pub mod extract;
 pub mod gate;
 pub mod l0;

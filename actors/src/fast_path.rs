@@ -1,0 +1,132 @@
+//! The router's fast path, assembled: the pure decision of
+//! [`engram_storage::fastpath::FastPath`], fed by the [`Embedder`], with
+//! row vectors memoised in the [`EmbeddingCache`].
+//!
+//! Building embeds the canonical text of every L1/L2 candidate — from the
+//! cache when it has them, in batches otherwise — so a restart costs cache
+//! reads, not inference. Routing embeds one request (two with
+//! `chain_to_planner`), never when L0 answers.
+
+use std::sync::Arc;
+
+use engram_storage::config::{Config, EmbedderSection};
+use engram_storage::embedding_cache::EmbeddingCache;
+use engram_storage::fastpath::router::VectorSearch;
+use engram_storage::fastpath::{Decision, FastPath};
+use engram_storage::projections::{CanonicalQueries, Pipelines};
+use engram_storage::vector::index::{VectorConfig, VectorIndex};
+use engram_storage::LogError;
+
+use crate::embedder::{EmbedError, Embedder, EmbedderConfig};
+
+/// Why the fast path could not be built or could not decide.
+#[derive(Debug, thiserror::Error)]
+pub enum FastPathError {
+    /// The embedder failed (missing assets name `scripts/fetch-models.sh`).
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// The embedding cache could not be read or written.
+    #[error("embedding cache: {0}")]
+    Cache(#[from] LogError),
+}
+
+/// The embedder configuration a `[embedder]` section asks for (unset keys
+/// keep [`EmbedderConfig::default`]'s environment-aware defaults).
+pub fn embedder_config(section: &EmbedderSection) -> EmbedderConfig {
+    let mut c = EmbedderConfig::default();
+    if let Some(dir) = &section.models_dir {
+        c.models_dir = dir.clone();
+    }
+    if let Some(lib) = &section.ort_library {
+        c.ort_library = Some(lib.clone());
+    }
+    if section.threads > 0 {
+        c.threads = section.threads;
+    }
+    c
+}
+
+/// A layer's rows in the vector index (exact below its measured
+/// crossover, HNSW above), keyed by row position.
+struct Rows(VectorIndex<u64>);
+
+impl VectorSearch for Rows {
+    fn search(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
+        // A query of the wrong dimension (another model's vector) finds
+        // nothing rather than failing the turn.
+        self.0.search(query, k).unwrap_or_default().into_iter().map(|h| (h.key as usize, h.cosine)).collect()
+    }
+}
+
+fn index(rows: Vec<Vec<f32>>) -> Box<dyn VectorSearch> {
+    let dim = rows.first().map_or(1, Vec::len).max(1);
+    let mut config = VectorConfig::new(dim);
+    // Building runs on the router's thread: do not take every core.
+    config.build_threads = 1;
+    let mut index = VectorIndex::new(config).expect("a positive dimension");
+    if let Err(e) = index.extend(rows.iter().enumerate().map(|(i, v)| (i as u64, v.as_slice()))) {
+        tracing::warn!("fast path: a row vector was rejected ({e}); that layer answers nothing");
+        index = VectorIndex::new(VectorConfig::new(dim)).expect("a positive dimension");
+    }
+    Box::new(Rows(index))
+}
+
+/// The fast path with its embedder.
+pub struct FastPathService {
+    fast_path: FastPath,
+    embedder: Arc<dyn Embedder>,
+    cache: Option<EmbeddingCache>,
+}
+
+impl FastPathService {
+    /// Builds the fast path from the projections' candidates.
+    pub fn build(
+        config: &Config,
+        canonical: &CanonicalQueries,
+        pipelines: &Pipelines,
+        embedder: Arc<dyn Embedder>,
+        cache: Option<EmbeddingCache>,
+    ) -> Result<FastPathService, FastPathError> {
+        let model = embedder.model_id().to_owned();
+        let mut failure: Option<FastPathError> = None;
+        let mut embed = |texts: &[&str]| -> Result<Vec<Vec<f32>>, ()> {
+            let r = match &cache {
+                Some(c) => match c.get_or_embed(&model, texts, |missing| embedder.embed_batch(missing)) {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(e)) => Err(FastPathError::from(e)),
+                    Err(e) => Err(FastPathError::from(e)),
+                },
+                None => embedder.embed_batch(texts).map_err(FastPathError::from),
+            };
+            r.map_err(|e| failure = Some(e))
+        };
+        let built =
+            FastPath::build(&config.fast_path, &config.multi_tool_fast_path, canonical, pipelines, &mut embed, &index);
+        match built {
+            Ok(fast_path) => Ok(FastPathService { fast_path, embedder, cache }),
+            Err(()) => Err(failure.expect("the embed closure records its failure")),
+        }
+    }
+
+    /// The decision for `text` said at `now`.
+    pub fn route(&self, text: &str, now: chrono::DateTime<chrono::FixedOffset>) -> Result<Decision, FastPathError> {
+        let model = self.embedder.model_id().to_owned();
+        let mut embed = |t: &str| -> Result<Vec<f32>, FastPathError> {
+            match &self.cache {
+                Some(c) => Ok(c.get_or_embed(&model, &[t], |m| self.embedder.embed_batch(m))??.remove(0)),
+                None => Ok(self.embedder.embed(t)?),
+            }
+        };
+        self.fast_path.route(text, now, &mut embed)
+    }
+
+    /// L1 rows and L2 pipelines held.
+    pub fn sizes(&self) -> (usize, usize) {
+        self.fast_path.sizes()
+    }
+
+    /// The embedder.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+}

@@ -1,0 +1,189 @@
+//! The fast path end to end with the real embedding model: seed 000's
+//! examples, and the hard-negative / paraphrase set of
+//! `tests/fixtures/fastpath/pairs.jsonl` (zero wrong replays).
+//!
+//! Needs the model where `scripts/fetch-models.sh` installs it; fails (never
+//! skips) when it is missing.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, FixedOffset, TimeZone, Utc};
+use engram_actors::embedder::{EmbedderConfig, OnnxEmbedder};
+use engram_actors::fast_path::FastPathService;
+use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs, TurnCompleted};
+use engram_events::{ActorKind, Envelope, EventId, SessionId, TurnId};
+use engram_storage::config::Config;
+use engram_storage::projection::Projection;
+use engram_storage::projections::{ActiveDays, CanonicalQueries, Pipelines};
+use engram_storage::reactors::{FastPathReactor, Reactor};
+use rust_decimal::Decimal;
+
+fn embedder() -> Arc<OnnxEmbedder> {
+    Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap_or_else(|e| panic!("the embedding model: {e}")))
+}
+
+fn now() -> DateTime<FixedOffset> {
+    DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap()
+}
+
+/// Tables learned from planner turns `(text, steps)`, each seen `times`.
+fn learn(turns: &[(&str, Vec<PlanStep>)], times: u32) -> (CanonicalQueries, Pipelines) {
+    let mut reactor = FastPathReactor::new(
+        CanonicalQueries::default(),
+        Pipelines::default(),
+        &ActiveDays::default(),
+        Config::default().multi_tool_fast_path,
+        FixedOffset::east_opt(3600).unwrap(),
+    );
+    let (mut canonical, mut pipelines) = (CanonicalQueries::default(), Pipelines::default());
+    let mut n = 0u32;
+    for _ in 0..times {
+        for (text, steps) in turns {
+            n += 1;
+            let at = Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, 0).unwrap() + chrono::Duration::seconds(n.into());
+            let session = SessionId::new("learn");
+            let env = Envelope::at(
+                EventId::derive(at, &[&n.to_be_bytes()]),
+                at,
+                ActorKind::ReplyLoop,
+                TurnCompleted {
+                    turn_number: n,
+                    text: (*text).to_owned(),
+                    layer: RouteLayer::Planner,
+                    model: Some("m".into()),
+                    steps: steps.clone(),
+                    tools_ok: true,
+                    planner_ms: 12_000,
+                    latency_ms: 13_000,
+                    cost_usd: Decimal::ZERO,
+                    pricing_version: String::new(),
+                },
+            )
+            .with_session(session.clone())
+            .with_turn(TurnId::for_turn(&session, n, at));
+            let out = reactor.react(&env);
+            for e in &out {
+                canonical.apply(e);
+                pipelines.apply(e);
+                reactor.observe(e);
+            }
+        }
+    }
+    (canonical, pipelines)
+}
+
+fn step(tool: &str, args: &str) -> PlanStep {
+    PlanStep { tool: tool.into(), args: ToolArgs::from_json(args).unwrap() }
+}
+
+fn service(turns: &[(&str, Vec<PlanStep>)], times: u32) -> FastPathService {
+    let (c, p) = learn(turns, times);
+    FastPathService::build(&Config::default(), &c, &p, embedder(), None).unwrap()
+}
+
+#[test]
+fn l0_answers_the_seeds_phrases_in_both_languages() {
+    let fp = service(&[], 1);
+    for (text, tool) in [
+        ("What time is it?", "get_now"),
+        ("Che ore sono?", "get_now"),
+        ("che ora è", "get_now"),
+        ("What's the date?", "get_date"),
+        ("Che giorno è oggi?", "get_date"),
+        ("Where am I?", "get_location"),
+        ("Dove mi trovo?", "get_location"),
+        ("undo", "undo"),
+    ] {
+        let d = fp.route(text, now()).unwrap();
+        assert_eq!(d.layer, RouteLayer::L0, "{text}: {d:?}");
+        assert_eq!(d.steps[0].tool, tool);
+    }
+}
+
+#[test]
+fn l1_after_min_uses_with_arguments_re_extracted() {
+    let turns = [("read ~/notes.md", vec![step("read_file", r#"{"path":"~/notes.md"}"#)])];
+    // Two uses: not a candidate yet.
+    let d = service(&turns, 2).route("read ~/todo.md", now()).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+    // Three: the new path is extracted from the new request.
+    let fp = service(&turns, 3);
+    let d = fp.route("read ~/todo.md", now()).unwrap();
+    assert_eq!(d.layer, RouteLayer::L1, "{d:?}");
+    assert_eq!(d.steps, vec![step("read_file", r#"{"path":"~/todo.md"}"#)]);
+    // No path in the request: the placeholder cannot resolve, planner.
+    let d = fp.route("read my notes", now()).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+}
+
+#[test]
+fn l2_download_this_page_and_describe_it() {
+    let turns = [
+        (
+            "download https://example.org/a and describe it",
+            vec![
+                step("get_urls", r#"{"url":"https://example.org/a"}"#),
+                step("describe_entries", r#"{"entries":"$0"}"#),
+            ],
+        ),
+        (
+            "download https://example.org/b and describe it",
+            vec![
+                step("get_urls", r#"{"url":"https://example.org/b"}"#),
+                step("describe_entries", r#"{"entries":"$0"}"#),
+            ],
+        ),
+        (
+            "download https://news.it/x and describe it",
+            vec![step("get_urls", r#"{"url":"https://news.it/x"}"#), step("describe_entries", r#"{"entries":"$0"}"#)],
+        ),
+    ];
+    let fp = service(&turns, 1);
+    assert_eq!(fp.sizes(), (0, 1), "three identical passes (values as placeholders) make one pipeline");
+    let d = fp.route("download https://rust-lang.org and describe it", now()).unwrap();
+    assert_eq!(d.layer, RouteLayer::L2, "{d:?}");
+    assert_eq!(d.steps[0], step("get_urls", r#"{"url":"https://rust-lang.org"}"#));
+    assert_eq!(d.steps[1], step("describe_entries", r#"{"entries":"$0"}"#));
+    // Same intent, no URL: fails closed.
+    let d = fp.route("download this page and describe it", now()).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+    // The opposite action never replays.
+    let d = fp.route("delete https://rust-lang.org and describe it", now()).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+}
+
+#[test]
+fn hard_negatives_never_replay_and_paraphrases_mostly_do() {
+    let text = include_str!("../../tests/fixtures/fastpath/pairs.jsonl");
+    let rows: Vec<serde_json::Value> =
+        text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut candidates: Vec<(String, Vec<PlanStep>)> = Vec::new();
+    for r in &rows {
+        let c = r["candidate"].as_str().unwrap().to_owned();
+        if !candidates.iter().any(|(t, _)| *t == c) {
+            let args = serde_json::to_string(&r["args"]).unwrap();
+            candidates.push((c, vec![step(r["tool"].as_str().unwrap(), &args)]));
+        }
+    }
+    let turns: Vec<(&str, Vec<PlanStep>)> = candidates.iter().map(|(t, s)| (t.as_str(), s.clone())).collect();
+    let fp = service(&turns, 3);
+    let (mut wrong, mut hits, mut paraphrases) = (Vec::new(), 0, 0);
+    for r in &rows {
+        let request = r["request"].as_str().unwrap();
+        let d = fp.route(request, now()).unwrap();
+        if r["same"] == false {
+            if d.layer != RouteLayer::Planner {
+                wrong.push(format!("{request:?} replayed {:?} ({:?})", d.matched, d.similarity));
+            }
+        } else {
+            paraphrases += 1;
+            if d.layer == RouteLayer::L1 {
+                assert_eq!(d.steps[0].tool, r["tool"].as_str().unwrap(), "{request:?}: {d:?}");
+                hits += 1;
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "wrong replays: {wrong:#?}");
+    eprintln!("paraphrase recall: {hits}/{paraphrases}");
+    assert!(hits * 10 >= paraphrases * 6, "paraphrase recall {hits}/{paraphrases}");
+}
