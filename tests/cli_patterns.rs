@@ -192,3 +192,29 @@ fn recommend_without_a_store_or_with_bad_features() {
     assert!(!not_json.status.success());
     assert!(stderr(&not_json).contains("--features"), "{}", stderr(&not_json));
 }
+
+#[test]
+fn a_corrupt_store_recommends_nothing_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/turns.jsonl");
+    json(engram(&data, &["import", example.to_str().unwrap(), "--json"]));
+    {
+        // Damage the persisted store: a row no table of the projection owns.
+        let db = sled::open(data.join("log.sled")).unwrap();
+        let tree = db.open_tree("projection.pattern_outcomes").unwrap();
+        tree.insert(b"\xffgarbage", &b"not a row"[..]).unwrap();
+        db.flush().unwrap();
+    }
+    let features = r#"{"intent_tags":["doc"],"file_extensions":[".md"],"tool_names":["read_file","describe_entries"]}"#;
+    let out = engram(&data, &["recommend", "--json", "--features", features]);
+    assert!(out.status.success(), "a broken store never fails the caller: {}", stderr(&out));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["chosen_model"], Value::Null);
+    assert_eq!(rec["alternatives"], serde_json::json!([]));
+    assert!(stderr(&out).contains("pattern store unavailable"), "{}", stderr(&out));
+    // The log itself is intact, and a rebuild repairs the store.
+    json(engram(&data, &["rebuild", "--projection", "pattern_outcomes", "--json"]));
+    let rec = json(engram(&data, &["recommend", "--json", "--features", features]));
+    assert_eq!(rec["chosen_model"], "ollama:gemma4:26b");
+}

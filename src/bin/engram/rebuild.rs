@@ -26,11 +26,14 @@ pub struct Args {
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let log = crate::open_existing(data)?;
-    let mut projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let head = engram::EventLog::head(&log).0;
     let bar = output::progress(head, "rebuilding");
     let names: Vec<&str> = args.projection.iter().map(String::as_str).collect();
-    let (events, secs) = projector.rebuild(&log, &names, |n, _| bar.set_position(n))?;
+    // The old rows are dropped unread: a rebuild repairs a damaged store.
+    let started = std::time::Instant::now();
+    let mut projector = Projector::open_clearing(&log, projections::all(), Some(&names), |n, _| bar.set_position(n))?;
+    projector.persist()?;
+    let (events, secs) = (head, started.elapsed().as_secs_f64());
     bar.finish_and_clear();
     let eps = if secs > 0.0 { events as f64 / secs } else { 0.0 };
     let rebuilt: BTreeMap<&str, serde_json::Value> = projector

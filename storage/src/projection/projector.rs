@@ -54,9 +54,25 @@ impl Projector {
         projections: Vec<Box<dyn Projection>>,
         progress: impl FnMut(u64, u64),
     ) -> Result<Self, LogError> {
+        Projector::open_clearing(log, projections, None, progress)
+    }
+
+    /// [`Projector::open`], but the projections named in `clear` (all of
+    /// them for an empty list) are dropped first and rebuilt from seq 1 —
+    /// without reading their old rows, so a damaged tree is repaired rather
+    /// than refused. `None` clears nothing.
+    pub fn open_clearing(
+        log: &SledLog,
+        projections: Vec<Box<dyn Projection>>,
+        clear: Option<&[&str]>,
+        progress: impl FnMut(u64, u64),
+    ) -> Result<Self, LogError> {
         let mut entries = Vec::with_capacity(projections.len());
         for mut projection in projections {
             let tree = log.projection_tree(projection.name())?;
+            if clear.is_some_and(|names| names.is_empty() || names.contains(&projection.name())) {
+                tree.clear()?;
+            }
             let last_seq =
                 match tree.get(CHECKPOINT_KEY)? {
                     Some(v) => Seq(u64::from_be_bytes(v.as_ref().try_into().map_err(|_| LogError::Projection {
@@ -71,7 +87,13 @@ impl Projector {
                 .filter_map(|r| r.ok())
                 .filter(|(k, _)| k.as_ref() != CHECKPOINT_KEY)
                 .map(|(k, v)| (k.to_vec(), v.to_vec()));
-            projection.load(&mut rows).map_err(|what| LogError::Projection { name: projection.name(), what })?;
+            projection.load(&mut rows).map_err(|what| LogError::Projection {
+                name: projection.name(),
+                what: format!(
+                    "{what} (the stored state is damaged; `engram rebuild --projection {}` rebuilds it from the log)",
+                    projection.name()
+                ),
+            })?;
             entries.push(Entry { projection, tree: Some(tree), last_seq, folded: 0 });
         }
         let mut projector = Projector { entries };

@@ -222,6 +222,28 @@ mod tests {
     }
 
     #[test]
+    fn steps_served_by_l0_and_l1_still_count_toward_a_pipeline() {
+        // "what time is it and where am I": both steps were fast-path hits,
+        // the turn as a whole is a pipeline that worked — composition.
+        let mut r = reactors(30, 50);
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 9, 0, 0).unwrap();
+        let mut out = Vec::new();
+        for n in 0..3 {
+            let steps: &[(&str, &str)] = &[("get_now", "{}"), ("get_location", "{}")];
+            out.extend(derive_all(turn(t0, n, "what time is it and where am I", RouteLayer::L0, steps), &mut r));
+        }
+        assert_eq!(kinds(&out), ["pipeline.recorded"; 3]);
+        let ids: Vec<&str> = out
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::PipelineRecorded(p) => Some(p.pipeline_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] == w[1]), "three identical passes of one pipeline: {ids:?}");
+    }
+
+    #[test]
     fn ttl_counts_active_days_and_promotion_happens_once() {
         let mut r = reactors(30, 3);
         let day = |d: i64| Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap() + Duration::days(d);
