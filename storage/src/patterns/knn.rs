@@ -27,7 +27,16 @@ use engram_events::payloads::StructuralFeatures;
 use engram_events::FingerprintId;
 
 use super::fingerprint::{Embedding, Fingerprint};
-use super::similarity::{self, combine_structural, jaccard_of_counts};
+use super::similarity::{self, jaccard_of_counts};
+
+/// The set features' weights, in `combine_structural`'s order.
+const WEIGHTS: [f64; SETS] = [
+    similarity::W_INTENT,
+    similarity::W_EXTENSIONS,
+    similarity::W_TOOLS,
+    similarity::W_BUCKETS,
+    similarity::W_SIDE_EFFECTS,
+];
 
 /// Number of set-valued features.
 const SETS: usize = 5;
@@ -80,6 +89,8 @@ pub struct KnnIndex {
     strides: [usize; SETS],
     bits: [Vec<u64>; SETS],
     counts: [Vec<u16>; SETS],
+    /// Largest set size per field (sizes the per-query Jaccard tables).
+    max_counts: [u16; SETS],
     tokens: Vec<u8>,
     images: Vec<bool>,
     /// 0: no workload; else interned id + 1.
@@ -99,6 +110,7 @@ impl Default for KnnIndex {
             strides: [1; SETS],
             bits: Default::default(),
             counts: Default::default(),
+            max_counts: [0; SETS],
             tokens: Vec::new(),
             images: Vec::new(),
             workloads: Vec::new(),
@@ -180,7 +192,9 @@ impl KnnIndex {
             for i in &ids {
                 self.bits[f][start + *i as usize / 64] |= 1 << (i % 64);
             }
-            self.counts[f].push(values.len().min(u16::MAX as usize) as u16);
+            let count = values.len().min(u16::MAX as usize) as u16;
+            self.counts[f].push(count);
+            self.max_counts[f] = self.max_counts[f].max(count);
         }
         self.tokens.push(fp.features.estimated_input_tokens_bucket);
         self.images.push(fp.features.has_images);
@@ -285,24 +299,51 @@ impl KnnIndex {
             })
             .collect();
         let qcounts: [usize; SETS] = std::array::from_fn(|f| qsets[f].len());
-        let mut jac = [[0f64; SETS]; 1];
-        let mut sims = Vec::with_capacity(n);
-        for slot in 0..n {
-            for f in 0..SETS {
-                let stride = self.strides[f];
-                let inter: u32 = if stride == 1 {
-                    (self.bits[f][slot] & qbits[f][0]).count_ones()
+        // Field by field over every slot, adding `weight · Jaccard` in the
+        // order `combine_structural` sums them, so the scores are bit for
+        // bit the reference's. A Jaccard depends only on (intersection,
+        // slot's set size) once the query is fixed: a small table per query
+        // replaces five divisions per slot.
+        let mut sims = vec![0f64; n];
+        for f in 0..SETS {
+            let (stride, bits, counts) = (self.strides[f], &self.bits[f], &self.counts[f]);
+            let qb = &qbits[f];
+            let known: usize = qb.iter().map(|w| w.count_ones() as usize).sum();
+            let width = self.max_counts[f] as usize + 1;
+            if width <= 256 {
+                let mut table = vec![0f64; (known + 1) * width];
+                for inter in 0..=known {
+                    for count in 0..width {
+                        if inter <= count {
+                            table[inter * width + count] = WEIGHTS[f] * jaccard_of_counts(inter, qcounts[f], count);
+                        }
+                    }
+                }
+                if stride == 1 {
+                    let q = qb[0];
+                    for (slot, sim) in sims.iter_mut().enumerate() {
+                        let inter = (bits[slot] & q).count_ones() as usize;
+                        *sim += table[inter * width + counts[slot] as usize];
+                    }
                 } else {
-                    let row = &self.bits[f][slot * stride..(slot + 1) * stride];
-                    row.iter().zip(&qbits[f]).map(|(a, b)| (a & b).count_ones()).sum()
-                };
-                jac[0][f] = jaccard_of_counts(inter as usize, qcounts[f], self.counts[f][slot] as usize);
+                    for (slot, sim) in sims.iter_mut().enumerate() {
+                        let row = &bits[slot * stride..(slot + 1) * stride];
+                        let inter: usize = row.iter().zip(qb).map(|(a, b)| (a & b).count_ones() as usize).sum();
+                        *sim += table[inter * width + counts[slot] as usize];
+                    }
+                }
+            } else {
+                for (slot, sim) in sims.iter_mut().enumerate() {
+                    let row = &bits[slot * stride..(slot + 1) * stride];
+                    let inter: usize = row.iter().zip(qb).map(|(a, b)| (a & b).count_ones() as usize).sum();
+                    *sim += WEIGHTS[f] * jaccard_of_counts(inter, qcounts[f], counts[slot] as usize);
+                }
             }
-            sims.push(combine_structural(
-                jac[0],
-                self.tokens[slot] == query.features.estimated_input_tokens_bucket,
-                self.images[slot] == query.features.has_images,
-            ));
+        }
+        let (qt, qi) = (query.features.estimated_input_tokens_bucket, query.features.has_images);
+        for (slot, sim) in sims.iter_mut().enumerate() {
+            *sim += if self.tokens[slot] == qt { similarity::W_TOKENS } else { 0.0 };
+            *sim += if self.images[slot] == qi { similarity::W_IMAGES } else { 0.0 };
         }
         if let Some(e) = &query.embedding {
             if let Some(arena) = self.arenas.iter().find(|a| a.provider == e.provider && a.dim == e.vector.len()) {
