@@ -20,7 +20,7 @@
 //! [`PatternOutcomes::recommend`]; it is derived state, rebuilt on load and
 //! not part of the digest.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
@@ -119,7 +119,14 @@ pub struct PatternOutcomes {
     /// Derived: outcome key → turns in the history that fed it.
     turns_of: HashMap<Vec<u8>, Vec<TurnId>>,
     index: KnnIndex,
+    /// Derived: every outcome row by (last update, sample size, key) — the
+    /// eviction order (idle past the age cap first, then least recently
+    /// updated, then thinnest evidence), kept so cap checks never scan.
+    by_age: BTreeSet<AgeKey>,
 }
+
+/// An outcome row's place in the eviction order.
+pub type AgeKey = (DateTime<Utc>, u64, FingerprintId, String);
 
 impl Default for PatternOutcomes {
     fn default() -> Self {
@@ -132,6 +139,7 @@ impl Default for PatternOutcomes {
             pending_keys: HashMap::new(),
             turns_of: HashMap::new(),
             index: KnnIndex::default(),
+            by_age: BTreeSet::new(),
         }
     }
 }
@@ -224,6 +232,12 @@ impl PatternOutcomes {
         self.outcomes.len() as u64
     }
 
+    /// Every outcome row in eviction order: least recently updated first
+    /// (so rows idle past the age cap come first), then smallest sample.
+    pub fn by_age(&self) -> impl Iterator<Item = &AgeKey> {
+        self.by_age.iter()
+    }
+
     /// What a recorded turn fed, and the verdict applied.
     pub fn score_of(&self, turn: TurnId) -> Option<&ScoreRow> {
         self.history.get(&turn_key(turn))
@@ -290,6 +304,9 @@ impl PatternOutcomes {
             let fp = self.fingerprints.get(&fkey).expect("inserted above").fingerprint();
             self.index.insert(p.fingerprint_id, &fp, &p.primary_model);
         }
+        if let Some(old) = self.outcomes.get(&okey) {
+            self.by_age.remove(&(old.last_updated, old.sample_size, p.fingerprint_id, p.primary_model.clone()));
+        }
         let row = self.outcomes.entry(&okey, || OutcomeRow::new(env.at));
         if p.sample_size_after > p.sample_size_before {
             row.contribute(p.cost_usd, p.latency_ms, &p.pricing_version, env.at);
@@ -302,6 +319,7 @@ impl PatternOutcomes {
         if let Some(score) = p.success_score {
             row.add_score(score);
         }
+        self.by_age.insert((row.last_updated, row.sample_size, p.fingerprint_id, p.primary_model.clone()));
         if let Some(turn) = p.turn {
             let tkey = turn_key(turn);
             let eval_id = p.eval_id.or_else(|| self.history.get(&tkey).and_then(|h| h.eval_id));
@@ -323,9 +341,8 @@ impl PatternOutcomes {
     fn fold_evicted(&mut self, e: &PatternEvicted) {
         for o in &e.evicted {
             let okey = outcome_key(o.fingerprint_id, &o.primary_model);
-            if self.outcomes.remove(&okey).is_none() {
-                continue;
-            }
+            let Some(old) = self.outcomes.remove(&okey) else { continue };
+            self.by_age.remove(&(old.last_updated, old.sample_size, o.fingerprint_id, o.primary_model.clone()));
             self.index.remove(o.fingerprint_id, &o.primary_model);
             for turn in self.turns_of.remove(&okey).unwrap_or_default() {
                 self.history.remove(&turn_key(turn));
@@ -340,6 +357,7 @@ impl PatternOutcomes {
     /// Rebuilds the derived in-memory state from the tables.
     fn rebuild_derived(&mut self) {
         self.index.clear();
+        self.by_age = self.outcomes().map(|(fp, m, o)| (o.last_updated, o.sample_size, fp, m.to_owned())).collect();
         self.pending_keys.clear();
         self.turns_of.clear();
         let mut fps: Vec<(FingerprintId, &FingerprintRow)> = self.fingerprints().collect();

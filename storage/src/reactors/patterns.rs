@@ -37,7 +37,7 @@ use rust_decimal::Decimal;
 use super::{derived, Reactor};
 use crate::patterns::{Fingerprint, PatternCaps, PatternConfig};
 use crate::projection::Projection;
-use crate::projections::pattern_outcomes::{PatternOutcomes, PendingTurn};
+use crate::projections::pattern_outcomes::{AgeKey, PatternOutcomes, PendingTurn};
 
 /// Derives `pattern.recorded` / `pattern.evicted`.
 pub struct PatternReactor {
@@ -189,38 +189,26 @@ impl PatternReactor {
         let fingerprints = self.store.fingerprint_count() + new_fps.len() as u64;
         let max_age = chrono::Duration::days(i64::from(caps.max_age_days));
         let age_days = |t: DateTime<Utc>| (env.at - t).num_milliseconds() as f64 / 86_400_000.0;
-        // Every row as it will be once this session's writes are folded.
-        let mut rows: Vec<(FingerprintId, String, Draft)> = self
-            .store
-            .outcomes()
-            .map(|(fp, m, o)| {
-                let d = drafts
-                    .get(&(fp, m.to_owned()))
-                    .copied()
-                    .unwrap_or(Draft { sample_size: o.sample_size, last_updated: o.last_updated });
-                (fp, m.to_owned(), d)
-            })
-            .collect();
-        for ((fp, m), d) in drafts {
-            if self.store.outcome(*fp, m).is_none() {
-                rows.push((*fp, m.clone(), *d));
-            }
-        }
+        // Rows as they will be once this session's writes are folded, in
+        // eviction order (least recently updated — so idle past the age cap
+        // first — then smallest sample, then ids), produced lazily: the
+        // stored rows this session leaves alone, kept in that order by the
+        // projection, merged with the rows it drafts. No scan of the store.
+        let mut drafted: Vec<AgeKey> =
+            drafts.iter().map(|((fp, m), d)| (d.last_updated, d.sample_size, *fp, m.clone())).collect();
+        drafted.sort();
+        let mut stored =
+            self.store.by_age().filter(|(_, _, fp, m)| !drafts.contains_key(&(*fp, m.clone()))).cloned().peekable();
+        let mut drafted = drafted.into_iter().peekable();
+        let mut merged = std::iter::from_fn(move || match (stored.peek(), drafted.peek()) {
+            (Some(a), Some(b)) if b < a => drafted.next(),
+            (Some(_), _) => stored.next(),
+            (None, _) => drafted.next(),
+        })
+        .map(|(lu, n, fp, m)| (fp, m, Draft { sample_size: n, last_updated: lu }));
         let mut out = Vec::new();
-        let (trigger, condemned) = if outcomes > caps.hard_cap_rows {
-            // Idle past the age cap first, then least recently updated, then
-            // the thinnest evidence; ids last, for a total order.
-            rows.sort_by(|a, b| {
-                let old = |d: &Draft| env.at - d.last_updated > max_age;
-                old(&b.2)
-                    .cmp(&old(&a.2))
-                    .then(a.2.last_updated.cmp(&b.2.last_updated))
-                    .then(a.2.sample_size.cmp(&b.2.sample_size))
-                    .then(a.0.cmp(&b.0))
-                    .then(a.1.cmp(&b.1))
-            });
-            rows.truncate((outcomes - caps.hard_cap_rows) as usize);
-            (EvictionTrigger::HardCapEvict, rows)
+        let (trigger, condemned): (_, Vec<(FingerprintId, String, Draft)>) = if outcomes > caps.hard_cap_rows {
+            (EvictionTrigger::HardCapEvict, merged.by_ref().take((outcomes - caps.hard_cap_rows) as usize).collect())
         } else {
             if outcomes_before < caps.soft_cap_rows {
                 let signal = PatternEvicted {
@@ -235,9 +223,7 @@ impl PatternReactor {
                 };
                 out.push(derived(env, ActorKind::PatternStore, signal, 0));
             }
-            rows.retain(|r| env.at - r.2.last_updated > max_age);
-            rows.sort_by(|a, b| a.2.last_updated.cmp(&b.2.last_updated).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
-            (EvictionTrigger::AgeTrim, rows)
+            (EvictionTrigger::AgeTrim, merged.by_ref().take_while(|r| env.at - r.2.last_updated > max_age).collect())
         };
         if condemned.is_empty() {
             return out;
