@@ -16,6 +16,10 @@ pub enum Command {
     /// beside the exact scan, on .fvecs files or structured synthetic data
     /// (--synthetic N --dim D)
     Knn(engram::bench::knn::Options),
+    /// Fast path: FastPath::route end to end with the real embedding model —
+    /// L0 phrases, one request embedded alone, L1 and L2 hits and planner
+    /// misses at several table sizes (p50/p99, hit rates, where the time goes)
+    Fastpath(engram::bench::fastpath::Options),
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -42,6 +46,14 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
                 crate::output::print_json(&report)?;
             } else {
                 println!("{}", report.human(&opts));
+            }
+        }
+        Command::Fastpath(opts) => {
+            let report = engram::bench::fastpath::run(&opts)?;
+            if opts.json {
+                crate::output::print_json(&report)?;
+            } else {
+                println!("{}", report.human());
             }
         }
     }

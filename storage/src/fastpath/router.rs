@@ -9,6 +9,8 @@
 //! and every argument placeholder must resolve from the new request —
 //! otherwise the request goes to the planner, with the reason.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
@@ -89,8 +91,13 @@ pub struct FastPath {
     multi: MultiToolConfig,
     l1: Vec<L1Row>,
     l1_index: Option<Box<dyn VectorSearch>>,
+    /// Canonical text → L1 row: an exact repeat is found without relying on
+    /// the (approximate, above a few thousand rows) vector search.
+    l1_exact: HashMap<String, usize>,
     l2: Vec<L2Row>,
     l2_index: Option<Box<dyn VectorSearch>>,
+    /// Canonical text → L2 row (the first recorded).
+    l2_exact: HashMap<String, usize>,
 }
 
 impl FastPath {
@@ -109,7 +116,8 @@ impl FastPath {
         let mut l1: Vec<(&str, &crate::projections::canonical_queries::CanonicalRow)> = Vec::new();
         if fast.canonical_query_enabled {
             for row in canonical.candidates(fast.canonical_query_min_uses) {
-                match l1.iter_mut().find(|(c, _)| *c == row.canonical) {
+                // Rows come sorted by canonical text: duplicates are adjacent.
+                match l1.last_mut().filter(|(c, _)| *c == row.canonical) {
                     Some(slot)
                         if (row.uses, std::cmp::Reverse(row.first_seq))
                             > (slot.1.uses, std::cmp::Reverse(slot.1.first_seq)) =>
@@ -146,14 +154,21 @@ impl FastPath {
         };
         let l1_index = index(l1.iter().map(|r| r.canonical.as_str()).collect(), embed)?;
         let l2_index = index(l2.iter().map(|r| r.canonical.as_str()).collect(), embed)?;
+        let l1_exact = l1.iter().enumerate().map(|(i, r)| (r.canonical.clone(), i)).collect();
+        let mut l2_exact = HashMap::new();
+        for (i, r) in l2.iter().enumerate() {
+            l2_exact.entry(r.canonical.clone()).or_insert(i);
+        }
         Ok(FastPath {
             l0: L0Table::with_extra(fast.l0_extra.iter().map(|(k, v)| (k.as_str(), v.clone()))),
             fast: fast.clone(),
             multi: multi.clone(),
             l1,
             l1_index,
+            l1_exact,
             l2,
             l2_index,
+            l2_exact,
         })
     }
 
@@ -225,7 +240,7 @@ impl FastPath {
     fn try_l1(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
         let index = self.l1_index.as_ref()?;
         let threshold = self.fast.canonical_query_threshold;
-        for (row, cos) in index.search(q, CANDIDATES) {
+        for (row, cos) in candidates(self.l1_exact.get(canon).copied(), index.as_ref(), q) {
             let cos = f64::from(cos);
             let r = &self.l1[row];
             if cos < threshold {
@@ -258,7 +273,7 @@ impl FastPath {
     fn try_l2(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
         let index = self.l2_index.as_ref()?;
         let threshold = self.multi.threshold;
-        'rows: for (row, cos) in index.search(q, CANDIDATES) {
+        'rows: for (row, cos) in candidates(self.l2_exact.get(canon).copied(), index.as_ref(), q) {
             let cos = f64::from(cos);
             let r = &self.l2[row];
             if cos < threshold {
@@ -294,6 +309,14 @@ impl FastPath {
     }
 }
 
+/// The rows to examine: the exact canonical match first (cosine 1), then
+/// the vector search's nearest.
+fn candidates(exact: Option<usize>, index: &dyn VectorSearch, q: &[f32]) -> Vec<(usize, f32)> {
+    let mut out: Vec<(usize, f32)> = exact.map(|i| (i, 1.0)).into_iter().collect();
+    out.extend(index.search(q, CANDIDATES).into_iter().filter(|(r, _)| Some(*r) != exact));
+    out
+}
+
 /// Conjunctions after which a further action may follow.
 const CONTINUATIONS: &[&str] =
     &[" and then ", ", then ", " then ", " and also ", " e poi ", ", poi ", " poi ", " e anche ", " and ", " e "];
@@ -324,6 +347,50 @@ pub fn split_continuation(text: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A search that misses (as an approximate graph can): always the last row.
+    struct Misses(usize);
+
+    impl VectorSearch for Misses {
+        fn search(&self, _: &[f32], _: usize) -> Vec<(usize, f32)> {
+            vec![(self.0 - 1, 0.99)]
+        }
+    }
+
+    #[test]
+    fn an_exact_repeat_is_found_even_when_the_vector_search_misses_it() {
+        use crate::projection::Projection;
+        use crate::projections::CanonicalQueries;
+        use engram_events::payloads::CanonicalRecorded;
+        use engram_events::{ActorKind, Envelope};
+        let mut canonical = CanonicalQueries::default();
+        for (text, tool) in [("describe path", "describe_file"), ("summarize path", "summarize_file")] {
+            for _ in 0..3 {
+                let e = CanonicalRecorded {
+                    canonical: text.into(),
+                    executor: tool.into(),
+                    args_observed: ToolArgs::from_json(r#"{"path":"{path}"}"#).unwrap(),
+                };
+                canonical.apply(&Envelope::new(ActorKind::Router, e));
+            }
+        }
+        let mut embed = |texts: &[&str]| Ok::<_, ()>(texts.iter().map(|_| vec![1.0f32]).collect());
+        let make = |rows: Vec<Vec<f32>>| -> Box<dyn VectorSearch> { Box::new(Misses(rows.len())) };
+        let fp = FastPath::build(
+            &FastPathConfig::default(),
+            &MultiToolConfig::default(),
+            &canonical,
+            &Pipelines::default(),
+            &mut embed,
+            &make,
+        )
+        .unwrap();
+        let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
+        let d = fp.route("describe ~/x.md", now, &mut |_| Ok::<_, ()>(vec![1.0])).unwrap();
+        assert_eq!(d.layer, RouteLayer::L1);
+        assert_eq!(d.steps[0].tool, "describe_file", "{d:?}");
+        assert_eq!(d.similarity, Some(1.0));
+    }
 
     #[test]
     fn continuation_detector() {
