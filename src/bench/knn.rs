@@ -73,7 +73,7 @@ pub struct Options {
     pub threads: usize,
 
     /// Threads building the graph [default: all cores]
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub build_threads: usize,
 
     /// HNSW links per node (layer 0 keeps twice as many)

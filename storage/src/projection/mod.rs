@@ -79,6 +79,14 @@ pub trait Projection: std::any::Any + Send {
         out
     }
 
+    /// Forgets which rows changed, without encoding them (a projection
+    /// held in memory only has nowhere to write them).
+    fn forget_changes(&mut self) {
+        for t in self.tables_mut() {
+            t.forget_changes();
+        }
+    }
+
     /// Empties the state (and forgets pending changes).
     fn reset(&mut self) {
         for t in self.tables_mut() {
@@ -113,6 +121,8 @@ pub trait TableRows {
     fn rows_into(&self, out: &mut Vec<Row>);
     /// Appends the changed rows to `out` and forgets them.
     fn changes_into(&mut self, out: &mut Vec<Change>);
+    /// Forgets the changed rows without encoding them.
+    fn forget_changes(&mut self);
     /// Empties the table.
     fn clear(&mut self);
     /// Takes a persisted row if it belongs to this table (`Ok(false)`: not ours).
@@ -233,6 +243,10 @@ impl<V: Serialize + DeserializeOwned> TableRows for Table<V> {
             let value = self.map.get(&k).map(Self::encode);
             out.push((self.full_key(&k), value));
         }
+    }
+
+    fn forget_changes(&mut self) {
+        self.dirty.clear();
     }
 
     fn clear(&mut self) {

@@ -171,8 +171,12 @@ impl Projector {
     /// per projection.
     pub fn persist(&mut self) -> Result<(), LogError> {
         for e in &mut self.entries {
+            let Some(tree) = &e.tree else {
+                // In memory: nothing to write, so nothing to encode.
+                e.projection.forget_changes();
+                continue;
+            };
             let changes: Vec<Change> = e.projection.take_changes();
-            let Some(tree) = &e.tree else { continue };
             let mut batch = sled::Batch::default();
             for (k, v) in changes {
                 match v {
