@@ -63,7 +63,7 @@ fn imported_log(dir: &Path) -> (Vec<Envelope>, Vec<(Seq, usize)>) {
     let file = dir.join("turns.jsonl");
     std::fs::write(&file, turn_file(120, 9)).unwrap();
     let data = dir.join("data");
-    let log = SledLog::open(&data, LogConfig::default()).unwrap();
+    let log = open(&data);
     let plan = import::validate(&file).unwrap();
     let mut reactors: Vec<Box<dyn Reactor>> = vec![Box::new(DayReactor::default())];
     let stats = import::run(&plan, &log, &mut reactors, |_| {}).unwrap();
@@ -84,8 +84,32 @@ fn imported_log(dir: &Path) -> (Vec<Envelope>, Vec<(Seq, usize)>) {
 /// Flips (xor 0x20) the byte at `at` (an offset into the frame) of the
 /// `nth` frame of the segment starting at `first`, with the log closed. Returns the seq of
 /// that frame, found by walking the segment's frames.
+/// Opens the log, waiting for sled's file lock: a `sled::Db` dropped a
+/// moment ago may still hold it while its flusher thread winds down.
+fn open(data: &Path) -> SledLog {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match SledLog::open(data, LogConfig::default()) {
+            Ok(log) => return log,
+            Err(e) if e.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("opening {}: {e}", data.display()),
+        }
+    }
+}
+
 fn flip(data: &Path, first: Seq, nth: usize, at: usize) -> Seq {
-    let db = sled::open(data.join("log.sled")).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let db = loop {
+        match sled::open(data.join("log.sled")) {
+            Ok(db) => break db,
+            Err(e) if e.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
     let tree = db.open_tree("log").unwrap();
     let key = first.0.to_be_bytes();
     let mut bytes = tree.get(key).unwrap().expect("the segment").to_vec();
@@ -111,7 +135,7 @@ fn flip(data: &Path, first: Seq, nth: usize, at: usize) -> Seq {
 
 /// The length of the `nth` frame of the segment starting at `first`.
 fn frame_len(data: &Path, first: Seq, nth: usize) -> usize {
-    let log = SledLog::open(data, LogConfig::default()).unwrap();
+    let log = open(data);
     let (_, bytes) = log.segments_from(first).next().unwrap().unwrap();
     let len = binary::frames(&bytes).nth(nth).unwrap().unwrap().bytes.len();
     len
@@ -149,7 +173,7 @@ fn a_flipped_byte_in_a_middle_segment_is_named_by_seq_everywhere() {
     assert_eq!(bad, Seq(first.0 + nth as u64));
     let bad_kind = all[(bad.0 - 1) as usize].kind();
 
-    let log = SledLog::open(&data, LogConfig::default()).expect("a damaged middle record does not stop open");
+    let log = open(&data);
     assert_eq!(log.head(), Seq(total), "the head is recovered from the healthy last segment");
 
     // verify: one fault, a CRC mismatch, at exactly that seq.
@@ -230,7 +254,7 @@ fn whichever_byte_of_a_frame_is_hit_the_same_seq_is_named() {
     for at in offsets {
         assert_eq!(flip(&data, first, nth, at), bad);
         {
-            let log = SledLog::open(&data, LogConfig::default()).unwrap();
+            let log = open(&data);
             let report = verify(&log, |_| {});
             assert_eq!(report.first_bad_seq(), Some(bad), "byte {at} of the frame: {:?}", report.faults);
             assert!(report.faults[0].to_string().contains(&format!("seq {bad}")), "{}", report.faults[0]);
@@ -240,10 +264,10 @@ fn whichever_byte_of_a_frame_is_hit_the_same_seq_is_named() {
         }
         // Flip it back: the log is whole again.
         assert_eq!(flip(&data, first, nth, at), bad);
-        let log = SledLog::open(&data, LogConfig::default()).unwrap();
+        let log = open(&data);
         assert!(verify(&log, |_| {}).ok(), "byte {at}: flipping it back repairs the log");
     }
-    let log = SledLog::open(&data, LogConfig::default()).unwrap();
+    let log = open(&data);
     let now: Vec<Envelope> = log.read_from(Seq::FIRST).map(|e| e.unwrap()).collect();
     assert_eq!(now, all);
 }
@@ -256,7 +280,7 @@ fn a_damaged_first_record_stops_replay_at_once() {
     assert_eq!(segments[0].0, Seq(1));
     let bad = flip(&data, Seq(1), 0, FRAME_HEADER_LEN + 1);
     assert_eq!(bad, Seq(1));
-    let log = SledLog::open(&data, LogConfig::default()).unwrap();
+    let log = open(&data);
     let report = verify(&log, |_| {});
     assert_eq!(report.first_bad_seq(), Some(Seq(1)));
     assert_eq!(report.events, all.len() as u64 - segments[0].1 as u64);

@@ -136,7 +136,13 @@ pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> a
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
         match SledLog::open(data, LogConfig { durability, ..LogConfig::default() }) {
-            Err(engram::LogError::DataDirInUse { .. }) if std::time::Instant::now() < deadline => {
+            // Another process holds the dir, or sled's own file lock is still
+            // held by a database closed a moment ago: wait a little.
+            Err(e)
+                if (matches!(e, engram::LogError::DataDirInUse { .. })
+                    || e.to_string().contains("could not acquire lock"))
+                    && std::time::Instant::now() < deadline =>
+            {
                 std::thread::sleep(std::time::Duration::from_millis(25));
             }
             result => return Ok(result?),
