@@ -24,21 +24,34 @@ pub struct Unresolved {
     pub index: usize,
 }
 
-fn placeholder(kind: SlotKind, index: usize) -> String {
+/// `{kind}` / `{kind:n}`; with `text`, `{kind.text}` / `{kind:n.text}`:
+/// the value as the user *said* it ("yesterday"), for arguments recorded
+/// in that form rather than the extracted one ("2026-11-22").
+fn placeholder(kind: SlotKind, index: usize, text: bool) -> String {
+    let suffix = if text { ".text" } else { "" };
     if index == 0 {
-        format!("{{{}}}", kind.name())
+        format!("{{{}{suffix}}}", kind.name())
     } else {
-        format!("{{{}:{index}}}", kind.name())
+        format!("{{{}:{index}{suffix}}}", kind.name())
     }
 }
 
-fn parse(s: &str) -> Option<(SlotKind, usize)> {
+fn parse(s: &str) -> Option<(SlotKind, usize, bool)> {
     let inner = s.strip_prefix('{')?.strip_suffix('}')?;
+    let (inner, text) = match inner.strip_suffix(".text") {
+        Some(i) => (i, true),
+        None => (inner, false),
+    };
     let (name, index) = match inner.split_once(':') {
         Some((n, i)) => (n, i.parse().ok()?),
         None => (inner, 0),
     };
-    Some((SlotKind::from_name(name)?, index))
+    Some((SlotKind::from_name(name)?, index, text))
+}
+
+/// The n-th slot of `kind` as written in the request.
+fn source_text(ex: &Extracted, kind: SlotKind, index: usize) -> Option<&str> {
+    ex.slots.iter().filter(|s| s.kind == kind).nth(index).map(|s| &ex.text[s.span.0..s.span.1])
 }
 
 /// `args` with every value the request carried replaced by its placeholder.
@@ -46,7 +59,17 @@ pub fn templatize(args: &ToolArgs, ex: &Extracted) -> ToolArgs {
     fn walk(v: &Value, ex: &Extracted) -> Value {
         for kind in SlotKind::ALL {
             if let Some(i) = ex.of(kind).position(|x| x == v) {
-                return Value::String(placeholder(kind, i));
+                return Value::String(placeholder(kind, i, false));
+            }
+        }
+        if let Some(said) = v.as_str() {
+            for kind in SlotKind::ALL {
+                let n = ex.of(kind).count();
+                if let Some(i) =
+                    (0..n).find(|i| source_text(ex, kind, *i).is_some_and(|t| t.eq_ignore_ascii_case(said.trim())))
+                {
+                    return Value::String(placeholder(kind, i, true));
+                }
             }
         }
         match v {
@@ -63,11 +86,14 @@ pub fn resolve(args: &ToolArgs, ex: &Extracted) -> Result<ToolArgs, Unresolved> 
     fn walk(v: &Value, ex: &Extracted) -> Result<Value, Unresolved> {
         match v {
             Value::String(s) => match parse(s) {
-                Some((kind, index)) => ex.of(kind).nth(index).cloned().ok_or_else(|| Unresolved {
-                    placeholder: s.clone(),
-                    kind: kind.name(),
-                    index,
-                }),
+                Some((kind, index, text)) => {
+                    let found = if text {
+                        source_text(ex, kind, index).map(|t| Value::String(t.to_owned()))
+                    } else {
+                        ex.of(kind).nth(index).cloned()
+                    };
+                    found.ok_or_else(|| Unresolved { placeholder: s.clone(), kind: kind.name(), index })
+                }
                 None => Ok(v.clone()),
             },
             Value::Array(a) => a.iter().map(|x| walk(x, ex)).collect::<Result<_, _>>().map(Value::Array),
@@ -105,6 +131,19 @@ mod tests {
         let missing = extract("download it and mail it to ann@example.org", now);
         let e = resolve(&t, &missing).unwrap_err();
         assert_eq!((e.kind, e.index), ("url", 0));
+    }
+
+    #[test]
+    fn values_recorded_as_said_resolve_as_said() {
+        // A planner that passed "yesterday" rather than an ISO date: a replay
+        // for "today" must pass "today", never the recorded "yesterday".
+        let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
+        let first = extract("find the photos from yesterday and list them", now);
+        let t = templatize(&args(r#"{"date":"yesterday","extension":"*.jpg"}"#), &first);
+        assert_eq!(t, args(r#"{"date":"{date.text}","extension":"*.jpg"}"#));
+        let next = extract("find the photos from today and list them", now);
+        assert_eq!(resolve(&t, &next).unwrap(), args(r#"{"date":"today","extension":"*.jpg"}"#));
+        assert!(resolve(&t, &extract("find the photos and list them", now)).is_err());
     }
 
     #[test]
