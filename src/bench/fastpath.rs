@@ -56,6 +56,7 @@
 //! the router's thread); that changes the build time, not the graph's
 //! parameters or the search.
 
+use crate::bench::{machine, round2};
 use std::cell::Cell;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -918,10 +919,6 @@ impl Report {
     }
 }
 
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
-}
-
 fn secs(d: Duration) -> f64 {
     round2(d.as_secs_f64())
 }
@@ -932,20 +929,6 @@ fn p50(samples: &[Duration]) -> f64 {
 
 fn latency(samples: &[Duration]) -> Latency {
     Latency { p50_us: percentile_us(samples, 50.0), p99_us: percentile_us(samples, 99.0) }
-}
-
-fn machine() -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_owned());
-    format!("{cores} cores ({cpu}), {} {}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
 fn progress(opts: &Options, what: &str) {

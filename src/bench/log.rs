@@ -27,6 +27,7 @@
 //! ([`workload`], [`engram_append`], [`SqlitePeer`], …) are public so that
 //! the criterion bench (`benches/log.rs`) measures with the same code.
 
+use crate::bench::{machine, thousands};
 use std::path::{Path, PathBuf};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -287,18 +288,6 @@ impl LogReport {
         ));
         out
     }
-}
-
-fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -690,20 +679,6 @@ fn sqlite_files_bytes(db: &Path) -> u64 {
 
 fn eps(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64().max(1e-9)
-}
-
-fn machine() -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_owned());
-    format!("{cores} cores ({cpu}), {} {}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
 struct Scratch {

@@ -30,6 +30,7 @@
 //! [`Corpus`], [`event_stream`], …) are public so that the criterion bench
 //! (`benches/patterns.rs`) measures with the same code.
 
+use crate::bench::{machine, round2, thousands};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -620,10 +621,6 @@ pub fn percentile_us(samples: &[Duration], p: f64) -> f64 {
     round2(s[rank.min(s.len()) - 1].as_secs_f64() * 1e6)
 }
 
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
-}
-
 /// Measures one corpus: every query through the recommendation path
 /// [`PASSES`] times (round robin; a query's latency is the median of its
 /// passes, so one pass disturbed by another process does not skew the
@@ -1043,32 +1040,6 @@ impl Report {
         out.push('\n');
         out
     }
-}
-
-fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn machine() -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_owned());
-    format!("{cores} cores ({cpu}), {} {}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
 fn progress(opts: &Options, what: &str) {
