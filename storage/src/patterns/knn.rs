@@ -9,8 +9,8 @@
 //!   five sets is a few `u64` words in one contiguous array per field, and
 //!   a Jaccard is two popcounts and a division;
 //! * embeddings live in one contiguous `f32` arena per provider, scanned
-//!   with an unrolled dot product that the compiler vectorises (AVX2 + FMA
-//!   when the CPU has them, chosen at run time);
+//!   with the vector index's dot-product kernel (AVX-512 / AVX2 + FMA when
+//!   the CPU has them, chosen at run time);
 //! * the top K is kept in a small sorted buffer; a row that cannot enter
 //!   it is rejected with one comparison.
 //!
@@ -28,6 +28,7 @@ use engram_events::FingerprintId;
 
 use super::fingerprint::{Embedding, Fingerprint};
 use super::similarity::{self, jaccard_of_counts};
+use crate::vector::distance::Kernel;
 
 /// The set features' weights, in `combine_structural`'s order.
 const WEIGHTS: [f64; SETS] = [
@@ -348,7 +349,7 @@ impl KnnIndex {
         if let Some(e) = &query.embedding {
             if let Some(arena) = self.arenas.iter().find(|a| a.provider == e.provider && a.dim == e.vector.len()) {
                 let mut dots = vec![0f32; arena.slots.len()];
-                dot_rows(&e.vector, &arena.data, arena.dim, &mut dots);
+                Kernel::detect().dot_rows(&e.vector, &arena.data, &mut dots);
                 for (slot, d) in arena.slots.iter().zip(dots) {
                     let s = &mut sims[*slot as usize];
                     *s = similarity::blend(alpha, f64::from(d), *s);
@@ -386,52 +387,6 @@ pub fn exact_k_nearest<'a>(
     }
     all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then_with(|| a.2.model.cmp(&b.2.model)));
     all.into_iter().take(k).map(|(_, _, n)| n).collect()
-}
-
-/// `out[i] = query · rows[i]` for each `dim`-sized row.
-fn dot_rows(query: &[f32], rows: &[f32], dim: usize, out: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU supports the features the function is compiled for.
-            unsafe { dot_rows_avx2(query, rows, dim, out) };
-            return;
-        }
-    }
-    dot_rows_generic(query, rows, dim, out);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dot_rows_avx2(query: &[f32], rows: &[f32], dim: usize, out: &mut [f32]) {
-    dot_rows_generic(query, rows, dim, out);
-}
-
-#[inline(always)]
-fn dot_rows_generic(query: &[f32], rows: &[f32], dim: usize, out: &mut [f32]) {
-    for (row, o) in rows.chunks_exact(dim).zip(out.iter_mut()) {
-        *o = dot(query, row);
-    }
-}
-
-/// A dot product with 16 independent lanes, so it vectorises without
-/// reassociation licence.
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    const L: usize = 16;
-    let mut acc = [0f32; L];
-    let (ca, cb) = (a.chunks_exact(L), b.chunks_exact(L));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..L {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    let mut s: f32 = acc.iter().sum();
-    for (x, y) in ra.iter().zip(rb) {
-        s += x * y;
-    }
-    s
 }
 
 /// Builds a hybrid embedding for tests and benchmarks: a unit vector.
@@ -577,7 +532,7 @@ mod tests {
         let a: Vec<f32> = (0..385).map(|i| (i as f32 * 0.37).sin()).collect();
         let b: Vec<f32> = (0..385 * 3).map(|i| (i as f32 * 0.11).cos()).collect();
         let mut out = vec![0f32; 3];
-        dot_rows(&a, &b, 385, &mut out);
+        Kernel::detect().dot_rows(&a, &b, &mut out);
         for (r, o) in b.chunks(385).zip(out) {
             let want: f64 = a.iter().zip(r).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
             assert!((f64::from(o) - want).abs() < 1e-3);
