@@ -45,10 +45,11 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         None => Local::now().fixed_offset(),
     };
     // L0 needs neither the log nor the model.
-    let l0 = L0Table::with_extra(config.fast_path.l0_extra.iter().map(|(k, v)| (k.as_str(), v.clone())));
-    let decision = if l0.lookup(&args.text).is_some() || !data.join("log.sled").is_dir() {
-        let service = FastPathServiceless;
-        service.route(&l0, &args.text)
+    let l0 = L0Table::from_config(&config.fast_path);
+    let decision = if let Some(d) = Decision::from_l0(&l0, &args.text) {
+        d
+    } else if !data.join("log.sled").is_dir() {
+        Decision::planner("nothing learned yet (no data dir)".into(), None)
     } else {
         let log = crate::open_log(data)?;
         let mut projector = Projector::open(&log, projections::all(), |_, _| {})?;
@@ -62,38 +63,6 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     };
     print(&decision, &args)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// L0 alone: for a request the literal table answers, or a data dir with
-/// nothing learned yet.
-struct FastPathServiceless;
-
-impl FastPathServiceless {
-    fn route(&self, l0: &L0Table, text: &str) -> Decision {
-        use engram::events::payloads::{PlanStep, RouteLayer, ToolArgs};
-        match l0.lookup(text) {
-            Some((tool, phrase)) => Decision {
-                layer: RouteLayer::L0,
-                steps: vec![PlanStep { tool: tool.to_owned(), args: ToolArgs::default() }],
-                similarity: None,
-                matched: Some(phrase),
-                reason: "L0: literal phrase".into(),
-                residual: None,
-                canonical: String::new(),
-                trace: Vec::new(),
-            },
-            None => Decision {
-                layer: RouteLayer::Planner,
-                steps: Vec::new(),
-                similarity: None,
-                matched: None,
-                reason: "nothing learned yet (no data dir)".into(),
-                residual: None,
-                canonical: String::new(),
-                trace: Vec::new(),
-            },
-        }
-    }
 }
 
 fn print(d: &Decision, args: &Args) -> anyhow::Result<()> {

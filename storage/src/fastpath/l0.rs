@@ -122,6 +122,11 @@ impl L0Table {
         L0Table { phrases }
     }
 
+    /// The table `[fast_path]` asks for: the built-ins plus `l0_extra`.
+    pub fn from_config(fast: &crate::config::FastPathConfig) -> Self {
+        L0Table::with_extra(fast.l0_extra.iter().map(|(k, v)| (k.as_str(), v.clone())))
+    }
+
     /// The executor for `text` and the phrase it matched, if `text` is in
     /// the table once normalised.
     pub fn lookup(&self, text: &str) -> Option<(&str, String)> {

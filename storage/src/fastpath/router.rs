@@ -59,7 +59,23 @@ pub struct Decision {
 }
 
 impl Decision {
-    fn planner(reason: String, similarity: Option<f64>) -> Self {
+    /// L0's answer for `text`, if the literal table has it.
+    pub fn from_l0(l0: &L0Table, text: &str) -> Option<Self> {
+        let (tool, phrase) = l0.lookup(text)?;
+        Some(Decision {
+            layer: RouteLayer::L0,
+            steps: vec![PlanStep { tool: tool.to_owned(), args: ToolArgs::default() }],
+            similarity: None,
+            matched: Some(phrase),
+            reason: "L0: literal phrase".into(),
+            residual: None,
+            canonical: String::new(),
+            trace: Vec::new(),
+        })
+    }
+
+    /// The planner answers, for `reason`.
+    pub fn planner(reason: String, similarity: Option<f64>) -> Self {
         Decision {
             layer: RouteLayer::Planner,
             steps: Vec::new(),
@@ -160,7 +176,7 @@ impl FastPath {
             l2_exact.entry(r.canonical.clone()).or_insert(i);
         }
         Ok(FastPath {
-            l0: L0Table::with_extra(fast.l0_extra.iter().map(|(k, v)| (k.as_str(), v.clone()))),
+            l0: L0Table::from_config(fast),
             fast: fast.clone(),
             multi: multi.clone(),
             l1,
@@ -186,17 +202,8 @@ impl FastPath {
         now: DateTime<FixedOffset>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Result<Decision, E> {
-        if let Some((tool, phrase)) = self.l0.lookup(text) {
-            return Ok(Decision {
-                layer: RouteLayer::L0,
-                steps: vec![PlanStep { tool: tool.to_owned(), args: ToolArgs::default() }],
-                similarity: None,
-                matched: Some(phrase),
-                reason: "L0: literal phrase".into(),
-                residual: None,
-                canonical: String::new(),
-                trace: Vec::new(),
-            });
+        if let Some(d) = Decision::from_l0(&self.l0, text) {
+            return Ok(d);
         }
         if self.l1_index.is_none() && self.l2_index.is_none() {
             return Ok(Decision::planner("no fast-path candidates yet".into(), None));
