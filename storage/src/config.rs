@@ -21,6 +21,10 @@
 //!
 //! [pattern]
 //! cost_weight = 0.05
+//!
+//! [tools]
+//! location = "Rome, Italy"
+//! file_roots = ["/home/anna/Documents", "/home/anna/Notes"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -243,6 +247,24 @@ impl Default for StorageSection {
     }
 }
 
+/// `[tools]`: what the built-in tools may know and touch.
+///
+/// `location` is a string rather than an option so that
+/// `ENGRAM_TOOLS_LOCATION` can set it like any other scalar; empty means
+/// "not configured" (`get_location` then says how to configure it).
+/// `file_roots` are the only dirs `list_dir` / `read_file` may look into;
+/// empty (the default) means the file tools refuse everything.
+/// `ENGRAM_TOOLS_FILE_ROOTS` takes a JSON array or a `:`-separated list.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsSection {
+    /// Where the user is, as they want it said ("Rome, Italy"); empty: unset.
+    pub location: String,
+    /// Dirs the file tools are confined to; relative paths in tool
+    /// arguments resolve against the first.
+    pub file_roots: Vec<PathBuf>,
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -259,6 +281,8 @@ pub struct Config {
     pub llm: LlmSection,
     /// The log.
     pub storage: StorageSection,
+    /// The built-in tools.
+    pub tools: ToolsSection,
 }
 
 impl Config {
@@ -326,6 +350,16 @@ impl Config {
                     }
                     Value::Number(_) => Value::from(raw.trim().parse::<f64>().map_err(|_| bad("expected a number"))?),
                     Value::Object(_) => serde_json::from_str(raw).map_err(|_| bad("expected a JSON object"))?,
+                    // Lists (of paths): a JSON array, or `:`-separated like `$PATH`.
+                    Value::Array(_) if raw.trim_start().starts_with('[') => {
+                        serde_json::from_str(raw).map_err(|_| bad("expected a JSON array"))?
+                    }
+                    Value::Array(_) => Value::Array(
+                        std::env::split_paths(raw)
+                            .filter(|p| !p.as_os_str().is_empty())
+                            .map(|p| Value::String(p.to_string_lossy().into_owned()))
+                            .collect(),
+                    ),
                     _ => Value::String(raw.clone()),
                 };
                 applied.push((var, raw.clone()));
@@ -389,6 +423,29 @@ mod tests {
         assert_eq!(c.pattern.min_sample_size, 9);
         assert_eq!(c.llm.provider, "ollama");
         assert_eq!(c.fast_path.l0_extra.get("which day is it").map(String::as_str), Some("get_date"));
+    }
+
+    #[test]
+    fn tools_section_from_file_and_env() {
+        let c = Config::default();
+        assert_eq!(c.tools, ToolsSection::default());
+        assert!(c.tools.location.is_empty() && c.tools.file_roots.is_empty());
+        let toml = "[tools]\nlocation = \"Rome, Italy\"\nfile_roots = [\"/home/a/Docs\"]\n";
+        let file = Config::from_toml(toml, Path::new("engram.toml")).unwrap();
+        assert_eq!(file.tools.location, "Rome, Italy");
+        assert_eq!(file.tools.file_roots, vec![PathBuf::from("/home/a/Docs")]);
+        let c = file
+            .clone()
+            .with_env(env(&[("ENGRAM_TOOLS_LOCATION", "Milan"), ("ENGRAM_TOOLS_FILE_ROOTS", "/x:/y/z")]))
+            .unwrap();
+        assert_eq!(c.tools.location, "Milan");
+        assert_eq!(c.tools.file_roots, vec![PathBuf::from("/x"), PathBuf::from("/y/z")]);
+        let c = file.with_env(env(&[("ENGRAM_TOOLS_FILE_ROOTS", r#"["/a b", "/c"]"#)])).unwrap();
+        assert_eq!(c.tools.file_roots, vec![PathBuf::from("/a b"), PathBuf::from("/c")]);
+        let e = Config::default().with_env(env(&[("ENGRAM_TOOLS_FILE_ROOTS", "[oops")])).unwrap_err();
+        assert!(e.to_string().contains("ENGRAM_TOOLS_FILE_ROOTS") && e.to_string().contains("JSON array"), "{e}");
+        let e = Config::from_toml("[tools]\nroots = []\n", Path::new("x.toml")).unwrap_err().to_string();
+        assert!(e.contains("roots"), "unknown keys are refused: {e}");
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //!   and checkpoints, catch-up, rebuild, digests); [`projections`] — the
 //!   projections themselves.
 //! * [`config`] — `engram.toml` with `ENGRAM_*` overrides.
+//! * [`data_dir`] — the data dir is created and kept owner-only.
 //! * [`embedding_cache`] — the bounded memo of `(model, text) → vector`.
 //! * [`fastpath`] — the fast path's rules: normalisation, the L0 table,
 //!   the argument extractor, the false-replay gate.
@@ -32,6 +33,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod data_dir;
 pub mod durability;
 pub mod embedding_cache;
 pub mod error;

@@ -94,7 +94,7 @@ pub struct SledLog {
 impl SledLog {
     /// Opens (creating if needed) the log in `dir`, taking the data-dir lock.
     pub fn open(dir: &Path, config: LogConfig) -> Result<Self, LogError> {
-        create_private_dir(dir)?;
+        crate::data_dir::create_private_dir(dir).map_err(|e| LogError::io(dir, e))?;
         let lock = DataDirLock::acquire(dir)?;
         let sled_dir = dir.join("log.sled");
         let db = sled::Config::new().path(&sled_dir).mode(sled::Mode::LowSpace).open()?;
@@ -315,21 +315,6 @@ impl Drop for SledLog {
 
 fn seq_of(ids: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogError> {
     Ok(ids.get(id.0 .0.to_be_bytes())?.map(|v| Seq(u64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8])))))
-}
-
-/// Creates `dir` (and parents) readable by the owner only.
-pub fn create_private_dir(dir: &Path) -> Result<(), LogError> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir).map_err(|e| LogError::io(dir, e))
 }
 
 /// The last `seq` in the log, from its last segment.
