@@ -11,9 +11,14 @@
 //!   requests by.
 //! * [`fast_path`]: the router's fast path (L0/L1/L2) assembled with the
 //!   embedder and the embedding cache.
+//! * [`tools`]: the [`Tool`] trait, the [`ToolRegistry`] with the
+//!   built-ins (`get_now`, `get_date`, `get_location`, `undo`, `list_dir`,
+//!   `read_file`), file confinement and the untrusted-output fence.
 
 pub mod embedder;
 pub mod fast_path;
+pub mod tools;
 
 pub use embedder::{EmbedError, Embedder, EmbedderConfig, OnnxEmbedder};
 pub use engram_storage as storage;
+pub use tools::{fence_untrusted, BuiltinConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, UndoAction};
