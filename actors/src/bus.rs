@@ -1,0 +1,78 @@
+//! The bus the actors talk over: the event log (append + subscribe) and
+//! the actors' checkpoints beside it.
+//!
+//! Actors never call each other. Each appends what it derives and reads
+//! what others appended, so every step of every turn is in the log, and a
+//! restarted actor finds its work where it left it: at its checkpoint, the
+//! `seq` of the last event it handled.
+
+use std::sync::Arc;
+
+use engram_events::{Envelope, EventId, Seq};
+use engram_storage::{AppendOutcome, EventLog, LogError, SledLog};
+
+/// The log plus the actors' checkpoints.
+pub struct Bus {
+    log: Arc<SledLog>,
+    checkpoints: sled::Tree,
+}
+
+impl Bus {
+    /// Opens the checkpoint tree of `log`.
+    pub fn new(log: Arc<SledLog>) -> Result<Bus, LogError> {
+        let checkpoints = log.projection_tree("actor_checkpoints")?;
+        Ok(Bus { log, checkpoints })
+    }
+
+    /// The log.
+    pub fn log(&self) -> &Arc<SledLog> {
+        &self.log
+    }
+
+    /// Appends `events` in one batch (durably, under the log's policy).
+    pub fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.log.append(events)
+    }
+
+    /// Whether an event with this id is in the log: how an actor whose work
+    /// is not a pure function (an LLM call, a tool) learns, after a restart,
+    /// that it already did it.
+    pub fn contains(&self, id: EventId) -> Result<bool, LogError> {
+        Ok(self.log.seq_of(id)?.is_some())
+    }
+
+    /// The last `seq` an actor handled (0: none).
+    pub fn checkpoint(&self, actor: &str) -> Result<Seq, LogError> {
+        Ok(match self.checkpoints.get(actor.as_bytes())? {
+            Some(v) => Seq(u64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8]))),
+            None => Seq(0),
+        })
+    }
+
+    /// Records that `actor` handled everything up to `seq`. Not flushed on
+    /// its own: a checkpoint that lags after a crash only makes the actor
+    /// handle a few events again, which derivation by causation id absorbs.
+    pub fn set_checkpoint(&self, actor: &str, seq: Seq) -> Result<(), LogError> {
+        self.checkpoints.insert(actor.as_bytes(), &seq.0.to_be_bytes())?;
+        Ok(())
+    }
+
+    /// Flushes the checkpoints (at shutdown).
+    pub fn flush_checkpoints(&self) -> Result<(), LogError> {
+        self.checkpoints.flush()?;
+        Ok(())
+    }
+
+    /// The events with `from <= seq <= to`, in order.
+    pub fn read_range(&self, from: Seq, to: Seq) -> impl Iterator<Item = Result<Envelope, LogError>> + '_ {
+        self.log.read_from(from).take_while(move |r| r.as_ref().map_or(true, |e| e.seq <= to))
+    }
+
+    /// The last `seq` in the log.
+    pub fn head(&self) -> Seq {
+        self.log.head()
+    }
+}

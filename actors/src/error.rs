@@ -1,0 +1,40 @@
+//! What can go wrong running the runtime.
+
+use engram_storage::LogError;
+
+/// Why the runtime could not start or could not take a turn.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The builder was not told where the data lives.
+    #[error("no data dir: call RuntimeBuilder::data_dir")]
+    NoDataDir,
+    /// The log failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// The embedder could not be opened.
+    #[error(transparent)]
+    Embed(#[from] crate::embedder::EmbedError),
+    /// The LLM configuration is unusable.
+    #[error("llm: {0}")]
+    Llm(String),
+    /// The session was ended; a new one needs a new id.
+    #[error("session {0:?} has ended; start a new session id")]
+    SessionEnded(String),
+    /// An actor failed while handling the request.
+    #[error("the {0} actor failed; see the error log")]
+    ActorFailed(&'static str),
+    /// The turn took longer than the runtime waits.
+    #[error("turn {turn} not completed within {secs} s (it goes on; its events will be in the log)")]
+    TurnTimeout {
+        /// The turn.
+        turn: String,
+        /// How long was waited.
+        secs: u64,
+    },
+    /// The runtime is shut down.
+    #[error("the runtime is shut down")]
+    Stopped,
+    /// A thread could not be started.
+    #[error("cannot start a thread: {0}")]
+    Thread(std::io::Error),
+}

@@ -1,0 +1,183 @@
+//! The offline planner: what plans a turn when no LLM is configured.
+//!
+//! Weaker than a model, never fake: it splits a request on conjunctions
+//! ("… and …", "… then …", "… e poi …") and, for each part, picks the tool
+//! whose description (and example phrasings) is nearest in embedding space,
+//! if any is near enough; arguments come from the same slot extractor the
+//! fast path uses (paths, dates, URLs, …), matched to the tool's parameter
+//! names. A request no tool matches gets an empty plan, and the reply says
+//! so plainly.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, FixedOffset};
+use engram_events::payloads::{PlanStep, ToolArgs};
+use engram_storage::fastpath::extract::{extract, SlotKind};
+
+use crate::embedder::{EmbedError, Embedder};
+
+/// The model id plans made here carry (`plan.created.model`,
+/// `turn.completed.model`): the pattern store scores it like any model.
+pub const OFFLINE_MODEL: &str = "offline:tool-similarity";
+
+/// Cosine a part of a request must reach to a tool's phrasing to be
+/// planned as a call of that tool. Set on the demo workload and the
+/// built-ins' phrasings: unrelated requests ("tell me a joke") stay below.
+pub const DEFAULT_THRESHOLD: f32 = 0.5;
+
+/// Example phrasings of the built-in tools, compared with requests besides
+/// the tools' one-line descriptions.
+pub fn builtin_examples(tool: &str) -> &'static [&'static str] {
+    match tool {
+        "get_now" => &["what time is it", "tell me the time", "current time", "che ore sono"],
+        "get_date" => &["what is the date today", "what day is it", "today's date", "che giorno è oggi"],
+        "get_location" => &["where am I", "what is my location", "which city am I in", "dove mi trovo"],
+        "list_dir" => &["list the files in the folder", "show the directory contents", "what files are in the folder"],
+        "read_file" => &["read the file", "show me the contents of the file", "open the file and print it"],
+        "undo" => &["undo that", "undo the last action", "revert what you just did"],
+        _ => &[],
+    }
+}
+
+struct Profile {
+    name: String,
+    params: Vec<String>,
+    vectors: Vec<Vec<f32>>,
+}
+
+/// Tools by embedding similarity.
+pub struct OfflinePlanner {
+    embedder: Arc<dyn Embedder>,
+    tools: Vec<Profile>,
+    threshold: f32,
+}
+
+/// A tool as the planner sees it: name, description, JSON-schema params.
+pub type ToolDescription = (String, String, serde_json::Value);
+
+impl OfflinePlanner {
+    /// Embeds every tool's description and example phrasings once.
+    pub fn new(embedder: Arc<dyn Embedder>, tools: &[ToolDescription]) -> Result<OfflinePlanner, EmbedError> {
+        let mut profiles = Vec::with_capacity(tools.len());
+        for (name, description, parameters) in tools {
+            let mut texts: Vec<String> = vec![description.clone(), name.replace('_', " ")];
+            texts.extend(builtin_examples(name).iter().map(|s| s.to_string()));
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = embedder.embed_batch(&refs)?;
+            let params = parameters
+                .get("properties")
+                .and_then(|p| p.as_object())
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            profiles.push(Profile { name: name.clone(), params, vectors });
+        }
+        Ok(OfflinePlanner { embedder, tools: profiles, threshold: DEFAULT_THRESHOLD })
+    }
+
+    /// With another similarity threshold.
+    pub fn with_threshold(mut self, threshold: f32) -> Self {
+        self.threshold = threshold;
+        self
+    }
+
+    /// The plan for `request` said at `now`: one step per part that matches
+    /// a tool, in order (empty when nothing matches).
+    pub fn plan(&self, request: &str, now: DateTime<FixedOffset>) -> Result<Vec<PlanStep>, EmbedError> {
+        let parts = split_conjunctions(request);
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let vectors = self.embedder.embed_batch(&refs)?;
+        let mut steps = Vec::new();
+        for (part, v) in parts.iter().zip(&vectors) {
+            let best = self
+                .tools
+                .iter()
+                .map(|t| (t, t.vectors.iter().map(|tv| dot(v, tv)).fold(f32::MIN, f32::max)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            let Some((tool, cosine)) = best else { continue };
+            tracing::debug!(part = %part, tool = %tool.name, cosine, "offline planner");
+            if cosine < self.threshold {
+                continue;
+            }
+            steps.push(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) });
+        }
+        Ok(steps)
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Arguments for `tool` from the slots of `part` whose kind names one of
+/// the tool's parameters (`path`, `date`, `url`, …).
+fn args_for(tool: &Profile, part: &str, now: DateTime<FixedOffset>) -> ToolArgs {
+    let ex = extract(part, now);
+    let mut args = ToolArgs::default();
+    for param in &tool.params {
+        let Some(kind) = SlotKind::from_name(param) else { continue };
+        if let Some(v) = ex.of(kind).next() {
+            args.0.insert(param.clone(), v.clone());
+        }
+    }
+    args
+}
+
+/// The parts of a request joined by conjunctions (EN + IT), trimmed, empty
+/// ones dropped. "and" inside a part that names no second action is split
+/// too: a part that matches no tool is simply not planned.
+pub fn split_conjunctions(request: &str) -> Vec<String> {
+    const JOINERS: &[&str] = &[
+        " and then ",
+        ", then ",
+        " then ",
+        " after that ",
+        " and also ",
+        " and ",
+        " e poi ",
+        " poi ",
+        " e anche ",
+        " e ",
+        "; ",
+    ];
+    let mut parts = vec![request.trim().to_owned()];
+    for j in JOINERS {
+        parts = parts
+            .into_iter()
+            .flat_map(|p| {
+                let lower = p.to_lowercase();
+                // Split on the lower-cased text's positions (ASCII joiners keep
+                // byte offsets aligned for the original).
+                if lower.len() != p.len() {
+                    return vec![p];
+                }
+                let mut out = Vec::new();
+                let mut at = 0;
+                for (i, _) in lower.match_indices(j) {
+                    out.push(p[at..i].to_owned());
+                    at = i + j.len();
+                }
+                out.push(p[at..].to_owned());
+                out
+            })
+            .collect();
+    }
+    parts
+        .into_iter()
+        .map(|p| p.trim().trim_matches(|c: char| c == ',' || c == '.').trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_on_english_and_italian_conjunctions() {
+        assert_eq!(split_conjunctions("what time is it and where am I"), vec!["what time is it", "where am I"]);
+        assert_eq!(split_conjunctions("read notes.txt, then list ~/docs"), vec!["read notes.txt", "list ~/docs"]);
+        assert_eq!(split_conjunctions("che ore sono e poi dove sono"), vec!["che ore sono", "dove sono"]);
+        assert_eq!(split_conjunctions("  hello  "), vec!["hello"]);
+        assert!(split_conjunctions(" and ").is_empty());
+    }
+}

@@ -1,0 +1,202 @@
+//! The listener: the host's way in. Every utterance becomes
+//! `utterance.received` and `intent.judged` (directed? the query, stop?,
+//! confidence) — by the rule-based judge (wake word, hot window, stop
+//! words; EN + IT) — plus `day.activated` on the first utterance of a day
+//! ([`DayReactor`], as in import). Feedback and session ends from the host
+//! are appended here too, so the listener alone numbers a session's turns.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use crossbeam_channel::Sender;
+use engram_events::payloads::*;
+use engram_events::{ActorKind, Envelope, Event, EventId, SessionId, TurnId};
+use engram_storage::intent::{IntentMode, RuleIntentJudge};
+use engram_storage::reactors::{derived, DayReactor, Reactor};
+use engram_storage::LogError;
+
+use crate::bus::Bus;
+use crate::error::RuntimeError;
+
+/// What the listener made of an utterance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Heard {
+    /// The turn it opened.
+    pub turn: TurnId,
+    /// Its number in the session (1-based).
+    pub turn_number: u32,
+    /// The judgement.
+    pub intent: IntentJudged,
+}
+
+#[derive(Default, Clone)]
+struct SessionState {
+    turns: u32,
+    last_turn: Option<TurnId>,
+    last_at: Option<DateTime<Utc>>,
+    ended: bool,
+}
+
+/// The listener actor.
+pub struct Listener {
+    bus: Arc<Bus>,
+    judge: RuleIntentJudge,
+    mode: IntentMode,
+    days: DayReactor,
+    sessions: HashMap<SessionId, SessionState>,
+}
+
+impl Listener {
+    /// A listener that has read the log (turn numbers, days).
+    pub fn start(bus: Arc<Bus>, mode: IntentMode) -> Result<Listener, LogError> {
+        let mut l = Listener {
+            bus,
+            judge: Default::default(),
+            mode,
+            days: DayReactor::from_projection(&Default::default()),
+            sessions: HashMap::new(),
+        };
+        let head = l.bus.head();
+        let bus = l.bus.clone();
+        for env in bus.read_range(engram_events::Seq(1), head) {
+            l.fold(&env?);
+        }
+        Ok(l)
+    }
+
+    fn fold(&mut self, env: &Envelope) {
+        self.days.observe(env);
+        let Some(session) = &env.session else { return };
+        match &env.event {
+            Event::UtteranceReceived(u) => {
+                let s = self.sessions.entry(session.clone()).or_default();
+                s.turns = s.turns.max(u.turn_number);
+                s.last_turn = env.turn;
+                s.last_at = Some(env.at);
+            }
+            Event::SessionEnded(_) => self.sessions.entry(session.clone()).or_default().ended = true,
+            _ => {}
+        }
+    }
+
+    fn hear(&mut self, session: SessionId, text: String, source: UtteranceSource) -> Result<Heard, RuntimeError> {
+        let state = self.sessions.get(&session).cloned().unwrap_or_default();
+        if state.ended {
+            return Err(RuntimeError::SessionEnded(session.as_str().to_owned()));
+        }
+        let now = Utc::now();
+        let number = state.turns + 1;
+        let turn = TurnId::for_turn(&session, number, now);
+        let utterance = Envelope::at(
+            EventId::new_live(),
+            now,
+            ActorKind::Listener,
+            UtteranceReceived { text: text.clone(), turn_number: number, source, lang: None },
+        )
+        .with_session(session.clone())
+        .with_turn(turn);
+        let intent = self.judge.judge(&text, self.mode, state.last_at, now);
+        let mut batch = vec![utterance.clone()];
+        batch.extend(self.days.react(&utterance));
+        batch.push(derived(&utterance, ActorKind::Listener, intent.clone(), 0));
+        self.bus.append(batch)?;
+        self.fold(&utterance);
+        Ok(Heard { turn, turn_number: number, intent })
+    }
+
+    fn feedback(
+        &mut self,
+        session: SessionId,
+        rating: FeedbackRating,
+        text: Option<String>,
+    ) -> Result<Option<TurnId>, RuntimeError> {
+        let subject = self.sessions.get(&session).and_then(|s| s.last_turn);
+        let env = Envelope::new(ActorKind::Host, FeedbackReceived { subject_turn: subject, rating, text })
+            .with_session(session);
+        let env = match subject {
+            Some(t) => env.with_turn(t),
+            None => env,
+        };
+        self.bus.append(vec![env])?;
+        Ok(subject)
+    }
+
+    fn end(&mut self, session: SessionId, reason: SessionEndReason) -> Result<u32, RuntimeError> {
+        let state = self.sessions.get(&session).cloned().unwrap_or_default();
+        if state.ended {
+            return Ok(state.turns);
+        }
+        let env = Envelope::new(ActorKind::Host, SessionEnded { reason, turns: state.turns }).with_session(session);
+        self.bus.append(vec![env.clone()])?;
+        self.fold(&env);
+        Ok(state.turns)
+    }
+}
+
+impl Actor for Listener {
+    type Context = Context<Self>;
+}
+
+/// What the host sends the listener.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub enum HostInput {
+    /// An utterance.
+    Utterance {
+        /// The session.
+        session: SessionId,
+        /// What was said or typed.
+        text: String,
+        /// Voice or chat.
+        source: UtteranceSource,
+        /// Where the judgement goes.
+        reply: Sender<Result<Heard, RuntimeError>>,
+    },
+    /// Feedback on the session's last turn.
+    Feedback {
+        /// The session.
+        session: SessionId,
+        /// Positive, negative, correction.
+        rating: FeedbackRating,
+        /// The user's words, if any.
+        text: Option<String>,
+        /// The turn it is about.
+        reply: Sender<Result<Option<TurnId>, RuntimeError>>,
+    },
+    /// The session is over.
+    End {
+        /// The session.
+        session: SessionId,
+        /// Why.
+        reason: SessionEndReason,
+        /// Its number of turns.
+        reply: Sender<Result<u32, RuntimeError>>,
+    },
+}
+
+impl Handler<HostInput> for Listener {
+    type Result = ();
+
+    fn handle(&mut self, msg: HostInput, _ctx: &mut Context<Self>) {
+        match msg {
+            HostInput::Utterance { session, text, source, reply } => {
+                // A panic here must not take the host's way in down with it.
+                let heard = std::panic::catch_unwind(AssertUnwindSafe(|| self.hear(session, text, source)))
+                    .unwrap_or_else(|_| {
+                        tracing::error!("listener panicked; utterance refused");
+                        Err(RuntimeError::ActorFailed("listener"))
+                    });
+                let _ = reply.send(heard);
+            }
+            HostInput::Feedback { session, rating, text, reply } => {
+                let _ = reply.send(self.feedback(session, rating, text));
+            }
+            HostInput::End { session, reason, reply } => {
+                let _ = reply.send(self.end(session, reason));
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The planner: a plan for every turn the router sent past the fast path.
+//!
+//! With an LLM, the task-list planner of seed 002 #12 (at most 5 steps,
+//! its own timeout, fail-open to an empty plan: the reply loop then lets
+//! the model work without one); without, the [`OfflinePlanner`]. Consumes
+//! `route.decided` (layer `planner`), emits `plan.created` and, for LLM
+//! plans, `llm.call_completed`.
+//!
+//! Planning is not a pure function (a model answers differently twice), so
+//! after a restart the planner first looks for the plan it may already have
+//! appended, by its derived id, and does not plan the turn again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::FixedOffset;
+use engram_events::payloads::*;
+use engram_events::{ActorKind, Envelope, Event, TurnId};
+use engram_storage::reactors::derived;
+
+use crate::bus::Bus;
+use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
+use crate::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
+use crate::shell::Role;
+
+/// What the planner needs.
+#[derive(Clone)]
+pub struct PlannerSetup {
+    /// The model server, if any.
+    pub llm: Option<Arc<dyn LlmClient>>,
+    /// Prices of LLM calls.
+    pub prices: Arc<PriceTable>,
+    /// The planner call's timeout (seed 002: 6 s).
+    pub timeout: Duration,
+    /// The offline planner (always built: it is the fallback too).
+    pub offline: Arc<OfflinePlanner>,
+    /// The tools the plan may use.
+    pub tools: Arc<Vec<ToolDescription>>,
+    /// The user's UTC offset.
+    pub offset: FixedOffset,
+}
+
+/// Most steps a plan may have (seed 002 #12).
+pub const MAX_STEPS: usize = 5;
+
+/// The planner's state: each open turn's request.
+pub struct Planner {
+    setup: PlannerSetup,
+    queries: HashMap<TurnId, String>,
+}
+
+impl Planner {
+    /// A planner with nothing open.
+    pub fn new(setup: PlannerSetup) -> Planner {
+        Planner { setup, queries: HashMap::new() }
+    }
+
+    fn fold(&mut self, env: &Envelope) {
+        let Some(turn) = env.turn else { return };
+        match &env.event {
+            Event::IntentJudged(i) => {
+                self.queries.insert(turn, i.query.clone());
+            }
+            Event::PlanCreated(_) | Event::TurnCompleted(_) => {
+                self.queries.remove(&turn);
+            }
+            _ => {}
+        }
+    }
+
+    fn plan(&mut self, env: &Envelope, route: &RouteDecided, bus: &Bus) -> Vec<Envelope> {
+        let placeholder = PlanCreated { planner: PlannerKind::Offline, model: None, steps: vec![], planner_ms: 0 };
+        if bus.contains(derived(env, ActorKind::Planner, placeholder, 0).id).unwrap_or(false) {
+            return Vec::new();
+        }
+        let query = env.turn.and_then(|t| self.queries.get(&t)).cloned().unwrap_or_default();
+        let started = Instant::now();
+        let mut out = Vec::new();
+        let model = route.chosen_model.clone().unwrap_or_else(|| OFFLINE_MODEL.to_owned());
+        let (planner, steps) = match &self.setup.llm {
+            Some(client) if model != OFFLINE_MODEL => {
+                let specs = super::llm_specs(&self.setup.tools);
+                let request = ChatRequest {
+                    model: model.clone(),
+                    messages: llm::contexts::planner_messages(&query, &specs, &[]),
+                    tools: Vec::new(),
+                    context: LlmContext::Planner,
+                    timeout: self.setup.timeout,
+                };
+                let t0 = Instant::now();
+                let result = client.chat(&request);
+                out.push(derived(
+                    env,
+                    ActorKind::Planner,
+                    llm::call_completed(&request, &result, t0.elapsed(), &self.setup.prices),
+                    0,
+                ));
+                let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
+                let steps = match result
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| llm::contexts::parse_plan(&r.content, &names).map_err(|e| e.to_string()))
+                {
+                    Ok(mut steps) => {
+                        steps.truncate(MAX_STEPS);
+                        steps
+                    }
+                    Err(e) => {
+                        // Fail-open (seed 002 #12): an empty plan, the turn goes on.
+                        tracing::warn!(model = %model, "planner failed open: {e}");
+                        Vec::new()
+                    }
+                };
+                (PlannerKind::Llm, steps)
+            }
+            _ => {
+                let now = chrono::Utc::now().with_timezone(&self.setup.offset);
+                let steps = self.setup.offline.plan(&query, now).unwrap_or_else(|e| {
+                    tracing::warn!("offline planner failed open: {e}");
+                    Vec::new()
+                });
+                (PlannerKind::Offline, steps)
+            }
+        };
+        let plan = PlanCreated { planner, model: Some(model), steps, planner_ms: started.elapsed().as_millis() as u64 };
+        out.insert(0, derived(env, ActorKind::Planner, plan, 0));
+        out
+    }
+}
+
+impl Role for Planner {
+    fn observe(&mut self, env: &Envelope) {
+        self.fold(env);
+    }
+
+    fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope> {
+        let out = match &env.event {
+            Event::RouteDecided(r) if r.layer == RouteLayer::Planner => self.plan(env, r, bus),
+            _ => Vec::new(),
+        };
+        self.fold(env);
+        out
+    }
+}

@@ -1,0 +1,255 @@
+//! The router: fast path first, then the routing chain with the pattern
+//! store's recommendation as slot 4 (seed 001 §9); and, from every
+//! completed turn, what the fast path learns.
+//!
+//! Consumes `intent.judged` (directed, not stop) and emits `route.decided`
+//! with the whole chain, `fastpath.hit` or `fastpath.missed`, and
+//! `pattern.matched` when slot 4 chose the model. Consumes `turn.completed`
+//! and `day.activated` through [`FastPathReactor`] — the code `engram
+//! import` runs — for `canonical.recorded` and `pipeline.*`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::FixedOffset;
+use engram_events::payloads::*;
+use engram_events::{ActorKind, Envelope, Event, SessionId};
+use engram_storage::config::Config;
+use engram_storage::embedding_cache::EmbeddingCache;
+use engram_storage::fastpath::Decision;
+use engram_storage::features;
+use engram_storage::patterns::fingerprint::Fingerprint;
+use engram_storage::projection::Projection;
+use engram_storage::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
+use engram_storage::reactors::{derived, FastPathReactor, Reactor};
+
+use crate::bus::Bus;
+use crate::embedder::Embedder;
+use crate::fast_path::FastPathService;
+use crate::shell::Role;
+
+/// What the router needs besides the log.
+#[derive(Clone)]
+pub struct RouterSetup {
+    /// The whole configuration (fast-path thresholds, pattern knobs).
+    pub config: Config,
+    /// The embedder the fast path compares requests with.
+    pub embedder: Arc<dyn Embedder>,
+    /// The embedding memo (a sled tree).
+    pub cache: Option<EmbeddingCache>,
+    /// The user's UTC offset (relative dates in requests are local).
+    pub offset: FixedOffset,
+    /// The model slot 5 (the default) routes to.
+    pub default_model: String,
+    /// Models an explicit rule pins (slot 3), by intent tag.
+    pub rules: Vec<(String, String)>,
+}
+
+/// The router's state.
+pub struct Router {
+    setup: RouterSetup,
+    learn: FastPathReactor,
+    patterns: PatternOutcomes,
+    fast: Option<FastPathService>,
+    stale: bool,
+    /// Did an earlier turn of the session call tools (a structural feature).
+    history: HashMap<SessionId, bool>,
+}
+
+impl Router {
+    /// An empty router.
+    pub fn new(setup: RouterSetup) -> Router {
+        let learn = FastPathReactor::new(
+            CanonicalQueries::default(),
+            Pipelines::default(),
+            &ActiveDays::default(),
+            setup.config.multi_tool_fast_path.clone(),
+            setup.offset,
+        );
+        Router { setup, learn, patterns: PatternOutcomes::default(), fast: None, stale: true, history: HashMap::new() }
+    }
+
+    fn fold(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::CanonicalRecorded(_)
+            | Event::PipelineRecorded(_)
+            | Event::PipelineExpired(_)
+            | Event::PipelinePromoted(_) => self.stale = true,
+            Event::TurnCompleted(t) => {
+                if let Some(s) = &env.session {
+                    *self.history.entry(s.clone()).or_default() |= !t.steps.is_empty();
+                }
+            }
+            Event::SessionEnded(_) => {
+                if let Some(s) = &env.session {
+                    self.history.remove(s);
+                }
+            }
+            _ => {}
+        }
+        if self.patterns.kinds().is_none_or(|k| k.contains(&env.kind())) {
+            self.patterns.apply(env);
+        }
+    }
+
+    /// The fast path over the rows learnt so far (rebuilt when they changed:
+    /// the row vectors come from the embedding memo, so a rebuild costs
+    /// cache reads and an index build, not inference).
+    fn fast_path(&mut self) -> Option<&FastPathService> {
+        if self.stale || self.fast.is_none() {
+            let s = &self.setup;
+            match FastPathService::build(
+                &s.config,
+                self.learn.canonical_queries(),
+                self.learn.pipelines(),
+                s.embedder.clone(),
+                s.cache.clone(),
+            ) {
+                Ok(f) => {
+                    self.fast = Some(f);
+                    self.stale = false;
+                }
+                Err(e) => tracing::warn!("router: fast path unavailable ({e}); routing to the planner"),
+            }
+        }
+        self.fast.as_ref()
+    }
+
+    fn route(&mut self, env: &Envelope, intent: &IntentJudged) -> Vec<Envelope> {
+        let now = chrono::Utc::now().with_timezone(&self.setup.offset);
+        let decision = match self.fast_path().map(|f| f.route(&intent.query, now)) {
+            Some(Ok(d)) => d,
+            Some(Err(e)) => Decision::planner(format!("fast path failed: {e}"), None),
+            None => Decision::planner("fast path unavailable".into(), None),
+        };
+        let history = env.session.as_ref().and_then(|s| self.history.get(s)).copied().unwrap_or(false);
+        let features = features::for_turn(&intent.query, &decision.steps, history);
+        let mut out = Vec::with_capacity(3);
+        if decision.layer != RouteLayer::Planner {
+            let chain = vec![entry(RoutePolicy::FastPath, ChainVerdict::Chosen, None, decision.similarity, None)];
+            out.push(derived(
+                env,
+                ActorKind::Router,
+                RouteDecided { layer: decision.layer, chosen_model: None, chain, features, workload: None },
+                0,
+            ));
+            out.push(derived(
+                env,
+                ActorKind::Router,
+                FastPathHit {
+                    layer: decision.layer,
+                    matched: decision.matched.unwrap_or_default(),
+                    similarity: decision.similarity,
+                    steps: decision.steps,
+                },
+                0,
+            ));
+            return out;
+        }
+        // Slots 2-5: user override, rule, pattern, default.
+        let mut chain = vec![
+            entry(RoutePolicy::FastPath, ChainVerdict::NotApplicable, None, decision.similarity, None),
+            entry(RoutePolicy::UserOverride, ChainVerdict::NotApplicable, None, None, None),
+        ];
+        let rule = self.setup.rules.iter().find(|(tag, _)| features.intent_tags.contains(tag)).map(|(_, m)| m.clone());
+        let mut chosen = rule.clone();
+        chain.push(match &rule {
+            Some(m) => entry(RoutePolicy::Rule, ChainVerdict::Chosen, Some(m.clone()), Some(1.0), None),
+            None => entry(RoutePolicy::Rule, ChainVerdict::NotApplicable, None, None, None),
+        });
+        let fingerprint = Fingerprint::structural(features.clone().normalized());
+        let mut matched = None;
+        if chosen.is_none() {
+            let rec = self.patterns.recommend(&fingerprint, &self.setup.config.pattern.config());
+            let alternatives = Some(rec.alternatives.clone()).filter(|a| !a.is_empty());
+            match &rec.chosen_model {
+                Some(model) => {
+                    chosen = Some(model.clone());
+                    chain.push(entry(
+                        RoutePolicy::Pattern,
+                        ChainVerdict::Chosen,
+                        Some(model.clone()),
+                        Some(rec.confidence),
+                        alternatives,
+                    ));
+                    matched = Some(PatternMatched {
+                        fingerprint_id: fingerprint.id(),
+                        fingerprint_kind: fingerprint.kind(),
+                        chosen_model: model.clone(),
+                        confidence: rec.confidence,
+                        sample_size: rec.sample_size,
+                        k_cluster_size: rec.k_cluster_size as u32,
+                        alternatives_count: rec.alternatives.len() as u32,
+                    });
+                }
+                None => chain.push(entry(
+                    RoutePolicy::Pattern,
+                    ChainVerdict::Deferred,
+                    None,
+                    Some(rec.confidence),
+                    alternatives,
+                )),
+            }
+        } else {
+            chain.push(entry(RoutePolicy::Pattern, ChainVerdict::NotApplicable, None, None, None));
+        }
+        let default = self.setup.default_model.clone();
+        chain.push(match &chosen {
+            Some(_) => entry(RoutePolicy::Default, ChainVerdict::Deferred, Some(default.clone()), None, None),
+            None => entry(RoutePolicy::Default, ChainVerdict::Chosen, Some(default.clone()), None, None),
+        });
+        out.push(derived(
+            env,
+            ActorKind::Router,
+            RouteDecided {
+                layer: RouteLayer::Planner,
+                chosen_model: Some(chosen.unwrap_or(default)),
+                chain,
+                features,
+                workload: None,
+            },
+            0,
+        ));
+        out.push(derived(
+            env,
+            ActorKind::Router,
+            FastPathMissed {
+                best_similarity: decision.similarity,
+                best_candidate: decision.matched,
+                reason: decision.reason,
+            },
+            0,
+        ));
+        if let Some(m) = matched {
+            out.push(derived(env, ActorKind::Router, m, 0));
+        }
+        out
+    }
+}
+
+fn entry(
+    policy: RoutePolicy,
+    verdict: ChainVerdict,
+    model: Option<String>,
+    confidence: Option<f64>,
+    pattern_alternatives: Option<Vec<ModelOption>>,
+) -> ChainEntry {
+    ChainEntry { policy, verdict, model, confidence, pattern_alternatives }
+}
+
+impl Role for Router {
+    fn observe(&mut self, env: &Envelope) {
+        self.learn.observe(env);
+        self.fold(env);
+    }
+
+    fn handle(&mut self, env: &Envelope, _bus: &Bus) -> Vec<Envelope> {
+        let mut out = match &env.event {
+            Event::IntentJudged(i) if i.directed && !i.stop && !i.query.trim().is_empty() => self.route(env, i),
+            _ => Vec::new(),
+        };
+        out.extend(self.learn.react(env));
+        self.fold(env);
+        out
+    }
+}

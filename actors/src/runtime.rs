@@ -1,0 +1,452 @@
+//! The runtime a host embeds: [`Runtime::builder`] → [`Runtime`], whose
+//! handle takes utterances, feedback and session ends and returns replies.
+//!
+//! ```no_run
+//! use engram_actors::runtime::Runtime;
+//! use engram_events::SessionId;
+//!
+//! let rt = Runtime::builder().data_dir("/tmp/engram-host").start()?;
+//! let session = SessionId::new("s-1");
+//! let reply = rt.handle_utterance(&session, "what time is it")?;
+//! println!("{} ({:?})", reply.text, reply.layer);
+//! rt.end_session(&session)?;
+//! rt.shutdown()?;
+//! # Ok::<(), engram_actors::RuntimeError>(())
+//! ```
+//!
+//! Inside, each role runs as an actix actor on its own arbiter (thread),
+//! under a supervisor; actors talk only through the log (see [`crate::shell`]).
+//! The host's calls block until their turn's `turn.completed` is in the
+//! log; hosts on an async runtime call them from a blocking task.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use chrono::FixedOffset;
+use engram_events::payloads::{FeedbackRating, PlanStep, RouteLayer, SessionEndReason, UtteranceSource};
+use engram_events::{SessionId, TurnId};
+use engram_storage::config::Config;
+use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
+use engram_storage::intent::IntentMode;
+use engram_storage::projections::PatternOutcomes;
+use engram_storage::reactors::PatternReactor;
+use engram_storage::{Durability, EventLog, LogConfig, SledLog};
+
+use crate::bridge::Bridge;
+use crate::bus::Bus;
+use crate::embedder::{Embedder, OnnxEmbedder};
+use crate::error::RuntimeError;
+use crate::fast_path::embedder_config;
+use crate::llm::{LlmClient, PriceTable};
+use crate::offline_planner::{OfflinePlanner, OFFLINE_MODEL};
+use crate::roles::listener::{Heard, HostInput, Listener};
+use crate::roles::planner::{Planner, PlannerSetup};
+use crate::roles::reply_loop::{ReplyLoop, ReplySetup};
+use crate::roles::router::{Router, RouterSetup};
+use crate::roles::ReactorRole;
+use crate::shell::{feed, RoleFactory, Shell, ShellStatus};
+use crate::tools::{BuiltinConfig, Tool, ToolRegistry};
+
+/// How long a host call waits for its turn by default.
+pub const TURN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What the host gets back for an utterance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    /// The turn the utterance opened.
+    pub turn: TurnId,
+    /// How the listener judged it.
+    pub heard: Heard,
+    /// The reply (empty when the utterance was not for the assistant).
+    pub text: String,
+    /// Which layer answered (`None`: not directed, or a stop).
+    pub layer: Option<RouteLayer>,
+    /// The model that planned the turn, if any.
+    pub model: Option<String>,
+    /// The steps run.
+    pub steps: Vec<PlanStep>,
+    /// Did every tool succeed.
+    pub tools_ok: bool,
+    /// From utterance to reply, as the reply loop measured it.
+    pub latency_ms: u64,
+}
+
+/// Builds a [`Runtime`].
+#[derive(Default)]
+pub struct RuntimeBuilder {
+    data_dir: Option<PathBuf>,
+    config: Option<Config>,
+    llm: Option<Arc<dyn LlmClient>>,
+    offline: bool,
+    embedder: Option<Arc<dyn Embedder>>,
+    tools: Vec<Arc<dyn Tool>>,
+    offset: Option<FixedOffset>,
+    mode: Option<IntentMode>,
+    turn_timeout: Option<Duration>,
+}
+
+impl RuntimeBuilder {
+    /// Where the log and its trees live (created owner-only).
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// The configuration (default: [`Config::default`], offline).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// The model server (default: from `[llm]`; none there: offline mode).
+    pub fn llm(mut self, llm: Arc<dyn LlmClient>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// Offline mode even if `[llm]` names a server.
+    pub fn offline(mut self) -> Self {
+        self.offline = true;
+        self
+    }
+
+    /// The embedder (default: the local ONNX model of `[embedder]`).
+    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// A host tool, besides the built-ins (same name: the host's wins).
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// The user's UTC offset (default: the machine's local offset now).
+    pub fn utc_offset(mut self, offset: FixedOffset) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    /// Typed chat (every utterance is for the assistant; the default) or
+    /// voice (wake word or hot window needed).
+    pub fn intent_mode(mut self, mode: IntentMode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// How long a host call waits for its turn (default [`TURN_TIMEOUT`]).
+    pub fn turn_timeout(mut self, timeout: Duration) -> Self {
+        self.turn_timeout = Some(timeout);
+        self
+    }
+
+    /// Opens the log, starts every actor and catches each up from its
+    /// checkpoint.
+    pub fn start(self) -> Result<Runtime, RuntimeError> {
+        let dir = self.data_dir.ok_or(RuntimeError::NoDataDir)?;
+        let config = self.config.unwrap_or_default();
+        let durability = match config.storage.durability.as_str() {
+            "relaxed" => Durability::Relaxed { flush_every_ms: config.storage.flush_every_ms },
+            _ => Durability::Durable,
+        };
+        let log = Arc::new(SledLog::open(&dir, LogConfig { durability, ..LogConfig::default() })?);
+        let bus = Arc::new(Bus::new(log.clone())?);
+        let embedder: Arc<dyn Embedder> = match self.embedder {
+            Some(e) => e,
+            None => Arc::new(OnnxEmbedder::open(&embedder_config(&config.embedder))?),
+        };
+        let llm = match (self.offline, self.llm) {
+            (true, _) => None,
+            (false, Some(l)) => Some(l),
+            (false, None) => {
+                crate::llm::client_from_config(&config.llm).map_err(|e| RuntimeError::Llm(e.to_string()))?
+            }
+        };
+        let prices = Arc::new(PriceTable::from_section(&config.llm));
+        let mut registry = ToolRegistry::with_builtins(BuiltinConfig::from_section(&config.tools));
+        for t in self.tools {
+            registry.register(t);
+        }
+        let registry = Arc::new(registry);
+        let tools = Arc::new(registry.specs());
+        let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
+        let offset = self.offset.unwrap_or_else(|| *chrono::Local::now().offset());
+        let cache = EmbeddingCache::new(log.cache_tree("embeddings")?, CacheCaps::default());
+        let default_model = match &llm {
+            Some(_) if !config.llm.model.is_empty() => config.llm.model.clone(),
+            _ => OFFLINE_MODEL.to_owned(),
+        };
+        let router = RouterSetup {
+            config: config.clone(),
+            embedder: embedder.clone(),
+            cache: Some(cache),
+            offset,
+            default_model,
+            rules: Vec::new(),
+        };
+        let planner = PlannerSetup {
+            llm: llm.clone(),
+            prices: prices.clone(),
+            timeout: Duration::from_millis(config.llm.timeout_ms),
+            offline,
+            tools: tools.clone(),
+            offset,
+        };
+        let reply = ReplySetup {
+            registry,
+            tools,
+            llm: llm.clone(),
+            prices,
+            chat_timeout: Duration::from_millis(config.llm.timeout_ms),
+            agentic_max_turns: 8,
+            offset,
+        };
+        let pattern_config = (config.pattern.config(), config.pattern.caps());
+        let factories: Vec<(&'static str, RoleFactory)> = vec![
+            ("router", Box::new(move || Box::new(Router::new(router.clone())))),
+            ("planner", Box::new(move || Box::new(Planner::new(planner.clone())))),
+            ("reply_loop", Box::new(move || Box::new(ReplyLoop::new(reply.clone())))),
+            (
+                "pattern_store",
+                Box::new(move || {
+                    let (c, caps) = pattern_config.clone();
+                    Box::new(ReactorRole(Box::new(PatternReactor::new(PatternOutcomes::default(), c, caps))))
+                }),
+            ),
+        ];
+        let mode = self.mode.unwrap_or(IntentMode::Chat);
+        let listener = Listener::start(bus.clone(), mode)?;
+        Runtime::launch(bus, listener, factories, self.turn_timeout.unwrap_or(TURN_TIMEOUT), llm.is_some())
+    }
+}
+
+/// An actor's name and progress.
+struct ActorEntry {
+    name: &'static str,
+    status: Arc<ShellStatus>,
+}
+
+/// The running runtime (see the module docs).
+pub struct Runtime {
+    bus: Arc<Bus>,
+    listener: Addr<Listener>,
+    actors: Vec<ActorEntry>,
+    bridge: Arc<Bridge>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    system: Option<(System, JoinHandle<()>)>,
+    turn_timeout: Duration,
+    online: bool,
+}
+
+impl Runtime {
+    /// A builder.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    fn launch(
+        bus: Arc<Bus>,
+        listener: Listener,
+        factories: Vec<(&'static str, RoleFactory)>,
+        turn_timeout: Duration,
+        online: bool,
+    ) -> Result<Runtime, RuntimeError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        // Subscriptions start where the actors' catch-up will have read to
+        // at least: nothing falls between the two.
+        let from = bus.head().next();
+        let (bridge, bridge_thread) = Bridge::start(bus.log(), from, stop.clone())?;
+        let statuses: Vec<(&'static str, Arc<ShellStatus>)> =
+            factories.iter().map(|(n, _)| (*n, Arc::new(ShellStatus::default()))).collect();
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let sys_bus = bus.clone();
+        let sys_statuses = statuses.clone();
+        let system_thread = std::thread::Builder::new()
+            .name("engram-actors".into())
+            .spawn(move || {
+                let sys = System::new();
+                let started = sys.block_on(async move {
+                    let listener_arbiter = Arbiter::new();
+                    let listener = Listener::start_in_arbiter(&listener_arbiter.handle(), move |_| listener);
+                    let mut addrs = Vec::new();
+                    for ((name, factory), (_, status)) in factories.into_iter().zip(sys_statuses) {
+                        let arbiter = Arbiter::new();
+                        let bus = sys_bus.clone();
+                        let addr = Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
+                            Shell::new(name, bus, factory, status)
+                        });
+                        addrs.push((name, addr.recipient()));
+                    }
+                    (System::current(), listener, addrs)
+                });
+                let _ = tx.send(started);
+                sys.run().ok();
+            })
+            .map_err(RuntimeError::Thread)?;
+        let (system, listener, addrs) = rx.recv().map_err(|_| RuntimeError::ActorFailed("system"))?;
+        let mut threads = vec![bridge_thread];
+        for (name, addr) in addrs {
+            threads.push(feed(name, &bus, from, addr, stop.clone())?);
+        }
+        let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();
+        Ok(Runtime {
+            bus,
+            listener,
+            actors,
+            bridge,
+            stop,
+            threads,
+            system: Some((system, system_thread)),
+            turn_timeout,
+            online,
+        })
+    }
+
+    /// Takes one utterance of `session` through every actor and returns the
+    /// reply (typed chat).
+    pub fn handle_utterance(&self, session: &SessionId, text: &str) -> Result<Reply, RuntimeError> {
+        self.handle_from(session, text, UtteranceSource::Chat)
+    }
+
+    /// [`Runtime::handle_utterance`] for speech (the intent judge then
+    /// wants a wake word or the hot window, in voice mode).
+    pub fn handle_from(&self, session: &SessionId, text: &str, source: UtteranceSource) -> Result<Reply, RuntimeError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.listener.do_send(HostInput::Utterance {
+            session: session.clone(),
+            text: text.to_owned(),
+            source,
+            reply: tx,
+        });
+        let heard = rx.recv().map_err(|_| RuntimeError::Stopped)??;
+        let mut reply = Reply {
+            turn: heard.turn,
+            heard: heard.clone(),
+            text: String::new(),
+            layer: None,
+            model: None,
+            steps: Vec::new(),
+            tools_ok: true,
+            latency_ms: 0,
+        };
+        if !heard.intent.directed || heard.intent.stop || heard.intent.query.trim().is_empty() {
+            return Ok(reply);
+        }
+        let done = self.bridge.wait(heard.turn, self.turn_timeout).ok_or_else(|| RuntimeError::TurnTimeout {
+            turn: heard.turn.to_string(),
+            secs: self.turn_timeout.as_secs(),
+        })?;
+        reply.text = done.text;
+        reply.layer = Some(done.layer);
+        reply.model = done.model;
+        reply.steps = done.steps;
+        reply.tools_ok = done.tools_ok;
+        reply.latency_ms = done.latency_ms;
+        Ok(reply)
+    }
+
+    /// The user's feedback on the session's last turn (the judge turns it
+    /// into a verdict). Returns the turn it is about.
+    pub fn feedback(
+        &self,
+        session: &SessionId,
+        rating: FeedbackRating,
+        text: Option<&str>,
+    ) -> Result<Option<TurnId>, RuntimeError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.listener.do_send(HostInput::Feedback {
+            session: session.clone(),
+            rating,
+            text: text.map(str::to_owned),
+            reply: tx,
+        });
+        rx.recv().map_err(|_| RuntimeError::Stopped)?
+    }
+
+    /// Ends a session: the pattern store records its turns, the summariser
+    /// writes its summary. Returns its number of turns.
+    pub fn end_session(&self, session: &SessionId) -> Result<u32, RuntimeError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.listener.do_send(HostInput::End { session: session.clone(), reason: SessionEndReason::Host, reply: tx });
+        rx.recv().map_err(|_| RuntimeError::Stopped)?
+    }
+
+    /// Waits until every actor has handled everything in the log (or
+    /// `timeout` passes); true when they have.
+    pub fn settle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let head = self.bus.head().0;
+            if self.actors.iter().all(|a| a.status.position.load(Ordering::Acquire) >= head)
+                && self.bus.head().0 == head
+            {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The log (to read what happened).
+    pub fn log(&self) -> &Arc<SledLog> {
+        self.bus.log()
+    }
+
+    /// Whether a model server is configured (false: offline mode).
+    pub fn is_online(&self) -> bool {
+        self.online
+    }
+
+    /// Per actor: (name, last seq handled, panics caught, restarts).
+    pub fn actor_status(&self) -> Vec<(&'static str, u64, u64, u64)> {
+        self.actors
+            .iter()
+            .map(|a| {
+                (
+                    a.name,
+                    a.status.position.load(Ordering::Acquire),
+                    a.status.panics.load(Ordering::Relaxed),
+                    a.status.restarts.load(Ordering::Relaxed),
+                )
+            })
+            .collect()
+    }
+
+    /// Lets the actors finish what is in the log (up to 10 s), stops them
+    /// and flushes.
+    pub fn shutdown(mut self) -> Result<(), RuntimeError> {
+        if !self.settle(Duration::from_secs(10)) {
+            tracing::warn!("shutdown: actors still busy after 10 s; they resume from their checkpoints next start");
+        }
+        self.stop_all();
+        self.bus.flush_checkpoints()?;
+        self.bus.log().flush()?;
+        Ok(())
+    }
+
+    fn stop_all(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Some((system, thread)) = self.system.take() {
+            system.stop();
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop_all();
+        let _ = self.bus.flush_checkpoints();
+    }
+}

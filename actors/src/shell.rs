@@ -1,0 +1,247 @@
+//! The shell every deriving actor runs in: an actix actor that feeds the
+//! log to a [`Role`], appends what the role derives, keeps the role's
+//! checkpoint, and survives the role's panics.
+//!
+//! * **Order.** The role sees every event of the log once, in `seq` order.
+//!   Events arrive from a subscription; a gap (after a restart, or a
+//!   subscriber that fell behind) is filled from the log itself.
+//! * **Warm-up.** A role starts empty and *observes* (folds without
+//!   deriving) the log up to its checkpoint, then *handles* what follows.
+//! * **Exactly once.** Derived events carry ids derived from their cause
+//!   ([`engram_storage::reactors::derived`]), so handling an event twice —
+//!   a checkpoint that lagged behind a crash — appends nothing new.
+//! * **Supervision.** A panic in a role is caught, the actor stops and
+//!   actix's [`Supervisor`](actix::Supervisor) restarts it: the role is
+//!   rebuilt from its checkpoint and handles the failed event again. An
+//!   event that fails [`MAX_ATTEMPTS`] times is skipped with an error in
+//!   the log of the process (a poison event must not wedge the runtime).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use engram_events::{Envelope, Seq};
+use engram_storage::{EventLog, Filter, LogError};
+
+use crate::bus::Bus;
+
+/// How often one event may make a role panic before it is skipped.
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// One actor's logic, run inside a [`Shell`].
+pub trait Role: Send + 'static {
+    /// Folds an event without deriving anything (warm-up up to the
+    /// checkpoint).
+    fn observe(&mut self, env: &Envelope);
+
+    /// Folds an event and returns what it derives, to be appended.
+    fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope>;
+}
+
+/// Builds a role from scratch (at start and after every restart).
+pub type RoleFactory = Box<dyn Fn() -> Box<dyn Role> + Send>;
+
+/// Progress of one actor, shared with the runtime (for draining at shutdown
+/// and for statistics).
+#[derive(Default, Debug)]
+pub struct ShellStatus {
+    /// Last `seq` handled.
+    pub position: AtomicU64,
+    /// Panics caught.
+    pub panics: AtomicU64,
+    /// Restarts done.
+    pub restarts: AtomicU64,
+}
+
+/// The actix actor around a role.
+pub struct Shell {
+    name: &'static str,
+    bus: Arc<Bus>,
+    factory: RoleFactory,
+    role: Option<Box<dyn Role>>,
+    position: Seq,
+    /// The event that last made the role panic, and how often.
+    failing: Option<(Seq, u32)>,
+    status: Arc<ShellStatus>,
+}
+
+/// An event for the actor (from its subscription).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Deliver(pub Envelope);
+
+/// Handle everything in the log after the position (at start and restart).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct CatchUp;
+
+impl Shell {
+    /// A shell named `name` (its checkpoint key) running roles made by
+    /// `factory`.
+    pub fn new(name: &'static str, bus: Arc<Bus>, factory: RoleFactory, status: Arc<ShellStatus>) -> Shell {
+        Shell { name, bus, factory, role: None, position: Seq(0), failing: None, status }
+    }
+
+    /// Builds the role and folds the log up to the checkpoint into it.
+    fn warm_up(&mut self) -> Result<(), LogError> {
+        let checkpoint = self.bus.checkpoint(self.name)?;
+        let mut role = (self.factory)();
+        for env in self.bus.read_range(Seq(1), checkpoint) {
+            role.observe(&env?);
+        }
+        self.role = Some(role);
+        self.position = checkpoint;
+        self.status.position.store(checkpoint.0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Handles `env` (the next event after the position). `Err(())`: the
+    /// role panicked and the actor must restart.
+    fn step(&mut self, env: &Envelope) -> Result<(), ()> {
+        let Some(role) = self.role.as_mut() else { return Err(()) };
+        let bus = &self.bus;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| role.handle(env, bus))) {
+            Ok(derived) => {
+                if let Err(e) = self.bus.append(derived) {
+                    // The log refused (disk full, closed): stay at this event
+                    // and let the supervisor try again.
+                    tracing::error!(actor = self.name, seq = env.seq.0, "append failed: {e}");
+                    return Err(());
+                }
+                self.advance(env.seq);
+                Ok(())
+            }
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                self.status.panics.fetch_add(1, Ordering::Relaxed);
+                let attempts = match self.failing {
+                    Some((seq, n)) if seq == env.seq => n + 1,
+                    _ => 1,
+                };
+                self.failing = Some((env.seq, attempts));
+                if attempts >= MAX_ATTEMPTS {
+                    tracing::error!(
+                        actor = self.name,
+                        seq = env.seq.0,
+                        kind = %env.kind().name(),
+                        "panicked {attempts} times on this event ({what}); skipping it"
+                    );
+                    self.advance(env.seq);
+                } else {
+                    tracing::error!(actor = self.name, seq = env.seq.0, "panicked ({what}); restarting");
+                }
+                Err(())
+            }
+        }
+    }
+
+    fn advance(&mut self, seq: Seq) {
+        self.position = seq;
+        self.status.position.store(seq.0, Ordering::Release);
+        if let Err(e) = self.bus.set_checkpoint(self.name, seq) {
+            tracing::warn!(actor = self.name, "checkpoint not written: {e}");
+        }
+    }
+
+    /// Handles the log from the position up to `to` (inclusive).
+    fn fill(&mut self, to: Seq, ctx: &mut Context<Self>) -> Result<(), ()> {
+        while self.position < to {
+            let from = self.position.next();
+            let events: Vec<Envelope> = match self.bus.read_range(from, to).take(256).collect() {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::error!(actor = self.name, "cannot read the log from seq {}: {e}", from.0);
+                    ctx.stop();
+                    return Err(());
+                }
+            };
+            if events.is_empty() {
+                return Ok(());
+            }
+            for env in &events {
+                if self.step(env).is_err() {
+                    ctx.stop();
+                    return Err(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Actor for Shell {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Err(e) = self.warm_up() {
+            tracing::error!(actor = self.name, "warm-up failed: {e}");
+            ctx.stop();
+            return;
+        }
+        ctx.notify(CatchUp);
+    }
+}
+
+impl Supervised for Shell {
+    fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        self.status.restarts.fetch_add(1, Ordering::Relaxed);
+        self.role = None;
+    }
+}
+
+impl Handler<CatchUp> for Shell {
+    type Result = ();
+
+    fn handle(&mut self, _: CatchUp, ctx: &mut Context<Self>) {
+        let head = self.bus.head();
+        let _ = self.fill(head, ctx);
+    }
+}
+
+impl Handler<Deliver> for Shell {
+    type Result = ();
+
+    fn handle(&mut self, Deliver(env): Deliver, ctx: &mut Context<Self>) {
+        if self.role.is_none() || env.seq <= self.position {
+            return;
+        }
+        if env.seq > self.position.next() && self.fill(Seq(env.seq.0 - 1), ctx).is_err() {
+            return;
+        }
+        if env.seq == self.position.next() && self.step(&env).is_err() {
+            ctx.stop();
+        }
+    }
+}
+
+/// Feeds an actor from a live subscription on its own thread, until `stop`.
+pub fn feed(
+    name: &'static str,
+    bus: &Arc<Bus>,
+    from: Seq,
+    addr: Recipient<Deliver>,
+    stop: Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>, crate::error::RuntimeError> {
+    let mut sub = bus.log().subscribe(from, Filter::all())?;
+    std::thread::Builder::new()
+        .name(format!("engram-feed-{name}"))
+        .spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                match sub.recv_timeout(Duration::from_millis(50)) {
+                    Ok(Some(env)) => addr.do_send(Deliver(env)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::error!(actor = name, "subscription failed: {e}");
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                }
+            }
+        })
+        .map_err(crate::error::RuntimeError::Thread)
+}

@@ -1,0 +1,206 @@
+//! The runtime end to end through its public handle, offline, with the real
+//! embedding model and host tools that do real work on real files.
+//!
+//! Needs the model where `scripts/fetch-models.sh` installs it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use engram_actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
+use engram_actors::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use engram_actors::Runtime;
+use engram_events::payloads::{FeedbackRating, RouteLayer, SideEffectClass, ToolArgs};
+use engram_events::{Envelope, Event, EventKind, Seq, SessionId};
+use engram_storage::EventLog;
+
+fn embedder() -> Arc<dyn Embedder> {
+    static E: OnceLock<Arc<OnnxEmbedder>> = OnceLock::new();
+    E.get_or_init(|| {
+        Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap_or_else(|e| panic!("the embedding model: {e}")))
+    })
+    .clone()
+}
+
+/// Counts the words of a file: real work, so a wrong path is a failed step.
+struct WordCount {
+    root: PathBuf,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Tool for WordCount {
+    fn name(&self) -> &str {
+        "word_count"
+    }
+    fn description(&self) -> &str {
+        "Count the words in a text file"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    }
+    fn side_effect(&self) -> SideEffectClass {
+        SideEffectClass::Read
+    }
+    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let path = args.0.get("path").and_then(|v| v.as_str()).ok_or_else(|| ToolError::Failed("no path".into()))?;
+        let name = Path::new(path).file_name().ok_or_else(|| ToolError::Failed("bad path".into()))?;
+        let text = std::fs::read_to_string(self.root.join(name)).map_err(|e| ToolError::Failed(e.to_string()))?;
+        Ok(ToolOutput { text: format!("{} words", text.split_whitespace().count()), untrusted: false, undo: None })
+    }
+}
+
+/// Reports a file's size in bytes.
+struct FileSize {
+    root: PathBuf,
+}
+
+impl Tool for FileSize {
+    fn name(&self) -> &str {
+        "file_size"
+    }
+    fn description(&self) -> &str {
+        "Tell how big a file is, its size in bytes"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    }
+    fn side_effect(&self) -> SideEffectClass {
+        SideEffectClass::Read
+    }
+    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = args.0.get("path").and_then(|v| v.as_str()).ok_or_else(|| ToolError::Failed("no path".into()))?;
+        let name = Path::new(path).file_name().ok_or_else(|| ToolError::Failed("bad path".into()))?;
+        let meta = std::fs::metadata(self.root.join(name)).map_err(|e| ToolError::Failed(e.to_string()))?;
+        Ok(ToolOutput { text: format!("{} bytes", meta.len()), untrusted: false, undo: None })
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    data: PathBuf,
+    files: PathBuf,
+    calls: Arc<AtomicUsize>,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    for (name, text) in [("a.txt", "one two three"), ("b.txt", "four five"), ("c.txt", "six"), ("d.txt", "a b c d e")] {
+        std::fs::write(files.join(name), text).unwrap();
+    }
+    Fixture { data: dir.path().join("data"), files, _dir: dir, calls: Arc::new(AtomicUsize::new(0)) }
+}
+
+fn start(f: &Fixture) -> Runtime {
+    Runtime::builder()
+        .data_dir(&f.data)
+        .offline()
+        .embedder(embedder())
+        .tool(Arc::new(WordCount { root: f.files.clone(), calls: f.calls.clone() }))
+        .tool(Arc::new(FileSize { root: f.files.clone() }))
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap()
+}
+
+fn events(rt: &Runtime) -> Vec<Envelope> {
+    rt.log().read_from(Seq(1)).map(|e| e.unwrap()).collect()
+}
+
+fn count(events: &[Envelope], kind: EventKind) -> usize {
+    events.iter().filter(|e| e.kind() == kind).count()
+}
+
+#[test]
+fn a_repeated_request_is_served_by_l1_without_the_planner() {
+    let f = fixture();
+    let rt = start(&f);
+    let s = SessionId::new("s-l1");
+    let min_uses = 3;
+    for _ in 0..min_uses {
+        let r = rt.handle_utterance(&s, "count the words in ~/a.txt").unwrap();
+        assert_eq!(r.layer, Some(RouteLayer::Planner), "{r:?}");
+        assert_eq!(r.text, "3 words");
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let planned = count(&events(&rt), EventKind::PlanCreated);
+    assert_eq!(planned, min_uses);
+    // Same request with a new argument: L1, the argument resolved, no plan.
+    let r = rt.handle_utterance(&s, "count the words in ~/b.txt").unwrap();
+    assert_eq!(r.layer, Some(RouteLayer::L1), "{r:?}");
+    assert_eq!(r.text, "2 words");
+    assert!(rt.settle(Duration::from_secs(10)));
+    let all = events(&rt);
+    assert_eq!(count(&all, EventKind::PlanCreated), planned, "no planner call for the L1 turn");
+    assert_eq!(count(&all, EventKind::FastPathHit), 1);
+    assert_eq!(f.calls.load(Ordering::SeqCst), 4);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn a_multi_step_request_becomes_an_l2_hit_with_new_arguments() {
+    let f = fixture();
+    let rt = start(&f);
+    let s = SessionId::new("s-l2");
+    for _ in 0..3 {
+        let r = rt.handle_utterance(&s, "count the words in ~/a.txt and then tell me the size of ~/a.txt").unwrap();
+        assert_eq!(r.layer, Some(RouteLayer::Planner), "{r:?}");
+        assert_eq!(r.steps.len(), 2, "{r:?}");
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let r = rt.handle_utterance(&s, "count the words in ~/d.txt and then tell me the size of ~/d.txt").unwrap();
+    assert_eq!(r.layer, Some(RouteLayer::L2), "{r:?}");
+    assert_eq!(r.text, "5 words\n9 bytes");
+    assert_eq!(r.steps[0].args.0["path"], "~/d.txt");
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn session_end_records_patterns_and_feedback_updates_them() {
+    let f = fixture();
+    let rt = start(&f);
+    let s = SessionId::new("s-pat");
+    rt.handle_utterance(&s, "count the words in ~/c.txt").unwrap();
+    rt.feedback(&s, FeedbackRating::Positive, Some("thanks")).unwrap();
+    rt.end_session(&s).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let all = events(&rt);
+    let recorded: Vec<_> = all
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::PatternRecorded(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded.len(), 1, "one planner turn, one outcome");
+    assert_eq!(recorded[0].primary_model, engram_actors::offline_planner::OFFLINE_MODEL);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn a_restart_resumes_and_derives_nothing_twice() {
+    let f = fixture();
+    {
+        let rt = start(&f);
+        let s = SessionId::new("s-restart");
+        rt.handle_utterance(&s, "count the words in ~/a.txt").unwrap();
+        rt.shutdown().unwrap();
+    }
+    let rt = start(&f);
+    let s = SessionId::new("s-restart");
+    let r = rt.handle_utterance(&s, "count the words in ~/b.txt").unwrap();
+    assert_eq!(r.heard.turn_number, 2);
+    rt.end_session(&s).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let all = events(&rt);
+    let mut ids: Vec<_> = all.iter().map(|e| e.id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), all.len());
+    assert_eq!(count(&all, EventKind::TurnCompleted), 2);
+    assert_eq!(count(&all, EventKind::PatternRecorded), 2);
+    rt.shutdown().unwrap();
+}
