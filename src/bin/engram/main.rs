@@ -10,6 +10,7 @@ mod rebuild;
 mod recommend;
 mod replay;
 mod route;
+mod run;
 mod stats;
 mod verify;
 
@@ -58,6 +59,8 @@ enum Command {
     Route(route::Args),
     /// Derive the fast path's cosine thresholds for the installed model
     Calibrate(calibrate::Args),
+    /// Run the assistant: utterances from standard input (or --once) through every actor
+    Run(run::Args),
     /// Benchmarks, each beside its peer baseline
     #[command(subcommand)]
     Bench(bench::Command),
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
         Command::Recommend(args) => recommend::run(&data, args),
         Command::Route(args) => route::run(&data, args),
         Command::Calibrate(args) => calibrate::run(&data, args),
+        Command::Run(args) => run::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
     };
     match result {

@@ -1,0 +1,129 @@
+//! `engram run`: the live runtime over standard input (or `--once TEXT`).
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use engram::actors::Runtime;
+use engram::events::codec::json;
+use engram::events::payloads::FeedbackRating;
+use engram::{EventLog, Seq, SessionId};
+
+/// Run the assistant: every line of standard input is an utterance, taken
+/// through every actor (listener, router, planner, reply loop, judge,
+/// pattern store, summariser, graph); the reply is printed.
+///
+/// Lines starting with `:` are commands: `:good` / `:bad` / `:correct
+/// [TEXT]` give feedback on the last turn, `:end` ends the session and
+/// starts a new one, `:quit` stops. At the end of input the session ends
+/// (unless --no-end), so the pattern store and the summariser see it.
+/// Without an `[llm]` section in engram.toml the runtime is offline.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Take this one utterance instead of reading standard input
+    #[arg(long, value_name = "TEXT")]
+    once: Option<String>,
+    /// Print each turn's events as JSON Lines (envelopes as `engram export`
+    /// writes them) instead of the reply
+    #[arg(long)]
+    json: bool,
+    /// The session id [default: a new one]
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Leave the session open at the end (a later `engram run --session ID`
+    /// continues it)
+    #[arg(long)]
+    no_end: bool,
+    /// Offline mode even if engram.toml configures an LLM
+    #[arg(long)]
+    offline: bool,
+}
+
+pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
+    let config = crate::load_config(data)?;
+    let mut builder = Runtime::builder().data_dir(data).config(config);
+    if args.offline {
+        builder = builder.offline();
+    }
+    let rt = builder.start().with_context(|| format!("cannot start the runtime in {}", data.display()))?;
+    let mut session = SessionId::new(args.session.clone().unwrap_or_else(new_session_id));
+    let mut out = std::io::stdout().lock();
+    if !args.json && args.once.is_none() {
+        eprintln!(
+            "engram run: session {} ({}); :good :bad :correct :end :quit",
+            session.as_str(),
+            if rt.is_online() { "online" } else { "offline" }
+        );
+    }
+    let result = (|| -> anyhow::Result<()> {
+        match &args.once {
+            Some(text) => turn(&rt, &session, text, args.json, &mut out)?,
+            None => {
+                for line in std::io::stdin().lock().lines() {
+                    let line = line.context("reading standard input")?;
+                    let line = line.trim();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    match line.split_once(' ').map_or((line, ""), |(c, r)| (c, r.trim())) {
+                        (":quit", _) => break,
+                        (":end", _) => {
+                            rt.end_session(&session)?;
+                            session = SessionId::new(new_session_id());
+                            eprintln!("engram run: new session {}", session.as_str());
+                        }
+                        (":good", _) => feedback(&rt, &session, FeedbackRating::Positive, "")?,
+                        (":bad", rest) => feedback(&rt, &session, FeedbackRating::Negative, rest)?,
+                        (":correct", rest) => feedback(&rt, &session, FeedbackRating::Correction, rest)?,
+                        (c, _) if c.starts_with(':') => eprintln!("engram run: unknown command {c}"),
+                        _ => turn(&rt, &session, line, args.json, &mut out)?,
+                    }
+                }
+            }
+        }
+        if !args.no_end {
+            rt.end_session(&session)?;
+        }
+        Ok(())
+    })();
+    rt.shutdown()?;
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn new_session_id() -> String {
+    format!("cli-{}", engram::events::EventId::new_live().0)
+}
+
+fn feedback(rt: &Runtime, session: &SessionId, rating: FeedbackRating, text: &str) -> anyhow::Result<()> {
+    match rt.feedback(session, rating, (!text.is_empty()).then_some(text))? {
+        Some(_) => Ok(()),
+        None => bail!("no turn yet in session {} to give feedback on", session.as_str()),
+    }
+}
+
+fn turn(rt: &Runtime, session: &SessionId, text: &str, json_out: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let before = rt.log().head();
+    let reply = rt.handle_utterance(session, text)?;
+    if json_out {
+        // What the turn derives after its reply (verdicts, fast-path rows)
+        // lands a moment later.
+        rt.settle(Duration::from_secs(5));
+        for env in rt.log().read_from(Seq(before.0 + 1)) {
+            let env = env?;
+            if env.turn == Some(reply.turn) {
+                writeln!(out, "{}", json::to_line(&env))?;
+            }
+        }
+    } else {
+        match reply.layer {
+            Some(layer) => writeln!(out, "[{} {} ms] {}", layer.as_str(), reply.latency_ms, reply.text)?,
+            None if reply.heard.intent.stop => writeln!(out, "[stop]")?,
+            None => writeln!(out, "[not for the assistant]")?,
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
