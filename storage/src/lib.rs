@@ -41,7 +41,6 @@ pub mod fastpath;
 pub mod features;
 pub mod follow;
 pub mod import;
-pub mod intent;
 pub mod lock;
 pub mod log;
 pub mod patterns;
