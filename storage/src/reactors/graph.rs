@@ -119,3 +119,56 @@ impl Reactor for GraphReactor {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use engram_events::payloads::{SummariserKind, SummaryWritten};
+    use engram_events::EventId;
+
+    fn summary(i: u8, text: &str) -> Envelope {
+        let at = Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, i.into()).unwrap();
+        let event = SummaryWritten {
+            summary: text.into(),
+            topics: Vec::new(),
+            summariser: SummariserKind::Extractive,
+            turns_covered: 1,
+        };
+        Envelope::at(EventId::derive(at, &[&[i]]), at, ActorKind::Summariser, event)
+    }
+
+    /// Reacts like `derive_all`: derived events are shown right after.
+    fn run(r: &mut GraphReactor, env: &Envelope) -> Vec<Envelope> {
+        let out = r.react(env);
+        for e in &out {
+            assert!(r.react(e).is_empty());
+        }
+        out
+    }
+
+    #[test]
+    fn known_facts_are_not_added_again_and_observe_derives_nothing() {
+        let mut r = GraphReactor::default();
+        assert_eq!(run(&mut r, &summary(1, "I like green tea. Call me Ada.")).len(), 2);
+        // Same facts, other case, spacing and punctuation: nothing new.
+        assert!(run(&mut r, &summary(2, "i  LIKE green tea! call me Ada")).is_empty());
+        assert_eq!(r.graph().facts(GraphBranch::User, "preferences"), ["I like green tea"]);
+
+        // A reactor warmed by observe() from the same log decides the same.
+        let mut warm = GraphReactor::default();
+        let mut log = vec![summary(1, "I like green tea. Call me Ada.")];
+        log.extend(GraphReactor::default().react(&log[0]));
+        for e in &log {
+            warm.observe(e);
+        }
+        assert_eq!(warm.graph().fact_count(), 2);
+        assert!(run(&mut warm, &summary(2, "i  LIKE green tea! call me Ada")).is_empty());
+        let out = run(&mut warm, &summary(3, "My name is Ada. Mi chiamo Ada Lovelace."));
+        // Two names in one summary: the newest is the value.
+        let Event::GraphFactAdded(f) = &out[0].event else { panic!("{out:?}") };
+        assert_eq!((out.len(), f.fact.as_str()), (1, "Mi chiamo Ada Lovelace"));
+        // From the projection: the same state.
+        assert_eq!(GraphReactor::from_projection(warm.graph()).graph().fact_count(), 3);
+    }
+}

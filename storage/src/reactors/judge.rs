@@ -203,6 +203,57 @@ impl Reactor for JudgeReactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::{TimeZone, Utc};
+    use engram_events::payloads::{FeedbackReceived, RouteLayer, SessionEndReason, SessionEnded, TurnCompleted};
+    use engram_events::EventId;
+    use rust_decimal::Decimal;
+
+    fn env(i: u32, turn: Option<TurnId>, event: impl Into<Event>) -> Envelope {
+        let at = Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, i).unwrap();
+        let mut e = Envelope::at(EventId::derive(at, &[&i.to_be_bytes()]), at, ActorKind::Host, event)
+            .with_session(SessionId::new("s"));
+        e.turn = turn;
+        e
+    }
+
+    fn completed(i: u32, text: &str) -> (TurnId, Envelope) {
+        let turn = TurnId::derive(Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, i).unwrap(), &[b"t", &i.to_be_bytes()]);
+        let event = TurnCompleted {
+            turn_number: i,
+            text: text.into(),
+            layer: RouteLayer::L1,
+            model: None,
+            steps: vec![engram_events::payloads::PlanStep { tool: "get_now".into(), args: Default::default() }],
+            tools_ok: true,
+            planner_ms: 0,
+            latency_ms: 1,
+            cost_usd: Decimal::ZERO,
+            pricing_version: String::new(),
+        };
+        (turn, env(i, Some(turn), event))
+    }
+
+    #[test]
+    fn observe_folds_without_deriving_and_an_ended_session_is_forgotten() {
+        let mut judge = JudgeReactor::new();
+        let (t1, e1) = completed(1, "what time is it");
+        judge.observe(&e1);
+        assert_eq!(judge.last_turn(&SessionId::new("s")), Some(t1));
+        // Warmed by observe(), the correction still finds the turn before it.
+        let (_, e2) = completed(2, "no, I meant in Tokyo");
+        let out = judge.react(&e2);
+        assert_eq!(out.len(), 2);
+        let Event::EvalCompleted(v) = &out[1].event else { panic!("{out:?}") };
+        assert_eq!((v.subject_turn, v.score, v.confidence), (t1, CORRECTED.0, CORRECTED.1));
+        assert_eq!(out[1].turn, Some(t1));
+        assert_ne!(out[0].id, out[1].id);
+
+        judge.observe(&env(3, None, SessionEnded { reason: SessionEndReason::Host, turns: 2 }));
+        assert_eq!(judge.open_sessions(), 0);
+        // Feedback naming no turn, in a session the judge no longer knows: nothing.
+        let fb = FeedbackReceived { subject_turn: None, rating: FeedbackRating::Positive, text: None };
+        assert!(judge.react(&env(4, None, fb)).is_empty());
+    }
 
     #[test]
     fn correction_markers_en_it() {

@@ -110,3 +110,81 @@ impl Reactor for SummaryReactor {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use engram_events::payloads::{ReplyDelivered, RouteLayer, SessionEndReason, SessionEnded, TurnCompleted};
+    use engram_events::EventId;
+    use rust_decimal::Decimal;
+
+    fn env(session: &str, i: u32, turn: Option<TurnId>, event: impl Into<Event>) -> Envelope {
+        let at = Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, 0).unwrap() + chrono::Duration::seconds(i.into());
+        let mut e =
+            Envelope::at(EventId::derive(at, &[session.as_bytes(), &i.to_be_bytes()]), at, ActorKind::Host, event)
+                .with_session(SessionId::new(session));
+        e.turn = turn;
+        e
+    }
+
+    fn turn(session: &str, n: u32, text: &str, reply: &str) -> Vec<Envelope> {
+        let id = TurnId::derive(chrono::Utc::now(), &[session.as_bytes(), &n.to_be_bytes()]);
+        vec![
+            env(session, 2 * n, Some(id), ReplyDelivered { text: reply.into(), layer: RouteLayer::L0, latency_ms: 1 }),
+            env(
+                session,
+                2 * n + 1,
+                Some(id),
+                TurnCompleted {
+                    turn_number: n,
+                    text: text.into(),
+                    layer: RouteLayer::L0,
+                    model: None,
+                    steps: Vec::new(),
+                    tools_ok: true,
+                    planner_ms: 0,
+                    latency_ms: 1,
+                    cost_usd: Decimal::ZERO,
+                    pricing_version: String::new(),
+                },
+            ),
+        ]
+    }
+
+    fn ended(session: &str) -> Envelope {
+        env(session, 10_000, None, SessionEnded { reason: SessionEndReason::Host, turns: 0 })
+    }
+
+    #[test]
+    fn keeps_the_latest_turns_with_their_replies_and_forgets_ended_sessions() {
+        let mut r = SummaryReactor::new();
+        for n in 1..=(MAX_TURNS_PER_SESSION as u32 + 3) {
+            for e in turn("a", n, &format!("request {n}"), &format!("reply {n}")) {
+                assert!(r.react(&e).is_empty());
+            }
+        }
+        r.observe(&turn("b", 1, "other", "")[1]);
+        let kept = r.turns_of(&SessionId::new("a"));
+        assert_eq!(kept.len(), MAX_TURNS_PER_SESSION);
+        assert_eq!((kept[0].request.as_str(), kept[0].reply.as_str()), ("request 4", "reply 4"));
+        assert_eq!(r.open_sessions(), 2);
+
+        // observe() folds the end without deriving; react() derives once.
+        let mut warm = SummaryReactor::new();
+        for e in turn("b", 1, "I like tea", "") {
+            warm.observe(&e);
+        }
+        warm.observe(&ended("b"));
+        assert_eq!(warm.open_sessions(), 0);
+
+        let out = r.react(&ended("a"));
+        assert_eq!(out.len(), 1);
+        let Event::SummaryWritten(s) = &out[0].event else { panic!("{out:?}") };
+        assert_eq!(s.turns_covered, MAX_TURNS_PER_SESSION as u32);
+        assert!(s.summary.starts_with("request 4."), "{}", s.summary);
+        assert_eq!(out[0].causation, Some(ended("a").id));
+        assert!(r.react(&ended("a")).is_empty(), "a session is summarised once");
+        assert_eq!(r.open_sessions(), 1);
+    }
+}
