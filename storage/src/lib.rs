@@ -19,6 +19,10 @@
 //!   projections themselves.
 //! * [`config`] — `engram.toml` with `ENGRAM_*` overrides.
 //! * [`data_dir`] — the data dir is created and kept owner-only.
+//! * [`intent`] — the rule-based intent judge (wake words, stop phrases,
+//!   hot window), the listener's fallback when no LLM judge is configured.
+//! * [`memory`] — the offline summariser and graph fact extractor, the
+//!   fallbacks of seed 002 #9 and #10.
 //! * [`embedding_cache`] — the bounded memo of `(model, text) → vector`.
 //! * [`fastpath`] — the fast path's rules: normalisation, the L0 table,
 //!   the argument extractor, the false-replay gate.
@@ -41,8 +45,10 @@ pub mod fastpath;
 pub mod features;
 pub mod follow;
 pub mod import;
+pub mod intent;
 pub mod lock;
 pub mod log;
+pub mod memory;
 pub mod patterns;
 pub mod projection;
 pub mod projections;

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use engram::storage::projection::Projector;
-use engram::storage::projections::{self, ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines, Sessions};
+use engram::storage::projections::{self, ActiveDays, CanonicalQueries, Graph, PatternOutcomes, Pipelines, Sessions};
 use serde_json::json;
 
 use crate::output;
@@ -26,6 +26,9 @@ pub enum Command {
     /// Fast-path L2 pipelines: canonical request, steps with placeholders,
     /// uses, last active-day rank, promoted
     Pipelines(Opts),
+    /// Knowledge graph: one line per fact under its branch (USER /
+    /// DIRECTIVES / WORLD) and node; --json: one object per node
+    Graph(Opts),
 }
 
 /// Options shared by the inspect commands.
@@ -162,6 +165,24 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
                         steps.join(" → ")
                     );
                 }
+            }
+        }
+        Command::Graph(opts) => {
+            let graph = projector.get::<Graph>("graph").expect("registered");
+            if !opts.json {
+                println!("{:<10} {:<20} fact", "branch", "node");
+            }
+            for n in graph.iter() {
+                if opts.json {
+                    output::print_json(&json!({"branch": n.branch, "node": n.node, "facts": n.facts}))?;
+                } else {
+                    for fact in &n.facts {
+                        println!("{:<10} {:<20} {}", n.branch.as_str(), n.node, fact);
+                    }
+                }
+            }
+            if !opts.json {
+                println!("{} nodes, {} facts", graph.len(), graph.fact_count());
             }
         }
         Command::Days(opts) => {

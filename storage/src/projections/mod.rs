@@ -2,6 +2,7 @@
 
 pub mod active_days;
 pub mod canonical_queries;
+pub mod graph;
 pub mod pattern_outcomes;
 pub mod pipelines;
 pub mod sessions;
@@ -10,6 +11,7 @@ use crate::projection::Projection;
 
 pub use active_days::ActiveDays;
 pub use canonical_queries::CanonicalQueries;
+pub use graph::Graph;
 pub use pattern_outcomes::PatternOutcomes;
 pub use pipelines::Pipelines;
 pub use sessions::Sessions;
@@ -22,6 +24,7 @@ pub fn all() -> Vec<Box<dyn Projection>> {
         Box::new(PatternOutcomes::default()),
         Box::new(CanonicalQueries::default()),
         Box::new(Pipelines::default()),
+        Box::new(Graph::default()),
     ]
 }
 

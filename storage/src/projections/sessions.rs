@@ -63,6 +63,13 @@ impl Sessions {
         self.rows.iter().map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v))
     }
 
+    /// The earliest start of a session that has not ended: where a
+    /// reactor that keeps open sessions in memory (judge, summariser) must
+    /// start replaying the log to warm up. `None` when every session ended.
+    pub fn earliest_open_start(&self) -> Option<DateTime<Utc>> {
+        self.rows.iter().filter(|(_, r)| r.ended.is_none()).filter_map(|(_, r)| r.started).min()
+    }
+
     /// Number of sessions.
     pub fn len(&self) -> usize {
         self.rows.len()

@@ -10,13 +10,19 @@
 
 pub mod days;
 pub mod fastpath;
+pub mod graph;
+pub mod judge;
 pub mod patterns;
+pub mod summariser;
 
 use engram_events::{ActorKind, Envelope, Event, EventId};
 
 pub use days::DayReactor;
 pub use fastpath::FastPathReactor;
+pub use graph::GraphReactor;
+pub use judge::JudgeReactor;
 pub use patterns::PatternReactor;
+pub use summariser::SummaryReactor;
 
 /// Derives events from events.
 pub trait Reactor: Send {

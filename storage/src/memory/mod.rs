@@ -1,0 +1,57 @@
+//! Memory without an LLM: the extractive summariser (fallback of seed 002
+//! #9) and the rule-based knowledge-graph fact extractor (fallback of #10).
+//!
+//! Both work on sentences, so they agree on what one is: the summariser
+//! keeps the user's first-person sentences verbatim precisely so that the
+//! extractor finds them again in the summary.
+
+pub mod extractive;
+pub mod facts;
+
+pub use extractive::{summarise, TurnText};
+pub use facts::{extract_facts, Fact};
+
+/// The sentences of `text`, trimmed: split after `.`, `!`, `?`, `;` or a
+/// line break when followed by whitespace or the end (so `example.org` and
+/// `3.5` stay whole).
+pub fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut iter = text.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        let boundary = match c {
+            '\n' => true,
+            '.' | '!' | '?' | ';' => iter.peek().is_none_or(|(_, n)| n.is_whitespace()),
+            _ => false,
+        };
+        if boundary {
+            let end = i + c.len_utf8();
+            push_sentence(&mut out, &text[start..end]);
+            start = end;
+        }
+    }
+    push_sentence(&mut out, &text[start..]);
+    out
+}
+
+fn push_sentence<'a>(out: &mut Vec<&'a str>, s: &'a str) {
+    let s = s.trim();
+    if s.chars().any(char::is_alphanumeric) {
+        out.push(s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentences_split_on_terminators_followed_by_space() {
+        assert_eq!(
+            sentences("Download example.org/a.pdf. My name is Ada!  Why?\nok; done"),
+            vec!["Download example.org/a.pdf.", "My name is Ada!", "Why?", "ok;", "done"]
+        );
+        assert_eq!(sentences("version 3.5 is out"), vec!["version 3.5 is out"]);
+        assert!(sentences(" ... ").is_empty());
+    }
+}
