@@ -32,8 +32,8 @@ use engram_events::{SessionId, TurnId};
 use engram_storage::config::Config;
 use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
 use engram_storage::intent::IntentMode;
-use engram_storage::projections::PatternOutcomes;
-use engram_storage::reactors::PatternReactor;
+use engram_storage::projections::{Graph, PatternOutcomes};
+use engram_storage::reactors::{GraphReactor, JudgeReactor, PatternReactor, SummaryReactor};
 use engram_storage::{Durability, EventLog, LogConfig, SledLog};
 
 use crate::bridge::Bridge;
@@ -218,6 +218,9 @@ impl RuntimeBuilder {
                     Box::new(ReactorRole(Box::new(PatternReactor::new(PatternOutcomes::default(), c, caps))))
                 }),
             ),
+            ("judge", Box::new(|| Box::new(ReactorRole(Box::new(JudgeReactor::new()))))),
+            ("summariser", Box::new(|| Box::new(ReactorRole(Box::new(SummaryReactor::new()))))),
+            ("graph", Box::new(|| Box::new(ReactorRole(Box::new(GraphReactor::from_projection(&Graph::default())))))),
         ];
         let mode = self.mode.unwrap_or(IntentMode::Chat);
         let listener = Listener::start(bus.clone(), mode)?;

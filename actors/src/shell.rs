@@ -16,13 +16,14 @@
 //!   event that fails [`MAX_ATTEMPTS`] times is skipped with an error in
 //!   the log of the process (a poison event must not wedge the runtime).
 
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use engram_events::{Envelope, Seq};
+use engram_events::{Envelope, EventId, Seq};
 use engram_storage::{EventLog, Filter, LogError};
 
 use crate::bus::Bus;
@@ -64,6 +65,10 @@ pub struct Shell {
     position: Seq,
     /// The event that last made the role panic, and how often.
     failing: Option<(Seq, u32)>,
+    /// Events the role derived and has folded already: when they come back
+    /// from the log they are skipped, so the role decides from its own
+    /// effects at once (as `derive_all` does in import), never twice.
+    folded: HashSet<EventId>,
     status: Arc<ShellStatus>,
 }
 
@@ -81,7 +86,7 @@ impl Shell {
     /// A shell named `name` (its checkpoint key) running roles made by
     /// `factory`.
     pub fn new(name: &'static str, bus: Arc<Bus>, factory: RoleFactory, status: Arc<ShellStatus>) -> Shell {
-        Shell { name, bus, factory, role: None, position: Seq(0), failing: None, status }
+        Shell { name, bus, factory, role: None, position: Seq(0), failing: None, folded: HashSet::new(), status }
     }
 
     /// Builds the role and folds the log up to the checkpoint into it.
@@ -100,16 +105,25 @@ impl Shell {
     /// Handles `env` (the next event after the position). `Err(())`: the
     /// role panicked and the actor must restart.
     fn step(&mut self, env: &Envelope) -> Result<(), ()> {
+        if self.folded.remove(&env.id) {
+            self.advance(env.seq);
+            return Ok(());
+        }
         let Some(role) = self.role.as_mut() else { return Err(()) };
         let bus = &self.bus;
         match std::panic::catch_unwind(AssertUnwindSafe(|| role.handle(env, bus))) {
             Ok(derived) => {
+                let ids: Vec<EventId> = derived.iter().map(|d| d.id).collect();
+                for d in &derived {
+                    role.observe(d);
+                }
                 if let Err(e) = self.bus.append(derived) {
                     // The log refused (disk full, closed): stay at this event
                     // and let the supervisor try again.
                     tracing::error!(actor = self.name, seq = env.seq.0, "append failed: {e}");
                     return Err(());
                 }
+                self.folded.extend(ids);
                 self.advance(env.seq);
                 Ok(())
             }
@@ -192,6 +206,7 @@ impl Supervised for Shell {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         self.status.restarts.fetch_add(1, Ordering::Relaxed);
         self.role = None;
+        self.folded.clear();
     }
 }
 

@@ -163,11 +163,37 @@ fn session_end_records_patterns_and_feedback_updates_them() {
     let f = fixture();
     let rt = start(&f);
     let s = SessionId::new("s-pat");
-    rt.handle_utterance(&s, "count the words in ~/c.txt").unwrap();
+    rt.handle_utterance(&s, "my name is Ada and I live in Turin").unwrap();
+    let counted = rt.handle_utterance(&s, "count the words in ~/c.txt").unwrap();
     rt.feedback(&s, FeedbackRating::Positive, Some("thanks")).unwrap();
     rt.end_session(&s).unwrap();
     assert!(rt.settle(Duration::from_secs(10)));
     let all = events(&rt);
+    // The judge: a heuristic verdict per answered turn, then the feedback's.
+    let evals: Vec<_> = all
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::EvalCompleted(v) if v.subject_turn == counted.turn => Some(v.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(evals.len(), 2, "{evals:?}");
+    assert_eq!(evals[1].judge, engram_events::payloads::JudgeKind::Feedback);
+    assert_eq!(evals[1].score, 1.0);
+    // The summariser and the graph.
+    let summary = all.iter().find_map(|e| match &e.event {
+        Event::SummaryWritten(s) => Some(s.summary.clone()),
+        _ => None,
+    });
+    assert!(summary.as_deref().is_some_and(|s| s.contains("my name is Ada")), "{summary:?}");
+    let facts: Vec<_> = all
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::GraphFactAdded(f) => Some(f.fact.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(facts.iter().any(|f| f.contains("Ada")), "{facts:?}");
     let recorded: Vec<_> = all
         .iter()
         .filter_map(|e| match &e.event {
@@ -175,7 +201,15 @@ fn session_end_records_patterns_and_feedback_updates_them() {
             _ => None,
         })
         .collect();
-    assert_eq!(recorded.len(), 1, "one planner turn, one outcome");
+    let mut turns: Vec<_> = recorded.iter().map(|p| p.turn).collect();
+    turns.sort();
+    turns.dedup();
+    assert_eq!(turns.len(), 2, "two planner turns, two outcomes: {recorded:?}");
+    // The feedback's verdict reached the pattern store: recorded with the
+    // session, or (when it lands after the session's end) as a re-evaluation
+    // replacing the heuristic score.
+    let last = recorded.iter().rev().find(|p| p.turn == Some(counted.turn)).unwrap();
+    assert_eq!(last.success_score, Some(1.0), "{recorded:?}");
     assert_eq!(recorded[0].primary_model, engram_actors::offline_planner::OFFLINE_MODEL);
     rt.shutdown().unwrap();
 }
