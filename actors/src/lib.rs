@@ -11,9 +11,12 @@
 //!   requests by.
 //! * [`fast_path`]: the router's fast path (L0/L1/L2) assembled with the
 //!   embedder and the embedding cache.
+//! * [`llm`]: the blocking LLM adapters (Ollama, OpenAI-compatible), their
+//!   cost accounting and the prompts and parsers of the LLM contexts.
 
 pub mod embedder;
 pub mod fast_path;
+pub mod llm;
 
 pub use embedder::{EmbedError, Embedder, EmbedderConfig, OnnxEmbedder};
 pub use engram_storage as storage;
