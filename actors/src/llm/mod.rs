@@ -24,6 +24,7 @@ pub mod pricing;
 pub mod record;
 pub mod text_tools;
 
+pub use contexts::{ContextError, IntentJudgment};
 pub use ollama::OllamaClient;
 pub use openai::OpenAiClient;
 pub use pricing::{ModelPrice, PriceTable};
