@@ -35,7 +35,12 @@ impl Transport {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(LlmError::Config(format!("llm.base_url {base_url:?} must start with http:// or https://")));
         }
-        let agent = ureq::Agent::config_builder().http_status_as_error(false).build().new_agent();
+        let mut config = ureq::Agent::config_builder().http_status_as_error(false);
+        if is_loopback(&base_url) {
+            // A local model server is never behind the environment's HTTP proxy.
+            config = config.proxy(None);
+        }
+        let agent = config.build().new_agent();
         Ok(Transport { agent, base_url, api_key })
     }
 
@@ -98,6 +103,17 @@ impl Transport {
     }
 }
 
+/// True for `http(s)://localhost`, `127.x.x.x` and `[::1]` URLs.
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 fn timed_out(timeout: Duration) -> LlmError {
     LlmError::Timeout { after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) }
 }
@@ -147,5 +163,37 @@ impl Lines {
         let line = std::str::from_utf8(&self.buf)
             .map_err(|_| LlmError::Malformed(format!("line {} is not UTF-8", self.line_no)))?;
         Ok(Some((self.line_no, line.trim_end_matches(['\n', '\r']).to_owned())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_urls_are_recognised() {
+        for url in [
+            "http://127.0.0.1:11434",
+            "http://localhost",
+            "https://LOCALHOST:8443/v1",
+            "http://[::1]:8080/",
+            "http://127.1.2.3",
+        ] {
+            assert!(is_loopback(url), "{url}");
+        }
+        for url in [
+            "https://api.example.com/v1",
+            "http://10.0.0.2:11434",
+            "http://localhost.example.com",
+            "http://[2001:db8::1]",
+        ] {
+            assert!(!is_loopback(url), "{url}");
+        }
+    }
+
+    #[test]
+    fn truncate_cuts_on_characters() {
+        assert_eq!(truncate("héllo", 2), "hé…");
+        assert_eq!(truncate("hé", 2), "hé");
     }
 }
