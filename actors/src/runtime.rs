@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use chrono::FixedOffset;
-use engram_events::payloads::{FeedbackRating, PlanStep, RouteLayer, SessionEndReason, UtteranceSource};
+use engram_events::payloads::{FeedbackRating, LlmContext, PlanStep, RouteLayer, SessionEndReason, UtteranceSource};
 use engram_events::{SessionId, TurnId};
 use engram_storage::config::Config;
 use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
@@ -167,7 +167,7 @@ impl RuntimeBuilder {
                 crate::llm::client_from_config(&config.llm).map_err(|e| RuntimeError::Llm(e.to_string()))?
             }
         };
-        let prices = Arc::new(PriceTable::from_section(&config.llm));
+        let prices = Arc::new(PriceTable::from_config(&config.llm));
         let mut registry = ToolRegistry::with_builtins(BuiltinConfig::from_section(&config.tools));
         for t in self.tools {
             registry.register(t);
@@ -192,7 +192,7 @@ impl RuntimeBuilder {
         let planner = PlannerSetup {
             llm: llm.clone(),
             prices: prices.clone(),
-            timeout: Duration::from_millis(config.llm.timeout_ms),
+            timeout: config.llm.timeout(LlmContext::Planner),
             offline,
             tools: tools.clone(),
             offset,
@@ -202,7 +202,7 @@ impl RuntimeBuilder {
             tools,
             llm: llm.clone(),
             prices,
-            chat_timeout: Duration::from_millis(config.llm.timeout_ms),
+            chat_timeout: config.llm.timeout(LlmContext::ReplyLoop),
             agentic_max_turns: 8,
             offset,
         };

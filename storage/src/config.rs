@@ -29,7 +29,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use engram_events::payloads::LlmContext;
+use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -202,7 +205,21 @@ pub struct EmbedderSection {
     pub threads: usize,
 }
 
-/// `[llm]`: the planner's model server (none: offline mode).
+/// `[llm]`: the model server (none: offline mode), its prices and the
+/// per-context timeouts of seed 002.
+///
+/// ```toml
+/// [llm]
+/// provider = "openai"
+/// base_url = "https://api.example.com"
+/// model = "gpt-5-mini"
+/// api_key_env = "OPENAI_API_KEY"
+/// pricing_version = "2026-11"
+///
+/// [llm.prices.gpt-5-mini]
+/// input_per_mtok = "0.15"
+/// output_per_mtok = "0.60"
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmSection {
@@ -210,13 +227,59 @@ pub struct LlmSection {
     pub provider: String,
     /// Server base URL.
     pub base_url: String,
-    /// Model name.
+    /// Model name, as the server knows it.
     pub model: String,
     /// Name of the environment variable holding the API key (the key
     /// itself is never in the file, the log or an event).
     pub api_key_env: String,
-    /// Per-call timeout for the planner, in milliseconds.
+    /// Timeout in milliseconds for contexts without their own key below
+    /// (digests, graph extraction).
     pub timeout_ms: u64,
+    /// Planner (#12) timeout: it gates the turn, so it is short and fails open.
+    pub planner_timeout_ms: u64,
+    /// Main reply loop (#1) timeout.
+    pub chat_timeout_ms: u64,
+    /// Intent judge (#2) and evaluator judge timeout.
+    pub judge_timeout_ms: u64,
+    /// Summariser (#9) timeout.
+    pub summary_timeout_ms: u64,
+    /// Smaller model for the intent judge (#2) and the evaluator's judge;
+    /// empty: `model`.
+    pub intent_judge_model: String,
+    /// Version of `prices`, recorded with every call's cost so a later
+    /// price change never rewrites history.
+    pub pricing_version: String,
+    /// Model name → price per million tokens. Unlisted models cost 0.
+    pub prices: BTreeMap<String, ModelPriceSection>,
+}
+
+/// One model's price per million tokens, as decimal strings (`"0.15"`), so
+/// money never passes through a float.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPriceSection {
+    /// USD per million prompt tokens.
+    #[serde(with = "decimal_text")]
+    pub input_per_mtok: Decimal,
+    /// USD per million completion tokens.
+    #[serde(with = "decimal_text")]
+    pub output_per_mtok: Decimal,
+}
+
+/// Decimals as strings only: `rust_decimal`'s own deserialiser also takes a
+/// TOML float, which would let a price pass through `f64`.
+mod decimal_text {
+    use rust_decimal::Decimal;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Decimal, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(d)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
+        let text = String::deserialize(d)?;
+        text.trim().parse().map_err(|e| serde::de::Error::custom(format!("{text:?} is not a decimal: {e}")))
+    }
 }
 
 impl Default for LlmSection {
@@ -227,6 +290,39 @@ impl Default for LlmSection {
             model: String::new(),
             api_key_env: String::new(),
             timeout_ms: 30_000,
+            planner_timeout_ms: 6_000,
+            chat_timeout_ms: 45_000,
+            judge_timeout_ms: 15_000,
+            summary_timeout_ms: 30_000,
+            intent_judge_model: String::new(),
+            pricing_version: "none".into(),
+            prices: BTreeMap::new(),
+        }
+    }
+}
+
+impl LlmSection {
+    /// The timeout for a call serving `context`, so every caller applies
+    /// the same per-context budget.
+    pub fn timeout(&self, context: LlmContext) -> Duration {
+        let ms = match context {
+            LlmContext::Planner | LlmContext::StepResolver => self.planner_timeout_ms,
+            LlmContext::ReplyLoop => self.chat_timeout_ms,
+            LlmContext::IntentJudge | LlmContext::Judge => self.judge_timeout_ms,
+            LlmContext::Summariser => self.summary_timeout_ms,
+            _ => self.timeout_ms,
+        };
+        Duration::from_millis(ms)
+    }
+
+    /// The model for a call serving `context`: the intent judge and the
+    /// evaluator's judge use `intent_judge_model` when one is set.
+    pub fn model_for(&self, context: LlmContext) -> &str {
+        match context {
+            LlmContext::IntentJudge | LlmContext::Judge if !self.intent_judge_model.is_empty() => {
+                &self.intent_judge_model
+            }
+            _ => &self.model,
         }
     }
 }
@@ -467,5 +563,45 @@ mod tests {
         assert!(e.to_string().contains("true or false"));
         let missing = Config::load(Some(Path::new("/nonexistent/engram.toml")), env(&[])).unwrap_err().to_string();
         assert!(missing.contains("/nonexistent/engram.toml"), "{missing}");
+    }
+
+    #[test]
+    fn llm_prices_and_timeouts_load_and_scalar_llm_keys_take_env_overrides() {
+        let toml = "[llm]\nprovider = \"openai\"\nmodel = \"gpt-5-mini\"\npricing_version = \"2026-11\"\n\n\
+                    [llm.prices.gpt-5-mini]\ninput_per_mtok = \"0.15\"\noutput_per_mtok = \"0.60\"\n";
+        let c = Config::from_toml(toml, Path::new("engram.toml")).unwrap();
+        let price = &c.llm.prices["gpt-5-mini"];
+        assert_eq!(price.input_per_mtok, Decimal::new(15, 2));
+        assert_eq!(price.output_per_mtok, Decimal::new(60, 2));
+        assert_eq!(c.llm.timeout(LlmContext::Planner), Duration::from_millis(6_000));
+        assert_eq!(c.llm.timeout(LlmContext::ReplyLoop), Duration::from_millis(45_000));
+        assert_eq!(c.llm.timeout(LlmContext::IntentJudge), Duration::from_millis(15_000));
+        assert_eq!(c.llm.timeout(LlmContext::Summariser), Duration::from_millis(30_000));
+        assert_eq!(c.llm.model_for(LlmContext::IntentJudge), "gpt-5-mini", "no judge model: the main one");
+        let c = c
+            .with_env(env(&[
+                ("ENGRAM_LLM_PLANNER_TIMEOUT_MS", "2500"),
+                ("ENGRAM_LLM_INTENT_JUDGE_MODEL", "gemma4:e2b"),
+                ("ENGRAM_LLM_PRICING_VERSION", "2026-12"),
+            ]))
+            .unwrap();
+        assert_eq!(c.llm.timeout(LlmContext::Planner), Duration::from_millis(2_500));
+        assert_eq!(c.llm.model_for(LlmContext::IntentJudge), "gemma4:e2b");
+        assert_eq!(c.llm.model_for(LlmContext::Planner), "gpt-5-mini");
+        assert_eq!(c.llm.pricing_version, "2026-12");
+        assert_eq!(
+            c.llm.prices["gpt-5-mini"].output_per_mtok,
+            Decimal::new(60, 2),
+            "the table survives the round trip"
+        );
+    }
+
+    #[test]
+    fn llm_prices_must_be_decimal_strings() {
+        let toml = "[llm.prices.m]\ninput_per_mtok = 0.15\noutput_per_mtok = \"0.60\"\n";
+        let e = Config::from_toml(toml, Path::new("engram.toml")).unwrap_err().to_string();
+        assert!(e.contains("input_per_mtok") || e.contains("string"), "{e}");
+        let toml = "[llm.prices.m]\ninput_per_mtok = \"cheap\"\noutput_per_mtok = \"0.60\"\n";
+        assert!(Config::from_toml(toml, Path::new("engram.toml")).is_err());
     }
 }

@@ -1,0 +1,421 @@
+//! Prompts and output parsers for the LLM contexts the runtime drives
+//! (seed 002): planner (#12), intent judge (#2), evaluator judge,
+//! summariser (#9) and graph fact extraction (#10).
+//!
+//! Each context has a `*_messages` builder and a `parse_*` function that
+//! checks the output contract and returns a typed value or a
+//! [`ContextError`]. Parsers tolerate code fences and prose around the JSON
+//! (small models add both); they never fail open themselves — the caller
+//! applies the context's fail-open rule (empty plan, text wake detection,
+//! extractive summary, no facts).
+//!
+//! Text inside prompts that came from outside (tool results, transcripts)
+//! should already be fenced by the caller.
+
+use engram_events::payloads::{GraphBranch, PlanStep, ToolArgs};
+use serde_json::{Map, Value};
+
+use super::{ChatMessage, ToolSpec};
+
+/// Most steps a plan may have (seed 002 #12 `MAX_STEPS`).
+pub const MAX_PLAN_STEPS: usize = 5;
+/// Most words in a summary (seed 002 #9).
+pub const MAX_SUMMARY_WORDS: usize = 200;
+/// Most topic keywords kept from a summary.
+pub const MAX_TOPICS: usize = 5;
+
+/// Why a context's output was rejected.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ContextError {
+    /// No JSON value of the expected kind anywhere in the text.
+    #[error("no JSON {expected} in the model output")]
+    NoJson {
+        /// `array` or `object`.
+        expected: &'static str,
+    },
+    /// JSON of the wrong shape.
+    #[error("unexpected output shape: {0}")]
+    Shape(String),
+    /// A plan step names a tool that was not offered.
+    #[error("plan step {step} uses unknown tool {tool:?}")]
+    UnknownTool {
+        /// 0-based step.
+        step: usize,
+        /// The name the model gave.
+        tool: String,
+    },
+    /// A number outside its range.
+    #[error("{field} = {value} is outside [0, 1]")]
+    OutOfRange {
+        /// The field.
+        field: &'static str,
+        /// The value the model gave.
+        value: f64,
+    },
+}
+
+/// The first JSON value opening with `open` (`[` or `{`) in `text`, trying
+/// each candidate start so fences, prose and stray brackets before it are
+/// skipped.
+fn first_json(text: &str, open: char) -> Result<Value, ContextError> {
+    let expected = if open == '[' { "array" } else { "object" };
+    for (i, _) in text.match_indices(open) {
+        let mut values = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
+        if let Some(Ok(v)) = values.next() {
+            return Ok(v);
+        }
+    }
+    Err(ContextError::NoJson { expected })
+}
+
+fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a Value, ContextError> {
+    obj.get(key).ok_or_else(|| ContextError::Shape(format!("missing {key:?}")))
+}
+
+fn unit(obj: &Map<String, Value>, key: &'static str) -> Result<f64, ContextError> {
+    let value = field(obj, key)?.as_f64().ok_or_else(|| ContextError::Shape(format!("{key:?} is not a number")))?;
+    if !(0.0..=1.0).contains(&value) {
+        return Err(ContextError::OutOfRange { field: key, value });
+    }
+    Ok(value)
+}
+
+fn render_dialogue(dialogue: &[(String, String)]) -> String {
+    dialogue.iter().map(|(role, text)| format!("{role}: {text}")).collect::<Vec<_>>().join("\n")
+}
+
+// ---------------------------------------------------------------- planner
+
+/// Planner (#12) messages: the query, the router-narrowed tools and recent
+/// dialogue as `(role, text)` pairs, asking for a JSON array of steps.
+pub fn planner_messages(query: &str, tools: &[ToolSpec], dialogue: &[(String, String)]) -> Vec<ChatMessage> {
+    let catalogue: Vec<String> =
+        tools.iter().map(|t| format!("- {}: {} (arguments: {})", t.name, t.description, t.parameters)).collect();
+    let system = format!(
+        "You plan which tools answer a request. Reply with ONLY a JSON array of at most {MAX_PLAN_STEPS} steps, \
+         in order, each {{\"tool\": NAME, \"args\": {{...}}}}. Use only these tools:\n{}\n\n\
+         An argument may be the result of an earlier step, written \"$0\" for the first step, \"$1\" for the second. \
+         Reply [] when no tool is needed (small talk, or an answer from the conversation).",
+        catalogue.join("\n")
+    );
+    let mut user = String::new();
+    if !dialogue.is_empty() {
+        user.push_str(&format!("Recent conversation:\n{}\n\n", render_dialogue(dialogue)));
+    }
+    user.push_str(&format!("Request: {query}"));
+    vec![ChatMessage::system(system), ChatMessage::user(user)]
+}
+
+/// Parses a plan. An unknown tool rejects the whole plan rather than
+/// dropping the step, because later steps refer to results by position
+/// (`"$1"`) and dropping one would rewire them; so does a reference to the
+/// step itself or a later one. Steps past [`MAX_PLAN_STEPS`] are cut. `[]`
+/// is a valid empty plan ("no tools needed").
+pub fn parse_plan(text: &str, known_tools: &[&str]) -> Result<Vec<PlanStep>, ContextError> {
+    let Value::Array(items) = first_json(text, '[')? else { unreachable!("an array opens with [") };
+    let mut steps = Vec::new();
+    for (i, item) in items.into_iter().take(MAX_PLAN_STEPS).enumerate() {
+        let Value::Object(mut obj) = item else {
+            return Err(ContextError::Shape(format!("step {i} is not an object")));
+        };
+        let tool = match obj.remove("tool") {
+            Some(Value::String(t)) => t.trim().to_owned(),
+            _ => return Err(ContextError::Shape(format!("step {i} has no \"tool\" string"))),
+        };
+        if !known_tools.contains(&tool.as_str()) {
+            return Err(ContextError::UnknownTool { step: i, tool });
+        }
+        let args = match obj.remove("args") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(ContextError::Shape(format!("step {i}: \"args\" is not an object"))),
+        };
+        for value in args.values() {
+            if let Some(r) = value.as_str().and_then(|s| s.strip_prefix('$')).and_then(|n| n.parse::<usize>().ok()) {
+                if r >= i {
+                    return Err(ContextError::Shape(format!("step {i} refers to ${r}, which is not an earlier step")));
+                }
+            }
+        }
+        steps.push(PlanStep { tool, args: ToolArgs(args) });
+    }
+    Ok(steps)
+}
+
+// ----------------------------------------------------------- intent judge
+
+/// The intent judge's verdict on a speech segment (#2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IntentJudgment {
+    /// The speech was addressed to the assistant.
+    pub directed: bool,
+    /// The request, extracted and cleaned (empty when not directed).
+    pub query: String,
+    /// The user asked the assistant to stop talking.
+    pub stop: bool,
+    /// How sure the judge is, in [0, 1].
+    pub confidence: f64,
+}
+
+/// Intent judge (#2) messages: the rolling transcript, the wake word and
+/// whether the hot window (a follow-up without the wake word) is open.
+pub fn intent_messages(transcript: &str, wake_word: &str, hot_window: bool) -> Vec<ChatMessage> {
+    let system = format!(
+        "You decide whether speech is addressed to the voice assistant named \"{wake_word}\". \
+         Speech that uses the wake word, or continues the conversation while the follow-up window is open, \
+         is directed; background talk, talk about the assistant and echoes of its own voice are not. \
+         Extract the request as a self-contained query (resolve pronouns from the transcript). \
+         \"stop\" is true when the user tells the assistant to stop or be quiet.\n\
+         Reply with ONLY a JSON object: \
+         {{\"directed\": true|false, \"query\": \"...\", \"stop\": true|false, \"confidence\": 0.0-1.0}}"
+    );
+    let window = if hot_window { "open" } else { "closed" };
+    let user = format!("Follow-up window: {window}\nTranscript (oldest first):\n{transcript}");
+    vec![ChatMessage::system(system), ChatMessage::user(user)]
+}
+
+/// Parses the judge's JSON object; every field is required and
+/// `confidence` must be in [0, 1]. A `reasoning` field is allowed.
+pub fn parse_intent(text: &str) -> Result<IntentJudgment, ContextError> {
+    let Value::Object(obj) = first_json(text, '{')? else { unreachable!("an object opens with {{") };
+    let flag =
+        |key: &str| field(&obj, key)?.as_bool().ok_or_else(|| ContextError::Shape(format!("{key:?} is not a boolean")));
+    let query = field(&obj, "query")?
+        .as_str()
+        .ok_or_else(|| ContextError::Shape("\"query\" is not a string".into()))?
+        .trim()
+        .to_owned();
+    Ok(IntentJudgment {
+        directed: flag("directed")?,
+        query,
+        stop: flag("stop")?,
+        confidence: unit(&obj, "confidence")?,
+    })
+}
+
+// ------------------------------------------------------------ eval judge
+
+/// Evaluator judge messages: how well `reply` answered `user_text`, given
+/// a summary of the tool results it was based on.
+pub fn judge_messages(user_text: &str, reply_text: &str, tool_results: &str) -> Vec<ChatMessage> {
+    let system = "You grade an assistant's reply. score: 1.0 = fully and correctly answered the request, \
+                  0.0 = failed or wrong; confidence: how sure you are of the score. \
+                  Judge only against the request and the tool results. \
+                  Reply with ONLY a JSON object: {\"score\": 0.0-1.0, \"confidence\": 0.0-1.0}";
+    let tools = if tool_results.trim().is_empty() { "(no tools ran)" } else { tool_results };
+    let user = format!("Request:\n{user_text}\n\nTool results:\n{tools}\n\nReply:\n{reply_text}");
+    vec![ChatMessage::system(system), ChatMessage::user(user)]
+}
+
+/// Parses `{"score": s, "confidence": c}`, both in [0, 1].
+pub fn parse_verdict(text: &str) -> Result<(f64, f64), ContextError> {
+    let Value::Object(obj) = first_json(text, '{')? else { unreachable!("an object opens with {{") };
+    Ok((unit(&obj, "score")?, unit(&obj, "confidence")?))
+}
+
+// ------------------------------------------------------------ summariser
+
+/// Summariser (#9) messages: the session's turns as `(role, text)`, and the
+/// day's earlier summary to update, if any.
+pub fn summary_messages(turns: &[(String, String)], prior_summary: Option<&str>) -> Vec<ChatMessage> {
+    let system = format!(
+        "You write the diary entry for a conversation between a user and their assistant. \
+         Summarise what the user asked, said about themselves and decided, and what was found; \
+         keep who said what. Do not narrate the assistant's failures or refusals. \
+         Keep separate topics separate. At most {MAX_SUMMARY_WORDS} words, in the conversation's language, \
+         plus 3-{MAX_TOPICS} short topic keywords.\n\
+         Reply with ONLY a JSON object: {{\"summary\": \"...\", \"topics\": [\"...\", \"...\", \"...\"]}}"
+    );
+    let mut user = String::new();
+    if let Some(prior) = prior_summary.filter(|p| !p.trim().is_empty()) {
+        user.push_str(&format!("Earlier summary of today, to update:\n{prior}\n\n"));
+    }
+    user.push_str(&format!("Conversation:\n{}", render_dialogue(turns)));
+    vec![ChatMessage::system(system), ChatMessage::user(user)]
+}
+
+/// Parses `{"summary": text, "topics": [keyword, ...]}`: strict on shape,
+/// lenient on size — a longer summary is cut to [`MAX_SUMMARY_WORDS`] words
+/// and topics to [`MAX_TOPICS`] (trimmed, empty and duplicate ones
+/// dropped), since a slightly long summary beats the extractive fallback.
+/// An empty summary or no topic at all is an error.
+pub fn parse_summary(text: &str) -> Result<(String, Vec<String>), ContextError> {
+    let Value::Object(obj) = first_json(text, '{')? else { unreachable!("an object opens with {{") };
+    let summary =
+        field(&obj, "summary")?.as_str().ok_or_else(|| ContextError::Shape("\"summary\" is not a string".into()))?;
+    let words: Vec<&str> = summary.split_whitespace().collect();
+    if words.is_empty() {
+        return Err(ContextError::Shape("empty summary".into()));
+    }
+    let summary = words[..words.len().min(MAX_SUMMARY_WORDS)].join(" ");
+    let Value::Array(raw) = field(&obj, "topics")? else {
+        return Err(ContextError::Shape("\"topics\" is not an array".into()));
+    };
+    let mut topics: Vec<String> = Vec::new();
+    for t in raw {
+        let t = t.as_str().ok_or_else(|| ContextError::Shape("a topic is not a string".into()))?.trim();
+        if !t.is_empty() && !topics.iter().any(|k| k.eq_ignore_ascii_case(t)) && topics.len() < MAX_TOPICS {
+            topics.push(t.to_owned());
+        }
+    }
+    if topics.is_empty() {
+        return Err(ContextError::Shape("no topics".into()));
+    }
+    Ok((summary, topics))
+}
+
+// ------------------------------------------------------ graph extraction
+
+/// Graph extraction (#10) messages: the facts worth remembering in a
+/// summary, each tagged with its branch.
+pub fn graph_messages(summary: &str) -> Vec<ChatMessage> {
+    let system = "You extract lasting facts from a conversation summary for the assistant's memory. \
+                  Tag each with a branch: the user telling the assistant how to behave -> DIRECTIVES; \
+                  the user telling the assistant about themselves -> USER; external facts -> WORLD. \
+                  Do NOT extract the assistant's own recommendations, nor passing moments \
+                  (today's weather, the time of day). \
+                  Reply with ONLY a JSON array: [{\"branch\": \"USER|DIRECTIVES|WORLD\", \"fact\": \"...\"}], \
+                  or [] when there is nothing to keep.";
+    vec![ChatMessage::system(system), ChatMessage::user(format!("Summary:\n{summary}"))]
+}
+
+/// Parses the fact array. An unknown or missing branch is USER (seed 002
+/// #10); an item without a fact string, or an empty one, is skipped.
+pub fn parse_facts(text: &str) -> Result<Vec<(GraphBranch, String)>, ContextError> {
+    let Value::Array(items) = first_json(text, '[')? else { unreachable!("an array opens with [") };
+    let mut facts = Vec::new();
+    for item in items {
+        let Value::Object(obj) = item else { continue };
+        let Some(fact) = obj.get("fact").and_then(Value::as_str).map(str::trim).filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        let branch = match obj.get("branch").and_then(Value::as_str).map(|b| b.trim().to_ascii_uppercase()).as_deref() {
+            Some("DIRECTIVES") => GraphBranch::Directives,
+            Some("WORLD") => GraphBranch::World,
+            _ => GraphBranch::User,
+        };
+        facts.push((branch, fact.to_owned()));
+    }
+    Ok(facts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TOOLS: &[&str] = &["get_urls", "describe_entries", "get_weather"];
+
+    #[test]
+    fn plan_accepts_fences_prose_and_references() {
+        let text = "Sure! Here is the plan:\n```json\n[{\"tool\": \"get_urls\", \"args\": {\"url\": \"https://example.org/a\"}},\n {\"tool\": \"describe_entries\", \"args\": {\"entries\": \"$0\"}}]\n```";
+        let plan = parse_plan(text, TOOLS).unwrap();
+        assert_eq!(plan.len(), 2);
+        assert_eq!(plan[0].tool, "get_urls");
+        assert_eq!(plan[1].args.0["entries"], json!("$0"));
+        assert_eq!(parse_plan("[]", TOOLS).unwrap(), vec![]);
+        assert_eq!(parse_plan("[{\"tool\": \"get_weather\"}]", TOOLS).unwrap()[0].args, ToolArgs::default());
+        // A stray bracket in the prose before the plan is skipped.
+        assert_eq!(parse_plan("Steps [see below]: [{\"tool\":\"get_weather\"}]", TOOLS).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn plan_caps_steps_and_rejects_bad_ones() {
+        let many: Vec<Value> = (0..8).map(|_| json!({"tool": "get_weather", "args": {"city": "Oslo"}})).collect();
+        assert_eq!(parse_plan(&Value::Array(many).to_string(), TOOLS).unwrap().len(), MAX_PLAN_STEPS);
+        assert_eq!(
+            parse_plan("[{\"tool\":\"get_weather\"},{\"tool\":\"rm_rf\"}]", TOOLS),
+            Err(ContextError::UnknownTool { step: 1, tool: "rm_rf".into() })
+        );
+        assert!(matches!(parse_plan("no plan today", TOOLS), Err(ContextError::NoJson { .. })));
+        assert!(matches!(parse_plan("[\"get_weather\"]", TOOLS), Err(ContextError::Shape(_))));
+        assert!(matches!(parse_plan("[{\"tool\":\"get_weather\",\"args\":[1]}]", TOOLS), Err(ContextError::Shape(_))));
+        let forward = "[{\"tool\":\"describe_entries\",\"args\":{\"entries\":\"$0\"}}]";
+        assert!(matches!(parse_plan(forward, TOOLS), Err(ContextError::Shape(m)) if m.contains("$0")));
+    }
+
+    #[test]
+    fn planner_prompt_lists_tools_and_dialogue() {
+        let tools = [ToolSpec {
+            name: "get_weather".into(),
+            description: "Weather for a city".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let m = planner_messages("and tomorrow?", &tools, &[("user".into(), "weather in Oslo".into())]);
+        assert!(m[0].content.contains("- get_weather: Weather for a city") && m[0].content.contains("\"$0\""));
+        assert!(m[1].content.contains("user: weather in Oslo") && m[1].content.ends_with("Request: and tomorrow?"));
+    }
+
+    #[test]
+    fn intent_is_strict_json() {
+        let j = parse_intent(
+            "```json\n{\"directed\": true, \"query\": \" what time is it \", \"stop\": false, \"confidence\": 0.9, \"reasoning\": \"wake word\"}\n```",
+        )
+        .unwrap();
+        assert_eq!(j, IntentJudgment { directed: true, query: "what time is it".into(), stop: false, confidence: 0.9 });
+        assert!(matches!(
+            parse_intent("{\"directed\": \"yes\", \"query\": \"\", \"stop\": false, \"confidence\": 0.5}"),
+            Err(ContextError::Shape(_))
+        ));
+        assert!(matches!(
+            parse_intent("{\"directed\": true, \"stop\": false, \"confidence\": 0.5}"),
+            Err(ContextError::Shape(_))
+        ));
+        assert_eq!(
+            parse_intent("{\"directed\": true, \"query\": \"x\", \"stop\": false, \"confidence\": 1.5}"),
+            Err(ContextError::OutOfRange { field: "confidence", value: 1.5 })
+        );
+        assert!(matches!(parse_intent("directed"), Err(ContextError::NoJson { expected: "object" })));
+        let m = intent_messages("[10:00:01] jarvis what time is it", "jarvis", true);
+        assert!(m[0].content.contains("\"jarvis\"") && m[1].content.contains("window: open"));
+    }
+
+    #[test]
+    fn verdict_must_be_in_range() {
+        assert_eq!(parse_verdict("Verdict: {\"score\": 0.75, \"confidence\": 1}").unwrap(), (0.75, 1.0));
+        assert_eq!(parse_verdict("{\"score\": 0, \"confidence\": 0.2}").unwrap(), (0.0, 0.2));
+        assert_eq!(
+            parse_verdict("{\"score\": -0.1, \"confidence\": 0.5}"),
+            Err(ContextError::OutOfRange { field: "score", value: -0.1 })
+        );
+        assert!(matches!(parse_verdict("{\"score\": 0.5, \"confidence\": 2}"), Err(ContextError::OutOfRange { .. })));
+        assert!(matches!(parse_verdict("{\"score\": \"high\", \"confidence\": 0.5}"), Err(ContextError::Shape(_))));
+        assert!(judge_messages("q", "r", "").last().unwrap().content.contains("(no tools ran)"));
+    }
+
+    #[test]
+    fn summary_keeps_shape_and_bounds_size() {
+        let (s, t) = parse_summary("{\"summary\": \"User planned a trip to Oslo.\", \"topics\": [\"travel\", \"Oslo\", \"travel\", \" \", \"weather\"]}").unwrap();
+        assert_eq!(s, "User planned a trip to Oslo.");
+        assert_eq!(t, ["travel", "Oslo", "weather"]);
+        let long = json!({"summary": "word ".repeat(300), "topics": ["a", "b", "c", "d", "e", "f", "g"]}).to_string();
+        let (s, t) = parse_summary(&long).unwrap();
+        assert_eq!(s.split_whitespace().count(), MAX_SUMMARY_WORDS);
+        assert_eq!(t.len(), MAX_TOPICS);
+        assert!(matches!(parse_summary("{\"summary\": \"  \", \"topics\": [\"a\"]}"), Err(ContextError::Shape(_))));
+        assert!(matches!(parse_summary("{\"summary\": \"x\", \"topics\": []}"), Err(ContextError::Shape(_))));
+        assert!(matches!(parse_summary("{\"summary\": \"x\", \"topics\": \"a, b\"}"), Err(ContextError::Shape(_))));
+        let m = summary_messages(&[("user".into(), "hi".into())], Some("earlier"));
+        assert!(m[1].content.contains("earlier") && m[1].content.contains("user: hi"));
+    }
+
+    #[test]
+    fn facts_default_unknown_branches_to_user() {
+        let text = "```json\n[{\"branch\": \"DIRECTIVES\", \"fact\": \"Answer in French.\"},\n\
+                    {\"branch\": \"world\", \"fact\": \"Oslo is in Norway.\"},\n\
+                    {\"branch\": \"HOBBIES\", \"fact\": \"User plays chess.\"},\n\
+                    {\"fact\": \"User is vegetarian.\"},\n{\"branch\": \"USER\", \"fact\": \"\"}, 42]\n```";
+        assert_eq!(
+            parse_facts(text).unwrap(),
+            vec![
+                (GraphBranch::Directives, "Answer in French.".to_owned()),
+                (GraphBranch::World, "Oslo is in Norway.".to_owned()),
+                (GraphBranch::User, "User plays chess.".to_owned()),
+                (GraphBranch::User, "User is vegetarian.".to_owned()),
+            ]
+        );
+        assert_eq!(parse_facts("[]").unwrap(), vec![]);
+        assert!(matches!(parse_facts("nothing to keep"), Err(ContextError::NoJson { expected: "array" })));
+        assert!(graph_messages("s")[0].content.contains("USER|DIRECTIVES|WORLD"));
+    }
+}

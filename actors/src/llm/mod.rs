@@ -1,0 +1,270 @@
+//! LLM adapters: one blocking chat API over Ollama and OpenAI-compatible
+//! servers, so the actors (each on its own thread) never see a wire format.
+//!
+//! * [`LlmClient`] is what actors call; [`client_from_config`] builds one
+//!   from `[llm]` (or none: offline mode).
+//! * [`ollama`] and [`openai`] speak the two streaming protocols over one
+//!   blocking transport; [`text_tools`] is the fallback for models without native
+//!   tool calling.
+//! * [`pricing`] and [`record`] turn a call into an `llm.call_completed`
+//!   event; [`contexts`] holds the prompts and output parsers of seed 002's
+//!   contexts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use engram_events::payloads::{LlmContext, LlmOutcome};
+use engram_storage::config::LlmSection;
+
+pub mod contexts;
+mod http;
+pub mod ollama;
+pub mod openai;
+pub mod pricing;
+pub mod record;
+pub mod text_tools;
+
+pub use contexts::{ContextError, IntentJudgment};
+pub use ollama::OllamaClient;
+pub use openai::OpenAiClient;
+pub use pricing::{ModelPrice, PriceTable};
+pub use record::call_completed;
+
+/// Who wrote a chat message; the adapters map it to each wire format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Instructions to the model.
+    System,
+    /// The user (or tool results in text tool-call mode).
+    User,
+    /// The model's earlier answers, with any tool calls it made.
+    Assistant,
+    /// A tool's result, answering the assistant's call.
+    Tool,
+}
+
+impl Role {
+    /// The role's name on the wire (the same in both protocols).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// One message of a conversation sent to the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatMessage {
+    /// Who wrote it.
+    pub role: Role,
+    /// The text.
+    pub content: String,
+    /// Tool calls the assistant made in this message (assistant only), so a
+    /// tool result can follow it.
+    pub tool_calls: Vec<ToolCall>,
+    /// The tool whose result this is (tool messages only).
+    pub tool_name: Option<String>,
+}
+
+impl ChatMessage {
+    fn new(role: Role, content: impl Into<String>) -> Self {
+        ChatMessage { role, content: content.into(), tool_calls: Vec::new(), tool_name: None }
+    }
+
+    /// A system message: instructions.
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage::new(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage::new(Role::User, content)
+    }
+
+    /// An assistant message without tool calls (add them to `tool_calls`).
+    pub fn assistant(content: impl Into<String>) -> Self {
+        ChatMessage::new(Role::Assistant, content)
+    }
+
+    /// A tool's result, naming the tool so the model can tell results apart.
+    pub fn tool(name: impl Into<String>, content: impl Into<String>) -> Self {
+        ChatMessage { tool_name: Some(name.into()), ..ChatMessage::new(Role::Tool, content) }
+    }
+}
+
+/// A tool the model may call, described the way both protocols expect.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    /// The tool (executor) name.
+    pub name: String,
+    /// One line on what it does: the model chooses by it.
+    pub description: String,
+    /// A JSON schema object for the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// A tool call the model asked for.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolCall {
+    /// The tool name (not checked against the offered tools: callers do).
+    pub name: String,
+    /// The arguments object.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One chat call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    /// The model, as the server names it.
+    pub model: String,
+    /// The conversation.
+    pub messages: Vec<ChatMessage>,
+    /// Tools offered (empty: none, and no tool fields are sent).
+    pub tools: Vec<ToolSpec>,
+    /// The seed-002 context the call serves (recorded, not sent).
+    pub context: LlmContext,
+    /// Bounds the whole call: connect, request and the whole stream.
+    pub timeout: Duration,
+}
+
+/// A complete (non-streamed) answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatResponse {
+    /// The text, concatenated from the stream.
+    pub content: String,
+    /// Tool calls, native or parsed from text.
+    pub tool_calls: Vec<ToolCall>,
+    /// Prompt tokens as the server counted them (0 if it did not say).
+    pub input_tokens: u32,
+    /// Completion tokens as the server counted them (0 if it did not say).
+    pub output_tokens: u32,
+    /// Wall time of the call, retries included.
+    pub latency_ms: u64,
+    /// The tools went as text guidance because the server has no native
+    /// tool calling (see [`text_tools`]).
+    pub text_tool_fallback: bool,
+}
+
+/// Why a call failed. No variant ever holds the API key.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// The call did not finish within the request's timeout.
+    #[error("LLM call timed out after {after_ms} ms")]
+    Timeout {
+        /// The timeout that fired.
+        after_ms: u64,
+    },
+    /// The server answered with a non-2xx status.
+    #[error("LLM server answered HTTP {status}: {body}")]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The start of the response body (truncated, key redacted).
+        body: String,
+    },
+    /// The answer did not follow the protocol.
+    #[error("malformed LLM answer: {0}")]
+    Malformed(String),
+    /// No connection (refused, DNS, TLS, reset).
+    #[error("LLM server unreachable: {0}")]
+    Unreachable(String),
+    /// The model has no native tool calling (HTTP 400 saying so); the
+    /// client then retries in text tool-call mode.
+    #[error("the model does not support native tool calls")]
+    ToolsNotSupported,
+    /// `[llm]` does not describe a usable client.
+    #[error("[llm] configuration: {0}")]
+    Config(String),
+}
+
+impl LlmError {
+    /// The outcome recorded in `llm.call_completed`. A configuration error
+    /// never reached a server, so it counts as unreachable.
+    pub fn outcome(&self) -> LlmOutcome {
+        match self {
+            LlmError::Timeout { .. } => LlmOutcome::Timeout,
+            LlmError::Http { .. } | LlmError::ToolsNotSupported => LlmOutcome::HttpError,
+            LlmError::Malformed(_) => LlmOutcome::Malformed,
+            LlmError::Unreachable(_) | LlmError::Config(_) => LlmOutcome::Unreachable,
+        }
+    }
+}
+
+/// A chat model behind some server. Blocking: each actor calls it from its
+/// own thread, and the request's timeout bounds the wait.
+pub trait LlmClient: Send + Sync {
+    /// `ollama` or `openai`: the provider half of the canonical
+    /// `provider:model` name recorded in events.
+    fn provider(&self) -> &str;
+
+    /// Sends `req` and reads the whole streamed answer.
+    fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}
+
+/// An API key read from the environment. Its `Debug` is redacted so it can
+/// sit inside structs that derive or print `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key (empty: none).
+    pub fn new(key: impl Into<String>) -> Option<ApiKey> {
+        let key = key.into();
+        (!key.trim().is_empty()).then(|| ApiKey(key.trim().to_owned()))
+    }
+
+    /// The secret, for the `Authorization` header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Builds the client `[llm]` describes: `None` for an empty provider
+/// (offline mode). The API key comes from the environment variable named by
+/// `api_key_env`.
+pub fn client_from_config(section: &LlmSection) -> Result<Option<Arc<dyn LlmClient>>, LlmError> {
+    client_from_config_with_env(section, |name| std::env::var(name).ok())
+}
+
+/// [`client_from_config`] with the environment as a function, so tests need
+/// not mutate the process environment.
+pub fn client_from_config_with_env(
+    section: &LlmSection,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Arc<dyn LlmClient>>, LlmError> {
+    let provider = section.provider.trim();
+    if provider.is_empty() {
+        return Ok(None);
+    }
+    let key = match section.api_key_env.trim() {
+        "" => None,
+        var => Some(env(var).and_then(ApiKey::new).ok_or_else(|| {
+            LlmError::Config(format!("llm.api_key_env names {var}, which is not set in the environment"))
+        })?),
+    };
+    let base = section.base_url.trim();
+    match provider {
+        "ollama" => {
+            let base = if base.is_empty() { ollama::DEFAULT_BASE_URL } else { base };
+            Ok(Some(Arc::new(OllamaClient::new(base, key)?)))
+        }
+        "openai" => {
+            if base.is_empty() {
+                return Err(LlmError::Config("llm.base_url is required for provider \"openai\"".into()));
+            }
+            Ok(Some(Arc::new(OpenAiClient::new(base, key)?)))
+        }
+        other => Err(LlmError::Config(format!(
+            "unknown llm.provider {other:?} (expected \"ollama\", \"openai\" or empty for offline mode)"
+        ))),
+    }
+}
