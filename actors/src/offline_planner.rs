@@ -178,6 +178,7 @@ mod tests {
         assert_eq!(split_conjunctions("read notes.txt, then list ~/docs"), vec!["read notes.txt", "list ~/docs"]);
         assert_eq!(split_conjunctions("che ore sono e poi dove sono"), vec!["che ore sono", "dove sono"]);
         assert_eq!(split_conjunctions("  hello  "), vec!["hello"]);
-        assert!(split_conjunctions(" and ").is_empty());
+        assert!(split_conjunctions("   ").is_empty());
+        assert_eq!(split_conjunctions("read a.txt and , and list b"), vec!["read a.txt", "list b"]);
     }
 }

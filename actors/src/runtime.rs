@@ -374,7 +374,12 @@ impl Runtime {
 
     /// Ends a session: the pattern store records its turns, the summariser
     /// writes its summary. Returns its number of turns.
+    ///
+    /// Waits (up to 5 s) for the actors to finish what is in the log first,
+    /// so the session's verdicts precede its end and are recorded with it
+    /// rather than as re-evaluations a moment later.
     pub fn end_session(&self, session: &SessionId) -> Result<u32, RuntimeError> {
+        self.settle(Duration::from_secs(5));
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.listener.do_send(HostInput::End { session: session.clone(), reason: SessionEndReason::Host, reply: tx });
         rx.recv().map_err(|_| RuntimeError::Stopped)?
