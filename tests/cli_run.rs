@@ -1,0 +1,165 @@
+//! `engram run` end to end: turns over standard input, `--once --json`,
+//! and a `kill -9` of the running process mid-session: after a restart
+//! every turn completes and every derived event exists exactly once.
+//!
+//! Needs the embedding model where `scripts/fetch-models.sh` installs it.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use engram::events::codec::json;
+use engram::{Envelope, Event, EventKind};
+
+fn engram(data: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_engram"));
+    c.arg("--data").arg(data).env_remove("ENGRAM_CONFIG").env("XDG_CONFIG_HOME", data.join("no-config"));
+    c
+}
+
+/// Every envelope in the data dir, via `engram export`.
+fn export(data: &Path) -> Vec<Envelope> {
+    let out = engram(data).arg("export").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| json::from_line(l).unwrap()).collect()
+}
+
+#[test]
+fn run_answers_lines_of_standard_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = engram(dir.path())
+        .args(["run", "--session", "s-stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"what time is it\n:good\nche ore sono\ntell me a joke\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(lines[0].starts_with("[L0 "), "{stdout}");
+    assert!(lines[1].starts_with("[L0 "), "{stdout}");
+    assert!(lines[2].starts_with("[planner ") && lines[2].contains("don't know"), "{stdout}");
+    let events = export(dir.path());
+    let kinds = |k: EventKind| events.iter().filter(|e| e.kind() == k).count();
+    assert_eq!(kinds(EventKind::TurnCompleted), 3);
+    assert_eq!(kinds(EventKind::FeedbackReceived), 1);
+    assert_eq!(kinds(EventKind::SessionEnded), 1, "the session ends with the input");
+    assert_eq!(kinds(EventKind::SummaryWritten), 1);
+}
+
+#[test]
+fn run_once_json_prints_the_turns_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = engram(dir.path()).args(["run", "--once", "what time is it", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<Envelope> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| json::from_line(l).unwrap()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind().name()).collect();
+    for k in ["utterance.received", "intent.judged", "route.decided", "fastpath.hit", "tool.called", "turn.completed"] {
+        assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
+    }
+    let turn = events[0].turn;
+    assert!(events.iter().all(|e| e.turn == turn), "only the turn's events");
+}
+
+/// `kill -9` while turns are in flight; the restarted runtime finishes them
+/// from the actors' checkpoints and derives nothing twice.
+#[test]
+fn kill_9_mid_session_then_restart_derives_everything_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let lines = [
+        "what time is it",
+        "tell me a joke",
+        "list the files in ~/notes",
+        "my name is Ada",
+        "che ore sono",
+        "what is the date today",
+        "where am I",
+        "read the file ~/todo.txt",
+    ];
+    let mut child = engram(data)
+        .args(["run", "--session", "s-crash"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    for l in &lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    stdin.flush().unwrap();
+    // Two replies out, the rest queued or in flight: kill it.
+    let mut reply = String::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for _ in 0..2 {
+        reply.clear();
+        stdout.read_line(&mut reply).unwrap();
+        assert!(!reply.is_empty() && Instant::now() < deadline, "no reply before the kill");
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    // Restart in the same session; one more turn, then the session ends.
+    let mut child = engram(data)
+        .args(["run", "--session", "s-crash"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"what time is it\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let events = export(data);
+    // Every utterance opened a turn that completed exactly once, and each
+    // step of it is there exactly once.
+    let mut per_turn: BTreeMap<_, BTreeMap<&str, usize>> = BTreeMap::new();
+    for e in &events {
+        if let Some(t) = e.turn {
+            *per_turn.entry(t).or_default().entry(e.kind().name()).or_default() += 1;
+        }
+    }
+    let utterances = events.iter().filter(|e| e.kind() == EventKind::UtteranceReceived).count();
+    assert!(utterances >= 3, "at least the two answered turns and the restart's: {utterances}");
+    for (turn, kinds) in &per_turn {
+        if !kinds.contains_key("utterance.received") {
+            continue;
+        }
+        for k in ["utterance.received", "intent.judged", "route.decided", "reply.delivered", "turn.completed"] {
+            assert_eq!(kinds.get(k), Some(&1), "turn {turn}: {k} in {kinds:?}");
+        }
+        assert!(kinds.get("plan.created").is_none_or(|&n| n == 1), "turn {turn}: {kinds:?}");
+        assert!(kinds.get("fastpath.hit").is_none_or(|&n| n == 1), "turn {turn}: {kinds:?}");
+    }
+    // Derived events: one per cause and kind.
+    let mut by_cause: BTreeMap<_, usize> = BTreeMap::new();
+    for e in &events {
+        if let Some(c) = e.causation {
+            if !matches!(e.event, Event::ToolCalled(_) | Event::ToolCompleted(_) | Event::LlmCallCompleted(_)) {
+                *by_cause.entry((c, e.kind().name())).or_default() += 1;
+            }
+        }
+    }
+    for ((cause, kind), n) in &by_cause {
+        // The judge gives one verdict per cause and subject turn.
+        if *kind != "eval.completed" {
+            assert_eq!(*n, 1, "{kind} derived {n} times from {cause}");
+        }
+    }
+    let ended = events.iter().filter(|e| e.kind() == EventKind::SessionEnded).count();
+    assert_eq!(ended, 1);
+    let summaries = events.iter().filter(|e| e.kind() == EventKind::SummaryWritten).count();
+    assert_eq!(summaries, 1);
+    let verify = engram(data).arg("verify").output().unwrap();
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+}
