@@ -245,3 +245,57 @@ fn a_restart_resumes_and_derives_nothing_twice() {
     assert_eq!(recorded.len(), 2, "each turn recorded");
     rt.shutdown().unwrap();
 }
+
+/// The real embedder, which panics the first time it is asked to embed a
+/// text containing "boom": a fault inside whichever actor calls it.
+struct PanicsOnce {
+    inner: Arc<dyn Embedder>,
+    fired: std::sync::atomic::AtomicBool,
+}
+
+impl Embedder for PanicsOnce {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn embed(&self, text: &str) -> Result<Vec<f32>, engram_actors::EmbedError> {
+        self.embed_batch(&[text]).map(|mut v| v.remove(0))
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, engram_actors::EmbedError> {
+        if texts.iter().any(|t| t.contains("boom")) && !self.fired.swap(true, Ordering::SeqCst) {
+            panic!("injected fault");
+        }
+        self.inner.embed_batch(texts)
+    }
+}
+
+#[test]
+fn an_actor_panic_is_survived_and_the_turn_completes_once() {
+    let f = fixture();
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .offline()
+        .embedder(Arc::new(PanicsOnce { inner: embedder(), fired: Default::default() }))
+        .tool(Arc::new(WordCount { root: f.files.clone(), calls: f.calls.clone() }))
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap();
+    let s = SessionId::new("s-panic");
+    let r = rt.handle_utterance(&s, "count the words in ~/boom.txt").unwrap();
+    assert!(r.layer.is_some(), "the turn completed: {r:?}");
+    let r2 = rt.handle_utterance(&s, "count the words in ~/a.txt").unwrap();
+    assert_eq!(r2.text, "3 words");
+    assert!(rt.settle(Duration::from_secs(10)));
+    let status = rt.actor_status();
+    let panics: u64 = status.iter().map(|s| s.2).sum();
+    let restarts: u64 = status.iter().map(|s| s.3).sum();
+    assert_eq!(panics, 1, "{status:?}");
+    assert_eq!(restarts, 1, "{status:?}");
+    let all = events(&rt);
+    assert_eq!(count(&all, EventKind::TurnCompleted), 2);
+    assert_eq!(count(&all, EventKind::RouteDecided), 2);
+    assert_eq!(count(&all, EventKind::PlanCreated), 2);
+    rt.shutdown().unwrap();
+}
