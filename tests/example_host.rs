@@ -56,3 +56,11 @@ fn the_host_example_runs_offline_and_shows_an_l1_hit() {
     assert!(stdout.contains(&format!("engram --data {} replay", data.display())), "{stdout}");
     assert!(data.join("log.sled").is_dir(), "the log is where the example says");
 }
+
+/// docs/embedding.md tells async hosts to share the runtime in an `Arc`
+/// across blocking tasks: that needs `Send + Sync`.
+#[test]
+fn the_runtime_can_be_shared_across_threads() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<engram::actors::Runtime>();
+}
