@@ -267,6 +267,7 @@ impl Runtime {
         let (bridge, bridge_thread) = Bridge::start(bus.log(), from, stop.clone())?;
         let statuses: Vec<(&'static str, Arc<ShellStatus>)> =
             factories.iter().map(|(n, _)| (*n, Arc::new(ShellStatus::default()))).collect();
+        let kinds: Vec<_> = factories.iter().map(|(_, f)| f().kinds()).collect();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let sys_bus = bus.clone();
         let sys_statuses = statuses.clone();
@@ -294,8 +295,8 @@ impl Runtime {
             .map_err(RuntimeError::Thread)?;
         let (system, listener, addrs) = rx.recv().map_err(|_| RuntimeError::ActorFailed("system"))?;
         let mut threads = vec![bridge_thread];
-        for (name, addr) in addrs {
-            threads.push(feed(name, &bus, from, addr, stop.clone())?);
+        for (((name, addr), kinds), (_, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
+            threads.push(feed(name, &bus, from, kinds, addr, status.clone(), stop.clone())?);
         }
         let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();
         Ok(Runtime {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use engram_events::{Envelope, EventId, Seq};
+use engram_events::{Envelope, EventId, EventKind, Seq};
 use engram_storage::{EventLog, Filter, LogError};
 
 use crate::bus::Bus;
@@ -39,6 +39,13 @@ pub trait Role: Send + 'static {
 
     /// Folds an event and returns what it derives, to be appended.
     fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope>;
+
+    /// The kinds of event the role folds or reacts to (`None`: all). The
+    /// shell shows it nothing else, so an actor is not woken for the other
+    /// events of a turn.
+    fn kinds(&self) -> Option<Vec<EventKind>> {
+        None
+    }
 }
 
 /// Builds a role from scratch (at start and after every restart).
@@ -50,6 +57,10 @@ pub type RoleFactory = Box<dyn Fn() -> Box<dyn Role> + Send>;
 pub struct ShellStatus {
     /// Last `seq` handled.
     pub position: AtomicU64,
+    /// Last `seq` the actor's subscription has passed (handed on or not).
+    pub seen: AtomicU64,
+    /// Last `seq` handed on to the actor.
+    pub forwarded: AtomicU64,
     /// Panics caught.
     pub panics: AtomicU64,
     /// Restarts done.
@@ -69,6 +80,12 @@ pub struct Shell {
     /// from the log they are skipped, so the role decides from its own
     /// effects at once (as `derive_all` does in import), never twice.
     folded: HashSet<EventId>,
+    /// The kinds the role wants (`None`: all).
+    kinds: Option<Vec<EventKind>>,
+    /// Whether everything in the log up to the first live delivery has been
+    /// handled since the last (re)start: until then a delivery may be
+    /// ahead of the log read, and the gap is filled from the log.
+    caught_up: bool,
     status: Arc<ShellStatus>,
 }
 
@@ -86,7 +103,28 @@ impl Shell {
     /// A shell named `name` (its checkpoint key) running roles made by
     /// `factory`.
     pub fn new(name: &'static str, bus: Arc<Bus>, factory: RoleFactory, status: Arc<ShellStatus>) -> Shell {
-        Shell { name, bus, factory, role: None, position: Seq(0), failing: None, folded: HashSet::new(), status }
+        let kinds = factory().kinds();
+        Shell {
+            name,
+            bus,
+            factory,
+            role: None,
+            position: Seq(0),
+            failing: None,
+            folded: HashSet::new(),
+            kinds,
+            caught_up: false,
+            status,
+        }
+    }
+
+    /// The kinds the role wants (`None`: all), for its feeder.
+    pub fn kinds(&self) -> Option<Vec<EventKind>> {
+        self.kinds.clone()
+    }
+
+    fn wants(&self, env: &Envelope) -> bool {
+        self.kinds.as_ref().is_none_or(|k| k.contains(&env.kind()))
     }
 
     /// Builds the role and folds the log up to the checkpoint into it.
@@ -94,7 +132,10 @@ impl Shell {
         let checkpoint = self.bus.checkpoint(self.name)?;
         let mut role = (self.factory)();
         for env in self.bus.read_range(Seq(1), checkpoint) {
-            role.observe(&env?);
+            let env = env?;
+            if self.wants(&env) {
+                role.observe(&env);
+            }
         }
         self.role = Some(role);
         self.position = checkpoint;
@@ -167,7 +208,7 @@ impl Shell {
     fn fill(&mut self, to: Seq, ctx: &mut Context<Self>) -> Result<(), ()> {
         while self.position < to {
             let from = self.position.next();
-            let events: Vec<Envelope> = match self.bus.read_range(from, to).take(256).collect() {
+            let events: Vec<Envelope> = match self.bus.read_range(from, to).take(1024).collect() {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::error!(actor = self.name, "cannot read the log from seq {}: {e}", from.0);
@@ -178,12 +219,19 @@ impl Shell {
             if events.is_empty() {
                 return Ok(());
             }
+            let last = events.last().map_or(to, |e| e.seq);
             for env in &events {
+                if !self.wants(env) {
+                    continue;
+                }
                 if self.step(env).is_err() {
                     ctx.stop();
                     return Err(());
                 }
             }
+            // Events the role does not want are passed, not handled.
+            self.position = self.position.max(last);
+            self.status.position.store(self.position.0, Ordering::Release);
         }
         Ok(())
     }
@@ -207,6 +255,7 @@ impl Supervised for Shell {
         self.status.restarts.fetch_add(1, Ordering::Relaxed);
         self.role = None;
         self.folded.clear();
+        self.caught_up = false;
     }
 }
 
@@ -215,7 +264,9 @@ impl Handler<CatchUp> for Shell {
 
     fn handle(&mut self, _: CatchUp, ctx: &mut Context<Self>) {
         let head = self.bus.head();
-        let _ = self.fill(head, ctx);
+        if self.fill(head, ctx).is_ok() {
+            self.caught_up = true;
+        }
     }
 }
 
@@ -226,21 +277,30 @@ impl Handler<Deliver> for Shell {
         if self.role.is_none() || env.seq <= self.position {
             return;
         }
-        if env.seq > self.position.next() && self.fill(Seq(env.seq.0 - 1), ctx).is_err() {
-            return;
+        // The subscription has no gaps; only before the catch-up has run can
+        // a delivery be ahead of what was read from the log.
+        if !self.caught_up {
+            if self.fill(Seq(env.seq.0 - 1), ctx).is_err() {
+                return;
+            }
+            self.caught_up = true;
         }
-        if env.seq == self.position.next() && self.step(&env).is_err() {
+        if self.step(&env).is_err() {
             ctx.stop();
         }
     }
 }
 
 /// Feeds an actor from a live subscription on its own thread, until `stop`.
+/// Only events of `kinds` (`None`: all) are handed on; `status` records
+/// how far the feeder has read and what it handed on.
 pub fn feed(
     name: &'static str,
     bus: &Arc<Bus>,
     from: Seq,
+    kinds: Option<Vec<EventKind>>,
     addr: Recipient<Deliver>,
+    status: Arc<ShellStatus>,
     stop: Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, crate::error::RuntimeError> {
     let mut sub = bus.log().subscribe(from, Filter::all())?;
@@ -249,7 +309,14 @@ pub fn feed(
         .spawn(move || {
             while !stop.load(Ordering::Acquire) {
                 match sub.recv_timeout(Duration::from_millis(50)) {
-                    Ok(Some(env)) => addr.do_send(Deliver(env)),
+                    Ok(Some(env)) => {
+                        let seq = env.seq.0;
+                        if kinds.as_ref().is_none_or(|k| k.contains(&env.kind())) {
+                            status.forwarded.store(seq, Ordering::Release);
+                            addr.do_send(Deliver(env));
+                        }
+                        status.seen.store(seq, Ordering::Release);
+                    }
                     Ok(None) => {}
                     Err(e) => {
                         tracing::error!(actor = name, "subscription failed: {e}");

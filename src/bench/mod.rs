@@ -4,6 +4,7 @@ pub mod fastpath;
 pub mod knn;
 pub mod log;
 pub mod patterns;
+pub mod runtime;
 
 /// The machine a report was measured on: cores, CPU model, OS and arch —
 /// figures from a shared 2-core VM and a workstation are not comparable.

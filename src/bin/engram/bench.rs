@@ -20,6 +20,11 @@ pub enum Command {
     /// L0 phrases, one request embedded alone, L1 and L2 hits and planner
     /// misses at several table sizes (p50/p99, hit rates, where the time goes)
     Fastpath(engram::bench::fastpath::Options),
+    /// Actor runtime: a fast-path turn through the live actors (L0 without
+    /// embedding, L1 with) beside the same decision by direct calls — the
+    /// runtime's overhead p50/p99, under durable and relaxed logs — turns/s
+    /// with 1 and 16 sessions, events per turn
+    Runtime(engram::bench::runtime::Options),
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -50,6 +55,14 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Fastpath(opts) => {
             let report = engram::bench::fastpath::run(&opts)?;
+            if opts.json {
+                crate::output::print_json(&report)?;
+            } else {
+                println!("{}", report.human());
+            }
+        }
+        Command::Runtime(opts) => {
+            let report = engram::bench::runtime::run(&opts)?;
             if opts.json {
                 crate::output::print_json(&report)?;
             } else {
