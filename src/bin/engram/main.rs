@@ -2,6 +2,7 @@
 
 mod bench;
 mod calibrate;
+mod demo;
 mod export;
 mod import;
 mod inspect;
@@ -37,6 +38,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Drive the live runtime over a bundled workload and show what it learned
+    Demo(demo::Args),
     /// Import turn records or envelopes (JSON Lines, auto-detected)
     Import(import::Args),
     /// Print every envelope as JSON Lines
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let data = engram::data_dir::resolve(cli.data);
     let result = match cli.command {
+        Command::Demo(args) => demo::run(args),
         Command::Import(args) => import::run(&data, args),
         Command::Export(args) => export::run(&data, args),
         Command::Replay(args) => replay::run(&data, args),

@@ -1,0 +1,106 @@
+//! `engram demo` through the real binary: the README's main job.
+//!
+//! One test (it drives the whole runtime over the bundled workload, the
+//! slowest part of CI). The utterances it expects are counted from the
+//! workload file here, and every figure of the report is checked against
+//! the kept log as `engram export` prints it, not taken on the tool's word.
+//!
+//! Needs the embedding model where `scripts/fetch-models.sh` installs it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn engram(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_engram")).args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    assert!(out.status.success(), "{what}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The workload's utterances, per session, in order.
+fn workload_utterances() -> BTreeMap<String, Vec<String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/workload.jsonl");
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if let (Some(text), None) = (v["text"].as_str(), v.get("feedback")) {
+            out.entry(v["session"].as_str().unwrap().to_owned()).or_default().push(text.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kept");
+    let dir_s = dir.to_str().unwrap();
+    let report: Value = serde_json::from_str(&ok(&engram(&["demo", "--keep", dir_s, "--json"]), "demo")).unwrap();
+
+    let events: Vec<Value> =
+        ok(&engram(&["--data", dir_s, "export"]), "export").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let of_kind = |k: &'static str| events.iter().filter(move |e| e["kind"] == k);
+
+    // Every utterance of the workload reached the log, in its session and
+    // order, and ended as a completed turn or was judged not for the
+    // assistant (or a stop).
+    let expected = workload_utterances();
+    let mut said: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in of_kind("utterance.received") {
+        said.entry(e["session"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(e["payload"]["text"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(said, expected);
+    let utterances: usize = expected.values().map(Vec::len).sum();
+    let completed: BTreeSet<&str> = of_kind("turn.completed").map(|e| e["turn"].as_str().unwrap()).collect();
+    let not_for_us: BTreeSet<&str> = of_kind("intent.judged")
+        .filter(|e| e["payload"]["directed"] == false || e["payload"]["stop"] == true)
+        .map(|e| e["turn"].as_str().unwrap())
+        .collect();
+    for e in of_kind("utterance.received") {
+        let turn = e["turn"].as_str().unwrap();
+        assert!(completed.contains(turn) || not_for_us.contains(turn), "no outcome for {e}");
+    }
+    assert_eq!(report["utterances"], utterances);
+    assert_eq!(report["sessions"], expected.len());
+    assert_eq!(of_kind("session.ended").count(), expected.len(), "every session ended");
+
+    // The report's figures are the log's.
+    let layer = |l: &str| of_kind("turn.completed").filter(|e| e["payload"]["layer"] == l).count();
+    let layers = &report["layers"];
+    assert_eq!(layers["l0"], layer("L0"));
+    assert_eq!(layers["l1"], layer("L1"));
+    assert_eq!(layers["l2"], layer("L2"));
+    assert_eq!(layers["planner"], layer("planner"));
+    assert_eq!(layers["none"], not_for_us.len());
+    assert_eq!(report["planner_calls_made"], of_kind("plan.created").count());
+    assert_eq!(report["planner_calls_saved"], layer("L0") + layer("L1") + layer("L2"));
+    assert_eq!(report["patterns"]["outcomes"], of_kind("pattern.recorded").count());
+    assert_eq!(report["summaries"]["count"], of_kind("summary.written").count());
+    let facts = of_kind("graph.fact_added").count() as u64;
+    let g = &report["graph"];
+    assert_eq!(g["user"].as_u64().unwrap() + g["directives"].as_u64().unwrap() + g["world"].as_u64().unwrap(), facts);
+
+    // What it learned: every layer answered, planner calls were saved.
+    assert!(report["planner_calls_saved"].as_u64().unwrap() > 0, "{report}");
+    for l in ["l0", "l1", "l2"] {
+        assert!(layers[l].as_u64().unwrap() > 0, "no {l} hit: {report}");
+    }
+    assert!(report["patterns"]["outcomes"].as_u64().unwrap() > 0, "{report}");
+
+    // The kept dir is where the report says, and it verifies.
+    assert_eq!(report["kept"], true);
+    assert_eq!(report["replay"], format!("engram --data {dir_s} replay"));
+    ok(&engram(&["--data", dir_s, "verify"]), "verify");
+
+    // A second run refuses to mix its data into the kept dir.
+    let again = engram(&["demo", "--keep", dir_s]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).starts_with("error: "), "{again:?}");
+}
