@@ -4,24 +4,125 @@
 //!
 //! | role | consumes | emits |
 //! |---|---|---|
-//! | [`listener`] | the host's utterances, feedback, session ends | `utterance.received`, `intent.judged`, `day.activated`, `feedback.received`, `session.ended` |
+//! | [`listener`] | the host's utterances, feedback, session ends | `utterance.received`, `intent.judged` (+ `llm.call_completed` with the LLM intent judge), `day.activated`, `feedback.received`, `session.ended` |
 //! | [`router`] | `intent.judged`; `turn.completed` | `route.decided`, `fastpath.hit/missed`, `pattern.matched`; `canonical.recorded`, `pipeline.*` |
 //! | [`planner`] | `route.decided` (planner layer) | `plan.created`, `llm.call_completed` |
 //! | [`reply_loop`] | `fastpath.hit`, `plan.created` | `tool.called/completed`, `llm.call_completed`, `reply.delivered`, `turn.completed` |
-//! | judge, pattern store, summariser, graph | see [`ReactorRole`] | `eval.completed`; `pattern.recorded/evicted`; `summary.written`; `graph.*` |
+//! | [`judge`] | `turn.completed`, `feedback.received` | `eval.completed` (heuristic, feedback and, when enabled, LLM), `llm.call_completed` |
+//! | [`summariser`] | `session.ended` | `summary.written` (LLM, else extractive), `llm.call_completed` |
+//! | [`graph`] | `summary.written` | `graph.fact_added/node_merged` (LLM facts, else rule facts), `llm.call_completed` |
+//! | pattern store | see [`ReactorRole`] | `pattern.recorded/evicted` |
+//!
+//! Every LLM call fails open to the offline logic (seed 002): a failed or
+//! unparseable answer costs the turn nothing but the call's record.
 
+pub mod graph;
+pub mod judge;
 pub mod listener;
 pub mod planner;
 pub mod reply_loop;
 pub mod router;
+pub mod summariser;
 
-use engram_events::Envelope;
-use engram_storage::reactors::Reactor;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use engram_events::payloads::{LlmCallCompleted, LlmContext, LlmOutcome};
+use engram_events::{ActorKind, Envelope};
+use engram_storage::config::LlmSection;
+use engram_storage::reactors::{derived, Reactor};
+use rust_decimal::Decimal;
 
 use crate::bus::Bus;
-use crate::llm::ToolSpec;
+use crate::llm::{self, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceTable, ToolSpec};
 use crate::offline_planner::ToolDescription;
 use crate::shell::Role;
+
+/// A model server set up for one LLM context: which model, under which
+/// timeout, priced how.
+#[derive(Clone)]
+pub struct ContextLlm {
+    /// The server.
+    pub client: Arc<dyn LlmClient>,
+    /// The context the calls serve (recorded in `llm.call_completed`).
+    pub context: LlmContext,
+    /// The model (`[llm]`'s `model_for(context)`).
+    pub model: String,
+    /// The context's timeout (`[llm]`'s `timeout(context)`).
+    pub timeout: Duration,
+    /// Prices of calls.
+    pub prices: Arc<PriceTable>,
+}
+
+impl ContextLlm {
+    /// `client` for `context` as `[llm]` configures it.
+    pub fn new(client: Arc<dyn LlmClient>, section: &LlmSection, context: LlmContext, prices: Arc<PriceTable>) -> Self {
+        ContextLlm {
+            client,
+            context,
+            model: section.model_for(context).to_owned(),
+            timeout: section.timeout(context),
+            prices,
+        }
+    }
+
+    /// One call with `messages` (no tools), its answer checked by `parse`.
+    /// Returns the call's record and the parsed value or why there is none.
+    /// An answer that breaks the context's contract is recorded as
+    /// `malformed` with its tokens and cost: the call was paid for.
+    pub(crate) fn ask<T, E: std::fmt::Display>(
+        &self,
+        messages: Vec<ChatMessage>,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> (LlmCallCompleted, Result<T, String>) {
+        let request = ChatRequest {
+            model: self.model.clone(),
+            messages,
+            tools: Vec::new(),
+            context: self.context,
+            timeout: self.timeout,
+        };
+        ask(&*self.client, &request, &self.prices, |r| parse(&r.content))
+    }
+}
+
+/// Sends `request`, records it and parses its answer (see [`ContextLlm::ask`]).
+pub(crate) fn ask<T, E: std::fmt::Display>(
+    client: &dyn LlmClient,
+    request: &ChatRequest,
+    prices: &PriceTable,
+    parse: impl FnOnce(&ChatResponse) -> Result<T, E>,
+) -> (LlmCallCompleted, Result<T, String>) {
+    let t0 = Instant::now();
+    let result = client.chat(request);
+    let mut record = llm::call_completed(request, &result, t0.elapsed(), prices);
+    let parsed = match &result {
+        Ok(r) => parse(r).map_err(|e| {
+            record.outcome = LlmOutcome::Malformed;
+            format!("answer rejected: {e}")
+        }),
+        Err(e) => Err(e.to_string()),
+    };
+    (record, parsed)
+}
+
+/// Whether the `llm.call_completed` that `actor` derives from `cause` is in
+/// the log: the model was asked about `cause` already (before a restart),
+/// and what it decided went into the log in the same batch. Roles whose
+/// LLM work is not a pure function check this before calling again.
+pub(crate) fn called_already(bus: &Bus, cause: &Envelope, actor: ActorKind) -> bool {
+    let probe = LlmCallCompleted {
+        model: String::new(),
+        context: LlmContext::ReplyLoop,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: Decimal::ZERO,
+        pricing_version: String::new(),
+        latency_ms: 0,
+        outcome: LlmOutcome::Ok,
+    };
+    bus.contains(derived(cause, actor, probe, 0).id).unwrap_or(false)
+}
 
 /// A role that is exactly a storage reactor (judge, pattern store,
 /// summariser, graph): it observes to warm up and reacts to derive.

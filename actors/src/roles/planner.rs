@@ -88,19 +88,12 @@ impl Planner {
                     context: LlmContext::Planner,
                     timeout: self.setup.timeout,
                 };
-                let t0 = Instant::now();
-                let result = client.chat(&request);
-                out.push(derived(
-                    env,
-                    ActorKind::Planner,
-                    llm::call_completed(&request, &result, t0.elapsed(), &self.setup.prices),
-                    0,
-                ));
                 let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
-                let steps = match result
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| llm::contexts::parse_plan(&r.content, &names).map_err(|e| e.to_string()))
-                {
+                let (record, parsed) = super::ask(&**client, &request, &self.setup.prices, |r| {
+                    llm::contexts::parse_plan(&r.content, &names)
+                });
+                out.push(derived(env, ActorKind::Planner, record, 0));
+                let steps = match parsed {
                     Ok(mut steps) => {
                         steps.truncate(MAX_STEPS);
                         steps
