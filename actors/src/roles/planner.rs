@@ -4,7 +4,7 @@
 //! its own timeout, fail-open to an empty plan: the reply loop then lets
 //! the model work without one); without, the [`OfflinePlanner`]. Consumes
 //! `route.decided` (layer `planner`), emits `plan.created` and, for LLM
-//! plans, `llm.call_completed`.
+//! plans, `llm.call_completed` (first, so the turn's cost includes it).
 //!
 //! Planning is not a pure function (a model answers differently twice), so
 //! after a restart the planner first looks for the plan it may already have
@@ -116,7 +116,9 @@ impl Planner {
             }
         };
         let plan = PlanCreated { planner, model: Some(model), steps, planner_ms: started.elapsed().as_millis() as u64 };
-        out.insert(0, derived(env, ActorKind::Planner, plan, 0));
+        // After the call's record: the reply loop runs the turn when it
+        // sees the plan, and must have folded the planner's cost by then.
+        out.push(derived(env, ActorKind::Planner, plan, 0));
         out
     }
 }
