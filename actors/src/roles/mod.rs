@@ -149,3 +149,136 @@ pub(crate) fn llm_specs(tools: &[ToolDescription]) -> Vec<ToolSpec> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use engram_events::payloads::*;
+    use engram_events::{Event, EventKind, SessionId, TurnId};
+    use engram_storage::{LogConfig, SledLog};
+
+    use super::*;
+    use crate::llm::LlmError;
+
+    /// A server that times out, counting the calls.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl LlmClient for Counting {
+        fn provider(&self) -> &str {
+            "ollama"
+        }
+        fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(LlmError::Timeout { after_ms: req.timeout.as_millis() as u64 })
+        }
+    }
+
+    fn llm(client: &Arc<Counting>, context: LlmContext) -> Option<ContextLlm> {
+        let client: Arc<dyn LlmClient> = client.clone();
+        Some(ContextLlm::new(client, &LlmSection::default(), context, Arc::new(PriceTable::default())))
+    }
+
+    fn in_session(turn: Option<TurnId>, event: impl Into<Event>) -> Envelope {
+        let env = Envelope::new(ActorKind::Host, event).with_session(SessionId::new("s"));
+        match turn {
+            Some(t) => env.with_turn(t),
+            None => env,
+        }
+    }
+
+    /// A session of one answered turn, then its end.
+    fn session() -> Vec<Envelope> {
+        let turn = TurnId::derive(chrono::Utc::now(), &[b"t"]);
+        let delivered = ReplyDelivered { text: "It rains.".into(), layer: RouteLayer::Planner, latency_ms: 1 };
+        let completed = TurnCompleted {
+            turn_number: 1,
+            text: "My name is Ada. Is it raining?".into(),
+            layer: RouteLayer::Planner,
+            model: Some("m".into()),
+            steps: vec![PlanStep { tool: "get_weather".into(), args: ToolArgs::default() }],
+            tools_ok: true,
+            planner_ms: 1,
+            latency_ms: 1,
+            cost_usd: Decimal::ZERO,
+            pricing_version: "none".into(),
+        };
+        vec![
+            in_session(Some(turn), delivered),
+            in_session(Some(turn), completed),
+            in_session(None, SessionEnded { reason: SessionEndReason::Host, turns: 1 }),
+        ]
+    }
+
+    type Make = Box<dyn Fn() -> Box<dyn Role>>;
+
+    /// Handles `cause` with a role fresh from `make` (as after a restart
+    /// whose checkpoint lagged behind `cause`), having observed `before`.
+    fn handle(make: &Make, before: &[Envelope], cause: &Envelope, bus: &Bus) -> Vec<Envelope> {
+        let mut role = make();
+        for e in before {
+            role.observe(e);
+        }
+        role.handle(cause, bus)
+    }
+
+    #[test]
+    fn a_role_that_asked_the_model_before_a_restart_does_not_ask_again() {
+        let events = session();
+        let written = SummaryWritten {
+            summary: "My name is Ada.".into(),
+            topics: vec!["name".into()],
+            summariser: SummariserKind::Extractive,
+            turns_covered: 1,
+        };
+        let summary = Envelope::new(ActorKind::Summariser, written).with_session(SessionId::new("s"));
+        let client = Arc::new(Counting::default());
+        let judge_llm = llm(&client, LlmContext::Judge);
+        let summary_llm = llm(&client, LlmContext::Summariser);
+        let graph_llm = llm(&client, LlmContext::GraphExtract);
+        let cases: Vec<(&str, Make, &[Envelope], &Envelope, ActorKind)> = vec![
+            (
+                "judge",
+                Box::new(move || Box::new(judge::Judge::new(judge_llm.clone()))),
+                &events[..1],
+                &events[1],
+                ActorKind::Judge,
+            ),
+            (
+                "summariser",
+                Box::new(move || Box::new(summariser::Summariser::new(summary_llm.clone()))),
+                &events[..2],
+                &events[2],
+                ActorKind::Summariser,
+            ),
+            (
+                "graph",
+                Box::new(move || Box::new(graph::Graph::new(graph_llm.clone()))),
+                &[],
+                &summary,
+                ActorKind::Graph,
+            ),
+        ];
+        for (name, make, before, cause, actor) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let bus = Bus::new(Arc::new(SledLog::open(dir.path(), LogConfig::default()).unwrap())).unwrap();
+            bus.append(before.iter().chain([cause]).cloned().collect()).unwrap();
+            let calls = client.0.load(Ordering::SeqCst);
+            assert!(!called_already(&bus, cause, actor), "{name}");
+            let first = handle(&make, before, cause, &bus);
+            assert_eq!(client.0.load(Ordering::SeqCst), calls + 1, "{name}: one call");
+            let record = first.iter().find(|e| e.kind() == EventKind::LlmCallCompleted).expect("the call's record");
+            assert_eq!(record.actor, actor, "{name}");
+            let Event::LlmCallCompleted(c) = &record.event else { unreachable!("found by kind") };
+            assert_eq!(c.outcome, LlmOutcome::Timeout, "{name}");
+            bus.append(first).unwrap();
+            assert!(called_already(&bus, cause, actor), "{name}");
+            let again = handle(&make, before, cause, &bus);
+            assert_eq!(client.0.load(Ordering::SeqCst), calls + 1, "{name}: no second call after the restart");
+            for e in again {
+                assert!(bus.contains(e.id).unwrap(), "{name}: only what the log holds is derived again: {e:?}");
+            }
+        }
+    }
+}
