@@ -32,8 +32,8 @@ use engram_events::{SessionId, TurnId};
 use engram_storage::config::Config;
 use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
 use engram_storage::intent::IntentMode;
-use engram_storage::projections::{Graph, PatternOutcomes};
-use engram_storage::reactors::{GraphReactor, JudgeReactor, PatternReactor, SummaryReactor};
+use engram_storage::projections::PatternOutcomes;
+use engram_storage::reactors::PatternReactor;
 use engram_storage::{Durability, EventLog, LogConfig, SledLog};
 
 use crate::bridge::Bridge;
@@ -43,11 +43,14 @@ use crate::error::RuntimeError;
 use crate::fast_path::embedder_config;
 use crate::llm::{LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, OFFLINE_MODEL};
+use crate::roles::graph::Graph;
+use crate::roles::judge::Judge;
 use crate::roles::listener::{Heard, HostInput, Listener};
 use crate::roles::planner::{Planner, PlannerSetup};
 use crate::roles::reply_loop::{ReplyLoop, ReplySetup};
 use crate::roles::router::{Router, RouterSetup};
-use crate::roles::ReactorRole;
+use crate::roles::summariser::Summariser;
+use crate::roles::{ContextLlm, ReactorRole};
 use crate::shell::{feed, RoleFactory, Shell, ShellStatus};
 use crate::tools::{BuiltinConfig, Tool, ToolRegistry};
 
@@ -201,11 +204,20 @@ impl RuntimeBuilder {
             registry,
             tools,
             llm: llm.clone(),
-            prices,
+            prices: prices.clone(),
             chat_timeout: config.llm.timeout(LlmContext::ReplyLoop),
             agentic_max_turns: 8,
             offset,
         };
+        // The background contexts, each with its model and timeout; the
+        // judges only when `[llm]` opts in (a call per turn / utterance).
+        let context_llm = |context: LlmContext, enabled: bool| {
+            llm.clone().filter(|_| enabled).map(|c| ContextLlm::new(c, &config.llm, context, prices.clone()))
+        };
+        let intent_llm = context_llm(LlmContext::IntentJudge, config.llm.intent_judge_enabled());
+        let judge_llm = context_llm(LlmContext::Judge, config.llm.judge_enabled());
+        let summary_llm = context_llm(LlmContext::Summariser, true);
+        let graph_llm = context_llm(LlmContext::GraphExtract, true);
         let pattern_config = (config.pattern.config(), config.pattern.caps());
         let factories: Vec<(&'static str, RoleFactory)> = vec![
             ("router", Box::new(move || Box::new(Router::new(router.clone())))),
@@ -218,12 +230,12 @@ impl RuntimeBuilder {
                     Box::new(ReactorRole(Box::new(PatternReactor::new(PatternOutcomes::default(), c, caps))))
                 }),
             ),
-            ("judge", Box::new(|| Box::new(ReactorRole(Box::new(JudgeReactor::new()))))),
-            ("summariser", Box::new(|| Box::new(ReactorRole(Box::new(SummaryReactor::new()))))),
-            ("graph", Box::new(|| Box::new(ReactorRole(Box::new(GraphReactor::from_projection(&Graph::default())))))),
+            ("judge", Box::new(move || Box::new(Judge::new(judge_llm.clone())))),
+            ("summariser", Box::new(move || Box::new(Summariser::new(summary_llm.clone())))),
+            ("graph", Box::new(move || Box::new(Graph::new(graph_llm.clone())))),
         ];
         let mode = self.mode.unwrap_or(IntentMode::Chat);
-        let listener = Listener::start(bus.clone(), mode)?;
+        let listener = Listener::start(bus.clone(), mode)?.with_llm_judge(intent_llm);
         Runtime::launch(bus, listener, factories, self.turn_timeout.unwrap_or(TURN_TIMEOUT), llm.is_some())
     }
 }

@@ -243,9 +243,12 @@ pub struct LlmSection {
     pub judge_timeout_ms: u64,
     /// Summariser (#9) timeout.
     pub summary_timeout_ms: u64,
-    /// Smaller model for the intent judge (#2) and the evaluator's judge;
-    /// empty: `model`.
+    /// Model of the LLM intent judge (#2); empty: no LLM intent judge, the
+    /// rule judge decides (a model call per utterance is opt-in).
     pub intent_judge_model: String,
+    /// Model of the LLM evaluator judge, which grades each completed turn
+    /// beside the heuristic judge; empty: off (it costs a call per turn).
+    pub judge_model: String,
     /// Version of `prices`, recorded with every call's cost so a later
     /// price change never rewrites history.
     pub pricing_version: String,
@@ -295,6 +298,7 @@ impl Default for LlmSection {
             judge_timeout_ms: 15_000,
             summary_timeout_ms: 30_000,
             intent_judge_model: String::new(),
+            judge_model: String::new(),
             pricing_version: "none".into(),
             prices: BTreeMap::new(),
         }
@@ -315,15 +319,27 @@ impl LlmSection {
         Duration::from_millis(ms)
     }
 
-    /// The model for a call serving `context`: the intent judge and the
-    /// evaluator's judge use `intent_judge_model` when one is set.
+    /// The model for a call serving `context`: the intent judge uses
+    /// `intent_judge_model` and the evaluator's judge `judge_model` when
+    /// set, every other context `model`.
     pub fn model_for(&self, context: LlmContext) -> &str {
         match context {
-            LlmContext::IntentJudge | LlmContext::Judge if !self.intent_judge_model.is_empty() => {
-                &self.intent_judge_model
-            }
+            LlmContext::IntentJudge if !self.intent_judge_model.is_empty() => &self.intent_judge_model,
+            LlmContext::Judge if !self.judge_model.is_empty() => &self.judge_model,
             _ => &self.model,
         }
+    }
+
+    /// Whether the LLM intent judge runs (given a client): only when
+    /// `intent_judge_model` names a model.
+    pub fn intent_judge_enabled(&self) -> bool {
+        !self.intent_judge_model.trim().is_empty()
+    }
+
+    /// Whether the LLM evaluator judge runs (given a client): only when
+    /// `judge_model` names a model.
+    pub fn judge_enabled(&self) -> bool {
+        !self.judge_model.trim().is_empty()
     }
 }
 
@@ -578,13 +594,17 @@ mod tests {
         assert_eq!(c.llm.timeout(LlmContext::IntentJudge), Duration::from_millis(15_000));
         assert_eq!(c.llm.timeout(LlmContext::Summariser), Duration::from_millis(30_000));
         assert_eq!(c.llm.model_for(LlmContext::IntentJudge), "gpt-5-mini", "no judge model: the main one");
+        assert!(!c.llm.intent_judge_enabled() && !c.llm.judge_enabled(), "both LLM judges are opt-in");
         let c = c
             .with_env(env(&[
                 ("ENGRAM_LLM_PLANNER_TIMEOUT_MS", "2500"),
                 ("ENGRAM_LLM_INTENT_JUDGE_MODEL", "gemma4:e2b"),
+                ("ENGRAM_LLM_JUDGE_MODEL", "qwen3:4b"),
                 ("ENGRAM_LLM_PRICING_VERSION", "2026-12"),
             ]))
             .unwrap();
+        assert!(c.llm.intent_judge_enabled() && c.llm.judge_enabled());
+        assert_eq!(c.llm.model_for(LlmContext::Judge), "qwen3:4b");
         assert_eq!(c.llm.timeout(LlmContext::Planner), Duration::from_millis(2_500));
         assert_eq!(c.llm.model_for(LlmContext::IntentJudge), "gemma4:e2b");
         assert_eq!(c.llm.model_for(LlmContext::Planner), "gpt-5-mini");
@@ -594,6 +614,15 @@ mod tests {
             Decimal::new(60, 2),
             "the table survives the round trip"
         );
+    }
+
+    #[test]
+    fn judge_model_is_a_known_llm_key() {
+        let c = Config::from_toml("[llm]\njudge_model = \"gemma4:e2b\"\n", Path::new("engram.toml")).unwrap();
+        assert_eq!(c.llm.model_for(LlmContext::Judge), "gemma4:e2b");
+        assert_eq!(c.llm.model_for(LlmContext::IntentJudge), "", "the judge model is not the intent judge's");
+        let e = Config::from_toml("[llm]\njudge_modle = \"x\"\n", Path::new("engram.toml")).unwrap_err();
+        assert!(e.to_string().contains("judge_modle"), "{e}");
     }
 
     #[test]

@@ -134,8 +134,16 @@ impl RuleIntentJudge {
         }
     }
 
-    fn in_hot_window(&self, last_reply_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    /// Whether `now` is within the hot window after a reply at
+    /// `last_reply_at` (an engagement signal for the LLM intent judge too).
+    pub fn in_hot_window(&self, last_reply_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
         last_reply_at.is_some_and(|t| t <= now && now - t <= self.hot_window)
+    }
+
+    /// The assistant's name as a prompt can say it: the shortest wake word
+    /// ("engram" of "engram", "hey engram").
+    pub fn name(&self) -> String {
+        self.wake_words.iter().min_by_key(|w| w.len()).map(|w| w.join(" ")).unwrap_or_default()
     }
 
     /// The text after a leading wake word and the punctuation that follows
@@ -234,6 +242,12 @@ mod tests {
         let j = RuleIntentJudge::default().judge("stop the timer at five", IntentMode::Chat, None, now());
         assert!(!j.stop && j.directed, "{j:?}");
         assert!(!voice("non fermati mai").stop);
+    }
+
+    #[test]
+    fn the_name_is_the_shortest_wake_word() {
+        assert_eq!(RuleIntentJudge::default().name(), "engram");
+        assert_eq!(RuleIntentJudge::new(["Hey Jarvis", "jarvis"], Duration::seconds(5)).name(), "jarvis");
     }
 
     #[test]

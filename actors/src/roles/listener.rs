@@ -4,8 +4,21 @@
 //! words; EN + IT) — plus `day.activated` on the first utterance of a day
 //! ([`DayReactor`], as in import). Feedback and session ends from the host
 //! are appended here too, so the listener alone numbers a session's turns.
+//!
+//! **LLM intent judge** (seed 002 #2): with a model server and `[llm]
+//! intent_judge_model` set, speech that carries an engagement signal (the
+//! wake word, or the hot window open) is judged by the model from the
+//! session's recent transcript: it can tell talk *about* the assistant from
+//! talk *to* it and resolve pronouns in the query. It runs for speech in
+//! voice mode only: typed chat is always directed (a model call would only
+//! add latency), ambient speech without a signal is not for the assistant
+//! (the seed skips the judge for it), and a stop phrase is honoured at once
+//! by the rules — stop must never wait for a model. Any failure (timeout,
+//! HTTP error, an answer that is not the judge's JSON) falls back to the
+//! rule verdict, `judge = rule`; the call's `llm.call_completed` goes into
+//! the utterance's batch either way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -18,8 +31,16 @@ use engram_storage::intent::{IntentMode, RuleIntentJudge};
 use engram_storage::reactors::{derived, DayReactor, Reactor};
 use engram_storage::LogError;
 
+use super::ContextLlm;
 use crate::bus::Bus;
 use crate::error::RuntimeError;
+use crate::llm::contexts;
+
+/// How far back the transcript the LLM intent judge reads goes (seed 002
+/// #2: a 120 s rolling buffer).
+pub const TRANSCRIPT_WINDOW_SECS: i64 = 120;
+/// Most utterances in that transcript, however fast people talk.
+pub const TRANSCRIPT_MAX_LINES: usize = 32;
 
 /// What the listener made of an utterance.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +59,8 @@ struct SessionState {
     last_turn: Option<TurnId>,
     last_at: Option<DateTime<Utc>>,
     ended: bool,
+    /// Recent utterances, oldest first (for the LLM intent judge).
+    transcript: VecDeque<(DateTime<Utc>, String)>,
 }
 
 /// The listener actor.
@@ -47,6 +70,7 @@ pub struct Listener {
     mode: IntentMode,
     days: DayReactor,
     sessions: HashMap<SessionId, SessionState>,
+    llm: Option<ContextLlm>,
 }
 
 impl Listener {
@@ -58,6 +82,7 @@ impl Listener {
             mode,
             days: DayReactor::from_projection(&Default::default()),
             sessions: HashMap::new(),
+            llm: None,
         };
         let head = l.bus.head();
         let bus = l.bus.clone();
@@ -65,6 +90,12 @@ impl Listener {
             l.fold(&env?);
         }
         Ok(l)
+    }
+
+    /// This listener with the LLM intent judge (see the module docs).
+    pub fn with_llm_judge(mut self, llm: Option<ContextLlm>) -> Listener {
+        self.llm = llm;
+        self
     }
 
     fn fold(&mut self, env: &Envelope) {
@@ -76,6 +107,13 @@ impl Listener {
                 s.turns = s.turns.max(u.turn_number);
                 s.last_turn = env.turn;
                 s.last_at = Some(env.at);
+                s.transcript.push_back((env.at, u.text.clone()));
+                let horizon = env.at - chrono::Duration::seconds(TRANSCRIPT_WINDOW_SECS);
+                while s.transcript.len() > TRANSCRIPT_MAX_LINES
+                    || s.transcript.front().is_some_and(|(t, _)| *t < horizon)
+                {
+                    s.transcript.pop_front();
+                }
             }
             Event::SessionEnded(_) => self.sessions.entry(session.clone()).or_default().ended = true,
             _ => {}
@@ -98,13 +136,57 @@ impl Listener {
         )
         .with_session(session.clone())
         .with_turn(turn);
-        let intent = self.judge.judge(&text, self.mode, state.last_at, now);
+        let rule = self.judge.judge(&text, self.mode, state.last_at, now);
+        let (intent, call) = self.judge_with_llm(rule, &text, source, &state, now);
         let mut batch = vec![utterance.clone()];
         batch.extend(self.days.react(&utterance));
         batch.push(derived(&utterance, ActorKind::Listener, intent.clone(), 0));
+        if let Some(call) = call {
+            batch.push(derived(&utterance, ActorKind::Listener, call, 0));
+        }
         self.bus.append(batch)?;
         self.fold(&utterance);
         Ok(Heard { turn, turn_number: number, intent })
+    }
+
+    /// The LLM intent judge's verdict when it applies (see the module
+    /// docs), else the rule verdict; and the call's record if one was made.
+    fn judge_with_llm(
+        &self,
+        rule: IntentJudged,
+        text: &str,
+        source: UtteranceSource,
+        state: &SessionState,
+        now: DateTime<Utc>,
+    ) -> (IntentJudged, Option<LlmCallCompleted>) {
+        let Some(llm) = &self.llm else { return (rule, None) };
+        let speech = self.mode == IntentMode::Voice && source == UtteranceSource::Voice;
+        // In voice mode the rules direct speech only on a wake word or in
+        // the hot window (or for a stop phrase, which is not asked about).
+        let engaged = rule.directed && !rule.stop;
+        if !speech || !engaged {
+            return (rule, None);
+        }
+        let mut transcript: Vec<String> =
+            state.transcript.iter().map(|(at, said)| format!("[{}] {said}", at.format("%H:%M:%S"))).collect();
+        transcript.push(format!("[{}] {text}", now.format("%H:%M:%S")));
+        let hot = self.judge.in_hot_window(state.last_at, now);
+        let messages = contexts::intent_messages(&transcript.join("\n"), &self.judge.name(), hot);
+        let (record, parsed) = llm.ask(messages, contexts::parse_intent);
+        let intent = match parsed {
+            Ok(j) => IntentJudged {
+                directed: j.directed,
+                query: j.query,
+                stop: j.stop,
+                confidence: j.confidence,
+                judge: JudgeKind::Llm,
+            },
+            Err(e) => {
+                tracing::warn!(model = %llm.model, "LLM intent judge failed open to the rules: {e}");
+                rule
+            }
+        };
+        (intent, Some(record))
     }
 
     fn feedback(

@@ -4,24 +4,125 @@
 //!
 //! | role | consumes | emits |
 //! |---|---|---|
-//! | [`listener`] | the host's utterances, feedback, session ends | `utterance.received`, `intent.judged`, `day.activated`, `feedback.received`, `session.ended` |
+//! | [`listener`] | the host's utterances, feedback, session ends | `utterance.received`, `intent.judged` (+ `llm.call_completed` with the LLM intent judge), `day.activated`, `feedback.received`, `session.ended` |
 //! | [`router`] | `intent.judged`; `turn.completed` | `route.decided`, `fastpath.hit/missed`, `pattern.matched`; `canonical.recorded`, `pipeline.*` |
 //! | [`planner`] | `route.decided` (planner layer) | `plan.created`, `llm.call_completed` |
 //! | [`reply_loop`] | `fastpath.hit`, `plan.created` | `tool.called/completed`, `llm.call_completed`, `reply.delivered`, `turn.completed` |
-//! | judge, pattern store, summariser, graph | see [`ReactorRole`] | `eval.completed`; `pattern.recorded/evicted`; `summary.written`; `graph.*` |
+//! | [`judge`] | `turn.completed`, `feedback.received` | `eval.completed` (heuristic, feedback and, when enabled, LLM), `llm.call_completed` |
+//! | [`summariser`] | `session.ended` | `summary.written` (LLM, else extractive), `llm.call_completed` |
+//! | [`graph`] | `summary.written` | `graph.fact_added/node_merged` (LLM facts, else rule facts), `llm.call_completed` |
+//! | pattern store | see [`ReactorRole`] | `pattern.recorded/evicted` |
+//!
+//! Every LLM call fails open to the offline logic (seed 002): a failed or
+//! unparseable answer costs the turn nothing but the call's record.
 
+pub mod graph;
+pub mod judge;
 pub mod listener;
 pub mod planner;
 pub mod reply_loop;
 pub mod router;
+pub mod summariser;
 
-use engram_events::Envelope;
-use engram_storage::reactors::Reactor;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use engram_events::payloads::{LlmCallCompleted, LlmContext, LlmOutcome};
+use engram_events::{ActorKind, Envelope};
+use engram_storage::config::LlmSection;
+use engram_storage::reactors::{derived, Reactor};
+use rust_decimal::Decimal;
 
 use crate::bus::Bus;
-use crate::llm::ToolSpec;
+use crate::llm::{self, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceTable, ToolSpec};
 use crate::offline_planner::ToolDescription;
 use crate::shell::Role;
+
+/// A model server set up for one LLM context: which model, under which
+/// timeout, priced how.
+#[derive(Clone)]
+pub struct ContextLlm {
+    /// The server.
+    pub client: Arc<dyn LlmClient>,
+    /// The context the calls serve (recorded in `llm.call_completed`).
+    pub context: LlmContext,
+    /// The model (`[llm]`'s `model_for(context)`).
+    pub model: String,
+    /// The context's timeout (`[llm]`'s `timeout(context)`).
+    pub timeout: Duration,
+    /// Prices of calls.
+    pub prices: Arc<PriceTable>,
+}
+
+impl ContextLlm {
+    /// `client` for `context` as `[llm]` configures it.
+    pub fn new(client: Arc<dyn LlmClient>, section: &LlmSection, context: LlmContext, prices: Arc<PriceTable>) -> Self {
+        ContextLlm {
+            client,
+            context,
+            model: section.model_for(context).to_owned(),
+            timeout: section.timeout(context),
+            prices,
+        }
+    }
+
+    /// One call with `messages` (no tools), its answer checked by `parse`.
+    /// Returns the call's record and the parsed value or why there is none.
+    /// An answer that breaks the context's contract is recorded as
+    /// `malformed` with its tokens and cost: the call was paid for.
+    pub(crate) fn ask<T, E: std::fmt::Display>(
+        &self,
+        messages: Vec<ChatMessage>,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> (LlmCallCompleted, Result<T, String>) {
+        let request = ChatRequest {
+            model: self.model.clone(),
+            messages,
+            tools: Vec::new(),
+            context: self.context,
+            timeout: self.timeout,
+        };
+        ask(&*self.client, &request, &self.prices, |r| parse(&r.content))
+    }
+}
+
+/// Sends `request`, records it and parses its answer (see [`ContextLlm::ask`]).
+pub(crate) fn ask<T, E: std::fmt::Display>(
+    client: &dyn LlmClient,
+    request: &ChatRequest,
+    prices: &PriceTable,
+    parse: impl FnOnce(&ChatResponse) -> Result<T, E>,
+) -> (LlmCallCompleted, Result<T, String>) {
+    let t0 = Instant::now();
+    let result = client.chat(request);
+    let mut record = llm::call_completed(request, &result, t0.elapsed(), prices);
+    let parsed = match &result {
+        Ok(r) => parse(r).map_err(|e| {
+            record.outcome = LlmOutcome::Malformed;
+            format!("answer rejected: {e}")
+        }),
+        Err(e) => Err(e.to_string()),
+    };
+    (record, parsed)
+}
+
+/// Whether the `llm.call_completed` that `actor` derives from `cause` is in
+/// the log: the model was asked about `cause` already (before a restart),
+/// and what it decided went into the log in the same batch. Roles whose
+/// LLM work is not a pure function check this before calling again.
+pub(crate) fn called_already(bus: &Bus, cause: &Envelope, actor: ActorKind) -> bool {
+    let probe = LlmCallCompleted {
+        model: String::new(),
+        context: LlmContext::ReplyLoop,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: Decimal::ZERO,
+        pricing_version: String::new(),
+        latency_ms: 0,
+        outcome: LlmOutcome::Ok,
+    };
+    bus.contains(derived(cause, actor, probe, 0).id).unwrap_or(false)
+}
 
 /// A role that is exactly a storage reactor (judge, pattern store,
 /// summariser, graph): it observes to warm up and reacts to derive.
@@ -47,4 +148,137 @@ pub(crate) fn llm_specs(tools: &[ToolDescription]) -> Vec<ToolSpec> {
             parameters: parameters.clone(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use engram_events::payloads::*;
+    use engram_events::{Event, EventKind, SessionId, TurnId};
+    use engram_storage::{LogConfig, SledLog};
+
+    use super::*;
+    use crate::llm::LlmError;
+
+    /// A server that times out, counting the calls.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl LlmClient for Counting {
+        fn provider(&self) -> &str {
+            "ollama"
+        }
+        fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(LlmError::Timeout { after_ms: req.timeout.as_millis() as u64 })
+        }
+    }
+
+    fn llm(client: &Arc<Counting>, context: LlmContext) -> Option<ContextLlm> {
+        let client: Arc<dyn LlmClient> = client.clone();
+        Some(ContextLlm::new(client, &LlmSection::default(), context, Arc::new(PriceTable::default())))
+    }
+
+    fn in_session(turn: Option<TurnId>, event: impl Into<Event>) -> Envelope {
+        let env = Envelope::new(ActorKind::Host, event).with_session(SessionId::new("s"));
+        match turn {
+            Some(t) => env.with_turn(t),
+            None => env,
+        }
+    }
+
+    /// A session of one answered turn, then its end.
+    fn session() -> Vec<Envelope> {
+        let turn = TurnId::derive(chrono::Utc::now(), &[b"t"]);
+        let delivered = ReplyDelivered { text: "It rains.".into(), layer: RouteLayer::Planner, latency_ms: 1 };
+        let completed = TurnCompleted {
+            turn_number: 1,
+            text: "My name is Ada. Is it raining?".into(),
+            layer: RouteLayer::Planner,
+            model: Some("m".into()),
+            steps: vec![PlanStep { tool: "get_weather".into(), args: ToolArgs::default() }],
+            tools_ok: true,
+            planner_ms: 1,
+            latency_ms: 1,
+            cost_usd: Decimal::ZERO,
+            pricing_version: "none".into(),
+        };
+        vec![
+            in_session(Some(turn), delivered),
+            in_session(Some(turn), completed),
+            in_session(None, SessionEnded { reason: SessionEndReason::Host, turns: 1 }),
+        ]
+    }
+
+    type Make = Box<dyn Fn() -> Box<dyn Role>>;
+
+    /// Handles `cause` with a role fresh from `make` (as after a restart
+    /// whose checkpoint lagged behind `cause`), having observed `before`.
+    fn handle(make: &Make, before: &[Envelope], cause: &Envelope, bus: &Bus) -> Vec<Envelope> {
+        let mut role = make();
+        for e in before {
+            role.observe(e);
+        }
+        role.handle(cause, bus)
+    }
+
+    #[test]
+    fn a_role_that_asked_the_model_before_a_restart_does_not_ask_again() {
+        let events = session();
+        let written = SummaryWritten {
+            summary: "My name is Ada.".into(),
+            topics: vec!["name".into()],
+            summariser: SummariserKind::Extractive,
+            turns_covered: 1,
+        };
+        let summary = Envelope::new(ActorKind::Summariser, written).with_session(SessionId::new("s"));
+        let client = Arc::new(Counting::default());
+        let judge_llm = llm(&client, LlmContext::Judge);
+        let summary_llm = llm(&client, LlmContext::Summariser);
+        let graph_llm = llm(&client, LlmContext::GraphExtract);
+        let cases: Vec<(&str, Make, &[Envelope], &Envelope, ActorKind)> = vec![
+            (
+                "judge",
+                Box::new(move || Box::new(judge::Judge::new(judge_llm.clone()))),
+                &events[..1],
+                &events[1],
+                ActorKind::Judge,
+            ),
+            (
+                "summariser",
+                Box::new(move || Box::new(summariser::Summariser::new(summary_llm.clone()))),
+                &events[..2],
+                &events[2],
+                ActorKind::Summariser,
+            ),
+            (
+                "graph",
+                Box::new(move || Box::new(graph::Graph::new(graph_llm.clone()))),
+                &[],
+                &summary,
+                ActorKind::Graph,
+            ),
+        ];
+        for (name, make, before, cause, actor) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let bus = Bus::new(Arc::new(SledLog::open(dir.path(), LogConfig::default()).unwrap())).unwrap();
+            bus.append(before.iter().chain([cause]).cloned().collect()).unwrap();
+            let calls = client.0.load(Ordering::SeqCst);
+            assert!(!called_already(&bus, cause, actor), "{name}");
+            let first = handle(&make, before, cause, &bus);
+            assert_eq!(client.0.load(Ordering::SeqCst), calls + 1, "{name}: one call");
+            let record = first.iter().find(|e| e.kind() == EventKind::LlmCallCompleted).expect("the call's record");
+            assert_eq!(record.actor, actor, "{name}");
+            let Event::LlmCallCompleted(c) = &record.event else { unreachable!("found by kind") };
+            assert_eq!(c.outcome, LlmOutcome::Timeout, "{name}");
+            bus.append(first).unwrap();
+            assert!(called_already(&bus, cause, actor), "{name}");
+            let again = handle(&make, before, cause, &bus);
+            assert_eq!(client.0.load(Ordering::SeqCst), calls + 1, "{name}: no second call after the restart");
+            for e in again {
+                assert!(bus.contains(e.id).unwrap(), "{name}: only what the log holds is derived again: {e:?}");
+            }
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! its own timeout, fail-open to an empty plan: the reply loop then lets
 //! the model work without one); without, the [`OfflinePlanner`]. Consumes
 //! `route.decided` (layer `planner`), emits `plan.created` and, for LLM
-//! plans, `llm.call_completed`.
+//! plans, `llm.call_completed` (first, so the turn's cost includes it).
 //!
 //! Planning is not a pure function (a model answers differently twice), so
 //! after a restart the planner first looks for the plan it may already have
@@ -88,19 +88,12 @@ impl Planner {
                     context: LlmContext::Planner,
                     timeout: self.setup.timeout,
                 };
-                let t0 = Instant::now();
-                let result = client.chat(&request);
-                out.push(derived(
-                    env,
-                    ActorKind::Planner,
-                    llm::call_completed(&request, &result, t0.elapsed(), &self.setup.prices),
-                    0,
-                ));
                 let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
-                let steps = match result
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| llm::contexts::parse_plan(&r.content, &names).map_err(|e| e.to_string()))
-                {
+                let (record, parsed) = super::ask(&**client, &request, &self.setup.prices, |r| {
+                    llm::contexts::parse_plan(&r.content, &names)
+                });
+                out.push(derived(env, ActorKind::Planner, record, 0));
+                let steps = match parsed {
                     Ok(mut steps) => {
                         steps.truncate(MAX_STEPS);
                         steps
@@ -123,7 +116,9 @@ impl Planner {
             }
         };
         let plan = PlanCreated { planner, model: Some(model), steps, planner_ms: started.elapsed().as_millis() as u64 };
-        out.insert(0, derived(env, ActorKind::Planner, plan, 0));
+        // After the call's record: the reply loop runs the turn when it
+        // sees the plan, and must have folded the planner's cost by then.
+        out.push(derived(env, ActorKind::Planner, plan, 0));
         out
     }
 }

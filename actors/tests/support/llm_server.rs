@@ -1,7 +1,9 @@
-//! A scripted local HTTP/1.1 server for the LLM adapter tests: it answers
-//! each request with the next scripted [`Reply`] (the last one repeats),
-//! streams bodies chunked with optional pauses, and records every request
-//! so tests can assert what the client sent.
+//! A scripted local HTTP/1.1 server for the LLM tests: it answers each
+//! request with the next scripted [`Reply`] (the last one repeats) or, with
+//! [`Server::respond_with`], with whatever a function of the request says
+//! (so a runtime's concurrent contexts each get their own script); streams
+//! bodies chunked with optional pauses, and records every request so tests
+//! can assert what the client sent.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -74,6 +76,9 @@ impl Recorded {
     }
 }
 
+/// Chooses the reply to a request.
+type Responder = dyn Fn(&Recorded) -> Reply + Send + Sync;
+
 /// A running server; it lives until the test process ends.
 pub struct Server {
     addr: SocketAddr,
@@ -81,19 +86,29 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts a server that answers with `script` in order.
+    /// Starts a server that answers with `script` in order (of connection).
     pub fn start(script: Vec<Reply>) -> Server {
         assert!(!script.is_empty());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        Server::respond_with(move |_| {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            script[i.min(script.len() - 1)].clone()
+        })
+    }
+
+    /// Starts a server that answers each request with `respond(request)`.
+    pub fn respond_with(respond: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = Arc::clone(&requests);
+        let respond: Arc<Responder> = Arc::new(respond);
         thread::spawn(move || {
-            for (i, stream) in listener.incoming().enumerate() {
+            for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let reply = script[i.min(script.len() - 1)].clone();
                 let recorded = Arc::clone(&recorded);
-                thread::spawn(move || serve(stream, reply, &recorded));
+                let respond = Arc::clone(&respond);
+                thread::spawn(move || serve(stream, &*respond, &recorded));
             }
         });
         Server { addr, requests }
@@ -110,13 +125,14 @@ impl Server {
     }
 }
 
-fn serve(stream: TcpStream, reply: Reply, recorded: &Mutex<Vec<Recorded>>) {
+fn serve(stream: TcpStream, respond: &Responder, recorded: &Mutex<Vec<Recorded>>) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let Some(req) = read_request(&mut reader) else { return };
     let auth = req.header("authorization").unwrap_or("").to_owned();
+    let reply = respond(&req);
     recorded.lock().unwrap().push(req);
     // Write errors mean the client hung up (e.g. after its timeout): fine.
-    let _ = respond(stream, &reply, &auth);
+    let _ = write_reply(stream, &reply, &auth);
 }
 
 fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
@@ -140,7 +156,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
     Some(Recorded { request_line: request_line.trim_end().to_owned(), headers, body })
 }
 
-fn respond(mut stream: TcpStream, reply: &Reply, auth: &str) -> std::io::Result<()> {
+fn write_reply(mut stream: TcpStream, reply: &Reply, auth: &str) -> std::io::Result<()> {
     thread::sleep(reply.delay_before_headers);
     write!(
         stream,

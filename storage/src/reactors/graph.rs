@@ -16,6 +16,9 @@
 //!   then hold more than [`MAX_FACTS_PER_NODE`]: then one
 //!   `graph.node_merged` keeps the newest facts.
 //!
+//! [`GraphReactor::decide`] applies the same rules to facts extracted
+//! elsewhere (the LLM extractor of the graph actor, seed 002 #10).
+//!
 //! The reactor decides from its copy of the `graph` projection, folded from
 //! the graph events it is shown, so what it decides is what a rebuild folds.
 
@@ -24,9 +27,12 @@ use engram_events::{ActorKind, Envelope, Event};
 
 use super::{derived, Reactor};
 use crate::fastpath::normalize::normalize;
-use crate::memory::facts::{extract_facts, SINGLE_VALUED};
+use crate::memory::facts::{extract_facts, Fact, SINGLE_VALUED};
 use crate::projection::Projection;
 use crate::projections::Graph;
+
+/// The node of a branch for facts no rule places more precisely.
+pub const GENERAL: &str = "general";
 
 /// Most facts a node holds; a merge keeps the newest beyond it.
 pub const MAX_FACTS_PER_NODE: usize = 12;
@@ -43,15 +49,38 @@ impl GraphReactor {
         GraphReactor { graph: graph.clone() }
     }
 
+    /// The node a fact tagged only with its branch (as the LLM extractor
+    /// tags them) goes to: the rule extractor's node when a rule recognises
+    /// the fact on that branch ("my name is Ada" → `USER/identity`, single
+    /// valued), else the branch's [`GENERAL`] node.
+    pub fn place(branch: GraphBranch, fact: String) -> Fact {
+        let node = extract_facts(&fact)
+            .into_iter()
+            .find(|(b, _, _)| *b == branch)
+            .map(|(_, node, _)| node)
+            .unwrap_or_else(|| GENERAL.to_owned());
+        (branch, node, fact)
+    }
+
     /// The graph the reactor decides from.
     pub fn graph(&self) -> &Graph {
         &self.graph
     }
 
+    /// What the rule extractor's facts in `summary` change in the graph.
     fn on_summary(&self, env: &Envelope, summary: &str) -> Vec<Envelope> {
+        self.decide(env, extract_facts(summary), ExtractorKind::Rule)
+    }
+
+    /// The graph events `facts` (extracted elsewhere, e.g. by an LLM, and
+    /// placed with [`GraphReactor::place`]) cause, derived from `env`:
+    /// the same dedupe, single-value and node-size rules as the rule
+    /// extractor's facts, so an LLM extractor never needs its own copy.
+    /// Does not fold them: the caller shows them to [`Reactor::observe`].
+    pub fn decide(&self, env: &Envelope, facts: Vec<Fact>, extractor: ExtractorKind) -> Vec<Envelope> {
         // Facts grouped by node, nodes in order of first appearance.
         let mut groups: Vec<(GraphBranch, String, Vec<String>)> = Vec::new();
-        for (branch, node, fact) in extract_facts(summary) {
+        for (branch, node, fact) in facts {
             match groups.iter_mut().find(|g| g.0 == branch && g.1 == node) {
                 Some(g) => g.2.push(fact),
                 None => groups.push((branch, node, vec![fact])),
@@ -76,9 +105,7 @@ impl GraphReactor {
             }
             let Some(newest) = new.last().cloned() else { continue };
             let facts_before = (existing.len() + new.len()) as u32;
-            let added = |fact: String| {
-                Event::from(GraphFactAdded { branch, node: node.clone(), fact, extractor: ExtractorKind::Rule })
-            };
+            let added = |fact: String| Event::from(GraphFactAdded { branch, node: node.clone(), fact, extractor });
             let merged =
                 |facts: Vec<String>| Event::from(GraphNodeMerged { branch, node: node.clone(), facts, facts_before });
             if SINGLE_VALUED.contains(&(branch, node.as_str())) {
@@ -170,5 +197,28 @@ mod tests {
         assert_eq!((out.len(), f.fact.as_str()), (1, "Mi chiamo Ada Lovelace"));
         // From the projection: the same state.
         assert_eq!(GraphReactor::from_projection(warm.graph()).graph().fact_count(), 3);
+    }
+
+    #[test]
+    fn external_facts_follow_the_same_rules() {
+        let mut r = GraphReactor::default();
+        run(&mut r, &summary(1, "My name is Ada."));
+        let facts = vec![
+            GraphReactor::place(GraphBranch::User, "My name is Ada Lovelace".into()),
+            GraphReactor::place(GraphBranch::World, "Oslo is the capital of Norway".into()),
+            GraphReactor::place(GraphBranch::User, "my name is ada".into()),
+        ];
+        assert_eq!(facts[0].1, "identity");
+        assert_eq!(facts[1].1, GENERAL);
+        let cause = summary(2, "");
+        let out = r.decide(&cause, facts, ExtractorKind::Llm);
+        // A new name on a single-valued node replaces the old one; the
+        // duplicate (after normalisation) adds nothing.
+        assert_eq!(out.len(), 2, "{out:?}");
+        let Event::GraphNodeMerged(m) = &out[0].event else { panic!("{out:?}") };
+        assert_eq!(m.facts, ["My name is Ada Lovelace"]);
+        let Event::GraphFactAdded(f) = &out[1].event else { panic!("{out:?}") };
+        assert_eq!((f.branch, f.extractor), (GraphBranch::World, ExtractorKind::Llm));
+        assert_eq!(out[1].causation, Some(cause.id));
     }
 }

@@ -1,0 +1,83 @@
+//! The summariser: one `summary.written` per session at `session.ended`.
+//!
+//! With a model server it asks the LLM summariser (seed 002 #9) for the
+//! summary and its topics (`summariser = llm`); any failure — timeout, HTTP
+//! error, an answer that is not `{"summary", "topics"}` — falls back to the
+//! extractive [`SummaryReactor`], which always runs and keeps the session's
+//! turns. Both write the same derived id, so a session has one summary.
+//!
+//! After a restart the summariser looks for its `llm.call_completed` (by
+//! its derived id) before asking the model about a session again: the
+//! summary went into the log in the same batch.
+
+use engram_events::payloads::{SummariserKind, SummaryWritten};
+use engram_events::{ActorKind, Envelope, Event, SessionId};
+use engram_storage::memory::TurnText;
+use engram_storage::reactors::{derived, Reactor, SummaryReactor};
+
+use super::ContextLlm;
+use crate::bus::Bus;
+use crate::llm::contexts;
+use crate::shell::Role;
+
+/// The summariser actor's role.
+pub struct Summariser {
+    extractive: SummaryReactor,
+    llm: Option<ContextLlm>,
+}
+
+impl Summariser {
+    /// The extractive summariser, with the LLM one in front when `llm` is given.
+    pub fn new(llm: Option<ContextLlm>) -> Summariser {
+        Summariser { extractive: SummaryReactor::new(), llm }
+    }
+
+    fn summarise(&mut self, llm: &ContextLlm, env: &Envelope, session: &SessionId, bus: &Bus) -> Vec<Envelope> {
+        let turns: Vec<TurnText> = self.extractive.turns_of(session).into_iter().cloned().collect();
+        let fallback = self.extractive.react(env);
+        if turns.is_empty() {
+            return fallback;
+        }
+        if super::called_already(bus, env, ActorKind::Summariser) {
+            return Vec::new();
+        }
+        let mut dialogue = Vec::new();
+        for t in &turns {
+            dialogue.push(("user".to_owned(), t.request.clone()));
+            if !t.reply.trim().is_empty() {
+                dialogue.push(("assistant".to_owned(), t.reply.clone()));
+            }
+        }
+        let (record, parsed) = llm.ask(contexts::summary_messages(&dialogue, None), contexts::parse_summary);
+        let mut out = match parsed {
+            Ok((summary, topics)) => {
+                let event = SummaryWritten {
+                    summary,
+                    topics,
+                    summariser: SummariserKind::Llm,
+                    turns_covered: turns.len() as u32,
+                };
+                vec![derived(env, ActorKind::Summariser, event, 0)]
+            }
+            Err(e) => {
+                tracing::warn!(model = %llm.model, "LLM summariser failed open to the extractive summary: {e}");
+                fallback
+            }
+        };
+        out.push(derived(env, ActorKind::Summariser, record, 0));
+        out
+    }
+}
+
+impl Role for Summariser {
+    fn observe(&mut self, env: &Envelope) {
+        self.extractive.observe(env);
+    }
+
+    fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope> {
+        match (self.llm.clone(), &env.event, &env.session) {
+            (Some(llm), Event::SessionEnded(_), Some(session)) => self.summarise(&llm, env, session, bus),
+            _ => self.extractive.react(env),
+        }
+    }
+}
