@@ -32,6 +32,7 @@ use engram_events::{SessionId, TurnId};
 use engram_storage::config::Config;
 use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
 use engram_storage::intent::IntentMode;
+use engram_storage::projection::Projection;
 use engram_storage::projections::PatternOutcomes;
 use engram_storage::reactors::PatternReactor;
 use engram_storage::{Durability, EventLog, LogConfig, SledLog};
@@ -227,7 +228,8 @@ impl RuntimeBuilder {
                 "pattern_store",
                 Box::new(move || {
                     let (c, caps) = pattern_config.clone();
-                    Box::new(ReactorRole(Box::new(PatternReactor::new(PatternOutcomes::default(), c, caps))))
+                    let kinds = PatternOutcomes::default().kinds().map(<[_]>::to_vec);
+                    Box::new(ReactorRole(Box::new(PatternReactor::new(PatternOutcomes::default(), c, caps)), kinds))
                 }),
             ),
             ("judge", Box::new(move || Box::new(Judge::new(judge_llm.clone())))),
@@ -404,12 +406,24 @@ impl Runtime {
         let deadline = Instant::now() + timeout;
         loop {
             let head = self.bus.head().0;
-            if self.actors.iter().all(|a| a.status.position.load(Ordering::Acquire) >= head)
-                && self.bus.head().0 == head
-            {
+            let idle = |s: &ShellStatus| {
+                s.seen.load(Ordering::Acquire) >= head
+                    && s.position.load(Ordering::Acquire) >= s.forwarded.load(Ordering::Acquire)
+            };
+            if self.actors.iter().all(|a| idle(&a.status)) && self.bus.head().0 == head {
                 return true;
             }
             if Instant::now() >= deadline {
+                for a in &self.actors {
+                    tracing::warn!(
+                        actor = a.name,
+                        head,
+                        seen = a.status.seen.load(Ordering::Acquire),
+                        forwarded = a.status.forwarded.load(Ordering::Acquire),
+                        position = a.status.position.load(Ordering::Acquire),
+                        "not settled"
+                    );
+                }
                 return false;
             }
             std::thread::sleep(Duration::from_millis(2));

@@ -95,6 +95,7 @@ fn fixture() -> Fixture {
 }
 
 fn start(f: &Fixture) -> Runtime {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     Runtime::builder()
         .data_dir(&f.data)
         .offline()

@@ -12,7 +12,7 @@
 //! derived id) before asking the model about a summary again.
 
 use engram_events::payloads::{ExtractorKind, SummaryWritten};
-use engram_events::{ActorKind, Envelope, Event};
+use engram_events::{ActorKind, Envelope, Event, EventKind};
 use engram_storage::projections::Graph as GraphProjection;
 use engram_storage::reactors::{derived, GraphReactor, Reactor};
 
@@ -57,6 +57,10 @@ impl Graph {
 }
 
 impl Role for Graph {
+    fn kinds(&self) -> Option<Vec<EventKind>> {
+        Some(vec![EventKind::SummaryWritten, EventKind::GraphFactAdded, EventKind::GraphNodeMerged])
+    }
+
     fn observe(&mut self, env: &Envelope) {
         self.rules.observe(env);
     }

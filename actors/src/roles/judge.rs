@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use engram_events::payloads::{EvalCompleted, JudgeKind, TurnCompleted};
-use engram_events::{ActorKind, Envelope, EvalId, Event, TurnId};
+use engram_events::{ActorKind, Envelope, EvalId, Event, EventKind, TurnId};
 use engram_storage::reactors::{derived, JudgeReactor, Reactor};
 
 use super::ContextLlm;
@@ -115,6 +115,18 @@ impl Judge {
 }
 
 impl Role for Judge {
+    fn kinds(&self) -> Option<Vec<EventKind>> {
+        Some(vec![
+            EventKind::UtteranceReceived,
+            EventKind::ReplyDelivered,
+            EventKind::ToolCompleted,
+            EventKind::TurnCompleted,
+            EventKind::FeedbackReceived,
+            EventKind::EvalCompleted,
+            EventKind::SessionEnded,
+        ])
+    }
+
     fn observe(&mut self, env: &Envelope) {
         self.heuristic.observe(env);
         self.fold(env);

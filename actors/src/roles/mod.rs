@@ -126,7 +126,7 @@ pub(crate) fn called_already(bus: &Bus, cause: &Envelope, actor: ActorKind) -> b
 
 /// A role that is exactly a storage reactor (judge, pattern store,
 /// summariser, graph): it observes to warm up and reacts to derive.
-pub struct ReactorRole(pub Box<dyn Reactor>);
+pub struct ReactorRole(pub Box<dyn Reactor>, pub Option<Vec<engram_events::EventKind>>);
 
 impl Role for ReactorRole {
     fn observe(&mut self, env: &Envelope) {
@@ -135,6 +135,10 @@ impl Role for ReactorRole {
 
     fn handle(&mut self, env: &Envelope, _bus: &Bus) -> Vec<Envelope> {
         self.0.react(env)
+    }
+
+    fn kinds(&self) -> Option<Vec<engram_events::EventKind>> {
+        self.1.clone()
     }
 }
 

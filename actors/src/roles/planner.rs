@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use chrono::FixedOffset;
 use engram_events::payloads::*;
-use engram_events::{ActorKind, Envelope, Event, TurnId};
+use engram_events::{ActorKind, Envelope, Event, EventKind, TurnId};
 use engram_storage::reactors::derived;
 
 use crate::bus::Bus;
@@ -124,6 +124,10 @@ impl Planner {
 }
 
 impl Role for Planner {
+    fn kinds(&self) -> Option<Vec<EventKind>> {
+        Some(vec![EventKind::IntentJudged, EventKind::RouteDecided, EventKind::PlanCreated, EventKind::TurnCompleted])
+    }
+
     fn observe(&mut self, env: &Envelope) {
         self.fold(env);
     }

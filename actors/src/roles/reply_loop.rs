@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, FixedOffset, Utc};
 use engram_events::payloads::*;
-use engram_events::{ActorKind, Envelope, Event, SessionId, TurnId};
+use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use engram_storage::reactors::derived;
 use rust_decimal::Decimal;
 
@@ -333,6 +333,17 @@ fn resolve_references(args: &mut ToolArgs, results: &[String]) {
 }
 
 impl Role for ReplyLoop {
+    fn kinds(&self) -> Option<Vec<EventKind>> {
+        Some(vec![
+            EventKind::UtteranceReceived,
+            EventKind::IntentJudged,
+            EventKind::PlanCreated,
+            EventKind::LlmCallCompleted,
+            EventKind::FastPathHit,
+            EventKind::TurnCompleted,
+        ])
+    }
+
     fn observe(&mut self, env: &Envelope) {
         self.fold(env);
     }

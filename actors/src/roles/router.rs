@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use chrono::FixedOffset;
 use engram_events::payloads::*;
-use engram_events::{ActorKind, Envelope, Event, SessionId};
+use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId};
 use engram_storage::config::Config;
 use engram_storage::embedding_cache::EmbeddingCache;
 use engram_storage::fastpath::Decision;
@@ -238,6 +238,21 @@ fn entry(
 }
 
 impl Role for Router {
+    fn kinds(&self) -> Option<Vec<EventKind>> {
+        let mut k = vec![
+            EventKind::IntentJudged,
+            EventKind::TurnCompleted,
+            EventKind::DayActivated,
+            EventKind::CanonicalRecorded,
+            EventKind::PipelineRecorded,
+            EventKind::PipelineExpired,
+            EventKind::PipelinePromoted,
+            EventKind::SessionEnded,
+        ];
+        k.extend(self.patterns.kinds().unwrap_or_default());
+        Some(k)
+    }
+
     fn observe(&mut self, env: &Envelope) {
         self.learn.observe(env);
         self.fold(env);

@@ -11,7 +11,7 @@
 //! summary went into the log in the same batch.
 
 use engram_events::payloads::{SummariserKind, SummaryWritten};
-use engram_events::{ActorKind, Envelope, Event, SessionId};
+use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId};
 use engram_storage::memory::TurnText;
 use engram_storage::reactors::{derived, Reactor, SummaryReactor};
 
@@ -70,6 +70,16 @@ impl Summariser {
 }
 
 impl Role for Summariser {
+    fn kinds(&self) -> Option<Vec<EventKind>> {
+        Some(vec![
+            EventKind::UtteranceReceived,
+            EventKind::ReplyDelivered,
+            EventKind::TurnCompleted,
+            EventKind::SessionEnded,
+            EventKind::SummaryWritten,
+        ])
+    }
+
     fn observe(&mut self, env: &Envelope) {
         self.extractive.observe(env);
     }
