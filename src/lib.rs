@@ -10,7 +10,7 @@
 //!
 //! * [`events`] — the event catalog and its codecs;
 //! * [`storage`] — the log, subscriptions, importers;
-//! * [`actors`] — the runtime (under construction).
+//! * [`actors`] — the actor runtime a host embeds ([`actors::Runtime`]).
 
 pub mod bench;
 pub mod data_dir;

@@ -14,6 +14,9 @@ pub enum RuntimeError {
     /// The embedder could not be opened.
     #[error(transparent)]
     Embed(#[from] crate::embedder::EmbedError),
+    /// The configuration is unusable.
+    #[error("config: {0}")]
+    Config(String),
     /// The LLM configuration is unusable.
     #[error("llm: {0}")]
     Llm(String),

@@ -156,7 +156,12 @@ impl RuntimeBuilder {
         let config = self.config.unwrap_or_default();
         let durability = match config.storage.durability.as_str() {
             "relaxed" => Durability::Relaxed { flush_every_ms: config.storage.flush_every_ms },
-            _ => Durability::Durable,
+            "durable" => Durability::Durable,
+            other => {
+                return Err(RuntimeError::Config(format!(
+                    "[storage] durability = {other:?}: expected \"durable\" or \"relaxed\""
+                )))
+            }
         };
         let log = Arc::new(SledLog::open(&dir, LogConfig { durability, ..LogConfig::default() })?);
         let bus = Arc::new(Bus::new(log.clone())?);

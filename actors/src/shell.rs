@@ -31,6 +31,9 @@ use crate::bus::Bus;
 /// How often one event may make a role panic before it is skipped.
 pub const MAX_ATTEMPTS: u32 = 3;
 
+/// Pause before an actor whose append failed restarts and tries again.
+pub const APPEND_RETRY_PAUSE: Duration = Duration::from_millis(500);
+
 /// One actor's logic, run inside a [`Shell`].
 pub trait Role: Send + 'static {
     /// Folds an event without deriving anything (warm-up up to the
@@ -161,7 +164,10 @@ impl Shell {
                 if let Err(e) = self.bus.append(derived) {
                     // The log refused (disk full, closed): stay at this event
                     // and let the supervisor try again.
-                    tracing::error!(actor = self.name, seq = env.seq.0, "append failed: {e}");
+                    tracing::error!(actor = self.name, seq = env.seq.0, "append failed: {e}; retrying");
+                    // Not the event's fault: it is never skipped for this, but
+                    // the retries are spaced so a full disk is not hammered.
+                    std::thread::sleep(APPEND_RETRY_PAUSE);
                     return Err(());
                 }
                 self.folded.extend(ids);

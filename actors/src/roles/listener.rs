@@ -274,10 +274,14 @@ impl Handler<HostInput> for Listener {
                 let _ = reply.send(heard);
             }
             HostInput::Feedback { session, rating, text, reply } => {
-                let _ = reply.send(self.feedback(session, rating, text));
+                let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.feedback(session, rating, text)))
+                    .unwrap_or_else(|_| Err(RuntimeError::ActorFailed("listener")));
+                let _ = reply.send(r);
             }
             HostInput::End { session, reason, reply } => {
-                let _ = reply.send(self.end(session, reason));
+                let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.end(session, reason)))
+                    .unwrap_or_else(|_| Err(RuntimeError::ActorFailed("listener")));
+                let _ = reply.send(r);
             }
         }
     }

@@ -74,7 +74,10 @@ pub struct ReplyLoop {
 struct Run<'a> {
     cause: &'a Envelope,
     out: Vec<Envelope>,
+    /// Each step's result as a model reads it (untrusted output fenced).
     results: Vec<String>,
+    /// Each step's result as the user and later steps read it.
+    plain: Vec<String>,
     steps_done: Vec<PlanStep>,
     tools_ok: bool,
     llm_calls: u32,
@@ -150,6 +153,7 @@ impl ReplyLoop {
             cause: env,
             out: Vec::new(),
             results: Vec::new(),
+            plain: Vec::new(),
             steps_done: Vec::new(),
             tools_ok: true,
             llm_calls: 0,
@@ -166,7 +170,7 @@ impl ReplyLoop {
                 let client = client.clone();
                 self.agentic(&mut run, &client, model.as_deref().unwrap_or_default(), &open.text, &ctx)
             }
-            _ => compose(&run.results, steps.is_empty()),
+            _ => compose(&run.plain, steps.is_empty()),
         };
         let latency_ms = (Utc::now() - open.at).num_milliseconds().max(0) as u64;
         let mut out = run.out;
@@ -197,7 +201,7 @@ impl ReplyLoop {
 
     fn call_tool(&self, run: &mut Run<'_>, mut step: PlanStep, served_by: Option<RouteLayer>, ctx: &ToolContext) {
         let n = run.steps_done.len() as u32;
-        resolve_references(&mut step.args, &run.results);
+        resolve_references(&mut step.args, &run.plain);
         run.out.push(derived(
             run.cause,
             ActorKind::ReplyLoop,
@@ -207,15 +211,23 @@ impl ReplyLoop {
         let t0 = Instant::now();
         let result = self.setup.registry.call(&step.tool, &step.args, ctx);
         let duration_ms = t0.elapsed().as_millis() as u64;
-        let (ok, output, error) = match result {
-            Ok(o) => (true, o.for_llm(&step.tool), None),
-            Err(e) => (false, String::new(), Some(e.to_string())),
+        let (ok, output, for_model, error) = match result {
+            Ok(o) => {
+                let for_model = o.for_llm(&step.tool);
+                (true, o.text, for_model, None)
+            }
+            Err(e) => (false, String::new(), String::new(), Some(e.to_string())),
         };
         run.tools_ok &= ok;
-        run.results.push(match &error {
-            Some(e) => format!("{} failed: {e}", step.tool),
-            None => output.clone(),
-        });
+        let (plain, fenced) = match &error {
+            Some(e) => {
+                let failed = format!("{} failed: {e}", step.tool);
+                (failed.clone(), failed)
+            }
+            None => (output.clone(), for_model),
+        };
+        run.plain.push(plain);
+        run.results.push(fenced);
         run.out.push(derived(
             run.cause,
             ActorKind::ReplyLoop,
@@ -286,7 +298,7 @@ impl ReplyLoop {
                 }
             }
         }
-        compose(&run.results, run.steps_done.is_empty())
+        compose(&run.plain, run.steps_done.is_empty())
     }
 }
 
@@ -351,7 +363,11 @@ impl Role for ReplyLoop {
     fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope> {
         let out = match &env.event {
             Event::FastPathHit(h) => self.run(env, h.layer, &h.steps, None, bus),
-            Event::PlanCreated(p) => self.run(env, RouteLayer::Planner, &p.steps, p.model.clone(), bus),
+            Event::PlanCreated(p) => {
+                // The plan's planner_ms belongs in the turn it completes.
+                self.fold(env);
+                self.run(env, RouteLayer::Planner, &p.steps, p.model.clone(), bus)
+            }
             _ => Vec::new(),
         };
         self.fold(env);
