@@ -37,6 +37,17 @@ impl Bus {
         self.log.append(events)
     }
 
+    /// Appends `events` acknowledged before they are durable: the next
+    /// durable append makes them durable with it (see
+    /// [`EventLog::submit_deferred`]). For what can be derived again after a
+    /// crash, and for host input whose turn ends in a durable append.
+    pub fn append_deferred(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.log.append_deferred(events)
+    }
+
     /// Whether an event with this id is in the log: how an actor whose work
     /// is not a pure function (an LLM call, a tool) learns, after a restart,
     /// that it already did it.

@@ -49,6 +49,16 @@ pub trait Role: Send + 'static {
     fn kinds(&self) -> Option<Vec<EventKind>> {
         None
     }
+
+    /// Whether what the role derives must be durable before it is
+    /// acknowledged. Most derivations are deterministic functions of
+    /// durable events and are derived again, with the same ids, after a
+    /// crash: they are appended deferred and made durable by the next
+    /// durable append. The reply loop's batch (tools have run, the host is
+    /// answered) is durable, which also makes its turn's earlier events so.
+    fn durable(&self) -> bool {
+        false
+    }
 }
 
 /// Builds a role from scratch (at start and after every restart).
@@ -161,7 +171,9 @@ impl Shell {
                 for d in &derived {
                     role.observe(d);
                 }
-                if let Err(e) = self.bus.append(derived) {
+                let appended =
+                    if role.durable() { self.bus.append(derived) } else { self.bus.append_deferred(derived) };
+                if let Err(e) = appended {
                     // The log refused (disk full, closed): stay at this event
                     // and let the supervisor try again.
                     tracing::error!(actor = self.name, seq = env.seq.0, "append failed: {e}; retrying");

@@ -69,6 +69,22 @@ pub trait EventLog: Send + Sync {
         self.submit(events)?.wait()
     }
 
+    /// Like [`EventLog::submit`], but acknowledged once committed, before
+    /// it is durable: the next durable append (or [`EventLog::flush`], or a
+    /// short interval) makes it durable together with everything before
+    /// it. For events that can be derived again from durable ones — an
+    /// actor's derivations, re-derived with the same ids after a crash — so
+    /// a turn pays one fsync, not one per actor. Backends without the
+    /// distinction make it durable at once.
+    fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
+        self.submit(events)
+    }
+
+    /// [`EventLog::submit_deferred`] and wait for the acknowledgement.
+    fn append_deferred(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        self.submit_deferred(events)?.wait()
+    }
+
     /// The last assigned position (`Seq(0)` when empty).
     fn head(&self) -> Seq;
 

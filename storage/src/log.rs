@@ -38,6 +38,10 @@ use crate::subscription::{Backlog, Filter, Hub, Subscription};
 /// The log format this build writes and reads.
 pub const LOG_FORMAT: u32 = 1;
 
+/// Under the durable policy, how long a deferred append waits for a
+/// durable one (or a flush) before the writer flushes it on its own.
+pub const DEFERRED_FLUSH: Duration = Duration::from_millis(20);
+
 /// Tuning for [`SledLog`]; the defaults are what engram ships.
 #[derive(Clone, Debug)]
 pub struct LogConfig {
@@ -66,8 +70,16 @@ impl Default for LogConfig {
 type Ack = Sender<Result<Vec<AppendOutcome>, LogError>>;
 
 enum WriterMsg {
-    Append { events: Vec<Envelope>, ack: Ack },
-    Flush { ack: Sender<Result<(), LogError>> },
+    /// `durable: false`: acknowledge once committed (see
+    /// [`EventLog::submit_deferred`]).
+    Append {
+        events: Vec<Envelope>,
+        ack: Ack,
+        durable: bool,
+    },
+    Flush {
+        ack: Sender<Result<(), LogError>>,
+    },
 }
 
 struct Shared {
@@ -263,7 +275,16 @@ impl EventLog for SledLog {
             return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
         }
         let (ack, rx) = bounded(1);
-        self.sender()?.send(WriterMsg::Append { events, ack }).map_err(|_| LogError::WriterStopped)?;
+        self.sender()?.send(WriterMsg::Append { events, ack, durable: true }).map_err(|_| LogError::WriterStopped)?;
+        Ok(AppendTicket::new(rx))
+    }
+
+    fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
+        if let Some(fault) = &self.tail_fault {
+            return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
+        }
+        let (ack, rx) = bounded(1);
+        self.sender()?.send(WriterMsg::Append { events, ack, durable: false }).map_err(|_| LogError::WriterStopped)?;
         Ok(AppendTicket::new(rx))
     }
 
@@ -373,9 +394,12 @@ impl Writer {
             Durability::Durable => None,
             Durability::Relaxed { flush_every_ms } => Some(Duration::from_millis(flush_every_ms.max(1))),
         };
+        // Deferred appends under the durable policy are flushed by the next
+        // durable one, or after this long.
+        let flush_interval = Some(relaxed_interval.unwrap_or(DEFERRED_FLUSH));
         let mut dirty_since: Option<Instant> = None;
         loop {
-            let first = match (relaxed_interval, dirty_since) {
+            let first = match (flush_interval, dirty_since) {
                 (Some(interval), Some(since)) => {
                     let wait = interval.saturating_sub(since.elapsed());
                     match self.rx.recv_timeout(wait) {
@@ -389,7 +413,7 @@ impl Writer {
                     Err(_) => break,
                 },
             };
-            if let (Some(interval), Some(since)) = (relaxed_interval, dirty_since) {
+            if let (Some(interval), Some(since)) = (flush_interval, dirty_since) {
                 if since.elapsed() >= interval {
                     if let Err(e) = self.make_durable() {
                         tracing::error!("periodic flush failed: {e}");
@@ -401,9 +425,11 @@ impl Writer {
             let mut appends = Vec::new();
             let mut flushes = Vec::new();
             let mut queued = 0usize;
+            let mut any_durable = false;
             let mut take = |msg: WriterMsg, queued: &mut usize| match msg {
-                WriterMsg::Append { events, ack } => {
+                WriterMsg::Append { events, ack, durable } => {
                     *queued += events.len();
+                    any_durable |= durable;
                     appends.push((events, ack));
                 }
                 WriterMsg::Flush { ack } => flushes.push(ack),
@@ -417,8 +443,14 @@ impl Writer {
             }
             let committed = self.commit(&mut appends);
             let durable = match (&committed, relaxed_interval) {
-                (Ok(Some(_)), None) => self.make_durable(),
-                (Ok(Some(_)), Some(_)) => {
+                // A flush also makes every deferred append before it durable
+                // (and a durable append of events already present, deferred
+                // a moment ago, must wait for it too).
+                (Ok(batch), None) if any_durable && (batch.is_some() || dirty_since.is_some()) => {
+                    dirty_since = None;
+                    self.make_durable()
+                }
+                (Ok(Some(_)), _) => {
                     dirty_since.get_or_insert_with(Instant::now);
                     Ok(())
                 }

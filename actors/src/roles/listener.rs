@@ -144,7 +144,13 @@ impl Listener {
         if let Some(call) = call {
             batch.push(derived(&utterance, ActorKind::Listener, call, 0));
         }
-        self.bus.append(batch)?;
+        // A turn that goes on ends in the reply loop's durable append, which
+        // makes this batch durable too; one that stops here is durable now.
+        if intent.directed && !intent.stop {
+            self.bus.append_deferred(batch)?;
+        } else {
+            self.bus.append(batch)?;
+        }
         self.fold(&utterance);
         Ok(Heard { turn, turn_number: number, intent })
     }

@@ -345,6 +345,10 @@ fn resolve_references(args: &mut ToolArgs, results: &[String]) {
 }
 
 impl Role for ReplyLoop {
+    fn durable(&self) -> bool {
+        true
+    }
+
     fn kinds(&self) -> Option<Vec<EventKind>> {
         Some(vec![
             EventKind::UtteranceReceived,
