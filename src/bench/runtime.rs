@@ -54,7 +54,7 @@ pub struct Options {
     pub json: bool,
 
     /// Timed turns per figure (after a warm-up of 20)
-    #[arg(long, value_name = "N", default_value_t = 300)]
+    #[arg(long, value_name = "N", default_value_t = 1000)]
     pub turns: usize,
 
     /// Sessions taking turns at once in the throughput figure
