@@ -212,7 +212,7 @@ impl RuntimeBuilder {
             llm: llm.clone(),
             prices: prices.clone(),
             chat_timeout: config.llm.timeout(LlmContext::ReplyLoop),
-            agentic_max_turns: 8,
+            agentic_max_turns: config.runtime.agentic_max_turns,
             offset,
         };
         // The background contexts, each with its model and timeout; the
@@ -242,7 +242,12 @@ impl RuntimeBuilder {
             ("graph", Box::new(move || Box::new(Graph::new(graph_llm.clone())))),
         ];
         let mode = self.mode.unwrap_or(IntentMode::Chat);
-        let listener = Listener::start(bus.clone(), mode)?.with_llm_judge(intent_llm);
+        let idle =
+            (config.runtime.session_idle_secs > 0).then(|| Duration::from_secs(config.runtime.session_idle_secs));
+        let listener = Listener::start(bus.clone(), mode)?
+            .with_llm_judge(intent_llm)
+            .with_idle_timeout(idle)
+            .with_utc_offset(offset);
         Runtime::launch(bus, listener, factories, self.turn_timeout.unwrap_or(TURN_TIMEOUT), llm.is_some())
     }
 }

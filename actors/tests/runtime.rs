@@ -300,3 +300,40 @@ fn an_actor_panic_is_survived_and_the_turn_completes_once() {
     assert_eq!(count(&all, EventKind::PlanCreated), 2);
     rt.shutdown().unwrap();
 }
+
+#[test]
+fn an_idle_session_is_ended_and_summarised() {
+    let f = fixture();
+    let mut config = engram_storage::config::Config::default();
+    config.runtime.session_idle_secs = 1;
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .config(config)
+        .offline()
+        .embedder(embedder())
+        .tool(Arc::new(WordCount { root: f.files.clone(), calls: f.calls.clone() }))
+        .start()
+        .unwrap();
+    let s = SessionId::new("s-idle");
+    rt.handle_utterance(&s, "my name is Ada").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let ended = loop {
+        let all = events(&rt);
+        let ended = all.iter().find_map(|e| match &e.event {
+            Event::SessionEnded(x) if e.session.as_ref() == Some(&s) => Some(x.clone()),
+            _ => None,
+        });
+        if let Some(x) = ended {
+            break x;
+        }
+        assert!(std::time::Instant::now() < deadline, "the idle session was never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(ended.reason, engram_events::payloads::SessionEndReason::Idle);
+    assert_eq!(ended.turns, 1);
+    assert!(rt.settle(Duration::from_secs(10)));
+    assert_eq!(count(&events(&rt), EventKind::SummaryWritten), 1);
+    // An ended session takes no more utterances.
+    assert!(rt.handle_utterance(&s, "hello again").is_err());
+    rt.shutdown().unwrap();
+}

@@ -25,6 +25,10 @@
 //! [tools]
 //! location = "Rome, Italy"
 //! file_roots = ["/home/anna/Documents", "/home/anna/Notes"]
+//!
+//! [runtime]
+//! agentic_max_turns = 8
+//! session_idle_secs = 1800
 //! ```
 
 use std::collections::BTreeMap;
@@ -377,6 +381,24 @@ pub struct ToolsSection {
     pub file_roots: Vec<PathBuf>,
 }
 
+/// `[runtime]`: the live runtime's own knobs (seed 002).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RuntimeSection {
+    /// Most model turns of the reply loop per reply (seed 002 #1: 8).
+    pub agentic_max_turns: u32,
+    /// A session with no utterance for this long is ended (`session.ended`
+    /// with reason `idle`), so the pattern store records it and the
+    /// summariser writes its summary; 0 never ends one on its own.
+    pub session_idle_secs: u64,
+}
+
+impl Default for RuntimeSection {
+    fn default() -> Self {
+        RuntimeSection { agentic_max_turns: 8, session_idle_secs: 30 * 60 }
+    }
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -395,6 +417,8 @@ pub struct Config {
     pub storage: StorageSection,
     /// The built-in tools.
     pub tools: ToolsSection,
+    /// The live runtime.
+    pub runtime: RuntimeSection,
 }
 
 impl Config {

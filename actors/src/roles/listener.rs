@@ -71,6 +71,7 @@ pub struct Listener {
     days: DayReactor,
     sessions: HashMap<SessionId, SessionState>,
     llm: Option<ContextLlm>,
+    idle: Option<std::time::Duration>,
 }
 
 impl Listener {
@@ -83,6 +84,7 @@ impl Listener {
             days: DayReactor::from_projection(&Default::default()),
             sessions: HashMap::new(),
             llm: None,
+            idle: None,
         };
         let head = l.bus.head();
         let bus = l.bus.clone();
@@ -90,6 +92,37 @@ impl Listener {
             l.fold(&env?);
         }
         Ok(l)
+    }
+
+    /// This listener counting calendar days in the user's local time.
+    pub fn with_utc_offset(mut self, offset: chrono::FixedOffset) -> Listener {
+        self.days = std::mem::take(&mut self.days).with_offset(offset);
+        self
+    }
+
+    /// This listener ending sessions with no utterance for `idle`
+    /// (`session.ended`, reason `idle`); sessions left open by an earlier
+    /// run are ended the same way once idle.
+    pub fn with_idle_timeout(mut self, idle: Option<std::time::Duration>) -> Listener {
+        self.idle = idle;
+        self
+    }
+
+    fn end_idle(&mut self) {
+        let Some(idle) = self.idle else { return };
+        let Ok(idle) = chrono::Duration::from_std(idle) else { return };
+        let now = Utc::now();
+        let due: Vec<SessionId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| !s.ended && s.last_at.is_some_and(|at| now - at >= idle))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for session in due {
+            if let Err(e) = self.end(session.clone(), SessionEndReason::Idle) {
+                tracing::warn!(session = session.as_str(), "idle session not ended: {e}");
+            }
+        }
     }
 
     /// This listener with the LLM intent judge (see the module docs).
@@ -226,6 +259,13 @@ impl Listener {
 
 impl Actor for Listener {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(idle) = self.idle {
+            let every = (idle / 4).clamp(std::time::Duration::from_millis(100), std::time::Duration::from_secs(10));
+            ctx.run_interval(every, |listener, _| listener.end_idle());
+        }
+    }
 }
 
 /// What the host sends the listener.

@@ -1,6 +1,7 @@
-//! Active days: the first utterance of a calendar day (UTC) activates it
-//! with the next rank (`day.activated`), so TTLs can count days of use
-//! rather than calendar days (seed 000).
+//! Active days: the first utterance of a calendar day activates it with
+//! the next rank (`day.activated`), so TTLs can count days of use rather
+//! than calendar days (seed 000). Days are the user's local days: the live
+//! runtime gives the reactor the user's UTC offset; import uses UTC.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,8 @@ use crate::projections::ActiveDays;
 pub struct DayReactor {
     days: BTreeMap<String, u32>,
     max_rank: u32,
+    /// The user's UTC offset (`None`: UTC).
+    offset: Option<chrono::FixedOffset>,
 }
 
 impl DayReactor {
@@ -22,7 +25,13 @@ impl DayReactor {
     pub fn from_projection(active: &ActiveDays) -> Self {
         let days: BTreeMap<String, u32> = active.iter().map(|(d, r)| (d.to_owned(), r)).collect();
         let max_rank = days.values().copied().max().unwrap_or(0);
-        DayReactor { days, max_rank }
+        DayReactor { days, max_rank, offset: None }
+    }
+
+    /// Days counted in the user's local time at `offset`.
+    pub fn with_offset(mut self, offset: chrono::FixedOffset) -> Self {
+        self.offset = Some(offset);
+        self
     }
 
     fn fold(&mut self, day: &str, rank: u32) {
@@ -47,7 +56,11 @@ impl Reactor for DayReactor {
         if !matches!(env.event, Event::UtteranceReceived(_)) {
             return Vec::new();
         }
-        let day = env.at.date_naive().format("%Y-%m-%d").to_string();
+        let local = match self.offset {
+            Some(o) => env.at.with_timezone(&o).date_naive(),
+            None => env.at.date_naive(),
+        };
+        let day = local.format("%Y-%m-%d").to_string();
         if self.days.contains_key(&day) {
             return Vec::new();
         }
@@ -99,5 +112,19 @@ mod tests {
         // Deriving again from a reactor that saw the activations: nothing new.
         let again = derive_all(vec![utterance(1, 20)], &mut reactors);
         assert!(ranks(&again).is_empty());
+    }
+
+    #[test]
+    fn days_are_the_users_local_days() {
+        // 23:00 UTC on the 20th is already the 21st at UTC+2.
+        let events = vec![utterance(20, 21), utterance(20, 23)];
+        let mut utc: Vec<Box<dyn Reactor>> = vec![Box::new(DayReactor::default())];
+        assert_eq!(ranks(&derive_all(events.clone(), &mut utc)), vec![("2026-11-20".to_owned(), 1)]);
+        let plus2 = chrono::FixedOffset::east_opt(2 * 3600).unwrap();
+        let mut local: Vec<Box<dyn Reactor>> = vec![Box::new(DayReactor::default().with_offset(plus2))];
+        assert_eq!(
+            ranks(&derive_all(events, &mut local)),
+            vec![("2026-11-20".to_owned(), 1), ("2026-11-21".to_owned(), 2)]
+        );
     }
 }
