@@ -370,6 +370,7 @@ impl Runtime {
             turn: heard.turn.to_string(),
             secs: self.turn_timeout.as_secs(),
         })?;
+        self.listener.do_send(HostInput::Replied { session: session.clone() });
         reply.text = done.text;
         reply.layer = Some(done.layer);
         reply.model = done.model;

@@ -337,3 +337,45 @@ fn an_idle_session_is_ended_and_summarised() {
     assert!(rt.handle_utterance(&s, "hello again").is_err());
     rt.shutdown().unwrap();
 }
+
+/// A host tool with a bug.
+struct Crashes;
+
+impl Tool for Crashes {
+    fn name(&self) -> &str {
+        "file_size"
+    }
+    fn description(&self) -> &str {
+        "Tell how big a file is, its size in bytes"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}})
+    }
+    fn side_effect(&self) -> SideEffectClass {
+        SideEffectClass::Read
+    }
+    fn call(&self, _args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        panic!("a bug in a host tool")
+    }
+}
+
+#[test]
+fn a_panicking_tool_fails_its_step_not_the_turn() {
+    let f = fixture();
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .offline()
+        .embedder(embedder())
+        .tool(Arc::new(Crashes))
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap();
+    let s = SessionId::new("s-tool-panic");
+    let r = rt.handle_utterance(&s, "tell me the size of ~/a.txt").unwrap();
+    assert_eq!(r.layer, Some(RouteLayer::Planner));
+    assert!(!r.tools_ok, "{r:?}");
+    assert!(r.text.contains("file_size panicked"), "{r:?}");
+    assert!(rt.settle(Duration::from_secs(10)));
+    assert!(rt.actor_status().iter().all(|a| a.2 == 0 && a.3 == 0), "no actor restarted: {:?}", rt.actor_status());
+    rt.shutdown().unwrap();
+}

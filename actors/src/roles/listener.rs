@@ -58,6 +58,8 @@ struct SessionState {
     turns: u32,
     last_turn: Option<TurnId>,
     last_at: Option<DateTime<Utc>>,
+    /// When the assistant last answered (the hot window runs from there).
+    last_reply_at: Option<DateTime<Utc>>,
     ended: bool,
     /// Recent utterances, oldest first (for the LLM intent judge).
     transcript: VecDeque<(DateTime<Utc>, String)>,
@@ -169,7 +171,7 @@ impl Listener {
         )
         .with_session(session.clone())
         .with_turn(turn);
-        let rule = self.judge.judge(&text, self.mode, state.last_at, now);
+        let rule = self.judge.judge(&text, self.mode, state.last_reply_at, now);
         let (intent, call) = self.judge_with_llm(rule, &text, source, &state, now);
         let mut batch = vec![utterance.clone()];
         batch.extend(self.days.react(&utterance));
@@ -209,7 +211,7 @@ impl Listener {
         let mut transcript: Vec<String> =
             state.transcript.iter().map(|(at, said)| format!("[{}] {said}", at.format("%H:%M:%S"))).collect();
         transcript.push(format!("[{}] {text}", now.format("%H:%M:%S")));
-        let hot = self.judge.in_hot_window(state.last_at, now);
+        let hot = self.judge.in_hot_window(state.last_reply_at, now);
         let messages = contexts::intent_messages(&transcript.join("\n"), &self.judge.name(), hot);
         let (record, parsed) = llm.ask(messages, contexts::parse_intent);
         let intent = match parsed {
@@ -294,6 +296,12 @@ pub enum HostInput {
         /// The turn it is about.
         reply: Sender<Result<Option<TurnId>, RuntimeError>>,
     },
+    /// The assistant answered the session's turn now (opens the hot
+    /// window).
+    Replied {
+        /// The session.
+        session: SessionId,
+    },
     /// The session is over.
     End {
         /// The session.
@@ -323,6 +331,9 @@ impl Handler<HostInput> for Listener {
                 let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.feedback(session, rating, text)))
                     .unwrap_or_else(|_| Err(RuntimeError::ActorFailed("listener")));
                 let _ = reply.send(r);
+            }
+            HostInput::Replied { session } => {
+                self.sessions.entry(session).or_default().last_reply_at = Some(Utc::now());
             }
             HostInput::End { session, reason, reply } => {
                 let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.end(session, reason)))

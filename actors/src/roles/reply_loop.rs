@@ -209,7 +209,11 @@ impl ReplyLoop {
             n,
         ));
         let t0 = Instant::now();
-        let result = self.setup.registry.call(&step.tool, &step.args, ctx);
+        // A tool that panics fails its step, not the turn (nor the actor).
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.setup.registry.call(&step.tool, &step.args, ctx)
+        }))
+        .unwrap_or_else(|_| Err(crate::tools::ToolError::Failed(format!("{} panicked", step.tool))));
         let duration_ms = t0.elapsed().as_millis() as u64;
         let (ok, output, for_model, error) = match result {
             Ok(o) => {
