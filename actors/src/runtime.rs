@@ -196,7 +196,7 @@ impl RuntimeBuilder {
             cache: Some(cache),
             offset,
             default_model,
-            rules: Vec::new(),
+            rules: config.runtime.model_rules.iter().map(|(t, m)| (t.clone(), m.clone())).collect(),
         };
         let planner = PlannerSetup {
             llm: llm.clone(),

@@ -379,3 +379,47 @@ fn a_panicking_tool_fails_its_step_not_the_turn() {
     assert!(rt.actor_status().iter().all(|a| a.2 == 0 && a.3 == 0), "no actor restarted: {:?}", rt.actor_status());
     rt.shutdown().unwrap();
 }
+
+#[test]
+fn a_routing_rule_wins_over_the_pattern_store() {
+    let f = fixture();
+    let mut config = engram_storage::config::Config::default();
+    config.runtime.model_rules.insert("doc".into(), "local:doc-model".into());
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .config(config)
+        .offline()
+        .embedder(embedder())
+        .tool(Arc::new(WordCount { root: f.files.clone(), calls: f.calls.clone() }))
+        .start()
+        .unwrap();
+    let s = SessionId::new("s-rule");
+    // "describe" tags the request `doc`: the rule picks the model (offline,
+    // the offline planner still does the planning, and says so).
+    let r = rt.handle_utterance(&s, "describe ~/a.txt").unwrap();
+    assert_eq!(r.model.as_deref(), Some(engram_actors::offline_planner::OFFLINE_MODEL), "{r:?}");
+    rt.handle_utterance(&s, "count the words in ~/a.txt").unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let chains: Vec<_> = events(&rt)
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::RouteDecided(d) => Some(d.chain),
+            _ => None,
+        })
+        .collect();
+    use engram_events::payloads::{ChainVerdict, RoutePolicy};
+    let chosen = |c: &Vec<engram_events::payloads::ChainEntry>| {
+        c.iter().find(|e| e.verdict == ChainVerdict::Chosen).map(|e| e.policy)
+    };
+    assert_eq!(chosen(&chains[0]), Some(RoutePolicy::Rule));
+    let decided: Vec<_> = events(&rt)
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::RouteDecided(d) => d.chosen_model,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decided[0], "local:doc-model");
+    assert_eq!(chosen(&chains[1]), Some(RoutePolicy::Default));
+    rt.shutdown().unwrap();
+}

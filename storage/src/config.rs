@@ -29,6 +29,7 @@
 //! [runtime]
 //! agentic_max_turns = 8
 //! session_idle_secs = 1800
+//! model_rules = { doc = "qwen3:32b" }   # intent tag → model (routing slot 3)
 //! ```
 
 use std::collections::BTreeMap;
@@ -391,11 +392,14 @@ pub struct RuntimeSection {
     /// with reason `idle`), so the pattern store records it and the
     /// summariser writes its summary; 0 never ends one on its own.
     pub session_idle_secs: u64,
+    /// Routing rules (slot 3 of the chain, above the pattern store's
+    /// recommendation): intent tag → model, e.g. `{ doc = "qwen3:32b" }`.
+    pub model_rules: BTreeMap<String, String>,
 }
 
 impl Default for RuntimeSection {
     fn default() -> Self {
-        RuntimeSection { agentic_max_turns: 8, session_idle_secs: 30 * 60 }
+        RuntimeSection { agentic_max_turns: 8, session_idle_secs: 30 * 60, model_rules: BTreeMap::new() }
     }
 }
 

@@ -115,6 +115,9 @@ impl Planner {
                 (PlannerKind::Offline, steps)
             }
         };
+        // The model that actually planned: offline, whatever the route
+        // chose (no server to ask), so outcomes are scored against it.
+        let model = if planner == PlannerKind::Offline { OFFLINE_MODEL.to_owned() } else { model };
         let plan = PlanCreated { planner, model: Some(model), steps, planner_ms: started.elapsed().as_millis() as u64 };
         // After the call's record: the reply loop runs the turn when it
         // sees the plan, and must have folded the planner's cost by then.
