@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use engram_events::{Envelope, EventId, Seq};
+use engram_events::{Envelope, EventId, EventKind, Seq};
 use engram_storage::{AppendOutcome, EventLog, LogError, SledLog};
 
 /// The log plus the actors' checkpoints.
@@ -80,6 +80,22 @@ impl Bus {
     /// The events with `from <= seq <= to`, in order.
     pub fn read_range(&self, from: Seq, to: Seq) -> impl Iterator<Item = Result<Envelope, LogError>> + '_ {
         self.log.read_from(from).take_while(move |r| r.as_ref().map_or(true, |e| e.seq <= to))
+    }
+
+    /// The events of `kinds` (`None`: all) with `from <= seq <= to`, in
+    /// order; records of other kinds are skipped without being decoded.
+    pub fn read_range_of(
+        &self,
+        from: Seq,
+        to: Seq,
+        kinds: Option<&[EventKind]>,
+    ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + '_> {
+        match kinds {
+            None => Box::new(self.read_range(from, to)),
+            Some(k) => {
+                Box::new(self.log.read_kinds(from, k).take_while(move |r| r.as_ref().map_or(true, |e| e.seq <= to)))
+            }
+        }
     }
 
     /// The last `seq` in the log.

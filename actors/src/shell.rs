@@ -144,11 +144,8 @@ impl Shell {
     fn warm_up(&mut self) -> Result<(), LogError> {
         let checkpoint = self.bus.checkpoint(self.name)?;
         let mut role = (self.factory)();
-        for env in self.bus.read_range(Seq(1), checkpoint) {
-            let env = env?;
-            if self.wants(&env) {
-                role.observe(&env);
-            }
+        for env in self.bus.read_range_of(Seq(1), checkpoint, self.kinds.as_deref()) {
+            role.observe(&env?);
         }
         self.role = Some(role);
         self.position = checkpoint;

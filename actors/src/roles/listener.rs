@@ -26,7 +26,7 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use crossbeam_channel::Sender;
 use engram_events::payloads::*;
-use engram_events::{ActorKind, Envelope, Event, EventId, SessionId, TurnId};
+use engram_events::{ActorKind, Envelope, Event, EventId, EventKind, SessionId, TurnId};
 use engram_storage::intent::{IntentMode, RuleIntentJudge};
 use engram_storage::reactors::{derived, DayReactor, Reactor};
 use engram_storage::LogError;
@@ -90,7 +90,8 @@ impl Listener {
         };
         let head = l.bus.head();
         let bus = l.bus.clone();
-        for env in bus.read_range(engram_events::Seq(1), head) {
+        let kinds = [EventKind::UtteranceReceived, EventKind::SessionEnded, EventKind::DayActivated];
+        for env in bus.read_range_of(engram_events::Seq(1), head, Some(&kinds)) {
             l.fold(&env?);
         }
         Ok(l)
