@@ -1,16 +1,14 @@
-//! How a host's call learns its turn is over: one subscription watches
-//! `reply.delivered` / `turn.completed` and wakes the caller waiting for
-//! that turn. Completions nobody waits for (yet) are kept for a while, so
+//! How a host's call learns its turn is over: the dispatcher hands it
+//! every `reply.delivered` / `turn.completed`, and it wakes the caller
+//! waiting for that turn. Completions nobody waits for (yet) are kept for a while, so
 //! a turn that finishes before its caller starts waiting is not missed.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use engram_events::payloads::{PlanStep, RouteLayer};
-use engram_events::{Event, EventKind, Seq, TurnId};
-use engram_storage::{EventLog, Filter, SledLog};
+use engram_events::{Event, TurnId};
 
 /// A completed turn, as the host sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,34 +44,14 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// Watches `log` from `from` on its own thread until `stop`.
-    pub fn start(
-        log: &Arc<SledLog>,
-        from: Seq,
-        stop: Arc<AtomicBool>,
-    ) -> Result<(Arc<Bridge>, std::thread::JoinHandle<()>), crate::error::RuntimeError> {
-        let bridge = Arc::new(Bridge { state: Mutex::new(State::default()), cv: Condvar::new() });
-        let mut sub = log.subscribe(from, Filter::kinds([EventKind::ReplyDelivered, EventKind::TurnCompleted]))?;
-        let b = bridge.clone();
-        let thread = std::thread::Builder::new()
-            .name("engram-bridge".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Acquire) {
-                    match sub.recv_timeout(Duration::from_millis(50)) {
-                        Ok(Some(env)) => b.take(&env),
-                        Ok(None) => {}
-                        Err(e) => {
-                            tracing::error!("bridge: subscription failed: {e}");
-                            std::thread::sleep(Duration::from_millis(200));
-                        }
-                    }
-                }
-            })
-            .map_err(crate::error::RuntimeError::Thread)?;
-        Ok((bridge, thread))
+    /// An empty bridge; the dispatcher feeds it.
+    pub fn new() -> Arc<Bridge> {
+        Arc::new(Bridge { state: Mutex::new(State::default()), cv: Condvar::new() })
     }
 
-    fn take(&self, env: &engram_events::Envelope) {
+    /// Takes note of a `reply.delivered` or `turn.completed` (anything
+    /// else is ignored).
+    pub(crate) fn take(&self, env: &engram_events::Envelope) {
         let Some(turn) = env.turn else { return };
         let mut s = self.state.lock().expect("bridge lock");
         match &env.event {

@@ -15,6 +15,7 @@
 
 pub mod bridge;
 pub mod bus;
+pub mod dispatch;
 pub mod embedder;
 pub mod error;
 pub mod fast_path;

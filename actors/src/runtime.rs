@@ -39,6 +39,7 @@ use engram_storage::{Durability, EventLog, LogConfig, SledLog};
 
 use crate::bridge::Bridge;
 use crate::bus::Bus;
+use crate::dispatch::{self, Feed};
 use crate::embedder::{Embedder, OnnxEmbedder};
 use crate::error::RuntimeError;
 use crate::fast_path::embedder_config;
@@ -52,7 +53,7 @@ use crate::roles::reply_loop::{ReplyLoop, ReplySetup};
 use crate::roles::router::{Router, RouterSetup};
 use crate::roles::summariser::Summariser;
 use crate::roles::{ContextLlm, ReactorRole};
-use crate::shell::{feed, RoleFactory, Shell, ShellStatus};
+use crate::shell::{RoleFactory, Shell, ShellStatus};
 use crate::tools::{BuiltinConfig, Tool, ToolRegistry};
 
 /// How long a host call waits for its turn by default.
@@ -288,7 +289,7 @@ impl Runtime {
         // Subscriptions start where the actors' catch-up will have read to
         // at least: nothing falls between the two.
         let from = bus.head().next();
-        let (bridge, bridge_thread) = Bridge::start(bus.log(), from, stop.clone())?;
+        let bridge = Bridge::new();
         let statuses: Vec<(&'static str, Arc<ShellStatus>)> =
             factories.iter().map(|(n, _)| (*n, Arc::new(ShellStatus::default()))).collect();
         let kinds: Vec<_> = factories.iter().map(|(_, f)| f().kinds()).collect();
@@ -318,10 +319,13 @@ impl Runtime {
             })
             .map_err(RuntimeError::Thread)?;
         let (system, listener, addrs) = rx.recv().map_err(|_| RuntimeError::ActorFailed("system"))?;
-        let mut threads = vec![bridge_thread];
-        for (((name, addr), kinds), (_, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
-            threads.push(feed(name, &bus, from, kinds, addr, status.clone(), stop.clone())?);
-        }
+        let feeds = addrs
+            .into_iter()
+            .zip(kinds)
+            .zip(&statuses)
+            .map(|(((name, addr), kinds), (_, status))| Feed { name, kinds, addr, status: status.clone() })
+            .collect();
+        let threads = vec![dispatch::start(&bus, from, feeds, bridge.clone(), stop.clone())?];
         let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();
         Ok(Runtime {
             bus,

@@ -18,13 +18,13 @@
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use engram_events::{Envelope, EventId, EventKind, Seq};
-use engram_storage::{EventLog, Filter, LogError};
+use engram_storage::LogError;
 
 use crate::bus::Bus;
 
@@ -131,7 +131,7 @@ impl Shell {
         }
     }
 
-    /// The kinds the role wants (`None`: all), for its feeder.
+    /// The kinds the role wants (`None`: all), for the dispatcher.
     pub fn kinds(&self) -> Option<Vec<EventKind>> {
         self.kinds.clone()
     }
@@ -304,41 +304,4 @@ impl Handler<Deliver> for Shell {
             ctx.stop();
         }
     }
-}
-
-/// Feeds an actor from a live subscription on its own thread, until `stop`.
-/// Only events of `kinds` (`None`: all) are handed on; `status` records
-/// how far the feeder has read and what it handed on.
-pub fn feed(
-    name: &'static str,
-    bus: &Arc<Bus>,
-    from: Seq,
-    kinds: Option<Vec<EventKind>>,
-    addr: Recipient<Deliver>,
-    status: Arc<ShellStatus>,
-    stop: Arc<AtomicBool>,
-) -> Result<std::thread::JoinHandle<()>, crate::error::RuntimeError> {
-    let mut sub = bus.log().subscribe(from, Filter::all())?;
-    std::thread::Builder::new()
-        .name(format!("engram-feed-{name}"))
-        .spawn(move || {
-            while !stop.load(Ordering::Acquire) {
-                match sub.recv_timeout(Duration::from_millis(50)) {
-                    Ok(Some(env)) => {
-                        let seq = env.seq.0;
-                        if kinds.as_ref().is_none_or(|k| k.contains(&env.kind())) {
-                            status.forwarded.store(seq, Ordering::Release);
-                            addr.do_send(Deliver(env));
-                        }
-                        status.seen.store(seq, Ordering::Release);
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::error!(actor = name, "subscription failed: {e}");
-                        std::thread::sleep(Duration::from_millis(200));
-                    }
-                }
-            }
-        })
-        .map_err(crate::error::RuntimeError::Thread)
 }

@@ -1,0 +1,69 @@
+//! The dispatcher: one subscription to the log, fanned out to every actor's
+//! mailbox (the kinds it wants) and to the host bridge.
+//!
+//! One thread wakes per committed batch, rather than one per actor: on a
+//! small machine the wake-ups of threads with nothing to do are what a turn
+//! waits behind. A slow actor never holds the others up: actix mailboxes
+//! are unbounded, and the subscription itself re-reads from the log when
+//! the dispatcher falls behind its live buffer.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Recipient;
+use engram_events::{EventKind, Seq};
+use engram_storage::{EventLog, Filter};
+
+use crate::bridge::Bridge;
+use crate::bus::Bus;
+use crate::error::RuntimeError;
+use crate::shell::{Deliver, ShellStatus};
+
+/// Where one actor's events go.
+pub struct Feed {
+    /// The actor (for logs).
+    pub name: &'static str,
+    /// The kinds it wants (`None`: all).
+    pub kinds: Option<Vec<EventKind>>,
+    /// Its mailbox.
+    pub addr: Recipient<Deliver>,
+    /// What has been seen and handed on, for [`crate::Runtime::settle`].
+    pub status: Arc<ShellStatus>,
+}
+
+/// Starts the dispatcher thread: events from `from` on, until `stop`.
+pub fn start(
+    bus: &Arc<Bus>,
+    from: Seq,
+    feeds: Vec<Feed>,
+    bridge: Arc<Bridge>,
+    stop: Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>, RuntimeError> {
+    let mut sub = bus.log().subscribe(from, Filter::all())?;
+    std::thread::Builder::new()
+        .name("engram-dispatch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                match sub.recv_timeout(Duration::from_millis(50)) {
+                    Ok(Some(env)) => {
+                        let seq = env.seq.0;
+                        for f in &feeds {
+                            if f.kinds.as_ref().is_none_or(|k| k.contains(&env.kind())) {
+                                f.status.forwarded.store(seq, Ordering::Release);
+                                f.addr.do_send(Deliver(env.clone()));
+                            }
+                            f.status.seen.store(seq, Ordering::Release);
+                        }
+                        bridge.take(&env);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::error!("dispatcher: subscription failed: {e}");
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                }
+            }
+        })
+        .map_err(RuntimeError::Thread)
+}
