@@ -423,3 +423,55 @@ fn a_routing_rule_wins_over_the_pattern_store() {
     assert_eq!(chosen(&chains[1]), Some(RoutePolicy::Default));
     rt.shutdown().unwrap();
 }
+
+#[test]
+fn the_pattern_store_routes_similar_turns_once_it_has_evidence() {
+    let f = fixture();
+    let rt = start(&f);
+    // Six sessions of differently worded requests with the same structure
+    // (a .txt file, no intent tag): none repeats enough for the fast path,
+    // all teach the pattern store, with the user's positive feedback.
+    let phrasings = [
+        "count the words in ~/a.txt",
+        "how many words are in ~/b.txt",
+        "word count of ~/c.txt",
+        "count all the words of ~/d.txt",
+        "number of words in ~/a.txt",
+        "tell me how many words ~/b.txt has",
+    ];
+    for (i, text) in phrasings.iter().enumerate() {
+        let s = SessionId::new(format!("s-pattern-{i}"));
+        let r = rt.handle_utterance(&s, text).unwrap();
+        assert_eq!(r.layer, Some(RouteLayer::Planner), "{r:?}");
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+        rt.end_session(&s).unwrap();
+    }
+    assert!(rt.settle(Duration::from_secs(10)));
+    let s = SessionId::new("s-pattern-next");
+    let r = rt.handle_utterance(&s, "please count the words inside ~/c.txt").unwrap();
+    assert_eq!(r.layer, Some(RouteLayer::Planner), "{r:?}");
+    assert!(rt.settle(Duration::from_secs(10)));
+    let all = events(&rt);
+    let matched: Vec<_> = all
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::PatternMatched(m) if e.turn == Some(r.turn) => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(matched.len(), 1, "slot 4 chose the model for the new turn");
+    assert_eq!(matched[0].chosen_model, engram_actors::offline_planner::OFFLINE_MODEL);
+    assert!(matched[0].sample_size >= 5, "{:?}", matched[0]);
+    let chain = all
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::RouteDecided(d) if e.turn == Some(r.turn) => Some(d.chain.clone()),
+            _ => None,
+        })
+        .unwrap();
+    use engram_events::payloads::{ChainVerdict, RoutePolicy};
+    let pattern = chain.iter().find(|c| c.policy == RoutePolicy::Pattern).unwrap();
+    assert_eq!(pattern.verdict, ChainVerdict::Chosen, "{chain:?}");
+    assert!(pattern.pattern_alternatives.as_ref().is_some_and(|a| !a.is_empty()));
+    rt.shutdown().unwrap();
+}
