@@ -17,3 +17,4 @@ if command -v python3 >/dev/null; then python3 scripts/gen-events-doc.py --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --all-targets --locked
 cargo test --workspace --doc --locked
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet

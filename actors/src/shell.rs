@@ -11,7 +11,7 @@
 //!   ([`engram_storage::reactors::derived`]), so handling an event twice —
 //!   a checkpoint that lagged behind a crash — appends nothing new.
 //! * **Supervision.** A panic in a role is caught, the actor stops and
-//!   actix's [`Supervisor`](actix::Supervisor) restarts it: the role is
+//!   actix's [`actix::Supervisor`] restarts it: the role is
 //!   rebuilt from its checkpoint and handles the failed event again. An
 //!   event that fails [`MAX_ATTEMPTS`] times is skipped with an error in
 //!   the log of the process (a poison event must not wedge the runtime).

@@ -3,7 +3,7 @@
 //! sled 0.34's `flush()` writes its log with `sync_file_range`, which pushes
 //! data pages to the device but neither flushes the drive cache nor writes the
 //! file's metadata, and it never fsyncs the separate files it writes for
-//! large values (`blobs/`). So after sled's flush, [`Syncer::sync`]
+//! large values (`blobs/`). So after sled's flush, `Syncer::sync`
 //! `fdatasync`s the `db` file, fsyncs every blob file it has not synced yet,
 //! and fsyncs the directories whose entries changed.
 //!

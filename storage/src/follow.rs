@@ -5,7 +5,7 @@
 //! owner serves followers on a Unix socket in the data dir
 //! (`engram.sock`): a follower connects, writes `from <seq>\n`, and reads
 //! JSON Lines envelopes from that position on — backlog, then live, through
-//! an ordinary [`Subscription`](crate::Subscription). When the owner closes
+//! an ordinary [`crate::Subscription`]. When the owner closes
 //! the log, each connection first drains what was committed, then ends.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};

@@ -5,7 +5,7 @@
 //! `get_date` takes the `date` argument in either form the fast path
 //! produces (seed 000 §10): ISO `YYYY-MM-DD`, or the words the user said
 //! ("yesterday", "domani") as a replayed `{date.text}` placeholder passes
-//! them, read by the same extractor ([`engram_storage::fastpath::extract`]).
+//! them, read by the same extractor ([`engram_storage::fastpath::extract()`]).
 
 use chrono::{Duration, NaiveDate};
 use engram_events::payloads::{SideEffectClass, ToolArgs};

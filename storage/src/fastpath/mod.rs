@@ -1,10 +1,10 @@
 //! The fast path's pure logic (seed 000): what the router runs before it
 //! asks the planner.
 //!
-//! * [`normalize`] — the one text normalisation (lowercase, straight
+//! * [`normalize`](mod@normalize) — the one text normalisation (lowercase, straight
 //!   apostrophes, punctuation off);
 //! * [`l0`] — the closed table of literal phrases, EN + IT;
-//! * [`extract`] — the deterministic argument extractor;
+//! * [`extract`](mod@extract) — the deterministic argument extractor;
 //! * [`placeholder`] — recorded arguments as placeholders, and their
 //!   resolution from a new request (failing closed);
 //! * [`router`] — the decision: L0, L1, L2 or the planner, and why;

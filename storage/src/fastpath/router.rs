@@ -5,7 +5,7 @@
 //! projections (candidates only: rows seen `min_uses` times) and the
 //! vectors of their canonical texts; [`FastPath::route`] decides one
 //! request. A cosine above the layer's threshold is necessary, not
-//! sufficient: the match must also pass the replay [`gate`](super::gate)
+//! sufficient: the match must also pass the replay [`super::gate`]
 //! and every argument placeholder must resolve from the new request —
 //! otherwise the request goes to the planner, with the reason.
 

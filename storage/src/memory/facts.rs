@@ -16,7 +16,7 @@
 //!   quote, a hypothesis or the assistant's own suggestion, and a wrong
 //!   WORLD fact is served back as truth. The WORLD branch is the LLM
 //!   extractor's.
-//! * "please <verb> …" alone is a polite request ("please download the
+//! * "please `<verb>` …" alone is a polite request ("please download the
 //!   report"), not a standing directive; only "please always / never …"
 //!   is one.
 //!
