@@ -163,3 +163,57 @@ fn kill_9_mid_session_then_restart_derives_everything_exactly_once() {
     let verify = engram(data).arg("verify").output().unwrap();
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
 }
+
+/// The runtime folds an imported history and derives nothing from it again
+/// — not when it starts on an imported data dir, not when a later import
+/// lands between two runs — and a learnt replay of a tool it does not have
+/// goes to the planner.
+#[test]
+fn imported_history_is_folded_not_acted_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/turns.jsonl");
+    let import = |file: &str| {
+        let out = engram(data).args(["import", file]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let run = |text: &str| {
+        let out = engram(data).args(["run", "--once", text]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let count = |events: &[Envelope], k: EventKind| events.iter().filter(|e| e.kind() == k).count();
+
+    import(example);
+    // The example teaches an L2 pipeline of tools this runtime does not
+    // have (get_urls, describe_entries): the planner gets the turn.
+    let replayed = run("download https://example.org/zzz and describe it");
+    assert!(replayed.starts_with("[planner "), "{replayed}");
+    let imported = export(data);
+    run("what time is it");
+    let after_run = export(data);
+    for k in [EventKind::RouteDecided, EventKind::PlanCreated, EventKind::TurnCompleted, EventKind::EvalCompleted] {
+        assert_eq!(count(&after_run, k), count(&imported, k) + usize::from(k != EventKind::PlanCreated), "{k:?}");
+    }
+    assert_eq!(count(&after_run, EventKind::SummaryWritten), 2, "only the two live sessions are summarised");
+
+    // A second history imported between two runs.
+    let second = dir.path().join("second.jsonl");
+    let text = std::fs::read_to_string(example).unwrap().replace("\"session\":\"s-", "\"session\":\"t-");
+    std::fs::write(&second, text).unwrap();
+    import(second.to_str().unwrap());
+    let imported = export(data);
+    run("what time is it");
+    let after = export(data);
+    for k in [EventKind::RouteDecided, EventKind::PlanCreated, EventKind::TurnCompleted] {
+        assert_eq!(count(&after, k), count(&imported, k) + usize::from(k != EventKind::PlanCreated), "{k:?}");
+    }
+    // Every imported turn's utterance has exactly one route.decided.
+    let mut routes: BTreeMap<_, usize> = BTreeMap::new();
+    for e in &after {
+        if e.kind() == EventKind::RouteDecided {
+            *routes.entry(e.turn).or_default() += 1;
+        }
+    }
+    assert!(routes.values().all(|&n| n == 1), "{routes:?}");
+}

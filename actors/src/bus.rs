@@ -11,6 +11,9 @@ use std::sync::Arc;
 use engram_events::{Envelope, EventId, EventKind, Seq};
 use engram_storage::{AppendOutcome, EventLog, LogError, SledLog};
 
+/// The sled tree of the actors' checkpoints (`projection.actor_checkpoints`).
+const CHECKPOINTS: &str = "actor_checkpoints";
+
 /// The log plus the actors' checkpoints.
 pub struct Bus {
     log: Arc<SledLog>,
@@ -20,7 +23,7 @@ pub struct Bus {
 impl Bus {
     /// Opens the checkpoint tree of `log`.
     pub fn new(log: Arc<SledLog>) -> Result<Bus, LogError> {
-        let checkpoints = log.projection_tree("actor_checkpoints")?;
+        let checkpoints = log.projection_tree(CHECKPOINTS)?;
         Ok(Bus { log, checkpoints })
     }
 
@@ -69,6 +72,37 @@ impl Bus {
     pub fn set_checkpoint(&self, actor: &str, seq: Seq) -> Result<(), LogError> {
         self.checkpoints.insert(actor.as_bytes(), &seq.0.to_be_bytes())?;
         Ok(())
+    }
+
+    /// Gives `actor` a checkpoint at `seq` if it has none: an actor new to a
+    /// data dir derives from what happens from now on and folds what came
+    /// before (an imported history, or one lived before the actor existed)
+    /// without acting on it again. Returns its checkpoint.
+    pub fn start_checkpoint(&self, actor: &str, seq: Seq) -> Result<Seq, LogError> {
+        let prev = self.checkpoints.compare_and_swap(actor.as_bytes(), None::<&[u8]>, Some(&seq.0.to_be_bytes()))?;
+        match prev {
+            Ok(()) => Ok(seq),
+            Err(_) => self.checkpoint(actor),
+        }
+    }
+
+    /// Moves every actor checkpoint that stood at `from` to `to`: events
+    /// appended in between by someone else than the runtime (`engram
+    /// import`, which derives what the live actors would have) are history
+    /// to fold, not work to do. Checkpoints behind `from` (an actor that had
+    /// not finished) are left alone.
+    pub fn advance_checkpoints(log: &SledLog, from: Seq, to: Seq) -> Result<usize, LogError> {
+        let tree = log.projection_tree(CHECKPOINTS)?;
+        let mut moved = 0;
+        for entry in tree.iter() {
+            let (k, v) = entry?;
+            if v.as_ref() == from.0.to_be_bytes() {
+                tree.insert(k, &to.0.to_be_bytes())?;
+                moved += 1;
+            }
+        }
+        tree.flush()?;
+        Ok(moved)
     }
 
     /// Flushes the checkpoints (at shutdown).

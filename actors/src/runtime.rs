@@ -198,6 +198,7 @@ impl RuntimeBuilder {
             offset,
             default_model,
             rules: config.runtime.model_rules.iter().map(|(t, m)| (t.clone(), m.clone())).collect(),
+            tools: tools.iter().map(|t| t.0.clone()).collect(),
         };
         let planner = PlannerSetup {
             llm: llm.clone(),
@@ -288,7 +289,13 @@ impl Runtime {
         let stop = Arc::new(AtomicBool::new(false));
         // Subscriptions start where the actors' catch-up will have read to
         // at least: nothing falls between the two.
-        let from = bus.head().next();
+        let head = bus.head();
+        let from = head.next();
+        // An actor new to this data dir starts at the head: it folds the
+        // history before it and derives from what comes next.
+        for (name, _) in &factories {
+            bus.start_checkpoint(name, head)?;
+        }
         let bridge = Bridge::new();
         let statuses: Vec<(&'static str, Arc<ShellStatus>)> =
             factories.iter().map(|(n, _)| (*n, Arc::new(ShellStatus::default()))).collect();
@@ -473,7 +480,15 @@ impl Runtime {
     /// Lets the actors finish what is in the log (up to 10 s), stops them
     /// and flushes.
     pub fn shutdown(mut self) -> Result<(), RuntimeError> {
-        if !self.settle(Duration::from_secs(10)) {
+        if self.settle(Duration::from_secs(10)) {
+            // Every actor has handled all it wants up to the head: its
+            // checkpoint is the head (an import before the next start then
+            // counts as history to every actor; see Bus::advance_checkpoints).
+            let head = self.bus.head();
+            for a in &self.actors {
+                self.bus.set_checkpoint(a.name, head)?;
+            }
+        } else {
             tracing::warn!("shutdown: actors still busy after 10 s; they resume from their checkpoints next start");
         }
         self.stop_all();

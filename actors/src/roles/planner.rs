@@ -59,7 +59,8 @@ impl Planner {
     fn fold(&mut self, env: &Envelope) {
         let Some(turn) = env.turn else { return };
         match &env.event {
-            Event::IntentJudged(i) => {
+            // Imported turns were planned when they happened.
+            Event::IntentJudged(i) if i.judge != JudgeKind::Import => {
                 self.queries.insert(turn, i.query.clone());
             }
             Event::PlanCreated(_) | Event::TurnCompleted(_) => {
@@ -74,7 +75,8 @@ impl Planner {
         if bus.contains(derived(env, ActorKind::Planner, placeholder, 0).id).unwrap_or(false) {
             return Vec::new();
         }
-        let query = env.turn.and_then(|t| self.queries.get(&t)).cloned().unwrap_or_default();
+        // No live request for this turn (an imported one): nothing to plan.
+        let Some(query) = env.turn.and_then(|t| self.queries.get(&t)).cloned() else { return Vec::new() };
         let started = Instant::now();
         let mut out = Vec::new();
         let model = route.chosen_model.clone().unwrap_or_else(|| OFFLINE_MODEL.to_owned());

@@ -94,6 +94,8 @@ impl ReplyLoop {
     fn fold(&mut self, env: &Envelope) {
         let Some(turn) = env.turn else { return };
         match &env.event {
+            // Imported turns ran when they happened: never run them again.
+            Event::UtteranceReceived(u) if u.source == UtteranceSource::Import => {}
             Event::UtteranceReceived(u) => {
                 let open = OpenTurn {
                     number: u.turn_number,
@@ -144,7 +146,8 @@ impl ReplyLoop {
             return Vec::new();
         }
         let Some(open) = env.turn.and_then(|t| self.turns.get(&t)).cloned() else {
-            tracing::warn!(seq = env.seq.0, "reply loop: no utterance for this turn; nothing to answer");
+            // An imported turn (or one whose utterance is not in the log).
+            tracing::debug!(seq = env.seq.0, "reply loop: no live utterance for this turn; nothing to run");
             return Vec::new();
         };
         let session = env.session.clone().unwrap_or_else(|| SessionId::new("unknown"));

@@ -43,6 +43,10 @@ pub struct RouterSetup {
     pub default_model: String,
     /// Models an explicit rule pins (slot 3), by intent tag.
     pub rules: Vec<(String, String)>,
+    /// The tools the reply loop can run: a replay naming another (learnt
+    /// from an import, or from a host tool no longer registered) goes to
+    /// the planner instead.
+    pub tools: Vec<String>,
 }
 
 /// The router's state.
@@ -121,6 +125,13 @@ impl Router {
             Some(Ok(d)) => d,
             Some(Err(e)) => Decision::planner(format!("fast path failed: {e}"), None),
             None => Decision::planner("fast path unavailable".into(), None),
+        };
+        let decision = match decision.steps.iter().find(|s| !self.setup.tools.contains(&s.tool)) {
+            Some(step) if decision.layer != RouteLayer::Planner => Decision::planner(
+                format!("{:?} replay needs tool {:?}, which is not registered", decision.layer, step.tool),
+                decision.similarity,
+            ),
+            _ => decision,
         };
         let history = env.session.as_ref().and_then(|s| self.history.get(s)).copied().unwrap_or(false);
         let features = features::for_turn(&intent.query, &decision.steps, history);
@@ -260,6 +271,8 @@ impl Role for Router {
 
     fn handle(&mut self, env: &Envelope, _bus: &Bus) -> Vec<Envelope> {
         let mut out = match &env.event {
+            // An imported turn was routed when it happened; it is history.
+            Event::IntentJudged(i) if i.judge == JudgeKind::Import => Vec::new(),
             Event::IntentJudged(i) if i.directed && !i.stop && !i.query.trim().is_empty() => self.route(env, i),
             _ => Vec::new(),
         };

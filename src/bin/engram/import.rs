@@ -8,6 +8,7 @@ use engram::storage::import;
 use engram::storage::projection::Projector;
 use engram::storage::projections::{self, ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
 use engram::storage::reactors::{DayReactor, FastPathReactor, PatternReactor, Reactor};
+use engram::storage::EventLog;
 
 use crate::output;
 
@@ -33,8 +34,12 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let mut reactors = reactors_for(&projector, &config);
     let bar = output::progress(plan.records as u64, "importing");
+    let before = log.head();
     let stats = import::run(&plan, &log, &mut reactors, |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
+    // What import appended is history to the runtime's actors (it derived
+    // what they would have), not work: move their checkpoints past it.
+    engram::actors::bus::Bus::advance_checkpoints(&log, before, log.head())?;
     if args.json {
         output::print_json(&stats)?;
     } else {
