@@ -7,16 +7,12 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, FixedOffset, TimeZone, Utc};
+use chrono::{DateTime, FixedOffset};
 use engram_actors::embedder::{EmbedderConfig, OnnxEmbedder};
 use engram_actors::fast_path::FastPathService;
-use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs, TurnCompleted};
-use engram_events::{ActorKind, Envelope, EventId, SessionId, TurnId};
+use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use engram_storage::config::Config;
-use engram_storage::projection::Projection;
-use engram_storage::projections::{ActiveDays, CanonicalQueries, Pipelines};
-use engram_storage::reactors::{FastPathReactor, Reactor};
-use rust_decimal::Decimal;
+use engram_storage::projections::{CanonicalQueries, Pipelines};
 
 fn embedder() -> Arc<OnnxEmbedder> {
     Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap_or_else(|e| panic!("the embedding model: {e}")))
@@ -28,48 +24,12 @@ fn now() -> DateTime<FixedOffset> {
 
 /// Tables learned from planner turns `(text, steps)`, each seen `times`.
 fn learn(turns: &[(&str, Vec<PlanStep>)], times: u32) -> (CanonicalQueries, Pipelines) {
-    let mut reactor = FastPathReactor::new(
-        CanonicalQueries::default(),
-        Pipelines::default(),
-        &ActiveDays::default(),
+    engram_storage::reactors::fastpath::learn(
+        turns,
+        times,
         Config::default().multi_tool_fast_path,
         FixedOffset::east_opt(3600).unwrap(),
-    );
-    let (mut canonical, mut pipelines) = (CanonicalQueries::default(), Pipelines::default());
-    let mut n = 0u32;
-    for _ in 0..times {
-        for (text, steps) in turns {
-            n += 1;
-            let at = Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, 0).unwrap() + chrono::Duration::seconds(n.into());
-            let session = SessionId::new("learn");
-            let env = Envelope::at(
-                EventId::derive(at, &[&n.to_be_bytes()]),
-                at,
-                ActorKind::ReplyLoop,
-                TurnCompleted {
-                    turn_number: n,
-                    text: (*text).to_owned(),
-                    layer: RouteLayer::Planner,
-                    model: Some("m".into()),
-                    steps: steps.clone(),
-                    tools_ok: true,
-                    planner_ms: 12_000,
-                    latency_ms: 13_000,
-                    cost_usd: Decimal::ZERO,
-                    pricing_version: String::new(),
-                },
-            )
-            .with_session(session.clone())
-            .with_turn(TurnId::for_turn(&session, n, at));
-            let out = reactor.react(&env);
-            for e in &out {
-                canonical.apply(e);
-                pipelines.apply(e);
-                reactor.observe(e);
-            }
-        }
-    }
-    (canonical, pipelines)
+    )
 }
 
 fn step(tool: &str, args: &str) -> PlanStep {

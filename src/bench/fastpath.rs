@@ -65,19 +65,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use chrono::{DateTime, FixedOffset, TimeZone, Utc};
+use chrono::{DateTime, FixedOffset};
 
 use crate::actors::embedder::{EmbedError, Embedder, EmbedderConfig, OnnxEmbedder};
 use crate::bench::patterns::{percentile_us, Rng};
-use crate::events::payloads::{PlanStep, RouteLayer, ToolArgs, TurnCompleted};
-use crate::events::rust_decimal::Decimal;
-use crate::events::{ActorKind, Envelope, EventId, SessionId, TurnId};
+use crate::events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use crate::storage::config::Config;
 use crate::storage::fastpath::router::VectorSearch;
 use crate::storage::fastpath::{canonical, gate, l0, Decision, FastPath};
-use crate::storage::projection::Projection;
-use crate::storage::projections::{ActiveDays, CanonicalQueries, Pipelines};
-use crate::storage::reactors::{FastPathReactor, Reactor};
+use crate::storage::projections::{CanonicalQueries, Pipelines};
 use crate::storage::vector::{VectorConfig, VectorIndex};
 
 /// Untimed requests routed before each figure is measured.
@@ -320,51 +316,10 @@ pub fn now() -> DateTime<FixedOffset> {
 }
 
 /// Tables learned from planner turns `(text, steps)`, each seen `times`,
-/// through the [`FastPathReactor`] as the runtime learns them.
+/// through the [`FastPathReactor`](crate::storage::reactors::FastPathReactor)
+/// as the runtime learns them.
 pub fn learn(turns: &[(String, Vec<PlanStep>)], times: u32) -> (CanonicalQueries, Pipelines) {
-    let offset = *now().offset();
-    let mut reactor = FastPathReactor::new(
-        CanonicalQueries::default(),
-        Pipelines::default(),
-        &ActiveDays::default(),
-        Config::default().multi_tool_fast_path,
-        offset,
-    );
-    let (mut canonical, mut pipelines) = (CanonicalQueries::default(), Pipelines::default());
-    let start = Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, 0).single().expect("a valid instant");
-    let session = SessionId::new("bench-fastpath");
-    let mut n = 0u32;
-    for _ in 0..times {
-        for (text, steps) in turns {
-            n += 1;
-            let at = start + chrono::Duration::seconds(n.into());
-            let env = Envelope::at(
-                EventId::derive(at, &[&n.to_be_bytes()]),
-                at,
-                ActorKind::ReplyLoop,
-                TurnCompleted {
-                    turn_number: n,
-                    text: text.clone(),
-                    layer: RouteLayer::Planner,
-                    model: Some("bench".into()),
-                    steps: steps.clone(),
-                    tools_ok: true,
-                    planner_ms: 12_000,
-                    latency_ms: 13_000,
-                    cost_usd: Decimal::ZERO,
-                    pricing_version: String::new(),
-                },
-            )
-            .with_session(session.clone())
-            .with_turn(TurnId::for_turn(&session, n, at));
-            for e in &reactor.react(&env) {
-                canonical.apply(e);
-                pipelines.apply(e);
-                reactor.observe(e);
-            }
-        }
-    }
-    (canonical, pipelines)
+    crate::storage::reactors::fastpath::learn(turns, times, Config::default().multi_tool_fast_path, *now().offset())
 }
 
 // ---------------------------------------------------------------------------

@@ -131,6 +131,59 @@ impl Reactor for FastPathReactor {
     }
 }
 
+/// The L1 rows and L2 pipelines a runtime learns from planner turns
+/// `(text, steps)`, each completed `times` (tools ok), through this reactor —
+/// what benchmarks and tests build fast-path tables from without a log.
+pub fn learn<T: AsRef<str>>(
+    turns: &[(T, Vec<PlanStep>)],
+    times: u32,
+    config: MultiToolConfig,
+    offset: FixedOffset,
+) -> (CanonicalQueries, Pipelines) {
+    use chrono::TimeZone;
+    use engram_events::payloads::TurnCompleted;
+    use engram_events::{EventId, SessionId, TurnId};
+    use rust_decimal::Decimal;
+
+    let mut reactor =
+        FastPathReactor::new(CanonicalQueries::default(), Pipelines::default(), &ActiveDays::default(), config, offset);
+    let (mut canonical, mut pipelines) = (CanonicalQueries::default(), Pipelines::default());
+    let start = chrono::Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, 0).single().expect("a valid instant");
+    let session = SessionId::new("learn");
+    let mut n = 0u32;
+    for _ in 0..times {
+        for (text, steps) in turns {
+            n += 1;
+            let at = start + chrono::Duration::seconds(n.into());
+            let env = Envelope::at(
+                EventId::derive(at, &[&n.to_be_bytes()]),
+                at,
+                ActorKind::ReplyLoop,
+                TurnCompleted {
+                    turn_number: n,
+                    text: text.as_ref().to_owned(),
+                    layer: RouteLayer::Planner,
+                    model: Some("learn".into()),
+                    steps: steps.clone(),
+                    tools_ok: true,
+                    planner_ms: 12_000,
+                    latency_ms: 13_000,
+                    cost_usd: Decimal::ZERO,
+                    pricing_version: String::new(),
+                },
+            )
+            .with_session(session.clone())
+            .with_turn(TurnId::for_turn(&session, n, at));
+            for e in &reactor.react(&env) {
+                canonical.apply(e);
+                pipelines.apply(e);
+                reactor.observe(e);
+            }
+        }
+    }
+    (canonical, pipelines)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
