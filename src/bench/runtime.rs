@@ -62,8 +62,9 @@ pub struct Options {
     pub concurrency: usize,
 }
 
-/// A trivial tool, so a turn's time is the runtime's.
-struct Echo;
+/// A trivial tool, so a turn's time is the runtime's: `word_count {path}`
+/// that counts the characters of the path instead of reading a file.
+pub struct Echo;
 
 impl Tool for Echo {
     fn name(&self) -> &str {
@@ -185,7 +186,9 @@ impl Report {
 
 const WARM_UP: usize = 20;
 
-fn start(dir: &Path, durability: &str, embedder: Arc<dyn Embedder>) -> anyhow::Result<Runtime> {
+/// The runtime the benchmark drives: offline, [`Echo`] registered, the log
+/// under `durability` (`durable` or `relaxed`).
+pub fn start(dir: &Path, durability: &str, embedder: Arc<dyn Embedder>) -> anyhow::Result<Runtime> {
     let mut config = Config::default();
     config.storage.durability = durability.to_owned();
     Runtime::builder()
@@ -239,7 +242,8 @@ fn figure(layer: &str, durability: &str, runtime: &[Duration], direct: &[Duratio
     }
 }
 
-fn l1_text(i: usize) -> String {
+/// The `i`th L1 request: a known request with a new path.
+pub fn l1_text(i: usize) -> String {
     format!("count the words in ~/file{i}.txt")
 }
 
