@@ -475,3 +475,33 @@ fn the_pattern_store_routes_similar_turns_once_it_has_evidence() {
     assert!(pattern.pattern_alternatives.as_ref().is_some_and(|a| !a.is_empty()));
     rt.shutdown().unwrap();
 }
+
+#[test]
+fn voice_needs_the_wake_word_or_the_hot_window_which_survives_a_restart() {
+    use engram_events::payloads::UtteranceSource;
+    use engram_storage::intent::IntentMode;
+    let f = fixture();
+    let voice = || {
+        Runtime::builder()
+            .data_dir(&f.data)
+            .offline()
+            .embedder(embedder())
+            .intent_mode(IntentMode::Voice)
+            .start()
+            .unwrap()
+    };
+    let s = SessionId::new("s-voice");
+    let rt = voice();
+    let ambient = rt.handle_from(&s, "what a nice day outside", UtteranceSource::Voice).unwrap();
+    assert!(!ambient.heard.intent.directed && ambient.layer.is_none(), "{ambient:?}");
+    let woken = rt.handle_from(&s, "hey engram, what time is it", UtteranceSource::Voice).unwrap();
+    assert_eq!(woken.heard.intent.query.to_lowercase(), "what time is it");
+    assert_eq!(woken.layer, Some(RouteLayer::L0), "{woken:?}");
+    rt.shutdown().unwrap();
+    // Within the hot window after the reply, even across a restart.
+    let rt = voice();
+    let follow = rt.handle_from(&s, "che ore sono", UtteranceSource::Voice).unwrap();
+    assert!(follow.heard.intent.directed, "{follow:?}");
+    assert_eq!(follow.layer, Some(RouteLayer::L0));
+    rt.shutdown().unwrap();
+}

@@ -90,7 +90,8 @@ impl Listener {
         };
         let head = l.bus.head();
         let bus = l.bus.clone();
-        let kinds = [EventKind::UtteranceReceived, EventKind::SessionEnded, EventKind::DayActivated];
+        let kinds =
+            [EventKind::UtteranceReceived, EventKind::SessionEnded, EventKind::DayActivated, EventKind::ReplyDelivered];
         for env in bus.read_range_of(engram_events::Seq(1), head, Some(&kinds)) {
             l.fold(&env?);
         }
@@ -152,6 +153,11 @@ impl Listener {
                 }
             }
             Event::SessionEnded(_) => self.sessions.entry(session.clone()).or_default().ended = true,
+            // Replies in the log reopen the hot window after a restart.
+            Event::ReplyDelivered(_) => {
+                let s = self.sessions.entry(session.clone()).or_default();
+                s.last_reply_at = s.last_reply_at.max(Some(env.at));
+            }
             _ => {}
         }
     }
