@@ -109,7 +109,7 @@ impl SledLog {
         crate::data_dir::create_private_dir(dir).map_err(|e| LogError::io(dir, e))?;
         let lock = DataDirLock::acquire(dir)?;
         let sled_dir = dir.join("log.sled");
-        let db = sled::Config::new().path(&sled_dir).mode(sled::Mode::LowSpace).open()?;
+        let db = open_sled(&sled_dir)?;
         let meta = db.open_tree("meta")?;
         match meta.get("format")? {
             Some(v) => {
@@ -331,6 +331,25 @@ impl Drop for SledLog {
         // Followers drain what was committed, then their streams end.
         self.follow.take();
         self.shared.hub.close();
+    }
+}
+
+/// How long [`SledLog::open`] waits for sled's own file lock.
+const SLED_LOCK_WAIT: Duration = Duration::from_secs(3);
+
+/// Opens the sled database. The caller holds the data-dir lock, so no
+/// other engram holds sled's file lock; if it is busy, a database closed a
+/// moment ago (in this process, or by one that just exited) has not
+/// released it yet — its flusher thread winds down — and it is waited for.
+fn open_sled(dir: &Path) -> Result<sled::Db, LogError> {
+    let deadline = Instant::now() + SLED_LOCK_WAIT;
+    loop {
+        match sled::Config::new().path(dir).mode(sled::Mode::LowSpace).open() {
+            Err(e) if e.to_string().contains("could not acquire lock") && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            result => return Ok(result?),
+        }
     }
 }
 

@@ -15,8 +15,23 @@ fn event(i: u32) -> Envelope {
 
 /// Flips one byte in the body of the `nth` frame of the segment starting at
 /// `segment_first`; returns the seq of that frame.
+/// sled opened directly, waiting for its file lock: the log closed a
+/// moment ago may still hold it while its flusher thread winds down.
+fn open_raw(path: std::path::PathBuf) -> sled::Db {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match sled::open(&path) {
+            Ok(db) => return db,
+            Err(e) if e.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
+    }
+}
+
 fn damage(dir: &std::path::Path, segment_first: Seq, nth: usize) -> Seq {
-    let db = sled::open(dir.join("log.sled")).unwrap();
+    let db = open_raw(dir.join("log.sled"));
     let tree = db.open_tree("log").unwrap();
     let key = segment_first.0.to_be_bytes();
     let mut bytes = tree.get(key).unwrap().expect("segment").to_vec();
@@ -103,7 +118,7 @@ fn ids_lost_between_the_two_batches_of_a_commit_are_reindexed_at_open() {
     }
     // A crash after the last commit's segments but before its index batch.
     {
-        let db = sled::open(dir.path().join("log.sled")).unwrap();
+        let db = open_raw(dir.path().join("log.sled"));
         let ids = db.open_tree("ids").unwrap();
         for e in &events[200..] {
             ids.remove(e.id.0 .0.to_be_bytes()).unwrap();
