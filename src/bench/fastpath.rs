@@ -33,7 +33,7 @@
 //!
 //! The tables are *learned*, the way the runtime learns them: synthetic
 //! planner turns (each seen `min_uses` = 3 times) go through the
-//! [`FastPathReactor`], whose `canonical.recorded` / `pipeline.recorded`
+//! [`FastPathReactor`](crate::storage::reactors::FastPathReactor), whose `canonical.recorded` / `pipeline.recorded`
 //! events fold into [`CanonicalQueries`] and [`Pipelines`]; [`FastPath::build`]
 //! then builds the layers with the default configuration (thresholds 0.85)
 //! and the runtime's vector index (exact scan below 3,000 rows, HNSW above).
