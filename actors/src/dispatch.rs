@@ -22,8 +22,6 @@ use crate::shell::{Deliver, ShellStatus};
 
 /// Where one actor's events go.
 pub struct Feed {
-    /// The actor (for logs).
-    pub name: &'static str,
     /// The kinds it wants (`None`: all).
     pub kinds: Option<Vec<EventKind>>,
     /// Its mailbox.

@@ -303,6 +303,7 @@ impl Runtime {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let sys_bus = bus.clone();
         let sys_statuses = statuses.clone();
+        let sys_kinds = kinds.clone();
         let system_thread = std::thread::Builder::new()
             .name("engram-actors".into())
             .spawn(move || {
@@ -311,13 +312,15 @@ impl Runtime {
                     let listener_arbiter = Arbiter::new();
                     let listener = Listener::start_in_arbiter(&listener_arbiter.handle(), move |_| listener);
                     let mut addrs = Vec::new();
-                    for ((name, factory), (_, status)) in factories.into_iter().zip(sys_statuses) {
+                    for (((name, factory), kinds), (_, status)) in
+                        factories.into_iter().zip(sys_kinds).zip(sys_statuses)
+                    {
                         let arbiter = Arbiter::new();
                         let bus = sys_bus.clone();
                         let addr = Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
-                            Shell::new(name, bus, factory, status)
+                            Shell::new(name, bus, factory, kinds, status)
                         });
-                        addrs.push((name, addr.recipient()));
+                        addrs.push(addr.recipient());
                     }
                     (System::current(), listener, addrs)
                 });
@@ -330,7 +333,7 @@ impl Runtime {
             .into_iter()
             .zip(kinds)
             .zip(&statuses)
-            .map(|(((name, addr), kinds), (_, status))| Feed { name, kinds, addr, status: status.clone() })
+            .map(|((addr, kinds), (_, status))| Feed { kinds, addr, status: status.clone() })
             .collect();
         let threads = vec![dispatch::start(&bus, from, feeds, bridge.clone(), stop.clone())?];
         let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();

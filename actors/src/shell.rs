@@ -114,9 +114,14 @@ struct CatchUp;
 
 impl Shell {
     /// A shell named `name` (its checkpoint key) running roles made by
-    /// `factory`.
-    pub fn new(name: &'static str, bus: Arc<Bus>, factory: RoleFactory, status: Arc<ShellStatus>) -> Shell {
-        let kinds = factory().kinds();
+    /// `factory`, which want `kinds` (the roles' [`Role::kinds`]).
+    pub fn new(
+        name: &'static str,
+        bus: Arc<Bus>,
+        factory: RoleFactory,
+        kinds: Option<Vec<EventKind>>,
+        status: Arc<ShellStatus>,
+    ) -> Shell {
         Shell {
             name,
             bus,
@@ -129,11 +134,6 @@ impl Shell {
             caught_up: false,
             status,
         }
-    }
-
-    /// The kinds the role wants (`None`: all), for the dispatcher.
-    pub fn kinds(&self) -> Option<Vec<EventKind>> {
-        self.kinds.clone()
     }
 
     fn wants(&self, env: &Envelope) -> bool {
@@ -164,7 +164,10 @@ impl Shell {
         let bus = &self.bus;
         match std::panic::catch_unwind(AssertUnwindSafe(|| role.handle(env, bus))) {
             Ok(derived) => {
-                let ids: Vec<EventId> = derived.iter().map(|d| d.id).collect();
+                // Only what will come back (the kinds the role wants) is
+                // remembered, so the set does not grow with the rest.
+                let wanted = |d: &&Envelope| self.kinds.as_ref().is_none_or(|k| k.contains(&d.kind()));
+                let ids: Vec<EventId> = derived.iter().filter(wanted).map(|d| d.id).collect();
                 for d in &derived {
                     role.observe(d);
                 }
