@@ -34,7 +34,7 @@ impl Graph {
     }
 
     fn extract(&mut self, llm: &ContextLlm, env: &Envelope, s: &SummaryWritten, bus: &Bus) -> Vec<Envelope> {
-        if super::called_already(bus, env, ActorKind::Graph) {
+        if super::called_already(bus, env) {
             self.rules.observe(env);
             return Vec::new();
         }

@@ -83,7 +83,7 @@ impl Judge {
         if reply.trim().is_empty() && t.steps.is_empty() {
             return Vec::new();
         }
-        if super::called_already(bus, env, ActorKind::Judge) {
+        if super::called_already(bus, env) {
             return Vec::new();
         }
         let mut tools = seen.map(|s| s.tools.join("\n")).unwrap_or_default();

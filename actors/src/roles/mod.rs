@@ -28,10 +28,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engram_events::payloads::{LlmCallCompleted, LlmContext, LlmOutcome};
-use engram_events::{ActorKind, Envelope};
+use engram_events::{Envelope, EventKind};
 use engram_storage::config::LlmSection;
-use engram_storage::reactors::{derived, Reactor};
-use rust_decimal::Decimal;
+use engram_storage::reactors::Reactor;
 
 use crate::bus::Bus;
 use crate::llm::{self, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceTable, ToolSpec};
@@ -106,27 +105,17 @@ pub(crate) fn ask<T, E: std::fmt::Display>(
     (record, parsed)
 }
 
-/// Whether the `llm.call_completed` that `actor` derives from `cause` is in
-/// the log: the model was asked about `cause` already (before a restart),
-/// and what it decided went into the log in the same batch. Roles whose
-/// LLM work is not a pure function check this before calling again.
-pub(crate) fn called_already(bus: &Bus, cause: &Envelope, actor: ActorKind) -> bool {
-    let probe = LlmCallCompleted {
-        model: String::new(),
-        context: LlmContext::ReplyLoop,
-        input_tokens: 0,
-        output_tokens: 0,
-        cost_usd: Decimal::ZERO,
-        pricing_version: String::new(),
-        latency_ms: 0,
-        outcome: LlmOutcome::Ok,
-    };
-    bus.contains(derived(cause, actor, probe, 0).id).unwrap_or(false)
+/// Whether the model was asked about `cause` already (before a restart):
+/// its `llm.call_completed` is in the log, and what it decided went in with
+/// it in the same batch. Roles whose LLM work is not a pure function check
+/// this before calling again.
+pub(crate) fn called_already(bus: &Bus, cause: &Envelope) -> bool {
+    bus.has_derived(cause, EventKind::LlmCallCompleted)
 }
 
 /// A role that is exactly a storage reactor (judge, pattern store,
 /// summariser, graph): it observes to warm up and reacts to derive.
-pub struct ReactorRole(pub Box<dyn Reactor>, pub Option<Vec<engram_events::EventKind>>);
+pub struct ReactorRole(pub Box<dyn Reactor>, pub Option<Vec<EventKind>>);
 
 impl Role for ReactorRole {
     fn observe(&mut self, env: &Envelope) {
@@ -137,7 +126,7 @@ impl Role for ReactorRole {
         self.0.react(env)
     }
 
-    fn kinds(&self) -> Option<Vec<engram_events::EventKind>> {
+    fn kinds(&self) -> Option<Vec<EventKind>> {
         self.1.clone()
     }
 }
@@ -159,8 +148,9 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use engram_events::payloads::*;
-    use engram_events::{Event, EventKind, SessionId, TurnId};
+    use engram_events::{ActorKind, Event, EventKind, SessionId, TurnId};
     use engram_storage::{LogConfig, SledLog};
+    use rust_decimal::Decimal;
 
     use super::*;
     use crate::llm::LlmError;
@@ -269,7 +259,7 @@ mod tests {
             let bus = Bus::new(Arc::new(SledLog::open(dir.path(), LogConfig::default()).unwrap())).unwrap();
             bus.append(before.iter().chain([cause]).cloned().collect()).unwrap();
             let calls = client.0.load(Ordering::SeqCst);
-            assert!(!called_already(&bus, cause, actor), "{name}");
+            assert!(!called_already(&bus, cause), "{name}");
             let first = handle(&make, before, cause, &bus);
             assert_eq!(client.0.load(Ordering::SeqCst), calls + 1, "{name}: one call");
             let record = first.iter().find(|e| e.kind() == EventKind::LlmCallCompleted).expect("the call's record");
@@ -277,7 +267,7 @@ mod tests {
             let Event::LlmCallCompleted(c) = &record.event else { unreachable!("found by kind") };
             assert_eq!(c.outcome, LlmOutcome::Timeout, "{name}");
             bus.append(first).unwrap();
-            assert!(called_already(&bus, cause, actor), "{name}");
+            assert!(called_already(&bus, cause), "{name}");
             let again = handle(&make, before, cause, &bus);
             assert_eq!(client.0.load(Ordering::SeqCst), calls + 1, "{name}: no second call after the restart");
             for e in again {

@@ -41,9 +41,6 @@ pub struct PlannerSetup {
     pub offset: FixedOffset,
 }
 
-/// Most steps a plan may have (seed 002 #12).
-pub const MAX_STEPS: usize = 5;
-
 /// The planner's state: each open turn's request.
 pub struct Planner {
     setup: PlannerSetup,
@@ -71,8 +68,7 @@ impl Planner {
     }
 
     fn plan(&mut self, env: &Envelope, route: &RouteDecided, bus: &Bus) -> Vec<Envelope> {
-        let placeholder = PlanCreated { planner: PlannerKind::Offline, model: None, steps: vec![], planner_ms: 0 };
-        if bus.contains(derived(env, ActorKind::Planner, placeholder, 0).id).unwrap_or(false) {
+        if bus.has_derived(env, EventKind::PlanCreated) {
             return Vec::new();
         }
         // No live request for this turn (an imported one): nothing to plan.
@@ -95,11 +91,9 @@ impl Planner {
                     llm::contexts::parse_plan(&r.content, &names)
                 });
                 out.push(derived(env, ActorKind::Planner, record, 0));
+                // parse_plan keeps at most MAX_PLAN_STEPS (seed 002 #12).
                 let steps = match parsed {
-                    Ok(mut steps) => {
-                        steps.truncate(MAX_STEPS);
-                        steps
-                    }
+                    Ok(steps) => steps,
                     Err(e) => {
                         // Fail-open (seed 002 #12): an empty plan, the turn goes on.
                         tracing::warn!(model = %model, "planner failed open: {e}");

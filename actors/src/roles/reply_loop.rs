@@ -27,7 +27,7 @@ use engram_storage::reactors::derived;
 use rust_decimal::Decimal;
 
 use crate::bus::Bus;
-use crate::llm::{self, ChatMessage, ChatRequest, LlmClient, PriceTable};
+use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::ToolDescription;
 use crate::shell::Role;
 use crate::tools::{ToolContext, ToolRegistry};
@@ -141,8 +141,7 @@ impl ReplyLoop {
         model: Option<String>,
         bus: &Bus,
     ) -> Vec<Envelope> {
-        let probe = ReplyDelivered { text: String::new(), layer, latency_ms: 0 };
-        if bus.contains(derived(env, ActorKind::ReplyLoop, probe, 0).id).unwrap_or(false) {
+        if bus.has_derived(env, EventKind::ReplyDelivered) {
             return Vec::new();
         }
         let Some(open) = env.turn.and_then(|t| self.turns.get(&t)).cloned() else {
@@ -271,13 +270,12 @@ impl ReplyLoop {
             let request = ChatRequest {
                 model: model.to_owned(),
                 messages: std::mem::take(&mut messages),
-                tools: llm_specs_clone(&specs),
+                tools: specs.clone(),
                 context: LlmContext::ReplyLoop,
                 timeout: self.setup.chat_timeout,
             };
-            let t0 = Instant::now();
-            let result = client.chat(&request);
-            let record = llm::call_completed(&request, &result, t0.elapsed(), &self.setup.prices);
+            let (record, result) =
+                super::ask(&**client, &request, &self.setup.prices, |r| Ok::<_, std::convert::Infallible>(r.clone()));
             run.cost += record.cost_usd;
             run.pricing_version = Some(record.pricing_version.clone());
             run.out.push(derived(run.cause, ActorKind::ReplyLoop, record, run.llm_calls));
@@ -307,17 +305,6 @@ impl ReplyLoop {
         }
         compose(&run.plain, run.steps_done.is_empty())
     }
-}
-
-fn llm_specs_clone(specs: &[llm::ToolSpec]) -> Vec<llm::ToolSpec> {
-    specs
-        .iter()
-        .map(|s| llm::ToolSpec {
-            name: s.name.clone(),
-            description: s.description.clone(),
-            parameters: s.parameters.clone(),
-        })
-        .collect()
 }
 
 /// The system prompt of a model turn (seed 002 #1, reduced to what engram

@@ -38,7 +38,7 @@ impl Summariser {
         if turns.is_empty() {
             return fallback;
         }
-        if super::called_already(bus, env, ActorKind::Summariser) {
+        if super::called_already(bus, env) {
             return Vec::new();
         }
         let mut dialogue = Vec::new();

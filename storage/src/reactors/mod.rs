@@ -15,7 +15,7 @@ pub mod judge;
 pub mod patterns;
 pub mod summariser;
 
-use engram_events::{ActorKind, Envelope, Event, EventId};
+use engram_events::{ActorKind, Envelope, Event, EventId, EventKind};
 
 pub use days::DayReactor;
 pub use fastpath::FastPathReactor;
@@ -41,14 +41,21 @@ pub trait Reactor: Send {
 /// kind from one cause).
 pub fn derived(cause: &Envelope, actor: ActorKind, event: impl Into<Event>, ordinal: u32) -> Envelope {
     let event = event.into();
-    let id = EventId::derive(
-        cause.at,
-        &[b"derived", &cause.id.0 .0.to_be_bytes(), event.kind().name().as_bytes(), &ordinal.to_be_bytes()],
-    );
+    let id = derived_id(cause, event.kind(), ordinal);
     let mut env = Envelope::at(id, cause.at, actor, event).caused_by(cause.id);
     env.session = cause.session.clone();
     env.turn = cause.turn;
     env
+}
+
+/// The id [`derived`] gives an event of `kind` caused by `cause`: how an
+/// actor finds out, without building the event, whether it derived it
+/// already.
+pub fn derived_id(cause: &Envelope, kind: EventKind, ordinal: u32) -> EventId {
+    EventId::derive(
+        cause.at,
+        &[b"derived", &cause.id.0 .0.to_be_bytes(), kind.name().as_bytes(), &ordinal.to_be_bytes()],
+    )
 }
 
 /// Runs `reactors` over `events`, inserting each derived event right after
