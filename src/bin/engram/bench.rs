@@ -29,46 +29,21 @@ pub enum Command {
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
-        Command::Log(opts) => {
-            let report = engram::bench::log::run(&opts)?;
-            if opts.json {
-                crate::output::print_json(&report)?;
-            } else {
-                println!("{}", report.human());
-            }
-        }
-        Command::Patterns(opts) => {
-            let report = engram::bench::patterns::run(&opts)?;
-            if opts.json {
-                crate::output::print_json(&report)?;
-            } else {
-                println!("{}", report.human());
-            }
-        }
-        Command::Knn(opts) => {
-            let report = engram::bench::knn::run(&opts)?;
-            if opts.json {
-                crate::output::print_json(&report)?;
-            } else {
-                println!("{}", report.human(&opts));
-            }
-        }
-        Command::Fastpath(opts) => {
-            let report = engram::bench::fastpath::run(&opts)?;
-            if opts.json {
-                crate::output::print_json(&report)?;
-            } else {
-                println!("{}", report.human());
-            }
-        }
-        Command::Runtime(opts) => {
-            let report = engram::bench::runtime::run(&opts)?;
-            if opts.json {
-                crate::output::print_json(&report)?;
-            } else {
-                println!("{}", report.human());
-            }
-        }
-    }
+        Command::Log(o) => emit(o.json, &engram::bench::log::run(&o)?, |r| r.human()),
+        Command::Patterns(o) => emit(o.json, &engram::bench::patterns::run(&o)?, |r| r.human()),
+        Command::Knn(o) => emit(o.json, &engram::bench::knn::run(&o)?, |r| r.human(&o)),
+        Command::Fastpath(o) => emit(o.json, &engram::bench::fastpath::run(&o)?, |r| r.human()),
+        Command::Runtime(o) => emit(o.json, &engram::bench::runtime::run(&o)?, |r| r.human()),
+    }?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a report as JSON (`--json`) or in its human form.
+fn emit<R: serde::Serialize>(json: bool, report: &R, human: impl FnOnce(&R) -> String) -> anyhow::Result<()> {
+    if json {
+        crate::output::print_json(report)?;
+    } else {
+        println!("{}", human(report));
+    }
+    Ok(())
 }
