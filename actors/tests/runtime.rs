@@ -23,18 +23,44 @@ fn embedder() -> Arc<dyn Embedder> {
     .clone()
 }
 
-/// Counts the words of a file: real work, so a wrong path is a failed step.
-struct WordCount {
+/// A host tool over a file of the fixture (`{path}`, its file name looked
+/// up in the fixture's files): real work, so a wrong path is a failed step.
+struct FileTool {
+    name: &'static str,
+    description: &'static str,
     root: PathBuf,
     calls: Arc<AtomicUsize>,
+    answer: fn(&Path) -> std::io::Result<String>,
 }
 
-impl Tool for WordCount {
+/// `word_count {path}`: "N words".
+fn word_count(f: &Fixture) -> Arc<FileTool> {
+    Arc::new(FileTool {
+        name: "word_count",
+        description: "Count the words in a text file",
+        root: f.files.clone(),
+        calls: f.calls.clone(),
+        answer: |p| Ok(format!("{} words", std::fs::read_to_string(p)?.split_whitespace().count())),
+    })
+}
+
+/// `file_size {path}`: "N bytes" (its calls are not counted).
+fn file_size(f: &Fixture) -> Arc<FileTool> {
+    Arc::new(FileTool {
+        name: "file_size",
+        description: "Tell how big a file is, its size in bytes",
+        root: f.files.clone(),
+        calls: Arc::default(),
+        answer: |p| Ok(format!("{} bytes", std::fs::metadata(p)?.len())),
+    })
+}
+
+impl Tool for FileTool {
     fn name(&self) -> &str {
-        "word_count"
+        self.name
     }
     fn description(&self) -> &str {
-        "Count the words in a text file"
+        self.description
     }
     fn parameters(&self) -> serde_json::Value {
         serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
@@ -46,34 +72,8 @@ impl Tool for WordCount {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let path = args.0.get("path").and_then(|v| v.as_str()).ok_or_else(|| ToolError::Failed("no path".into()))?;
         let name = Path::new(path).file_name().ok_or_else(|| ToolError::Failed("bad path".into()))?;
-        let text = std::fs::read_to_string(self.root.join(name)).map_err(|e| ToolError::Failed(e.to_string()))?;
-        Ok(ToolOutput { text: format!("{} words", text.split_whitespace().count()), untrusted: false, undo: None })
-    }
-}
-
-/// Reports a file's size in bytes.
-struct FileSize {
-    root: PathBuf,
-}
-
-impl Tool for FileSize {
-    fn name(&self) -> &str {
-        "file_size"
-    }
-    fn description(&self) -> &str {
-        "Tell how big a file is, its size in bytes"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
-    }
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Read
-    }
-    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let path = args.0.get("path").and_then(|v| v.as_str()).ok_or_else(|| ToolError::Failed("no path".into()))?;
-        let name = Path::new(path).file_name().ok_or_else(|| ToolError::Failed("bad path".into()))?;
-        let meta = std::fs::metadata(self.root.join(name)).map_err(|e| ToolError::Failed(e.to_string()))?;
-        Ok(ToolOutput { text: format!("{} bytes", meta.len()), untrusted: false, undo: None })
+        let text = (self.answer)(&self.root.join(name)).map_err(|e| ToolError::Failed(e.to_string()))?;
+        Ok(ToolOutput { text, untrusted: false, undo: None })
     }
 }
 
@@ -100,8 +100,8 @@ fn start(f: &Fixture) -> Runtime {
         .data_dir(&f.data)
         .offline()
         .embedder(embedder())
-        .tool(Arc::new(WordCount { root: f.files.clone(), calls: f.calls.clone() }))
-        .tool(Arc::new(FileSize { root: f.files.clone() }))
+        .tool(word_count(f))
+        .tool(file_size(f))
         .turn_timeout(Duration::from_secs(60))
         .start()
         .unwrap()
@@ -279,7 +279,7 @@ fn an_actor_panic_is_survived_and_the_turn_completes_once() {
         .data_dir(&f.data)
         .offline()
         .embedder(Arc::new(PanicsOnce { inner: embedder(), fired: Default::default() }))
-        .tool(Arc::new(WordCount { root: f.files.clone(), calls: f.calls.clone() }))
+        .tool(word_count(&f))
         .turn_timeout(Duration::from_secs(60))
         .start()
         .unwrap();
@@ -311,7 +311,7 @@ fn an_idle_session_is_ended_and_summarised() {
         .config(config)
         .offline()
         .embedder(embedder())
-        .tool(Arc::new(WordCount { root: f.files.clone(), calls: f.calls.clone() }))
+        .tool(word_count(&f))
         .start()
         .unwrap();
     let s = SessionId::new("s-idle");
@@ -390,7 +390,7 @@ fn a_routing_rule_wins_over_the_pattern_store() {
         .config(config)
         .offline()
         .embedder(embedder())
-        .tool(Arc::new(WordCount { root: f.files.clone(), calls: f.calls.clone() }))
+        .tool(word_count(&f))
         .start()
         .unwrap();
     let s = SessionId::new("s-rule");
