@@ -18,7 +18,7 @@ use engram_storage::{EventLog, Filter};
 use crate::bridge::Bridge;
 use crate::bus::Bus;
 use crate::error::RuntimeError;
-use crate::shell::{Deliver, ShellStatus};
+use crate::shell::{wants, Deliver, ShellStatus};
 
 /// Where one actor's events go.
 pub struct Feed {
@@ -47,7 +47,7 @@ pub fn start(
                     Ok(Some(env)) => {
                         let seq = env.seq.0;
                         for f in &feeds {
-                            if f.kinds.as_ref().is_none_or(|k| k.contains(&env.kind())) {
+                            if wants(f.kinds.as_deref(), &env) {
                                 f.status.forwarded.store(seq, Ordering::Release);
                                 f.addr.do_send(Deliver(env.clone()));
                             }

@@ -61,6 +61,11 @@ pub trait Role: Send + 'static {
     }
 }
 
+/// Whether a role of `kinds` (`None`: all) wants `env`.
+pub(crate) fn wants(kinds: Option<&[EventKind]>, env: &Envelope) -> bool {
+    kinds.is_none_or(|k| k.contains(&env.kind()))
+}
+
 /// Builds a role from scratch (at start and after every restart).
 pub type RoleFactory = Box<dyn Fn() -> Box<dyn Role> + Send>;
 
@@ -136,10 +141,6 @@ impl Shell {
         }
     }
 
-    fn wants(&self, env: &Envelope) -> bool {
-        self.kinds.as_ref().is_none_or(|k| k.contains(&env.kind()))
-    }
-
     /// Builds the role and folds the log up to the checkpoint into it.
     fn warm_up(&mut self) -> Result<(), LogError> {
         let checkpoint = self.bus.checkpoint(self.name)?;
@@ -166,8 +167,8 @@ impl Shell {
             Ok(derived) => {
                 // Only what will come back (the kinds the role wants) is
                 // remembered, so the set does not grow with the rest.
-                let wanted = |d: &&Envelope| self.kinds.as_ref().is_none_or(|k| k.contains(&d.kind()));
-                let ids: Vec<EventId> = derived.iter().filter(wanted).map(|d| d.id).collect();
+                let ids: Vec<EventId> =
+                    derived.iter().filter(|d| wants(self.kinds.as_deref(), d)).map(|d| d.id).collect();
                 for d in &derived {
                     role.observe(d);
                 }
@@ -222,35 +223,32 @@ impl Shell {
         }
     }
 
-    /// Handles the log from the position up to `to` (inclusive).
+    /// Handles the log from the position up to `to` (inclusive): the kinds
+    /// the role wants, read from the log (records of other kinds are
+    /// skipped without being decoded) and passed.
     fn fill(&mut self, to: Seq, ctx: &mut Context<Self>) -> Result<(), ()> {
-        while self.position < to {
-            let from = self.position.next();
-            let events: Vec<Envelope> = match self.bus.read_range(from, to).take(1024).collect() {
-                Ok(v) => v,
+        let from = self.position.next();
+        if from > to {
+            return Ok(());
+        }
+        let bus = self.bus.clone();
+        let kinds = self.kinds.clone();
+        for env in bus.read_range_of(from, to, kinds.as_deref()) {
+            let env = match env {
+                Ok(env) => env,
                 Err(e) => {
                     tracing::error!(actor = self.name, "cannot read the log from seq {}: {e}", from.0);
                     ctx.stop();
                     return Err(());
                 }
             };
-            if events.is_empty() {
-                return Ok(());
+            if self.step(&env).is_err() {
+                ctx.stop();
+                return Err(());
             }
-            let last = events.last().map_or(to, |e| e.seq);
-            for env in &events {
-                if !self.wants(env) {
-                    continue;
-                }
-                if self.step(env).is_err() {
-                    ctx.stop();
-                    return Err(());
-                }
-            }
-            // Events the role does not want are passed, not handled.
-            self.position = self.position.max(last);
-            self.status.position.store(self.position.0, Ordering::Release);
         }
+        self.position = self.position.max(to);
+        self.status.position.store(self.position.0, Ordering::Release);
         Ok(())
     }
 }
