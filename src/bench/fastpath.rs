@@ -887,10 +887,7 @@ fn latency(samples: &[Duration]) -> Latency {
 }
 
 fn progress(opts: &Options, what: &str) {
-    use std::io::IsTerminal;
-    if !opts.json && std::io::stderr().is_terminal() {
-        eprintln!("  {what} …");
-    }
+    super::progress(opts.json, what);
 }
 
 /// Routes `requests` (the first [`WARM_UP`] untimed, then `queries` timed,

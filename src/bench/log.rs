@@ -716,10 +716,7 @@ fn remove(dir: &Path) {
 }
 
 fn progress(opts: &Options, what: &str) {
-    use std::io::IsTerminal;
-    if !opts.json && std::io::stderr().is_terminal() {
-        eprintln!("  measuring {what} …");
-    }
+    super::progress(opts.json, &format!("measuring {what}"));
 }
 
 /// One durable-append run of `events` single-event appends spread over

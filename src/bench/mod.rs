@@ -23,6 +23,15 @@ pub(crate) fn machine() -> String {
 }
 
 /// `v` rounded to two decimals (report figures).
+/// Says what a benchmark is doing, on a terminal's stderr only (not with
+/// `--json`, not into a pipe).
+pub(crate) fn progress(json: bool, what: &str) {
+    use std::io::IsTerminal;
+    if !json && std::io::stderr().is_terminal() {
+        eprintln!("  {what} …");
+    }
+}
+
 pub(crate) fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }

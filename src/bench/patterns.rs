@@ -1043,10 +1043,7 @@ impl Report {
 }
 
 fn progress(opts: &Options, what: &str) {
-    use std::io::IsTerminal;
-    if !opts.json && std::io::stderr().is_terminal() {
-        eprintln!("  measuring {what} …");
-    }
+    super::progress(opts.json, &format!("measuring {what}"));
 }
 
 /// Runs the benchmark.

@@ -348,8 +348,5 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
 }
 
 fn progress(opts: &Options, what: &str) {
-    use std::io::IsTerminal;
-    if !opts.json && std::io::stderr().is_terminal() {
-        eprintln!("  {what} …");
-    }
+    super::progress(opts.json, what);
 }
