@@ -24,7 +24,7 @@ fn ok(out: &Output, what: &str) -> String {
 
 /// The workload's utterances, per session, in order.
 fn workload_utterances() -> BTreeMap<String, Vec<String>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/workload.jsonl");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo/workload.jsonl");
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for line in std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line).unwrap();

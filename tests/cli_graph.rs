@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use engram::events::codec::json;
-use engram::storage::import::turn_events::{session_ended, turn_end, turn_events};
-use engram::storage::import::turn_record::parse_line;
-use engram::storage::reactors::{derive_all, GraphReactor, Reactor, SummaryReactor};
+use engram::learning::import::turn_events::{session_ended, turn_end, turn_events};
+use engram::learning::import::turn_record::parse_line;
+use engram::learning::reactors::{derive_all, GraphReactor, Reactor, SummaryReactor};
 use engram::{Envelope, Event};
 use serde_json::Value;
 
@@ -98,7 +98,7 @@ fn inspect_graph_shows_the_facts_by_branch_and_node() {
 fn an_empty_graph_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/turns.jsonl");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/turns.jsonl");
     ok(engram(&data, &["import", example.to_str().unwrap()]));
     assert_eq!(ok(engram(&data, &["inspect", "graph", "--json"])), "");
     assert!(ok(engram(&data, &["inspect", "graph"])).ends_with("0 nodes, 0 facts\n"));

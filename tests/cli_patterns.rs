@@ -135,7 +135,7 @@ fn large_import_rebuilds_to_the_live_digest() {
 fn recommend_from_the_example() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/turns.jsonl");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/turns.jsonl");
     json(engram(&data, &["import", example.to_str().unwrap(), "--json"]));
     let features = r#"{"intent_tags":["doc"],"file_extensions":[".md"],"tool_names":["read_file","describe_entries"]}"#;
     let rec = json(engram(&data, &["recommend", "--json", "--features", features]));
@@ -197,7 +197,7 @@ fn recommend_without_a_store_or_with_bad_features() {
 fn a_corrupt_store_recommends_nothing_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/turns.jsonl");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/turns.jsonl");
     json(engram(&data, &["import", example.to_str().unwrap(), "--json"]));
     {
         // Damage the persisted store: a row no table of the projection owns.

@@ -172,7 +172,7 @@ fn kill_9_mid_session_then_restart_derives_everything_exactly_once() {
 fn imported_history_is_folded_not_acted_on() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/turns.jsonl");
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/turns.jsonl");
     let import = |file: &str| {
         let out = engram(data).args(["import", file]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -25,9 +25,9 @@ fn run_host(data: &std::path::Path) -> Output {
         None => {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             Command::new(cargo)
-                .args(["run", "--quiet", "--example", "host", "--"])
+                .args(["run", "--quiet", "-p", "engram", "--example", "host", "--"])
                 .arg(data)
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
                 .output()
                 .expect("cargo run --example host")
         }

@@ -14,11 +14,11 @@ use engram::events::ids::derive_ulid;
 use engram::events::payloads::*;
 use engram::events::rust_decimal::Decimal;
 use engram::events::{EvalId, EventId, FingerprintId, TurnId};
-use engram::storage::import::{turn_events, turn_record};
+use engram::learning::import::{turn_events, turn_record};
 use engram::{ActorKind, Envelope, Event, EventKind, EventLog, LogConfig, Seq, SessionId, SledLog};
 
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden-v1")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/golden-v1")
 }
 
 /// The fixture's events, built deterministically (fixed ids and times).
@@ -222,9 +222,9 @@ fn golden_data_dir_replays_unchanged() {
 #[test]
 fn golden_jsonl_imports_to_the_same_log() {
     let tmp = tempfile::tempdir().unwrap();
-    let plan = engram::storage::import::validate(&fixture_dir().join("log.jsonl")).unwrap();
+    let plan = engram::learning::import::validate(&fixture_dir().join("log.jsonl")).unwrap();
     let log = SledLog::open(tmp.path(), LogConfig::default()).unwrap();
-    engram::storage::import::run(&plan, &log, &mut [], |_| {}).unwrap();
+    engram::learning::import::run(&plan, &log, &mut [], |_| {}).unwrap();
     let lines: Vec<String> = log.read_from(Seq::FIRST).map(|e| json::to_line(&e.unwrap())).collect();
     assert_eq!(lines, expected_lines());
 }

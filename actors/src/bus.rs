@@ -59,11 +59,11 @@ impl Bus {
     }
 
     /// Whether the first event of `kind` derived from `cause` is in the log
-    /// (see [`engram_storage::reactors::derived_id`]): what a role whose
+    /// (see [`engram_events::derived_id`]): what a role whose
     /// work is not a pure function (a model's answer, a tool's effect) asks
     /// before doing that work again after a restart.
     pub fn has_derived(&self, cause: &Envelope, kind: EventKind) -> bool {
-        self.contains(engram_storage::reactors::derived_id(cause, kind, 0)).unwrap_or(false)
+        self.contains(engram_events::derived_id(cause, kind, 0)).unwrap_or(false)
     }
 
     /// The last `seq` an actor handled (0: none).

@@ -1,5 +1,5 @@
 //! The router's fast path, assembled: the pure decision of
-//! [`engram_storage::fastpath::FastPath`], fed by the [`Embedder`], with
+//! [`engram_learning::fast_path::FastPath`], fed by the [`Embedder`], with
 //! row vectors memoised in the [`EmbeddingCache`].
 //!
 //! Building embeds the canonical text of every L1/L2 candidate — from the
@@ -9,13 +9,13 @@
 
 use std::sync::Arc;
 
-use engram_storage::config::{Config, EmbedderSection};
+use engram_learning::config::{Config, EmbedderSection};
+use engram_learning::fast_path::decision::VectorSearch;
+use engram_learning::fast_path::{Decision, FastPath};
+use engram_learning::projections::{CanonicalQueries, Pipelines};
 use engram_storage::embedding_cache::EmbeddingCache;
-use engram_storage::fastpath::router::VectorSearch;
-use engram_storage::fastpath::{Decision, FastPath};
-use engram_storage::projections::{CanonicalQueries, Pipelines};
-use engram_storage::vector::index::{VectorConfig, VectorIndex};
 use engram_storage::LogError;
+use engram_vector::index::{VectorConfig, VectorIndex};
 
 use crate::embedder::{EmbedError, Embedder, EmbedderConfig};
 

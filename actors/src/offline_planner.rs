@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, ToolArgs};
-use engram_storage::fastpath::extract::{extract, SlotKind};
+use engram_learning::fast_path::extract::{extract, SlotKind};
 
 use crate::embedder::{EmbedError, Embedder};
 

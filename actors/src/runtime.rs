@@ -29,12 +29,12 @@ use actix::prelude::*;
 use chrono::FixedOffset;
 use engram_events::payloads::{FeedbackRating, LlmContext, PlanStep, RouteLayer, SessionEndReason, UtteranceSource};
 use engram_events::{SessionId, TurnId};
-use engram_storage::config::Config;
+use engram_learning::config::Config;
+use engram_learning::intent::IntentMode;
+use engram_learning::projections::PatternOutcomes;
+use engram_learning::reactors::PatternReactor;
 use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
-use engram_storage::intent::IntentMode;
-use engram_storage::projection::Projection;
-use engram_storage::projections::PatternOutcomes;
-use engram_storage::reactors::PatternReactor;
+use engram_storage::projector::Projection;
 use engram_storage::{Durability, EventLog, LogConfig, SledLog};
 
 use crate::bridge::Bridge;

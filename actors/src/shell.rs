@@ -8,7 +8,7 @@
 //! * **Warm-up.** A role starts empty and *observes* (folds without
 //!   deriving) the log up to its checkpoint, then *handles* what follows.
 //! * **Exactly once.** Derived events carry ids derived from their cause
-//!   ([`engram_storage::reactors::derived`]), so handling an event twice —
+//!   ([`engram_events::derived`]), so handling an event twice —
 //!   a checkpoint that lagged behind a crash — appends nothing new.
 //! * **Supervision.** A panic in a role is caught, the actor stops and
 //!   actix's [`actix::Supervisor`] restarts it: the role is

@@ -1,6 +1,6 @@
 //! The fast path end to end with the real embedding model: seed 000's
 //! examples, and the hard-negative / paraphrase set of
-//! `tests/fixtures/fastpath/pairs.jsonl` (zero wrong replays).
+//! `tests/fixtures/fast_path/pairs.jsonl` (zero wrong replays).
 //!
 //! Needs the model where `scripts/fetch-models.sh` installs it; fails (never
 //! skips) when it is missing.
@@ -11,8 +11,8 @@ use chrono::{DateTime, FixedOffset};
 use engram_actors::embedder::{EmbedderConfig, OnnxEmbedder};
 use engram_actors::fast_path::FastPathService;
 use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs};
-use engram_storage::config::Config;
-use engram_storage::projections::{CanonicalQueries, Pipelines};
+use engram_learning::config::Config;
+use engram_learning::projections::{CanonicalQueries, Pipelines};
 
 fn embedder() -> Arc<OnnxEmbedder> {
     Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap_or_else(|e| panic!("the embedding model: {e}")))
@@ -24,7 +24,7 @@ fn now() -> DateTime<FixedOffset> {
 
 /// Tables learned from planner turns `(text, steps)`, each seen `times`.
 fn learn(turns: &[(&str, Vec<PlanStep>)], times: u32) -> (CanonicalQueries, Pipelines) {
-    engram_storage::reactors::fastpath::learn(
+    engram_learning::reactors::fast_path::learn(
         turns,
         times,
         Config::default().multi_tool_fast_path,
@@ -114,7 +114,7 @@ fn l2_download_this_page_and_describe_it() {
 
 #[test]
 fn hard_negatives_never_replay_and_paraphrases_mostly_do() {
-    let text = include_str!("../../tests/fixtures/fastpath/pairs.jsonl");
+    let text = include_str!("../../tests/fixtures/fast_path/pairs.jsonl");
     let rows: Vec<serde_json::Value> =
         text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
     let mut candidates: Vec<(String, Vec<PlanStep>)> = Vec::new();

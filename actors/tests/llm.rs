@@ -13,7 +13,7 @@ use engram_actors::llm::{
     ModelPrice, OllamaClient, OpenAiClient, PriceTable, ToolCall, ToolSpec,
 };
 use engram_events::payloads::{LlmContext, LlmOutcome};
-use engram_storage::config::LlmSection;
+use engram_learning::config::LlmSection;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use support::llm_server::{refused_url, Reply, Server};
@@ -412,7 +412,7 @@ fn cost_is_exact_decimal_arithmetic() {
 #[test]
 fn price_table_comes_from_config() {
     let toml = "[llm]\nprovider = \"openai\"\npricing_version = \"2026-11\"\n\n[llm.prices.gpt-5-mini]\ninput_per_mtok = \"0.15\"\noutput_per_mtok = \"0.60\"\n";
-    let config = engram_storage::config::Config::from_toml(toml, std::path::Path::new("engram.toml")).unwrap();
+    let config = engram_learning::config::Config::from_toml(toml, std::path::Path::new("engram.toml")).unwrap();
     assert_eq!(PriceTable::from_config(&config.llm), prices());
 }
 

@@ -304,7 +304,7 @@ fn an_actor_panic_is_survived_and_the_turn_completes_once() {
 #[test]
 fn an_idle_session_is_ended_and_summarised() {
     let f = fixture();
-    let mut config = engram_storage::config::Config::default();
+    let mut config = engram_learning::config::Config::default();
     config.runtime.session_idle_secs = 1;
     let rt = Runtime::builder()
         .data_dir(&f.data)
@@ -383,7 +383,7 @@ fn a_panicking_tool_fails_its_step_not_the_turn() {
 #[test]
 fn a_routing_rule_wins_over_the_pattern_store() {
     let f = fixture();
-    let mut config = engram_storage::config::Config::default();
+    let mut config = engram_learning::config::Config::default();
     config.runtime.model_rules.insert("doc".into(), "local:doc-model".into());
     let rt = Runtime::builder()
         .data_dir(&f.data)
@@ -479,7 +479,7 @@ fn the_pattern_store_routes_similar_turns_once_it_has_evidence() {
 #[test]
 fn voice_needs_the_wake_word_or_the_hot_window_which_survives_a_restart() {
     use engram_events::payloads::UtteranceSource;
-    use engram_storage::intent::IntentMode;
+    use engram_learning::intent::IntentMode;
     let f = fixture();
     let voice = || {
         Runtime::builder()

@@ -12,7 +12,7 @@ use engram_actors::{fence_untrusted, BuiltinConfig, Tool, ToolContext, ToolError
 use engram_events::chrono::DateTime;
 use engram_events::payloads::{SideEffectClass, ToolArgs};
 use engram_events::SessionId;
-use engram_storage::config::ToolsSection;
+use engram_learning::config::ToolsSection;
 use engram_storage::data_dir::create_private_dir;
 
 fn args(json: &str) -> ToolArgs {

@@ -11,11 +11,14 @@
 //! * [`codec::binary`] — the framed rkyv form stored in the log (format
 //!   version + CRC32, so corruption is detected, never misread).
 //! * [`codec::json`] — the JSON Lines form of import, export and `--json`.
+//! * [`derived`] — an event caused by another takes its id from its cause,
+//!   so deriving twice appends nothing new.
 //!
 //! Payloads evolve by schema version: a kind whose payload changes bumps its
 //! version and keeps a decoder for the old one, so a log written by any
 //! earlier engram replays unchanged.
 
+mod causation;
 pub mod codec;
 mod envelope;
 mod event;
@@ -23,6 +26,7 @@ pub mod ids;
 pub mod payloads;
 mod remote;
 
+pub use causation::{derived, derived_id};
 pub use codec::DecodeError;
 pub use envelope::{ActorKind, Envelope};
 pub use event::{Event, EventKind};

@@ -3,7 +3,7 @@
 #![no_main]
 
 use engram_events::codec::binary;
-use engram_storage::import::{turn_events, turn_record};
+use engram_learning::import::{turn_events, turn_record};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

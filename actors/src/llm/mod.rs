@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engram_events::payloads::{LlmContext, LlmOutcome};
-use engram_storage::config::LlmSection;
+use engram_learning::config::LlmSection;
 
 pub mod contexts;
 mod http;

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use engram_storage::config::LlmSection;
+use engram_learning::config::LlmSection;
 use rust_decimal::Decimal;
 
 /// Providers that run on this machine: their calls cost nothing.

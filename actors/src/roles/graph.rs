@@ -11,10 +11,11 @@
 //! After a restart the graph looks for its `llm.call_completed` (by its
 //! derived id) before asking the model about a summary again.
 
+use engram_events::derived;
 use engram_events::payloads::{ExtractorKind, SummaryWritten};
 use engram_events::{ActorKind, Envelope, Event, EventKind};
-use engram_storage::projections::Graph as GraphProjection;
-use engram_storage::reactors::{derived, GraphReactor, Reactor};
+use engram_learning::projections::Graph as GraphProjection;
+use engram_learning::reactors::{GraphReactor, Reactor};
 
 use super::ContextLlm;
 use crate::bus::Bus;

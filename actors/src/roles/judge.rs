@@ -13,9 +13,10 @@
 
 use std::collections::HashMap;
 
+use engram_events::derived;
 use engram_events::payloads::{EvalCompleted, JudgeKind, TurnCompleted};
 use engram_events::{ActorKind, Envelope, EvalId, Event, EventKind, TurnId};
-use engram_storage::reactors::{derived, JudgeReactor, Reactor};
+use engram_learning::reactors::{JudgeReactor, Reactor};
 
 use super::ContextLlm;
 use crate::bus::Bus;

@@ -25,10 +25,11 @@ use std::sync::Arc;
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use crossbeam_channel::Sender;
+use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventId, EventKind, SessionId, TurnId};
-use engram_storage::intent::{IntentMode, RuleIntentJudge};
-use engram_storage::reactors::{derived, DayReactor, Reactor};
+use engram_learning::intent::{IntentMode, RuleIntentJudge};
+use engram_learning::reactors::{DayReactor, Reactor};
 use engram_storage::LogError;
 
 use super::ContextLlm;

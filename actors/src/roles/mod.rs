@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use engram_events::payloads::{LlmCallCompleted, LlmContext, LlmOutcome};
 use engram_events::{Envelope, EventKind};
-use engram_storage::config::LlmSection;
-use engram_storage::reactors::Reactor;
+use engram_learning::config::LlmSection;
+use engram_learning::reactors::Reactor;
 
 use crate::bus::Bus;
 use crate::llm::{self, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceTable, ToolSpec};

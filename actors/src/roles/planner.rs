@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::FixedOffset;
+use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, TurnId};
-use engram_storage::reactors::derived;
 
 use crate::bus::Bus;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};

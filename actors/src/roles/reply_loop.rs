@@ -21,9 +21,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, FixedOffset, Utc};
+use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
-use engram_storage::reactors::derived;
 use rust_decimal::Decimal;
 
 use crate::bus::Bus;

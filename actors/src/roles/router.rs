@@ -12,16 +12,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::FixedOffset;
+use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId};
-use engram_storage::config::Config;
+use engram_learning::config::Config;
+use engram_learning::fast_path::Decision;
+use engram_learning::features;
+use engram_learning::patterns::fingerprint::Fingerprint;
+use engram_learning::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
+use engram_learning::reactors::{FastPathReactor, Reactor};
 use engram_storage::embedding_cache::EmbeddingCache;
-use engram_storage::fastpath::Decision;
-use engram_storage::features;
-use engram_storage::patterns::fingerprint::Fingerprint;
-use engram_storage::projection::Projection;
-use engram_storage::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
-use engram_storage::reactors::{derived, FastPathReactor, Reactor};
+use engram_storage::projector::Projection;
 
 use crate::bus::Bus;
 use crate::embedder::Embedder;

@@ -10,10 +10,11 @@
 //! its derived id) before asking the model about a session again: the
 //! summary went into the log in the same batch.
 
+use engram_events::derived;
 use engram_events::payloads::{SummariserKind, SummaryWritten};
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId};
-use engram_storage::memory::TurnText;
-use engram_storage::reactors::{derived, Reactor, SummaryReactor};
+use engram_learning::memory::TurnText;
+use engram_learning::reactors::{Reactor, SummaryReactor};
 
 use super::ContextLlm;
 use crate::bus::Bus;

@@ -5,11 +5,11 @@
 //! `get_date` takes the `date` argument in either form the fast path
 //! produces (seed 000 §10): ISO `YYYY-MM-DD`, or the words the user said
 //! ("yesterday", "domani") as a replayed `{date.text}` placeholder passes
-//! them, read by the same extractor ([`engram_storage::fastpath::extract()`]).
+//! them, read by the same extractor ([`engram_learning::fast_path::extract()`]).
 
 use chrono::{Duration, NaiveDate};
 use engram_events::payloads::{SideEffectClass, ToolArgs};
-use engram_storage::fastpath::{extract, SlotKind};
+use engram_learning::fast_path::{extract, SlotKind};
 use serde_json::json;
 
 use super::{args, Tool, ToolContext, ToolError, ToolOutput};

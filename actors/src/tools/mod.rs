@@ -27,7 +27,7 @@ use std::sync::Arc;
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{SideEffectClass, ToolArgs};
 use engram_events::SessionId;
-use engram_storage::config::ToolsSection;
+use engram_learning::config::ToolsSection;
 
 mod args;
 pub mod clock;

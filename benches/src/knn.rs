@@ -1,0 +1,514 @@
+//! K-NN benchmark: [`VectorIndex`]'s HNSW at several `ef`, against the
+//! exact answer computed by its own exact scan, on `.fvecs` files or on
+//! structured synthetic data.
+//!
+//! For each `ef`: recall@k (the share of the exact top k found), queries
+//! per second and the median latency; the exact scan's own QPS and median
+//! beside them; and how long the graph took to build. Every query is
+//! timed on its own, through the public API (normalisation included), on
+//! `--threads` threads (1 by default: per-core figures, as the peers'
+//! are usually quoted).
+//!
+//! `--hnsw-rs` adds the hnsw_rs crate's graph, with our vectorised
+//! distance, as an in-run peer (why [`engram::vector::hnsw`]
+//! exists). `--write-fvecs DIR` saves the synthetic data so that other
+//! libraries (faiss, hnswlib) can be measured on exactly the same vectors.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+
+use engram::vector::{
+    read_fvecs, write_fvecs, HnswParams, Kernel, Synthetic, SyntheticSpec, VectorConfig, VectorIndex,
+};
+use hnsw_rs::anndists::dist::distances::Distance;
+
+/// Options of `engram bench knn`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Data: either --base and --query (.fvecs: per vector a little-endian i32 \
+dimension, then that many f32), or --synthetic N, which generates N \
+structured unit vectors of --dim dimensions (clusters of ~2,000 points in a \
+64-dimensional latent space, plus isotropic noise; seeded, so repeatable) \
+and --queries fresh draws of the same distribution as queries.
+
+Examples:
+  engram bench knn --synthetic 20000 --dim 384 --json
+  engram bench knn --base sift_base.fvecs --query sift_query.fvecs --ef 16,32,64")]
+pub struct Options {
+    /// Base vectors, .fvecs
+    #[arg(long, value_name = "FILE", requires = "query", conflicts_with = "synthetic")]
+    pub base: Option<PathBuf>,
+
+    /// Query vectors, .fvecs
+    #[arg(long, value_name = "FILE", requires = "base")]
+    pub query: Option<PathBuf>,
+
+    /// Generate N structured synthetic base vectors instead of reading files
+    #[arg(long, value_name = "N", required_unless_present = "base")]
+    pub synthetic: Option<usize>,
+
+    /// Dimension of synthetic vectors
+    #[arg(long, value_name = "D", default_value_t = 384)]
+    pub dim: usize,
+
+    /// Number of synthetic queries
+    #[arg(long, value_name = "N", default_value_t = 1_000)]
+    pub queries: usize,
+
+    /// Seed of the synthetic data
+    #[arg(long, value_name = "SEED", default_value_t = 42)]
+    pub seed: u64,
+
+    /// Neighbours per query
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub k: usize,
+
+    /// Search breadths to measure, comma-separated
+    #[arg(long, value_name = "EF,...", value_delimiter = ',', default_values_t = [32, 64, 128])]
+    pub ef: Vec<usize>,
+
+    /// Threads issuing queries
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub threads: usize,
+
+    /// Threads building the graph [default: all cores]
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    pub build_threads: usize,
+
+    /// HNSW links per node (layer 0 keeps twice as many)
+    #[arg(long, value_name = "M", default_value_t = 16)]
+    pub m: usize,
+
+    /// HNSW candidate-list size while building
+    #[arg(long, value_name = "EF", default_value_t = 200)]
+    pub ef_construction: usize,
+
+    /// Minimum measuring time per configuration, in seconds (the query set
+    /// is repeated until it is reached)
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub seconds: f64,
+
+    /// Also measure the hnsw_rs crate's graph (with our distance) as a peer
+    #[arg(long)]
+    pub hnsw_rs: bool,
+
+    /// Write the (synthetic) base and queries to DIR/base.fvecs and
+    /// DIR/query.fvecs, to measure other libraries on the same data
+    #[arg(long, value_name = "DIR")]
+    pub write_fvecs: Option<PathBuf>,
+
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Options {
+    /// Options for `n` synthetic vectors of `dim`, everything else default.
+    pub fn synthetic(n: usize, dim: usize) -> Self {
+        Options {
+            base: None,
+            query: None,
+            synthetic: Some(n),
+            dim,
+            queries: 1_000,
+            seed: 42,
+            k: 10,
+            ef: vec![32, 64, 128],
+            threads: 1,
+            build_threads: 0,
+            m: 16,
+            ef_construction: 200,
+            seconds: 1.0,
+            hnsw_rs: false,
+            write_fvecs: None,
+            json: false,
+        }
+    }
+}
+
+/// One `ef` setting's figures.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct Config {
+    /// Layer-0 candidate-list size.
+    pub ef: usize,
+    /// Mean share of the exact top k returned.
+    pub recall_at_k: f64,
+    /// Queries per second over all query threads.
+    pub qps: f64,
+    /// Median latency of one query, in microseconds.
+    pub p50_us: f64,
+}
+
+/// The exact scan's figures.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct Exact {
+    /// Queries per second over all query threads.
+    pub qps: f64,
+    /// Median latency of one query, in microseconds.
+    pub p50_us: f64,
+}
+
+/// The hnsw_rs peer's figures (only with `--hnsw-rs`).
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct Peer {
+    /// Seconds to build its graph (parallel insert).
+    pub build_s: f64,
+    /// Its figures per `ef`.
+    pub configs: Vec<Config>,
+}
+
+/// The report of `engram bench knn`.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct Report {
+    /// Base vectors.
+    pub n: usize,
+    /// Their dimension.
+    pub dim: usize,
+    /// Seconds to build the graph over all base vectors.
+    pub build_s: f64,
+    /// HNSW figures per `ef`.
+    pub configs: Vec<Config>,
+    /// The exact scan.
+    pub exact: Exact,
+    /// hnsw_rs, if asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hnsw_rs: Option<Peer>,
+}
+
+impl Report {
+    /// The report as a table.
+    pub fn human(&self, opts: &Options) -> String {
+        let mut out = format!(
+            "k-nn: {} base vectors of {} dims, k = {}, {} query thread(s); graph m = {}, ef_construction = {}, \
+             built in {:.1} s\n\n{:<16} {:>10} {:>10} {:>10}\n",
+            self.n,
+            self.dim,
+            opts.k,
+            opts.threads,
+            opts.m,
+            opts.ef_construction,
+            self.build_s,
+            "",
+            "recall@k",
+            "qps",
+            "p50 µs"
+        );
+        for c in &self.configs {
+            out.push_str(&format!(
+                "{:<16} {:>10.4} {:>10.0} {:>10.1}\n",
+                format!("hnsw ef {}", c.ef),
+                c.recall_at_k,
+                c.qps,
+                c.p50_us
+            ));
+        }
+        out.push_str(&format!("{:<16} {:>10.4} {:>10.0} {:>10.1}\n", "exact", 1.0, self.exact.qps, self.exact.p50_us));
+        if let Some(p) = &self.hnsw_rs {
+            for c in &p.configs {
+                out.push_str(&format!(
+                    "{:<16} {:>10.4} {:>10.0} {:>10.1}\n",
+                    format!("hnsw_rs ef {}", c.ef),
+                    c.recall_at_k,
+                    c.qps,
+                    c.p50_us
+                ));
+            }
+            out.push_str(&format!("(hnsw_rs built in {:.1} s)\n", p.build_s));
+        }
+        out
+    }
+}
+
+/// Base and query vectors of one dimension.
+pub struct Data {
+    /// Floats per vector.
+    pub dim: usize,
+    /// Base vectors, end to end.
+    pub base: Vec<f32>,
+    /// Query vectors, end to end.
+    pub queries: Vec<f32>,
+}
+
+/// Reads or generates the data `opts` asks for.
+pub fn load_data(opts: &Options) -> anyhow::Result<Data> {
+    if let Some(n) = opts.synthetic {
+        if n == 0 || opts.dim == 0 || opts.queries == 0 {
+            bail!("--synthetic, --dim and --queries must be positive");
+        }
+        let spec = SyntheticSpec { n, dim: opts.dim, seed: opts.seed, ..SyntheticSpec::default() };
+        let mut g = Synthetic::new(&spec);
+        let base = g.base(n);
+        let queries = g.base(opts.queries);
+        return Ok(Data { dim: opts.dim, base, queries });
+    }
+    let (Some(b), Some(q)) = (&opts.base, &opts.query) else { bail!("give --base and --query, or --synthetic N") };
+    let base = read_fvecs(b)?;
+    let queries = read_fvecs(q)?;
+    if base.is_empty() || queries.is_empty() {
+        bail!("{} or {} holds no vector", b.display(), q.display());
+    }
+    if base.dim != queries.dim {
+        bail!("{} has dimension {}, {} has {}", b.display(), base.dim, q.display(), queries.dim);
+    }
+    Ok(Data { dim: base.dim, base: base.data, queries: queries.data })
+}
+
+/// Runs `f` on every query, on `threads` threads, repeating the query set
+/// until `seconds` have passed (at least once); returns (QPS, p50 µs).
+fn measure<F>(queries: &[f32], dim: usize, threads: usize, seconds: f64, f: F) -> (f64, f64)
+where
+    F: Fn(&[f32]) + Sync,
+{
+    let nq = queries.len() / dim;
+    let threads = threads.max(1).min(nq);
+    let started = Instant::now();
+    let mut lat: Vec<f64> = Vec::new();
+    let mut done = 0usize;
+    loop {
+        let chunk = nq.div_ceil(threads);
+        let parts: Vec<Vec<f64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = queries
+                .chunks(chunk * dim)
+                .map(|part| {
+                    let f = &f;
+                    s.spawn(move || {
+                        part.chunks_exact(dim)
+                            .map(|q| {
+                                let t = Instant::now();
+                                f(q);
+                                t.elapsed().as_secs_f64()
+                            })
+                            .collect::<Vec<f64>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("query thread panicked")).collect()
+        });
+        parts.into_iter().for_each(|p| lat.extend(p));
+        done += nq;
+        if started.elapsed().as_secs_f64() >= seconds {
+            break;
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    lat.sort_by(f64::total_cmp);
+    let p50 = lat[lat.len() / 2] * 1e6;
+    (round(done as f64 / elapsed, 0), round(p50, 1))
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (x * p).round() / p
+}
+
+/// Mean recall of `got` against `truth` (both per query, ids).
+fn recall(truth: &[Vec<u64>], got: &[Vec<u64>]) -> f64 {
+    let mut sum = 0.0;
+    for (t, g) in truth.iter().zip(got) {
+        if !t.is_empty() {
+            sum += g.iter().filter(|x| t.contains(x)).count() as f64 / t.len() as f64;
+        }
+    }
+    round(sum / truth.len().max(1) as f64, 4)
+}
+
+/// Runs the benchmark.
+pub fn run(opts: &Options) -> anyhow::Result<Report> {
+    if opts.k == 0 || opts.ef.is_empty() {
+        bail!("--k must be positive and --ef must list at least one value");
+    }
+    let data = load_data(opts)?;
+    let dim = data.dim;
+    if let Some(dir) = &opts.write_fvecs {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (name, v) in [("base.fvecs", &data.base), ("query.fvecs", &data.queries)] {
+            let p = dir.join(name);
+            write_fvecs(&p, dim, v).with_context(|| format!("writing {}", p.display()))?;
+        }
+    }
+    let n = data.base.len() / dim;
+    let config = VectorConfig {
+        exact_below: 0,
+        hnsw: HnswParams { m: opts.m, ef_construction: opts.ef_construction, ..HnswParams::default() },
+        build_threads: opts.build_threads,
+        ..VectorConfig::new(dim)
+    };
+    let mut index: VectorIndex<u64> = VectorIndex::new(config)?;
+    let t = Instant::now();
+    index.extend(data.base.chunks_exact(dim).enumerate().map(|(i, r)| (i as u64, r)))?;
+    let build_s = round(t.elapsed().as_secs_f64(), 2);
+
+    // Ground truth on all cores: it is not what is measured.
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let nq = data.queries.len() / dim;
+    let truth: Vec<Vec<u64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = data
+            .queries
+            .chunks(nq.div_ceil(cores) * dim)
+            .map(|part| {
+                let index = &index;
+                s.spawn(move || {
+                    part.chunks_exact(dim)
+                        .map(|q| index.search_exact(q, opts.k).map(|h| h.into_iter().map(|x| x.key).collect()))
+                        .collect::<Result<Vec<Vec<u64>>, _>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("ground-truth thread panicked")).collect::<Result<Vec<_>, _>>()
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
+
+    let mut configs = Vec::new();
+    for &ef in &opts.ef {
+        let got: Vec<Vec<u64>> = data
+            .queries
+            .chunks_exact(dim)
+            .map(|q| index.search_ef(q, opts.k, ef).map(|h| h.into_iter().map(|x| x.key).collect()))
+            .collect::<Result<_, _>>()?;
+        let (qps, p50_us) = measure(&data.queries, dim, opts.threads, opts.seconds, |q| {
+            std::hint::black_box(index.search_ef(q, opts.k, ef).ok());
+        });
+        configs.push(Config { ef, recall_at_k: recall(&truth, &got), qps, p50_us });
+    }
+    let (qps, p50_us) = measure(&data.queries, dim, opts.threads, opts.seconds, |q| {
+        std::hint::black_box(index.search_exact(q, opts.k).ok());
+    });
+    let hnsw_rs = if opts.hnsw_rs { Some(hnsw_rs_peer(opts, &index, &data, &truth)) } else { None };
+    Ok(Report { n, dim, build_s, configs, exact: Exact { qps, p50_us }, hnsw_rs })
+}
+
+/// Cosine distance between unit vectors, as hnsw_rs wants it:
+/// `1 − a·b`, clamped to `[0, 2]`.
+///
+/// The clamp matters: for two (nearly) identical unit vectors rounding can
+/// make `a·b` slightly above 1, and hnsw_rs asserts non-negative distances
+/// in its search loop. The inputs must already be L2-normalised
+/// ([`engram::vector::normalize`]); [`VectorIndex`] does that on insert.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CosineDistance {
+    kernel: Kernel,
+}
+
+impl CosineDistance {
+    /// A distance using `kernel` (tests pin one; [`Default`] detects).
+    pub fn with_kernel(kernel: Kernel) -> Self {
+        CosineDistance { kernel }
+    }
+
+    /// The kernel in use.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+}
+
+impl Distance<f32> for CosineDistance {
+    #[inline]
+    fn eval(&self, va: &[f32], vb: &[f32]) -> f32 {
+        (1.0 - self.kernel.dot(va, vb)).clamp(0.0, 2.0)
+    }
+}
+
+/// The hnsw_rs crate's graph over the same (normalised) vectors, with our
+/// distance, inserted on all cores as its docs recommend.
+fn hnsw_rs_peer(opts: &Options, index: &VectorIndex<u64>, data: &Data, truth: &[Vec<u64>]) -> Peer {
+    use hnsw_rs::hnsw::Hnsw;
+    let dim = data.dim;
+    let n = data.base.len() / dim;
+    let rows: Vec<&[f32]> = (0..n as u64).map(|i| index.get(&i).expect("every base vector is stored")).collect();
+    let t = Instant::now();
+    let graph = Hnsw::<f32, CosineDistance>::new(opts.m, n, 16, opts.ef_construction, CosineDistance::default());
+    graph.parallel_insert_slice(&rows.iter().enumerate().map(|(i, r)| (*r, i)).collect());
+    let build_s = round(t.elapsed().as_secs_f64(), 2);
+    let queries: Vec<f32> = data
+        .queries
+        .chunks_exact(dim)
+        .flat_map(|q| {
+            let mut q = q.to_vec();
+            engram::vector::normalize(&mut q);
+            q
+        })
+        .collect();
+    let configs = opts
+        .ef
+        .iter()
+        .map(|&ef| {
+            let got: Vec<Vec<u64>> = queries
+                .chunks_exact(dim)
+                .map(|q| graph.search(q, opts.k, ef).into_iter().map(|nb| nb.d_id as u64).collect())
+                .collect();
+            let (qps, p50_us) = measure(&queries, dim, opts.threads, opts.seconds, |q| {
+                std::hint::black_box(graph.search(q, opts.k, ef));
+            });
+            Config { ef, recall_at_k: recall(truth, &got), qps, p50_us }
+        })
+        .collect();
+    Peer { build_s, configs }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_synthetic_run_reports_every_figure() {
+        let opts = Options {
+            queries: 40,
+            ef: vec![16, 64],
+            seconds: 0.0,
+            m: 8,
+            ef_construction: 40,
+            ..Options::synthetic(1_500, 32)
+        };
+        let r = run(&opts).unwrap();
+        assert_eq!((r.n, r.dim, r.configs.len()), (1_500, 32, 2));
+        assert!(r.configs[1].recall_at_k >= 0.9, "{:?}", r.configs);
+        assert!(r.exact.qps > 0.0 && r.configs.iter().all(|c| c.qps > 0.0 && c.p50_us > 0.0));
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.starts_with(r#"{"n":1500,"dim":32,"build_s":"#), "{json}");
+        assert!(json.contains(r#","configs":[{"ef":16,"recall_at_k":"#), "{json}");
+        assert!(json.contains(r#"],"exact":{"qps":"#) && json.ends_with("}}"), "{json}");
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value.as_object().unwrap().len(), 5);
+        assert_eq!(value["configs"][0].as_object().unwrap().len(), 4);
+        assert!(r.human(&opts).contains("hnsw ef 64"));
+    }
+
+    #[test]
+    fn reads_fvecs_and_names_bad_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options { queries: 5, write_fvecs: Some(dir.path().into()), ..Options::synthetic(50, 8) };
+        let d = load_data(&opts).unwrap();
+        write_fvecs(&dir.path().join("base.fvecs"), 8, &d.base).unwrap();
+        write_fvecs(&dir.path().join("query.fvecs"), 8, &d.queries).unwrap();
+        let files = Options {
+            base: Some(dir.path().join("base.fvecs")),
+            query: Some(dir.path().join("query.fvecs")),
+            synthetic: None,
+            ..opts.clone()
+        };
+        let back = load_data(&files).unwrap();
+        assert_eq!((back.dim, back.base.len(), back.queries.len()), (8, 400, 40));
+        std::fs::write(dir.path().join("query.fvecs"), [1u8, 0, 0]).unwrap();
+        let err = load_data(&files).err().unwrap().to_string();
+        assert!(err.contains("query.fvecs") && err.contains("vector 0"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod cosine_distance_tests {
+    use super::*;
+
+    #[test]
+    fn cosine_distance_is_clamped() {
+        let d = CosineDistance::default();
+        let mut v = vec![0f32; 384];
+        v[0] = 1.000_001;
+        assert_eq!(d.eval(&v, &v), 0.0);
+        let w: Vec<f32> = v.iter().map(|x| -x * 1.000_001).collect();
+        assert_eq!(d.eval(&v, &w), 2.0);
+    }
+}

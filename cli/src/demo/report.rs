@@ -1,0 +1,258 @@
+//! What the demo learned, folded from the log it wrote: the same events
+//! `engram replay` shows, so every figure can be checked against them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+use engram::actors::embedder::MODEL_ID;
+use engram::events::payloads::{GraphBranch, RouteLayer};
+use engram::learning::config::Config;
+use engram::learning::features;
+use engram::learning::patterns::Fingerprint;
+use engram::learning::projections::PatternOutcomes;
+use engram::storage::projector::Projector;
+use engram::{Event, EventLog, Seq, SledLog};
+use serde::Serialize;
+
+/// The request the report asks the pattern store about: one the workload
+/// sends to the planner before the fast path learns it.
+pub const RECOMMEND_FOR: &str = "count the words in ~/notes.txt";
+
+/// The whole report (`--json` prints it as it is).
+#[derive(Serialize)]
+pub struct Report {
+    pub utterances: u64,
+    pub sessions: u64,
+    pub wall_ms: u64,
+    pub offline: bool,
+    pub embedder: &'static str,
+    pub planner_calls_made: u64,
+    /// Turns a fast-path layer answered: each a planner call not made.
+    pub planner_calls_saved: u64,
+    pub saved_pct: f64,
+    /// Turns by the layer that answered; `none` for utterances judged not
+    /// for the assistant, or a stop.
+    pub layers: Layers,
+    /// p50 of `turn.completed.latency_ms` per layer (`null`: no such turn).
+    pub latency_p50_ms: BTreeMap<&'static str, Option<u64>>,
+    pub tools_failed_turns: u64,
+    pub patterns: Patterns,
+    pub summaries: Summaries,
+    pub graph: Graph,
+    pub data_dir: String,
+    pub kept: bool,
+    pub replay: String,
+}
+
+#[derive(Default, Serialize)]
+pub struct Layers {
+    pub l0: u64,
+    pub l1: u64,
+    pub l2: u64,
+    pub planner: u64,
+    pub none: u64,
+}
+
+#[derive(Serialize)]
+pub struct Patterns {
+    pub sessions_recorded: u64,
+    pub outcomes: u64,
+    pub request: &'static str,
+    pub chosen_model: Option<String>,
+    /// The best model in the cluster, chosen or not (with one model there
+    /// is no runner-up, so no gap for a confident choice).
+    pub best_model: Option<String>,
+    pub best_score: Option<f64>,
+    pub confidence: f64,
+    pub sample_size: u64,
+}
+
+#[derive(Serialize)]
+pub struct Summaries {
+    pub count: u64,
+    pub first: Option<String>,
+}
+
+#[derive(Default, Serialize)]
+pub struct Graph {
+    pub user: u64,
+    pub directives: u64,
+    pub world: u64,
+    /// One fact: (branch, node, fact).
+    pub example: Option<(String, String, String)>,
+}
+
+impl Report {
+    /// Reads the whole log of `data` once.
+    pub fn from_log(log: &SledLog, wall: Duration, data: &Path, kept: bool) -> anyhow::Result<Report> {
+        let mut utterances = 0;
+        let mut sessions = HashSet::new();
+        let mut sessions_recorded = 0;
+        let mut planner_calls_made = 0;
+        let mut layers = Layers::default();
+        let mut latencies: BTreeMap<&'static str, Vec<u64>> = BTreeMap::new();
+        let mut tools_failed_turns = 0;
+        let mut outcomes = 0;
+        let mut summaries = Summaries { count: 0, first: None };
+        let mut graph = Graph::default();
+        let mut projector = Projector::in_memory(vec![Box::new(PatternOutcomes::default())]);
+        for env in log.read_from(Seq::FIRST) {
+            let env = env?;
+            projector.apply(&env);
+            match &env.event {
+                Event::UtteranceReceived(_) => {
+                    utterances += 1;
+                    if let Some(s) = &env.session {
+                        sessions.insert(s.clone());
+                    }
+                }
+                Event::IntentJudged(i) if !i.directed || i.stop || i.query.trim().is_empty() => layers.none += 1,
+                Event::PlanCreated(_) => planner_calls_made += 1,
+                Event::TurnCompleted(t) => {
+                    let name = layer_name(t.layer);
+                    match t.layer {
+                        RouteLayer::L0 => layers.l0 += 1,
+                        RouteLayer::L1 => layers.l1 += 1,
+                        RouteLayer::L2 => layers.l2 += 1,
+                        _ => layers.planner += 1,
+                    }
+                    latencies.entry(name).or_default().push(t.latency_ms);
+                    tools_failed_turns += u64::from(!t.tools_ok);
+                }
+                Event::SessionEnded(_) => sessions_recorded += 1,
+                Event::PatternRecorded(_) => outcomes += 1,
+                Event::SummaryWritten(s) => {
+                    summaries.count += 1;
+                    summaries.first.get_or_insert_with(|| s.summary.clone());
+                }
+                Event::GraphFactAdded(f) => {
+                    match f.branch {
+                        GraphBranch::User => graph.user += 1,
+                        GraphBranch::Directives => graph.directives += 1,
+                        GraphBranch::World => graph.world += 1,
+                    }
+                    graph.example.get_or_insert_with(|| (f.branch.to_string(), f.node.clone(), f.fact.clone()));
+                }
+                _ => {}
+            }
+        }
+        let saved = layers.l0 + layers.l1 + layers.l2;
+        let asked = saved + planner_calls_made;
+        let latency_p50_ms =
+            ["L0", "L1", "L2", "planner"].into_iter().map(|l| (l, latencies.get_mut(l).and_then(|v| p50(v)))).collect();
+        let config = Config::default();
+        let store = projector.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default();
+        let fp = Fingerprint::structural(features::for_turn(RECOMMEND_FOR, &[], false).normalized());
+        let rec = store.recommend(&fp, &config.pattern.config());
+        let best = rec.alternatives.first();
+        let data_dir = data.display().to_string();
+        Ok(Report {
+            utterances,
+            sessions: sessions.len() as u64,
+            wall_ms: wall.as_millis() as u64,
+            offline: true,
+            embedder: MODEL_ID,
+            planner_calls_made,
+            planner_calls_saved: saved,
+            saved_pct: if asked == 0 { 0.0 } else { (1000.0 * saved as f64 / asked as f64).round() / 10.0 },
+            layers,
+            latency_p50_ms,
+            tools_failed_turns,
+            patterns: Patterns {
+                sessions_recorded,
+                outcomes,
+                request: RECOMMEND_FOR,
+                chosen_model: rec.chosen_model.clone(),
+                best_model: best.map(|b| b.model.clone()),
+                best_score: best.map(|b| b.score),
+                confidence: rec.confidence,
+                sample_size: rec.sample_size,
+            },
+            summaries,
+            graph,
+            replay: format!("engram --data {data_dir} replay"),
+            data_dir,
+            kept,
+        })
+    }
+
+    /// The human report: a line per figure.
+    pub fn print(&self) {
+        println!(
+            "engram demo: {} utterances in {} sessions, {:.1} s (offline, {})",
+            self.utterances,
+            self.sessions,
+            self.wall_ms as f64 / 1000.0,
+            self.embedder
+        );
+        println!(
+            "planner calls: {} made, {} saved by the fast path ({:.0}%)",
+            self.planner_calls_made, self.planner_calls_saved, self.saved_pct
+        );
+        let l = &self.layers;
+        println!(
+            "fast path: L0 {} · L1 {} · L2 {} · planner {} · not for the assistant / stop {}",
+            l.l0, l.l1, l.l2, l.planner, l.none
+        );
+        let p50: Vec<String> = self
+            .latency_p50_ms
+            .iter()
+            .map(|(layer, ms)| match ms {
+                Some(ms) => format!("{layer} {ms} ms"),
+                None => format!("{layer} -"),
+            })
+            .collect();
+        println!("turn latency p50: {}", p50.join(" · "));
+        if self.tools_failed_turns > 0 {
+            println!("turns with a failed tool: {} (not learnt from)", self.tools_failed_turns);
+        }
+        let p = &self.patterns;
+        let rec = match (&p.chosen_model, &p.best_model) {
+            (Some(m), _) => format!("{m} (confidence {:.2}, n={})", p.confidence, p.sample_size),
+            (None, Some(m)) => format!(
+                "none yet; best so far {m} (score {:.2}, n={}, no runner-up to beat)",
+                p.best_score.unwrap_or_default(),
+                p.sample_size
+            ),
+            (None, None) => "none yet (no similar turns recorded)".to_owned(),
+        };
+        println!(
+            "pattern store: {} sessions recorded, {} outcomes; for {:?}: {rec}",
+            p.sessions_recorded, p.outcomes, p.request
+        );
+        match &self.summaries.first {
+            Some(s) => println!("summaries: {} (first: {s:?})", self.summaries.count),
+            None => println!("summaries: {}", self.summaries.count),
+        }
+        let g = &self.graph;
+        let example = match &g.example {
+            Some((branch, node, fact)) => format!(" (e.g. {branch}/{node}: {fact:?})"),
+            None => String::new(),
+        };
+        println!("graph facts: USER {} · DIRECTIVES {} · WORLD {}{example}", g.user, g.directives, g.world);
+        if self.kept {
+            println!("replay it: {}", self.replay);
+        } else {
+            println!("replay it: {}   (deleted on exit; --keep DIR to keep it)", self.replay);
+        }
+    }
+}
+
+fn layer_name(layer: RouteLayer) -> &'static str {
+    match layer {
+        RouteLayer::L0 => "L0",
+        RouteLayer::L1 => "L1",
+        RouteLayer::L2 => "L2",
+        _ => "planner",
+    }
+}
+
+/// The median (lower of the two middles), sorting `v` in place.
+fn p50(v: &mut [u64]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    Some(v[(v.len() - 1) / 2])
+}

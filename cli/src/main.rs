@@ -1,0 +1,159 @@
+//! `engram` — replay, import, export, verify and inspect an engram data dir.
+
+mod bench;
+mod calibrate;
+mod demo;
+mod export;
+mod import;
+mod inspect;
+mod output;
+mod rebuild;
+mod recommend;
+mod replay;
+mod route;
+mod run;
+mod stats;
+mod verify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use engram::storage::{Durability, LogConfig, SledLog};
+
+/// engram: an embedded, event-sourced actor runtime for a local LLM assistant.
+///
+/// Every turn the assistant takes is a sequence of typed events in one
+/// durable log; these commands import, export, replay, verify and measure it.
+#[derive(Parser)]
+#[command(name = "engram", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    /// The data dir [default: $ENGRAM_DATA, else $XDG_DATA_HOME/engram, else ~/.local/share/engram]
+    #[arg(long, global = true, value_name = "DIR")]
+    data: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Drive the live runtime over a bundled workload and show what it learned
+    Demo(demo::Args),
+    /// Import turn records or envelopes (JSON Lines, auto-detected)
+    Import(import::Args),
+    /// Print every envelope as JSON Lines
+    Export(export::Args),
+    /// Print events, filtered, optionally following live ones
+    Replay(replay::Args),
+    /// Check every record's CRC, positions and the id index, and that
+    /// rebuilt projections match the live ones
+    Verify(verify::Args),
+    /// Drop projections and rebuild them from the log
+    Rebuild(rebuild::Args),
+    /// Show what the projections hold
+    #[command(subcommand)]
+    Inspect(inspect::Command),
+    /// Event counts by kind, sessions, turns, disk use
+    Stats(stats::Args),
+    /// Ask the pattern store which model to route a turn to
+    Recommend(recommend::Args),
+    /// Show what the fast path would do with a request (L0/L1/L2/planner)
+    Route(route::Args),
+    /// Derive the fast path's cosine thresholds for the installed model
+    Calibrate(calibrate::Args),
+    /// Run the assistant: utterances from standard input (or --once) through every actor
+    Run(run::Args),
+    /// Benchmarks, each beside its peer baseline
+    #[command(subcommand)]
+    Bench(bench::Command),
+}
+
+fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`engram replay | head`), like other
+    // Unix tools, instead of panicking in println!.
+    #[cfg(unix)]
+    // SAFETY: resetting a signal disposition before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ENGRAM_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let data = engram::storage::data_dir::resolve(cli.data);
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(args),
+        Command::Import(args) => import::run(&data, args),
+        Command::Export(args) => export::run(&data, args),
+        Command::Replay(args) => replay::run(&data, args),
+        Command::Verify(args) => verify::run(&data, args),
+        Command::Rebuild(args) => rebuild::run(&data, args),
+        Command::Inspect(cmd) => inspect::run(&data, cmd),
+        Command::Stats(args) => stats::run(&data, args),
+        Command::Recommend(args) => recommend::run(&data, args),
+        Command::Route(args) => route::run(&data, args),
+        Command::Calibrate(args) => calibrate::run(&data, args),
+        Command::Run(args) => run::run(&data, args),
+        Command::Bench(cmd) => bench::run(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // `{:#}` joins the context chain on one line; multi-line
+            // messages (import validation) print as they are.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Opens the log in `data` with the default (durable) policy, creating the
+/// data dir if needed.
+pub(crate) fn open_log(data: &std::path::Path) -> anyhow::Result<SledLog> {
+    open_log_with(data, Durability::Durable)
+}
+
+/// The configuration for `data`: its `engram.toml` (see
+/// [`Config::locate`](engram::learning::config::Config::locate)) with
+/// `ENGRAM_*` overrides.
+pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::learning::config::Config> {
+    use engram::learning::config::Config;
+    let path = Config::locate(data);
+    Ok(Config::load(path.as_deref(), std::env::vars())?)
+}
+
+/// Opens the log of an existing data dir (read commands never create one).
+pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<SledLog> {
+    if !data.join("log.sled").is_dir() {
+        anyhow::bail!("{}: no engram data here (nothing imported yet? pass --data DIR)", data.display());
+    }
+    open_log(data)
+}
+
+/// How long a command waits for a data dir held by someone else before
+/// reporting "data dir in use" (a follower holds it for a moment at a time).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Opens the log in `data` with a given durability policy.
+pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<SledLog> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match SledLog::open(data, LogConfig { durability, ..LogConfig::default() }) {
+            // Another process holds the dir, or sled's own file lock is still
+            // held by a database closed a moment ago: wait a little.
+            Err(e)
+                if (matches!(e, engram::LogError::DataDirInUse { .. })
+                    || e.to_string().contains("could not acquire lock"))
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            result => return Ok(result?),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! `engram stats`
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::process::ExitCode;
+
+use engram::learning::projections;
+use engram::storage::projector::{hex, Projector};
+use engram::{EventKind, EventLog, Seq};
+use serde_json::json;
+
+use crate::output;
+
+/// Event counts by kind, sessions, turns, and disk use beside the raw bytes
+/// of the records (sled keeps roughly twice the raw size on disk).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print {"events":N,"sessions":N,"turns":N,"by_kind":{..},"disk_bytes":N,..}
+    #[arg(long)]
+    json: bool,
+}
+
+/// Total size of the files under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
+    let log = crate::open_existing(data)?;
+    let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut sessions: HashSet<String> = HashSet::new();
+    // Counting needs no payloads: read the records in place.
+    let events = log.for_each_view(Seq::FIRST, |view| {
+        *by_kind.entry(view.kind().name()).or_default() += 1;
+        if let Some(s) = view.session() {
+            if !sessions.contains(s) {
+                sessions.insert(s.to_owned());
+            }
+        }
+        Ok(())
+    })?;
+    let turns = by_kind.get(EventKind::TurnCompleted.name()).copied().unwrap_or(0);
+    let projector = Projector::open(&log, projections::all(), |_, _| {})?;
+    let projections: BTreeMap<&str, serde_json::Value> = projector
+        .status()
+        .into_iter()
+        .map(|s| (s.name, json!({"rows": s.rows, "last_seq": s.last_seq.0, "digest": hex(&s.digest)})))
+        .collect();
+    let record_bytes: u64 = log.segments().map(|s| s.map(|(_, b)| b.len() as u64)).sum::<Result<u64, _>>()?;
+    let disk_bytes = dir_bytes(data);
+    let ratio = if record_bytes > 0 { disk_bytes as f64 / record_bytes as f64 } else { 0.0 };
+    if args.json {
+        output::print_json(&json!({
+            "events": events,
+            "sessions": sessions.len(),
+            "turns": turns,
+            "head_seq": log.head().0,
+            "by_kind": by_kind,
+            "record_bytes": record_bytes,
+            "disk_bytes": disk_bytes,
+            "disk_overhead": ratio,
+            "projections": projections,
+        }))?;
+    } else {
+        println!("data dir   {}", data.display());
+        println!("events     {events} (head seq {})", log.head());
+        println!("sessions   {}", sessions.len());
+        println!("turns      {turns}");
+        println!(
+            "disk       {} on disk for {} of records ({ratio:.2}x)",
+            human_bytes(disk_bytes),
+            human_bytes(record_bytes)
+        );
+        println!("projections");
+        for (name, p) in &projections {
+            println!("  {name:<22} {} rows, at seq {}", p["rows"], p["last_seq"]);
+        }
+        println!("by kind");
+        for (kind, n) in &by_kind {
+            println!("  {kind:<22} {n}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}

@@ -1,0 +1,550 @@
+//! The replay gate: a cosine match is necessary, never sufficient.
+//!
+//! Sentence embeddings put "turn on the lights" right next to "turn off the
+//! lights", "accendi" next to "spegni", "delete the photos" next to "find the
+//! photos" — semantic caches are known to replay exactly these. A wrong
+//! replay is far worse than a planner call, so before the fast path replays
+//! a matched request it checks, on the two canonical texts (normalised, with
+//! extracted values masked):
+//!
+//! 1. **negation** — both negated or neither ("don't", "non", "mai", …);
+//! 2. **polarity** — the same poles on every axis either side mentions
+//!    (on/off, open/close, start/stop, up/down, add/remove, enable/disable,
+//!    show/hide, EN + IT); any asymmetry rejects;
+//! 3. **actions** — no *effectful* action (delete, send, move, create, set,
+//!    play, …) on one side only; read-only actions (find, show, get,
+//!    describe) may differ, since replaying one for another does no harm;
+//! 4. **content words** — every remaining word (stop words, action verbs and
+//!    masked values aside; simple plurals folded) appears on both sides, so
+//!    "the baptism photos" never replays "the wedding photos".
+//!
+//! The gate is deliberately conservative: it costs some paraphrase recall
+//! (measured in `docs/fast-path.md`) to keep wrong replays at zero.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use crate::text::{normalize, words};
+
+/// Why a match was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mismatch {
+    /// One side is negated, the other is not.
+    Negation,
+    /// The two sides point opposite ways on an axis.
+    Polarity {
+        /// The axis (`power`, `open`, …).
+        axis: &'static str,
+    },
+    /// An effectful action appears on one side only.
+    Action {
+        /// The action class.
+        action: &'static str,
+    },
+    /// Content words that differ.
+    Content {
+        /// Words only in the request.
+        request_only: Vec<String>,
+        /// Words only in the candidate.
+        candidate_only: Vec<String>,
+    },
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mismatch::Negation => write!(f, "negation differs"),
+            Mismatch::Polarity { axis } => write!(f, "polarity differs on the {axis} axis"),
+            Mismatch::Action { action } => write!(f, "action '{action}' on one side only"),
+            Mismatch::Content { request_only, candidate_only } => {
+                write!(f, "content words differ: request {request_only:?}, candidate {candidate_only:?}")
+            }
+        }
+    }
+}
+
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "don't", "dont", "doesn't", "doesnt", "didn't", "isn't", "aren't", "won't", "can't",
+    "cannot", "without", "nothing", "none", "non", "mai", "nessun", "nessuno", "nessuna", "niente", "nulla", "senza",
+];
+
+/// Polarity axes: (axis, positive words, negative words).
+const AXES: &[(&str, &[&str], &[&str])] = &[
+    (
+        "power",
+        &["on", "accendi", "accendere", "accenda", "accendimi", "acceso", "accesa"],
+        &["off", "spegni", "spegnere", "spenga", "spegnimi", "spento", "spenta"],
+    ),
+    (
+        "open",
+        &["open", "unlock", "apri", "aprire", "sblocca"],
+        &["close", "shut", "lock", "chiudi", "chiudere", "blocca"],
+    ),
+    (
+        "run",
+        &["start", "begin", "resume", "play", "avvia", "inizia", "riprendi", "riproduci", "fai partire"],
+        &["stop", "end", "pause", "halt", "ferma", "termina", "interrompi", "pausa", "metti in pausa"],
+    ),
+    (
+        "enable",
+        &["enable", "activate", "attiva", "abilita", "attivare"],
+        &["disable", "deactivate", "disattiva", "disabilita", "disattivare"],
+    ),
+    (
+        "level",
+        &["up", "increase", "raise", "louder", "higher", "brighter", "more", "alza", "aumenta", "più", "piu"],
+        &["down", "decrease", "lower", "quieter", "dimmer", "less", "abbassa", "diminuisci", "riduci", "meno"],
+    ),
+    (
+        "membership",
+        &["add", "insert", "include", "install", "aggiungi", "inserisci", "includi", "installa"],
+        &["remove", "delete", "exclude", "uninstall", "rimuovi", "togli", "escludi", "disinstalla", "elimina"],
+    ),
+    ("visibility", &["show", "unhide", "mostra", "mostrami"], &["hide", "nascondi"]),
+    ("sound", &["unmute"], &["mute", "silenzia"]),
+    (
+        "decision",
+        &["accept", "approve", "confirm", "accetta", "approva", "conferma"],
+        &["reject", "decline", "deny", "rifiuta", "nega"],
+    ),
+    (
+        "time",
+        &["next", "after", "prossimo", "prossima", "dopo"],
+        &["previous", "before", "last", "precedente", "prima", "scorso", "scorsa"],
+    ),
+];
+
+/// Action classes: (class, effectful?, words).
+const ACTIONS: &[(&str, bool, &[&str])] = &[
+    ("delete", true, &["delete", "remove", "erase", "trash", "wipe", "cancella", "elimina", "rimuovi", "cestina"]),
+    ("send", true, &["send", "forward", "reply", "share", "invia", "manda", "inoltra", "rispondi", "condividi"]),
+    ("move", true, &["move", "sposta"]),
+    ("copy", true, &["copy", "duplicate", "copia", "duplica"]),
+    ("rename", true, &["rename", "rinomina"]),
+    ("create", true, &["create", "make", "write", "new", "crea", "scrivi", "nuovo", "nuova"]),
+    ("set", true, &["set", "change", "configure", "imposta", "cambia", "configura", "modifica", "edit"]),
+    ("play", true, &["play", "riproduci", "suona"]),
+    ("remind", true, &["remind", "ricorda", "ricordami", "schedule", "pianifica"]),
+    ("buy", true, &["buy", "order", "pay", "compra", "ordina", "paga"]),
+    ("call", true, &["call", "phone", "dial", "chiama", "telefona"]),
+    ("translate", true, &["translate", "traduci"]),
+    ("find", false, &["find", "search", "look", "locate", "cerca", "trova", "cercami", "trovami"]),
+    ("show", false, &["show", "list", "display", "mostra", "elenca", "visualizza", "mostrami", "fammi"]),
+    ("get", false, &["get", "download", "fetch", "read", "open", "scarica", "leggi", "prendi", "apri", "leggimi"]),
+    (
+        "describe",
+        false,
+        &[
+            "describe",
+            "summarize",
+            "summarise",
+            "summary",
+            "explain",
+            "gist",
+            "descrivi",
+            "riassumi",
+            "riassunto",
+            "sintetizza",
+            "spiega",
+            "spiegami",
+        ],
+    ),
+];
+
+const STOP_WORDS: &[&str] = &[
+    // EN
+    "a",
+    "an",
+    "the",
+    "this",
+    "that",
+    "these",
+    "those",
+    "it",
+    "its",
+    "it's",
+    "me",
+    "my",
+    "mine",
+    "i",
+    "i'm",
+    "you",
+    "your",
+    "we",
+    "our",
+    "us",
+    "he",
+    "she",
+    "they",
+    "them",
+    "please",
+    "can",
+    "could",
+    "would",
+    "will",
+    "shall",
+    "should",
+    "do",
+    "does",
+    "did",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "am",
+    "to",
+    "of",
+    "in",
+    "into",
+    "on",
+    "at",
+    "for",
+    "from",
+    "with",
+    "by",
+    "about",
+    "and",
+    "or",
+    "then",
+    "also",
+    "what",
+    "what's",
+    "whats",
+    "which",
+    "who",
+    "how",
+    "where",
+    "when",
+    "there",
+    "here",
+    "some",
+    "any",
+    "all",
+    "just",
+    "now",
+    "give",
+    "tell",
+    "let",
+    "let's",
+    "want",
+    "need",
+    "like",
+    "turn",
+    "switch",
+    "put",
+    "have",
+    "has",
+    "had",
+    "so",
+    "up",
+    "out",
+    "some",
+    "thing",
+    "things",
+    "kindly",
+    "hey",
+    "ok",
+    "okay",
+    "page",
+    "one",
+    // IT
+    "il",
+    "lo",
+    "la",
+    "i",
+    "gli",
+    "le",
+    "un",
+    "uno",
+    "una",
+    "l'",
+    "di",
+    "del",
+    "della",
+    "dei",
+    "degli",
+    "delle",
+    "da",
+    "dal",
+    "dalla",
+    "in",
+    "nel",
+    "nella",
+    "nei",
+    "nelle",
+    "su",
+    "sul",
+    "sulla",
+    "per",
+    "con",
+    "tra",
+    "fra",
+    "e",
+    "ed",
+    "o",
+    "poi",
+    "anche",
+    "mi",
+    "me",
+    "ti",
+    "ci",
+    "si",
+    "vi",
+    "lo",
+    "questo",
+    "questa",
+    "quello",
+    "quella",
+    "che",
+    "cosa",
+    "cos'è",
+    "chi",
+    "come",
+    "dove",
+    "quando",
+    "quale",
+    "quali",
+    "mio",
+    "mia",
+    "miei",
+    "mie",
+    "tuo",
+    "tua",
+    "per",
+    "favore",
+    "puoi",
+    "potresti",
+    "vorrei",
+    "voglio",
+    "dammi",
+    "dimmi",
+    "fai",
+    "fammi",
+    "sono",
+    "è",
+    "e'",
+    "c'è",
+    "ho",
+    "hai",
+    "ha",
+    "abbiamo",
+    "pagina",
+    "ora",
+    "adesso",
+    "subito",
+    "gentilmente",
+    "po",
+    "pure",
+    "ehi",
+    "al",
+    "alla",
+    "allo",
+    "ai",
+    "agli",
+    "alle",
+    "all'",
+    "dell'",
+    "nell'",
+    "sull'",
+    "un'",
+];
+
+/// Italian clitic pronouns that attach to imperatives (riassumi-la,
+/// spegni-le, leggi-melo).
+const CLITICS: &[&str] =
+    &["lo", "la", "li", "le", "mi", "ci", "ne", "melo", "mela", "meli", "mele", "celo", "cela", "glielo", "gliela"];
+
+/// Whether `word` is one of `list`, possibly with a clitic attached.
+fn is_one_of(word: &str, list: &[&str]) -> bool {
+    list.contains(&word)
+        || CLITICS.iter().any(|c| word.strip_suffix(c).is_some_and(|stem| stem.len() >= 3 && list.contains(&stem)))
+}
+
+fn fold(word: &str) -> String {
+    // English possessive.
+    let word = word.strip_suffix("'s").unwrap_or(word);
+    // Elided Italian articles stay with their noun after normalisation
+    // ("l'ultima"): drop the article.
+    let w = match word.split_once('\'') {
+        Some((head, tail)) if head.len() <= 4 && !tail.is_empty() => tail,
+        _ => word,
+    };
+    let w = match w {
+        "pictures" | "picture" | "images" | "image" | "photos" | "photo" | "foto" | "immagini" | "immagine" => "photo",
+        "lights" | "light" | "luce" | "luci" => "light",
+        "documents" | "document" | "docs" | "documenti" | "documento" => "document",
+        "files" | "file" => "file",
+        "mails" | "emails" | "e-mails" => "email",
+        other => other,
+    };
+    // Simple English plural.
+    if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && w.is_ascii() {
+        w[..w.len() - 1].to_owned()
+    } else {
+        w.to_owned()
+    }
+}
+
+#[derive(Default)]
+struct Profile {
+    negated: bool,
+    poles: BTreeSet<(&'static str, bool)>,
+    actions: BTreeSet<&'static str>,
+    effectful: BTreeSet<&'static str>,
+    content: BTreeSet<String>,
+}
+
+fn profile(canonical: &str) -> Profile {
+    let n = normalize(canonical);
+    let mut p = Profile::default();
+    for w in words(&n) {
+        if NEGATIONS.contains(&w) || w.ends_with("n't") {
+            p.negated = true;
+            continue;
+        }
+        let mut used = false;
+        for (axis, pos, neg) in AXES {
+            if is_one_of(w, pos) {
+                p.poles.insert((axis, true));
+                used = true;
+            } else if is_one_of(w, neg) {
+                p.poles.insert((axis, false));
+                used = true;
+            }
+        }
+        for (class, effectful, list) in ACTIONS {
+            if is_one_of(w, list) {
+                p.actions.insert(class);
+                if *effectful {
+                    p.effectful.insert(class);
+                }
+                used = true;
+            }
+        }
+        let masked = w.len() > 2 && ["url", "email", "path", "window", "date", "ext", "number"].contains(&w);
+        if used || masked || STOP_WORDS.contains(&w) {
+            continue;
+        }
+        let f = fold(w);
+        if !STOP_WORDS.contains(&f.as_str()) && !f.is_empty() {
+            p.content.insert(f);
+        }
+    }
+    p
+}
+
+/// Whether `word` (any case) is an action verb the gate knows, in any
+/// class — what the continuation detector looks for after a conjunction.
+pub fn is_action(word: &str) -> bool {
+    let w = normalize(word);
+    ACTIONS.iter().any(|(_, _, list)| is_one_of(&w, list))
+}
+
+/// Checks that replaying `candidate` for `request` is safe (both canonical:
+/// values masked, any case and punctuation).
+pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
+    let (r, c) = (profile(request), profile(candidate));
+    if r.negated != c.negated {
+        return Err(Mismatch::Negation);
+    }
+    if r.poles != c.poles {
+        let axis = r.poles.symmetric_difference(&c.poles).next().map(|(a, _)| *a).unwrap_or("polarity");
+        return Err(Mismatch::Polarity { axis });
+    }
+    if let Some(action) = r.effectful.symmetric_difference(&c.effectful).next() {
+        return Err(Mismatch::Action { action });
+    }
+    if r.content != c.content {
+        return Err(Mismatch::Content {
+            request_only: r.content.difference(&c.content).cloned().collect(),
+            candidate_only: c.content.difference(&r.content).cloned().collect(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opposites_are_refused() {
+        for (a, b) in [
+            ("turn on the lights", "turn off the lights"),
+            ("turn the lights on", "turn the lights off"),
+            ("accendi la luce", "spegni la luce"),
+            ("delete the photos", "find the photos"),
+            ("cancella le foto", "trova le foto"),
+            ("open the garage", "close the garage"),
+            ("start the music", "stop the music"),
+            ("volume up", "volume down"),
+            ("alza il volume", "abbassa il volume"),
+            ("show the hidden files", "hide the hidden files"),
+            ("send the report to anna", "find the report of anna"),
+            ("I want the photos", "I don't want the photos"),
+            ("mostra le foto", "non mostrare le foto"),
+            ("find the baptism photos", "find the wedding photos"),
+            ("next song", "previous song"),
+        ] {
+            assert!(check(a, b).is_err(), "{a} / {b}");
+            assert!(check(b, a).is_err(), "{b} / {a}");
+        }
+    }
+
+    #[test]
+    fn paraphrases_pass() {
+        for (a, b) in [
+            ("find the baptism photos", "find the photos of the baptism"),
+            ("find the baptism photos", "search for baptism pictures"),
+            ("download URL and describe it", "read URL and summarise it"),
+            ("download URL and describe it", "give me the gist of URL"),
+            ("show me today's appointments", "show me the appointments for today"),
+            ("trova le foto del battesimo", "cercami le foto del battesimo"),
+            ("scarica URL e riassumila", "leggi URL e fammi un riassunto"),
+            ("turn on the lights", "please switch the lights on"),
+        ] {
+            assert_eq!(check(a, b), Ok(()), "{a} / {b}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod pair_set {
+    //! The hard-negative and paraphrase set of `tests/fixtures/fast_path/`,
+    //! on the gate alone (the end-to-end figures, with the embedder, are in
+    //! the fast-path tests and `docs/fast-path.md`).
+
+    use super::check;
+    use crate::fast_path::canonical;
+    use chrono::DateTime;
+
+    const PAIRS: &str = include_str!("../../../tests/fixtures/fast_path/pairs.jsonl");
+
+    #[test]
+    fn no_hard_negative_passes_and_most_paraphrases_do() {
+        let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
+        let (mut negatives, mut paraphrases, mut passed) = (0, 0, 0);
+        let mut refused = Vec::new();
+        for line in PAIRS.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let (c, _) = canonical(v["candidate"].as_str().unwrap(), now);
+            let (r, _) = canonical(v["request"].as_str().unwrap(), now);
+            let verdict = check(&r, &c);
+            if v["same"] == false {
+                negatives += 1;
+                assert!(verdict.is_err(), "hard negative passed the gate: {r:?} vs {c:?}");
+            } else {
+                paraphrases += 1;
+                match verdict {
+                    Ok(()) => passed += 1,
+                    Err(e) => refused.push(format!("{r:?} vs {c:?}: {e}")),
+                }
+            }
+        }
+        assert!(negatives >= 50 && paraphrases >= 30, "{negatives} negatives, {paraphrases} paraphrases");
+        // The gate may cost some paraphrase recall, not much.
+        assert!(passed * 10 >= paraphrases * 8, "{passed}/{paraphrases} paraphrases passed; refused: {refused:#?}");
+    }
+}

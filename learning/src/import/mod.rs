@@ -1,0 +1,387 @@
+//! `engram import`: turn records or envelopes, JSON Lines, auto-detected.
+//!
+//! Import runs in two passes over the file. The first validates every line
+//! and stops there if any is bad: nothing is appended, and each bad line is
+//! reported as `FILE:LINE: FIELD: what is wrong`. The second turns the lines
+//! into envelopes and appends them in file order, in pipelined batches.
+//!
+//! Ids are derived from the records, so the log dedupes a second import of
+//! the same file (nothing is appended) and an import killed half-way and run
+//! again appends exactly what is missing: batches commit in order, so the log
+//! always holds a prefix of the file's events.
+
+pub mod turn_events;
+pub mod turn_record;
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use engram_events::{codec, Envelope, EventKind, SessionId};
+
+use crate::reactors::{self, Reactor};
+use engram_storage::backend::{AppendTicket, EventLog};
+use engram_storage::LogError;
+use turn_record::FieldError;
+
+/// What kind of lines a file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// DESIGN's turn records.
+    TurnRecords,
+    /// Envelopes as `engram export` writes them.
+    Envelopes,
+}
+
+/// One bad line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineError {
+    /// 1-based line number.
+    pub line: usize,
+    /// The field, or `-` for the line as a whole.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Why an import did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file has no records.
+    #[error("{path}: empty file: nothing to import")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Some lines are invalid; nothing was imported.
+    #[error("{}", render_invalid(.path, .errors, *.total))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Every error of the first bad lines (at most [`MAX_REPORTED`] lines).
+        errors: Vec<LineError>,
+        /// How many bad lines in all.
+        total: usize,
+    },
+    /// Appending failed part-way; what was appended stays (and a rerun
+    /// completes it).
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+fn render_invalid(path: &Path, errors: &[LineError], total: usize) -> String {
+    let mut out = String::new();
+    for e in errors {
+        out.push_str(&format!("{}:{}: {}: {}\n", path.display(), e.line, e.field, e.message));
+    }
+    let listed = errors.iter().map(|e| e.line).collect::<std::collections::BTreeSet<_>>().len();
+    if total > listed {
+        out.push_str(&format!("… and {} more invalid lines\n", total - listed));
+    }
+    out.push_str(&format!("{}: {total} invalid line(s); nothing imported", path.display()));
+    out
+}
+
+/// How many bad lines an error lists (with every error of each).
+pub const MAX_REPORTED: usize = 20;
+
+/// What an import did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ImportStats {
+    /// Turns with at least one newly appended event (turn-record files), or
+    /// newly appended `turn.completed` events (envelope files).
+    pub imported_turns: u64,
+    /// Turns whose events were all present already (turn records), or
+    /// envelopes already present (envelope files).
+    pub skipped_existing: u64,
+    /// Events appended.
+    pub events_appended: u64,
+}
+
+/// The validated shape of a file, from the first pass.
+#[derive(Debug)]
+pub struct Plan {
+    path: PathBuf,
+    /// Turn records or envelopes.
+    pub format: Format,
+    /// Non-blank lines.
+    pub records: usize,
+    /// Per session: the line of its last record and its number of records.
+    sessions: HashMap<SessionId, (usize, u32)>,
+    /// Standard input, read once.
+    stdin: Option<Vec<u8>>,
+}
+
+/// Lines of a file, 1-based, blank ones skipped; non-UTF-8 reported per line.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Result<&str, LineError>)> {
+    bytes.split(|&b| b == b'\n').enumerate().filter_map(|(i, raw)| {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        match std::str::from_utf8(raw) {
+            Ok(s) if s.trim().is_empty() => None,
+            Ok(s) => Some((i + 1, Ok(s))),
+            Err(e) => Some((
+                i + 1,
+                Err(LineError { line: i + 1, field: "-".into(), message: format!("not UTF-8 text ({e})") }),
+            )),
+        }
+    })
+}
+
+/// Reads a file; `-` is standard input.
+fn read(path: &Path) -> Result<Vec<u8>, ImportError> {
+    let result = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf).map(|_| buf)
+    } else {
+        std::fs::read(path)
+    };
+    result.map_err(|source| ImportError::Read { path: path.to_owned(), source })
+}
+
+/// Envelope lines have `kind` and `payload`; anything else is a turn record.
+fn detect(first_line: &str) -> Format {
+    match serde_json::from_str::<serde_json::Value>(first_line) {
+        Ok(serde_json::Value::Object(o)) if o.contains_key("kind") && o.contains_key("payload") => Format::Envelopes,
+        _ => Format::TurnRecords,
+    }
+}
+
+/// Pass 1: validates the whole file (`-`: standard input, kept in memory
+/// for pass 2). Any invalid line fails the import.
+pub fn validate(path: &Path) -> Result<Plan, ImportError> {
+    let bytes = read(path)?;
+    let mut plan = validate_bytes(path, &bytes)?;
+    if path == Path::new("-") {
+        plan.stdin = Some(bytes);
+    }
+    Ok(plan)
+}
+
+fn validate_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, ImportError> {
+    let mut errors = Vec::new();
+    let mut total_bad = 0usize;
+    let mut format = None;
+    let mut records = 0usize;
+    let mut sessions: HashMap<SessionId, (usize, u32)> = HashMap::new();
+    let mut seen_turns: HashMap<(SessionId, u32), usize> = HashMap::new();
+    for (line, text) in lines(bytes) {
+        records += 1;
+        let text = match text {
+            Ok(t) => t,
+            Err(e) => {
+                total_bad += 1;
+                if total_bad <= MAX_REPORTED {
+                    errors.push(e);
+                }
+                continue;
+            }
+        };
+        let format = *format.get_or_insert_with(|| detect(text));
+        let line_errors: Vec<FieldError> = match format {
+            Format::Envelopes => match codec::json::from_line(text) {
+                Ok(_) => Vec::new(),
+                Err(e) => vec![envelope_field_error(e)],
+            },
+            Format::TurnRecords => match turn_record::parse_line(text) {
+                Ok(r) => {
+                    let key = (r.session.clone(), r.turn);
+                    if let Some(first) = seen_turns.insert(key, line) {
+                        vec![FieldError {
+                            field: "turn".into(),
+                            message: format!("turn {} of session {:?} already at line {first}", r.turn, r.session.0),
+                        }]
+                    } else {
+                        let entry = sessions.entry(r.session).or_insert((line, 0));
+                        *entry = (line, entry.1 + 1);
+                        Vec::new()
+                    }
+                }
+                Err(errs) => errs,
+            },
+        };
+        if !line_errors.is_empty() {
+            total_bad += 1;
+            if total_bad <= MAX_REPORTED {
+                for e in line_errors {
+                    errors.push(LineError { line, field: e.field, message: e.message });
+                }
+            }
+        }
+    }
+    if records == 0 {
+        return Err(ImportError::Empty { path: path.to_owned() });
+    }
+    if total_bad > 0 {
+        return Err(ImportError::Invalid { path: path.to_owned(), errors, total: total_bad });
+    }
+    Ok(Plan { path: path.to_owned(), format: format.unwrap_or(Format::TurnRecords), records, sessions, stdin: None })
+}
+
+fn envelope_field_error(e: engram_events::DecodeError) -> FieldError {
+    match e {
+        engram_events::DecodeError::Field { field, message } => FieldError { field, message },
+        engram_events::DecodeError::UnknownKindName(k) => {
+            FieldError { field: "kind".into(), message: format!("unknown event kind {k:?}") }
+        }
+        other => FieldError { field: "-".into(), message: other.to_string() },
+    }
+}
+
+/// Events per submitted batch.
+const BATCH: usize = 2048;
+/// Batches in flight at once (the writer commits them in order).
+const IN_FLIGHT: usize = 4;
+
+/// Pass 2: appends the file's events through `log`. Turn records also go
+/// through `reactors` (warmed up from the log's projections), which insert
+/// the events the live runtime would derive (day activations, …) right
+/// after their causes; envelope files are taken as they are. `progress` is
+/// called with the number of records processed.
+pub fn run(
+    plan: &Plan,
+    log: &dyn EventLog,
+    reactors: &mut [Box<dyn Reactor>],
+    mut progress: impl FnMut(usize),
+) -> Result<ImportStats, ImportError> {
+    let bytes = match &plan.stdin {
+        Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
+        None => std::borrow::Cow::Owned(read(&plan.path)?),
+    };
+    let mut stats = ImportStats::default();
+    let mut pipeline =
+        Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
+    let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
+    let mut done = 0usize;
+    for (line, text) in lines(&bytes) {
+        // Pass 1 validated every line; a failure here means the file changed.
+        let changed = |what: String| ImportError::Invalid {
+            path: plan.path.clone(),
+            errors: vec![LineError {
+                line,
+                field: "-".into(),
+                message: format!("{what} (file changed during import?)"),
+            }],
+            total: 1,
+        };
+        let text = text.map_err(|e| changed(e.message))?;
+        match plan.format {
+            Format::Envelopes => {
+                let env = codec::json::from_line(text).map_err(|e| changed(e.to_string()))?;
+                let is_turn = env.kind() == EventKind::TurnCompleted;
+                pipeline.push(vec![env], Group::Envelope { is_turn }, &mut stats)?;
+            }
+            Format::TurnRecords => {
+                let r = turn_record::parse_line(text)
+                    .map_err(|e| changed(e.into_iter().map(|f| format!("{}: {}", f.field, f.message)).collect()))?;
+                let history = tool_history.entry(r.session.clone()).or_insert(false);
+                let mut events = turn_events::turn_events(&r, *history);
+                *history |= !r.steps.is_empty();
+                // A turn's events (and what they derive) are appended in one
+                // batch, all or nothing: if its first event is in the log,
+                // so is the rest, and the reactors' state (warmed up from
+                // the projections) already holds its effects. Feeding it
+                // again would fold it twice.
+                if log.seq_of(events[0].id)?.is_some() {
+                    stats.skipped_existing += 1;
+                    done += 1;
+                    continue;
+                }
+                if let Some(&(last_line, turns)) = plan.sessions.get(&r.session) {
+                    if last_line == line {
+                        events.push(turn_events::session_ended(&r.session, turns, turn_events::turn_end(&r)));
+                    }
+                }
+                pipeline.push(reactors::derive_all(events, reactors), Group::Turn, &mut stats)?;
+            }
+        }
+        done += 1;
+        if done.is_multiple_of(256) {
+            progress(done);
+        }
+    }
+    pipeline.finish(&mut stats)?;
+    progress(done);
+    Ok(stats)
+}
+
+/// How a group of events counts in [`ImportStats`].
+#[derive(Clone, Copy)]
+enum Group {
+    Turn,
+    Envelope { is_turn: bool },
+}
+
+struct Pipeline<'a> {
+    log: &'a dyn EventLog,
+    in_flight: VecDeque<(AppendTicket, Vec<(Group, usize)>)>,
+    batch: Vec<Envelope>,
+    groups: Vec<(Group, usize)>,
+}
+
+impl Pipeline<'_> {
+    fn push(&mut self, events: Vec<Envelope>, group: Group, stats: &mut ImportStats) -> Result<(), ImportError> {
+        self.groups.push((group, events.len()));
+        self.batch.extend(events);
+        if self.batch.len() >= BATCH {
+            self.submit(stats)?;
+        }
+        Ok(())
+    }
+
+    fn submit(&mut self, stats: &mut ImportStats) -> Result<(), ImportError> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let ticket = self.log.submit(batch)?;
+        self.in_flight.push_back((ticket, std::mem::take(&mut self.groups)));
+        while self.in_flight.len() >= IN_FLIGHT {
+            self.settle_one(stats)?;
+        }
+        Ok(())
+    }
+
+    fn settle_one(&mut self, stats: &mut ImportStats) -> Result<(), ImportError> {
+        let Some((ticket, groups)) = self.in_flight.pop_front() else { return Ok(()) };
+        let outcomes = ticket.wait()?;
+        let mut i = 0;
+        for (group, n) in groups {
+            let new = outcomes[i..i + n].iter().filter(|o| o.is_new()).count() as u64;
+            i += n;
+            stats.events_appended += new;
+            match group {
+                Group::Turn if new > 0 => stats.imported_turns += 1,
+                Group::Turn => stats.skipped_existing += 1,
+                Group::Envelope { is_turn } if new > 0 => stats.imported_turns += is_turn as u64,
+                Group::Envelope { .. } => stats.skipped_existing += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, stats: &mut ImportStats) -> Result<(), ImportError> {
+        self.submit(stats)?;
+        while !self.in_flight.is_empty() {
+            self.settle_one(stats)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::TurnRecords => "turn records",
+            Format::Envelopes => "envelopes",
+        })
+    }
+}

@@ -1,0 +1,40 @@
+//! # engram-learning
+//!
+//! What the assistant knows and how it learns it: every rule that turns
+//! events into decisions, and every fold that turns the log into what the
+//! runtime reads. Pure logic over `engram-events` and the
+//! `engram-storage` framework — no threads, no actors, no network, no
+//! model: the live actors (`engram-actors`) and `engram import` run this
+//! same code, which is why an imported history and a lived one derive the
+//! same events.
+//!
+//! * [`fast_path`] — seed 000: the L0 table, the argument extractor, L2
+//!   placeholders, the replay gate, calibration, and the decision L0 → L1
+//!   → L2 → planner.
+//! * [`patterns`] — seed 001: fingerprints, similarity, Welford outcome
+//!   accumulators, the K-NN index over fingerprints, recommendations;
+//!   [`features`] — a turn's structural features.
+//! * [`intent`] — the rule-based intent judge (wake words, stop phrases,
+//!   hot window), the listener's fallback when no LLM judge is configured.
+//! * [`memory`] — the offline summariser and graph fact extractor, the
+//!   fallbacks of seed 002 #9 and #10.
+//! * [`text`] — the one text normalisation and stop-word list all of the
+//!   above share.
+//! * [`reactors`] — events derived from events (day activation, fast-path
+//!   learning, pattern recording, verdicts, summaries, graph facts).
+//! * [`projections`] — the folds the runtime and the CLI read: sessions,
+//!   active days, canonical queries, pipelines, pattern outcomes, graph.
+//! * [`import`] — turn records and envelopes into the log, validated
+//!   first, with deterministic ids, through the same reactors.
+//! * [`config`] — `engram.toml` with `ENGRAM_*` overrides.
+
+pub mod config;
+pub mod fast_path;
+pub mod features;
+pub mod import;
+pub mod intent;
+pub mod memory;
+pub mod patterns;
+pub mod projections;
+pub mod reactors;
+pub mod text;

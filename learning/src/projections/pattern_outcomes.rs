@@ -1,0 +1,476 @@
+//! `pattern_outcomes`: the pattern store's state (seed 001 §4-§10), folded
+//! from the log.
+//!
+//! | table | key | row |
+//! |-------|-----|-----|
+//! | `f` fingerprints | fingerprint id | features, workload, kind, first `seq` |
+//! | `o` outcomes | fingerprint id ‖ model | [`OutcomeRow`] accumulator |
+//! | `h` score history | turn id | the outcome the turn fed, the `eval_id` applied, the score folded |
+//! | `p` pending turns | session ‖ 0 ‖ turn id | a turn of a session still open: its features, model, cost, latency and latest verdict |
+//! | `e` ended sessions | session | when it ended |
+//!
+//! The projection only folds: `pattern.recorded` writes an accumulator,
+//! `pattern.evicted` removes exactly the rows it lists, and the pending
+//! table follows `route.decided` / `turn.completed` / `eval.completed`
+//! until `session.ended`. A session ends once: its turns and its end seen
+//! again (a re-import, a re-delivery) change nothing. What to record, which verdict wins and what to
+//! evict is decided by [`crate::reactors::PatternReactor`], which writes
+//! those events. An in-memory [`KnnIndex`] over the fingerprint and
+//! outcome tables serves [`PatternOutcomes::find_k_nearest`] and
+//! [`PatternOutcomes::recommend`]; it is derived state, rebuilt on load and
+//! not part of the digest.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use engram_events::payloads::{FingerprintKind, PatternEvicted, PatternRecorded, StructuralFeatures};
+use engram_events::{Envelope, EvalId, Event, EventKind, FingerprintId, SessionId, TurnId};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use ulid::Ulid;
+
+use crate::patterns::recommend::score_cluster;
+use crate::patterns::{Fingerprint, KnnIndex, Neighbor, OutcomeRow, PatternConfig, Recommendation};
+use engram_storage::projector::{load_tables, Projection, Row, Table, TableRows};
+
+/// A stored fingerprint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FingerprintRow {
+    /// Structural or hybrid.
+    pub kind: FingerprintKind,
+    /// Normalized features.
+    pub features: StructuralFeatures,
+    /// Workload tag.
+    pub workload: Option<String>,
+    /// `seq` of the event that first recorded it (the K-NN tie-break).
+    pub first_seq: u64,
+    /// When it was first recorded.
+    pub created: DateTime<Utc>,
+}
+
+impl FingerprintRow {
+    /// As a fingerprint to compare with.
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint { features: self.features.clone(), workload: self.workload.clone(), embedding: None }
+    }
+}
+
+/// Which outcome a recorded turn fed, and the verdict applied to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRow {
+    /// The outcome's fingerprint.
+    pub fingerprint: FingerprintId,
+    /// The outcome's model.
+    pub model: String,
+    /// The latest verdict applied (the idempotence key).
+    pub eval_id: Option<EvalId>,
+    /// The score folded into the outcome's mean for this turn, if any
+    /// (a verdict below `min_eval_confidence` is applied but not folded).
+    pub folded: Option<f64>,
+}
+
+/// A verdict on a turn of a session still open.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingVerdict {
+    /// The verdict's id.
+    pub eval_id: EvalId,
+    /// Its score.
+    pub score: f64,
+    /// Its confidence.
+    pub confidence: f64,
+    /// The judge's price table version, if it reported one.
+    #[serde(default)]
+    pub judge_pricing_version: Option<String>,
+}
+
+/// A turn of a session that has not ended yet.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PendingTurn {
+    /// Its normalized features.
+    pub features: StructuralFeatures,
+    /// Its workload tag.
+    pub workload: Option<String>,
+    /// The model it was routed to (`None`: the fast path answered).
+    pub model: Option<String>,
+    /// Whether `turn.completed` arrived.
+    pub completed: bool,
+    /// Its LLM cost.
+    #[serde(with = "rust_decimal::serde::str")]
+    pub cost_usd: Decimal,
+    /// Its wall time.
+    pub latency_ms: u64,
+    /// Price table version of the cost.
+    pub pricing_version: String,
+    /// The latest verdict so far.
+    pub verdict: Option<PendingVerdict>,
+}
+
+/// The `pattern_outcomes` projection.
+#[derive(Clone)]
+pub struct PatternOutcomes {
+    fingerprints: Table<FingerprintRow>,
+    outcomes: Table<OutcomeRow>,
+    history: Table<ScoreRow>,
+    pending: Table<PendingTurn>,
+    ended: Table<DateTime<Utc>>,
+    /// Derived: pending turn → its key.
+    pending_keys: HashMap<TurnId, Vec<u8>>,
+    /// Derived: outcome key → turns in the history that fed it.
+    turns_of: HashMap<Vec<u8>, Vec<TurnId>>,
+    index: KnnIndex,
+    /// Derived: every outcome row by (last update, sample size, key) — the
+    /// eviction order (idle past the age cap first, then least recently
+    /// updated, then thinnest evidence), kept so cap checks never scan.
+    by_age: BTreeSet<AgeKey>,
+}
+
+/// An outcome row's place in the eviction order.
+pub type AgeKey = (DateTime<Utc>, u64, FingerprintId, String);
+
+impl Default for PatternOutcomes {
+    fn default() -> Self {
+        PatternOutcomes {
+            fingerprints: Table::new(b'f'),
+            outcomes: Table::new(b'o'),
+            history: Table::new(b'h'),
+            pending: Table::new(b'p'),
+            ended: Table::new(b'e'),
+            pending_keys: HashMap::new(),
+            turns_of: HashMap::new(),
+            index: KnnIndex::default(),
+            by_age: BTreeSet::new(),
+        }
+    }
+}
+
+fn fp_key(id: FingerprintId) -> [u8; 16] {
+    id.0 .0.to_be_bytes()
+}
+
+fn outcome_key(id: FingerprintId, model: &str) -> Vec<u8> {
+    let mut k = fp_key(id).to_vec();
+    k.extend_from_slice(model.as_bytes());
+    k
+}
+
+fn split_outcome_key(key: &[u8]) -> Option<(FingerprintId, &str)> {
+    let id: [u8; 16] = key.get(..16)?.try_into().ok()?;
+    Some((FingerprintId(Ulid(u128::from_be_bytes(id))), std::str::from_utf8(&key[16..]).ok()?))
+}
+
+fn turn_key(turn: TurnId) -> [u8; 16] {
+    turn.0 .0.to_be_bytes()
+}
+
+fn session_prefix(session: &SessionId) -> Vec<u8> {
+    let mut k = session.as_str().as_bytes().to_vec();
+    k.push(0);
+    k
+}
+
+fn pending_key(session: &SessionId, turn: TurnId) -> Vec<u8> {
+    let mut k = session_prefix(session);
+    k.extend_from_slice(&turn_key(turn));
+    k
+}
+
+impl PatternOutcomes {
+    /// The K outcome rows nearest to `fp` (seed 001 §8.2): similarity
+    /// descending, then the fingerprint's first-recorded `seq`, then model.
+    pub fn find_k_nearest(&self, fp: &Fingerprint, k: usize, alpha: f64) -> Vec<Neighbor> {
+        self.index.search(fp, k, alpha)
+    }
+
+    /// The recommendation for a turn shaped like `fp` (seed 001 §8).
+    pub fn recommend(&self, fp: &Fingerprint, cfg: &PatternConfig) -> Recommendation {
+        let start = Instant::now();
+        let cluster = self.find_k_nearest(fp, cfg.k, cfg.alpha);
+        let rows: Vec<(&str, &OutcomeRow)> =
+            cluster.iter().filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?))).collect();
+        let mut r = score_cluster(rows, cfg);
+        r.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+        r
+    }
+
+    /// The accumulator of `(fp, model)`.
+    pub fn outcome(&self, fp: FingerprintId, model: &str) -> Option<&OutcomeRow> {
+        self.outcomes.get(&outcome_key(fp, model))
+    }
+
+    /// Every accumulator, by fingerprint then model.
+    pub fn outcomes(&self) -> impl Iterator<Item = (FingerprintId, &str, &OutcomeRow)> {
+        self.outcomes.iter().filter_map(|(k, v)| split_outcome_key(k).map(|(id, m)| (id, m, v)))
+    }
+
+    /// The models with a row for fingerprint `fp`.
+    pub fn models_of(&self, fp: FingerprintId) -> impl Iterator<Item = &str> {
+        let prefix = fp_key(fp);
+        self.outcomes.range_prefix(&prefix).filter_map(|(k, _)| std::str::from_utf8(&k[16..]).ok())
+    }
+
+    /// A stored fingerprint.
+    pub fn fingerprint(&self, id: FingerprintId) -> Option<&FingerprintRow> {
+        self.fingerprints.get(&fp_key(id))
+    }
+
+    /// Every stored fingerprint.
+    pub fn fingerprints(&self) -> impl Iterator<Item = (FingerprintId, &FingerprintRow)> {
+        self.fingerprints.iter().map(|(k, v)| {
+            let id: [u8; 16] = k[..16].try_into().expect("16-byte keys");
+            (FingerprintId(Ulid(u128::from_be_bytes(id))), v)
+        })
+    }
+
+    /// Number of fingerprints.
+    pub fn fingerprint_count(&self) -> u64 {
+        self.fingerprints.len() as u64
+    }
+
+    /// Number of outcome rows (what the caps count).
+    pub fn outcome_count(&self) -> u64 {
+        self.outcomes.len() as u64
+    }
+
+    /// Every outcome row in eviction order: least recently updated first
+    /// (so rows idle past the age cap come first), then smallest sample.
+    pub fn by_age(&self) -> impl Iterator<Item = &AgeKey> {
+        self.by_age.iter()
+    }
+
+    /// What a recorded turn fed, and the verdict applied.
+    pub fn score_of(&self, turn: TurnId) -> Option<&ScoreRow> {
+        self.history.get(&turn_key(turn))
+    }
+
+    /// A turn of a session still open.
+    pub fn pending_turn(&self, turn: TurnId) -> Option<&PendingTurn> {
+        self.pending_keys.get(&turn).and_then(|k| self.pending.get(k))
+    }
+
+    /// The open turns of `session`, by turn id (their start time): an order
+    /// that does not depend on when they were appended, so a resumed import
+    /// decides exactly what a clean one did.
+    pub fn pending_of(&self, session: &SessionId) -> Vec<(TurnId, &PendingTurn)> {
+        let prefix = session_prefix(session);
+        let mut out: Vec<(TurnId, &PendingTurn)> = self
+            .pending
+            .range_prefix(&prefix)
+            .filter_map(|(k, v)| {
+                let id: [u8; 16] = k.get(prefix.len()..)?.try_into().ok()?;
+                Some((TurnId(Ulid(u128::from_be_bytes(id))), v))
+            })
+            .collect();
+        out.sort_by_key(|(t, _)| *t);
+        out
+    }
+
+    /// Turns of open sessions.
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether `session` has ended (its outcomes are recorded).
+    pub fn has_ended(&self, session: &SessionId) -> bool {
+        self.ended.get(session.as_str().as_bytes()).is_some()
+    }
+
+    fn pending_entry(&mut self, env: &Envelope) -> Option<&mut PendingTurn> {
+        let (session, turn) = (env.session.as_ref()?, env.turn?);
+        if self.has_ended(session) {
+            return None;
+        }
+        let key = pending_key(session, turn);
+        self.pending_keys.insert(turn, key.clone());
+        Some(self.pending.entry(&key, PendingTurn::default))
+    }
+
+    fn fold_recorded(&mut self, env: &Envelope, p: &PatternRecorded) {
+        let fkey = fp_key(p.fingerprint_id);
+        if self.fingerprints.get(&fkey).is_none() {
+            self.fingerprints.insert(
+                fkey.to_vec(),
+                FingerprintRow {
+                    kind: p.fingerprint_kind,
+                    features: p.features.clone().unwrap_or_default().normalized(),
+                    workload: p.workload.clone(),
+                    first_seq: env.seq.get(),
+                    created: env.at,
+                },
+            );
+        }
+        let okey = outcome_key(p.fingerprint_id, &p.primary_model);
+        if self.outcomes.get(&okey).is_none() {
+            let fp = self.fingerprints.get(&fkey).expect("inserted above").fingerprint();
+            self.index.insert(p.fingerprint_id, &fp, &p.primary_model);
+        }
+        if let Some(old) = self.outcomes.get(&okey) {
+            self.by_age.remove(&(old.last_updated, old.sample_size, p.fingerprint_id, p.primary_model.clone()));
+        }
+        let row = self.outcomes.entry(&okey, || OutcomeRow::new(env.at));
+        if p.sample_size_after > p.sample_size_before {
+            row.contribute(p.cost_usd, p.latency_ms, &p.pricing_version, env.at);
+        } else {
+            row.touch(&p.pricing_version, env.at);
+        }
+        if let Some(old) = p.replaces_score {
+            row.remove_score(old);
+        }
+        if let Some(score) = p.success_score {
+            row.add_score(score);
+        }
+        self.by_age.insert((row.last_updated, row.sample_size, p.fingerprint_id, p.primary_model.clone()));
+        if let Some(turn) = p.turn {
+            let tkey = turn_key(turn);
+            let eval_id = p.eval_id.or_else(|| self.history.get(&tkey).and_then(|h| h.eval_id));
+            if self.history.get(&tkey).is_none() {
+                self.turns_of.entry(okey).or_default().push(turn);
+            }
+            self.history.insert(
+                tkey.to_vec(),
+                ScoreRow {
+                    fingerprint: p.fingerprint_id,
+                    model: p.primary_model.clone(),
+                    eval_id,
+                    folded: p.success_score,
+                },
+            );
+        }
+    }
+
+    fn fold_evicted(&mut self, e: &PatternEvicted) {
+        for o in &e.evicted {
+            let okey = outcome_key(o.fingerprint_id, &o.primary_model);
+            let Some(old) = self.outcomes.remove(&okey) else { continue };
+            self.by_age.remove(&(old.last_updated, old.sample_size, o.fingerprint_id, o.primary_model.clone()));
+            self.index.remove(o.fingerprint_id, &o.primary_model);
+            for turn in self.turns_of.remove(&okey).unwrap_or_default() {
+                self.history.remove(&turn_key(turn));
+            }
+            let fkey = fp_key(o.fingerprint_id);
+            if self.outcomes.range_prefix(&fkey).next().is_none() {
+                self.fingerprints.remove(&fkey);
+            }
+        }
+    }
+
+    /// Rebuilds the derived in-memory state from the tables.
+    fn rebuild_derived(&mut self) {
+        self.index.clear();
+        self.by_age = self.outcomes().map(|(fp, m, o)| (o.last_updated, o.sample_size, fp, m.to_owned())).collect();
+        self.pending_keys.clear();
+        self.turns_of.clear();
+        let mut fps: Vec<(FingerprintId, &FingerprintRow)> = self.fingerprints().collect();
+        fps.sort_by_key(|(id, row)| (row.first_seq, *id));
+        let mut index = KnnIndex::default();
+        for (id, row) in fps {
+            let fp = row.fingerprint();
+            for m in self.models_of(id) {
+                index.insert(id, &fp, m);
+            }
+        }
+        self.index = index;
+        for (k, _) in self.pending.iter() {
+            if k.len() >= 17 {
+                let id: [u8; 16] = k[k.len() - 16..].try_into().expect("16 bytes");
+                self.pending_keys.insert(TurnId(Ulid(u128::from_be_bytes(id))), k.clone());
+            }
+        }
+        for (k, h) in self.history.iter() {
+            let id: [u8; 16] = k[..16].try_into().expect("16-byte keys");
+            self.turns_of
+                .entry(outcome_key(h.fingerprint, &h.model))
+                .or_default()
+                .push(TurnId(Ulid(u128::from_be_bytes(id))));
+        }
+    }
+}
+
+impl Projection for PatternOutcomes {
+    fn name(&self) -> &'static str {
+        "pattern_outcomes"
+    }
+
+    fn kinds(&self) -> Option<&'static [EventKind]> {
+        Some(&[
+            EventKind::RouteDecided,
+            EventKind::TurnCompleted,
+            EventKind::EvalCompleted,
+            EventKind::SessionEnded,
+            EventKind::PatternRecorded,
+            EventKind::PatternEvicted,
+        ])
+    }
+
+    fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::RouteDecided(r) => {
+                if let Some(p) = self.pending_entry(env) {
+                    p.features = r.features.clone().normalized();
+                    p.workload = r.workload.clone();
+                }
+            }
+            Event::TurnCompleted(t) => {
+                if let Some(p) = self.pending_entry(env) {
+                    p.model = t.model.clone();
+                    p.completed = true;
+                    p.cost_usd = t.cost_usd;
+                    p.latency_ms = t.latency_ms;
+                    p.pricing_version = t.pricing_version.clone();
+                }
+            }
+            Event::EvalCompleted(e) => {
+                let Some(key) = self.pending_keys.get(&e.subject_turn).cloned() else { return };
+                if let Some(p) = self.pending.get_mut(&key) {
+                    // The greatest eval id is the latest verdict.
+                    if p.verdict.as_ref().is_none_or(|v| e.eval_id > v.eval_id) {
+                        p.verdict = Some(PendingVerdict {
+                            eval_id: e.eval_id,
+                            score: e.score,
+                            confidence: e.confidence,
+                            judge_pricing_version: e.judge_pricing_version.clone(),
+                        });
+                    }
+                }
+            }
+            Event::SessionEnded(_) => {
+                let Some(session) = &env.session else { return };
+                if self.has_ended(session) {
+                    return;
+                }
+                self.ended.insert(session.as_str().as_bytes().to_vec(), env.at);
+                let prefix = session_prefix(session);
+                let keys: Vec<Vec<u8>> = self.pending.range_prefix(&prefix).map(|(k, _)| k.clone()).collect();
+                for k in keys {
+                    self.pending.remove(&k);
+                    let id: [u8; 16] = k[k.len() - 16..].try_into().expect("16 bytes");
+                    self.pending_keys.remove(&TurnId(Ulid(u128::from_be_bytes(id))));
+                }
+            }
+            Event::PatternRecorded(p) => self.fold_recorded(env, p),
+            Event::PatternEvicted(e) => self.fold_evicted(e),
+            _ => {}
+        }
+    }
+
+    fn tables(&self) -> Vec<&dyn TableRows> {
+        vec![&self.fingerprints, &self.outcomes, &self.history, &self.pending, &self.ended]
+    }
+
+    fn tables_mut(&mut self) -> Vec<&mut dyn TableRows> {
+        vec![&mut self.fingerprints, &mut self.outcomes, &mut self.history, &mut self.pending, &mut self.ended]
+    }
+
+    fn reset(&mut self) {
+        for t in self.tables_mut() {
+            t.clear();
+        }
+        self.rebuild_derived();
+    }
+
+    fn load(&mut self, rows: &mut dyn Iterator<Item = Row>) -> Result<(), String> {
+        load_tables(self.tables_mut(), rows)?;
+        self.rebuild_derived();
+        Ok(())
+    }
+}

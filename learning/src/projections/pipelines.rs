@@ -1,0 +1,116 @@
+//! `pipelines`: the L2 candidates (seed 000 `multi_tool_paths`), folded from
+//! `pipeline.recorded`, `pipeline.expired` and `pipeline.promoted`.
+//!
+//! One row per pipeline id — a canonical text and a tool sequence with
+//! argument placeholders. A row is an L2 candidate once its identical
+//! passes reach `min_uses`; it expires (an event the fast-path reactor
+//! writes) after `ttl_active_days` active days unused.
+
+use engram_events::payloads::PlanStep;
+use engram_events::{Envelope, Event, EventKind};
+use serde::{Deserialize, Serialize};
+
+use engram_storage::projector::{Projection, Table, TableRows};
+
+/// One pipeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PipelineRow {
+    /// Its id.
+    pub pipeline_id: String,
+    /// The request in canonical form.
+    pub canonical: String,
+    /// The steps, arguments as placeholders where they came from the request.
+    pub steps: Vec<PlanStep>,
+    /// Identical passes.
+    pub uses: u32,
+    /// Active-day rank of its last use.
+    pub last_used_rank: u32,
+    /// Promoted to a synthesis candidate.
+    pub promoted: bool,
+    /// `seq` of its first recording.
+    pub first_seq: u64,
+}
+
+/// The `pipelines` projection.
+#[derive(Clone)]
+pub struct Pipelines {
+    rows: Table<PipelineRow>,
+}
+
+impl Default for Pipelines {
+    fn default() -> Self {
+        Pipelines { rows: Table::new(b'l') }
+    }
+}
+
+impl Pipelines {
+    /// The pipeline `id`.
+    pub fn get(&self, id: &str) -> Option<&PipelineRow> {
+        self.rows.get(id.as_bytes())
+    }
+
+    /// Every pipeline, by id.
+    pub fn iter(&self) -> impl Iterator<Item = &PipelineRow> {
+        self.rows.iter().map(|(_, v)| v)
+    }
+
+    /// Pipelines with at least `min_uses` identical passes.
+    pub fn candidates(&self, min_uses: u32) -> impl Iterator<Item = &PipelineRow> {
+        self.iter().filter(move |r| r.uses >= min_uses)
+    }
+
+    /// Number of pipelines.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+impl Projection for Pipelines {
+    fn name(&self) -> &'static str {
+        "pipelines"
+    }
+
+    fn kinds(&self) -> Option<&'static [EventKind]> {
+        Some(&[EventKind::PipelineRecorded, EventKind::PipelineExpired, EventKind::PipelinePromoted])
+    }
+
+    fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::PipelineRecorded(p) => {
+                let row = self.rows.entry(p.pipeline_id.as_bytes(), || PipelineRow {
+                    pipeline_id: p.pipeline_id.clone(),
+                    canonical: p.canonical.clone(),
+                    steps: p.steps.clone(),
+                    uses: 0,
+                    last_used_rank: p.day_rank,
+                    promoted: false,
+                    first_seq: env.seq.get(),
+                });
+                row.uses += 1;
+                row.last_used_rank = row.last_used_rank.max(p.day_rank);
+            }
+            Event::PipelineExpired(p) => {
+                self.rows.remove(p.pipeline_id.as_bytes());
+            }
+            Event::PipelinePromoted(p) => {
+                if let Some(row) = self.rows.get_mut(p.pipeline_id.as_bytes()) {
+                    row.promoted = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn tables(&self) -> Vec<&dyn TableRows> {
+        vec![&self.rows]
+    }
+
+    fn tables_mut(&mut self) -> Vec<&mut dyn TableRows> {
+        vec![&mut self.rows]
+    }
+}

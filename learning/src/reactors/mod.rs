@@ -1,0 +1,54 @@
+//! Reactors: the logic that derives events from events, as pure functions
+//! of their state and the event — the one code path both the live actors
+//! and `engram import` run.
+//!
+//! A reactor folds every event it is shown ([`Reactor::observe`]) and, for
+//! events it is asked to react to ([`Reactor::react`]), returns the events
+//! they cause. Derived events are built with [`engram_events::derived`]:
+//! they name their cause (`causation`) and carry ids derived from it, so
+//! deriving twice from the same event appends nothing new — derivation is
+//! idempotent by causation id.
+
+pub mod days;
+pub mod fast_path;
+pub mod graph;
+pub mod judge;
+pub mod patterns;
+pub mod summariser;
+
+use engram_events::Envelope;
+
+pub use days::DayReactor;
+pub use fast_path::FastPathReactor;
+pub use graph::GraphReactor;
+pub use judge::JudgeReactor;
+pub use patterns::PatternReactor;
+pub use summariser::SummaryReactor;
+
+/// Derives events from events.
+pub trait Reactor: Send {
+    /// Stable name, for logs and checkpoints.
+    fn name(&self) -> &'static str;
+
+    /// Folds an event without deriving anything (warm-up from the log).
+    fn observe(&mut self, env: &Envelope);
+
+    /// Folds an event and returns the events it causes.
+    fn react(&mut self, env: &Envelope) -> Vec<Envelope>;
+}
+
+/// Runs `reactors` over `events`, inserting each derived event right after
+/// its cause (and reacting to derived events in turn).
+pub fn derive_all(events: Vec<Envelope>, reactors: &mut [Box<dyn Reactor>]) -> Vec<Envelope> {
+    let mut out = Vec::with_capacity(events.len() + 2);
+    let mut stack: Vec<Envelope> = events.into_iter().rev().collect();
+    while let Some(env) = stack.pop() {
+        let mut caused = Vec::new();
+        for r in reactors.iter_mut() {
+            caused.extend(r.react(&env));
+        }
+        out.push(env);
+        stack.extend(caused.into_iter().rev());
+    }
+    out
+}
