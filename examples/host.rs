@@ -21,18 +21,23 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engram::actors::{Runtime, Tool, ToolContext, ToolError, ToolOutput};
-use engram::events::payloads::{FeedbackRating, SideEffectClass, ToolArgs};
+use engram::actors::tools::{args, FnTool};
+use engram::actors::{Runtime, ToolError, ToolOutput};
+use engram::events::payloads::FeedbackRating;
 use engram::{EventKind, EventLog, Seq, SessionId};
 
-/// Counts the words of a text file under `root`. `~/NAME` and `NAME` both
-/// name `root/NAME`; nothing outside `root` is read.
-struct WordCount {
-    root: PathBuf,
-}
-
-impl WordCount {
-    fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+/// `word_count {path}`: counts the words of a text file under `root`.
+/// `~/NAME` and `NAME` both name `root/NAME`; nothing outside `root` is
+/// read.
+///
+/// A tool that is one function of its arguments is an [`FnTool`]: a name,
+/// a description (what the offline planner compares requests with, so it
+/// reads like the requests it answers), its arguments and the call. The
+/// argument is called `path`, a slot name of the argument extractor, so the
+/// offline planner fills it with the path it finds in the request.
+fn word_count(root: PathBuf) -> FnTool {
+    FnTool::new("word_count", "Count the words in a text file", move |a, _ctx| {
+        let path = args::req_str(a, "word_count", "path")?;
         let relative = Path::new(path.strip_prefix("~/").unwrap_or(path));
         if relative.as_os_str().is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_))) {
             return Err(ToolError::Denied {
@@ -41,48 +46,14 @@ impl WordCount {
                 reason: "only files directly in the notes folder".into(),
             });
         }
-        Ok(self.root.join(relative))
-    }
-}
-
-impl Tool for WordCount {
-    fn name(&self) -> &str {
-        "word_count"
-    }
-
-    fn description(&self) -> &str {
-        "Count the words in a text file"
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        // `path` is a slot name of the argument extractor: the offline
-        // planner fills it with the path it finds in the request.
-        serde_json::json!({
-            "type": "object",
-            "properties": {"path": {"type": "string", "description": "the file, e.g. ~/notes.txt"}},
-            "required": ["path"]
-        })
-    }
-
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Read
-    }
-
-    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let bad = |message: &str| ToolError::BadArgs {
-            tool: "word_count".into(),
-            field: "path".into(),
-            message: message.into(),
-        };
-        let path = args.0.get("path").ok_or_else(|| bad("missing"))?.as_str().ok_or_else(|| bad("not a string"))?;
-        let file = self.resolve(path)?;
-        let text = std::fs::read_to_string(&file).map_err(|source| match source.kind() {
+        let text = std::fs::read_to_string(root.join(relative)).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => ToolError::NotFound { tool: "word_count".into(), path: path.into() },
             _ => ToolError::Io { tool: "word_count".into(), path: path.into(), source },
         })?;
         // A count is the host's own text, not the file's: trusted.
         Ok(ToolOutput::trusted(format!("{} words in {path}", text.split_whitespace().count())))
-    }
+    })
+    .with_arg("path", "the file, e.g. ~/notes.txt")
 }
 
 fn main() -> ExitCode {
@@ -108,7 +79,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let rt = Runtime::builder()
         .data_dir(&data)
         .offline()
-        .tool(Arc::new(WordCount { root: notes.path().to_owned() }))
+        .tool(Arc::new(word_count(notes.path().to_owned())))
         .turn_timeout(Duration::from_secs(30))
         .start()?;
     println!("engram runtime in {} ({})", data.display(), if rt.is_online() { "online" } else { "offline" });

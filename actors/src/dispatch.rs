@@ -1,5 +1,10 @@
 //! The dispatcher: one subscription to the log, fanned out to every actor's
-//! mailbox (the kinds it wants) and to the host bridge.
+//! mailbox (the kinds it wants: the shells' roles, and the listener's
+//! `reply.delivered` for the hot window) and to the host bridge.
+//!
+//! An actor's mailbox gets an event before the bridge wakes the host call
+//! waiting for its turn, so whatever the host says next reaches the
+//! listener after the reply that opened the hot window.
 //!
 //! One thread wakes per committed batch, rather than one per actor: on a
 //! small machine the wake-ups of threads with nothing to do are what a turn
@@ -26,8 +31,9 @@ pub struct Feed {
     pub kinds: Option<Vec<EventKind>>,
     /// Its mailbox.
     pub addr: Recipient<Deliver>,
-    /// What has been seen and handed on, for [`crate::Runtime::settle`].
-    pub status: Arc<ShellStatus>,
+    /// What has been seen and handed on, for [`crate::Runtime::settle`]
+    /// (`None` for the listener, which is not a shell and not waited for).
+    pub status: Option<Arc<ShellStatus>>,
 }
 
 /// Starts the dispatcher thread: events from `from` on, until `stop`.
@@ -47,11 +53,16 @@ pub fn start(
                     Ok(Some(env)) => {
                         let seq = env.seq.0;
                         for f in &feeds {
-                            if wants(f.kinds.as_deref(), &env) {
-                                f.status.forwarded.store(seq, Ordering::Release);
+                            let wanted = wants(f.kinds.as_deref(), &env);
+                            if let (true, Some(status)) = (wanted, &f.status) {
+                                status.forwarded.store(seq, Ordering::Release);
+                            }
+                            if wanted {
                                 f.addr.do_send(Deliver(env.clone()));
                             }
-                            f.status.seen.store(seq, Ordering::Release);
+                            if let Some(status) = &f.status {
+                                status.seen.store(seq, Ordering::Release);
+                            }
                         }
                         bridge.take(&env);
                     }

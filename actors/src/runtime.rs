@@ -47,7 +47,7 @@ use crate::llm::{LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, OFFLINE_MODEL};
 use crate::roles::graph::Graph;
 use crate::roles::judge::Judge;
-use crate::roles::listener::{Heard, HostInput, Listener};
+use crate::roles::listener::{Heard, HostInput, Listener, LISTENER_KINDS};
 use crate::roles::planner::{Planner, PlannerSetup};
 use crate::roles::reply_loop::{ReplyLoop, ReplySetup};
 use crate::roles::router::{Router, RouterSetup};
@@ -329,12 +329,13 @@ impl Runtime {
             })
             .map_err(RuntimeError::Thread)?;
         let (system, listener, addrs) = rx.recv().map_err(|_| RuntimeError::ActorFailed("system"))?;
-        let feeds = addrs
+        let mut feeds: Vec<Feed> = addrs
             .into_iter()
             .zip(kinds)
             .zip(&statuses)
-            .map(|((addr, kinds), (_, status))| Feed { kinds, addr, status: status.clone() })
+            .map(|((addr, kinds), (_, status))| Feed { kinds, addr, status: Some(status.clone()) })
             .collect();
+        feeds.push(Feed { kinds: Some(LISTENER_KINDS.to_vec()), addr: listener.clone().recipient(), status: None });
         let threads = vec![dispatch::start(&bus, from, feeds, bridge.clone(), stop.clone())?];
         let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();
         Ok(Runtime {
@@ -384,7 +385,6 @@ impl Runtime {
             turn: heard.turn.to_string(),
             secs: self.turn_timeout.as_secs(),
         })?;
-        self.listener.do_send(HostInput::Replied { session: session.clone() });
         reply.text = done.text;
         reply.layer = Some(done.layer);
         reply.model = done.model;

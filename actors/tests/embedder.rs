@@ -3,9 +3,7 @@
 //! `~/.local/share/engram/models`). Without the model these tests fail,
 //! naming the script: they never skip.
 
-use std::path::Path;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use engram_actors::embedder::{
     EmbedError, Embedder, EmbedderConfig, OnnxEmbedder, BATCH_ROWS, DIM, FETCH_HINT, MODEL_FILE, MODEL_ID,
@@ -174,43 +172,4 @@ fn garbage_model_is_a_clear_error() {
     let (_tmp, config) = dir_with_model(&real[..real.len() / 2]);
     let err = OnnxEmbedder::open(&config).unwrap_err();
     assert!(matches!(err, EmbedError::AssetMismatch { what: "model", .. }), "{err:?}");
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-/// `cargo test -p engram-actors --release --test embedder -- --ignored --nocapture latency`
-#[test]
-#[ignore = "a measurement: run it in release"]
-fn latency() {
-    let texts: Vec<String> = (0..32).map(|i| format!("remind me to water the plants at {i} o'clock")).collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    for threads in [1, 2] {
-        let start = Instant::now();
-        let e = open(&EmbedderConfig { threads, ..EmbedderConfig::default() });
-        let opened = start.elapsed();
-        e.embed("warm up").unwrap();
-        let single = median(
-            (0..100)
-                .map(|_| {
-                    let t = Instant::now();
-                    e.embed("what time is it").unwrap();
-                    t.elapsed()
-                })
-                .collect(),
-        );
-        let batch = median(
-            (0..20)
-                .map(|_| {
-                    let t = Instant::now();
-                    e.embed_batch(&refs).unwrap();
-                    t.elapsed()
-                })
-                .collect(),
-        );
-        println!("threads {threads}: open {opened:?}, one short sentence {single:?} (median of 100), batch of 32 {batch:?} (median of 20)");
-    }
-    assert!(Path::new(&EmbedderConfig::default().models_dir).is_dir());
 }

@@ -9,9 +9,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use engram_actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
-use engram_actors::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use engram_actors::tools::{args, FnTool, ToolError, ToolOutput};
 use engram_actors::Runtime;
-use engram_events::payloads::{FeedbackRating, RouteLayer, SideEffectClass, ToolArgs};
+use engram_events::payloads::{FeedbackRating, RouteLayer};
 use engram_events::{Envelope, Event, EventKind, Seq, SessionId};
 use engram_storage::EventLog;
 
@@ -25,56 +25,35 @@ fn embedder() -> Arc<dyn Embedder> {
 
 /// A host tool over a file of the fixture (`{path}`, its file name looked
 /// up in the fixture's files): real work, so a wrong path is a failed step.
-struct FileTool {
+/// Each call adds one to `calls`.
+fn file_tool(
     name: &'static str,
     description: &'static str,
     root: PathBuf,
     calls: Arc<AtomicUsize>,
     answer: fn(&Path) -> std::io::Result<String>,
+) -> Arc<FnTool> {
+    let tool = FnTool::new(name, description, move |args, _ctx| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        let path = args::req_str(args, name, "path")?;
+        let file = Path::new(path).file_name().ok_or_else(|| ToolError::Failed("bad path".into()))?;
+        answer(&root.join(file)).map(ToolOutput::trusted).map_err(|e| ToolError::Failed(e.to_string()))
+    });
+    Arc::new(tool.with_arg("path", "the file"))
 }
 
-/// `word_count {path}`: "N words".
-fn word_count(f: &Fixture) -> Arc<FileTool> {
-    Arc::new(FileTool {
-        name: "word_count",
-        description: "Count the words in a text file",
-        root: f.files.clone(),
-        calls: f.calls.clone(),
-        answer: |p| Ok(format!("{} words", std::fs::read_to_string(p)?.split_whitespace().count())),
+/// `word_count {path}`: "N words" (its calls counted in `f.calls`).
+fn word_count(f: &Fixture) -> Arc<FnTool> {
+    file_tool("word_count", "Count the words in a text file", f.files.clone(), f.calls.clone(), |p| {
+        Ok(format!("{} words", std::fs::read_to_string(p)?.split_whitespace().count()))
     })
 }
 
 /// `file_size {path}`: "N bytes" (its calls are not counted).
-fn file_size(f: &Fixture) -> Arc<FileTool> {
-    Arc::new(FileTool {
-        name: "file_size",
-        description: "Tell how big a file is, its size in bytes",
-        root: f.files.clone(),
-        calls: Arc::default(),
-        answer: |p| Ok(format!("{} bytes", std::fs::metadata(p)?.len())),
+fn file_size(f: &Fixture) -> Arc<FnTool> {
+    file_tool("file_size", "Tell how big a file is, its size in bytes", f.files.clone(), Arc::default(), |p| {
+        Ok(format!("{} bytes", std::fs::metadata(p)?.len()))
     })
-}
-
-impl Tool for FileTool {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn description(&self) -> &str {
-        self.description
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
-    }
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Read
-    }
-    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        let path = args.0.get("path").and_then(|v| v.as_str()).ok_or_else(|| ToolError::Failed("no path".into()))?;
-        let name = Path::new(path).file_name().ok_or_else(|| ToolError::Failed("bad path".into()))?;
-        let text = (self.answer)(&self.root.join(name)).map_err(|e| ToolError::Failed(e.to_string()))?;
-        Ok(ToolOutput { text, untrusted: false, undo: None })
-    }
 }
 
 struct Fixture {
@@ -339,24 +318,10 @@ fn an_idle_session_is_ended_and_summarised() {
 }
 
 /// A host tool with a bug.
-struct Crashes;
-
-impl Tool for Crashes {
-    fn name(&self) -> &str {
-        "file_size"
-    }
-    fn description(&self) -> &str {
-        "Tell how big a file is, its size in bytes"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}})
-    }
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Read
-    }
-    fn call(&self, _args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        panic!("a bug in a host tool")
-    }
+fn crashes() -> Arc<FnTool> {
+    let tool =
+        FnTool::new("file_size", "Tell how big a file is, its size in bytes", |_, _| panic!("a bug in a host tool"));
+    Arc::new(tool.with_arg("path", "the file"))
 }
 
 #[test]
@@ -366,7 +331,7 @@ fn a_panicking_tool_fails_its_step_not_the_turn() {
         .data_dir(&f.data)
         .offline()
         .embedder(embedder())
-        .tool(Arc::new(Crashes))
+        .tool(crashes())
         .turn_timeout(Duration::from_secs(60))
         .start()
         .unwrap();
@@ -503,5 +468,46 @@ fn voice_needs_the_wake_word_or_the_hot_window_which_survives_a_restart() {
     let follow = rt.handle_from(&s, "che ore sono", UtteranceSource::Voice).unwrap();
     assert!(follow.heard.intent.directed, "{follow:?}");
     assert_eq!(follow.layer, Some(RouteLayer::L0));
+    rt.shutdown().unwrap();
+}
+
+/// The hot window opens when the reply is delivered, whether or not the
+/// host was still waiting for it: the listener reads `reply.delivered`
+/// from the log, not from the host's call.
+#[test]
+fn a_reply_the_host_stopped_waiting_for_still_opens_the_hot_window() {
+    use engram_events::payloads::UtteranceSource;
+    use engram_learning::intent::IntentMode;
+    let f = fixture();
+    // `get_now` (what L0 answers "what time is it" with), slower than the
+    // host is willing to wait.
+    let slow_clock = FnTool::new("get_now", "the current time", |_, ctx| {
+        std::thread::sleep(Duration::from_millis(400));
+        Ok(ToolOutput::trusted(ctx.now.format("%H:%M").to_string()))
+    });
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .offline()
+        .embedder(embedder())
+        .intent_mode(IntentMode::Voice)
+        .tool(Arc::new(slow_clock))
+        .turn_timeout(Duration::from_millis(50))
+        .start()
+        .unwrap();
+    let s = SessionId::new("s-slow");
+    let e = rt.handle_from(&s, "hey engram, what time is it", UtteranceSource::Voice).unwrap_err();
+    assert!(e.to_string().contains("timed out") || format!("{e:?}").contains("TurnTimeout"), "{e:?}");
+    assert!(rt.settle(Duration::from_secs(10)));
+    assert_eq!(count(&events(&rt), EventKind::ReplyDelivered), 1);
+    // The follow-up's own turn may time out too: its judgement is in the log.
+    let _ = rt.handle_from(&s, "what is the date", UtteranceSource::Voice);
+    let judged: Vec<bool> = events(&rt)
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::IntentJudged(j) => Some(j.directed),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(judged, [true, true], "no wake word, but the hot window is open");
     rt.shutdown().unwrap();
 }

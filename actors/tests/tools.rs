@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use engram_actors::tools::fence::{BEGIN_MARKER, END_MARKER};
-use engram_actors::tools::{is_fenced, DEFAULT_READ_MAX_BYTES};
-use engram_actors::{fence_untrusted, BuiltinConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use engram_actors::tools::{is_fenced, FnTool, DEFAULT_READ_MAX_BYTES};
+use engram_actors::{fence_untrusted, BuiltinConfig, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use engram_events::chrono::DateTime;
 use engram_events::payloads::{SideEffectClass, ToolArgs};
 use engram_events::SessionId;
@@ -76,40 +76,25 @@ fn unknown_tool_is_an_error_naming_it() {
 }
 
 /// A host tool with a side effect: adds to a counter, undo subtracts.
-struct Counter {
-    name: &'static str,
-    value: Arc<AtomicUsize>,
-}
-
-impl Tool for Counter {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn description(&self) -> &str {
-        "add one to the counter"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object", "properties": {}})
-    }
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Write
-    }
-    fn call(&self, _args: &ToolArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let now = self.value.fetch_add(1, Ordering::SeqCst) + 1;
-        let value = self.value.clone();
+fn counter(name: &'static str, value: &Arc<AtomicUsize>) -> Arc<FnTool> {
+    let value = value.clone();
+    let tool = FnTool::new(name, "add one to the counter", move |_args, ctx| {
+        let now = value.fetch_add(1, Ordering::SeqCst) + 1;
+        let value = value.clone();
         let session = ctx.session.clone();
         Ok(ToolOutput::trusted(format!("counter is {now}")).with_undo(Box::new(move || {
             value.fetch_sub(1, Ordering::SeqCst);
             Ok(format!("counter back to {} for {session}", now - 1))
         })))
-    }
+    });
+    Arc::new(tool.with_side_effect(SideEffectClass::Write))
 }
 
 #[test]
 fn host_tool_is_callable_listed_and_replaces_a_builtin() {
     let mut r = registry(vec![]);
     let value = Arc::new(AtomicUsize::new(0));
-    assert!(r.register(Arc::new(Counter { name: "count", value: value.clone() })).is_none());
+    assert!(r.register(counter("count", &value)).is_none());
     assert!(r.names().contains(&"count".to_owned()));
     let spec = r.specs().into_iter().find(|(n, _, _)| n == "count").unwrap();
     assert_eq!(spec.1, "add one to the counter");
@@ -119,7 +104,7 @@ fn host_tool_is_callable_listed_and_replaces_a_builtin() {
     assert_eq!(value.load(Ordering::SeqCst), 1);
 
     // Same name as a built-in: the host's tool wins, the old one is returned.
-    let old = r.register(Arc::new(Counter { name: "get_location", value: value.clone() })).unwrap();
+    let old = r.register(counter("get_location", &value)).unwrap();
     assert_eq!(old.description(), "where am I: the user's current location (city, region)");
     assert_eq!(call(&r, "get_location", "{}").unwrap().text, "counter is 2");
     assert_eq!(r.names().iter().filter(|n| *n == "get_location").count(), 1);
@@ -129,8 +114,8 @@ fn host_tool_is_callable_listed_and_replaces_a_builtin() {
 fn undo_runs_the_last_action_of_that_session_only() {
     let mut r = registry(vec![]);
     let (a, b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    r.register(Arc::new(Counter { name: "count_a", value: a.clone() }));
-    r.register(Arc::new(Counter { name: "count_b", value: b.clone() }));
+    r.register(counter("count_a", &a));
+    r.register(counter("count_b", &b));
     let (s1, s2) = (ctx("s1"), ctx("s2"));
     let none = ToolArgs::default();
 

@@ -1,14 +1,14 @@
 //! Fast-path benchmarks (criterion), with the building blocks `engram bench
-//! fastpath` uses (`engram_bench::fast_path`), so both measure the same
+//! fast-path` uses (`engram_bench::fast_path`), so both measure the same
 //! thing: [`FastPath::route`](engram::learning::fast_path::FastPath::route)
 //! with the real embedding model, the request embedded each time.
 //!
-//! * `fastpath/l0` — a literal phrase through `route` (cycling through the
+//! * `fast_path/l0` — a literal phrase through `route` (cycling through the
 //!   built-in EN/IT phrases, as typed and capitalised with a question mark):
 //!   normalisation and a hash lookup, no embedding;
-//! * `fastpath/embed` — one short request (a masked canonical text) embedded
+//! * `fast_path/embed` — one short request (a masked canonical text) embedded
 //!   alone;
-//! * `fastpath/l1_hit/1000` — a request that hits L1 in a table of 1,000 L1
+//! * `fast_path/l1_hit/1000` — a request that hits L1 in a table of 1,000 L1
 //!   rows learned from synthetic planner turns (all embedded with the real
 //!   model), end to end: extraction, embedding, index search, gate,
 //!   placeholders. Cycles through requests for different rows, each with a
@@ -17,7 +17,7 @@
 //! Needs the model where `scripts/fetch-models.sh` installs it (or
 //! `ENGRAM_MODELS_DIR`); fails, never skips, when it is missing. Building the
 //! table embeds 1,000 texts (about a second), so `cargo bench --bench
-//! fastpath -- --test` takes a few seconds. `engram bench fastpath` gives
+//! fast_path -- --test` takes a few seconds. `engram bench fast-path` gives
 //! p50/p99, hit rates, the 50,000-row table, L2 and misses in one report.
 
 use std::time::Duration;
@@ -34,7 +34,7 @@ const QUERIES: usize = 64;
 /// Table and request seed.
 const SEED: u64 = 42;
 
-fn fastpath(c: &mut Criterion) {
+fn fast_path(c: &mut Criterion) {
     let mut harness = Harness::open(0, ROWS, SEED).unwrap_or_else(|e| panic!("{e:#}"));
     // L1 only: an L1 hit never reaches L2.
     let corpus = harness.corpus(ROWS, 0).unwrap_or_else(|e| panic!("{e:#}"));
@@ -53,7 +53,7 @@ fn fastpath(c: &mut Criterion) {
         assert!(d.layer == RouteLayer::L1 && d.matched == r.expect, "{:?}: {d:?}", r.text);
     }
 
-    let mut g = c.benchmark_group("fastpath");
+    let mut g = c.benchmark_group("fast_path");
     g.throughput(Throughput::Elements(1));
     g.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     g.bench_function("l0", |b| {
@@ -74,5 +74,5 @@ fn fastpath(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, fastpath);
+criterion_group!(benches, fast_path);
 criterion_main!(benches);

@@ -67,7 +67,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use chrono::{DateTime, FixedOffset};
 
-use crate::patterns::{percentile_us, Rng};
+use crate::patterns::Rng;
+use crate::percentile_us;
 use engram::actors::embedder::{EmbedError, Embedder, EmbedderConfig, OnnxEmbedder};
 use engram::events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use engram::learning::config::Config;
@@ -81,7 +82,7 @@ pub const WARM_UP: usize = 10;
 /// Cosine of a derived row vector to its real row: uniform in this range.
 pub const DERIVED_COSINE: (f64, f64) = (0.70, 0.95);
 
-/// Options of `engram bench fastpath`.
+/// Options of `engram bench fast-path`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "\
 Every request goes through FastPath::route with the real embedding model \
@@ -98,8 +99,8 @@ Queries target the really embedded rows, with fresh masked values (paths, \
 URLs). --distinct 50000 embeds every row of a 50,000-row table for real.
 
 Examples:
-  engram bench fastpath --json
-  engram bench fastpath --sizes 1000 --queries 500")]
+  engram bench fast-path --json
+  engram bench fast-path --sizes 1000 --queries 500")]
 pub struct Options {
     /// Print the report as JSON
     #[arg(long)]
@@ -765,7 +766,7 @@ pub struct Table {
     pub index_s: f64,
 }
 
-/// The report of `engram bench fastpath`.
+/// The report of `engram bench fast-path`.
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct Report {
     /// L0 phrases through `route`.

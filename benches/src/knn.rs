@@ -293,8 +293,7 @@ where
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    lat.sort_by(f64::total_cmp);
-    let p50 = lat[lat.len() / 2] * 1e6;
+    let p50 = crate::percentile(&lat, 50.0).unwrap_or(f64::NAN) * 1e6;
     (round(done as f64 / elapsed, 0), round(p50, 1))
 }
 

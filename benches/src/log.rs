@@ -111,8 +111,8 @@ pub struct Pair {
 impl Pair {
     /// The medians and ratio of per-run samples.
     pub fn from_runs(engram_runs: Vec<f64>, sqlite_runs: Vec<f64>) -> Self {
-        let engram_eps = median(&engram_runs).round();
-        let sqlite_eps = median(&sqlite_runs).round();
+        let engram_eps = median(&engram_runs);
+        let sqlite_eps = median(&sqlite_runs);
         let round = |v: Vec<f64>| v.into_iter().map(f64::round).collect();
         Pair {
             engram_eps,
@@ -155,7 +155,7 @@ impl DurablePair {
     /// Medians and ratios of per-run samples.
     pub fn from_runs(engram_runs: Vec<f64>, sqlite_runs: Vec<f64>, serialized_runs: Vec<f64>) -> Self {
         let pair = Pair::from_runs(engram_runs, sqlite_runs);
-        let sqlite_serialized_eps = median(&serialized_runs).round();
+        let sqlite_serialized_eps = median(&serialized_runs);
         DurablePair {
             ratio_serialized: ratio(pair.engram_eps, sqlite_serialized_eps),
             pair,
@@ -290,23 +290,13 @@ impl LogReport {
     }
 }
 
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
+/// The median of repeated runs' figures, rounded to a whole number.
+fn median(runs: &[f64]) -> f64 {
+    crate::percentile(runs, 50.0).unwrap_or(f64::NAN).round()
 }
 
-/// The median of `samples` (mean of the middle two for an even count).
-pub fn median(samples: &[f64]) -> f64 {
-    if samples.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = samples.to_vec();
-    s.sort_by(f64::total_cmp);
-    let mid = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[mid]
-    } else {
-        (s[mid - 1] + s[mid]) / 2.0
-    }
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
 }
 
 // ---------------------------------------------------------------------------

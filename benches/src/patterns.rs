@@ -30,7 +30,7 @@
 //! [`Corpus`], [`event_stream`], …) are public so that the criterion bench
 //! (`benches/patterns.rs`) measures with the same code.
 
-use crate::{machine, round2, thousands};
+use crate::{machine, percentile_us, round2, thousands};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -610,17 +610,6 @@ pub struct RecommendFigure {
     pub build_ms: f64,
 }
 
-/// Percentile `p` (0–100, nearest rank) of `samples`, in µs.
-pub fn percentile_us(samples: &[Duration], p: f64) -> f64 {
-    if samples.is_empty() {
-        return f64::NAN;
-    }
-    let mut s: Vec<Duration> = samples.to_vec();
-    s.sort_unstable();
-    let rank = ((p / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
-    round2(s[rank.min(s.len()) - 1].as_secs_f64() * 1e6)
-}
-
 /// Measures one corpus: every query through the recommendation path
 /// [`PASSES`] times (round robin; a query's latency is the median of its
 /// passes, so one pass disturbed by another process does not skew the
@@ -649,10 +638,7 @@ pub fn measure(corpus: &Corpus, exact_queries: usize, build: Duration) -> Recomm
             }
         }
     }
-    let median = |mut d: [Duration; PASSES]| {
-        d.sort_unstable();
-        d[PASSES / 2]
-    };
+    let median = |d: [Duration; PASSES]| crate::percentile(&d, 50.0).expect("PASSES > 0");
     let total: Vec<Duration> = total.into_iter().map(median).collect();
     let search: Vec<Duration> = search.into_iter().map(median).collect();
     let exact_queries = exact_queries.min(corpus.queries.len());
@@ -949,9 +935,9 @@ pub fn measure_rebuild(min_events: usize, seed: u64, progress: impl Fn(&str)) ->
     Ok(RebuildFigure {
         events: n,
         decoded,
-        events_per_sec: crate::log::median(&runs).round(),
+        events_per_sec: crate::percentile(&runs, 50.0).unwrap_or(f64::NAN).round(),
         runs: runs.into_iter().map(f64::round).collect(),
-        fold_events_per_sec: crate::log::median(&fold_runs).round(),
+        fold_events_per_sec: crate::percentile(&fold_runs, 50.0).unwrap_or(f64::NAN).round(),
         fold_runs: fold_runs.into_iter().map(f64::round).collect(),
         fingerprints: folded.fingerprint_count(),
         outcomes: folded.outcome_count(),

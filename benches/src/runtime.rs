@@ -23,9 +23,9 @@ use anyhow::Context;
 use chrono::Utc;
 use engram::actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
 use engram::actors::fast_path::FastPathService;
-use engram::actors::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use engram::actors::tools::{FnTool, Tool, ToolContext, ToolOutput};
 use engram::actors::Runtime;
-use engram::events::payloads::{SideEffectClass, ToolArgs};
+use engram::events::payloads::ToolArgs;
 use engram::events::{Seq, SessionId};
 use engram::learning::config::Config;
 use engram::learning::fast_path::l0::L0Table;
@@ -35,7 +35,7 @@ use engram::storage::projector::Projector;
 use engram::storage::EventLog;
 use serde::Serialize;
 
-use crate::patterns::percentile_us;
+use crate::percentile_us;
 use crate::{machine, round2};
 
 /// Options of `engram bench runtime`.
@@ -64,25 +64,12 @@ pub struct Options {
 
 /// A trivial tool, so a turn's time is the runtime's: `word_count {path}`
 /// that counts the characters of the path instead of reading a file.
-pub struct Echo;
-
-impl Tool for Echo {
-    fn name(&self) -> &str {
-        "word_count"
-    }
-    fn description(&self) -> &str {
-        "Count the words in a text file"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}})
-    }
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Read
-    }
-    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+pub fn echo() -> FnTool {
+    FnTool::new("word_count", "Count the words in a text file", |args, _ctx| {
         let path = args.0.get("path").and_then(|v| v.as_str()).unwrap_or_default();
         Ok(ToolOutput::trusted(format!("{} words", path.len())))
-    }
+    })
+    .with_arg("path", "the file")
 }
 
 /// p50 / p99 in µs.
@@ -186,7 +173,7 @@ impl Report {
 
 const WARM_UP: usize = 20;
 
-/// The runtime the benchmark drives: offline, [`Echo`] registered, the log
+/// The runtime the benchmark drives: offline, [`echo`] registered, the log
 /// under `durability` (`durable` or `relaxed`).
 pub fn start(dir: &Path, durability: &str, embedder: Arc<dyn Embedder>) -> anyhow::Result<Runtime> {
     let mut config = Config::default();
@@ -196,7 +183,7 @@ pub fn start(dir: &Path, durability: &str, embedder: Arc<dyn Embedder>) -> anyho
         .config(config)
         .offline()
         .embedder(embedder)
-        .tool(Arc::new(Echo))
+        .tool(Arc::new(echo()))
         .turn_timeout(Duration::from_secs(60))
         .start()
         .context("starting the runtime")
@@ -297,12 +284,13 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         // canonical form is embedded once, then memoised).
         let cache = EmbeddingCache::new(rt.log().cache_tree("embeddings")?, CacheCaps::default());
         let fast = FastPathService::build(&config, &canonical, &pipelines, embedder.clone(), Some(cache))?;
+        let tool = echo();
         let mut direct = Vec::with_capacity(opts.turns);
         for i in 0..opts.turns {
             let t0 = Instant::now();
             let d = fast.route(&l1_text(1_000_000 + i), now)?;
             anyhow::ensure!(d.steps.len() == 1, "the direct fast path missed: {}", d.reason);
-            std::hint::black_box(Echo.call(&d.steps[0].args, &ctx)?);
+            std::hint::black_box(tool.call(&d.steps[0].args, &ctx)?);
             direct.push(t0.elapsed());
         }
         figures.push(figure("L1", durability, &samples, &direct, events));

@@ -19,7 +19,8 @@ pub enum Command {
     /// Fast path: FastPath::route end to end with the real embedding model —
     /// L0 phrases, one request embedded alone, L1 and L2 hits and planner
     /// misses at several table sizes (p50/p99, hit rates, where the time goes)
-    Fastpath(engram_bench::fast_path::Options),
+    #[command(alias = "fastpath")]
+    FastPath(engram_bench::fast_path::Options),
     /// Actor runtime: a fast-path turn through the live actors (L0 without
     /// embedding, L1 with) beside the same decision by direct calls — the
     /// runtime's overhead p50/p99, under durable and relaxed logs — turns/s
@@ -32,7 +33,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Log(o) => emit(o.json, &engram_bench::log::run(&o)?, |r| r.human()),
         Command::Patterns(o) => emit(o.json, &engram_bench::patterns::run(&o)?, |r| r.human()),
         Command::Knn(o) => emit(o.json, &engram_bench::knn::run(&o)?, |r| r.human(&o)),
-        Command::Fastpath(o) => emit(o.json, &engram_bench::fast_path::run(&o)?, |r| r.human()),
+        Command::FastPath(o) => emit(o.json, &engram_bench::fast_path::run(&o)?, |r| r.human()),
         Command::Runtime(o) => emit(o.json, &engram_bench::runtime::run(&o)?, |r| r.human()),
     }?;
     Ok(ExitCode::SUCCESS)

@@ -1,8 +1,16 @@
-//! Text normalisation for the fast path (seed 000): lowercase, straight
-//! apostrophes, punctuation off, whitespace collapsed.
+//! Text as every rule of the assistant reads it: one normalisation, one
+//! way to split words, one list of words that carry no meaning of their
+//! own (EN + IT), one list of negations.
 //!
-//! One function, used for the L0 table, for canonical texts and for the
-//! replay gate, so the three always agree on what a word is.
+//! [`normalize`] (seed 000: lowercase, straight apostrophes, punctuation
+//! off, whitespace collapsed) serves the L0 table, canonical texts, the
+//! replay gate, the intent judge, the judge's correction detector, the
+//! summariser and the graph extractor, so all of them agree on what a word
+//! is. [`is_stop_word`] serves the replay gate (its content-word rule) and
+//! the summariser (topics): the gate reads negations as meaning — "don't
+//! turn on the light" is not "turn on the light" — while a topic list has
+//! no use for them, so whether negations count is the caller's
+//! [`Negations`] choice rather than a second list.
 
 /// Normalises `text`: lowercase; typographic apostrophes straightened and
 /// kept inside words (`what's`, `l'ora`); every other punctuation mark
@@ -43,9 +51,97 @@ pub fn words(normalized: &str) -> impl Iterator<Item = &str> {
     normalized.split(' ').filter(|w| !w.is_empty())
 }
 
+/// Whether negation words are stop words for a caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Negations {
+    /// Negations carry meaning (the replay gate): not stop words.
+    Keep,
+    /// Negations are noise (topics): stop words like the others.
+    Drop,
+}
+
+/// Whether `word` (normalised) is a negation: "not", "don't", "non",
+/// "mai", any "…n't", ….
+pub fn is_negation(word: &str) -> bool {
+    NEGATIONS.contains(&word) || word.ends_with("n't")
+}
+
+/// Whether `word` (normalised) says nothing on its own: an article, a
+/// pronoun, an auxiliary, a courtesy, a filler verb — and, with
+/// [`Negations::Drop`], a negation.
+pub fn is_stop_word(word: &str, negations: Negations) -> bool {
+    STOP_WORDS_EN.binary_search(&word).is_ok()
+        || STOP_WORDS_IT.binary_search(&word).is_ok()
+        || (negations == Negations::Drop && is_negation(word))
+}
+
+/// EN + IT negations.
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "don't", "dont", "doesn't", "doesnt", "didn't", "isn't", "aren't", "won't", "can't",
+    "cannot", "without", "nothing", "none", "non", "mai", "nessun", "nessuno", "nessuna", "niente", "nulla", "senza",
+];
+
+/// English stop words, sorted (looked up by binary search). Number words
+/// other than "one" are not here: "two minutes" and "five minutes" must
+/// stay different requests to the replay gate.
+#[rustfmt::skip]
+const STOP_WORDS_EN: &[&str] = &[
+    "a", "about", "again", "all", "also", "always", "am", "an", "and", "any", "are", "at", "be",
+    "been", "being", "but", "by", "call", "can", "could", "did", "do", "does", "doing", "done",
+    "each", "for", "from", "get", "give", "got", "had", "has", "have", "he", "her", "here", "hey",
+    "him", "his", "how", "i", "i'm", "in", "into", "is", "it", "it's", "its", "just", "kindly",
+    "know", "let", "let's", "like", "live", "love", "make", "may", "me", "mine", "more", "most",
+    "much", "my", "myself", "name", "need", "new", "now", "of", "ok", "okay", "on", "one", "only",
+    "or", "our", "out", "over", "page", "please", "prefer", "put", "say", "see", "shall", "she",
+    "should", "show", "so", "some", "such", "switch", "tell", "than", "thank", "thanks", "that",
+    "the", "their", "them", "then", "there", "these", "they", "thing", "things", "think", "this",
+    "those", "to", "today", "too", "turn", "up", "us", "use", "very", "want", "was", "way", "we",
+    "were", "what", "what's", "whats", "when", "where", "which", "while", "who", "will", "with",
+    "would", "yes", "you", "your",
+];
+
+/// Italian stop words, sorted (looked up by binary search).
+#[rustfmt::skip]
+const STOP_WORDS_IT: &[&str] = &[
+    "abbiamo", "abito", "adesso", "agli", "ai", "al", "alla", "alle", "allo", "anche",
+    "ancora", "avere", "c'è", "che", "chi", "chiamami", "chiamo", "ci", "come", "con", "cos'è",
+    "cosa", "da", "dal", "dalla", "dammi", "degli", "dei", "del", "della", "delle",
+    "dello", "di", "dimmi", "dove", "e", "ed", "ehi", "essere", "fai", "fammi", "fare",
+    "favore", "fra", "gentilmente", "gli", "grazie", "ha", "hai", "ho", "il", "la", "le",
+    "lo", "ma", "mi", "mia", "mie", "miei", "mio", "molto", "nei", "nel", "nella",
+    "nelle", "o", "oggi", "ora", "pagina", "per", "perché", "piacciono", "piace", "più", "po",
+    "poi", "potresti", "preferisco", "puoi", "pure", "quale", "quali", "quando", "quella",
+    "quelli", "quello", "questa", "queste", "questi", "questo", "sei", "sempre", "si", "siamo",
+    "sono", "su", "sua", "subito", "sul", "sulla", "suo", "ti", "tra", "tua", "tuo",
+    "tutti", "tutto", "un", "una", "uno", "vi", "vivo", "voglio", "vorrei", "è",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stop_word_lists_are_sorted_normalised_and_disjoint_from_negations() {
+        for list in [STOP_WORDS_EN, STOP_WORDS_IT] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates: binary search needs it");
+            for w in list {
+                assert_eq!(normalize(w), *w, "{w:?} is not in normalised form");
+                assert!(!is_negation(w), "{w:?} is a negation: it belongs in NEGATIONS");
+            }
+        }
+    }
+
+    #[test]
+    fn negations_are_stop_words_only_when_dropped() {
+        assert!(is_stop_word("the", Negations::Keep) && is_stop_word("della", Negations::Keep));
+        assert!(!is_stop_word("light", Negations::Drop));
+        for w in ["not", "non", "mai", "shouldn't"] {
+            assert!(is_negation(w), "{w}");
+            assert!(!is_stop_word(w, Negations::Keep), "{w}");
+            assert!(is_stop_word(w, Negations::Drop), "{w}");
+        }
+        assert!(!is_stop_word("two", Negations::Drop), "number words are content");
+    }
 
     #[test]
     fn rules() {

@@ -36,6 +36,7 @@ use super::ContextLlm;
 use crate::bus::Bus;
 use crate::error::RuntimeError;
 use crate::llm::contexts;
+use crate::shell::Deliver;
 
 /// How far back the transcript the LLM intent judge reads goes (seed 002
 /// #2: a 120 s rolling buffer).
@@ -154,7 +155,10 @@ impl Listener {
                 }
             }
             Event::SessionEnded(_) => self.sessions.entry(session.clone()).or_default().ended = true,
-            // Replies in the log reopen the hot window after a restart.
+            // The hot window runs from the reply's time (the reply loop
+            // stamps a turn's tail when it delivers it). Read from the log at
+            // start and handed on by the dispatcher while running — one
+            // source, one clock, whether or not the host still waited.
             Event::ReplyDelivered(_) => {
                 let s = self.sessions.entry(session.clone()).or_default();
                 s.last_reply_at = s.last_reply_at.max(Some(env.at));
@@ -304,12 +308,6 @@ pub enum HostInput {
         /// The turn it is about.
         reply: Sender<Result<Option<TurnId>, RuntimeError>>,
     },
-    /// The assistant answered the session's turn now (opens the hot
-    /// window).
-    Replied {
-        /// The session.
-        session: SessionId,
-    },
     /// The session is over.
     End {
         /// The session.
@@ -319,6 +317,20 @@ pub enum HostInput {
         /// Its number of turns.
         reply: Sender<Result<u32, RuntimeError>>,
     },
+}
+
+/// The kinds the dispatcher hands the listener: what others append that
+/// it folds (it folds what it appends itself as it appends it).
+pub const LISTENER_KINDS: &[EventKind] = &[EventKind::ReplyDelivered];
+
+impl Handler<Deliver> for Listener {
+    type Result = ();
+
+    fn handle(&mut self, msg: Deliver, _ctx: &mut Context<Self>) {
+        if LISTENER_KINDS.contains(&msg.0.kind()) {
+            self.fold(&msg.0);
+        }
+    }
 }
 
 impl Handler<HostInput> for Listener {
@@ -339,9 +351,6 @@ impl Handler<HostInput> for Listener {
                 let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.feedback(session, rating, text)))
                     .unwrap_or_else(|_| Err(RuntimeError::ActorFailed("listener")));
                 let _ = reply.send(r);
-            }
-            HostInput::Replied { session } => {
-                self.sessions.entry(session).or_default().last_reply_at = Some(Utc::now());
             }
             HostInput::End { session, reason, reply } => {
                 let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.end(session, reason)))

@@ -1,4 +1,4 @@
-//! Reading a built-in's arguments: typed getters that fail with
+//! Reading a tool's arguments (the built-ins' and any host tool's): typed getters that fail with
 //! [`ToolError::BadArgs`] naming the tool and the field, and a check that
 //! refuses arguments a tool does not take (a misspelt `max_byte` must not
 //! silently fall back to a default).
@@ -13,7 +13,7 @@ fn bad(tool: &str, field: &str, message: impl Into<String>) -> ToolError {
 }
 
 /// Refuses any argument not in `allowed`.
-pub(crate) fn only(args: &ToolArgs, tool: &str, allowed: &[&str]) -> Result<(), ToolError> {
+pub fn only(args: &ToolArgs, tool: &str, allowed: &[&str]) -> Result<(), ToolError> {
     match args.0.keys().find(|k| !allowed.contains(&k.as_str())) {
         None => Ok(()),
         Some(k) if allowed.is_empty() => Err(bad(tool, k, "this tool takes no arguments")),
@@ -22,7 +22,7 @@ pub(crate) fn only(args: &ToolArgs, tool: &str, allowed: &[&str]) -> Result<(), 
 }
 
 /// An optional string argument (`null` counts as absent).
-pub(crate) fn opt_str<'a>(args: &'a ToolArgs, tool: &str, field: &str) -> Result<Option<&'a str>, ToolError> {
+pub fn opt_str<'a>(args: &'a ToolArgs, tool: &str, field: &str) -> Result<Option<&'a str>, ToolError> {
     match args.0.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -31,13 +31,13 @@ pub(crate) fn opt_str<'a>(args: &'a ToolArgs, tool: &str, field: &str) -> Result
 }
 
 /// A required string argument.
-pub(crate) fn req_str<'a>(args: &'a ToolArgs, tool: &str, field: &str) -> Result<&'a str, ToolError> {
+pub fn req_str<'a>(args: &'a ToolArgs, tool: &str, field: &str) -> Result<&'a str, ToolError> {
     opt_str(args, tool, field)?.ok_or_else(|| bad(tool, field, "missing"))
 }
 
 /// An optional integer argument; a whole number written as a string
 /// (`"3"`, as an extractor or an LLM may pass it) is accepted too.
-pub(crate) fn opt_int(args: &ToolArgs, tool: &str, field: &str) -> Result<Option<i64>, ToolError> {
+pub fn opt_int(args: &ToolArgs, tool: &str, field: &str) -> Result<Option<i64>, ToolError> {
     match args.0.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => {

@@ -15,6 +15,9 @@
 //! * [`files`]: `list_dir`, `read_file`, confined to `[tools] file_roots`
 //!   by [`FileRoots`].
 //!
+//! A host's own tool is usually one function of its arguments:
+//! [`FnTool`] makes it one expression.
+//!
 //! Output that comes from outside (files, the web, a host's tool marked
 //! so) is [`ToolOutput::untrusted`]: it must pass through
 //! [`fence_untrusted`] before any LLM sees it ([`ToolOutput::for_llm`]
@@ -29,16 +32,18 @@ use engram_events::payloads::{SideEffectClass, ToolArgs};
 use engram_events::SessionId;
 use engram_learning::config::ToolsSection;
 
-mod args;
+pub mod args;
 pub mod clock;
 pub mod fence;
 pub mod files;
+pub mod function;
 pub mod location;
 pub mod undo;
 
 pub use clock::{GetDate, GetNow};
 pub use fence::{fence_untrusted, is_fenced};
 pub use files::{FileRoots, ListDir, ReadFile, DEFAULT_READ_MAX_BYTES};
+pub use function::FnTool;
 pub use location::GetLocation;
 pub use undo::{Undo, UndoStack};
 

@@ -139,8 +139,10 @@ impl Report {
         }
         let saved = layers.l0 + layers.l1 + layers.l2;
         let asked = saved + planner_calls_made;
-        let latency_p50_ms =
-            ["L0", "L1", "L2", "planner"].into_iter().map(|l| (l, latencies.get_mut(l).and_then(|v| p50(v)))).collect();
+        let latency_p50_ms = ["L0", "L1", "L2", "planner"]
+            .into_iter()
+            .map(|l| (l, latencies.get(l).and_then(|v| engram_bench::percentile(v, 50.0))))
+            .collect();
         let config = Config::default();
         let store = projector.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default();
         let fp = Fingerprint::structural(features::for_turn(RECOMMEND_FOR, &[], false).normalized());
@@ -246,13 +248,4 @@ fn layer_name(layer: RouteLayer) -> &'static str {
         RouteLayer::L2 => "L2",
         _ => "planner",
     }
-}
-
-/// The median (lower of the two middles), sorting `v` in place.
-fn p50(v: &mut [u64]) -> Option<u64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_unstable();
-    Some(v[(v.len() - 1) / 2])
 }

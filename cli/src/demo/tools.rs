@@ -6,10 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engram::actors::tools::{FileRoots, ListDir, ReadFile};
-use engram::actors::{Tool, ToolContext, ToolError, ToolOutput};
-use engram::events::payloads::{SideEffectClass, ToolArgs};
-use serde_json::json;
+use engram::actors::tools::{FileRoots, FnTool, ListDir, ReadFile};
+use engram::actors::{Tool, ToolError, ToolOutput};
+use engram::events::payloads::ToolArgs;
 
 /// The files the demo writes into its files dir: name, content. Sized so
 /// that word counts and byte sizes differ from file to file.
@@ -43,9 +42,9 @@ pub fn all(dir: &Path) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadFile::new(roots.clone())),
         Arc::new(ListDir::new(roots.clone())),
-        Arc::new(WordCount { roots: roots.clone() }),
-        Arc::new(FileSize { roots: roots.clone() }),
-        Arc::new(FindFiles { roots, dir: dir.to_owned() }),
+        word_count(roots.clone()),
+        file_size(roots.clone()),
+        find_files(roots, dir.to_owned()),
     ]
 }
 
@@ -57,97 +56,49 @@ fn path_arg<'a>(tool: &str, args: &'a ToolArgs) -> Result<&'a str, ToolError> {
     })
 }
 
-fn path_schema(what: &str) -> serde_json::Value {
-    json!({"type": "object", "properties": {"path": {"type": "string", "description": what}}, "required": ["path"]})
-}
-
 fn io(tool: &str, path: &Path) -> impl Fn(std::io::Error) -> ToolError {
     let (tool, path) = (tool.to_owned(), path.to_owned());
     move |source| ToolError::Io { tool: tool.clone(), path: path.clone(), source }
 }
 
 /// `word_count {path}`: the words in a text file.
-struct WordCount {
-    roots: FileRoots,
-}
-
-impl Tool for WordCount {
-    fn name(&self) -> &str {
-        "word_count"
-    }
-    fn description(&self) -> &str {
-        "count the words in a text file"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        path_schema("the text file")
-    }
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Read
-    }
-    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let raw = path_arg(self.name(), args)?;
-        let path = self.roots.resolve(self.name(), raw)?;
-        let text = std::fs::read_to_string(&path).map_err(io(self.name(), &path))?;
+fn word_count(roots: FileRoots) -> Arc<dyn Tool> {
+    const NAME: &str = "word_count";
+    let tool = FnTool::new(NAME, "count the words in a text file", move |args, _ctx| {
+        let raw = path_arg(NAME, args)?;
+        let path = roots.resolve(NAME, raw)?;
+        let text = std::fs::read_to_string(&path).map_err(io(NAME, &path))?;
         Ok(ToolOutput::trusted(format!("{raw}: {} words", text.split_whitespace().count())))
-    }
+    });
+    Arc::new(tool.with_arg("path", "the text file"))
 }
 
 /// `file_size {path}`: a file's size in bytes.
-struct FileSize {
-    roots: FileRoots,
-}
-
-impl Tool for FileSize {
-    fn name(&self) -> &str {
-        "file_size"
-    }
-    fn description(&self) -> &str {
-        "tell how big a file is, its size in bytes"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        path_schema("the file")
-    }
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Read
-    }
-    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let raw = path_arg(self.name(), args)?;
-        let path = self.roots.resolve(self.name(), raw)?;
-        let meta = std::fs::metadata(&path).map_err(io(self.name(), &path))?;
+fn file_size(roots: FileRoots) -> Arc<dyn Tool> {
+    const NAME: &str = "file_size";
+    let tool = FnTool::new(NAME, "tell how big a file is, its size in bytes", move |args, _ctx| {
+        let raw = path_arg(NAME, args)?;
+        let path = roots.resolve(NAME, raw)?;
+        let meta = std::fs::metadata(&path).map_err(io(NAME, &path))?;
         Ok(ToolOutput::trusted(format!("{raw}: {} bytes", meta.len())))
-    }
+    });
+    Arc::new(tool.with_arg("path", "the file"))
 }
 
 /// `find_files {ext}`: the files of one type (`*.md`) in the files dir.
-struct FindFiles {
-    roots: FileRoots,
-    dir: PathBuf,
-}
-
-impl Tool for FindFiles {
-    fn name(&self) -> &str {
-        "find_files"
-    }
-    fn description(&self) -> &str {
-        "find the files of a given type, like the markdown or text files"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {"ext": {"type": "string", "description": "a pattern like *.md"}},
-               "required": ["ext"]})
-    }
-    fn side_effect(&self) -> SideEffectClass {
-        SideEffectClass::Read
-    }
-    fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+fn find_files(roots: FileRoots, dir: PathBuf) -> Arc<dyn Tool> {
+    const NAME: &str = "find_files";
+    let description = "find the files of a given type, like the markdown or text files";
+    let tool = FnTool::new(NAME, description, move |args, _ctx| {
         let pattern = args.0.get("ext").and_then(|v| v.as_str()).ok_or_else(|| ToolError::BadArgs {
-            tool: self.name().to_owned(),
+            tool: NAME.to_owned(),
             field: "ext".to_owned(),
             message: "missing: say which kind of files, e.g. markdown files".to_owned(),
         })?;
         let suffix = pattern.trim_start_matches('*');
-        let dir = self.roots.resolve(self.name(), &self.dir.to_string_lossy())?;
+        let dir = roots.resolve(NAME, &dir.to_string_lossy())?;
         let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .map_err(io(self.name(), &dir))?
+            .map_err(io(NAME, &dir))?
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n.ends_with(suffix))
@@ -157,5 +108,6 @@ impl Tool for FindFiles {
             0 => format!("no {pattern} files"),
             n => format!("{n} {pattern} files: {}", names.join(", ")),
         }))
-    }
+    });
+    Arc::new(tool.with_arg("ext", "a pattern like *.md"))
 }

@@ -24,7 +24,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use crate::text::{normalize, words};
+use crate::text::{is_negation, is_stop_word, normalize, words, Negations};
 
 /// Why a match was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,11 +62,6 @@ impl fmt::Display for Mismatch {
         }
     }
 }
-
-const NEGATIONS: &[&str] = &[
-    "not", "no", "never", "don't", "dont", "doesn't", "doesnt", "didn't", "isn't", "aren't", "won't", "can't",
-    "cannot", "without", "nothing", "none", "non", "mai", "nessun", "nessuno", "nessuna", "niente", "nulla", "senza",
-];
 
 /// Polarity axes: (axis, positive words, negative words).
 const AXES: &[(&str, &[&str], &[&str])] = &[
@@ -151,206 +146,6 @@ const ACTIONS: &[(&str, bool, &[&str])] = &[
     ),
 ];
 
-const STOP_WORDS: &[&str] = &[
-    // EN
-    "a",
-    "an",
-    "the",
-    "this",
-    "that",
-    "these",
-    "those",
-    "it",
-    "its",
-    "it's",
-    "me",
-    "my",
-    "mine",
-    "i",
-    "i'm",
-    "you",
-    "your",
-    "we",
-    "our",
-    "us",
-    "he",
-    "she",
-    "they",
-    "them",
-    "please",
-    "can",
-    "could",
-    "would",
-    "will",
-    "shall",
-    "should",
-    "do",
-    "does",
-    "did",
-    "is",
-    "are",
-    "was",
-    "were",
-    "be",
-    "been",
-    "am",
-    "to",
-    "of",
-    "in",
-    "into",
-    "on",
-    "at",
-    "for",
-    "from",
-    "with",
-    "by",
-    "about",
-    "and",
-    "or",
-    "then",
-    "also",
-    "what",
-    "what's",
-    "whats",
-    "which",
-    "who",
-    "how",
-    "where",
-    "when",
-    "there",
-    "here",
-    "some",
-    "any",
-    "all",
-    "just",
-    "now",
-    "give",
-    "tell",
-    "let",
-    "let's",
-    "want",
-    "need",
-    "like",
-    "turn",
-    "switch",
-    "put",
-    "have",
-    "has",
-    "had",
-    "so",
-    "up",
-    "out",
-    "some",
-    "thing",
-    "things",
-    "kindly",
-    "hey",
-    "ok",
-    "okay",
-    "page",
-    "one",
-    // IT
-    "il",
-    "lo",
-    "la",
-    "i",
-    "gli",
-    "le",
-    "un",
-    "uno",
-    "una",
-    "l'",
-    "di",
-    "del",
-    "della",
-    "dei",
-    "degli",
-    "delle",
-    "da",
-    "dal",
-    "dalla",
-    "in",
-    "nel",
-    "nella",
-    "nei",
-    "nelle",
-    "su",
-    "sul",
-    "sulla",
-    "per",
-    "con",
-    "tra",
-    "fra",
-    "e",
-    "ed",
-    "o",
-    "poi",
-    "anche",
-    "mi",
-    "me",
-    "ti",
-    "ci",
-    "si",
-    "vi",
-    "lo",
-    "questo",
-    "questa",
-    "quello",
-    "quella",
-    "che",
-    "cosa",
-    "cos'è",
-    "chi",
-    "come",
-    "dove",
-    "quando",
-    "quale",
-    "quali",
-    "mio",
-    "mia",
-    "miei",
-    "mie",
-    "tuo",
-    "tua",
-    "per",
-    "favore",
-    "puoi",
-    "potresti",
-    "vorrei",
-    "voglio",
-    "dammi",
-    "dimmi",
-    "fai",
-    "fammi",
-    "sono",
-    "è",
-    "e'",
-    "c'è",
-    "ho",
-    "hai",
-    "ha",
-    "abbiamo",
-    "pagina",
-    "ora",
-    "adesso",
-    "subito",
-    "gentilmente",
-    "po",
-    "pure",
-    "ehi",
-    "al",
-    "alla",
-    "allo",
-    "ai",
-    "agli",
-    "alle",
-    "all'",
-    "dell'",
-    "nell'",
-    "sull'",
-    "un'",
-];
-
 /// Italian clitic pronouns that attach to imperatives (riassumi-la,
 /// spegni-le, leggi-melo).
 const CLITICS: &[&str] =
@@ -400,7 +195,7 @@ fn profile(canonical: &str) -> Profile {
     let n = normalize(canonical);
     let mut p = Profile::default();
     for w in words(&n) {
-        if NEGATIONS.contains(&w) || w.ends_with("n't") {
+        if is_negation(w) {
             p.negated = true;
             continue;
         }
@@ -424,11 +219,11 @@ fn profile(canonical: &str) -> Profile {
             }
         }
         let masked = w.len() > 2 && ["url", "email", "path", "window", "date", "ext", "number"].contains(&w);
-        if used || masked || STOP_WORDS.contains(&w) {
+        if used || masked || is_stop_word(w, Negations::Keep) {
             continue;
         }
         let f = fold(w);
-        if !STOP_WORDS.contains(&f.as_str()) && !f.is_empty() {
+        if !is_stop_word(&f, Negations::Keep) && !f.is_empty() {
             p.content.insert(f);
         }
     }
