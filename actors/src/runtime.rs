@@ -42,7 +42,7 @@ use crate::bus::Bus;
 use crate::dispatch::{self, Feed};
 use crate::embedder::{Embedder, OnnxEmbedder};
 use crate::error::RuntimeError;
-use crate::fast_path::embedder_config;
+use crate::fast_path_service::embedder_config;
 use crate::llm::{LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, OFFLINE_MODEL};
 use crate::roles::graph::Graph;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use chrono::Utc;
 use engram::actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
-use engram::actors::fast_path::FastPathService;
+use engram::actors::fast_path_service::FastPathService;
 use engram::actors::tools::{FnTool, Tool, ToolContext, ToolOutput};
 use engram::actors::Runtime;
 use engram::events::payloads::ToolArgs;

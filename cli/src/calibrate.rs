@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use engram::actors::embedder::{Embedder, OnnxEmbedder};
-use engram::actors::fast_path::embedder_config;
+use engram::actors::fast_path_service::embedder_config;
 use engram::events::chrono::{DateTime, FixedOffset};
 use engram::events::{Event, EventKind};
 use engram::learning::fast_path::calibrate::{calibrate, evaluate, Operating, Pair};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use engram::actors::embedder::OnnxEmbedder;
-use engram::actors::fast_path::{embedder_config, FastPathService};
+use engram::actors::fast_path_service::{embedder_config, FastPathService};
 use engram::events::chrono::{DateTime, FixedOffset, Local};
 use engram::learning::fast_path::{Decision, L0Table};
 use engram::learning::projections::{self, CanonicalQueries, Pipelines};

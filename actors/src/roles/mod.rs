@@ -1,10 +1,10 @@
 //! One module per actor role (DESIGN's table). Each role is a thin shell
-//! over pure logic in `engram-storage` where that logic exists (reactors,
+//! over pure logic in `engram-learning` where that logic exists (reactors,
 //! the fast path, the pattern store): the same code `engram import` runs.
 //!
 //! | role | consumes | emits |
 //! |---|---|---|
-//! | [`listener`] | the host's utterances, feedback, session ends | `utterance.received`, `intent.judged` (+ `llm.call_completed` with the LLM intent judge), `day.activated`, `feedback.received`, `session.ended` |
+//! | [`listener`] | the host's utterances, feedback, session ends; `reply.delivered` (hot window) | `utterance.received`, `intent.judged` (+ `llm.call_completed` with the LLM intent judge), `day.activated`, `feedback.received`, `session.ended` |
 //! | [`router`] | `intent.judged`; `turn.completed` | `route.decided`, `fastpath.hit/missed`, `pattern.matched`; `canonical.recorded`, `pipeline.*` |
 //! | [`planner`] | `route.decided` (planner layer) | `plan.created`, `llm.call_completed` |
 //! | [`reply_loop`] | `fastpath.hit`, `plan.created` | `tool.called/completed`, `llm.call_completed`, `reply.delivered`, `turn.completed` |

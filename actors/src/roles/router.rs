@@ -26,7 +26,7 @@ use engram_storage::projector::Projection;
 
 use crate::bus::Bus;
 use crate::embedder::Embedder;
-use crate::fast_path::FastPathService;
+use crate::fast_path_service::FastPathService;
 use crate::shell::Role;
 
 /// What the router needs besides the log.
