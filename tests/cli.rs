@@ -174,7 +174,11 @@ fn an_import_killed_mid_way_completes_on_rerun() {
     let tmp = tempfile::tempdir().unwrap();
     let file = write(tmp.path(), "turns.jsonl", &turns(2500, 25));
     let clean = tmp.path().join("clean");
+    let t0 = std::time::Instant::now();
     json(&engram(&clean, &["import", file.to_str().unwrap(), "--json"]));
+    // Kills land in the second half of an import's run time, where it
+    // appends (the first half validates, checks and dry-runs).
+    let took = t0.elapsed().as_millis() as u64;
     let full = json(&engram(&clean, &["stats", "--json"]))["events"].as_u64().unwrap();
     let mut rng = rand::rng();
     let mut cut_mid_way = false;
@@ -188,7 +192,7 @@ fn an_import_killed_mid_way_completes_on_rerun() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.random_range(150..900)));
+        std::thread::sleep(Duration::from_millis(rng.random_range(took / 2..took.max(2))));
         child.kill().unwrap();
         child.wait().unwrap();
         if data.join("log.sled").exists() {

@@ -32,10 +32,9 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let plan = import::validate(&args.file)?;
     let log = crate::open_log(data)?;
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
-    let mut reactors = reactors_for(&projector, &config);
     let bar = output::progress(plan.records as u64, "importing");
     let before = log.head();
-    let stats = import::run(&plan, &log, &mut reactors, |done| bar.set_position(done as u64))?;
+    let stats = import::run(&plan, &log, || reactors_for(&projector, &config), |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     // What import appended is history to the runtime's actors (it derived
     // what they would have), not work: move their checkpoints past it.

@@ -65,8 +65,8 @@ fn imported_log(dir: &Path) -> (Vec<Envelope>, Vec<(Seq, usize)>) {
     let data = dir.join("data");
     let log = open(&data);
     let plan = import::validate(&file).unwrap();
-    let mut reactors: Vec<Box<dyn Reactor>> = vec![Box::new(DayReactor::default())];
-    let stats = import::run(&plan, &log, &mut reactors, |_| {}).unwrap();
+    let reactors = || -> Vec<Box<dyn Reactor>> { vec![Box::new(DayReactor::default())] };
+    let stats = import::run(&plan, &log, reactors, |_| {}).unwrap();
     assert_eq!(stats.imported_turns, 120);
     let all: Vec<Envelope> = log.read_from(Seq::FIRST).map(|e| e.unwrap()).collect();
     assert_eq!(all.len() as u64, log.head().0);

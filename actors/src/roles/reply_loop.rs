@@ -122,7 +122,7 @@ impl ReplyLoop {
             }
             Event::LlmCallCompleted(c) if env.actor == ActorKind::Planner => {
                 if let Some(t) = self.turns.get_mut(&turn) {
-                    t.cost += c.cost_usd;
+                    t.cost = t.cost.saturating_add(c.cost_usd);
                     t.pricing_version = Some(c.pricing_version.clone());
                 }
             }
@@ -276,7 +276,7 @@ impl ReplyLoop {
             };
             let (record, result) =
                 super::ask(&**client, &request, &self.setup.prices, |r| Ok::<_, std::convert::Infallible>(r.clone()));
-            run.cost += record.cost_usd;
+            run.cost = run.cost.saturating_add(record.cost_usd);
             run.pricing_version = Some(record.pricing_version.clone());
             run.out.push(derived(run.cause, ActorKind::ReplyLoop, record, run.llm_calls));
             run.llm_calls += 1;

@@ -1,9 +1,22 @@
 //! `engram import`: turn records or envelopes, JSON Lines, auto-detected.
 //!
-//! Import runs in two passes over the file. The first validates every line
-//! and stops there if any is bad: nothing is appended, and each bad line is
-//! reported as `FILE:LINE: FIELD: what is wrong`. The second turns the lines
-//! into envelopes and appends them in file order, in pipelined batches.
+//! Import is all or nothing on bad input, and nothing on it can panic
+//! half-way. Nothing is appended until all of these have passed:
+//!
+//! 1. **validate** ([`validate`]): every line parses and keeps to the
+//!    limits of [`turn_record::limits`] (range checks on every number and
+//!    time, sizes of every string); `(session, turn)` is unique in the file;
+//! 2. **against the log** (the start of [`run`]): no record adds a turn to
+//!    a session the log has ended, or takes a `(session, turn)` the log
+//!    holds as another turn — the rule `engram run` keeps for live turns;
+//! 3. **dry run** (the start of [`run`]): every record is turned into its
+//!    events, through reactors of their own, exactly as the append pass
+//!    will; a panic there (a bug, never an input's fault once 1 passed) is
+//!    reported at its line and nothing is appended.
+//!
+//! Each bad line is reported as `FILE:LINE: FIELD: what is wrong`. Then the
+//! append pass turns the lines into envelopes and appends them in file
+//! order, in pipelined batches.
 //!
 //! Ids are derived from the records, so the log dedupes a second import of
 //! the same file (nothing is appended) and an import killed half-way and run
@@ -13,11 +26,12 @@
 pub mod turn_events;
 pub mod turn_record;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
-use engram_events::{codec, Envelope, EventKind, SessionId};
+use engram_events::{codec, Envelope, Event, EventId, EventKind, Seq, SessionId};
 
 use crate::reactors::{self, Reactor};
 use engram_storage::backend::{AppendTicket, EventLog};
@@ -117,6 +131,9 @@ pub struct Plan {
     pub records: usize,
     /// Per session: the line of its last record and its number of records.
     sessions: HashMap<SessionId, (usize, u32)>,
+    /// Per `(session, turn)`: its line and the id its first event will have
+    /// (what checking against the log needs, and all it needs).
+    turns: HashMap<(SessionId, u32), (usize, EventId)>,
     /// Standard input, read once.
     stdin: Option<Vec<u8>>,
 }
@@ -125,6 +142,10 @@ pub struct Plan {
 fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Result<&str, LineError>)> {
     bytes.split(|&b| b == b'\n').enumerate().filter_map(|(i, raw)| {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.len() > turn_record::limits::MAX_LINE_BYTES {
+            let message = format!("longer than {} bytes ({})", turn_record::limits::MAX_LINE_BYTES, raw.len());
+            return Some((i + 1, Err(LineError { line: i + 1, field: "-".into(), message })));
+        }
         match std::str::from_utf8(raw) {
             Ok(s) if s.trim().is_empty() => None,
             Ok(s) => Some((i + 1, Ok(s))),
@@ -172,7 +193,7 @@ fn validate_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, ImportError> {
     let mut format = None;
     let mut records = 0usize;
     let mut sessions: HashMap<SessionId, (usize, u32)> = HashMap::new();
-    let mut seen_turns: HashMap<(SessionId, u32), usize> = HashMap::new();
+    let mut seen_turns: HashMap<(SessionId, u32), (usize, EventId)> = HashMap::new();
     for (line, text) in lines(bytes) {
         records += 1;
         let text = match text {
@@ -194,7 +215,7 @@ fn validate_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, ImportError> {
             Format::TurnRecords => match turn_record::parse_line(text) {
                 Ok(r) => {
                     let key = (r.session.clone(), r.turn);
-                    if let Some(first) = seen_turns.insert(key, line) {
+                    if let Some((first, _)) = seen_turns.insert(key, (line, turn_events::utterance_id(&r))) {
                         vec![FieldError {
                             field: "turn".into(),
                             message: format!("turn {} of session {:?} already at line {first}", r.turn, r.session.0),
@@ -223,7 +244,82 @@ fn validate_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, ImportError> {
     if total_bad > 0 {
         return Err(ImportError::Invalid { path: path.to_owned(), errors, total: total_bad });
     }
-    Ok(Plan { path: path.to_owned(), format: format.unwrap_or(Format::TurnRecords), records, sessions, stdin: None })
+    Ok(Plan {
+        path: path.to_owned(),
+        format: format.unwrap_or(Format::TurnRecords),
+        records,
+        sessions,
+        turns: seen_turns,
+        stdin: None,
+    })
+}
+
+impl Plan {
+    /// Step 2 (see the module docs): the file's turns against the log's.
+    /// A record whose first event the log already holds is the same record
+    /// imported before (ids are derived), and passes.
+    pub fn check_log(&self, log: &dyn EventLog) -> Result<(), ImportError> {
+        if self.turns.is_empty() {
+            return Ok(());
+        }
+        let mut errors: BTreeMap<usize, FieldError> = BTreeMap::new();
+        let mut ended: HashMap<&SessionId, Seq> = HashMap::new();
+        for env in log.read_kinds(Seq::FIRST, &[EventKind::UtteranceReceived, EventKind::SessionEnded]) {
+            let env = env?;
+            let Some(session) = env.session.as_ref() else { continue };
+            let Some((session, _)) = self.sessions.get_key_value(session) else { continue };
+            match &env.event {
+                Event::UtteranceReceived(u) => {
+                    if let Some(&(line, id)) = self.turns.get(&(session.clone(), u.turn_number)) {
+                        if id != env.id {
+                            errors.entry(line).or_insert_with(|| FieldError {
+                                field: "turn".into(),
+                                message: format!(
+                                    "turn {} of session {:?} is already in the log (seq {}) as another turn",
+                                    u.turn_number,
+                                    session.as_str(),
+                                    env.seq.0
+                                ),
+                            });
+                        }
+                    }
+                }
+                Event::SessionEnded(_) => {
+                    ended.entry(session).or_insert(env.seq);
+                }
+                _ => {}
+            }
+        }
+        if !ended.is_empty() {
+            for ((session, _), &(line, id)) in &self.turns {
+                let Some(seq) = ended.get(session) else { continue };
+                if errors.contains_key(&line) || log.seq_of(id)?.is_some() {
+                    continue;
+                }
+                errors.insert(
+                    line,
+                    FieldError {
+                        field: "session".into(),
+                        message: format!(
+                            "session {:?} ended in the log at seq {}; it takes no more turns",
+                            session.as_str(),
+                            seq.0
+                        ),
+                    },
+                );
+            }
+        }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let total = errors.len();
+        let errors = errors
+            .into_iter()
+            .take(MAX_REPORTED)
+            .map(|(line, e)| LineError { line, field: e.field, message: e.message })
+            .collect();
+        Err(ImportError::Invalid { path: self.path.clone(), errors, total })
+    }
 }
 
 fn envelope_field_error(e: engram_events::DecodeError) -> FieldError {
@@ -241,27 +337,86 @@ const BATCH: usize = 2048;
 /// Batches in flight at once (the writer commits them in order).
 const IN_FLIGHT: usize = 4;
 
-/// Pass 2: appends the file's events through `log`. Turn records also go
-/// through `reactors` (warmed up from the log's projections), which insert
-/// the events the live runtime would derive (day activations, …) right
-/// after their causes; envelope files are taken as they are. `progress` is
-/// called with the number of records processed.
+/// Checks the file against the log, dry-runs it, then appends its events
+/// through `log` (steps 2 and 3 of the module docs, then the append pass).
+/// Turn records also go through reactors — `reactors()` makes a set warmed
+/// up from the log's projections; it is called twice, once for the dry run
+/// and once for the append — which insert the events the live runtime
+/// would derive (day activations, …) right after their causes; envelope
+/// files are taken as they are. `progress` is called with the number of
+/// records appended.
 pub fn run(
     plan: &Plan,
     log: &dyn EventLog,
-    reactors: &mut [Box<dyn Reactor>],
+    reactors: impl Fn() -> Vec<Box<dyn Reactor>>,
     mut progress: impl FnMut(usize),
 ) -> Result<ImportStats, ImportError> {
     let bytes = match &plan.stdin {
         Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
         None => std::borrow::Cow::Owned(read(&plan.path)?),
     };
+    plan.check_log(log)?;
+    // The dry run: the same conversion as the append pass, into nothing.
+    let line = std::cell::Cell::new(0usize);
+    let dry = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut reactors = reactors();
+        convert(plan, &bytes, log, &mut reactors, &line, &mut |_, _| Ok(()))
+    }));
+    match dry {
+        Ok(result) => {
+            result?;
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            return Err(ImportError::Invalid {
+                path: plan.path.clone(),
+                errors: vec![LineError {
+                    line: line.get(),
+                    field: "-".into(),
+                    message: format!("this record cannot be converted (an engram bug: {what}); please report it"),
+                }],
+                total: 1,
+            });
+        }
+    }
     let mut stats = ImportStats::default();
     let mut pipeline =
         Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
-    let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
+    let mut reactors = reactors();
     let mut done = 0usize;
-    for (line, text) in lines(&bytes) {
+    let skipped = convert(plan, &bytes, log, &mut reactors, &line, &mut |events, group| {
+        pipeline.push(events, group, &mut stats)?;
+        done += 1;
+        if done.is_multiple_of(256) {
+            progress(done);
+        }
+        Ok(())
+    })?;
+    stats.skipped_existing += skipped;
+    pipeline.finish(&mut stats)?;
+    progress(done + skipped as usize);
+    Ok(stats)
+}
+
+/// Turns the file's lines into groups of events, in file order, and hands
+/// each to `sink`; `line` says which line it is at. Returns how many turn
+/// records were skipped because the log holds them already.
+fn convert(
+    plan: &Plan,
+    bytes: &[u8],
+    log: &dyn EventLog,
+    reactors: &mut [Box<dyn Reactor>],
+    line_at: &std::cell::Cell<usize>,
+    sink: &mut dyn FnMut(Vec<Envelope>, Group) -> Result<(), ImportError>,
+) -> Result<u64, ImportError> {
+    let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
+    let mut skipped = 0u64;
+    for (line, text) in lines(bytes) {
+        line_at.set(line);
         // Pass 1 validated every line; a failure here means the file changed.
         let changed = |what: String| ImportError::Invalid {
             path: plan.path.clone(),
@@ -277,7 +432,7 @@ pub fn run(
             Format::Envelopes => {
                 let env = codec::json::from_line(text).map_err(|e| changed(e.to_string()))?;
                 let is_turn = env.kind() == EventKind::TurnCompleted;
-                pipeline.push(vec![env], Group::Envelope { is_turn }, &mut stats)?;
+                sink(vec![env], Group::Envelope { is_turn })?;
             }
             Format::TurnRecords => {
                 let r = turn_record::parse_line(text)
@@ -291,8 +446,7 @@ pub fn run(
                 // the projections) already holds its effects. Feeding it
                 // again would fold it twice.
                 if log.seq_of(events[0].id)?.is_some() {
-                    stats.skipped_existing += 1;
-                    done += 1;
+                    skipped += 1;
                     continue;
                 }
                 if let Some(&(last_line, turns)) = plan.sessions.get(&r.session) {
@@ -300,17 +454,11 @@ pub fn run(
                         events.push(turn_events::session_ended(&r.session, turns, turn_events::turn_end(&r)));
                     }
                 }
-                pipeline.push(reactors::derive_all(events, reactors), Group::Turn, &mut stats)?;
+                sink(reactors::derive_all(events, reactors), Group::Turn)?;
             }
         }
-        done += 1;
-        if done.is_multiple_of(256) {
-            progress(done);
-        }
     }
-    pipeline.finish(&mut stats)?;
-    progress(done);
-    Ok(stats)
+    Ok(skipped)
 }
 
 /// How a group of events counts in [`ImportStats`].

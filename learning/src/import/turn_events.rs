@@ -16,19 +16,19 @@
 //! A record without a model was answered by the fast path: L2 when it has
 //! two or more steps, L1 with one, L0 with none.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, EvalId, Event, EventId, SessionId, TurnId};
 
-use super::turn_record::TurnRecord;
+use super::turn_record::{after, TurnRecord};
 use crate::features;
 
 /// The events of one turn. `has_history`: did an earlier turn of the
 /// session call tools (a structural feature when the record has none).
 pub fn turn_events(r: &TurnRecord, has_history: bool) -> Vec<Envelope> {
     let turn_id = TurnId::for_turn(&r.session, r.turn, r.at);
-    let planned_at = r.at + Duration::milliseconds(r.planner_ms.min(i64::MAX as u64) as i64);
-    let done_at = r.at + Duration::milliseconds(r.latency_ms.min(i64::MAX as u64) as i64);
+    let planned_at = after(r.at, r.planner_ms);
+    let done_at = after(r.at, r.latency_ms);
     let layer = match (&r.model, r.steps.len()) {
         (Some(_), _) => RouteLayer::Planner,
         (None, 0) => RouteLayer::L0,
@@ -192,7 +192,14 @@ pub fn session_ended(session: &SessionId, turns: u32, at: DateTime<Utc>) -> Enve
 
 /// When a record's turn is over (its `session.ended` follows then).
 pub fn turn_end(r: &TurnRecord) -> DateTime<Utc> {
-    r.at + Duration::milliseconds(r.latency_ms.min(i64::MAX as u64) as i64)
+    after(r.at, r.latency_ms)
+}
+
+/// The id of a record's `utterance.received`, its first event: how the
+/// importer tells a record already in the log (same id) from another turn
+/// with the same session and number (another id).
+pub fn utterance_id(r: &TurnRecord) -> EventId {
+    TurnBuilder { r, turn_id: TurnId::for_turn(&r.session, r.turn, r.at), out: Vec::new() }.id(r.at, 0)
 }
 
 struct TurnBuilder<'a> {

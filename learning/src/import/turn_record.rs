@@ -1,6 +1,12 @@
 //! The turn-record format (DESIGN, "Turn-record import format"): one
 //! completed turn per JSON line, validated field by field so that every
 //! error names its field.
+//!
+//! Validation is also where every value is range-checked, so that nothing
+//! downstream — times derived by adding durations, costs summed over a
+//! session, ids made from timestamps — can overflow or balloon on a record
+//! that passed. The limits ([`limits`]) are documented in `docs/cli.md`;
+//! a record beyond one is a line error like any other.
 
 use std::str::FromStr;
 
@@ -50,6 +56,54 @@ pub struct FieldError {
     pub field: String,
     /// What is wrong, in words.
     pub message: String,
+}
+
+/// The limits a turn record must keep to (see the module docs).
+pub mod limits {
+    use chrono::{DateTime, Utc};
+    use rust_decimal::Decimal;
+
+    /// Tool steps in one record (the live planner makes at most 5; an
+    /// agentic turn a few more).
+    pub const MAX_STEPS: usize = 64;
+    /// Bytes of `text`.
+    pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+    /// Bytes of an identifier or label: `session`, `model`, `workload`,
+    /// `pricing_version`, a step's `tool`, a feature string.
+    pub const MAX_NAME_BYTES: usize = 256;
+    /// Bytes of one step's `args`, as JSON.
+    pub const MAX_ARGS_BYTES: usize = 64 * 1024;
+    /// `planner_ms` and `latency_ms`: seven days.
+    pub const MAX_DURATION_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+    /// `cost_usd` of one turn.
+    pub const MAX_COST_USD: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
+    /// Bytes of one line of an import file (the whole record).
+    pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+    /// The earliest `at`: event ids carry their time as milliseconds since
+    /// the Unix epoch, which has no earlier instant.
+    pub fn min_at() -> DateTime<Utc> {
+        DateTime::UNIX_EPOCH
+    }
+
+    /// The latest instant a record may reach, `at` plus its durations: the
+    /// last one RFC 3339's four-digit years can write, so that every time
+    /// engram exports reads back.
+    pub fn max_at() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("9999-12-31T23:59:59.999Z").expect("a valid timestamp").to_utc()
+    }
+}
+
+/// A string field that is an identifier or label: not too long, and no
+/// control characters (they would reach terminals raw through `replay`
+/// and `inspect`).
+fn check_name(field: &str, s: &str, errors: &mut Vec<FieldError>) {
+    if s.len() > limits::MAX_NAME_BYTES {
+        errors.push(FieldError::new(field, format!("longer than {} bytes ({})", limits::MAX_NAME_BYTES, s.len())));
+    }
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        errors.push(FieldError::new(field, format!("contains a control character ({:?})", c)));
+    }
 }
 
 impl FieldError {
@@ -117,8 +171,10 @@ pub fn parse_line(line: &str) -> Result<TurnRecord, Vec<FieldError>> {
     }
     let mut v = Validator { obj: &obj, errors: &mut errors };
     let session = v.required_string("session");
-    if session.as_deref() == Some("") {
-        v.errors.push(FieldError::new("session", "must not be empty"));
+    match session.as_deref() {
+        Some("") => v.errors.push(FieldError::new("session", "must not be empty")),
+        Some(id) => check_name("session", id, v.errors),
+        None => {}
     }
     let turn = v.required("turn").and_then(|x| match x.as_u64() {
         Some(n) if (1..=u32::MAX as u64).contains(&n) => Some(n as u32),
@@ -132,6 +188,14 @@ pub fn parse_line(line: &str) -> Result<TurnRecord, Vec<FieldError>> {
         }
     });
     let at = v.required_string("at").and_then(|s| match DateTime::parse_from_rfc3339(&s) {
+        Ok(t) if t < limits::min_at() => {
+            v.errors.push(FieldError::new("at", format!("before 1970-01-01T00:00:00Z: {s:?}")));
+            None
+        }
+        Ok(t) if t > limits::max_at() => {
+            v.errors.push(FieldError::new("at", format!("after 9999-12-31T23:59:59.999Z: {s:?}")));
+            None
+        }
         Ok(t) => Some(t.with_timezone(&Utc)),
         Err(e) => {
             v.errors.push(FieldError::new("at", format!("not an RFC 3339 timestamp ({e}): {s:?}")));
@@ -139,15 +203,36 @@ pub fn parse_line(line: &str) -> Result<TurnRecord, Vec<FieldError>> {
         }
     });
     let text = v.required_string("text");
+    if let Some(t) = &text {
+        if t.len() > limits::MAX_TEXT_BYTES {
+            v.errors
+                .push(FieldError::new("text", format!("longer than {} bytes ({})", limits::MAX_TEXT_BYTES, t.len())));
+        }
+    }
     let steps = v.required("steps").and_then(|x| parse_steps(x, v.errors));
-    let model = v.optional_string("model");
-    let planner_ms = v.optional_u64("planner_ms");
-    let latency_ms = v.optional_u64("latency_ms");
+    let model = v.optional_name("model");
+    let planner_ms = v.optional_duration("planner_ms");
+    let latency_ms = v.optional_duration("latency_ms");
+    // The times a turn's events carry are `at` plus these: they must stay
+    // within what an event's time can be.
+    if let Some(at) = at {
+        for (field, ms) in [("planner_ms", &planner_ms), ("latency_ms", &latency_ms)] {
+            let Some(Some(ms)) = ms else { continue };
+            if after(at, *ms) > limits::max_at() {
+                v.errors.push(FieldError::new(field, format!("at + {field} is after 9999-12-31T23:59:59.999Z")));
+            }
+        }
+    }
     let cost_usd = match obj.get("cost_usd") {
         None | Some(Value::Null) => Some(Decimal::ZERO),
         Some(Value::String(s)) => match Decimal::from_str(s) {
             Ok(d) if d.is_sign_negative() && !d.is_zero() => {
                 v.errors.push(FieldError::new("cost_usd", format!("must not be negative, got {s:?}")));
+                None
+            }
+            Ok(d) if d > limits::MAX_COST_USD => {
+                v.errors
+                    .push(FieldError::new("cost_usd", format!("more than {} per turn: {s:?}", limits::MAX_COST_USD)));
                 None
             }
             Ok(d) => Some(d),
@@ -161,10 +246,10 @@ pub fn parse_line(line: &str) -> Result<TurnRecord, Vec<FieldError>> {
             None
         }
     };
-    let pricing_version = v.optional_string("pricing_version");
+    let pricing_version = v.optional_name("pricing_version");
     let score = v.optional_unit("score");
     let score_confidence = v.optional_unit("score_confidence");
-    let workload = v.optional_string("workload");
+    let workload = v.optional_name("workload");
     let features = match obj.get("features") {
         None | Some(Value::Null) => Some(None),
         Some(Value::Object(f)) => parse_features(f, v.errors).map(Some),
@@ -237,6 +322,29 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// [`Validator::optional_string`] of an identifier or label.
+    fn optional_name(&mut self, field: &str) -> Option<Option<String>> {
+        let got = self.optional_string(field);
+        if let Some(Some(s)) = &got {
+            check_name(field, s, self.errors);
+        }
+        got
+    }
+
+    /// A duration in milliseconds, at most [`limits::MAX_DURATION_MS`].
+    fn optional_duration(&mut self, field: &str) -> Option<Option<u64>> {
+        match self.optional_u64(field) {
+            Some(Some(ms)) if ms > limits::MAX_DURATION_MS => {
+                self.errors.push(FieldError::new(
+                    field,
+                    format!("more than seven days ({} ms), got {ms}", limits::MAX_DURATION_MS),
+                ));
+                None
+            }
+            other => other,
+        }
+    }
+
     fn optional_u64(&mut self, field: &str) -> Option<Option<u64>> {
         match self.obj.get(field) {
             None | Some(Value::Null) => Some(None),
@@ -279,6 +387,10 @@ fn parse_steps(value: &Value, errors: &mut Vec<FieldError>) -> Option<Vec<PlanSt
         return None;
     };
     let before = errors.len();
+    if items.len() > limits::MAX_STEPS {
+        errors.push(FieldError::new("steps", format!("more than {} steps ({})", limits::MAX_STEPS, items.len())));
+        return None;
+    }
     let mut steps = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let path = format!("steps[{i}]");
@@ -292,7 +404,10 @@ fn parse_steps(value: &Value, errors: &mut Vec<FieldError>) -> Option<Vec<PlanSt
             }
         }
         let tool = match step.get("tool") {
-            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::String(s)) if !s.is_empty() => {
+                check_name(&format!("{path}.tool"), s, errors);
+                Some(s.clone())
+            }
             Some(Value::String(_)) => {
                 errors.push(FieldError::new(format!("{path}.tool"), "must not be empty"));
                 None
@@ -310,6 +425,13 @@ fn parse_steps(value: &Value, errors: &mut Vec<FieldError>) -> Option<Vec<PlanSt
             None | Some(Value::Null) => Some(ToolArgs::default()),
             Some(Value::Object(a)) => {
                 check_refs(a, i, &format!("{path}.args"), errors);
+                let bytes = serde_json::to_string(a).map_or(0, |j| j.len());
+                if bytes > limits::MAX_ARGS_BYTES {
+                    errors.push(FieldError::new(
+                        format!("{path}.args"),
+                        format!("longer than {} bytes as JSON ({bytes})", limits::MAX_ARGS_BYTES),
+                    ));
+                }
                 Some(ToolArgs(a.clone()))
             }
             Some(x) => {
@@ -322,6 +444,18 @@ fn parse_steps(value: &Value, errors: &mut Vec<FieldError>) -> Option<Vec<PlanSt
         }
     }
     (errors.len() == before).then_some(steps)
+}
+
+/// `at` plus `ms` milliseconds, saturating at the latest time chrono holds:
+/// the one way a record's derived times (`at + planner_ms`, `at +
+/// latency_ms`) are computed, here to check them and in
+/// [`super::turn_events`] to stamp the events.
+pub fn after(at: DateTime<Utc>, ms: u64) -> DateTime<Utc> {
+    i64::try_from(ms)
+        .ok()
+        .and_then(chrono::TimeDelta::try_milliseconds)
+        .and_then(|d| at.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 /// `"$N"` may only name an earlier step.
@@ -354,7 +488,10 @@ fn parse_features(f: &Map<String, Value>, errors: &mut Vec<FieldError>) -> Optio
                 .iter()
                 .enumerate()
                 .filter_map(|(i, x)| match x {
-                    Value::String(s) => Some(s.clone()),
+                    Value::String(s) => {
+                        check_name(&format!("features.{name}[{i}]"), s, errors);
+                        Some(s.clone())
+                    }
                     other => {
                         errors.push(expected(&format!("features.{name}[{i}]"), "a string", other));
                         None

@@ -96,8 +96,11 @@ impl OutcomeRow {
 
 /// A cost in whole micro-dollars, rounding half to even below a micro.
 pub fn to_micros(cost: Decimal) -> i64 {
-    let scaled = cost.round_dp_with_strategy(6, RoundingStrategy::MidpointNearestEven) * Decimal::new(1_000_000, 0);
-    scaled.to_i64().unwrap_or(if cost.is_sign_negative() { i64::MIN } else { i64::MAX })
+    let saturated = if cost.is_sign_negative() { i64::MIN } else { i64::MAX };
+    cost.round_dp_with_strategy(6, RoundingStrategy::MidpointNearestEven)
+        .checked_mul(Decimal::new(1_000_000, 0))
+        .and_then(|scaled| scaled.to_i64())
+        .unwrap_or(saturated)
 }
 
 /// A score in nano-units; scores are clamped to [0, 1] (NaN counts as 0).

@@ -110,7 +110,7 @@ pub fn score_cluster<'a>(
             a.weighted_success += mean * row.sample_size as f64;
             a.scored_samples += row.sample_size;
         }
-        a.cost_sum += row.avg_cost_usd();
+        a.cost_sum = a.cost_sum.saturating_add(row.avg_cost_usd());
         a.rows += 1;
     }
     if by_model.is_empty() {

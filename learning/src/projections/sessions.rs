@@ -106,7 +106,8 @@ impl Projection for Sessions {
                 if t.layer != RouteLayer::Planner {
                     row.fast_path_turns += 1;
                 }
-                row.cost_usd += t.cost_usd;
+                // Saturating: an imported envelope may carry any cost.
+                row.cost_usd = row.cost_usd.saturating_add(t.cost_usd);
                 if let Some(m) = &t.model {
                     row.models.insert(m.clone());
                 }

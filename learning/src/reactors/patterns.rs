@@ -134,7 +134,7 @@ impl PatternReactor {
             let was_new = self.store.fingerprint(id).is_none() && new_fps.insert(id);
             drafts.insert((id, model.clone()), Draft { sample_size: before + 1, last_updated: env.at });
             let over_soft_cap = outcomes >= self.caps.soft_cap_rows;
-            let cost: Decimal = turns.iter().map(|(_, p)| p.cost_usd).sum();
+            let cost = turns.iter().fold(Decimal::ZERO, |sum, (_, p)| sum.saturating_add(p.cost_usd));
             let latency = turns.iter().map(|(_, p)| p.latency_ms as f64).sum::<f64>() / turns.len() as f64;
             let pricing = turns.last().map(|(_, p)| p.pricing_version.clone()).unwrap_or_default();
             for (i, (turn, p)) in turns.iter().enumerate() {
