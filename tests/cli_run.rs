@@ -217,3 +217,58 @@ fn imported_history_is_folded_not_acted_on() {
     }
     assert!(routes.values().all(|&n| n == 1), "{routes:?}");
 }
+
+/// The small things a user meets at the edges of `engram run`: an ended
+/// session is refused at once (no wait for actors that have nothing to do,
+/// no "not settled" warnings), feedback before any turn appends nothing, a
+/// session id with a control character is refused, stderr into a pipe has
+/// no colour codes, and a clean exit leaves no pid in the lock file.
+#[test]
+fn run_at_the_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+
+    // Feedback before any turn: said, not appended; the session goes on.
+    let mut child = engram(data)
+        .args(["run", "--session", "s-edge"])
+        .env("ENGRAM_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b":good\nwhat time is it\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no turn yet in session s-edge"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains('\u{1b}'), "colour codes on a piped stderr: {}", stderr(&out));
+    let events = export(data);
+    assert_eq!(events.iter().filter(|e| e.kind() == EventKind::FeedbackReceived).count(), 0);
+    assert_eq!(events.iter().filter(|e| e.kind() == EventKind::TurnCompleted).count(), 1);
+    let lock = std::fs::read_to_string(data.join("engram.lock")).unwrap();
+    assert!(lock.trim().is_empty(), "a clean exit leaves the lock file empty: {lock:?}");
+
+    // The session has ended: refused, promptly, without warnings.
+    let out = engram(data).args(["run", "--session", "s-edge", "--once", "hello"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("session \"s-edge\" has ended"), "{err}");
+    assert!(!err.contains("not settled") && !err.contains("still busy"), "{err}");
+
+    // A control character in the id.
+    let out = engram(data).args(["run", "--session", "s\u{1b}[2J", "--once", "hello"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("control characters"), "{}", stderr(&out));
+}
+
+/// An error and its cause are printed once each, not the cause twice.
+#[test]
+fn an_os_error_is_printed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = engram(dir.path()).args(["import", "/no/such/file.jsonl"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    assert!(err.contains("/no/such/file.jsonl"), "{err}");
+}

@@ -20,6 +20,14 @@ pub enum RuntimeError {
     /// The LLM configuration is unusable.
     #[error("llm: {0}")]
     Llm(String),
+    /// The session id is not one a host may use.
+    #[error("session id {id:?}: {reason}")]
+    BadSession {
+        /// The id, as given.
+        id: String,
+        /// What is wrong with it.
+        reason: engram_events::InvalidSessionId,
+    },
     /// The session was ended; a new one needs a new id.
     #[error("session {0:?} has ended; start a new session id")]
     SessionEnded(String),

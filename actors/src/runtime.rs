@@ -254,6 +254,14 @@ impl RuntimeBuilder {
     }
 }
 
+/// A host's session id, checked ([`SessionId::parse`]) before it reaches
+/// the log.
+fn checked(session: &SessionId) -> Result<(), RuntimeError> {
+    SessionId::parse(session.as_str())
+        .map(drop)
+        .map_err(|reason| RuntimeError::BadSession { id: session.as_str().to_owned(), reason })
+}
+
 /// An actor's name and progress.
 struct ActorEntry {
     name: &'static str,
@@ -298,7 +306,7 @@ impl Runtime {
         }
         let bridge = Bridge::new();
         let statuses: Vec<(&'static str, Arc<ShellStatus>)> =
-            factories.iter().map(|(n, _)| (*n, Arc::new(ShellStatus::default()))).collect();
+            factories.iter().map(|(n, _)| (*n, Arc::new(ShellStatus::dispatching_after(head)))).collect();
         let kinds: Vec<_> = factories.iter().map(|(_, f)| f().kinds()).collect();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let sys_bus = bus.clone();
@@ -360,6 +368,7 @@ impl Runtime {
     /// [`Runtime::handle_utterance`] for speech (the intent judge then
     /// wants a wake word or the hot window, in voice mode).
     pub fn handle_from(&self, session: &SessionId, text: &str, source: UtteranceSource) -> Result<Reply, RuntimeError> {
+        checked(session)?;
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.listener.do_send(HostInput::Utterance {
             session: session.clone(),
@@ -395,13 +404,15 @@ impl Runtime {
     }
 
     /// The user's feedback on the session's last turn (the judge turns it
-    /// into a verdict). Returns the turn it is about.
+    /// into a verdict). Returns the turn it is about; `None` when the
+    /// session has no turn yet, and then nothing is appended.
     pub fn feedback(
         &self,
         session: &SessionId,
         rating: FeedbackRating,
         text: Option<&str>,
     ) -> Result<Option<TurnId>, RuntimeError> {
+        checked(session)?;
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.listener.do_send(HostInput::Feedback {
             session: session.clone(),
@@ -419,6 +430,7 @@ impl Runtime {
     /// so the session's verdicts precede its end and are recorded with it
     /// rather than as re-evaluations a moment later.
     pub fn end_session(&self, session: &SessionId) -> Result<u32, RuntimeError> {
+        checked(session)?;
         self.settle(Duration::from_secs(5));
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.listener.do_send(HostInput::End { session: session.clone(), reason: SessionEndReason::Host, reply: tx });

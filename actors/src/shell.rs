@@ -85,6 +85,18 @@ pub struct ShellStatus {
     pub restarts: AtomicU64,
 }
 
+impl ShellStatus {
+    /// The status of an actor whose dispatcher starts after `head`:
+    /// everything up to it counts as seen (it is the actor's catch-up's to
+    /// handle), so a runtime that has had no event since it started is
+    /// settled once the catch-ups are done, not never.
+    pub fn dispatching_after(head: Seq) -> ShellStatus {
+        let s = ShellStatus::default();
+        s.seen.store(head.0, Ordering::Release);
+        s
+    }
+}
+
 /// The actix actor around a role.
 pub struct Shell {
     name: &'static str,

@@ -67,7 +67,7 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
                 } else {
                     println!(
                         "{:<14} {:<20} {:>5} {:>5} {:>10} {:>6}  {}",
-                        id,
+                        output::escape_controls(&id),
                         s.started.map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_default(),
                         s.turns,
                         s.fast_path_turns,

@@ -83,6 +83,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let data = engram::storage::data_dir::resolve(cli.data);
@@ -104,12 +105,28 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // `{:#}` joins the context chain on one line; multi-line
-            // messages (import validation) print as they are.
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes on one line, `a: b: c`, each cause once: most
+/// of engram's errors already say their source (`{path}: {source}`), and
+/// anyhow's `{:#}` would say it again. Multi-line messages (import
+/// validation) print as they are.
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
 }
 
 /// Opens the log in `data` with the default (durable) policy, creating the

@@ -68,8 +68,21 @@ fn summary(event: &Event) -> String {
     }
 }
 
+/// `text` with every control character escaped (`\n`, `\u{1b}`): what a
+/// human-readable line prints of anything that came from outside (ids,
+/// utterances, tool output), so that a terminal never receives a newline
+/// that forges a line or an escape sequence.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect(),
+    )
+}
+
 /// One human-readable line for an envelope:
-/// `seq  time  kind  session  summary`.
+/// `seq  time  kind  session  summary`, control characters escaped.
 pub fn human_line(env: &Envelope) -> String {
     let payload = summary(&env.event);
     let payload = if payload.chars().count() > 140 {
@@ -77,12 +90,13 @@ pub fn human_line(env: &Envelope) -> String {
     } else {
         payload
     };
-    format!(
+    let line = format!(
         "{:>8}  {}  {:<20} {:<12} {}",
         env.seq,
         env.at.format("%Y-%m-%d %H:%M:%S%.3f"),
         env.kind().name(),
         env.session.as_ref().map_or("-", |s| s.as_str()),
         payload
-    )
+    );
+    escape_controls(&line).into_owned()
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use engram::actors::Runtime;
 use engram::events::codec::json;
 use engram::events::payloads::FeedbackRating;
@@ -30,8 +30,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// The session id [default: a new one]
-    #[arg(long, value_name = "ID")]
-    session: Option<String>,
+    #[arg(long, value_name = "ID", value_parser = |s: &str| SessionId::parse(s))]
+    session: Option<SessionId>,
     /// Leave the session open at the end (a later `engram run --session ID`
     /// continues it)
     #[arg(long)]
@@ -48,7 +48,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         builder = builder.offline();
     }
     let rt = builder.start().with_context(|| format!("cannot start the runtime in {}", data.display()))?;
-    let mut session = SessionId::new(args.session.clone().unwrap_or_else(new_session_id));
+    let mut session = args.session.clone().unwrap_or_else(|| SessionId::new(new_session_id()));
     let mut out = std::io::stdout().lock();
     if !args.json && args.once.is_none() {
         eprintln!(
@@ -97,11 +97,13 @@ fn new_session_id() -> String {
     format!("cli-{}", engram::events::EventId::new_live().0)
 }
 
+/// Feedback on the session's last turn; with no turn yet there is nothing
+/// to give it on, which is said and is not an error (the session goes on).
 fn feedback(rt: &Runtime, session: &SessionId, rating: FeedbackRating, text: &str) -> anyhow::Result<()> {
-    match rt.feedback(session, rating, (!text.is_empty()).then_some(text))? {
-        Some(_) => Ok(()),
-        None => bail!("no turn yet in session {} to give feedback on", session.as_str()),
+    if rt.feedback(session, rating, (!text.is_empty()).then_some(text))?.is_none() {
+        eprintln!("engram run: no turn yet in session {session} to give feedback on");
     }
+    Ok(())
 }
 
 fn turn(rt: &Runtime, session: &SessionId, text: &str, json_out: bool, out: &mut impl Write) -> anyhow::Result<()> {

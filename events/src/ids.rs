@@ -175,10 +175,47 @@ pub fn derive_ulid(at: DateTime<Utc>, parts: &[&[u8]]) -> Ulid {
 #[serde(transparent)]
 pub struct SessionId(pub String);
 
+/// The longest session id, in bytes.
+pub const MAX_SESSION_ID_BYTES: usize = 256;
+
+/// Why a session id from outside was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidSessionId {
+    /// An empty id.
+    #[error("a session id must not be empty")]
+    Empty,
+    /// Longer than [`MAX_SESSION_ID_BYTES`].
+    #[error("a session id is at most {MAX_SESSION_ID_BYTES} bytes, this one {0}")]
+    TooLong(usize),
+    /// A control character (a newline, an escape sequence, …).
+    #[error("a session id must not contain control characters (found {0:?})")]
+    Control(char),
+}
+
 impl SessionId {
-    /// Wraps a host-provided session name.
+    /// Wraps a host-provided session name (unchecked: ids read back from
+    /// the log, or made by engram; see [`SessionId::parse`] for ids from
+    /// outside).
     pub fn new(id: impl Into<String>) -> Self {
         SessionId(id.into())
+    }
+
+    /// A session id from outside — a host's call, `engram run --session`,
+    /// an imported record — checked: not empty, at most
+    /// [`MAX_SESSION_ID_BYTES`], no control characters (`replay` and
+    /// `inspect` print ids, and a terminal must never receive one as an
+    /// escape sequence).
+    pub fn parse(id: &str) -> Result<SessionId, InvalidSessionId> {
+        if id.is_empty() {
+            return Err(InvalidSessionId::Empty);
+        }
+        if id.len() > MAX_SESSION_ID_BYTES {
+            return Err(InvalidSessionId::TooLong(id.len()));
+        }
+        if let Some(c) = id.chars().find(|c| c.is_control()) {
+            return Err(InvalidSessionId::Control(c));
+        }
+        Ok(SessionId(id.to_owned()))
     }
 
     /// The id as text.
@@ -188,8 +225,21 @@ impl SessionId {
 }
 
 impl fmt::Display for SessionId {
+    /// The id, with any control character escaped (`\u{1b}`): an id that
+    /// entered a log before [`SessionId::parse`] refused them still prints
+    /// harmlessly.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        if !self.0.chars().any(char::is_control) {
+            return f.write_str(&self.0);
+        }
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -197,6 +247,15 @@ impl fmt::Display for SessionId {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn session_ids_from_outside_are_checked_and_print_escaped() {
+        assert_eq!(SessionId::parse("s-1").unwrap().as_str(), "s-1");
+        assert_eq!(SessionId::parse(""), Err(InvalidSessionId::Empty));
+        assert_eq!(SessionId::parse(&"x".repeat(257)), Err(InvalidSessionId::TooLong(257)));
+        assert_eq!(SessionId::parse("a\u{1b}[2J"), Err(InvalidSessionId::Control('\u{1b}')));
+        assert_eq!(SessionId::new("a\u{1b}[2J\nb").to_string(), "a\\u{1b}[2J\\nb");
+    }
 
     #[test]
     fn derived_ids_are_deterministic_and_distinct() {

@@ -30,7 +30,7 @@ pub use causation::{derived, derived_id};
 pub use codec::DecodeError;
 pub use envelope::{ActorKind, Envelope};
 pub use event::{Event, EventKind};
-pub use ids::{EvalId, EventId, FingerprintId, Seq, SessionId, TurnId};
+pub use ids::{EvalId, EventId, FingerprintId, InvalidSessionId, Seq, SessionId, TurnId};
 
 pub use chrono;
 pub use rust_decimal;

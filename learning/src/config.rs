@@ -43,6 +43,12 @@ use serde_json::Value;
 
 use crate::patterns::{PatternCaps, PatternConfig};
 
+/// The `ENGRAM_*` variables that are not configuration keys: the data dir,
+/// the configuration file, the log filter, and where the embedding model
+/// and ONNX Runtime are.
+pub const OTHER_VARS: &[&str] =
+    &["ENGRAM_DATA", "ENGRAM_CONFIG", "ENGRAM_LOG", "ENGRAM_MODELS_DIR", "ENGRAM_ORT_LIBRARY"];
+
 /// Configuration errors, naming the file and line or the variable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -61,6 +67,15 @@ pub enum ConfigError {
         path: PathBuf,
         /// What is wrong and where (line, column, key).
         message: String,
+    },
+    /// An `ENGRAM_*` variable that is neither a configuration key nor one
+    /// of [`OTHER_VARS`] (a typo would otherwise leave a default in place,
+    /// as an unknown key in the file would). Its value is not repeated: it
+    /// may be a secret.
+    #[error("{var}: unknown engram variable: configuration keys are ENGRAM_<SECTION>_<KEY> (e.g. ENGRAM_LLM_MODEL); the others are {}", OTHER_VARS.join(", "))]
+    UnknownEnv {
+        /// The variable.
+        var: String,
     },
     /// An environment override has the wrong type.
     #[error("{var}={value:?}: {message}")]
@@ -464,8 +479,11 @@ impl Config {
     }
 
     /// This configuration with `ENGRAM_<SECTION>_<KEY>` variables applied.
+    /// Any other `ENGRAM_*` variable is an error unless it is one of
+    /// [`OTHER_VARS`] or the one `[llm] api_key_env` names.
     pub fn with_env(self, env: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
         let env: BTreeMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("ENGRAM_")).collect();
+        let api_key_env = self.llm.api_key_env.clone();
         let mut tree = serde_json::to_value(&self).expect("config serialises");
         let sections = tree.as_object_mut().expect("an object");
         let mut applied: Vec<(String, String)> = Vec::new();
@@ -505,6 +523,11 @@ impl Config {
                 applied.push((var, raw.clone()));
             }
         }
+        if let Some(var) = env.keys().find(|var| {
+            !applied.iter().any(|(a, _)| a == *var) && !OTHER_VARS.contains(&var.as_str()) && **var != api_key_env
+        }) {
+            return Err(ConfigError::UnknownEnv { var: var.clone() });
+        }
         let out: Config = serde_json::from_value(tree).map_err(|e| {
             let (var, value) = applied.last().cloned().unwrap_or_default();
             ConfigError::Env { var, value, message: e.to_string() }
@@ -537,6 +560,17 @@ mod tests {
         assert_eq!(c.multi_tool_fast_path.k_synth, 50);
         assert_eq!(c.pattern.config(), PatternConfig::default());
         assert_eq!(c.pattern.caps(), PatternCaps::default());
+    }
+
+    #[test]
+    fn an_unknown_engram_variable_is_an_error_that_does_not_echo_its_value() {
+        let e = Config::default().with_env(env(&[("ENGRAM_LLM_MODLE", "secret-ish")])).unwrap_err().to_string();
+        assert!(e.starts_with("ENGRAM_LLM_MODLE: unknown engram variable"), "{e}");
+        assert!(!e.contains("secret-ish"), "{e}");
+        // The others, and the variable api_key_env names, are not config keys and are fine.
+        let mut c = Config::default();
+        c.llm.api_key_env = "ENGRAM_MY_KEY".into();
+        c.with_env(env(&[("ENGRAM_DATA", "/d"), ("ENGRAM_LOG", "debug"), ("ENGRAM_MY_KEY", "k")])).unwrap();
     }
 
     #[test]

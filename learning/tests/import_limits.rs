@@ -166,8 +166,8 @@ fn every_limit_is_a_line_error_naming_its_field() {
         ("planner_ms", json!(u64::MAX), "seven days"),
         ("cost_usd", json!("1000000.01"), "more than 1000000"),
         ("text", json!("x".repeat(turn_record::limits::MAX_TEXT_BYTES + 1)), "longer than"),
-        ("session", json!("a\nb"), "control character"),
-        ("session", json!("s".repeat(257)), "longer than 256"),
+        ("session", json!("a\nb"), "control characters"),
+        ("session", json!("s".repeat(257)), "at most 256 bytes"),
         ("model", json!("\u{1b}[2J"), "control character"),
         ("steps", json!(vec![json!({"tool": "t"}); turn_record::limits::MAX_STEPS + 1]), "more than 64 steps"),
     ];

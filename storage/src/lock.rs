@@ -13,7 +13,7 @@ use crate::error::LogError;
 /// Holds the exclusive lock until dropped.
 #[derive(Debug)]
 pub struct DataDirLock {
-    _file: File,
+    file: File,
     path: PathBuf,
 }
 
@@ -44,11 +44,19 @@ impl DataDirLock {
         let me = format!("pid {}", std::process::id());
         let write = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| file.write_all(me.as_bytes()));
         write.map_err(|e| LogError::io(&path, e))?;
-        Ok(DataDirLock { _file: file, path })
+        Ok(DataDirLock { file, path })
     }
 
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for DataDirLock {
+    /// Empties the lock file while still holding the lock (closing the
+    /// file releases it), so that no dead pid is left naming a holder.
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
     }
 }

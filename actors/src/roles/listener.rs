@@ -248,15 +248,14 @@ impl Listener {
         rating: FeedbackRating,
         text: Option<String>,
     ) -> Result<Option<TurnId>, RuntimeError> {
-        let subject = self.sessions.get(&session).and_then(|s| s.last_turn);
-        let env = Envelope::new(ActorKind::Host, FeedbackReceived { subject_turn: subject, rating, text })
-            .with_session(session);
-        let env = match subject {
-            Some(t) => env.with_turn(t),
-            None => env,
-        };
+        // Feedback about nothing (no turn yet in the session) is not an
+        // event: the caller hears `None`.
+        let Some(subject) = self.sessions.get(&session).and_then(|s| s.last_turn) else { return Ok(None) };
+        let env = Envelope::new(ActorKind::Host, FeedbackReceived { subject_turn: Some(subject), rating, text })
+            .with_session(session)
+            .with_turn(subject);
         self.bus.append(vec![env])?;
-        Ok(subject)
+        Ok(Some(subject))
     }
 
     fn end(&mut self, session: SessionId, reason: SessionEndReason) -> Result<u32, RuntimeError> {

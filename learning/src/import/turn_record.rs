@@ -173,7 +173,11 @@ pub fn parse_line(line: &str) -> Result<TurnRecord, Vec<FieldError>> {
     let session = v.required_string("session");
     match session.as_deref() {
         Some("") => v.errors.push(FieldError::new("session", "must not be empty")),
-        Some(id) => check_name("session", id, v.errors),
+        Some(id) => {
+            if let Err(e) = SessionId::parse(id) {
+                v.errors.push(FieldError::new("session", e.to_string()));
+            }
+        }
         None => {}
     }
     let turn = v.required("turn").and_then(|x| match x.as_u64() {
