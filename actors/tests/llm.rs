@@ -437,3 +437,33 @@ fn call_completed_records_ok_and_failed_calls() {
     assert_eq!(e.outcome, LlmOutcome::Timeout);
     assert_eq!(e.model, "openai:gpt-5-mini");
 }
+
+/// A server that echoes the key — in a 200 answer's text or tool call, or
+/// in an error body — JSON-escaped (`\/`), percent-encoded or as it is:
+/// none of it reaches the caller, so none of it reaches an event or a log.
+#[test]
+fn an_echoed_key_is_scrubbed_in_every_spelling() {
+    const SLASHED: &str = "sk-pro/j+SECRET=42";
+    let percent = "sk-pro%2Fj%2BSECRET%3D42";
+    // On the wire: the key JSON-escaped with `\/` (decodes to the key), the
+    // key escaped twice (decodes to `sk-pro\/j…`, a quoted JSON body), and
+    // percent-encoded.
+    let once = r"sk-pro\/j+SECRET=42";
+    let twice = r"sk-pro\\\/j+SECRET=42";
+    let chunk = format!(
+        r#"{{"choices":[{{"index":0,"delta":{{"content":"raw {SLASHED}, once {once}, twice {twice}, encoded {percent}"}}}}]}}"#
+    );
+    let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+        "function": {"name": "get_weather", "arguments": format!("{{\"city\":\"{SLASHED}\"}}")}}]}}]})
+    .to_string();
+    let error = Reply::status(500, &format!(r#"{{"error":"bad key sk-pro\/j+SECRET=42 ({percent})"}}"#));
+    let server = Server::start(vec![Reply::sse(&[&chunk, &call, "[DONE]"]), error]);
+    let client = openai(&server, Some(SLASHED));
+    let resp = client.chat(&request(weather_tool())).unwrap();
+    let shown = format!("{} {:?}", resp.content, resp.tool_calls);
+    assert!(resp.content.starts_with("raw <redacted>"), "{shown}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    let err = client.chat(&request(vec![])).unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(shown.contains("<redacted>") && !shown.contains("SECRET"), "{shown}");
+}

@@ -440,10 +440,60 @@ pub struct Config {
     pub runtime: RuntimeSection,
 }
 
+/// A TOML error without the excerpt of the file it quotes (`3 | api_key =
+/// …`): where (line and column of `text`) and what, never the text.
+fn unquoted(e: &toml::de::Error, text: &str) -> String {
+    let what = e.message().trim();
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {what}")
+        }
+        None => what.to_owned(),
+    }
+}
+
+/// The `section.key` of the first key of a section that looks like a
+/// secret, other than `api_key_env` (which names a variable). Only a
+/// section's own keys: the maps below them (`l0_extra` phrases,
+/// `model_rules` tags) are the user's words, not settings.
+fn secret_key(table: &toml::Table) -> Option<String> {
+    for (section, value) in table {
+        let toml::Value::Table(keys) = value else { continue };
+        for key in keys.keys() {
+            let lower = key.to_ascii_lowercase();
+            let looks_secret = ["key", "token", "secret", "password", "passwd"].iter().any(|w| lower.contains(w));
+            if looks_secret && lower != "api_key_env" {
+                return Some(format!("[{section}] {key}"));
+            }
+        }
+    }
+    None
+}
+
 impl Config {
     /// Parses TOML text (`path` names it in errors), without overrides.
+    ///
+    /// Errors name the line, column and key but never quote the file's
+    /// text: a line of it may hold a secret. A key that looks like one
+    /// (`api_key`, `token`, `password`, …) is refused outright: secrets are
+    /// read from the environment (`[llm] api_key_env`), not from files.
     pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string() })
+        let parse_error =
+            |e: toml::de::Error| ConfigError::Parse { path: path.to_owned(), message: unquoted(&e, text) };
+        let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        if let Some(key) = secret_key(&table) {
+            return Err(ConfigError::Parse {
+                path: path.to_owned(),
+                message: format!(
+                    "{key}: secrets are not kept in configuration files (nor printed): put the key in an \
+                     environment variable and name that variable in [llm] api_key_env"
+                ),
+            });
+        }
+        toml::from_str(text).map_err(parse_error)
     }
 
     /// Loads `path` (which must exist) or, with `None`, the defaults; then
@@ -571,6 +621,24 @@ mod tests {
         let mut c = Config::default();
         c.llm.api_key_env = "ENGRAM_MY_KEY".into();
         c.with_env(env(&[("ENGRAM_DATA", "/d"), ("ENGRAM_LOG", "debug"), ("ENGRAM_MY_KEY", "k")])).unwrap();
+    }
+
+    #[test]
+    fn an_inline_key_is_refused_and_no_error_quotes_the_file() {
+        let p = Path::new("/etc/engram.toml");
+        let e = Config::from_toml("[llm]\nprovider = \"openai\"\napi_key = \"sk-live-SECRET\"\n", p).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("[llm] api_key") && e.contains("api_key_env"), "{e}");
+        assert!(!e.contains("SECRET"), "{e}");
+        // A typo'd key or a syntax error near a secret: named by line, never quoted.
+        for text in ["[llm]\nmodle = \"SECRET-1\"\n", "[llm]\nmodel = \"SECRET-2\n"] {
+            let e = Config::from_toml(text, p).unwrap_err().to_string();
+            assert!(e.contains("line 2"), "{e}");
+            assert!(!e.contains("SECRET"), "{e}");
+        }
+        // Phrases in l0_extra are the user's words, not settings.
+        let c = Config::from_toml("[fast_path]\nl0_extra = { \"where is my key\" = \"get_location\" }\n", p).unwrap();
+        assert_eq!(c.fast_path.l0_extra.len(), 1);
     }
 
     #[test]

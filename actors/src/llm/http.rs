@@ -82,14 +82,31 @@ impl Transport {
             }
             return Err(LlmError::Http { status, body: truncate(&body, ERROR_BODY_CHARS) });
         }
-        Ok(Lines { reader: BufReader::new(reader), timeout, line_no: 0, buf: Vec::new() })
+        Ok(Lines { reader: BufReader::new(reader), timeout, line_no: 0, buf: Vec::new(), key: self.api_key.clone() })
     }
 
-    /// Removes the key from text a server sent back (some echo it).
+    /// Removes the key, in every spelling, from text a server sent back
+    /// (some echo it).
     fn redact(&self, text: &str) -> String {
         match &self.api_key {
-            Some(key) => text.replace(key.expose(), "<redacted>"),
+            Some(key) => key.scrub(text).into_owned(),
             None => text.to_owned(),
+        }
+    }
+
+    /// Removes the key from an answer: its text and its tool calls'
+    /// arguments (a server that echoes the key in a 200 answer must not put
+    /// it into `reply.delivered` or any other event).
+    pub(crate) fn scrub_response(&self, resp: &mut super::ChatResponse) {
+        let Some(key) = &self.api_key else { return };
+        if let std::borrow::Cow::Owned(clean) = key.scrub(&resp.content) {
+            resp.content = clean;
+        }
+        for call in &mut resp.tool_calls {
+            call.name = key.scrub(&call.name).into_owned();
+            let args = serde_json::Value::Object(std::mem::take(&mut call.arguments)).to_string();
+            let clean = key.scrub(&args);
+            call.arguments = serde_json::from_str(&clean).unwrap_or_default();
         }
     }
 
@@ -148,6 +165,9 @@ pub(crate) struct Lines {
     timeout: Duration,
     line_no: usize,
     buf: Vec<u8>,
+    /// Scrubbed from every line before it is parsed (and so from what a
+    /// parse error quotes).
+    key: Option<ApiKey>,
 }
 
 impl Lines {
@@ -162,7 +182,12 @@ impl Lines {
         self.line_no += 1;
         let line = std::str::from_utf8(&self.buf)
             .map_err(|_| LlmError::Malformed(format!("line {} is not UTF-8", self.line_no)))?;
-        Ok(Some((self.line_no, line.trim_end_matches(['\n', '\r']).to_owned())))
+        let line = line.trim_end_matches(['\n', '\r']);
+        let line = match &self.key {
+            Some(key) => key.scrub(line).into_owned(),
+            None => line.to_owned(),
+        };
+        Ok(Some((self.line_no, line)))
     }
 }
 

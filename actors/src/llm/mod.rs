@@ -220,6 +220,52 @@ impl ApiKey {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// `text` with the key replaced by `<redacted>` in every form a server
+    /// could echo it: as it is, JSON-escaped once or twice (with or without
+    /// `\/`; a body that quotes a JSON request is escaped twice), and
+    /// percent-encoded (upper- or lower-case hex). Everything a server
+    /// sends passes through here before it can reach an error, a log line
+    /// or an event.
+    pub fn scrub<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        let forms = self.forms();
+        if !forms.iter().any(|f| text.contains(f.as_str())) {
+            return std::borrow::Cow::Borrowed(text);
+        }
+        let mut out = text.to_owned();
+        for f in &forms {
+            out = out.replace(f.as_str(), "<redacted>");
+        }
+        std::borrow::Cow::Owned(out)
+    }
+
+    /// The key's spellings [`ApiKey::scrub`] looks for, longest first (so a
+    /// form that contains another is replaced whole).
+    fn forms(&self) -> Vec<String> {
+        let raw = self.0.clone();
+        let escape = |s: &str| {
+            let quoted = serde_json::to_string(s).expect("a string serialises");
+            quoted[1..quoted.len() - 1].to_owned()
+        };
+        let json = escape(&raw);
+        let json_slash = json.replace('/', "\\/");
+        let twice = escape(&json);
+        let twice_slash = escape(&json_slash);
+        let percent = |upper: bool| -> String {
+            raw.bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+                    _ if upper => format!("%{b:02X}"),
+                    _ => format!("%{b:02x}"),
+                })
+                .collect()
+        };
+        let (upper, lower) = (percent(true), percent(false));
+        let mut forms = vec![raw, json, json_slash, twice, twice_slash, upper, lower];
+        forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        forms.dedup();
+        forms
+    }
 }
 
 impl std::fmt::Debug for ApiKey {

@@ -48,6 +48,7 @@ impl OllamaClient {
         let url = format!("{}/api/chat", self.transport.base_url());
         let lines = self.transport.post_stream(&url, &request_body(req), req.timeout, !req.tools.is_empty())?;
         let mut resp = read_stream(lines)?;
+        self.transport.scrub_response(&mut resp);
         resp.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(resp)
     }

@@ -54,6 +54,7 @@ impl OpenAiClient {
         let started = Instant::now();
         let lines = self.transport.post_stream(&self.url(), &request_body(req), req.timeout, !req.tools.is_empty())?;
         let mut resp = read_stream(lines)?;
+        self.transport.scrub_response(&mut resp);
         resp.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(resp)
     }
