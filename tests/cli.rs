@@ -267,3 +267,37 @@ fn every_command_has_help() {
     assert_eq!(o.status.code(), Some(1), "no data yet is an error");
     assert!(stderr(&o).contains("no engram data"), "{}", stderr(&o));
 }
+
+/// Under `umask 000` every file engram creates is still its user's alone.
+#[test]
+fn files_are_owner_only_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = write(tmp.path(), "turns.jsonl", &turns(20, 2));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"umask 000 && exec "$0" --data "$1" import "$2""#)
+        .arg(env!("CARGO_BIN_EXE_engram"))
+        .arg(&data)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    fn walk(p: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(p).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            }
+            out.push(path);
+        }
+    }
+    let mut all = vec![data.clone()];
+    walk(&data, &mut all);
+    assert!(all.len() > 3, "{all:?}");
+    for p in all {
+        let mode = std::fs::symlink_metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", p.display());
+    }
+}

@@ -73,9 +73,12 @@ fn main() -> ExitCode {
     // Die quietly on a closed pipe (`engram replay | head`), like other
     // Unix tools, instead of panicking in println!.
     #[cfg(unix)]
-    // SAFETY: resetting a signal disposition before any thread exists.
+    // SAFETY: resetting a signal disposition and the umask before any
+    // thread exists. Everything engram creates is its user's alone (the
+    // data dir holds every utterance), whatever umask the shell has.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::umask(0o077);
     }
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -59,6 +59,82 @@ pub fn create_private_dir(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The entries of a data dir engram writes: each must be the user's own
+/// and not a symbolic link.
+const ENTRIES: &[&str] = &["engram.lock", "engram.sock", "log.sled"];
+
+/// Checks a data dir before engram uses it, and tightens what it finds:
+///
+/// 1. the dir itself, [`ENTRIES`] and everything in `log.sled` must be
+///    owned by this process's user — another user's file in a private dir
+///    is a planted one;
+/// 2. none of those may be a symbolic link: `log.sled` linked to a
+///    world-writable dir would put the log there, `engram.lock` linked to
+///    any file would have it overwritten with a pid (the dir itself may be
+///    a link: that is the user's own choice of where the data lives);
+/// 3. files are made `0600` and dirs `0700`, whatever the umask they were
+///    created under (sled's files, the socket, the lock).
+///
+/// Called when the log is opened (before the lock is taken, and again
+/// after sled has created its files).
+pub fn guard(dir: &Path) -> Result<(), crate::LogError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        let unsafe_entry = |path: &Path, why: String| crate::LogError::Unsafe { path: path.to_owned(), why };
+        let meta = std::fs::metadata(dir).map_err(|e| crate::LogError::io(dir, e))?;
+        if meta.uid() != me {
+            return Err(unsafe_entry(dir, format!("owned by uid {}, not by you (uid {me})", meta.uid())));
+        }
+        let mut paths: Vec<std::path::PathBuf> = ENTRIES.iter().map(|e| dir.join(e)).collect();
+        let sled = dir.join("log.sled");
+        if std::fs::symlink_metadata(&sled).is_ok_and(|m| m.is_dir()) {
+            collect(&sled, &mut paths).map_err(|e| crate::LogError::io(&sled, e))?;
+        }
+        for path in paths {
+            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+            if meta.file_type().is_symlink() {
+                return Err(unsafe_entry(&path, "a symbolic link inside the data dir".into()));
+            }
+            if meta.uid() != me {
+                return Err(unsafe_entry(&path, format!("owned by uid {}, not by you (uid {me})", meta.uid())));
+            }
+            let want = if meta.is_dir() { 0o700 } else { 0o600 };
+            set_mode(&path, &meta, want).map_err(|e| crate::LogError::io(&path, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every entry below `dir` (not following links), depth first.
+#[cfg(unix)]
+fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            collect(&path, out)?;
+        }
+        out.push(path);
+    }
+    Ok(())
+}
+
+/// Clears the group and other bits of `path` (keeping the owner's, which
+/// engram does not widen).
+#[cfg(unix)]
+fn set_mode(path: &Path, meta: &std::fs::Metadata, want: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o7777;
+    let tight = mode & want;
+    if mode != tight {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(tight))?;
+    }
+    Ok(())
+}
+
 /// Drops the group and other bits of an existing dir, if any are set.
 #[cfg(unix)]
 fn tighten(path: &Path) -> io::Result<()> {

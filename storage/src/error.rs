@@ -51,6 +51,16 @@ pub enum LogError {
         /// What went wrong.
         what: String,
     },
+    /// Something in the data dir is not safe to use: a symbolic link (which
+    /// would send the log, the lock or the socket elsewhere), or an entry
+    /// another user owns.
+    #[error("{path}: {why}; engram does not use it (remove it, or pass another --data DIR)")]
+    Unsafe {
+        /// The entry.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The writer thread is gone (the log was closed or it panicked).
     #[error("the log writer has stopped")]
     WriterStopped,

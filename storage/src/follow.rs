@@ -46,6 +46,11 @@ impl FollowServer {
         // A socket left by a killed owner: we hold the lock, so it is stale.
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)?;
+        // Owner-only whatever the umask (the dir is 0700 too).
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        }
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let accept = {

@@ -21,13 +21,16 @@ impl DataDirLock {
     /// Takes the lock on `dir/engram.lock` without waiting.
     pub fn acquire(dir: &Path) -> Result<Self, LogError> {
         let path = dir.join("engram.lock");
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| LogError::io(&path, e))?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // Owner-only whatever the umask; never through a link (the data
+            // dir's guard refuses one first; this closes the gap after it).
+            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        }
+        let mut file = options.open(&path).map_err(|e| LogError::io(&path, e))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {

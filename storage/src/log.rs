@@ -107,9 +107,12 @@ impl SledLog {
     /// Opens (creating if needed) the log in `dir`, taking the data-dir lock.
     pub fn open(dir: &Path, config: LogConfig) -> Result<Self, LogError> {
         crate::data_dir::create_private_dir(dir).map_err(|e| LogError::io(dir, e))?;
+        crate::data_dir::guard(dir)?;
         let lock = DataDirLock::acquire(dir)?;
         let sled_dir = dir.join("log.sled");
         let db = open_sled(&sled_dir)?;
+        // sled has created its files under whatever umask the process has.
+        crate::data_dir::guard(dir)?;
         let meta = db.open_tree("meta")?;
         match meta.get("format")? {
             Some(v) => {
