@@ -53,7 +53,16 @@ pub struct LogConfig {
     pub subscriber_buffer: usize,
     /// Most events one group commit takes from the queue.
     pub max_batch_events: usize,
+    /// sled's page cache, in bytes. sled's own default (1 GiB) lets a
+    /// process grow with the log it writes (an import of a million events
+    /// would keep most of them cached); the log is read sequentially
+    /// (replay, catch-up) or by id, neither of which needs the whole tree
+    /// in memory.
+    pub cache_bytes: u64,
 }
+
+/// [`LogConfig::cache_bytes`] by default: 64 MiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
 impl Default for LogConfig {
     fn default() -> Self {
@@ -62,6 +71,7 @@ impl Default for LogConfig {
             segment_bytes: SEGMENT_TARGET_BYTES,
             subscriber_buffer: 1024,
             max_batch_events: 16_384,
+            cache_bytes: DEFAULT_CACHE_BYTES,
         }
     }
 }
@@ -110,7 +120,7 @@ impl SledLog {
         crate::data_dir::guard(dir)?;
         let lock = DataDirLock::acquire(dir)?;
         let sled_dir = dir.join("log.sled");
-        let db = open_sled(&sled_dir)?;
+        let db = open_sled(&sled_dir, config.cache_bytes)?;
         // sled has created its files under whatever umask the process has.
         crate::data_dir::guard(dir)?;
         let meta = db.open_tree("meta")?;
@@ -344,10 +354,10 @@ const SLED_LOCK_WAIT: Duration = Duration::from_secs(3);
 /// other engram holds sled's file lock; if it is busy, a database closed a
 /// moment ago (in this process, or by one that just exited) has not
 /// released it yet — its flusher thread winds down — and it is waited for.
-fn open_sled(dir: &Path) -> Result<sled::Db, LogError> {
+fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
     let deadline = Instant::now() + SLED_LOCK_WAIT;
     loop {
-        match sled::Config::new().path(dir).mode(sled::Mode::LowSpace).open() {
+        match sled::Config::new().path(dir).mode(sled::Mode::LowSpace).cache_capacity(cache_bytes).open() {
             Err(e) if e.to_string().contains("could not acquire lock") && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(10));
             }

@@ -28,6 +28,7 @@ pub mod turn_record;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
+use std::io::{BufRead, Read};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
@@ -138,34 +139,90 @@ pub struct Plan {
     stdin: Option<Vec<u8>>,
 }
 
-/// Lines of a file, 1-based, blank ones skipped; non-UTF-8 reported per line.
-fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Result<&str, LineError>)> {
-    bytes.split(|&b| b == b'\n').enumerate().filter_map(|(i, raw)| {
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if raw.len() > turn_record::limits::MAX_LINE_BYTES {
-            let message = format!("longer than {} bytes ({})", turn_record::limits::MAX_LINE_BYTES, raw.len());
-            return Some((i + 1, Err(LineError { line: i + 1, field: "-".into(), message })));
-        }
-        match std::str::from_utf8(raw) {
-            Ok(s) if s.trim().is_empty() => None,
-            Ok(s) => Some((i + 1, Ok(s))),
-            Err(e) => Some((
-                i + 1,
-                Err(LineError { line: i + 1, field: "-".into(), message: format!("not UTF-8 text ({e})") }),
-            )),
-        }
-    })
+/// A line's number and its text, or why it cannot be read.
+type NumberedLine<'a> = (usize, Result<&'a str, LineError>);
+
+/// The lines of an import file, read one at a time (a file is never held
+/// in memory whole): 1-based numbers, blank lines skipped, a line that is
+/// not UTF-8 or longer than [`turn_record::limits::MAX_LINE_BYTES`]
+/// reported as a line error — and a long line is skipped without being
+/// held either.
+struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+    line: usize,
+    path: PathBuf,
 }
 
-/// Reads a file; `-` is standard input.
-fn read(path: &Path) -> Result<Vec<u8>, ImportError> {
-    let result = if path == Path::new("-") {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf).map(|_| buf)
-    } else {
-        std::fs::read(path)
+impl<R: BufRead> Lines<R> {
+    fn new(reader: R, path: &Path) -> Self {
+        Lines { reader, buf: Vec::new(), line: 0, path: path.to_owned() }
+    }
+
+    /// The next non-blank line, or `None` at the end of the file.
+    fn next_line(&mut self) -> Result<Option<NumberedLine<'_>>, ImportError> {
+        let max = turn_record::limits::MAX_LINE_BYTES;
+        let read_error = |path: &Path, source| ImportError::Read { path: path.to_owned(), source };
+        loop {
+            self.buf.clear();
+            let n = (&mut self.reader)
+                .take(max as u64 + 2)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|e| read_error(&self.path, e))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            let ended = self.buf.last() == Some(&b'\n');
+            if ended {
+                self.buf.pop();
+            }
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+            if self.buf.len() > max {
+                let mut len = self.buf.len();
+                if !ended {
+                    // Skip the rest of the line, a bounded chunk at a time.
+                    loop {
+                        self.buf.clear();
+                        let n = (&mut self.reader)
+                            .take(64 * 1024)
+                            .read_until(b'\n', &mut self.buf)
+                            .map_err(|e| read_error(&self.path, e))?;
+                        len += n;
+                        if n == 0 || self.buf.last() == Some(&b'\n') {
+                            break;
+                        }
+                    }
+                }
+                let message = format!("longer than {max} bytes ({len})");
+                return Ok(Some((self.line, Err(LineError { line: self.line, field: "-".into(), message }))));
+            }
+            if std::str::from_utf8(&self.buf).is_ok_and(|s| s.trim().is_empty()) {
+                continue;
+            }
+            let line = self.line;
+            return Ok(Some(match std::str::from_utf8(&self.buf) {
+                Ok(s) => (line, Ok(s)),
+                Err(e) => (line, Err(LineError { line, field: "-".into(), message: format!("not UTF-8 text ({e})") })),
+            }));
+        }
+    }
+}
+
+/// The file's lines: the file itself, read as it goes, or standard input
+/// (`-`), which cannot be read twice and so is held in memory.
+fn open_lines<'a>(path: &Path, stdin: Option<&'a [u8]>) -> Result<Lines<Box<dyn BufRead + 'a>>, ImportError> {
+    let reader: Box<dyn BufRead + 'a> = match stdin {
+        Some(bytes) => Box::new(bytes),
+        None => {
+            let file =
+                std::fs::File::open(path).map_err(|source| ImportError::Read { path: path.to_owned(), source })?;
+            Box::new(std::io::BufReader::with_capacity(256 * 1024, file))
+        }
     };
-    result.map_err(|source| ImportError::Read { path: path.to_owned(), source })
+    Ok(Lines::new(reader, path))
 }
 
 /// Envelope lines have `kind` and `payload`; anything else is a turn record.
@@ -176,25 +233,29 @@ fn detect(first_line: &str) -> Format {
     }
 }
 
-/// Pass 1: validates the whole file (`-`: standard input, kept in memory
-/// for pass 2). Any invalid line fails the import.
+/// Pass 1: validates the whole file, a line at a time, keeping only what
+/// the uniqueness checks need (`-`: standard input, kept in memory for the
+/// later passes). Any invalid line fails the import.
 pub fn validate(path: &Path) -> Result<Plan, ImportError> {
-    let bytes = read(path)?;
-    let mut plan = validate_bytes(path, &bytes)?;
     if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .map_err(|source| ImportError::Read { path: path.to_owned(), source })?;
+        let mut plan = validate_lines(path, open_lines(path, Some(&bytes))?)?;
         plan.stdin = Some(bytes);
+        return Ok(plan);
     }
-    Ok(plan)
+    validate_lines(path, open_lines(path, None)?)
 }
 
-fn validate_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, ImportError> {
+fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, ImportError> {
     let mut errors = Vec::new();
     let mut total_bad = 0usize;
     let mut format = None;
     let mut records = 0usize;
     let mut sessions: HashMap<SessionId, (usize, u32)> = HashMap::new();
     let mut seen_turns: HashMap<(SessionId, u32), (usize, EventId)> = HashMap::new();
-    for (line, text) in lines(bytes) {
+    while let Some((line, text)) = lines.next_line()? {
         records += 1;
         let text = match text {
             Ok(t) => t,
@@ -351,16 +412,12 @@ pub fn run(
     reactors: impl Fn() -> Vec<Box<dyn Reactor>>,
     mut progress: impl FnMut(usize),
 ) -> Result<ImportStats, ImportError> {
-    let bytes = match &plan.stdin {
-        Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
-        None => std::borrow::Cow::Owned(read(&plan.path)?),
-    };
     plan.check_log(log)?;
     // The dry run: the same conversion as the append pass, into nothing.
     let line = std::cell::Cell::new(0usize);
     let dry = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let mut reactors = reactors();
-        convert(plan, &bytes, log, &mut reactors, &line, &mut |_, _| Ok(()))
+        convert(plan, log, &mut reactors, &line, &mut |_, _| Ok(()))
     }));
     match dry {
         Ok(result) => {
@@ -388,7 +445,7 @@ pub fn run(
         Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
     let mut reactors = reactors();
     let mut done = 0usize;
-    let skipped = convert(plan, &bytes, log, &mut reactors, &line, &mut |events, group| {
+    let skipped = convert(plan, log, &mut reactors, &line, &mut |events, group| {
         pipeline.push(events, group, &mut stats)?;
         done += 1;
         if done.is_multiple_of(256) {
@@ -407,7 +464,6 @@ pub fn run(
 /// records were skipped because the log holds them already.
 fn convert(
     plan: &Plan,
-    bytes: &[u8],
     log: &dyn EventLog,
     reactors: &mut [Box<dyn Reactor>],
     line_at: &std::cell::Cell<usize>,
@@ -415,7 +471,8 @@ fn convert(
 ) -> Result<u64, ImportError> {
     let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
     let mut skipped = 0u64;
-    for (line, text) in lines(bytes) {
+    let mut lines = open_lines(&plan.path, plan.stdin.as_deref())?;
+    while let Some((line, text)) = lines.next_line()? {
         line_at.set(line);
         // Pass 1 validated every line; a failure here means the file changed.
         let changed = |what: String| ImportError::Invalid {
