@@ -705,3 +705,48 @@ fn every_subcommand_has_help() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("imprt"), "{}", stderr(&o));
 }
+
+/// Runs `engram` to the end and returns whether it succeeded, its stderr
+/// and its own peak RSS in KiB (wait4 on its pid: that child's figure,
+/// not the largest of every child this test process ever had).
+fn engram_peak_rss(data: &Path, args: &[&str]) -> (bool, String, i64) {
+    use std::io::Read;
+    let mut child = bin()
+        .arg("--data")
+        .arg(data)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is valid; wait4 writes it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as libc::pid_t);
+    (libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, err, usage.ru_maxrss)
+}
+
+/// A file is never held whole: a 256 MiB line is refused (as too long)
+/// without being read into memory. (Peak memory of a million-event import
+/// is measured in docs/performance.md.)
+#[test]
+fn import_memory_does_not_follow_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let huge = tmp.path().join("huge.jsonl");
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&huge).unwrap());
+        f.write_all(br#"{"session":"s","turn":1,"at":"2026-11-23T10:00:00Z","steps":[],"text":""#).unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..256 {
+            f.write_all(&chunk).unwrap();
+        }
+        f.write_all(b"\"}\n").unwrap();
+    }
+    let (ok, err, peak_kib) = engram_peak_rss(&tmp.path().join("a"), &["import", huge.to_str().unwrap()]);
+    assert!(!ok && err.contains("huge.jsonl:1: -: longer than 1048576 bytes"), "{err}");
+    assert!(peak_kib < 128 * 1024, "peak RSS {peak_kib} KiB for a 256 MiB line");
+}
