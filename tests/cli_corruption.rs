@@ -1,15 +1,9 @@
 //! A damaged record through the CLI: a turn file is imported with
 //! `engram import`, then one byte inside a frame of a middle segment is
 //! flipped straight in the sled `log` tree. `engram verify` names the bad
-//! seq (human and `--json`), `replay` and `export` print every event before
-//! it and then fail naming it, `replay --to <seq-1>` still succeeds, and the
-//! events after the damaged segment stay readable.
-//!
-//! Needs `sled` as a dev-dependency of the root crate (to do the damage):
-//! add `sled.workspace = true` under the root `[dev-dependencies]` (this
-//! also adds `"sled"` to the `engram` entry of Cargo.lock) and move this
-//! file to `tests/cli_corruption.rs`. Until then cargo does not build it
-//! (only `tests/*.rs` and `tests/*/main.rs` are test targets).
+//! seq (human and `--json`); `replay`, `export` and `stats` print every
+//! other event, warn naming the damaged seq and exit 1; `inspect` and
+//! `rebuild` fold around it; `replay --to <seq-1>` succeeds.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -114,27 +108,51 @@ fn a_damaged_record_is_named_by_verify_replay_and_export() {
     assert_eq!(v["first_bad_seq"], bad);
     assert!(v["faults"][0].as_str().unwrap().contains(&named), "{v}");
 
-    // replay: every event before the damage, then an error naming it.
+    let without = |all: &[String]| -> Vec<String> {
+        all.iter().enumerate().filter(|(i, _)| *i as u64 != bad - 1).map(|(_, l)| l.clone()).collect()
+    };
+    // replay: every event but the damaged one, a warning naming it, exit 1.
     let o = engram(&data, &["replay", "--json"]);
     assert_eq!(o.status.code(), Some(1));
-    let printed: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
-    assert_eq!(printed, before_json[..(bad - 1) as usize], "the events before the damage, unchanged");
-    assert!(stderr(&o).contains(&named), "{}", stderr(&o));
+    let printed: Vec<String> = stdout(&o).lines().map(str::to_owned).collect();
+    assert_eq!(printed, without(&before_json), "every other event, unchanged");
+    assert!(stderr(&o).contains(&format!("warning: {named}: damaged")), "{}", stderr(&o));
+    assert!(stderr(&o).contains("engram repair"), "{}", stderr(&o));
     let o = engram(&data, &["replay"]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stdout(&o).lines().count() as u64, bad - 1);
+    assert_eq!(stdout(&o).lines().count() as u64, head - 1);
     assert!(stderr(&o).contains(&named), "{}", stderr(&o));
 
     // replay --to <seq-1>: the intact part is fully readable.
     let o = ok(engram(&data, &["replay", "--to", &(bad - 1).to_string(), "--json"]));
     assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), before_json[..(bad - 1) as usize]);
+    // replay --from <seq+1>, inside the damaged segment: reads on, no warning.
+    let o = ok(engram(&data, &["replay", "--from", &(bad + 1).to_string(), "--json"]));
+    assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), before_json[bad as usize..]);
 
-    // export fails the same way, after the same prefix.
+    // export: the same.
     let o = engram(&data, &["export"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains(&named), "{}", stderr(&o));
-    let exported: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
-    assert_eq!(exported, before_export[..(bad - 1) as usize]);
+    let exported: Vec<String> = stdout(&o).lines().map(str::to_owned).collect();
+    assert_eq!(exported, without(&before_export));
+
+    // stats, inspect and rebuild go around it.
+    let o = engram(&data, &["stats", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["events"], head - 1);
+    assert_eq!(v["damaged"], true);
+    ok(engram(&data, &["inspect", "sessions"]));
+    ok(engram(&data, &["rebuild"]));
+
+    // What writes refuses, naming the damage and the way out.
+    let o = engram(&data, &["run", "--once", "what time is it"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(&named) && stderr(&o).contains("engram repair"), "{}", stderr(&o));
+    let o = engram(&data, &["import", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(&named) && stderr(&o).contains("engram repair"), "{}", stderr(&o));
 
     // After the damaged segment, replay works again.
     let o = ok(engram(&data, &["replay", "--from", &next_segment.to_string(), "--json"]));

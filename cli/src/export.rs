@@ -26,11 +26,19 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::with_capacity(1 << 20, sink);
+    let mut damaged = false;
     for env in log.read_from(Seq::FIRST) {
-        let env = env?;
+        let env = match env {
+            Ok(env) => env,
+            Err(e) if crate::output::around_damage(&e) => {
+                damaged = true;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         out.write_all(json::to_line(&env).as_bytes())?;
         out.write_all(b"\n")?;
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if damaged { crate::output::damaged_exit() } else { ExitCode::SUCCESS })
 }

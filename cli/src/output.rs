@@ -68,6 +68,25 @@ fn summary(event: &Event) -> String {
     }
 }
 
+/// Whether `e` is damage a reader can go around (a record or run of
+/// records that cannot be read, the rest intact), saying so on stderr.
+/// Read commands print everything else and exit 1 at the end
+/// ([`damaged_exit`]).
+pub fn around_damage(e: &engram::LogError) -> bool {
+    let damage = matches!(e, engram::LogError::Lost { .. } | engram::LogError::Corrupt { .. });
+    if damage {
+        eprintln!("warning: {e}");
+    }
+    damage
+}
+
+/// The end of a read command that went around damage: exit 1, saying what
+/// to do.
+pub fn damaged_exit() -> std::process::ExitCode {
+    eprintln!("error: the log is damaged: everything readable was printed; `engram verify` lists the damage, `engram repair` salvages the rest into a sound log");
+    std::process::ExitCode::FAILURE
+}
+
 /// `text` with every control character escaped (`\n`, `\u{1b}`): what a
 /// human-readable line prints of anything that came from outside (ids,
 /// utterances, tool output), so that a terminal never receives a newline

@@ -136,8 +136,17 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     let log = crate::open_existing(data)?;
+    let mut damaged = false;
     for env in log.read_from(Seq(args.from)) {
-        let env = env?;
+        let env = match env {
+            Err(engram::LogError::Lost { first, .. }) if first > to => break,
+            Ok(env) => env,
+            Err(e) if output::around_damage(&e) => {
+                damaged = true;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         if env.seq > to {
             break;
         }
@@ -150,5 +159,5 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if damaged { output::damaged_exit() } else { ExitCode::SUCCESS })
 }

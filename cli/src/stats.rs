@@ -38,7 +38,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut sessions: HashSet<String> = HashSet::new();
     // Counting needs no payloads: read the records in place.
-    let events = log.for_each_view(Seq::FIRST, |view| {
+    let viewed = log.for_each_view(Seq::FIRST, |view| {
         *by_kind.entry(view.kind().name()).or_default() += 1;
         if let Some(s) = view.session() {
             if !sessions.contains(s) {
@@ -46,7 +46,36 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Ok(())
-    })?;
+    });
+    let mut damaged = false;
+    let events = match viewed {
+        Ok(n) => n,
+        // The in-place reader stops at damage; the decoding one goes
+        // around it: count again with that.
+        Err(e @ (engram::LogError::Corrupt { .. } | engram::LogError::Lost { .. })) => {
+            tracing::debug!("counting around damage: {e}");
+            by_kind.clear();
+            sessions.clear();
+            let mut n = 0;
+            for env in log.read_from(Seq::FIRST) {
+                let env = match env {
+                    Ok(env) => env,
+                    Err(e) if output::around_damage(&e) => {
+                        damaged = true;
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                n += 1;
+                *by_kind.entry(env.kind().name()).or_default() += 1;
+                if let Some(s) = &env.session {
+                    sessions.insert(s.as_str().to_owned());
+                }
+            }
+            n
+        }
+        Err(e) => return Err(e.into()),
+    };
     let turns = by_kind.get(EventKind::TurnCompleted.name()).copied().unwrap_or(0);
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let projections: BTreeMap<&str, serde_json::Value> = projector
@@ -68,6 +97,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             "disk_bytes": disk_bytes,
             "disk_overhead": ratio,
             "projections": projections,
+            "damaged": damaged,
         }))?;
     } else {
         println!("data dir   {}", data.display());
@@ -88,7 +118,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             println!("  {kind:<22} {n}");
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if damaged { output::damaged_exit() } else { ExitCode::SUCCESS })
 }
 
 fn human_bytes(n: u64) -> String {

@@ -3,18 +3,17 @@
 //!
 //! * `verify` reports exactly that record's seq, as a CRC fault, and still
 //!   checks the segments after it;
-//! * a replay (`read_from`, a kind-filtered `read_kinds`, the zero-copy
-//!   `for_each_view`) yields every record before the damage, unchanged,
-//!   then fails with an error naming that seq — never skipping it;
-//! * the records after the damaged segment stay readable, and the log still
-//!   opens and appends (its tail is healthy).
+//! * a replay (`read_from`, a kind-filtered `read_kinds`) yields every
+//!   other record, unchanged, and one `LogError::Lost` naming that seq —
+//!   never skipping it silently; the zero-copy `for_each_view` stops there;
+//! * the log still opens and appends (its tail is healthy).
 //!
-//! A second test flips every byte of a frame's fixed header and a spread of
-//! its body, one at a time: whatever byte is hit, the seq named is the same.
+//! Further tests flip every byte of a frame's fixed header and a spread of
+//! its body, one at a time (whatever byte is hit, that one record is lost
+//! and named), and a length byte of a frame in the middle of a segment (the
+//! reader finds the next frame by its CRC).
 //!
-//! (The CLI variant of this test — `engram verify` / `replay` on a damaged
-//! data dir — needs `sled` as a dev-dependency of the root crate to do the
-//! damage; the storage crate has it as a normal dependency.)
+//! (The CLI variant is `tests/cli_corruption.rs`.)
 
 use std::path::Path;
 
@@ -141,20 +140,29 @@ fn frame_len(data: &Path, first: Seq, nth: usize) -> usize {
     len
 }
 
-/// Reads from `from` until the end or the first error.
+/// Reads from `from` to the end: the records that read, and the damage
+/// reported on the way (reading goes on past it).
 fn replay(iter: impl Iterator<Item = Result<Envelope, LogError>>) -> (Vec<Envelope>, Option<LogError>) {
     let mut good = Vec::new();
-    let mut iter = iter;
-    for e in iter.by_ref() {
+    let mut errors = Vec::new();
+    for e in iter {
         match e {
             Ok(e) => good.push(e),
-            Err(e) => {
-                assert!(iter.next().is_none(), "nothing is yielded after the error");
-                return (good, Some(e));
-            }
+            Err(e) => errors.push(e),
         }
     }
-    (good, None)
+    assert!(errors.len() <= 1, "one damaged run, one error: {errors:?}");
+    (good, errors.pop())
+}
+
+/// Whether `err` names exactly `seq` as lost.
+fn lost(err: &Option<LogError>, seq: Seq) -> bool {
+    matches!(err, Some(LogError::Lost { first, last, .. }) if *first == seq && *last == seq)
+}
+
+/// `all` without the record at `seq`.
+fn without(all: &[Envelope], seq: Seq) -> Vec<Envelope> {
+    all.iter().filter(|e| e.seq != seq).cloned().collect()
 }
 
 #[test]
@@ -194,23 +202,25 @@ fn a_flipped_byte_in_a_middle_segment_is_named_by_seq_everywhere() {
     // cannot be delimited past a bad frame) was still checked.
     assert_eq!(report.events, total - (frames - nth) as u64, "verify goes on after the damaged segment");
 
-    // A replay: the records before the damage, unchanged, then the error.
+    // A replay: every record but the damaged one, unchanged, and one error
+    // naming it — reading goes on past the damage.
     let (good, err) = replay(log.read_from(Seq::FIRST));
-    assert_eq!(good, all[..(bad.0 - 1) as usize], "records before the damage are intact");
-    assert!(matches!(err, Some(LogError::Corrupt { seq, .. }) if seq == bad), "{err:?}");
+    assert_eq!(good, without(&all, bad), "records before and after the damage are intact");
+    assert!(lost(&err, bad), "{err:?}");
+    assert!(err.unwrap().to_string().contains("CRC"));
 
     // Starting inside the damaged segment, just before the bad record.
     let (good, err) = replay(log.read_from(Seq(bad.0 - 1)));
-    assert_eq!(good.len(), 1);
-    assert!(matches!(err, Some(LogError::Corrupt { seq, .. }) if seq == bad), "{err:?}");
+    assert_eq!(good, without(&all[(bad.0 - 2) as usize..], bad));
+    assert!(lost(&err, bad), "{err:?}");
 
-    // A kind filter that excludes the damaged record's kind still stops at
-    // it: a corrupt record is never silently skipped.
+    // A kind filter that excludes the damaged record's kind still names
+    // it: a damaged record is never silently skipped.
     let other_kinds: Vec<EventKind> = EventKind::ALL.iter().copied().filter(|k| *k != bad_kind).collect();
     let (good, err) = replay(log.read_kinds(Seq::FIRST, &other_kinds));
-    let want: Vec<&Envelope> = all[..(bad.0 - 1) as usize].iter().filter(|e| e.kind() != bad_kind).collect();
+    let want: Vec<&Envelope> = all.iter().filter(|e| e.kind() != bad_kind).collect();
     assert_eq!(good.iter().collect::<Vec<_>>(), want);
-    assert!(matches!(err, Some(LogError::Corrupt { seq, .. }) if seq == bad), "{err:?}");
+    assert!(lost(&err, bad), "{err:?}");
 
     // The zero-copy replay.
     let mut visited = Vec::new();
@@ -259,8 +269,8 @@ fn whichever_byte_of_a_frame_is_hit_the_same_seq_is_named() {
             assert_eq!(report.first_bad_seq(), Some(bad), "byte {at} of the frame: {:?}", report.faults);
             assert!(report.faults[0].to_string().contains(&format!("seq {bad}")), "{}", report.faults[0]);
             let (good, err) = replay(log.read_from(Seq::FIRST));
-            assert_eq!(good.len() as u64, bad.0 - 1, "byte {at}");
-            assert!(matches!(err, Some(LogError::Corrupt { seq, .. }) if seq == bad), "byte {at}: {err:?}");
+            assert_eq!(good, without(&all, bad), "byte {at}");
+            assert!(lost(&err, bad), "byte {at}: {err:?}");
         }
         // Flip it back: the log is whole again.
         assert_eq!(flip(&data, first, nth, at), bad);
@@ -273,7 +283,7 @@ fn whichever_byte_of_a_frame_is_hit_the_same_seq_is_named() {
 }
 
 #[test]
-fn a_damaged_first_record_stops_replay_at_once() {
+fn a_damaged_first_record_costs_that_record_only() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let (all, segments) = imported_log(tmp.path());
@@ -285,6 +295,22 @@ fn a_damaged_first_record_stops_replay_at_once() {
     assert_eq!(report.first_bad_seq(), Some(Seq(1)));
     assert_eq!(report.events, all.len() as u64 - segments[0].1 as u64);
     let (good, err) = replay(log.read_from(Seq::FIRST));
-    assert!(good.is_empty());
-    assert!(matches!(err, Some(LogError::Corrupt { seq: Seq(1), .. })), "{err:?}");
+    assert_eq!(good, without(&all, Seq(1)));
+    assert!(lost(&err, Seq(1)), "{err:?}");
+}
+
+#[test]
+fn a_damaged_length_mid_segment_costs_that_record_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (all, segments) = imported_log(tmp.path());
+    let (first, frames) = segments[segments.len() / 2];
+    assert!(frames >= 3);
+    // Byte 10: the low byte of the payload length — the frame no longer
+    // says where it ends.
+    let bad = flip(&data, first, frames / 2, 10);
+    let log = open(&data);
+    let (good, err) = replay(log.read_from(Seq::FIRST));
+    assert_eq!(good, without(&all, bad));
+    assert!(lost(&err, bad), "{err:?}");
 }

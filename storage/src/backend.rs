@@ -88,8 +88,12 @@ pub trait EventLog: Send + Sync {
     /// The last assigned position (`Seq(0)` when empty).
     fn head(&self) -> Seq;
 
-    /// Every envelope from `from` to the current end, in order. Stops with
-    /// an error at the first corrupt record.
+    /// Every envelope from `from` to the current end, in order. A damaged
+    /// record (or run of records) is one [`LogError::Lost`] item naming its
+    /// seqs, after which the iteration goes on with the next readable
+    /// record: a caller that stops at the first error (`?`) stops there, a
+    /// caller that reads around damage (`engram export`, projection
+    /// catch-up, `engram repair`) reads everything else.
     fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_>;
 
     /// Like [`EventLog::read_from`], only the given kinds. Backends that can

@@ -16,13 +16,25 @@ pub enum LogError {
         holder: String,
     },
     /// A record failed its CRC or could not be decoded.
-    #[error("corrupt record at seq {seq}: {source}")]
+    #[error("corrupt record at seq {seq}: {source}; `engram repair` salvages every other record")]
     Corrupt {
         /// The log position of the bad record.
         seq: Seq,
         /// What is wrong with it.
         #[source]
         source: DecodeError,
+    },
+    /// Records that cannot be read: a frame that fails its CRC, or a run of
+    /// them whose lengths are damaged, up to the next record that reads. The
+    /// records before and after are intact.
+    #[error("{}: damaged, cannot be read ({what}); `engram repair` salvages every other record", seqs(*.first, *.last))]
+    Lost {
+        /// The first unreadable position.
+        first: Seq,
+        /// The last.
+        last: Seq,
+        /// What was wrong with the first of them.
+        what: String,
     },
     /// The log's structure is wrong (a gap, a segment key that does not
     /// match its first record, an index entry pointing nowhere).
@@ -79,6 +91,15 @@ pub enum LogError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// `seq 7` or `seqs 7..=9`.
+fn seqs(first: Seq, last: Seq) -> String {
+    if first == last {
+        format!("seq {first}")
+    } else {
+        format!("seqs {first}..={last}")
+    }
 }
 
 impl LogError {

@@ -306,7 +306,7 @@ impl EventLog for SledLog {
     }
 
     fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
-        Box::new(LogIter::new(self.shared.log.clone(), from))
+        Box::new(LogIter::new(self.shared.log.clone(), from).with_head(self.head()))
     }
 
     fn read_kinds(
@@ -315,7 +315,7 @@ impl EventLog for SledLog {
         kinds: &[EventKind],
     ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
         // Records of other kinds are CRC-checked but never decoded.
-        Box::new(LogIter::new(self.shared.log.clone(), from).with_kinds(kinds))
+        Box::new(LogIter::new(self.shared.log.clone(), from).with_head(self.head()).with_kinds(kinds))
     }
 
     fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError> {
@@ -600,6 +600,14 @@ fn outcomes_of(events: &[Envelope]) -> Vec<AppendOutcome> {
 
 /// Reads envelopes from the `log` tree in order, from any position,
 /// decoding one frame per step straight out of the segment (no buffering).
+///
+/// Damage costs the damaged records, not the rest: a frame that fails its
+/// CRC (or whose header no longer frames it) yields one
+/// [`LogError::Lost`] naming the unreadable seqs, and reading goes on at
+/// the next frame that checks out — found by scanning the segment for a
+/// frame whose CRC matches (a false match has odds of 2⁻³²), or at the
+/// next segment. A segment missing between two others is reported the same
+/// way. Only an error of sled itself ends the iteration.
 pub struct LogIter {
     segments: sled::Iter,
     from: Seq,
@@ -608,7 +616,26 @@ pub struct LogIter {
     /// The segment being read, the offset of its next frame, and that
     /// frame's expected seq.
     current: Option<(sled::IVec, usize, Seq)>,
+    /// The seq the next segment should start at (`None` before the first).
+    next_segment: Option<Seq>,
+    /// The first seq of a damaged run whose end is not known yet, and what
+    /// was wrong with it.
+    lost: Option<(Seq, String)>,
+    /// The log's head when reading began, if known: where a damaged run at
+    /// the very end stops.
+    head: Option<Seq>,
     failed: bool,
+}
+
+/// What one step of a [`LogIter`] found.
+#[allow(clippy::large_enum_variant, reason = "unpacked at once; boxing would allocate per event replayed")]
+enum Step {
+    /// A wanted envelope.
+    Event(Envelope),
+    /// Unreadable records.
+    Lost(LogError),
+    /// The end.
+    End,
 }
 
 impl LogIter {
@@ -621,7 +648,21 @@ impl LogIter {
             .and_then(|r| r.ok())
             .map(|(k, _)| k)
             .unwrap_or_else(|| sled::IVec::from(&segment::key(from)));
-        LogIter { segments: log.range(start..), from, kinds: None, current: None, failed: false }
+        LogIter {
+            segments: log.range(start..),
+            from,
+            kinds: None,
+            current: None,
+            next_segment: None,
+            lost: None,
+            head: None,
+            failed: false,
+        }
+    }
+
+    fn with_head(mut self, head: Seq) -> Self {
+        self.head = Some(head);
+        self
     }
 
     fn with_kinds(mut self, kinds: &[EventKind]) -> Self {
@@ -629,46 +670,98 @@ impl LogIter {
         self
     }
 
-    /// The next wanted envelope, `None` at the end.
-    fn step(&mut self) -> Result<Option<Envelope>, LogError> {
+    /// A run of lost records `first..next`, if it has any at or after `from`.
+    fn lost_until(&self, first: Seq, what: String, next: Seq) -> Option<LogError> {
+        let first = first.max(self.from);
+        (first < next).then(|| LogError::Lost { first, last: Seq(next.0 - 1), what })
+    }
+
+    /// The next wanted envelope or run of lost records.
+    fn step(&mut self) -> Result<Step, LogError> {
         loop {
             let Some((bytes, offset, expected)) = &mut self.current else {
-                let Some(entry) = self.segments.next() else { return Ok(None) };
+                let Some(entry) = self.segments.next() else {
+                    // Damage at the very end: its extent is unknown past the
+                    // last segment, so it is named from its first seq on.
+                    return Ok(match self.lost.take() {
+                        Some((first, what)) => {
+                            let last = self.head.unwrap_or(first).max(first);
+                            self.lost_until(first, what, last.next()).map_or(Step::End, Step::Lost)
+                        }
+                        None => Step::End,
+                    });
+                };
                 let (k, v) = entry?;
                 let first = segment::seq_of_key(&k)
                     .ok_or_else(|| LogError::Inconsistent { seq: self.from, what: "bad segment key".to_owned() })?;
-                if v.is_empty() {
-                    return Err(LogError::Inconsistent { seq: first, what: "empty segment".to_owned() });
+                let expected_first = self.next_segment.replace(first);
+                self.current = (!v.is_empty()).then_some((v, 0, first));
+                // A damaged run that ended with its segment, or a segment
+                // missing between two others.
+                let gap = match (self.lost.take(), expected_first) {
+                    (Some((from, what)), _) => self.lost_until(from, what, first),
+                    (None, Some(want)) if want < first => {
+                        self.lost_until(want, "no segment holds them".to_owned(), first)
+                    }
+                    _ => None,
+                };
+                if let Some(e) = gap {
+                    return Ok(Step::Lost(e));
                 }
-                self.current = Some((v, 0, first));
                 continue;
             };
             if *offset >= bytes.len() {
+                self.next_segment = Some(*expected);
                 self.current = None;
                 continue;
             }
             let seq = *expected;
-            let (frame, rest) =
-                binary::split_frame(&bytes[*offset..]).map_err(|source| LogError::Corrupt { seq, source })?;
+            let (frame, rest) = match binary::split_frame(&bytes[*offset..]) {
+                Ok(split) => split,
+                Err(source) => {
+                    // Resynchronise on the next frame that checks out.
+                    let what = source.to_string();
+                    let found = (*offset + 1..bytes.len()).find_map(|p| {
+                        let (frame, _) = binary::split_frame(&bytes[p..]).ok()?;
+                        frame.seq().ok().filter(|s| *s > seq).map(|s| (p, s))
+                    });
+                    match found {
+                        Some((p, next)) => {
+                            *offset = p;
+                            *expected = next;
+                            if let Some(e) = self.lost_until(seq, what, next) {
+                                return Ok(Step::Lost(e));
+                            }
+                        }
+                        None => {
+                            // The rest of the segment is lost; the next
+                            // segment's first seq says how much.
+                            self.lost = Some((seq, what));
+                            self.current = None;
+                            self.next_segment = None;
+                        }
+                    }
+                    continue;
+                }
+            };
             *offset = bytes.len() - rest.len();
             *expected = seq.next();
             let wanted = seq >= self.from && self.kinds.as_ref().is_none_or(|k| k.contains(&frame.kind_code));
-            let env = if wanted {
-                let env = frame.decode().map_err(|source| LogError::Corrupt { seq, source })?;
+            let found = frame.seq().map_err(|source| LogError::Corrupt { seq, source })?;
+            if found != seq {
+                return Err(misplaced(found, seq));
+            }
+            if wanted {
+                // A frame whose CRC holds but that does not decode costs
+                // itself only: its boundaries are sound.
+                let env = match frame.decode() {
+                    Ok(env) => env,
+                    Err(source) => return Ok(Step::Lost(LogError::Corrupt { seq, source })),
+                };
                 if env.seq != seq {
                     return Err(misplaced(env.seq, seq));
                 }
-                Some(env)
-            } else {
-                // Skipped records still prove their position.
-                let found = frame.seq().map_err(|source| LogError::Corrupt { seq, source })?;
-                if found != seq {
-                    return Err(misplaced(found, seq));
-                }
-                None
-            };
-            if let Some(env) = env {
-                return Ok(Some(env));
+                return Ok(Step::Event(env));
             }
         }
     }
@@ -686,8 +779,12 @@ impl Iterator for LogIter {
             return None;
         }
         match self.step() {
-            Ok(env) => env.map(Ok),
+            Ok(Step::Event(env)) => Some(Ok(env)),
+            Ok(Step::Lost(e)) => Some(Err(e)),
+            Ok(Step::End) => None,
             Err(e) => {
+                // sled's own errors, and a record that checks out but is
+                // out of place: nothing after it can be trusted.
                 self.failed = true;
                 Some(Err(e))
             }

@@ -131,7 +131,9 @@ impl Projector {
     }
 
     /// Folds everything in `log` after each projection's checkpoint, then
-    /// persists. Returns the number of envelopes read.
+    /// persists. Returns the number of envelopes read. Damaged records are
+    /// folded around, each run with a warning naming its seqs: the state is
+    /// then that of the log without them, as `engram repair` would leave it.
     pub fn catch_up(&mut self, log: &dyn EventLog, mut progress: impl FnMut(u64, u64)) -> Result<u64, LogError> {
         let Some(from) = self.entries.iter().map(|e| e.last_seq).min() else { return Ok(0) };
         let head = log.head();
@@ -149,7 +151,14 @@ impl Projector {
         };
         let mut read = 0u64;
         for env in events {
-            let env = env?;
+            let env = match env {
+                Ok(env) => env,
+                Err(e @ (LogError::Lost { .. } | LogError::Corrupt { .. })) => {
+                    tracing::warn!("projections fold around damage: {e}");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             self.apply(&env);
             read += 1;
             if read.is_multiple_of(PERSIST_EVERY) {
