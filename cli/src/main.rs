@@ -9,6 +9,7 @@ mod inspect;
 mod output;
 mod rebuild;
 mod recommend;
+mod repair;
 mod replay;
 mod route;
 mod run;
@@ -49,6 +50,8 @@ enum Command {
     /// Check every record's CRC, positions and the id index, and that
     /// rebuilt projections match the live ones
     Verify(verify::Args),
+    /// Salvage a damaged log: every readable event into a new log, the damaged files kept aside
+    Repair(repair::Args),
     /// Drop projections and rebuild them from the log
     Rebuild(rebuild::Args),
     /// Show what the projections hold
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    explain_panics();
     let cli = Cli::parse();
     let data = engram::storage::data_dir::resolve(cli.data);
     let result = match cli.command {
@@ -96,6 +100,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&data, args),
         Command::Replay(args) => replay::run(&data, args),
         Command::Verify(args) => verify::run(&data, args),
+        Command::Repair(args) => repair::run(&data, args),
         Command::Rebuild(args) => rebuild::run(&data, args),
         Command::Inspect(cmd) => inspect::run(&data, cmd),
         Command::Stats(args) => stats::run(&data, args),
@@ -112,6 +117,32 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A panic is a bug, and says so — in one line, without a backtrace
+/// unless RUST_BACKTRACE asks for one. One inside sled almost always means
+/// its files are damaged: that one says what to run.
+fn explain_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::env::var_os("RUST_BACKTRACE").is_some() {
+            default(info);
+        }
+        let what = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        if info.location().is_some_and(|l| l.file().contains("/sled-")) {
+            eprintln!(
+                "error: the log's files are damaged (sled: {what}{place}); `engram repair` salvages the events from them"
+            );
+        } else {
+            eprintln!("error: internal error: {what}{place} (a bug in engram; please report it)");
+        }
+    }));
 }
 
 /// An error and its causes on one line, `a: b: c`, each cause once: most

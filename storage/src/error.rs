@@ -73,6 +73,15 @@ pub enum LogError {
         /// What is wrong with it.
         why: String,
     },
+    /// sled could not open the log (a damaged `conf`, snapshot or page),
+    /// or panicked trying.
+    #[error("{path}: sled cannot open the log ({what}); `engram repair` salvages its events from the files")]
+    Unopenable {
+        /// The sled dir.
+        path: PathBuf,
+        /// What sled said.
+        what: String,
+    },
     /// The writer thread is gone (the log was closed or it panicked).
     #[error("the log writer has stopped")]
     WriterStopped,

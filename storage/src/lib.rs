@@ -17,7 +17,9 @@
 //! * [`backend`] — the [`EventLog`] trait the rest of engram programs
 //!   against; sled is the embedded default.
 //! * [`lock`] — one process per data dir.
-//! * [`verify`] — CRC, position and index checks over the whole log.
+//! * [`verify`] — CRC, position and index checks over the whole log;
+//!   [`repair`] — a damaged log's every readable event, salvaged into a
+//!   sound one.
 //! * [`projector`] — the projection framework: pure folds, persisted rows
 //!   and checkpoints, catch-up, rebuild, digests.
 //! * [`embedding_cache`] — the bounded memo of `(model, text) → vector`
@@ -33,6 +35,7 @@ pub mod follow;
 pub mod lock;
 pub mod log;
 pub mod projector;
+pub mod repair;
 pub mod segment;
 pub mod subscription;
 pub mod verify;

@@ -354,16 +354,35 @@ const SLED_LOCK_WAIT: Duration = Duration::from_secs(3);
 /// other engram holds sled's file lock; if it is busy, a database closed a
 /// moment ago (in this process, or by one that just exited) has not
 /// released it yet — its flusher thread winds down — and it is waited for.
+/// Opens sled, waiting briefly for its file lock. Anything else sled says
+/// at open — or a panic inside it, which damaged files can cause — is
+/// [`LogError::Unopenable`], naming `engram repair`.
 fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
     let deadline = Instant::now() + SLED_LOCK_WAIT;
     loop {
-        match sled::Config::new().path(dir).mode(sled::Mode::LowSpace).cache_capacity(cache_bytes).open() {
-            Err(e) if e.to_string().contains("could not acquire lock") && Instant::now() < deadline => {
+        let open = || sled::Config::new().path(dir).mode(sled::Mode::LowSpace).cache_capacity(cache_bytes).open();
+        let what = match std::panic::catch_unwind(open) {
+            Ok(Ok(db)) => return Ok(db),
+            Ok(Err(e)) if e.to_string().contains("could not acquire lock") && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(10));
+                continue;
             }
-            result => return Ok(result?),
-        }
+            Ok(Err(sled::Error::Io(e))) if !is_damage(&e) => return Err(LogError::io(dir, e)),
+            Ok(Err(e)) => e.to_string(),
+            Err(panic) => match (panic.downcast_ref::<String>(), panic.downcast_ref::<&str>()) {
+                (Some(s), _) => format!("sled panicked: {s}"),
+                (_, Some(s)) => format!("sled panicked: {s}"),
+                _ => "sled panicked".to_owned(),
+            },
+        };
+        return Err(LogError::Unopenable { path: dir.to_owned(), what });
     }
+}
+
+/// Whether an I/O error sled reports at open is about the files' content
+/// (damage) rather than the file system (permissions, space, a lock).
+fn is_damage(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof)
 }
 
 fn seq_of(ids: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogError> {
@@ -658,6 +677,12 @@ impl LogIter {
             head: None,
             failed: false,
         }
+    }
+
+    /// Every record of `log`, for [`crate::repair`] (which reads a log it
+    /// has not opened as a [`SledLog`]).
+    pub(crate) fn for_repair(log: sled::Tree) -> Self {
+        LogIter::new(log, Seq::FIRST)
     }
 
     fn with_head(mut self, head: Seq) -> Self {

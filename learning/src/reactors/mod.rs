@@ -52,3 +52,37 @@ pub fn derive_all(events: Vec<Envelope>, reactors: &mut [Box<dyn Reactor>]) -> V
     }
     out
 }
+
+/// The derived events of `log` that `wanted` names and the log lacks:
+/// what `engram repair` re-creates after losing records. Every event of the
+/// log is shown to `reactors` in order (reacted to, so they derive as they
+/// did); a derived event is kept when its id is wanted and not in the log,
+/// and is then shown to the reactors too, as it would have been. Derived
+/// ids come from their cause, so what is re-created is the event that was
+/// lost, not a look-alike.
+pub fn rederive(
+    log: &dyn engram_storage::EventLog,
+    reactors: &mut [Box<dyn Reactor>],
+    wanted: &std::collections::HashSet<engram_events::EventId>,
+) -> Result<Vec<Envelope>, engram_storage::LogError> {
+    let mut out = Vec::new();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    for env in log.read_from(engram_events::Seq::FIRST) {
+        let env = env?;
+        let mut derived: Vec<Envelope> = Vec::new();
+        for r in reactors.iter_mut() {
+            derived.extend(r.react(&env));
+        }
+        for d in derived {
+            if wanted.contains(&d.id) && log.seq_of(d.id)?.is_none() && !out.iter().any(|o: &Envelope| o.id == d.id) {
+                for r in reactors.iter_mut() {
+                    r.observe(&d);
+                }
+                out.push(d);
+            }
+        }
+    }
+    Ok(out)
+}

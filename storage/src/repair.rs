@@ -1,0 +1,379 @@
+//! `engram repair`: salvages every readable event of a damaged log into a
+//! fresh one, in place, keeping the damaged files aside.
+//!
+//! | step | what |
+//! |---|---|
+//! | 1 | read the old log with sled, going around damaged records ([`crate::log::LogIter`] resynchronises on the next frame that checks out); if sled cannot open it at all (a damaged snapshot, `conf`, a deleted file — or sled panics), **scan its files raw** for frames: every frame carries its own seq and CRC, so the events can be found without sled's structures |
+//! | 2 | name what is lost: the runs of seqs no readable frame holds, and — when the old id index still reads — the ids it had at those seqs |
+//! | 3 | append the salvaged events, in seq order, to a new log in `DIR/.repair/new/` (ids kept; seqs renumbered gap-free from the first loss on) |
+//! | 4 | move the new log into `DIR/log.sled` |
+//!
+//! Before step 1 the damaged log is moved to `DIR/damaged-<UTC time>/` and
+//! never written again: sled reads a copy of it (its recovery may write),
+//! the raw scan reads the original.
+//!
+//! The new log has no projection trees, checkpoints or caches: projections
+//! rebuild from it on the next read, and the runtime's actors, new to it,
+//! start at its head (history is folded, not acted on). An interrupted
+//! repair is finished by running it again: with the new log complete it is
+//! moved in; otherwise the repair starts over from the copy put aside.
+//!
+//! Re-deriving lost events that were derived (a `day.activated`, a
+//! `pattern.recorded`) is the assistant's logic, not the log's: the CLI does
+//! it after [`salvage`], with [`RepairReport::lost_ids`] as the list of ids
+//! worth re-creating.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+
+use engram_events::codec::binary::{self, FORMAT_VERSION};
+use engram_events::{Envelope, EventId, Seq};
+
+use crate::backend::EventLog;
+use crate::error::LogError;
+use crate::log::{LogConfig, SledLog};
+
+/// Where the new log is built before it takes the old one's place.
+const STAGING: &str = ".repair";
+
+/// Events appended to the new log per batch.
+const BATCH: usize = 4096;
+
+/// What a repair did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RepairReport {
+    /// How the old log was read: `"sled"`, or `"raw scan"` when sled could
+    /// not open it.
+    pub read_with: String,
+    /// Why sled could not be used, when it could not.
+    pub sled_error: Option<String>,
+    /// Events written to the new log.
+    pub salvaged: u64,
+    /// Distinct seqs the raw scan of the files found.
+    pub raw_frames: u64,
+    /// The old log's head, as far as could be told.
+    pub old_head: u64,
+    /// Runs of old seqs that could not be read, `(first, last)`.
+    pub lost: Vec<(u64, u64)>,
+    /// The ids the old id index had at lost seqs (empty when the index
+    /// could not be read).
+    pub lost_ids: Vec<String>,
+    /// The first seq whose event now has another position (`None`: none
+    /// moved).
+    pub renumbered_from: Option<u64>,
+    /// Where the damaged files are now.
+    pub aside: PathBuf,
+}
+
+impl RepairReport {
+    /// Number of old seqs lost.
+    pub fn lost_records(&self) -> u64 {
+        self.lost.iter().map(|(a, b)| b - a + 1).sum()
+    }
+}
+
+/// Salvages the log of `dir` (see the module docs). The caller must not
+/// hold the data dir open.
+pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
+    crate::data_dir::guard(dir)?;
+    let lock = crate::lock::DataDirLock::acquire(dir)?;
+    let staging = dir.join(STAGING);
+    let log_dir = dir.join("log.sled");
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |e| LogError::io(&path, e)
+    };
+    // Where the damaged log is (aside, untouched from here on).
+    let aside = if log_dir.exists() {
+        let stamp = engram_events::chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
+        let aside = dir.join(format!("damaged-{stamp}"));
+        crate::data_dir::create_private_dir(&aside).map_err(io(&aside))?;
+        std::fs::write(aside.join(REPAIRING), b"").map_err(io(&aside))?;
+        std::fs::rename(&log_dir, aside.join("log.sled")).map_err(io(&log_dir))?;
+        aside
+    } else if staging.join("new").join(COMPLETE).exists() {
+        // Stopped after the new log was complete: only the move is left.
+        let report = RepairReport { read_with: "an interrupted repair, finished".into(), ..Default::default() };
+        return install(dir, &staging, report, lock);
+    } else {
+        // Stopped before: start again from the copy put aside.
+        let mut pending: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(io(dir))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join(REPAIRING).exists() && p.join("log.sled").is_dir())
+            .collect();
+        pending.sort();
+        pending.pop().ok_or_else(|| {
+            LogError::io(&log_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no log to repair"))
+        })?
+    };
+    let source = aside.join("log.sled");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+    }
+    // Every frame in the damaged files, whatever sled makes of them: what
+    // fills the gaps sled leaves (or everything, when sled cannot open).
+    let raw = RawIndex::scan(&source)?;
+    // sled may write to a log it opens (its recovery): it gets a copy.
+    let copy = staging.join("old.sled");
+    copy_dir(&source, &copy).map_err(io(&copy))?;
+    let mut report =
+        RepairReport { aside: aside.clone(), raw_frames: raw.frames.len() as u64, ..RepairReport::default() };
+    let relaxed = LogConfig { durability: crate::Durability::Relaxed { flush_every_ms: 1000 }, ..LogConfig::default() };
+    let new = SledLog::open(&staging.join("new"), relaxed)?;
+    let mut writer = Writer {
+        log: &new,
+        raw: &raw,
+        batch: Vec::with_capacity(BATCH),
+        next_old: Seq::FIRST,
+        from_raw: 0,
+        report: &mut report,
+    };
+    let sled_read = read_with_sled(&copy, &mut writer);
+    writer.fill_to_end()?;
+    writer.finish()?;
+    let from_raw = writer.from_raw;
+    report.read_with = match (&sled_read, from_raw) {
+        (Ok(()), 0) => "sled".into(),
+        (Ok(()), n) => format!("sled, and a raw scan of its files for {n} records sled could not give"),
+        (Err(_), _) => "a raw scan of the log's files (sled could not read them)".into(),
+    };
+    report.sled_error = sled_read.err();
+    new.flush()?;
+    drop(new);
+    std::fs::write(staging.join("new").join(COMPLETE), b"").map_err(io(&staging))?;
+    let _ = std::fs::remove_file(aside.join(REPAIRING));
+    install(dir, &staging, report, lock)
+}
+
+/// Marks a damaged log put aside whose repair has not finished.
+const REPAIRING: &str = "REPAIRING";
+/// Marks a new log that is complete and only waits to be moved in.
+const COMPLETE: &str = "COMPLETE";
+
+/// The last step: the new log into the data dir's `log.sled`.
+fn install(
+    dir: &Path,
+    staging: &Path,
+    report: RepairReport,
+    lock: crate::lock::DataDirLock,
+) -> Result<RepairReport, LogError> {
+    let log_dir = dir.join("log.sled");
+    std::fs::rename(staging.join("new").join("log.sled"), &log_dir).map_err(|e| LogError::io(&log_dir, e))?;
+    let _ = std::fs::remove_dir_all(staging);
+    drop(lock);
+    Ok(report)
+}
+
+/// Copies a dir tree (files and dirs only).
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    crate::data_dir::create_private_dir(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()))?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every frame found in a log's files by scanning their bytes: its seq and
+/// where it is (file, offset); the first copy of each seq wins.
+struct RawIndex {
+    files: Vec<PathBuf>,
+    frames: BTreeMap<u64, (usize, usize)>,
+    cache: std::cell::RefCell<Option<(usize, Vec<u8>)>>,
+}
+
+impl RawIndex {
+    fn scan(old: &Path) -> Result<RawIndex, LogError> {
+        let mut files = Vec::new();
+        collect_files(old, &mut files).map_err(|e| LogError::io(old, e))?;
+        files.sort();
+        let mut frames: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+        for (i, path) in files.iter().enumerate() {
+            let bytes = std::fs::read(path).map_err(|e| LogError::io(path, e))?;
+            let mut p = 0;
+            while p < bytes.len() {
+                if bytes[p] == FORMAT_VERSION {
+                    if let Ok((frame, rest)) = binary::split_frame(&bytes[p..]) {
+                        if let (Ok(seq), Ok(_)) = (frame.seq(), frame.decode()) {
+                            frames.entry(seq.0).or_insert((i, p));
+                            p = bytes.len() - rest.len();
+                            continue;
+                        }
+                    }
+                }
+                p += 1;
+            }
+        }
+        Ok(RawIndex { files, frames, cache: std::cell::RefCell::new(None) })
+    }
+
+    /// The event the scan found at `seq`, if any.
+    fn get(&self, seq: u64) -> Result<Option<Envelope>, LogError> {
+        let Some(&(file, offset)) = self.frames.get(&seq) else { return Ok(None) };
+        let mut cache = self.cache.borrow_mut();
+        if cache.as_ref().is_none_or(|(f, _)| *f != file) {
+            let path = &self.files[file];
+            *cache = Some((file, std::fs::read(path).map_err(|e| LogError::io(path, e))?));
+        }
+        let bytes = &cache.as_ref().expect("just read").1;
+        Ok(binary::split_frame(&bytes[offset..]).ok().and_then(|(frame, _)| frame.decode().ok()))
+    }
+
+    /// The highest seq found.
+    fn last(&self) -> Option<u64> {
+        self.frames.keys().next_back().copied()
+    }
+}
+/// Appends salvaged events in old-seq order, filling what sled could not
+/// give from the raw scan, noting what neither has.
+struct Writer<'a> {
+    log: &'a SledLog,
+    raw: &'a RawIndex,
+    batch: Vec<Envelope>,
+    /// The old seq the next salvaged event should have.
+    next_old: Seq,
+    /// Events taken from the raw scan.
+    from_raw: u64,
+    report: &'a mut RepairReport,
+}
+
+impl Writer<'_> {
+    /// One event sled read (its `seq` is its old position).
+    fn push(&mut self, env: Envelope) -> Result<(), LogError> {
+        if env.seq < self.next_old {
+            return Ok(()); // a copy of one already taken
+        }
+        self.fill_until(env.seq)?;
+        self.take(env)
+    }
+
+    /// Every seq before `until` not taken yet: from the raw scan, else lost.
+    fn fill_until(&mut self, until: Seq) -> Result<(), LogError> {
+        while self.next_old < until {
+            let seq = self.next_old;
+            match self.raw.get(seq.0)? {
+                Some(env) => {
+                    self.from_raw += 1;
+                    self.take(env)?;
+                }
+                None => {
+                    match self.report.lost.last_mut() {
+                        Some((_, end)) if *end + 1 == seq.0 => *end = seq.0,
+                        _ => self.report.lost.push((seq.0, seq.0)),
+                    }
+                    self.next_old = seq.next();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What the raw scan found past everything sled gave.
+    fn fill_to_end(&mut self) -> Result<(), LogError> {
+        if let Some(last) = self.raw.last() {
+            self.fill_until(Seq(last + 1))?;
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, env: Envelope) -> Result<(), LogError> {
+        let old = env.seq;
+        self.next_old = old.next();
+        self.report.old_head = self.report.old_head.max(old.0);
+        let new_seq = self.report.salvaged + 1;
+        if new_seq != old.0 && self.report.renumbered_from.is_none() {
+            self.report.renumbered_from = Some(old.0);
+        }
+        self.report.salvaged += 1;
+        self.batch.push(env);
+        if self.batch.len() >= BATCH {
+            self.log.append(std::mem::take(&mut self.batch))?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), LogError> {
+        if !self.batch.is_empty() {
+            self.log.append(std::mem::take(&mut self.batch))?;
+        }
+        Ok(())
+    }
+}
+
+/// Step 1 with sled: `Err` (with why) when sled cannot open or read the
+/// log's structure; damaged records themselves are gone around.
+fn read_with_sled(old: &Path, writer: &mut Writer<'_>) -> Result<(), String> {
+    let opened = std::panic::catch_unwind(|| sled::Config::new().path(old).open());
+    let db = match opened {
+        Ok(Ok(db)) => db,
+        Ok(Err(e)) => return Err(format!("sled: {e}")),
+        Err(panic) => return Err(format!("sled panicked: {}", panic_text(&panic))),
+    };
+    let read = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
+        let log = db.open_tree("log").map_err(|e| format!("sled: {e}"))?;
+        for item in crate::log::LogIter::for_repair(log) {
+            match item {
+                Ok(env) => writer.push(env).map_err(|e| e.to_string())?,
+                // A gap: filled from the raw scan, or noted as lost, when
+                // the next event (or the end) comes.
+                Err(LogError::Lost { .. } | LogError::Corrupt { .. }) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    }))
+    .unwrap_or_else(|panic| Err(format!("sled panicked: {}", panic_text(&panic))));
+    // The old id index, read as far as it reads (its pages are not the
+    // log's): how far the log went — damage at the very end leaves no later
+    // record to say so — and the ids of what is lost.
+    let mut index: Vec<(u64, EventId)> = Vec::new();
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let Ok(ids) = db.open_tree("ids") else { return };
+        for (id, seq) in ids.iter().map_while(Result::ok) {
+            let (Ok(id), Ok(seq)) = (<[u8; 16]>::try_from(id.as_ref()), <[u8; 8]>::try_from(seq.as_ref())) else {
+                continue;
+            };
+            index.push((u64::from_be_bytes(seq), EventId(engram_events::ulid::Ulid(u128::from_be_bytes(id)))));
+        }
+    }));
+    let end = index.iter().map(|(seq, _)| *seq).chain(writer.raw.last()).max().unwrap_or(0);
+    writer.fill_until(Seq(end + 1)).map_err(|e| e.to_string())?;
+    let lost = &writer.report.lost;
+    let mut lost_ids: Vec<String> = index
+        .iter()
+        .filter(|(seq, _)| lost.iter().any(|(a, b)| (*a..=*b).contains(seq)))
+        .map(|(_, id)| id.to_string())
+        .collect();
+    lost_ids.sort();
+    writer.report.lost_ids = lost_ids;
+    read
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            collect_files(&entry.path(), out)?;
+        } else if kind.is_file() {
+            out.push(entry.path());
+        }
+    }
+    Ok(())
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "a panic".to_owned())
+}
