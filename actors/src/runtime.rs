@@ -521,6 +521,14 @@ impl Runtime {
             system.stop();
             let _ = thread.join();
         }
+        // The actors' arbiters wind down on threads of their own, each
+        // dropping its actor's handle on the bus as it goes: wait for them,
+        // so that the log (and the data dir's lock) is released when
+        // `shutdown` returns and the data dir can be opened again at once.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&self.bus) > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 }
 

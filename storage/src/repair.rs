@@ -198,18 +198,8 @@ impl RawIndex {
         let mut frames: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
         for (i, path) in files.iter().enumerate() {
             let bytes = std::fs::read(path).map_err(|e| LogError::io(path, e))?;
-            let mut p = 0;
-            while p < bytes.len() {
-                if bytes[p] == FORMAT_VERSION {
-                    if let Ok((frame, rest)) = binary::split_frame(&bytes[p..]) {
-                        if let (Ok(seq), Ok(_)) = (frame.seq(), frame.decode()) {
-                            frames.entry(seq.0).or_insert((i, p));
-                            p = bytes.len() - rest.len();
-                            continue;
-                        }
-                    }
-                }
-                p += 1;
+            for (seq, offset) in find_frames(&bytes) {
+                frames.entry(seq.0).or_insert((i, offset));
             }
         }
         Ok(RawIndex { files, frames, cache: std::cell::RefCell::new(None) })
@@ -355,6 +345,28 @@ fn read_with_sled(old: &Path, writer: &mut Writer<'_>) -> Result<(), String> {
     lost_ids.sort();
     writer.report.lost_ids = lost_ids;
     read
+}
+
+/// Every frame in `bytes` that checks out (CRC) and decodes, with its seq
+/// and offset, in file order: what the raw scan finds in one file. Bytes
+/// between frames (sled's own structures, damage) are skipped a byte at a
+/// time; a frame found is skipped whole.
+pub fn find_frames(bytes: &[u8]) -> Vec<(Seq, usize)> {
+    let mut found = Vec::new();
+    let mut p = 0;
+    while p < bytes.len() {
+        if bytes[p] == FORMAT_VERSION {
+            if let Ok((frame, rest)) = binary::split_frame(&bytes[p..]) {
+                if let (Ok(seq), Ok(_)) = (frame.seq(), frame.decode()) {
+                    found.push((seq, p));
+                    p = bytes.len() - rest.len();
+                    continue;
+                }
+            }
+        }
+        p += 1;
+    }
+    found
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
