@@ -94,7 +94,8 @@ fn main() -> ExitCode {
     explain_panics();
     let cli = Cli::parse();
     let data = engram::storage::data_dir::resolve(cli.data);
-    let result = match cli.command {
+    // A panic has been explained by the hook: exit 1 like any other error.
+    let run = std::panic::AssertUnwindSafe(|| match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Import(args) => import::run(&data, args),
         Command::Export(args) => export::run(&data, args),
@@ -109,7 +110,8 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::run(&data, args),
         Command::Run(args) => run::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
-    };
+    });
+    let Ok(result) = std::panic::catch_unwind(run) else { return ExitCode::FAILURE };
     match result {
         Ok(code) => code,
         Err(e) => {

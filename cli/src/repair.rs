@@ -15,7 +15,7 @@ use crate::output;
 
 /// Salvage a damaged log: every readable event into a new log, in place.
 ///
-/// The damaged files are moved to DIR/damaged-<time>/ and kept. sled reads
+/// The damaged files are moved to `DIR/damaged-TIME/` and kept. sled reads
 /// a copy of them, going around damaged records; what sled cannot give (or
 /// everything, when it cannot open the log at all) is found by scanning the
 /// files for frames, which carry their own seq and CRC. The events are

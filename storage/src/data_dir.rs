@@ -65,7 +65,7 @@ const ENTRIES: &[&str] = &["engram.lock", "engram.sock", "log.sled"];
 
 /// Checks a data dir before engram uses it, and tightens what it finds:
 ///
-/// 1. the dir itself, [`ENTRIES`] and everything in `log.sled` must be
+/// 1. the dir itself, `engram.lock`, `engram.sock`, `log.sled` and everything in it must be
 ///    owned by this process's user — another user's file in a private dir
 ///    is a planted one;
 /// 2. none of those may be a symbolic link: `log.sled` linked to a
