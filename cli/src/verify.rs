@@ -59,10 +59,13 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         for fault in &report.faults {
             eprintln!("{}: {fault}", data.display());
         }
+        let first = match report.first_bad_seq() {
+            Some(seq) => format!("first bad seq {seq}"),
+            None => "in sled's own pages (no seq to name)".to_owned(),
+        };
         eprintln!(
-            "verify failed: {} fault(s); first bad seq {}",
-            report.faults.len(),
-            report.first_bad_seq().map_or("?".to_owned(), |s| s.to_string())
+            "verify failed: {} fault(s), {first}; `engram repair` salvages every readable event",
+            report.faults.len()
         );
     }
     Ok(if report.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
