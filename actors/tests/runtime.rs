@@ -347,6 +347,7 @@ fn a_panicking_tool_fails_its_step_not_the_turn() {
 
 #[test]
 fn a_routing_rule_wins_over_the_pattern_store() {
+    use engram_events::payloads::{ChainEntry, ChainVerdict, RoutePolicy};
     let f = fixture();
     let mut config = engram_learning::config::Config::default();
     config.runtime.model_rules.insert("doc".into(), "local:doc-model".into());
@@ -358,34 +359,64 @@ fn a_routing_rule_wins_over_the_pattern_store() {
         .tool(word_count(&f))
         .start()
         .unwrap();
-    let s = SessionId::new("s-rule");
-    // "describe" tags the request `doc`: the rule picks the model (offline,
-    // the offline planner still does the planning, and says so).
-    let r = rt.handle_utterance(&s, "describe ~/a.txt").unwrap();
-    assert_eq!(r.model.as_deref(), Some(engram_actors::offline_planner::OFFLINE_MODEL), "{r:?}");
-    rt.handle_utterance(&s, "count the words in ~/a.txt").unwrap();
-    assert!(rt.settle(Duration::from_secs(10)));
-    let chains: Vec<_> = events(&rt)
-        .into_iter()
-        .filter_map(|e| match e.event {
-            Event::RouteDecided(d) => Some(d.chain),
-            _ => None,
-        })
-        .collect();
-    use engram_events::payloads::{ChainVerdict, RoutePolicy};
-    let chosen = |c: &Vec<engram_events::payloads::ChainEntry>| {
-        c.iter().find(|e| e.verdict == ChainVerdict::Chosen).map(|e| e.policy)
+    let chain_of = |turn| -> Vec<ChainEntry> {
+        events(&rt)
+            .into_iter()
+            .find_map(|e| match e.event {
+                Event::RouteDecided(d) if e.turn == Some(turn) => Some(d.chain),
+                _ => None,
+            })
+            .unwrap()
     };
-    assert_eq!(chosen(&chains[0]), Some(RoutePolicy::Rule));
-    let decided: Vec<_> = events(&rt)
+    let slot = |chain: &[ChainEntry], policy| chain.iter().find(|c| c.policy == policy).unwrap().clone();
+    // An empty store recommends nothing: slot 4 is not applicable (seed 001
+    // §9), and the default model is chosen.
+    let s = SessionId::new("s-first");
+    let first = rt.handle_utterance(&s, "count the words in ~/a.txt").unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let chain = chain_of(first.turn);
+    assert_eq!(slot(&chain, RoutePolicy::Pattern).verdict, ChainVerdict::NotApplicable, "{chain:?}");
+    assert_eq!(slot(&chain, RoutePolicy::Default).verdict, ChainVerdict::Chosen, "{chain:?}");
+    rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+    rt.end_session(&s).unwrap();
+    // Evidence for the store: similar requests, liked.
+    for (i, text) in [
+        "how many words are in ~/b.txt",
+        "word count of ~/c.txt",
+        "count all the words of ~/d.txt",
+        "number of words in ~/a.txt",
+        "tell me how many words ~/b.txt has",
+        "count the words of ~/d.txt",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let s = SessionId::new(format!("s-evidence-{i}"));
+        rt.handle_utterance(&s, text).unwrap();
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+        rt.end_session(&s).unwrap();
+    }
+    assert!(rt.settle(Duration::from_secs(10)));
+    // "describe" tags the request `doc`: the rule picks the model; the
+    // store, asked all the same, had a recommendation — deferred, with it.
+    let s = SessionId::new("s-rule");
+    let r = rt.handle_utterance(&s, "describe the words of ~/a.txt").unwrap();
+    assert_eq!(r.model.as_deref(), Some(engram_actors::offline_planner::OFFLINE_MODEL), "{r:?}");
+    assert!(rt.settle(Duration::from_secs(10)));
+    let chain = chain_of(r.turn);
+    assert_eq!(slot(&chain, RoutePolicy::Rule).verdict, ChainVerdict::Chosen, "{chain:?}");
+    let pattern = slot(&chain, RoutePolicy::Pattern);
+    assert_eq!(pattern.verdict, ChainVerdict::Deferred, "{chain:?}");
+    assert_eq!(pattern.model.as_deref(), Some(engram_actors::offline_planner::OFFLINE_MODEL));
+    assert_eq!(slot(&chain, RoutePolicy::Default).verdict, ChainVerdict::Deferred, "{chain:?}");
+    let decided = events(&rt)
         .into_iter()
-        .filter_map(|e| match e.event {
-            Event::RouteDecided(d) => d.chosen_model,
+        .find_map(|e| match e.event {
+            Event::RouteDecided(d) if e.turn == Some(r.turn) => d.chosen_model,
             _ => None,
         })
-        .collect();
-    assert_eq!(decided[0], "local:doc-model");
-    assert_eq!(chosen(&chains[1]), Some(RoutePolicy::Default));
+        .unwrap();
+    assert_eq!(decided, "local:doc-model");
     rt.shutdown().unwrap();
 }
 

@@ -592,8 +592,17 @@ fn the_llm_summariser_graph_and_judge_write_the_session_down() {
     let llm = verdicts.iter().find(|v| v.judge == JudgeKind::Llm).expect("an LLM verdict");
     assert_eq!((llm.score, llm.confidence), (0.9, 0.8));
     assert_eq!(llm.judge_pricing_version.as_deref(), Some(PRICING));
-    assert!(verdicts.iter().any(|v| v.judge == JudgeKind::Heuristic));
-    assert_ne!(verdicts[0].eval_id, verdicts[1].eval_id);
+    let heuristic = verdicts.iter().find(|v| v.judge == JudgeKind::Heuristic).expect("a heuristic verdict");
+    // The later, model's verdict is the one that stands: its eval id is the
+    // greater, and the projections fold it.
+    assert!(llm.eval_id > heuristic.eval_id, "{verdicts:?}");
+    let mut p = engram_storage::projector::Projector::in_memory(vec![Box::new(
+        engram_learning::projections::Sessions::default(),
+    )]);
+    p.catch_up(rt.log().as_ref(), |_, _| {}).unwrap();
+    let sessions = p.get::<engram_learning::projections::Sessions>("sessions").unwrap();
+    let folded = &sessions.get("s-mem").unwrap().verdicts[&r.turn.to_string()];
+    assert_eq!(folded, &(llm.eval_id.to_string(), 0.9));
     let graded = requests(&server, Ctx::Judge);
     assert_eq!(graded.len(), 1);
     let prompt = graded[0].body["messages"][1]["content"].as_str().unwrap().to_owned();

@@ -95,8 +95,13 @@ impl Judge {
         let mut out = Vec::new();
         match verdict {
             Ok((score, confidence)) => {
+                // The model's verdict comes after the heuristic one on the
+                // same turn, and the greatest eval id is the verdict that
+                // stands: its id is a millisecond later, so it wins — by
+                // order, not by hash bytes.
+                let later = env.at + chrono::Duration::milliseconds(1);
                 let eval_id =
-                    EvalId::derive(env.at, &[b"judge-llm", &env.id.0 .0.to_be_bytes(), &turn.0 .0.to_be_bytes()]);
+                    EvalId::derive(later, &[b"judge-llm", &env.id.0 .0.to_be_bytes(), &turn.0 .0.to_be_bytes()]);
                 let event = EvalCompleted {
                     eval_id,
                     subject_turn: turn,

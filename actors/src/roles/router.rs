@@ -171,39 +171,45 @@ impl Router {
         });
         let fingerprint = Fingerprint::structural(features.clone().normalized());
         let mut matched = None;
-        if chosen.is_none() {
-            let rec = self.patterns.recommend(&fingerprint, &self.setup.config.pattern.config());
-            let alternatives = Some(rec.alternatives.clone()).filter(|a| !a.is_empty());
-            match &rec.chosen_model {
-                Some(model) => {
-                    chosen = Some(model.clone());
-                    chain.push(entry(
-                        RoutePolicy::Pattern,
-                        ChainVerdict::Chosen,
-                        Some(model.clone()),
-                        Some(rec.confidence),
-                        alternatives,
-                    ));
-                    matched = Some(PatternMatched {
-                        fingerprint_id: fingerprint.id(),
-                        fingerprint_kind: fingerprint.kind(),
-                        chosen_model: model.clone(),
-                        confidence: rec.confidence,
-                        sample_size: rec.sample_size,
-                        k_cluster_size: rec.k_cluster_size as u32,
-                        alternatives_count: rec.alternatives.len() as u32,
-                    });
-                }
-                None => chain.push(entry(
+        // Slot 4 is asked whatever won above it (seed 001 §9): a
+        // recommendation a higher slot beat is `deferred`; no recommendation
+        // (the store's gate not passed, or no evidence) is `not_applicable`.
+        let rec = self.patterns.recommend(&fingerprint, &self.setup.config.pattern.config());
+        let alternatives = Some(rec.alternatives.clone()).filter(|a| !a.is_empty());
+        match (&chosen, &rec.chosen_model) {
+            (Some(_), Some(model)) => chain.push(entry(
+                RoutePolicy::Pattern,
+                ChainVerdict::Deferred,
+                Some(model.clone()),
+                Some(rec.confidence),
+                alternatives,
+            )),
+            (_, None) => chain.push(entry(
+                RoutePolicy::Pattern,
+                ChainVerdict::NotApplicable,
+                None,
+                Some(rec.confidence),
+                alternatives,
+            )),
+            (None, Some(model)) => {
+                chosen = Some(model.clone());
+                chain.push(entry(
                     RoutePolicy::Pattern,
-                    ChainVerdict::Deferred,
-                    None,
+                    ChainVerdict::Chosen,
+                    Some(model.clone()),
                     Some(rec.confidence),
                     alternatives,
-                )),
+                ));
+                matched = Some(PatternMatched {
+                    fingerprint_id: fingerprint.id(),
+                    fingerprint_kind: fingerprint.kind(),
+                    chosen_model: model.clone(),
+                    confidence: rec.confidence,
+                    sample_size: rec.sample_size,
+                    k_cluster_size: rec.k_cluster_size as u32,
+                    alternatives_count: rec.alternatives.len() as u32,
+                });
             }
-        } else {
-            chain.push(entry(RoutePolicy::Pattern, ChainVerdict::NotApplicable, None, None, None));
         }
         let default = self.setup.default_model.clone();
         chain.push(match &chosen {
