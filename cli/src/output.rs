@@ -73,7 +73,7 @@ fn summary(event: &Event) -> String {
 /// Read commands print everything else and exit 1 at the end
 /// ([`damaged_exit`]).
 pub fn around_damage(e: &engram::LogError) -> bool {
-    let damage = matches!(e, engram::LogError::Lost { .. } | engram::LogError::Corrupt { .. });
+    let damage = e.is_record_damage();
     if damage {
         eprintln!("warning: {e}");
     }

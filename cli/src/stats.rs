@@ -52,7 +52,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         Ok(n) => n,
         // The in-place reader stops at damage; the decoding one goes
         // around it: count again with that.
-        Err(e @ (engram::LogError::Corrupt { .. } | engram::LogError::Lost { .. })) => {
+        Err(e) if e.is_record_damage() => {
             tracing::debug!("counting around damage: {e}");
             by_kind.clear();
             sessions.clear();

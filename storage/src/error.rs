@@ -112,6 +112,23 @@ fn seqs(first: Seq, last: Seq) -> String {
 }
 
 impl LogError {
+    /// Whether this is damage to records a reader can go around (records
+    /// that cannot be read, the ones before and after intact) rather than a
+    /// failure of the log itself: what read commands, projection catch-up
+    /// and `engram repair` skip, naming it.
+    pub fn is_record_damage(&self) -> bool {
+        matches!(self, LogError::Lost { .. } | LogError::Corrupt { .. })
+    }
+
+    /// What a caught panic said (its `&str` or `String` payload).
+    pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "a panic".to_owned())
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         LogError::Io { path: path.into(), source }
     }

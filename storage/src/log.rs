@@ -369,11 +369,7 @@ fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
             }
             Ok(Err(sled::Error::Io(e))) if !is_damage(&e) => return Err(LogError::io(dir, e)),
             Ok(Err(e)) => e.to_string(),
-            Err(panic) => match (panic.downcast_ref::<String>(), panic.downcast_ref::<&str>()) {
-                (Some(s), _) => format!("sled panicked: {s}"),
-                (_, Some(s)) => format!("sled panicked: {s}"),
-                _ => "sled panicked".to_owned(),
-            },
+            Err(panic) => format!("sled panicked: {}", LogError::panic_text(panic.as_ref())),
         };
         return Err(LogError::Unopenable { path: dir.to_owned(), what });
     }

@@ -305,7 +305,7 @@ fn read_with_sled(old: &Path, writer: &mut Writer<'_>) -> Result<(), String> {
     let db = match opened {
         Ok(Ok(db)) => db,
         Ok(Err(e)) => return Err(format!("sled: {e}")),
-        Err(panic) => return Err(format!("sled panicked: {}", panic_text(&panic))),
+        Err(panic) => return Err(format!("sled panicked: {}", LogError::panic_text(panic.as_ref()))),
     };
     let read = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
         let log = db.open_tree("log").map_err(|e| format!("sled: {e}"))?;
@@ -314,13 +314,13 @@ fn read_with_sled(old: &Path, writer: &mut Writer<'_>) -> Result<(), String> {
                 Ok(env) => writer.push(env).map_err(|e| e.to_string())?,
                 // A gap: filled from the raw scan, or noted as lost, when
                 // the next event (or the end) comes.
-                Err(LogError::Lost { .. } | LogError::Corrupt { .. }) => {}
+                Err(e) if e.is_record_damage() => {}
                 Err(e) => return Err(e.to_string()),
             }
         }
         Ok(())
     }))
-    .unwrap_or_else(|panic| Err(format!("sled panicked: {}", panic_text(&panic))));
+    .unwrap_or_else(|panic| Err(format!("sled panicked: {}", LogError::panic_text(panic.as_ref()))));
     // The old id index, read as far as it reads (its pages are not the
     // log's): how far the log went — damage at the very end leaves no later
     // record to say so — and the ids of what is lost.
@@ -380,12 +380,4 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap_or_else(|| "a panic".to_owned())
 }

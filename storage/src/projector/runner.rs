@@ -153,7 +153,7 @@ impl Projector {
         for env in events {
             let env = match env {
                 Ok(env) => env,
-                Err(e @ (LogError::Lost { .. } | LogError::Corrupt { .. })) => {
+                Err(e) if e.is_record_damage() => {
                     tracing::warn!("projections fold around damage: {e}");
                     continue;
                 }
