@@ -33,9 +33,7 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    let pending = std::fs::read_dir(data)
-        .map(|d| d.flatten().any(|e| e.path().join("REPAIRING").exists()) || data.join(".repair").exists())
-        .unwrap_or(false);
+    let pending = repair::pending(data);
     if data.join("log.sled").is_dir() && !pending {
         // A log that opens and verifies needs nothing.
         if let Ok(log) = crate::open_log(data) {

@@ -91,7 +91,7 @@ pub fn guard(dir: &Path) -> Result<(), crate::LogError> {
         let mut paths: Vec<std::path::PathBuf> = ENTRIES.iter().map(|e| dir.join(e)).collect();
         let sled = dir.join("log.sled");
         if std::fs::symlink_metadata(&sled).is_ok_and(|m| m.is_dir()) {
-            collect(&sled, &mut paths).map_err(|e| crate::LogError::io(&sled, e))?;
+            entries_below(&sled, &mut paths).map_err(|e| crate::LogError::io(&sled, e))?;
         }
         for path in paths {
             let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
@@ -108,14 +108,14 @@ pub fn guard(dir: &Path) -> Result<(), crate::LogError> {
     Ok(())
 }
 
-/// Every entry below `dir` (not following links), depth first.
-#[cfg(unix)]
-fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> io::Result<()> {
+/// Every entry below `dir` (not following links), depth first: what the
+/// guard checks in `log.sled`, and what `engram repair` scans.
+pub(crate) fn entries_below(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
         if entry.file_type()?.is_dir() {
-            collect(&path, out)?;
+            entries_below(&path, out)?;
         }
         out.push(path);
     }

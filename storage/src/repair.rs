@@ -98,14 +98,7 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
         return install(dir, &staging, report, lock);
     } else {
         // Stopped before: start again from the copy put aside.
-        let mut pending: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(io(dir))?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.join(REPAIRING).exists() && p.join("log.sled").is_dir())
-            .collect();
-        pending.sort();
-        pending.pop().ok_or_else(|| {
+        interrupted(dir).pop().ok_or_else(|| {
             LogError::io(&log_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no log to repair"))
         })?
     };
@@ -146,6 +139,24 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
     std::fs::write(staging.join("new").join(COMPLETE), b"").map_err(io(&staging))?;
     let _ = std::fs::remove_file(aside.join(REPAIRING));
     install(dir, &staging, report, lock)
+}
+
+/// Whether a repair of `dir` was interrupted (a run of `engram repair`
+/// finishes it, whatever state the log seems to be in).
+pub fn pending(dir: &Path) -> bool {
+    dir.join(STAGING).exists() || !interrupted(dir).is_empty()
+}
+
+/// The damaged logs put aside whose repair has not finished, oldest first.
+fn interrupted(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join(REPAIRING).exists() && p.join("log.sled").is_dir())
+        .collect();
+    found.sort();
+    found
 }
 
 /// Marks a damaged log put aside whose repair has not finished.
@@ -192,8 +203,10 @@ struct RawIndex {
 
 impl RawIndex {
     fn scan(old: &Path) -> Result<RawIndex, LogError> {
-        let mut files = Vec::new();
-        collect_files(old, &mut files).map_err(|e| LogError::io(old, e))?;
+        let mut entries = Vec::new();
+        crate::data_dir::entries_below(old, &mut entries).map_err(|e| LogError::io(old, e))?;
+        let mut files: Vec<PathBuf> =
+            entries.into_iter().filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file())).collect();
         files.sort();
         let mut frames: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
         for (i, path) in files.iter().enumerate() {
@@ -367,17 +380,4 @@ pub fn find_frames(bytes: &[u8]) -> Vec<(Seq, usize)> {
         p += 1;
     }
     found
-}
-
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            collect_files(&entry.path(), out)?;
-        } else if kind.is_file() {
-            out.push(entry.path());
-        }
-    }
-    Ok(())
 }
