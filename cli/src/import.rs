@@ -3,10 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use engram::learning::config::Config;
 use engram::learning::import;
-use engram::learning::projections::{self, ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
-use engram::learning::reactors::{DayReactor, FastPathReactor, PatternReactor, Reactor};
+use engram::learning::projections;
 use engram::storage::projector::Projector;
 use engram::storage::EventLog;
 
@@ -34,7 +32,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let bar = output::progress(plan.records as u64, "importing");
     let before = log.head();
-    let stats = import::run(&plan, &log, || reactors_for(&projector, &config), |done| bar.set_position(done as u64))?;
+    let stats =
+        import::run(&plan, &log, || import::reactors(&projector, &config), |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     // What import appended is history to the runtime's actors (it derived
     // what they would have), not work: move their checkpoints past it.
@@ -53,18 +52,4 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The reactors an import runs, warmed up from the live projections.
-fn reactors_for(projector: &Projector, config: &Config) -> Vec<Box<dyn Reactor>> {
-    let active = projector.get::<ActiveDays>("active_days").cloned().unwrap_or_default();
-    let patterns = projector.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default();
-    let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
-    let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
-    let utc = engram::events::chrono::FixedOffset::east_opt(0).expect("UTC");
-    vec![
-        Box::new(DayReactor::from_projection(&active)),
-        Box::new(FastPathReactor::new(canonical, pipelines, &active, config.multi_tool_fast_path.clone(), utc)),
-        Box::new(PatternReactor::new(patterns, config.pattern.config(), config.pattern.caps())),
-    ]
 }

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use engram::events::EventId;
-use engram::learning::reactors::{self, DayReactor, FastPathReactor, PatternReactor, Reactor};
+use engram::learning::reactors;
+use engram::learning::{import, projections};
+use engram::storage::projector::Projector;
 use engram::storage::repair;
 use engram::storage::verify;
 use engram::EventLog;
@@ -55,18 +57,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let log = crate::open_log(data)?;
     let wanted: HashSet<EventId> = report.lost_ids.iter().filter_map(|id| id.parse().ok()).collect();
     let config = crate::load_config(data)?;
-    let utc = engram::events::chrono::FixedOffset::east_opt(0).expect("UTC");
-    let mut derivers: Vec<Box<dyn Reactor>> = vec![
-        Box::new(DayReactor::default()),
-        Box::new(FastPathReactor::new(
-            Default::default(),
-            Default::default(),
-            &Default::default(),
-            config.multi_tool_fast_path.clone(),
-            utc,
-        )),
-        Box::new(PatternReactor::new(Default::default(), config.pattern.config(), config.pattern.caps())),
-    ];
+    // Fresh reactors: they see the whole log from its first record.
+    let mut derivers = import::reactors(&Projector::in_memory(projections::all()), &config);
     let rederived = reactors::rederive(&log, &mut derivers, &wanted)?;
     let rederived_ids: Vec<String> = rederived.iter().map(|e| e.id.to_string()).collect();
     if !rederived.is_empty() {

@@ -8,8 +8,8 @@ use std::path::Path;
 use engram_events::{Event, EventKind, Seq};
 use engram_learning::config::Config;
 use engram_learning::import::{self, turn_events, turn_record, ImportError};
-use engram_learning::projections::{self, ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
-use engram_learning::reactors::{DayReactor, FastPathReactor, PatternReactor, Reactor};
+use engram_learning::projections;
+use engram_learning::reactors::Reactor;
 use engram_storage::projector::Projector;
 use engram_storage::{EventLog, LogConfig, SledLog};
 use proptest::prelude::*;
@@ -17,27 +17,9 @@ use serde_json::{json, Value};
 
 /// The reactors `engram import` runs, warmed from the log's projections.
 fn reactors(log: &SledLog) -> Vec<Box<dyn Reactor>> {
-    let p = Projector::in_memory(projections::all());
-    let mut p = p;
+    let mut p = Projector::in_memory(projections::all());
     p.catch_up(log, |_, _| {}).unwrap();
-    let config = Config::default();
-    let active = p.get::<ActiveDays>("active_days").cloned().unwrap_or_default();
-    let utc = chrono::FixedOffset::east_opt(0).unwrap();
-    vec![
-        Box::new(DayReactor::from_projection(&active)),
-        Box::new(FastPathReactor::new(
-            p.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default(),
-            p.get::<Pipelines>("pipelines").cloned().unwrap_or_default(),
-            &active,
-            config.multi_tool_fast_path.clone(),
-            utc,
-        )),
-        Box::new(PatternReactor::new(
-            p.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default(),
-            config.pattern.config(),
-            config.pattern.caps(),
-        )),
-    ]
+    import::reactors(&p, &Config::default())
 }
 
 fn import_file(log: &SledLog, path: &Path) -> Result<import::ImportStats, ImportError> {

@@ -34,8 +34,11 @@ use std::path::{Path, PathBuf};
 
 use engram_events::{codec, Envelope, Event, EventId, EventKind, Seq, SessionId};
 
-use crate::reactors::{self, Reactor};
+use crate::config::Config;
+use crate::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
+use crate::reactors::{self, DayReactor, FastPathReactor, PatternReactor, Reactor};
 use engram_storage::backend::{AppendTicket, EventLog};
+use engram_storage::projector::Projector;
 use engram_storage::LogError;
 use turn_record::FieldError;
 
@@ -397,6 +400,23 @@ fn envelope_field_error(e: engram_events::DecodeError) -> FieldError {
 const BATCH: usize = 2048;
 /// Batches in flight at once (the writer commits them in order).
 const IN_FLIGHT: usize = 4;
+
+/// The reactors an import runs — day activation, fast-path learning,
+/// pattern recording — warmed up from `projector`'s projections (empty
+/// ones: fresh reactors). The judge, summariser and graph reactors only run
+/// live. `engram repair` derives lost events again with the same set.
+pub fn reactors(projector: &Projector, config: &Config) -> Vec<Box<dyn Reactor>> {
+    let active = projector.get::<ActiveDays>("active_days").cloned().unwrap_or_default();
+    let patterns = projector.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default();
+    let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
+    let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
+    let utc = chrono::FixedOffset::east_opt(0).expect("UTC");
+    vec![
+        Box::new(DayReactor::from_projection(&active)),
+        Box::new(FastPathReactor::new(canonical, pipelines, &active, config.multi_tool_fast_path.clone(), utc)),
+        Box::new(PatternReactor::new(patterns, config.pattern.config(), config.pattern.caps())),
+    ]
+}
 
 /// Checks the file against the log, dry-runs it, then appends its events
 /// through `log` (steps 2 and 3 of the module docs, then the append pass).
