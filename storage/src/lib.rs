@@ -19,7 +19,8 @@
 //! * [`lock`] — one process per data dir.
 //! * [`verify`] — CRC, position and index checks over the whole log;
 //!   [`repair`] — a damaged log's every readable event, salvaged into a
-//!   sound one.
+//!   sound one; [`sled_recovery`] — a damaged record in the part of the
+//!   log sled replays at open is found before sled would cut the log at it.
 //! * [`projector`] — the projection framework: pure folds, persisted rows
 //!   and checkpoints, catch-up, rebuild, digests.
 //! * [`embedding_cache`] — the bounded memo of `(model, text) → vector`
@@ -37,6 +38,7 @@ pub mod log;
 pub mod projector;
 pub mod repair;
 pub mod segment;
+pub mod sled_recovery;
 pub mod subscription;
 pub mod verify;
 

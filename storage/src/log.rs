@@ -358,6 +358,11 @@ const SLED_LOCK_WAIT: Duration = Duration::from_secs(3);
 /// at open — or a panic inside it, which damaged files can cause — is
 /// [`LogError::Unopenable`], naming `engram repair`.
 fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
+    // sled's recovery would cut the log at a damaged record in what it
+    // replays, on disk: refuse first, with the files as they are.
+    if let Some(damage) = crate::sled_recovery::find_damage(dir).map_err(|e| LogError::io(dir, e))? {
+        return Err(LogError::Unopenable { path: dir.to_owned(), what: damage.to_string() });
+    }
     let deadline = Instant::now() + SLED_LOCK_WAIT;
     loop {
         let open = || sled::Config::new().path(dir).mode(sled::Mode::LowSpace).cache_capacity(cache_bytes).open();

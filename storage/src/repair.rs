@@ -8,6 +8,11 @@
 //! | 3 | append the salvaged events, in seq order, to a new log in `DIR/.repair/new/` (ids kept; seqs renumbered gap-free from the first loss on) |
 //! | 4 | move the new log into `DIR/log.sled` |
 //!
+//! Before sled reads its copy, damaged messages in the part sled replays
+//! at open are given the checksum their bytes have
+//! ([`crate::sled_recovery::disarm`]): sled would otherwise cut the log at
+//! the first of them.
+//!
 //! Before step 1 the damaged log is moved to `DIR/damaged-<UTC time>/` and
 //! never written again: sled reads a copy of it (its recovery may write),
 //! the raw scan reads the original.
@@ -112,6 +117,9 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
     // sled may write to a log it opens (its recovery): it gets a copy.
     let copy = staging.join("old.sled");
     copy_dir(&source, &copy).map_err(io(&copy))?;
+    // sled would cut the copy at a damaged message in what it replays:
+    // accepted as it is, its records are read, the damaged one gone around.
+    crate::sled_recovery::disarm(&copy).map_err(io(&copy))?;
     let mut report =
         RepairReport { aside: aside.clone(), raw_frames: raw.frames.len() as u64, ..RepairReport::default() };
     let relaxed = LogConfig { durability: crate::Durability::Relaxed { flush_every_ms: 1000 }, ..LogConfig::default() };
@@ -311,42 +319,48 @@ impl Writer<'_> {
     }
 }
 
+/// How long sled may go without giving the next record of the copy before
+/// the repair stops waiting for it (a damaged page can send sled's
+/// recovery into a loop) and takes the rest from the raw scan.
+const SLED_STALL: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// What the thread reading the copy with sled sends.
+enum FromSled {
+    /// The next readable event.
+    Event(Envelope),
+    /// sled could not open or read the log's structure (why).
+    Failed(String),
+    /// The old id index, as far as it reads: `(seq, id)`.
+    Index(Vec<(u64, EventId)>),
+}
+
 /// Step 1 with sled: `Err` (with why) when sled cannot open or read the
-/// log's structure; damaged records themselves are gone around.
+/// log's structure, or stops answering; damaged records themselves are
+/// gone around. sled runs on a thread of its own, so a sled that hangs on
+/// a damaged page costs [`SLED_STALL`], not the repair.
 fn read_with_sled(old: &Path, writer: &mut Writer<'_>) -> Result<(), String> {
-    let opened = std::panic::catch_unwind(|| sled::Config::new().path(old).open());
-    let db = match opened {
-        Ok(Ok(db)) => db,
-        Ok(Err(e)) => return Err(format!("sled: {e}")),
-        Err(panic) => return Err(format!("sled panicked: {}", LogError::panic_text(panic.as_ref()))),
-    };
-    let read = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
-        let log = db.open_tree("log").map_err(|e| format!("sled: {e}"))?;
-        for item in crate::log::LogIter::for_repair(log) {
-            match item {
-                Ok(env) => writer.push(env).map_err(|e| e.to_string())?,
-                // A gap: filled from the raw scan, or noted as lost, when
-                // the next event (or the end) comes.
-                Err(e) if e.is_record_damage() => {}
-                Err(e) => return Err(e.to_string()),
+    let (tx, rx) = crossbeam_channel::bounded::<FromSled>(4096);
+    let copy = old.to_owned();
+    std::thread::Builder::new()
+        .name("repair-sled".into())
+        .spawn(move || sled_reader(&copy, &tx))
+        .map_err(|e| format!("cannot start a thread for sled: {e}"))?;
+    let mut read = Ok(());
+    let mut index: Vec<(u64, EventId)> = Vec::new();
+    loop {
+        match rx.recv_timeout(SLED_STALL) {
+            Ok(FromSled::Event(env)) => writer.push(env).map_err(|e| e.to_string())?,
+            Ok(FromSled::Failed(why)) => read = Err(why),
+            Ok(FromSled::Index(i)) => index = i,
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                read = Err(format!("sled stopped answering ({} s without a record)", SLED_STALL.as_secs()));
+                break;
             }
         }
-        Ok(())
-    }))
-    .unwrap_or_else(|panic| Err(format!("sled panicked: {}", LogError::panic_text(panic.as_ref()))));
-    // The old id index, read as far as it reads (its pages are not the
-    // log's): how far the log went — damage at the very end leaves no later
-    // record to say so — and the ids of what is lost.
-    let mut index: Vec<(u64, EventId)> = Vec::new();
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let Ok(ids) = db.open_tree("ids") else { return };
-        for (id, seq) in ids.iter().map_while(Result::ok) {
-            let (Ok(id), Ok(seq)) = (<[u8; 16]>::try_from(id.as_ref()), <[u8; 8]>::try_from(seq.as_ref())) else {
-                continue;
-            };
-            index.push((u64::from_be_bytes(seq), EventId(engram_events::ulid::Ulid(u128::from_be_bytes(id)))));
-        }
-    }));
+    }
+    // The old id index says how far the log went — damage at the very end
+    // leaves no later record to say so — and the ids of what is lost.
     let end = index.iter().map(|(seq, _)| *seq).chain(writer.raw.last()).max().unwrap_or(0);
     writer.fill_until(Seq(end + 1)).map_err(|e| e.to_string())?;
     let lost = &writer.report.lost;
@@ -358,6 +372,54 @@ fn read_with_sled(old: &Path, writer: &mut Writer<'_>) -> Result<(), String> {
     lost_ids.sort();
     writer.report.lost_ids = lost_ids;
     read
+}
+
+/// The sled side of [`read_with_sled`]: every readable event of the log at
+/// `old`, in order, then its id index; panics inside sled are caught and
+/// sent as failures.
+fn sled_reader(old: &Path, tx: &crossbeam_channel::Sender<FromSled>) {
+    let opened = std::panic::catch_unwind(|| sled::Config::new().path(old).open());
+    let db = match opened {
+        Ok(Ok(db)) => db,
+        Ok(Err(e)) => return drop(tx.send(FromSled::Failed(format!("sled: {e}")))),
+        Err(panic) => {
+            return drop(tx.send(FromSled::Failed(format!("sled panicked: {}", LogError::panic_text(panic.as_ref())))))
+        }
+    };
+    let read = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
+        let log = db.open_tree("log").map_err(|e| format!("sled: {e}"))?;
+        for item in crate::log::LogIter::for_repair(log) {
+            match item {
+                Ok(env) => {
+                    if tx.send(FromSled::Event(env)).is_err() {
+                        return Ok(()); // the repair stopped listening
+                    }
+                }
+                // A gap: filled from the raw scan, or noted as lost, when
+                // the next event (or the end) comes.
+                Err(e) if e.is_record_damage() => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    }))
+    .unwrap_or_else(|panic| Err(format!("sled panicked: {}", LogError::panic_text(panic.as_ref()))));
+    if let Err(why) = read {
+        let _ = tx.send(FromSled::Failed(why));
+    }
+    // The old id index, read as far as it reads (its pages are not the
+    // log's).
+    let mut index: Vec<(u64, EventId)> = Vec::new();
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let Ok(ids) = db.open_tree("ids") else { return };
+        for (id, seq) in ids.iter().map_while(Result::ok) {
+            let (Ok(id), Ok(seq)) = (<[u8; 16]>::try_from(id.as_ref()), <[u8; 8]>::try_from(seq.as_ref())) else {
+                continue;
+            };
+            index.push((u64::from_be_bytes(seq), EventId(engram_events::ulid::Ulid(u128::from_be_bytes(id)))));
+        }
+    }));
+    let _ = tx.send(FromSled::Index(index));
 }
 
 /// Every frame in `bytes` that checks out (CRC) and decodes, with its seq
