@@ -327,7 +327,7 @@ const SLED_STALL: std::time::Duration = std::time::Duration::from_secs(20);
 /// What the thread reading the copy with sled sends.
 enum FromSled {
     /// The next readable event.
-    Event(Envelope),
+    Event(Box<Envelope>),
     /// sled could not open or read the log's structure (why).
     Failed(String),
     /// The old id index, as far as it reads: `(seq, id)`.
@@ -349,7 +349,7 @@ fn read_with_sled(old: &Path, writer: &mut Writer<'_>) -> Result<(), String> {
     let mut index: Vec<(u64, EventId)> = Vec::new();
     loop {
         match rx.recv_timeout(SLED_STALL) {
-            Ok(FromSled::Event(env)) => writer.push(env).map_err(|e| e.to_string())?,
+            Ok(FromSled::Event(env)) => writer.push(*env).map_err(|e| e.to_string())?,
             Ok(FromSled::Failed(why)) => read = Err(why),
             Ok(FromSled::Index(i)) => index = i,
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
@@ -391,7 +391,7 @@ fn sled_reader(old: &Path, tx: &crossbeam_channel::Sender<FromSled>) {
         for item in crate::log::LogIter::for_repair(log) {
             match item {
                 Ok(env) => {
-                    if tx.send(FromSled::Event(env)).is_err() {
+                    if tx.send(FromSled::Event(Box::new(env))).is_err() {
                         return Ok(()); // the repair stopped listening
                     }
                 }
