@@ -183,12 +183,35 @@ fn fixture_events() -> Vec<Envelope> {
     out
 }
 
-fn expected_lines() -> Vec<String> {
+/// The fixture's lines as written when it was made (history: never
+/// rewritten).
+fn fixture_lines() -> Vec<String> {
     std::fs::read_to_string(fixture_dir().join("log.jsonl"))
         .expect("fixture log.jsonl")
         .lines()
         .map(String::from)
         .collect()
+}
+
+/// The fixture's events as this build writes them: each line parsed (a
+/// kind whose schema changed since is upcast — `fastpath.hit` v1 → v2) and
+/// written again. Whatever reads the fixture must give exactly these.
+fn expected_lines() -> Vec<String> {
+    fixture_lines().iter().map(|l| json::to_line(&json::from_line(l).expect("a fixture line parses"))).collect()
+}
+
+#[test]
+fn only_upcasts_change_the_fixture_lines() {
+    // Lines of kinds at their fixture version read back byte for byte.
+    for (old, new) in fixture_lines().iter().zip(expected_lines()) {
+        let kind = json::from_line(old).unwrap().kind();
+        let was = serde_json::from_str::<serde_json::Value>(old).unwrap()["v"].as_u64().unwrap();
+        if was == u64::from(kind.schema_version()) {
+            assert_eq!(*old, new);
+        } else {
+            assert_ne!(*old, new, "{kind} was upcast");
+        }
+    }
 }
 
 #[test]

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use engram_learning::config::{Config, EmbedderSection};
+use engram_learning::fast_path::decision::Changes;
 use engram_learning::fast_path::decision::VectorSearch;
 use engram_learning::fast_path::{Decision, FastPath};
 use engram_learning::projections::{CanonicalQueries, Pipelines};
@@ -47,28 +48,62 @@ pub fn embedder_config(section: &EmbedderSection) -> EmbedderConfig {
 }
 
 /// A layer's rows in the vector index (exact below its measured
-/// crossover, HNSW above), keyed by row position.
-struct Rows(VectorIndex<u64>);
+/// crossover, HNSW above, grown one node per learnt row), keyed by row key.
+/// Made at the first insert, when the model's dimension is known.
+#[derive(Default)]
+struct Rows(Option<VectorIndex<u64>>);
 
 impl VectorSearch for Rows {
-    fn search(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
+    fn search(&self, query: &[f32], k: usize) -> Vec<(u64, f32)> {
         // A query of the wrong dimension (another model's vector) finds
         // nothing rather than failing the turn.
-        self.0.search(query, k).unwrap_or_default().into_iter().map(|h| (h.key as usize, h.cosine)).collect()
+        let Some(index) = &self.0 else { return Vec::new() };
+        index.search(query, k).unwrap_or_default().into_iter().map(|h| (h.key, h.cosine)).collect()
+    }
+
+    fn insert(&mut self, rows: Vec<(u64, Vec<f32>)>) {
+        let Some(dim) = rows.first().map(|(_, v)| v.len().max(1)) else { return };
+        let index = self.0.get_or_insert_with(|| {
+            let mut config = VectorConfig::new(dim);
+            // Building runs on the router's thread: do not take every core.
+            config.build_threads = 1;
+            VectorIndex::new(config).expect("a positive dimension")
+        });
+        if let Err(e) = index.extend(rows.iter().map(|(k, v)| (*k, v.as_slice()))) {
+            tracing::warn!("fast path: a row vector was rejected ({e}); those rows answer nothing");
+        }
+    }
+
+    fn remove(&mut self, key: u64) {
+        if let Some(index) = &mut self.0 {
+            index.remove(&key);
+        }
     }
 }
 
-fn index(rows: Vec<Vec<f32>>) -> Box<dyn VectorSearch> {
-    let dim = rows.first().map_or(1, Vec::len).max(1);
-    let mut config = VectorConfig::new(dim);
-    // Building runs on the router's thread: do not take every core.
-    config.build_threads = 1;
-    let mut index = VectorIndex::new(config).expect("a positive dimension");
-    if let Err(e) = index.extend(rows.iter().enumerate().map(|(i, v)| (i as u64, v.as_slice()))) {
-        tracing::warn!("fast path: a row vector was rejected ({e}); that layer answers nothing");
-        index = VectorIndex::new(VectorConfig::new(dim)).expect("a positive dimension");
+fn index() -> Box<dyn VectorSearch> {
+    Box::<Rows>::default()
+}
+
+/// Embeds a batch through the memo (when there is one), recording a
+/// failure in `failure` for the caller to return.
+fn memo_embed<'a>(
+    embedder: &'a dyn Embedder,
+    cache: Option<&'a EmbeddingCache>,
+    failure: &'a mut Option<FastPathError>,
+) -> impl FnMut(&[&str]) -> Result<Vec<Vec<f32>>, ()> + 'a {
+    let model = embedder.model_id().to_owned();
+    move |texts: &[&str]| {
+        let r = match cache {
+            Some(c) => match c.get_or_embed(&model, texts, |missing| embedder.embed_batch(missing)) {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(FastPathError::from(e)),
+                Err(e) => Err(FastPathError::from(e)),
+            },
+            None => embedder.embed_batch(texts).map_err(FastPathError::from),
+        };
+        r.map_err(|e| *failure = Some(e))
     }
-    Box::new(Rows(index))
 }
 
 /// The fast path with its embedder.
@@ -87,25 +122,33 @@ impl FastPathService {
         embedder: Arc<dyn Embedder>,
         cache: Option<EmbeddingCache>,
     ) -> Result<FastPathService, FastPathError> {
-        let model = embedder.model_id().to_owned();
         let mut failure: Option<FastPathError> = None;
-        let mut embed = |texts: &[&str]| -> Result<Vec<Vec<f32>>, ()> {
-            let r = match &cache {
-                Some(c) => match c.get_or_embed(&model, texts, |missing| embedder.embed_batch(missing)) {
-                    Ok(Ok(v)) => Ok(v),
-                    Ok(Err(e)) => Err(FastPathError::from(e)),
-                    Err(e) => Err(FastPathError::from(e)),
-                },
-                None => embedder.embed_batch(texts).map_err(FastPathError::from),
-            };
-            r.map_err(|e| failure = Some(e))
+        let built = {
+            let mut embed = memo_embed(embedder.as_ref(), cache.as_ref(), &mut failure);
+            FastPath::build(&config.fast_path, &config.multi_tool_fast_path, canonical, pipelines, &mut embed, &index)
         };
-        let built =
-            FastPath::build(&config.fast_path, &config.multi_tool_fast_path, canonical, pipelines, &mut embed, &index);
         match built {
             Ok(fast_path) => Ok(FastPathService { fast_path, embedder, cache }),
             Err(()) => Err(failure.expect("the embed closure records its failure")),
         }
+    }
+
+    /// Takes in what the projections learnt about `texts` (canonical texts
+    /// named by the events learnt since the last build or update): a new
+    /// row is embedded (through the memo) and inserted, a row that stopped
+    /// being a candidate removed — the rest of the index untouched.
+    pub fn update_texts(
+        &mut self,
+        canonical: &CanonicalQueries,
+        pipelines: &Pipelines,
+        texts: &[String],
+    ) -> Result<Changes, FastPathError> {
+        let mut failure: Option<FastPathError> = None;
+        let updated = {
+            let mut embed = memo_embed(self.embedder.as_ref(), self.cache.as_ref(), &mut failure);
+            self.fast_path.update_texts(canonical, pipelines, texts, &mut embed)
+        };
+        updated.map_err(|()| failure.expect("the embed closure records its failure"))
     }
 
     /// The decision for `text` said at `now`.

@@ -138,6 +138,73 @@ fn a_multi_step_request_becomes_an_l2_hit_with_new_arguments() {
     rt.shutdown().unwrap();
 }
 
+/// `chain_to_planner`: a request whose first part is a known pipeline and
+/// whose rest is new replays the part and sends the rest to the planner, in
+/// the same turn — and only the replayed part is learnt, so the rest is
+/// never dropped by a pipeline that learnt the whole request as the part.
+#[test]
+fn a_chained_request_replays_its_known_part_and_plans_the_rest() {
+    let f = fixture();
+    let mut config = engram_learning::config::Config::default();
+    config.multi_tool_fast_path.chain_to_planner = true;
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .config(config)
+        .offline()
+        .embedder(embedder())
+        .tool(word_count(&f))
+        .tool(file_size(&f))
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap();
+    let s = SessionId::new("s-chain");
+    let known = "count the words in ~/a.txt and then tell me the size of ~/a.txt";
+    for _ in 0..3 {
+        rt.handle_utterance(&s, known).unwrap();
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let pipeline_uses = |all: &[Envelope]| {
+        all.iter().filter(|e| matches!(&e.event, Event::PipelineRecorded(p) if p.steps.len() == 2)).count()
+    };
+    assert_eq!(pipeline_uses(&events(&rt)), 3);
+    for round in 0..4 {
+        let r = rt
+            .handle_utterance(
+                &s,
+                "count the words in ~/d.txt and then tell me the size of ~/d.txt and then show the size of ~/b.txt",
+            )
+            .unwrap();
+        assert!(rt.settle(Duration::from_secs(10)));
+        // The known part replayed with the new path, the rest planned: all
+        // three steps ran, every round (the rest is never dropped).
+        assert_eq!(r.text, "5 words\n9 bytes\n9 bytes", "round {round}: {r:?}");
+        assert_eq!(r.steps.len(), 3, "round {round}: {r:?}");
+        assert_eq!(r.steps[2].args.0["path"], "~/b.txt");
+        let all = events(&rt);
+        let hit = all.iter().rev().find_map(|e| match &e.event {
+            Event::FastPathHit(h) if e.turn == Some(r.turn) => Some(h.clone()),
+            _ => None,
+        });
+        let hit = hit.unwrap_or_else(|| panic!("round {round}: no fastpath.hit for the chained turn"));
+        assert_eq!(hit.layer, RouteLayer::L2);
+        assert_eq!(hit.residual.as_deref(), Some("show the size of ~/b.txt"));
+        // One plan per round, and what is learnt is the replayed part's
+        // pipeline (one more use of it), never the whole request.
+        let learnt: Vec<_> = all
+            .iter()
+            .filter(|e| e.turn == Some(r.turn))
+            .filter_map(|e| match &e.event {
+                Event::PipelineRecorded(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(learnt.len(), 1, "round {round}: {learnt:?}");
+        assert_eq!(learnt[0].steps.len(), 2, "only the replayed part: {learnt:?}");
+        assert_eq!(pipeline_uses(&all), 4 + round);
+    }
+    rt.shutdown().unwrap();
+}
+
 #[test]
 fn session_end_records_patterns_and_feedback_updates_them() {
     let f = fixture();

@@ -79,6 +79,9 @@ use engram::vector::{VectorConfig, VectorIndex};
 
 /// Untimed requests routed before each figure is measured.
 pub const WARM_UP: usize = 10;
+
+/// L1 rows learnt one at a time per table size, timed.
+pub const LEARNT_ROWS: usize = 30;
 /// Cosine of a derived row vector to its real row: uniform in this range.
 pub const DERIVED_COSINE: (f64, f64) = (0.70, 0.95);
 
@@ -341,31 +344,42 @@ impl SearchClock {
 }
 
 /// A layer's rows in the runtime's [`VectorIndex`] (as `FastPathService`
-/// indexes them: default configuration, row position as key), each search
-/// timed.
+/// indexes them: default configuration, the row key as key), each search
+/// and each insert timed.
 struct TimedRows {
-    index: VectorIndex<u64>,
+    index: Option<VectorIndex<u64>>,
     clock: Arc<SearchClock>,
 }
 
 impl VectorSearch for TimedRows {
-    fn search(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
+    fn search(&self, query: &[f32], k: usize) -> Vec<(u64, f32)> {
         let t = Instant::now();
-        let hits: Vec<(usize, f32)> =
-            self.index.search(query, k).unwrap_or_default().into_iter().map(|h| (h.key as usize, h.cosine)).collect();
+        let Some(index) = &self.index else { return Vec::new() };
+        let hits: Vec<(u64, f32)> =
+            index.search(query, k).unwrap_or_default().into_iter().map(|h| (h.key, h.cosine)).collect();
         self.clock.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         hits
     }
+
+    fn insert(&mut self, rows: Vec<(u64, Vec<f32>)>) {
+        let t = Instant::now();
+        let dim = rows.first().map_or(1, |(_, v)| v.len()).max(1);
+        // All cores (the runtime takes one): only the build is faster.
+        let index =
+            self.index.get_or_insert_with(|| VectorIndex::new(VectorConfig::new(dim)).expect("a positive dimension"));
+        index.extend(rows.iter().map(|(k, v)| (*k, v.as_slice()))).expect("valid row vectors");
+        self.clock.build_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    fn remove(&mut self, key: u64) {
+        if let Some(index) = &mut self.index {
+            index.remove(&key);
+        }
+    }
 }
 
-fn timed_index(rows: Vec<Vec<f32>>, clock: &Arc<SearchClock>) -> Box<dyn VectorSearch> {
-    let t = Instant::now();
-    let dim = rows.first().map_or(1, Vec::len).max(1);
-    // All cores (the runtime takes one): only the build is faster.
-    let mut index = VectorIndex::new(VectorConfig::new(dim)).expect("a positive dimension");
-    index.extend(rows.iter().enumerate().map(|(i, v)| (i as u64, v.as_slice()))).expect("valid row vectors");
-    clock.build_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    Box::new(TimedRows { index, clock: Arc::clone(clock) })
+fn timed_index(clock: &Arc<SearchClock>) -> Box<dyn VectorSearch> {
+    Box::new(TimedRows { index: None, clock: Arc::clone(clock) })
 }
 
 /// `base` plus isotropic Gaussian noise, renormalised, at a cosine drawn
@@ -459,6 +473,12 @@ pub struct Corpus {
     pub build: Duration,
     /// The part of `build` spent building the two indexes.
     pub index: Duration,
+    /// The projections the tables were built from (what a learnt row is
+    /// added to).
+    canonical: CanonicalQueries,
+    pipelines: Pipelines,
+    /// L1 rows not in the tables, for learning one more at a time.
+    unlearnt: Vec<usize>,
 }
 
 /// A request and what it should do.
@@ -562,7 +582,7 @@ impl Harness {
             &canonical_queries,
             &pipelines,
             &mut embed,
-            &|rows| timed_index(rows, &clock),
+            &|| timed_index(&clock),
         )?;
         let build = t.elapsed();
         let index = Duration::from_nanos(clock.build_nanos.load(Ordering::Relaxed));
@@ -580,6 +600,9 @@ impl Harness {
             learn,
             build,
             index,
+            canonical: canonical_queries,
+            pipelines,
+            unlearnt: self.l1_order[l1_rows..].iter().copied().take(LEARNT_ROWS + WARM_UP).collect(),
         })
     }
 
@@ -620,6 +643,60 @@ pub struct Routed {
 }
 
 impl Corpus {
+    /// Learns new L1 rows one at a time, as the router does after a planner
+    /// turn: the row's `canonical.recorded` events folded into the
+    /// projection, then [`FastPath::update_texts`] — the new text embedded with
+    /// `embedder` and inserted into the index, the other rows untouched.
+    /// Returns each update's time without its embedding (the first
+    /// [`WARM_UP`] untimed); each learnt row must answer its request on L1.
+    pub fn learn_rows(&mut self, embedder: &dyn Embedder) -> anyhow::Result<Vec<Duration>> {
+        use engram::events::payloads::CanonicalRecorded;
+        use engram::events::{ActorKind, Envelope};
+        use engram::learning::fast_path::placeholder;
+        use engram::storage::projector::Projection;
+        let min_uses = Config::default().fast_path.canonical_query_min_uses;
+        let mut samples = Vec::with_capacity(LEARNT_ROWS);
+        for (j, code) in std::mem::take(&mut self.unlearnt).into_iter().enumerate() {
+            let (text, step) = l1_request(code, &format!("~/new/{j}/notes.md"));
+            let (canon, ex) = canonical(&text, now());
+            let recorded = CanonicalRecorded {
+                canonical: canon.clone(),
+                executor: step.tool.clone(),
+                args_observed: placeholder::templatize(&step.args, &ex),
+            };
+            for _ in 0..min_uses {
+                self.canonical.apply(&Envelope::new(ActorKind::Router, recorded.clone()));
+            }
+            let embedding = Cell::new(Duration::ZERO);
+            let mut embed = |texts: &[&str]| -> Result<Vec<Vec<f32>>, EmbedError> {
+                let t = Instant::now();
+                let v = embedder.embed_batch(texts);
+                embedding.set(embedding.get() + t.elapsed());
+                v
+            };
+            let t = Instant::now();
+            let changes = self.fast_path.update_texts(
+                &self.canonical,
+                &self.pipelines,
+                std::slice::from_ref(&canon),
+                &mut embed,
+            )?;
+            let took = t.elapsed().saturating_sub(embedding.get());
+            if changes.added != 1 || changes.removed != 0 {
+                bail!("learning {canon:?} changed {changes:?}, not one added row");
+            }
+            let (again, _) = l1_request(code, &format!("~/again/{j}/notes.md"));
+            let d = self.route(embedder, &again)?.decision;
+            if d.layer != RouteLayer::L1 || d.matched.as_deref() != Some(canon.as_str()) {
+                bail!("the row {canon:?} was learnt, yet {again:?} went {:?} ({})", d.layer, d.reason);
+            }
+            if j >= WARM_UP {
+                samples.push(took);
+            }
+        }
+        Ok(samples)
+    }
+
     /// `n` requests for L1 rows with real vectors, each with a fresh path.
     pub fn l1_requests(&self, n: usize, seed: u64) -> Vec<Request> {
         let real = self.embedded.0.min(self.l1_codes.len());
@@ -764,6 +841,12 @@ pub struct Table {
     pub build_s: f64,
     /// The part of `build_s` spent building the indexes (all cores).
     pub index_s: f64,
+    /// Learning one more L1 row ([`FastPath::update_texts`]: its rows
+    /// looked up, one index insert), without embedding its text, median, µs.
+    pub learn_row_p50_us: f64,
+    /// `build_s` over `learn_row_p50_us`: what a rebuild per learnt row
+    /// (the router before `update`) cost, as a multiple.
+    pub rebuild_ratio: f64,
 }
 
 /// The report of `engram bench fast-path`.
@@ -864,8 +947,16 @@ impl Report {
         out.push_str("\ntables (N L1 rows and N L2 pipelines; rows beyond the embedded ones have derived vectors):\n");
         for t in &self.tables {
             out.push_str(&format!(
-                "  {:>6} rows: {} + {} embedded, learned in {:.1} s, built in {:.1} s (indexes {:.1} s)\n",
-                t.l1_rows, t.l1_embedded, t.l2_embedded, t.learn_s, t.build_s, t.index_s
+                "  {:>6} rows: {} + {} embedded, learned in {:.1} s, built in {:.1} s (indexes {:.1} s); \
+                 one more row learnt in {:.0} µs (median, embedding aside) — {:.0}× less than a rebuild\n",
+                t.l1_rows,
+                t.l1_embedded,
+                t.l2_embedded,
+                t.learn_s,
+                t.build_s,
+                t.index_s,
+                t.learn_row_p50_us,
+                t.rebuild_ratio
             ));
         }
         out.push_str(&format!("  row embedding: {:.1} s in all\n", self.row_embedding_s));
@@ -993,16 +1084,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
     let (mut l1, mut l2, mut miss, mut tables) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for &n in &opts.sizes {
         progress(opts, &format!("learning and building {n} L1 rows and {n} L2 pipelines"));
-        let corpus = harness.corpus(n, n)?;
-        tables.push(Table {
-            l1_rows: corpus.l1_rows,
-            l2_rows: corpus.l2_rows,
-            l1_embedded: corpus.embedded.0,
-            l2_embedded: corpus.embedded.1,
-            learn_s: secs(corpus.learn),
-            build_s: secs(corpus.build),
-            index_s: secs(corpus.index),
-        });
+        let mut corpus = harness.corpus(n, n)?;
         let l1_requests = corpus.l1_requests(opts.queries, opts.seed);
         if l0.is_none() {
             progress(opts, "measuring L0 and the embedding alone");
@@ -1035,6 +1117,20 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         l2.push(hits(&corpus, embedder.as_ref(), &l2_requests, RouteLayer::L2, opts.queries)?);
         let miss_requests = corpus.miss_requests(opts.queries, opts.seed);
         miss.push(misses(&corpus, embedder.as_ref(), &miss_requests, opts.queries)?);
+        progress(opts, &format!("learning {LEARNT_ROWS} more L1 rows one at a time at {n} rows"));
+        let learnt = corpus.learn_rows(embedder.as_ref())?;
+        let learn_row_p50_us = p50(&learnt);
+        tables.push(Table {
+            l1_rows: corpus.l1_rows,
+            l2_rows: corpus.l2_rows,
+            l1_embedded: corpus.embedded.0,
+            l2_embedded: corpus.embedded.1,
+            learn_s: secs(corpus.learn),
+            build_s: secs(corpus.build),
+            index_s: secs(corpus.index),
+            learn_row_p50_us,
+            rebuild_ratio: round2(corpus.build.as_secs_f64() * 1e6 / learn_row_p50_us.max(1e-3)),
+        });
     }
     Ok(Report {
         l0: l0.expect("at least one size"),

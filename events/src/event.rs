@@ -112,7 +112,8 @@ catalog! {
     /// `route.decided`
     RouteDecided(RouteDecided) = 3, "route.decided", 1;
     /// `fastpath.hit`
-    FastPathHit(FastPathHit) = 4, "fastpath.hit", 1;
+    /// `fastpath.hit` (v1 had no `residual`; see `FastPathHitV1`)
+    FastPathHit(FastPathHit) = 4, "fastpath.hit", 2;
     /// `fastpath.missed`
     FastPathMissed(FastPathMissed) = 5, "fastpath.missed", 1;
     /// `plan.created`

@@ -204,8 +204,10 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 })
                 .boxed()
         }
-        EventKind::FastPathHit => (select(RouteLayer::ALL), text(), opt_float(), steps())
-            .prop_map(|(layer, matched, similarity, steps)| FastPathHit { layer, matched, similarity, steps }.into())
+        EventKind::FastPathHit => (select(RouteLayer::ALL), text(), opt_float(), steps(), opt_text())
+            .prop_map(|(layer, matched, similarity, steps, residual)| {
+                FastPathHit { layer, matched, similarity, steps, residual }.into()
+            })
             .boxed(),
         EventKind::FastPathMissed => (opt_float(), opt_text(), text())
             .prop_map(|(best_similarity, best_candidate, reason)| {

@@ -89,7 +89,16 @@ fn render_dialogue(dialogue: &[(String, String)]) -> String {
 
 /// Planner (#12) messages: the query, the router-narrowed tools and recent
 /// dialogue as `(role, text)` pairs, asking for a JSON array of steps.
-pub fn planner_messages(query: &str, tools: &[ToolSpec], dialogue: &[(String, String)]) -> Vec<ChatMessage> {
+///
+/// `done`: steps already chosen for this request (a fast-path replay of its
+/// known first part); the model plans only what is left, numbering results
+/// on from them (see [`parse_plan_after`]).
+pub fn planner_messages(
+    query: &str,
+    tools: &[ToolSpec],
+    dialogue: &[(String, String)],
+    done: &[PlanStep],
+) -> Vec<ChatMessage> {
     let catalogue: Vec<String> =
         tools.iter().map(|t| format!("- {}: {} (arguments: {})", t.name, t.description, t.parameters)).collect();
     let system = format!(
@@ -104,6 +113,17 @@ pub fn planner_messages(query: &str, tools: &[ToolSpec], dialogue: &[(String, St
         user.push_str(&format!("Recent conversation:\n{}\n\n", render_dialogue(dialogue)));
     }
     user.push_str(&format!("Request: {query}"));
+    if !done.is_empty() {
+        let listed: Vec<String> =
+            done.iter().enumerate().map(|(i, s)| format!("${i}: {} {}", s.tool, s.args.to_json())).collect();
+        user.push_str(&format!(
+            "\n\nAlready planned for this request, run first (their results are $0..${}):\n{}\n\
+             Plan only what is left of the request; the first of your steps is ${}.",
+            done.len() - 1,
+            listed.join("\n"),
+            done.len()
+        ));
+    }
     vec![ChatMessage::system(system), ChatMessage::user(user)]
 }
 
@@ -113,6 +133,13 @@ pub fn planner_messages(query: &str, tools: &[ToolSpec], dialogue: &[(String, St
 /// step itself or a later one. Steps past [`MAX_PLAN_STEPS`] are cut. `[]`
 /// is a valid empty plan ("no tools needed").
 pub fn parse_plan(text: &str, known_tools: &[&str]) -> Result<Vec<PlanStep>, ContextError> {
+    parse_plan_after(text, known_tools, 0)
+}
+
+/// [`parse_plan`] for a plan that continues `earlier` steps already chosen
+/// (the replayed prefix of a chained request): its step `i` is `$(earlier
+/// + i)` and may refer to any result before that.
+pub fn parse_plan_after(text: &str, known_tools: &[&str], earlier: usize) -> Result<Vec<PlanStep>, ContextError> {
     let Value::Array(items) = first_json(text, '[')? else { unreachable!("an array opens with [") };
     let mut steps = Vec::new();
     for (i, item) in items.into_iter().take(MAX_PLAN_STEPS).enumerate() {
@@ -133,8 +160,11 @@ pub fn parse_plan(text: &str, known_tools: &[&str]) -> Result<Vec<PlanStep>, Con
         };
         for value in args.values() {
             if let Some(r) = value.as_str().and_then(|s| s.strip_prefix('$')).and_then(|n| n.parse::<usize>().ok()) {
-                if r >= i {
-                    return Err(ContextError::Shape(format!("step {i} refers to ${r}, which is not an earlier step")));
+                if r >= earlier + i {
+                    return Err(ContextError::Shape(format!(
+                        "step {} refers to ${r}, which is not an earlier step",
+                        earlier + i
+                    )));
                 }
             }
         }
@@ -352,7 +382,7 @@ mod tests {
             description: "Weather for a city".into(),
             parameters: json!({"type": "object"}),
         }];
-        let m = planner_messages("and tomorrow?", &tools, &[("user".into(), "weather in Oslo".into())]);
+        let m = planner_messages("and tomorrow?", &tools, &[("user".into(), "weather in Oslo".into())], &[]);
         assert!(m[0].content.contains("- get_weather: Weather for a city") && m[0].content.contains("\"$0\""));
         assert!(m[1].content.contains("user: weather in Oslo") && m[1].content.ends_with("Request: and tomorrow?"));
     }

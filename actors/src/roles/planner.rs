@@ -6,6 +6,11 @@
 //! `route.decided` (layer `planner`), emits `plan.created` and, for LLM
 //! plans, `llm.call_completed` (first, so the turn's cost includes it).
 //!
+//! A *chained* request (`fastpath.hit` with a `residual`, just before the
+//! route) is planned for what is left: the plan is the replayed prefix's
+//! steps, then the planner's for the residual, whose references may name
+//! the prefix's results.
+//!
 //! Planning is not a pure function (a model answers differently twice), so
 //! after a restart the planner first looks for the plan it may already have
 //! appended, by its derived id, and does not plan the turn again.
@@ -45,12 +50,15 @@ pub struct PlannerSetup {
 pub struct Planner {
     setup: PlannerSetup,
     queries: HashMap<TurnId, String>,
+    /// Chained turns: the steps the fast path replays first, and the part
+    /// of the request left to plan.
+    chained: HashMap<TurnId, (Vec<PlanStep>, String)>,
 }
 
 impl Planner {
     /// A planner with nothing open.
     pub fn new(setup: PlannerSetup) -> Planner {
-        Planner { setup, queries: HashMap::new() }
+        Planner { setup, queries: HashMap::new(), chained: HashMap::new() }
     }
 
     fn fold(&mut self, env: &Envelope) {
@@ -60,8 +68,14 @@ impl Planner {
             Event::IntentJudged(i) if i.judge != JudgeKind::Import => {
                 self.queries.insert(turn, i.query.clone());
             }
+            Event::FastPathHit(h) => {
+                if let Some(rest) = &h.residual {
+                    self.chained.insert(turn, (h.steps.clone(), rest.clone()));
+                }
+            }
             Event::PlanCreated(_) | Event::TurnCompleted(_) => {
                 self.queries.remove(&turn);
+                self.chained.remove(&turn);
             }
             _ => {}
         }
@@ -73,6 +87,12 @@ impl Planner {
         }
         // No live request for this turn (an imported one): nothing to plan.
         let Some(query) = env.turn.and_then(|t| self.queries.get(&t)).cloned() else { return Vec::new() };
+        // A chained request: plan what is left after the replayed prefix,
+        // which runs first and whose results the plan may use.
+        let (done, query) = match env.turn.and_then(|t| self.chained.get(&t)) {
+            Some((done, rest)) => (done.clone(), rest.clone()),
+            None => (Vec::new(), query),
+        };
         let started = Instant::now();
         let mut out = Vec::new();
         let model = route.chosen_model.clone().unwrap_or_else(|| OFFLINE_MODEL.to_owned());
@@ -81,14 +101,14 @@ impl Planner {
                 let specs = super::llm_specs(&self.setup.tools);
                 let request = ChatRequest {
                     model: model.clone(),
-                    messages: llm::contexts::planner_messages(&query, &specs, &[]),
+                    messages: llm::contexts::planner_messages(&query, &specs, &[], &done),
                     tools: Vec::new(),
                     context: LlmContext::Planner,
                     timeout: self.setup.timeout,
                 };
                 let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
                 let (record, parsed) = super::ask(&**client, &request, &self.setup.prices, |r| {
-                    llm::contexts::parse_plan(&r.content, &names)
+                    llm::contexts::parse_plan_after(&r.content, &names, done.len())
                 });
                 out.push(derived(env, ActorKind::Planner, record, 0));
                 // parse_plan keeps at most MAX_PLAN_STEPS (seed 002 #12).
@@ -104,16 +124,19 @@ impl Planner {
             }
             _ => {
                 let now = chrono::Utc::now().with_timezone(&self.setup.offset);
-                let steps = self.setup.offline.plan(&query, now).unwrap_or_else(|e| {
+                let mut steps = self.setup.offline.plan(&query, now).unwrap_or_else(|e| {
                     tracing::warn!("offline planner failed open: {e}");
                     Vec::new()
                 });
+                // Its plan numbers results from $0: after the prefix.
+                rebase(&mut steps, done.len());
                 (PlannerKind::Offline, steps)
             }
         };
         // The model that actually planned: offline, whatever the route
         // chose (no server to ask), so outcomes are scored against it.
         let model = if planner == PlannerKind::Offline { OFFLINE_MODEL.to_owned() } else { model };
+        let steps = done.into_iter().chain(steps).collect();
         let plan = PlanCreated { planner, model: Some(model), steps, planner_ms: started.elapsed().as_millis() as u64 };
         // After the call's record: the reply loop runs the turn when it
         // sees the plan, and must have folded the planner's cost by then.
@@ -122,9 +145,29 @@ impl Planner {
     }
 }
 
+/// Shifts a plan's `"$N"` references by `by`: the plan follows `by` steps.
+fn rebase(steps: &mut [PlanStep], by: usize) {
+    if by == 0 {
+        return;
+    }
+    for s in steps {
+        for v in s.args.0.values_mut() {
+            if let Some(n) = v.as_str().and_then(|t| t.strip_prefix('$')).and_then(|n| n.parse::<usize>().ok()) {
+                *v = serde_json::Value::String(format!("${}", n + by));
+            }
+        }
+    }
+}
+
 impl Role for Planner {
     fn kinds(&self) -> Option<Vec<EventKind>> {
-        Some(vec![EventKind::IntentJudged, EventKind::RouteDecided, EventKind::PlanCreated, EventKind::TurnCompleted])
+        Some(vec![
+            EventKind::IntentJudged,
+            EventKind::FastPathHit,
+            EventKind::RouteDecided,
+            EventKind::PlanCreated,
+            EventKind::TurnCompleted,
+        ])
     }
 
     fn observe(&mut self, env: &Envelope) {

@@ -360,7 +360,8 @@ impl Role for ReplyLoop {
 
     fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope> {
         let out = match &env.event {
-            Event::FastPathHit(h) => self.run(env, h.layer, &h.steps, None, bus),
+            // A chained hit runs with the planner's plan (prefix first).
+            Event::FastPathHit(h) if h.residual.is_none() => self.run(env, h.layer, &h.steps, None, bus),
             Event::PlanCreated(p) => {
                 // The plan's planner_ms belongs in the turn it completes.
                 self.fold(env);

@@ -56,7 +56,9 @@ pub struct Router {
     learn: FastPathReactor,
     patterns: PatternOutcomes,
     fast: Option<FastPathService>,
-    stale: bool,
+    /// Canonical texts the projections learnt about that the fast path has
+    /// not taken in yet.
+    learnt: std::collections::BTreeSet<String>,
     /// Did an earlier turn of the session call tools (a structural feature).
     history: HashMap<SessionId, bool>,
 }
@@ -71,15 +73,36 @@ impl Router {
             setup.config.multi_tool_fast_path.clone(),
             setup.offset,
         );
-        Router { setup, learn, patterns: PatternOutcomes::default(), fast: None, stale: true, history: HashMap::new() }
+        Router {
+            setup,
+            learn,
+            patterns: PatternOutcomes::default(),
+            fast: None,
+            learnt: Default::default(),
+            history: HashMap::new(),
+        }
+    }
+
+    /// Notes the canonical text a learnt event is about, before the
+    /// projections fold it (an expired pipeline's row is gone after).
+    fn note_learnt(&mut self, env: &Envelope) {
+        let text = match &env.event {
+            Event::CanonicalRecorded(c) => Some(c.canonical.clone()),
+            Event::PipelineRecorded(p) => Some(p.canonical.clone()),
+            Event::PipelineExpired(PipelineExpired { pipeline_id, .. })
+            | Event::PipelinePromoted(PipelinePromoted { pipeline_id, .. }) => {
+                self.learn.pipelines().get(pipeline_id).map(|p| p.canonical.clone())
+            }
+            _ => None,
+        };
+        // Before the first build there is nothing to update.
+        if let (Some(text), Some(_)) = (text, &self.fast) {
+            self.learnt.insert(text);
+        }
     }
 
     fn fold(&mut self, env: &Envelope) {
         match &env.event {
-            Event::CanonicalRecorded(_)
-            | Event::PipelineRecorded(_)
-            | Event::PipelineExpired(_)
-            | Event::PipelinePromoted(_) => self.stale = true,
             Event::TurnCompleted(t) => {
                 if let Some(s) = &env.session {
                     *self.history.entry(s.clone()).or_default() |= !t.steps.is_empty();
@@ -97,24 +120,32 @@ impl Router {
         }
     }
 
-    /// The fast path over the rows learnt so far (rebuilt when they changed:
-    /// the row vectors come from the embedding memo, so a rebuild costs
-    /// cache reads and an index build, not inference).
+    /// The fast path over the rows learnt so far: built once (the row
+    /// vectors come from the embedding memo, so a restart costs cache reads
+    /// and an index build, not inference), then updated row by row — a
+    /// learnt turn embeds and inserts its one row, never re-indexes the
+    /// others.
     fn fast_path(&mut self) -> Option<&FastPathService> {
-        if self.stale || self.fast.is_none() {
-            let s = &self.setup;
-            match FastPathService::build(
-                &s.config,
-                self.learn.canonical_queries(),
-                self.learn.pipelines(),
-                s.embedder.clone(),
-                s.cache.clone(),
-            ) {
-                Ok(f) => {
-                    self.fast = Some(f);
-                    self.stale = false;
+        let (canonical, pipelines) = (self.learn.canonical_queries(), self.learn.pipelines());
+        match &mut self.fast {
+            Some(f) if !self.learnt.is_empty() => {
+                let texts: Vec<String> = self.learnt.iter().cloned().collect();
+                match f.update_texts(canonical, pipelines, &texts) {
+                    Ok(_) => self.learnt.clear(),
+                    // Kept as it was; tried again at the next turn.
+                    Err(e) => tracing::warn!("router: fast path not updated ({e}); it answers from what it had"),
                 }
-                Err(e) => tracing::warn!("router: fast path unavailable ({e}); routing to the planner"),
+            }
+            Some(_) => {}
+            None => {
+                let s = &self.setup;
+                match FastPathService::build(&s.config, canonical, pipelines, s.embedder.clone(), s.cache.clone()) {
+                    Ok(f) => {
+                        self.fast = Some(f);
+                        self.learnt.clear();
+                    }
+                    Err(e) => tracing::warn!("router: fast path unavailable ({e}); routing to the planner"),
+                }
             }
         }
         self.fast.as_ref()
@@ -137,7 +168,11 @@ impl Router {
         let history = env.session.as_ref().and_then(|s| self.history.get(s)).copied().unwrap_or(false);
         let features = features::for_turn(&intent.query, &decision.steps, history);
         let mut out = Vec::with_capacity(3);
-        if decision.layer != RouteLayer::Planner {
+        // A chained request: the fast path replays its known prefix, the
+        // planner plans the rest in the same turn, with a model chosen as
+        // for any planner turn (slots 2-5 below).
+        let chained = decision.layer != RouteLayer::Planner && decision.residual.is_some();
+        if decision.layer != RouteLayer::Planner && !chained {
             let chain = vec![entry(RoutePolicy::FastPath, ChainVerdict::Chosen, None, decision.similarity, None)];
             out.push(derived(
                 env,
@@ -153,6 +188,7 @@ impl Router {
                     matched: decision.matched.unwrap_or_default(),
                     similarity: decision.similarity,
                     steps: decision.steps,
+                    residual: None,
                 },
                 0,
             ));
@@ -216,6 +252,22 @@ impl Router {
             Some(_) => entry(RoutePolicy::Default, ChainVerdict::Deferred, Some(default.clone()), None, None),
             None => entry(RoutePolicy::Default, ChainVerdict::Chosen, Some(default.clone()), None, None),
         });
+        if chained {
+            // Before the route: the planner and the reply loop know the
+            // prefix when the planner turn starts.
+            out.push(derived(
+                env,
+                ActorKind::Router,
+                FastPathHit {
+                    layer: decision.layer,
+                    matched: decision.matched.clone().unwrap_or_default(),
+                    similarity: decision.similarity,
+                    steps: decision.steps.clone(),
+                    residual: decision.residual.clone(),
+                },
+                0,
+            ));
+        }
         out.push(derived(
             env,
             ActorKind::Router,
@@ -228,16 +280,18 @@ impl Router {
             },
             0,
         ));
-        out.push(derived(
-            env,
-            ActorKind::Router,
-            FastPathMissed {
-                best_similarity: decision.similarity,
-                best_candidate: decision.matched,
-                reason: decision.reason,
-            },
-            0,
-        ));
+        if !chained {
+            out.push(derived(
+                env,
+                ActorKind::Router,
+                FastPathMissed {
+                    best_similarity: decision.similarity,
+                    best_candidate: decision.matched,
+                    reason: decision.reason,
+                },
+                0,
+            ));
+        }
         if let Some(m) = matched {
             out.push(derived(env, ActorKind::Router, m, 0));
         }
@@ -259,6 +313,7 @@ impl Role for Router {
     fn kinds(&self) -> Option<Vec<EventKind>> {
         let mut k = vec![
             EventKind::IntentJudged,
+            EventKind::FastPathHit,
             EventKind::TurnCompleted,
             EventKind::DayActivated,
             EventKind::CanonicalRecorded,
@@ -272,6 +327,7 @@ impl Role for Router {
     }
 
     fn observe(&mut self, env: &Envelope) {
+        self.note_learnt(env);
         self.learn.observe(env);
         self.fold(env);
     }
@@ -283,6 +339,7 @@ impl Role for Router {
             Event::IntentJudged(i) if i.directed && !i.stop && !i.query.trim().is_empty() => self.route(env, i),
             _ => Vec::new(),
         };
+        self.note_learnt(env);
         out.extend(self.learn.react(env));
         self.fold(env);
         out

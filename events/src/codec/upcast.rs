@@ -6,7 +6,7 @@
 
 use crate::codec::{json, DecodeError};
 use crate::event::{Event, EventKind};
-use crate::payloads::{PatternRecorded, PatternRecordedV1};
+use crate::payloads::{FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1};
 
 /// Decodes a payload archive of an older schema version.
 pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Result<Event, DecodeError> {
@@ -15,6 +15,10 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
         (EventKind::PatternRecorded, 1) => {
             let v1 = rkyv::from_bytes::<PatternRecordedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
             Ok(Event::PatternRecorded(PatternRecorded::from(v1)))
+        }
+        (EventKind::FastPathHit, 1) => {
+            let v1 = rkyv::from_bytes::<FastPathHitV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::FastPathHit(FastPathHit::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -29,6 +33,9 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
                 .map(|_| ())
                 .map_err(archive_err)
         }
+        (EventKind::FastPathHit, 1) => {
+            rkyv::access::<rkyv::Archived<FastPathHitV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
+        }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
 }
@@ -39,6 +46,10 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
         (EventKind::PatternRecorded, 1) => {
             let v1: PatternRecordedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
             Ok(Event::PatternRecorded(PatternRecorded::from(v1)))
+        }
+        (EventKind::FastPathHit, 1) => {
+            let v1: FastPathHitV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            Ok(Event::FastPathHit(FastPathHit::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -158,6 +169,26 @@ mod tests {
         binary::encode_into(&expected, &mut segment);
         let both: Vec<Envelope> = binary::frames(&segment).map(|f| f.unwrap().decode().unwrap()).collect();
         assert_eq!(both, vec![expected.clone(), expected]);
+    }
+
+    #[test]
+    fn fast_path_hit_v1_is_upcast_with_no_residual() {
+        use crate::payloads::{FastPathHit, FastPathHitV1, PlanStep, RouteLayer, ToolArgs};
+        let v1 = FastPathHitV1 {
+            layer: RouteLayer::L2,
+            matched: "get URL and describe it".into(),
+            similarity: Some(0.93),
+            steps: vec![PlanStep { tool: "get_urls".into(), args: ToolArgs::default() }],
+        };
+        let expected = header(FastPathHit::from(v1.clone()));
+        let frame = encode_raw(&expected, EventKind::FastPathHit.code(), 1, &archive(&v1));
+        let env = binary::decode(&frame).unwrap();
+        assert_eq!(env, expected);
+        assert!(matches!(&env.event, Event::FastPathHit(h) if h.residual.is_none() && h.steps.len() == 1));
+        assert_eq!(binary::split_frame(&frame).unwrap().0.view().unwrap().decode().unwrap(), expected);
+        // And from a v1 JSON line.
+        let line = crate::codec::json::to_line(&expected).replace("\"v\":2", "\"v\":1");
+        assert_eq!(crate::codec::json::from_line(&line).unwrap(), expected);
     }
 
     #[test]

@@ -136,6 +136,32 @@ payload! {
         pub similarity: Option<f64>,
         /// The steps to replay, arguments resolved.
         pub steps: Vec<PlanStep>,
+        /// With `chain_to_planner`: what the request asks after the replayed
+        /// steps (the planner plans it in the same turn, after them); `None`
+        /// when the replay is the whole answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub residual: Option<String>,
+    }
+}
+
+payload! {
+    /// `fastpath.hit` schema v1 (before `residual`). Never written any more;
+    /// read and upcast to v2.
+    pub struct FastPathHitV1 {
+        /// See [`FastPathHit::layer`].
+        pub layer: RouteLayer,
+        /// See [`FastPathHit::matched`].
+        pub matched: String,
+        /// See [`FastPathHit::similarity`].
+        pub similarity: Option<f64>,
+        /// See [`FastPathHit::steps`].
+        pub steps: Vec<PlanStep>,
+    }
+}
+
+impl From<FastPathHitV1> for FastPathHit {
+    fn from(v1: FastPathHitV1) -> Self {
+        FastPathHit { layer: v1.layer, matched: v1.matched, similarity: v1.similarity, steps: v1.steps, residual: None }
     }
 }
 

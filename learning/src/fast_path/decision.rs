@@ -19,18 +19,24 @@ use super::{canonical, gate, placeholder, Extracted, L0Table};
 use crate::config::{FastPathConfig, MultiToolConfig};
 use crate::projections::{CanonicalQueries, Pipelines};
 
-/// Nearest-neighbour search over a layer's row vectors (unit length): row
-/// index and cosine, best first.
+/// Nearest-neighbour search over a layer's row vectors (unit length), kept
+/// up to date row by row: a learnt row is one insert, a row that stops
+/// being a candidate one removal — never a rebuild of the layer.
 pub trait VectorSearch: Send + Sync {
-    /// The `k` rows nearest to `query`.
-    fn search(&self, query: &[f32], k: usize) -> Vec<(usize, f32)>;
+    /// The `k` rows nearest to `query`: key and cosine, best first.
+    fn search(&self, query: &[f32], k: usize) -> Vec<(u64, f32)>;
+    /// Stores rows under their keys (a key already stored takes the new
+    /// vector). Many at once is the way to load a layer.
+    fn insert(&mut self, rows: Vec<(u64, Vec<f32>)>);
+    /// Forgets the row of `key`.
+    fn remove(&mut self, key: u64);
 }
 
 /// Embeds a batch of texts (one vector per text, unit length).
 pub type BatchEmbed<'a, E> = &'a mut dyn FnMut(&[&str]) -> Result<Vec<Vec<f32>>, E>;
 
-/// Builds a [`VectorSearch`] over rows' vectors (row index = position).
-pub type IndexFactory<'a> = &'a dyn Fn(Vec<Vec<f32>>) -> Box<dyn VectorSearch>;
+/// Makes an empty [`VectorSearch`] for one layer.
+pub type IndexFactory<'a> = &'a dyn Fn() -> Box<dyn VectorSearch>;
 
 /// How many neighbours each layer examines before giving up.
 const CANDIDATES: usize = 5;
@@ -89,15 +95,128 @@ impl Decision {
     }
 }
 
+/// An L1 row: the tool a canonical text ran, and its argument template.
+#[derive(Clone, PartialEq)]
 struct L1Row {
-    canonical: String,
     executor: String,
     args: ToolArgs,
 }
 
-struct L2Row {
-    canonical: String,
-    steps: Vec<PlanStep>,
+/// An L2 row: the pipelines recorded for a canonical text, tried in order.
+type L2Row = Vec<Vec<PlanStep>>;
+
+/// One layer's rows by canonical text, and their vectors in the index
+/// under stable keys.
+///
+/// Invariant: `rows` and `text_of` hold the same keys, and the index holds
+/// exactly those keys' vectors.
+struct Layer<R> {
+    rows: HashMap<String, (u64, R)>,
+    text_of: HashMap<u64, String>,
+    index: Box<dyn VectorSearch>,
+    next_key: u64,
+}
+
+/// What a [`FastPath::update`] changed, layer by layer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Rows new to a layer (each one embedding and one index insert).
+    pub added: usize,
+    /// Rows no longer candidates (index removals).
+    pub removed: usize,
+    /// Rows whose tool or steps changed (no index work).
+    pub updated: usize,
+}
+
+impl std::ops::Add for Changes {
+    type Output = Changes;
+    fn add(self, o: Changes) -> Changes {
+        Changes { added: self.added + o.added, removed: self.removed + o.removed, updated: self.updated + o.updated }
+    }
+}
+
+impl<R: PartialEq> Layer<R> {
+    fn new(make_index: IndexFactory<'_>) -> Self {
+        Layer { rows: HashMap::new(), text_of: HashMap::new(), index: make_index(), next_key: 0 }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Brings the layer to `want` (canonical text → row), every row not in
+    /// it removed.
+    fn sync<E>(&mut self, want: HashMap<String, R>, embed: BatchEmbed<'_, E>) -> Result<Changes, E> {
+        let gone: Vec<(String, Option<R>)> =
+            self.rows.keys().filter(|t| !want.contains_key(*t)).map(|t| (t.clone(), None)).collect();
+        self.apply(want.into_iter().map(|(t, r)| (t, Some(r))).chain(gone).collect(), embed)
+    }
+
+    /// Sets the row of each text (`None`: no row): embeds only texts it did
+    /// not hold, inserts them, removes the others' vectors, changes rows in
+    /// place. On an embedding failure nothing changes.
+    fn apply<E>(&mut self, changes: Vec<(String, Option<R>)>, embed: BatchEmbed<'_, E>) -> Result<Changes, E> {
+        let mut new: Vec<&str> = changes
+            .iter()
+            .filter(|(t, r)| r.is_some() && !self.rows.contains_key(t))
+            .map(|(t, _)| t.as_str())
+            .collect();
+        new.sort_unstable(); // keys in a deterministic order
+        new.dedup();
+        let mut vectors: HashMap<String, Vec<f32>> = HashMap::new();
+        if !new.is_empty() {
+            let v = embed(&new)?;
+            vectors = new.into_iter().map(str::to_owned).zip(v).collect();
+        }
+        let mut done = Changes::default();
+        let mut inserts = Vec::new();
+        for (text, row) in changes {
+            match (self.rows.get_mut(&text), row) {
+                (Some((key, _)), None) => {
+                    let key = *key;
+                    self.rows.remove(&text);
+                    self.text_of.remove(&key);
+                    self.index.remove(key);
+                    done.removed += 1;
+                }
+                (Some((_, held)), Some(row)) => {
+                    if *held != row {
+                        *held = row;
+                        done.updated += 1;
+                    }
+                }
+                (None, Some(row)) => {
+                    let Some(v) = vectors.remove(&text) else { continue };
+                    let key = self.next_key;
+                    self.next_key += 1;
+                    self.text_of.insert(key, text.clone());
+                    self.rows.insert(text, (key, row));
+                    inserts.push((key, v));
+                    done.added += 1;
+                }
+                (None, None) => {}
+            }
+        }
+        inserts.sort_unstable_by_key(|(k, _)| *k);
+        if !inserts.is_empty() {
+            self.index.insert(inserts);
+        }
+        Ok(done)
+    }
+
+    /// The rows to examine for `canon`: its exact row first (cosine 1),
+    /// then the vector search's nearest.
+    fn candidates(&self, canon: &str, q: &[f32]) -> Vec<(&str, &R, f32)> {
+        let exact = self.rows.get_key_value(canon);
+        let mut out: Vec<(&str, &R, f32)> = exact.map(|(t, (_, r))| (t.as_str(), r, 1.0)).into_iter().collect();
+        for (key, cos) in self.index.search(q, CANDIDATES) {
+            let Some(text) = self.text_of.get(&key) else { continue };
+            if text != canon {
+                out.push((text.as_str(), &self.rows[text].1, cos));
+            }
+        }
+        out
+    }
 }
 
 /// The router's fast-path tables, ready to answer.
@@ -105,15 +224,8 @@ pub struct FastPath {
     l0: L0Table,
     fast: FastPathConfig,
     multi: MultiToolConfig,
-    l1: Vec<L1Row>,
-    l1_index: Option<Box<dyn VectorSearch>>,
-    /// Canonical text → L1 row: an exact repeat is found without relying on
-    /// the (approximate, above a few thousand rows) vector search.
-    l1_exact: HashMap<String, usize>,
-    l2: Vec<L2Row>,
-    l2_index: Option<Box<dyn VectorSearch>>,
-    /// Canonical text → L2 row (the first recorded).
-    l2_exact: HashMap<String, usize>,
+    l1: Layer<L1Row>,
+    l2: Layer<L2Row>,
 }
 
 impl FastPath {
@@ -128,69 +240,63 @@ impl FastPath {
         embed: BatchEmbed<'_, E>,
         make_index: IndexFactory<'_>,
     ) -> Result<FastPath, E> {
-        // One executor per canonical text: the most used (ties: first seen).
-        let mut l1: Vec<(&str, &crate::projections::canonical_queries::CanonicalRow)> = Vec::new();
-        if fast.canonical_query_enabled {
-            for row in canonical.candidates(fast.canonical_query_min_uses) {
-                // Rows come sorted by canonical text: duplicates are adjacent.
-                match l1.last_mut().filter(|(c, _)| *c == row.canonical) {
-                    Some(slot)
-                        if (row.uses, std::cmp::Reverse(row.first_seq))
-                            > (slot.1.uses, std::cmp::Reverse(slot.1.first_seq)) =>
-                    {
-                        *slot = (&row.canonical, row)
-                    }
-                    Some(_) => {}
-                    None => l1.push((&row.canonical, row)),
-                }
-            }
-        }
-        let l1: Vec<L1Row> = l1
-            .into_iter()
-            .map(|(_, r)| L1Row {
-                canonical: r.canonical.clone(),
-                executor: r.executor.clone(),
-                args: r.args_observed.clone(),
-            })
-            .collect();
-        let l2: Vec<L2Row> = if multi.enabled {
-            pipelines
-                .candidates(multi.min_uses)
-                .map(|p| L2Row { canonical: p.canonical.clone(), steps: p.steps.clone() })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let index = |texts: Vec<&str>, embed: BatchEmbed<'_, E>| {
-            if texts.is_empty() {
-                Ok(None)
-            } else {
-                embed(&texts).map(|v| Some(make_index(v)))
-            }
-        };
-        let l1_index = index(l1.iter().map(|r| r.canonical.as_str()).collect(), embed)?;
-        let l2_index = index(l2.iter().map(|r| r.canonical.as_str()).collect(), embed)?;
-        let l1_exact = l1.iter().enumerate().map(|(i, r)| (r.canonical.clone(), i)).collect();
-        let mut l2_exact = HashMap::new();
-        for (i, r) in l2.iter().enumerate() {
-            l2_exact.entry(r.canonical.clone()).or_insert(i);
-        }
-        Ok(FastPath {
+        let mut fp = FastPath {
             l0: L0Table::from_config(fast),
             fast: fast.clone(),
             multi: multi.clone(),
-            l1,
-            l1_index,
-            l1_exact,
-            l2,
-            l2_index,
-            l2_exact,
-        })
+            l1: Layer::new(make_index),
+            l2: Layer::new(make_index),
+        };
+        fp.update(canonical, pipelines, embed)?;
+        Ok(fp)
+    }
+
+    /// Brings L1 and L2 in line with the projections, every row compared:
+    /// embeds and inserts only rows new to a layer, removes rows that
+    /// stopped being candidates, changes a row's tool or steps in place.
+    /// After one learnt event, [`FastPath::update_texts`] does the same for
+    /// the texts it touched only.
+    pub fn update<E>(
+        &mut self,
+        canonical: &CanonicalQueries,
+        pipelines: &Pipelines,
+        embed: BatchEmbed<'_, E>,
+    ) -> Result<Changes, E> {
+        let a = self.l1.sync(l1_rows(&self.fast, canonical), embed)?;
+        let b = self.l2.sync(l2_rows(&self.multi, pipelines.iter()), embed)?;
+        Ok(a + b)
+    }
+
+    /// [`FastPath::update`] for the canonical texts a learnt event touched
+    /// (`canonical.recorded`, `pipeline.*` name one each): their rows are
+    /// looked up in the projections, embedded if new, inserted, changed or
+    /// removed — the rest of the tables and indexes untouched. Learning one
+    /// row at 50k rows is one embedding and one index insert
+    /// (`engram bench fast-path`), where a rebuild re-indexed every row.
+    pub fn update_texts<E>(
+        &mut self,
+        canonical: &CanonicalQueries,
+        pipelines: &Pipelines,
+        texts: &[String],
+        embed: BatchEmbed<'_, E>,
+    ) -> Result<Changes, E> {
+        let l1: Vec<(String, Option<L1Row>)> =
+            texts.iter().map(|t| (t.clone(), l1_row(&self.fast, canonical.for_text(t)))).collect();
+        let a = self.l1.apply(l1, embed)?;
+        let l2: Vec<(String, Option<L2Row>)> = texts
+            .iter()
+            .map(|t| {
+                let mut rows = l2_rows(&self.multi, pipelines.iter().filter(|p| p.canonical == *t));
+                (t.clone(), rows.remove(t))
+            })
+            .collect();
+        let b = self.l2.apply(l2, embed)?;
+        Ok(a + b)
     }
 
     /// L1 rows and L2 pipelines held.
     pub fn sizes(&self) -> (usize, usize) {
-        (self.l1.len(), self.l2.len())
+        (self.l1.rows.len(), self.l2.rows.values().map(|(_, p)| p.len()).sum())
     }
 
     /// Decides `text`, said at `now` (the user's local time). `embed` is
@@ -205,7 +311,7 @@ impl FastPath {
         if let Some(d) = Decision::from_l0(&self.l0, text) {
             return Ok(d);
         }
-        if self.l1_index.is_none() && self.l2_index.is_none() {
+        if self.l1.is_empty() && self.l2.is_empty() {
             return Ok(Decision::planner("no fast-path candidates yet".into(), None));
         }
         let (canon, ex) = canonical(text, now);
@@ -225,7 +331,7 @@ impl FastPath {
         if let Some(d) = self.try_l2(&canon, &ex, &q, &mut refusals) {
             return Ok(finish(d, &refusals, &canon));
         }
-        if self.multi.chain_to_planner && self.l2_index.is_some() {
+        if self.multi.chain_to_planner && !self.l2.is_empty() {
             if let Some((prefix, rest)) = split_continuation(text) {
                 let (pcanon, pex) = canonical(&prefix, now);
                 let pq = embed(&pcanon)?;
@@ -245,17 +351,15 @@ impl FastPath {
     }
 
     fn try_l1(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
-        let index = self.l1_index.as_ref()?;
         let threshold = self.fast.canonical_query_threshold;
-        for (row, cos) in candidates(self.l1_exact.get(canon).copied(), index.as_ref(), q) {
+        for (text, r, cos) in self.l1.candidates(canon, q) {
             let cos = f64::from(cos);
-            let r = &self.l1[row];
             if cos < threshold {
-                refusals.push((cos, format!("L1: best match {:?} at cosine {cos:.3} < {threshold}", r.canonical)));
+                refusals.push((cos, format!("L1: best match {text:?} at cosine {cos:.3} < {threshold}")));
                 break;
             }
-            if let Err(m) = gate::check(canon, &r.canonical) {
-                refusals.push((cos, format!("L1: {:?} refused by the gate: {m}", r.canonical)));
+            if let Err(m) = gate::check(canon, text) {
+                refusals.push((cos, format!("L1: {text:?} refused by the gate: {m}")));
                 continue;
             }
             match placeholder::resolve(&r.args, ex) {
@@ -264,89 +368,111 @@ impl FastPath {
                         layer: RouteLayer::L1,
                         steps: vec![PlanStep { tool: r.executor.clone(), args }],
                         similarity: Some(cos),
-                        matched: Some(r.canonical.clone()),
+                        matched: Some(text.to_owned()),
                         reason: format!("L1: cosine {cos:.3} ≥ {threshold}, gate passed"),
                         residual: None,
                         canonical: String::new(),
                         trace: Vec::new(),
                     })
                 }
-                Err(e) => refusals.push((cos, format!("L1: {:?}: {e}", r.canonical))),
+                Err(e) => refusals.push((cos, format!("L1: {text:?}: {e}"))),
             }
         }
         None
     }
 
     fn try_l2(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
-        let index = self.l2_index.as_ref()?;
         let threshold = self.multi.threshold;
-        'rows: for (row, cos) in candidates(self.l2_exact.get(canon).copied(), index.as_ref(), q) {
+        for (text, pipelines, cos) in self.l2.candidates(canon, q) {
             let cos = f64::from(cos);
-            let r = &self.l2[row];
             if cos < threshold {
-                refusals.push((cos, format!("L2: best match {:?} at cosine {cos:.3} < {threshold}", r.canonical)));
+                refusals.push((cos, format!("L2: best match {text:?} at cosine {cos:.3} < {threshold}")));
                 break;
             }
-            if let Err(m) = gate::check(canon, &r.canonical) {
-                refusals.push((cos, format!("L2: {:?} refused by the gate: {m}", r.canonical)));
+            if let Err(m) = gate::check(canon, text) {
+                refusals.push((cos, format!("L2: {text:?} refused by the gate: {m}")));
                 continue;
             }
-            let mut steps = Vec::with_capacity(r.steps.len());
-            for s in &r.steps {
-                match placeholder::resolve(&s.args, ex) {
-                    Ok(args) => steps.push(PlanStep { tool: s.tool.clone(), args }),
-                    Err(e) => {
-                        refusals.push((cos, format!("L2: {:?}: {e}", r.canonical)));
-                        continue 'rows;
+            'pipelines: for pipeline in pipelines {
+                let mut steps = Vec::with_capacity(pipeline.len());
+                for s in pipeline {
+                    match placeholder::resolve(&s.args, ex) {
+                        Ok(args) => steps.push(PlanStep { tool: s.tool.clone(), args }),
+                        Err(e) => {
+                            refusals.push((cos, format!("L2: {text:?}: {e}")));
+                            continue 'pipelines;
+                        }
                     }
                 }
+                return Some(Decision {
+                    layer: RouteLayer::L2,
+                    steps,
+                    similarity: Some(cos),
+                    matched: Some(text.to_owned()),
+                    reason: format!("L2: cosine {cos:.3} ≥ {threshold}, gate passed, placeholders resolved"),
+                    residual: None,
+                    canonical: String::new(),
+                    trace: Vec::new(),
+                });
             }
-            return Some(Decision {
-                layer: RouteLayer::L2,
-                steps,
-                similarity: Some(cos),
-                matched: Some(r.canonical.clone()),
-                reason: format!("L2: cosine {cos:.3} ≥ {threshold}, gate passed, placeholders resolved"),
-                residual: None,
-                canonical: String::new(),
-                trace: Vec::new(),
-            });
         }
         None
     }
 }
 
-/// The rows to examine: the exact canonical match first (cosine 1), then
-/// the vector search's nearest.
-fn candidates(exact: Option<usize>, index: &dyn VectorSearch, q: &[f32]) -> Vec<(usize, f32)> {
-    let mut out: Vec<(usize, f32)> = exact.map(|i| (i, 1.0)).into_iter().collect();
-    out.extend(index.search(q, CANDIDATES).into_iter().filter(|(r, _)| Some(*r) != exact));
+/// L1's row for one canonical text from its projection rows: the most used
+/// executor among the candidates (ties: the first seen); `None` when none
+/// is a candidate.
+fn l1_row<'a>(
+    fast: &FastPathConfig,
+    rows: impl Iterator<Item = &'a crate::projections::canonical_queries::CanonicalRow>,
+) -> Option<L1Row> {
+    if !fast.canonical_query_enabled {
+        return None;
+    }
+    rows.filter(|r| r.uses >= fast.canonical_query_min_uses)
+        .max_by_key(|r| (r.uses, std::cmp::Reverse(r.first_seq)))
+        .map(|r| L1Row { executor: r.executor.clone(), args: r.args_observed.clone() })
+}
+
+/// L1's rows: one per canonical text among the candidates ([`l1_row`]).
+fn l1_rows(fast: &FastPathConfig, canonical: &CanonicalQueries) -> HashMap<String, L1Row> {
+    let mut out = HashMap::new();
+    let mut rows = canonical.iter().peekable();
+    // Rows come sorted by canonical text: each text's rows are adjacent.
+    while let Some(first) = rows.next() {
+        let text = first.canonical.clone();
+        let mut group = vec![first];
+        while let Some(r) = rows.next_if(|r| r.canonical == text) {
+            group.push(r);
+        }
+        if let Some(row) = l1_row(fast, group.into_iter()) {
+            out.insert(text, row);
+        }
+    }
     out
 }
 
-/// Conjunctions after which a further action may follow.
-const CONTINUATIONS: &[&str] =
-    &[" and then ", ", then ", " then ", " and also ", " e poi ", ", poi ", " poi ", " e anche ", " and ", " e "];
+/// L2's rows: the candidate pipelines of each canonical text among `rows`,
+/// in the projection's order.
+fn l2_rows<'a>(
+    multi: &MultiToolConfig,
+    rows: impl Iterator<Item = &'a crate::projections::pipelines::PipelineRow>,
+) -> HashMap<String, L2Row> {
+    let mut out: HashMap<String, L2Row> = HashMap::new();
+    if multi.enabled {
+        for p in rows.filter(|p| p.uses >= multi.min_uses) {
+            out.entry(p.canonical.clone()).or_default().push(p.steps.clone());
+        }
+    }
+    out
+}
 
 /// The continuation detector: splits "download X and describe it and then
 /// mail me the summary" into the known prefix and the residual intent, at
-/// the last conjunction followed by an action verb.
+/// the last conjunction followed by an action verb ([`gate::continuations`]).
 pub fn split_continuation(text: &str) -> Option<(String, String)> {
-    // ASCII lowercasing keeps byte offsets valid in `text`.
-    let lower = text.to_ascii_lowercase();
-    // (start, end) of the chosen conjunction: the one before the last
-    // action, and the longest one ending there ("and then", not "then").
-    let mut best: Option<(usize, usize)> = None;
-    for c in CONTINUATIONS {
-        for (i, _) in lower.match_indices(c) {
-            let end = i + c.len();
-            let verb = lower[end..].split_whitespace().next().unwrap_or("");
-            if gate::is_action(verb) && best.is_none_or(|(bi, be)| end > be || (end == be && i < bi)) {
-                best = Some((i, end));
-            }
-        }
-    }
-    let (i, end) = best?;
+    let (i, end) = gate::continuations(text).pop()?;
     let (prefix, rest) = (text[..i].trim(), text[end..].trim());
     (!prefix.is_empty() && !rest.is_empty()).then(|| (prefix.to_owned(), rest.to_owned()))
 }
@@ -355,34 +481,119 @@ pub fn split_continuation(text: &str) -> Option<(String, String)> {
 mod tests {
     use super::*;
 
-    /// A search that misses (as an approximate graph can): always the last row.
-    struct Misses(usize);
+    /// A search that misses (as an approximate graph can): always the last
+    /// row inserted.
+    #[derive(Default)]
+    struct Misses(Option<u64>);
 
     impl VectorSearch for Misses {
-        fn search(&self, _: &[f32], _: usize) -> Vec<(usize, f32)> {
-            vec![(self.0 - 1, 0.99)]
+        fn search(&self, _: &[f32], _: usize) -> Vec<(u64, f32)> {
+            self.0.map(|k| (k, 0.99)).into_iter().collect()
         }
+        fn insert(&mut self, rows: Vec<(u64, Vec<f32>)>) {
+            self.0 = rows.last().map(|r| r.0).or(self.0);
+        }
+        fn remove(&mut self, _: u64) {}
+    }
+
+    /// An exact scan, for tests that need right answers.
+    #[derive(Default)]
+    struct Scan(HashMap<u64, Vec<f32>>);
+
+    impl VectorSearch for Scan {
+        fn search(&self, q: &[f32], k: usize) -> Vec<(u64, f32)> {
+            let mut hits: Vec<(u64, f32)> =
+                self.0.iter().map(|(key, v)| (*key, v.iter().zip(q).map(|(a, b)| a * b).sum())).collect();
+            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            hits.truncate(k);
+            hits
+        }
+        fn insert(&mut self, rows: Vec<(u64, Vec<f32>)>) {
+            self.0.extend(rows);
+        }
+        fn remove(&mut self, key: u64) {
+            self.0.remove(&key);
+        }
+    }
+
+    fn recorded(canonical: &mut CanonicalQueries, text: &str, tool: &str, times: usize) {
+        use engram_events::payloads::CanonicalRecorded;
+        use engram_events::{ActorKind, Envelope};
+        use engram_storage::projector::Projection;
+        for _ in 0..times {
+            let e = CanonicalRecorded {
+                canonical: text.into(),
+                executor: tool.into(),
+                args_observed: ToolArgs::from_json(r#"{"path":"{path}"}"#).unwrap(),
+            };
+            canonical.apply(&Envelope::new(ActorKind::Router, e));
+        }
+    }
+
+    /// A toy embedding that tells the test's texts apart: one axis per
+    /// leading word.
+    fn toy(text: &str) -> Vec<f32> {
+        let axis = ["describe", "summarize", "open", "print"].iter().position(|w| text.starts_with(w)).unwrap_or(3);
+        (0..4).map(|i| if i == axis { 1.0 } else { 0.0 }).collect()
+    }
+
+    #[test]
+    fn learning_a_row_embeds_and_inserts_only_that_row() {
+        let mut canonical = CanonicalQueries::default();
+        recorded(&mut canonical, "describe path", "describe_file", 3);
+        recorded(&mut canonical, "summarize path", "summarize_file", 3);
+        let embedded = std::cell::RefCell::new(Vec::<String>::new());
+        let mut embed = |texts: &[&str]| {
+            embedded.borrow_mut().extend(texts.iter().map(|t| t.to_string()));
+            Ok::<_, ()>(texts.iter().map(|t| toy(t)).collect())
+        };
+        let make = || -> Box<dyn VectorSearch> { Box::<Scan>::default() };
+        let fast = FastPathConfig::default();
+        let multi = MultiToolConfig::default();
+        let mut fp = FastPath::build(&fast, &multi, &canonical, &Pipelines::default(), &mut embed, &make).unwrap();
+        assert_eq!(embedded.borrow().len(), 2);
+        let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
+        let route = |fp: &FastPath, text: &str| fp.route(text, now, &mut |t| Ok::<_, ()>(toy(t))).unwrap();
+        assert_eq!(route(&fp, "open ~/x.md").layer, RouteLayer::Planner);
+
+        // A third row is learnt: one embedding, of that text; it answers.
+        recorded(&mut canonical, "open path", "open_file", 3);
+        let texts = ["open path".to_owned()];
+        let changes = fp.update_texts(&canonical, &Pipelines::default(), &texts, &mut embed).unwrap();
+        assert_eq!(changes, Changes { added: 1, removed: 0, updated: 0 });
+        assert_eq!(*embedded.borrow(), ["describe path", "summarize path", "open path"]);
+        let d = route(&fp, "open ~/x.md");
+        assert_eq!((d.layer, d.steps[0].tool.as_str()), (RouteLayer::L1, "open_file"), "{d:?}");
+        // The rows already held still answer as before.
+        assert_eq!(route(&fp, "describe ~/y.md").steps[0].tool, "describe_file");
+
+        // An executor that overtakes another for the same text: changed in
+        // place, nothing embedded.
+        recorded(&mut canonical, "open path", "print_file", 5);
+        let changes = fp.update_texts(&canonical, &Pipelines::default(), &texts, &mut embed).unwrap();
+        assert_eq!(changes, Changes { added: 0, removed: 0, updated: 1 });
+        assert_eq!(embedded.borrow().len(), 3);
+        assert_eq!(route(&fp, "open ~/x.md").steps[0].tool, "print_file");
+
+        // Nothing new: nothing done, by either way of updating.
+        assert_eq!(fp.update(&canonical, &Pipelines::default(), &mut embed).unwrap(), Changes::default());
+        assert_eq!(fp.update_texts(&canonical, &Pipelines::default(), &texts, &mut embed).unwrap(), Changes::default());
+        // A row that stops being a candidate (here: the layer turned off)
+        // leaves the index.
+        let off = FastPathConfig { canonical_query_enabled: false, ..FastPathConfig::default() };
+        let mut fp = FastPath::build(&fast, &multi, &canonical, &Pipelines::default(), &mut embed, &make).unwrap();
+        fp.fast = off;
+        assert_eq!(fp.update(&canonical, &Pipelines::default(), &mut embed).unwrap().removed, 3);
+        assert_eq!(route(&fp, "open ~/x.md").layer, RouteLayer::Planner);
     }
 
     #[test]
     fn an_exact_repeat_is_found_even_when_the_vector_search_misses_it() {
-        use crate::projections::CanonicalQueries;
-        use engram_events::payloads::CanonicalRecorded;
-        use engram_events::{ActorKind, Envelope};
-        use engram_storage::projector::Projection;
         let mut canonical = CanonicalQueries::default();
-        for (text, tool) in [("describe path", "describe_file"), ("summarize path", "summarize_file")] {
-            for _ in 0..3 {
-                let e = CanonicalRecorded {
-                    canonical: text.into(),
-                    executor: tool.into(),
-                    args_observed: ToolArgs::from_json(r#"{"path":"{path}"}"#).unwrap(),
-                };
-                canonical.apply(&Envelope::new(ActorKind::Router, e));
-            }
-        }
+        recorded(&mut canonical, "describe path", "describe_file", 3);
+        recorded(&mut canonical, "summarize path", "summarize_file", 3);
         let mut embed = |texts: &[&str]| Ok::<_, ()>(texts.iter().map(|_| vec![1.0f32]).collect());
-        let make = |rows: Vec<Vec<f32>>| -> Box<dyn VectorSearch> { Box::new(Misses(rows.len())) };
+        let make = || -> Box<dyn VectorSearch> { Box::<Misses>::default() };
         let fp = FastPath::build(
             &FastPathConfig::default(),
             &MultiToolConfig::default(),
@@ -393,10 +604,12 @@ mod tests {
         )
         .unwrap();
         let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
-        let d = fp.route("describe ~/x.md", now, &mut |_| Ok::<_, ()>(vec![1.0])).unwrap();
-        assert_eq!(d.layer, RouteLayer::L1);
-        assert_eq!(d.steps[0].tool, "describe_file", "{d:?}");
-        assert_eq!(d.similarity, Some(1.0));
+        for (text, tool) in [("describe ~/x.md", "describe_file"), ("summarize ~/x.md", "summarize_file")] {
+            let d = fp.route(text, now, &mut |_| Ok::<_, ()>(vec![1.0])).unwrap();
+            assert_eq!(d.layer, RouteLayer::L1);
+            assert_eq!(d.steps[0].tool, tool, "{d:?}");
+            assert_eq!(d.similarity, Some(1.0));
+        }
     }
 
     #[test]

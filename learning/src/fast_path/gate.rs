@@ -16,7 +16,13 @@
 //!    describe) may differ, since replaying one for another does no harm;
 //! 4. **content words** — every remaining word (stop words, action verbs and
 //!    masked values aside; simple plurals folded) appears on both sides, so
-//!    "the baptism photos" never replays "the wedding photos".
+//!    "the baptism photos" never replays "the wedding photos";
+//! 5. **repeats** — an action or content word both sides name, named as
+//!    many times on each:
+//!    "count the words in X and then tell me its size and then count the
+//!    words in Y" has every word of the two-step pipeline "count the words
+//!    in X and then tell me its size", and replaying it would drop the third
+//!    action.
 //!
 //! The gate is deliberately conservative: it costs some paraphrase recall
 //! (measured in `docs/fast-path.md`) to keep wrong replays at zero.
@@ -41,6 +47,15 @@ pub enum Mismatch {
         /// The action class.
         action: &'static str,
     },
+    /// An action or content word both sides name, more times on one side.
+    Repeated {
+        /// The action class or word.
+        word: String,
+        /// Times in the request.
+        request: usize,
+        /// Times in the candidate.
+        candidate: usize,
+    },
     /// Content words that differ.
     Content {
         /// Words only in the request.
@@ -56,6 +71,9 @@ impl fmt::Display for Mismatch {
             Mismatch::Negation => write!(f, "negation differs"),
             Mismatch::Polarity { axis } => write!(f, "polarity differs on the {axis} axis"),
             Mismatch::Action { action } => write!(f, "action '{action}' on one side only"),
+            Mismatch::Repeated { word, request, candidate } => {
+                write!(f, "'{word}' is in the request {request} time(s), in the candidate {candidate}")
+            }
             Mismatch::Content { request_only, candidate_only } => {
                 write!(f, "content words differ: request {request_only:?}, candidate {candidate_only:?}")
             }
@@ -186,9 +204,11 @@ fn fold(word: &str) -> String {
 struct Profile {
     negated: bool,
     poles: BTreeSet<(&'static str, bool)>,
-    actions: BTreeSet<&'static str>,
+    /// Action class → times named.
+    actions: std::collections::BTreeMap<&'static str, usize>,
     effectful: BTreeSet<&'static str>,
-    content: BTreeSet<String>,
+    /// Content word → times named.
+    content: std::collections::BTreeMap<String, usize>,
 }
 
 fn profile(canonical: &str) -> Profile {
@@ -211,7 +231,7 @@ fn profile(canonical: &str) -> Profile {
         }
         for (class, effectful, list) in ACTIONS {
             if is_one_of(w, list) {
-                p.actions.insert(class);
+                *p.actions.entry(class).or_default() += 1;
                 if *effectful {
                     p.effectful.insert(class);
                 }
@@ -224,7 +244,7 @@ fn profile(canonical: &str) -> Profile {
         }
         let f = fold(w);
         if !is_stop_word(&f, Negations::Keep) && !f.is_empty() {
-            p.content.insert(f);
+            *p.content.entry(f).or_default() += 1;
         }
     }
     p
@@ -235,6 +255,30 @@ fn profile(canonical: &str) -> Profile {
 pub fn is_action(word: &str) -> bool {
     let w = normalize(word);
     ACTIONS.iter().any(|(_, _, list)| is_one_of(&w, list))
+}
+
+/// Conjunctions after which a further action may follow (EN + IT).
+const CONTINUATIONS: &[&str] =
+    &[" and then ", ", then ", " then ", " and also ", " e poi ", ", poi ", " poi ", " e anche ", " and ", " e "];
+
+/// Where `text` chains one more action: for each conjunction followed by an
+/// action verb, `(start, end)` of the longest conjunction ending there
+/// ("and then", not "then"), in text order. Byte offsets into `text`.
+pub fn continuations(text: &str) -> Vec<(usize, usize)> {
+    // ASCII lowercasing keeps byte offsets valid in `text`.
+    let lower = text.to_ascii_lowercase();
+    let mut by_end: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+    for c in CONTINUATIONS {
+        for (i, _) in lower.match_indices(c) {
+            let end = i + c.len();
+            let verb = lower[end..].split_whitespace().next().unwrap_or("");
+            if is_action(verb) {
+                let start = by_end.entry(end).or_insert(i);
+                *start = (*start).min(i);
+            }
+        }
+    }
+    by_end.into_iter().map(|(end, start)| (start, end)).collect()
 }
 
 /// Checks that replaying `candidate` for `request` is safe (both canonical:
@@ -251,10 +295,20 @@ pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
     if let Some(action) = r.effectful.symmetric_difference(&c.effectful).next() {
         return Err(Mismatch::Action { action });
     }
-    if r.content != c.content {
+    let repeats = r
+        .actions
+        .iter()
+        .map(|(a, n)| (*a, *n, c.actions.get(a)))
+        .chain(r.content.iter().map(|(w, n)| (w.as_str(), *n, c.content.get(w))));
+    for (word, n, m) in repeats {
+        if let Some(&m) = m.filter(|m| **m != n) {
+            return Err(Mismatch::Repeated { word: word.to_owned(), request: n, candidate: m });
+        }
+    }
+    if !r.content.keys().eq(c.content.keys()) {
         return Err(Mismatch::Content {
-            request_only: r.content.difference(&c.content).cloned().collect(),
-            candidate_only: c.content.difference(&r.content).cloned().collect(),
+            request_only: r.content.keys().filter(|w| !c.content.contains_key(*w)).cloned().collect(),
+            candidate_only: c.content.keys().filter(|w| !r.content.contains_key(*w)).cloned().collect(),
         });
     }
     Ok(())
@@ -263,6 +317,22 @@ pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_chaining_more_actions_is_not_the_shorter_pipeline() {
+        let pipeline = "count the words in PATH and then tell me the size of PATH";
+        let longer = "count the words in PATH and then tell me the size of PATH and then count the words in PATH";
+        let repeated = |request, candidate| Err(Mismatch::Repeated { word: "count".into(), request, candidate });
+        assert_eq!(check(longer, pipeline), repeated(2, 1));
+        assert_eq!(check(pipeline, longer), repeated(1, 2));
+        assert_eq!(check(pipeline, pipeline), Ok(()));
+        let shown = "count the words in PATH and then tell me the size of PATH and then show the size of PATH";
+        assert!(check(shown, pipeline).is_err());
+        // Where a further action is chained: not after "and" between things.
+        assert_eq!(continuations(shown).len(), 1, "'tell' is no action verb; 'show' is");
+        assert!(continuations("find the photos of anna and marco").is_empty());
+        assert_eq!(continuations("scarica URL e riassumila e poi mandami il riassunto").len(), 2);
+    }
 
     #[test]
     fn opposites_are_refused() {

@@ -79,7 +79,7 @@ pub fn turn_events(r: &TurnRecord, has_history: bool) -> Vec<Envelope> {
         b.push(
             r.at,
             ActorKind::Router,
-            FastPathHit { layer, matched: r.text.clone(), similarity: None, steps: r.steps.clone() },
+            FastPathHit { layer, matched: r.text.clone(), similarity: None, steps: r.steps.clone(), residual: None },
         );
     } else {
         let model = r.model.clone().unwrap_or_default();

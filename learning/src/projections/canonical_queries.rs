@@ -56,6 +56,13 @@ impl CanonicalQueries {
         self.rows.iter().map(|(_, v)| v)
     }
 
+    /// The rows of one canonical text (one per executor), by executor.
+    pub fn for_text<'a>(&'a self, canonical: &str) -> impl Iterator<Item = &'a CanonicalRow> + 'a {
+        let mut prefix = canonical.as_bytes().to_vec();
+        prefix.push(0);
+        self.rows.range_prefix(&prefix).map(|(_, v)| v)
+    }
+
     /// Rows seen at least `min_uses` times.
     pub fn candidates(&self, min_uses: u32) -> impl Iterator<Item = &CanonicalRow> {
         self.iter().filter(move |r| r.uses >= min_uses)

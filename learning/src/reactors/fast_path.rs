@@ -10,13 +10,18 @@
 //!   `pipeline.recorded` at the current active-day rank, and
 //!   `pipeline.promoted` the first time its uses reach `k_synth`;
 //! * `day.activated` → `pipeline.expired` for every pipeline unused for more
-//!   than `ttl_active_days` *active* days (two months away do not count).
+//!   than `ttl_active_days` *active* days (two months away do not count);
+//! * a *chained* turn (`fastpath.hit` with a `residual`: L2 replayed a known
+//!   prefix, the planner planned the rest) teaches only the prefix — its
+//!   pipeline's use — never the whole request as a pipeline: what the
+//!   planner made of the rest is one turn's answer, not a known route.
 
 use chrono::FixedOffset;
 use engram_events::payloads::{
     CanonicalRecorded, PipelineExpired, PipelinePromoted, PipelineRecorded, PlanStep, RouteLayer,
 };
-use engram_events::{ActorKind, Envelope, Event};
+use engram_events::{ActorKind, Envelope, Event, TurnId};
+use std::collections::HashMap;
 
 use super::Reactor;
 use crate::config::MultiToolConfig;
@@ -32,6 +37,9 @@ pub struct FastPathReactor {
     day_rank: u32,
     config: MultiToolConfig,
     offset: FixedOffset,
+    /// Chained turns under way: the replayed prefix's canonical text and
+    /// step count, learnt alone when the turn completes.
+    chained: HashMap<TurnId, (String, usize)>,
 }
 
 impl FastPathReactor {
@@ -44,7 +52,7 @@ impl FastPathReactor {
         config: MultiToolConfig,
         offset: FixedOffset,
     ) -> Self {
-        FastPathReactor { canonical, pipelines, day_rank: days.current_rank(), config, offset }
+        FastPathReactor { canonical, pipelines, day_rank: days.current_rank(), config, offset, chained: HashMap::new() }
     }
 
     /// The L1 rows the reactor decides from.
@@ -72,16 +80,37 @@ impl FastPathReactor {
             let event = CanonicalRecorded { canonical, executor: step.tool.clone(), args_observed: step.args.clone() };
             out.push(derived(env, ActorKind::Router, event, 0));
         } else if templated.len() >= 2 {
-            let id = pipeline_id(&canonical, &templated);
-            let row = self.pipelines.get(&id);
-            let uses = row.map_or(0, |r| r.uses) + 1;
-            let promoted = row.is_some_and(|r| r.promoted);
-            let event =
-                PipelineRecorded { pipeline_id: id.clone(), canonical, steps: templated, day_rank: self.day_rank };
-            out.push(derived(env, ActorKind::Router, event, 0));
-            if uses >= self.config.k_synth && !promoted {
-                out.push(derived(env, ActorKind::Router, PipelinePromoted { pipeline_id: id, uses }, 0));
-            }
+            out = self.pipeline_used(env, canonical, templated);
+        }
+        out
+    }
+
+    /// A chained turn: only the replayed prefix — `prefix` (its canonical
+    /// text, as matched) run as the first `steps` — is a use of its
+    /// pipeline.
+    fn on_prefix(&self, env: &Envelope, text: &str, prefix: &str, steps: &[PlanStep]) -> Vec<Envelope> {
+        let (_, ex) = canonical(text, env.at.with_timezone(&self.offset));
+        let templated: Vec<PlanStep> = steps
+            .iter()
+            .map(|s| PlanStep { tool: s.tool.clone(), args: placeholder::templatize(&s.args, &ex) })
+            .collect();
+        if templated.len() < 2 {
+            return Vec::new();
+        }
+        self.pipeline_used(env, prefix.to_owned(), templated)
+    }
+
+    /// `pipeline.recorded` (and `pipeline.promoted` the first time its uses
+    /// reach `k_synth`) for one use of `canonical` → `steps`.
+    fn pipeline_used(&self, env: &Envelope, canonical: String, steps: Vec<PlanStep>) -> Vec<Envelope> {
+        let id = pipeline_id(&canonical, &steps);
+        let row = self.pipelines.get(&id);
+        let uses = row.map_or(0, |r| r.uses) + 1;
+        let promoted = row.is_some_and(|r| r.promoted);
+        let event = PipelineRecorded { pipeline_id: id.clone(), canonical, steps, day_rank: self.day_rank };
+        let mut out = vec![derived(env, ActorKind::Router, event, 0)];
+        if uses >= self.config.k_synth && !promoted {
+            out.push(derived(env, ActorKind::Router, PipelinePromoted { pipeline_id: id, uses }, 0));
         }
         out
     }
@@ -111,6 +140,16 @@ impl Reactor for FastPathReactor {
     fn observe(&mut self, env: &Envelope) {
         match &env.event {
             Event::DayActivated(d) => self.day_rank = self.day_rank.max(d.rank),
+            Event::FastPathHit(h) if h.residual.is_some() => {
+                if let Some(turn) = env.turn {
+                    self.chained.insert(turn, (h.matched.clone(), h.steps.len()));
+                }
+            }
+            Event::TurnCompleted(_) => {
+                if let Some(turn) = env.turn {
+                    self.chained.remove(&turn);
+                }
+            }
             Event::CanonicalRecorded(_) => self.canonical.apply(env),
             Event::PipelineRecorded(_) | Event::PipelineExpired(_) | Event::PipelinePromoted(_) => {
                 self.pipelines.apply(env)
@@ -122,7 +161,10 @@ impl Reactor for FastPathReactor {
     fn react(&mut self, env: &Envelope) -> Vec<Envelope> {
         let out = match &env.event {
             Event::TurnCompleted(t) if t.tools_ok && !t.steps.is_empty() => {
-                self.on_turn(env, &t.text, t.layer, &t.steps)
+                match env.turn.and_then(|turn| self.chained.get(&turn)) {
+                    Some((prefix, n)) => self.on_prefix(env, &t.text, prefix, &t.steps[..(*n).min(t.steps.len())]),
+                    None => self.on_turn(env, &t.text, t.layer, &t.steps),
+                }
             }
             Event::DayActivated(d) => self.on_day(env, d.rank),
             _ => Vec::new(),
