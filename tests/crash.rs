@@ -57,6 +57,8 @@ fn event(t: u32, n: u32) -> Envelope {
             turn_number: n + 1,
             source: UtteranceSource::Chat,
             lang: Some("en".into()),
+            model: None,
+            sticky_model: None,
         },
     )
     .with_session(SessionId::new(format!("crash-{t}")))

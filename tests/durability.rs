@@ -29,6 +29,8 @@ fn utterance(thread: usize, i: u64) -> Envelope {
             turn_number: (i % 1000) as u32 + 1,
             source: UtteranceSource::Chat,
             lang: Some("en".into()),
+            model: None,
+            sticky_model: None,
         },
     )
     .with_session(SessionId::new(format!("crash-{thread}")))

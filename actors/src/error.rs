@@ -28,6 +28,14 @@ pub enum RuntimeError {
         /// What is wrong with it.
         reason: engram_events::InvalidSessionId,
     },
+    /// A model choice names no candidate.
+    #[error("model {model:?} is not one of the candidates {candidates:?} ([llm] candidates)")]
+    UnknownModel {
+        /// The model asked for.
+        model: String,
+        /// The candidates.
+        candidates: Vec<String>,
+    },
     /// The session was ended; a new one needs a new id.
     #[error("session {0:?} has ended; start a new session id")]
     SessionEnded(String),

@@ -187,9 +187,16 @@ impl RuntimeBuilder {
         let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
         let offset = self.offset.unwrap_or_else(|| *chrono::Local::now().offset());
         let cache = EmbeddingCache::new(log.cache_tree("embeddings")?, CacheCaps::default());
+        config.llm.check().map_err(RuntimeError::Config)?;
         let default_model = match &llm {
             Some(_) if !config.llm.model.is_empty() => config.llm.model.clone(),
             _ => OFFLINE_MODEL.to_owned(),
+        };
+        // What planner turns may be routed to: the configured candidates
+        // with a server to ask, else the default alone.
+        let candidates = match &llm {
+            Some(_) if !config.llm.candidate_models().is_empty() => config.llm.candidate_models(),
+            _ => vec![default_model.clone()],
         };
         let router = RouterSetup {
             config: config.clone(),
@@ -197,6 +204,7 @@ impl RuntimeBuilder {
             cache: Some(cache),
             offset,
             default_model,
+            candidates: candidates.clone(),
             rules: config.runtime.model_rules.iter().map(|(t, m)| (t.clone(), m.clone())).collect(),
             tools: tools.iter().map(|t| t.0.clone()).collect(),
         };
@@ -250,7 +258,10 @@ impl RuntimeBuilder {
             .with_llm_judge(intent_llm)
             .with_idle_timeout(idle)
             .with_utc_offset(offset);
-        Runtime::launch(bus, listener, factories, self.turn_timeout.unwrap_or(TURN_TIMEOUT), llm.is_some())
+        let mut runtime =
+            Runtime::launch(bus, listener, factories, self.turn_timeout.unwrap_or(TURN_TIMEOUT), llm.is_some())?;
+        runtime.candidates = candidates;
+        Ok(runtime)
     }
 }
 
@@ -279,6 +290,8 @@ pub struct Runtime {
     system: Option<(System, JoinHandle<()>)>,
     turn_timeout: Duration,
     online: bool,
+    /// The models a user may choose (`[llm] candidates`).
+    candidates: Vec<String>,
 }
 
 impl Runtime {
@@ -356,6 +369,7 @@ impl Runtime {
             system: Some((system, system_thread)),
             turn_timeout,
             online,
+            candidates: Vec::new(),
         })
     }
 
@@ -368,12 +382,56 @@ impl Runtime {
     /// [`Runtime::handle_utterance`] for speech (the intent judge then
     /// wants a wake word or the hot window, in voice mode).
     pub fn handle_from(&self, session: &SessionId, text: &str, source: UtteranceSource) -> Result<Reply, RuntimeError> {
+        self.handle_input(session, text, source, None)
+    }
+
+    /// [`Runtime::handle_utterance`] with the model the user chose for this
+    /// utterance alone (routing slot 1, above everything but the fast
+    /// path): one of `[llm] candidates`.
+    pub fn handle_with_model(&self, session: &SessionId, text: &str, model: &str) -> Result<Reply, RuntimeError> {
+        self.check_candidate(model)?;
+        self.handle_input(session, text, UtteranceSource::Chat, Some(model.to_owned()))
+    }
+
+    /// Sets the session's sticky model (routing slot 2: every later planner
+    /// turn of the session uses it, unless an utterance names its own), or
+    /// clears it with `None`. The choice is recorded on each utterance.
+    pub fn use_model(&self, session: &SessionId, model: Option<&str>) -> Result<(), RuntimeError> {
+        checked(session)?;
+        if let Some(m) = model {
+            self.check_candidate(m)?;
+        }
+        self.listener.do_send(HostInput::UseModel { session: session.clone(), model: model.map(str::to_owned) });
+        Ok(())
+    }
+
+    /// The models a user may choose (`[llm] candidates`).
+    pub fn candidates(&self) -> &[String] {
+        &self.candidates
+    }
+
+    fn check_candidate(&self, model: &str) -> Result<(), RuntimeError> {
+        if self.candidates.iter().any(|c| c == model) {
+            Ok(())
+        } else {
+            Err(RuntimeError::UnknownModel { model: model.to_owned(), candidates: self.candidates.clone() })
+        }
+    }
+
+    fn handle_input(
+        &self,
+        session: &SessionId,
+        text: &str,
+        source: UtteranceSource,
+        model: Option<String>,
+    ) -> Result<Reply, RuntimeError> {
         checked(session)?;
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.listener.do_send(HostInput::Utterance {
             session: session.clone(),
             text: text.to_owned(),
             source,
+            model,
             reply: tx,
         });
         let heard = rx.recv().map_err(|_| RuntimeError::Stopped)??;

@@ -336,6 +336,8 @@ pub fn workload_event(i: usize, text_len: usize) -> Envelope {
             turn_number,
             source: UtteranceSource::Voice,
             lang: Some("en".to_owned()),
+            model: None,
+            sticky_model: None,
         },
     );
     let turn = TurnId::for_turn(&session, turn_number, env.at);

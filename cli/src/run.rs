@@ -16,8 +16,11 @@ use engram::{EventLog, Seq, SessionId};
 /// pattern store, summariser, graph); the reply is printed.
 ///
 /// Lines starting with `:` are commands: `:good` / `:bad` / `:correct
-/// [TEXT]` give feedback on the last turn, `:end` ends the session and
-/// starts a new one, `:quit` stops. At the end of input the session ends
+/// [TEXT]` give feedback on the last turn; `:model NAME TEXT` takes TEXT
+/// with model NAME (routing slot 1, this utterance only); `:use NAME` makes
+/// NAME the session's model until `:use` alone clears it (slot 2); NAME is
+/// one of `[llm] candidates`; `:end` ends the session and starts a new one,
+/// `:quit` stops. At the end of input the session ends
 /// (unless --no-end), so the pattern store and the summariser see it.
 /// Without an `[llm]` section in engram.toml the runtime is offline.
 #[derive(clap::Args)]
@@ -52,14 +55,14 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if !args.json && args.once.is_none() {
         eprintln!(
-            "engram run: session {} ({}); :good :bad :correct :end :quit",
+            "engram run: session {} ({}); :good :bad :correct :model :use :end :quit",
             session.as_str(),
             if rt.is_online() { "online" } else { "offline" }
         );
     }
     let result = (|| -> anyhow::Result<()> {
         match &args.once {
-            Some(text) => turn(&rt, &session, text, args.json, &mut out)?,
+            Some(text) => turn(&rt, &session, text, None, args.json, &mut out)?,
             None => {
                 for line in std::io::stdin().lock().lines() {
                     let line = line.context("reading standard input")?;
@@ -77,8 +80,24 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
                         (":good", _) => feedback(&rt, &session, FeedbackRating::Positive, "")?,
                         (":bad", rest) => feedback(&rt, &session, FeedbackRating::Negative, rest)?,
                         (":correct", rest) => feedback(&rt, &session, FeedbackRating::Correction, rest)?,
+                        (":model", rest) => match rest.split_once(' ').map(|(m, t)| (m, t.trim())) {
+                            Some((model, text)) if !text.is_empty() => {
+                                if let Err(e) = turn(&rt, &session, text, Some(model), args.json, &mut out) {
+                                    eprintln!("engram run: {e}");
+                                }
+                            }
+                            _ => eprintln!("engram run: usage: :model NAME TEXT (NAME one of {:?})", rt.candidates()),
+                        },
+                        (":use", "") => {
+                            rt.use_model(&session, None)?;
+                            eprintln!("engram run: session model cleared");
+                        }
+                        (":use", model) => match rt.use_model(&session, Some(model)) {
+                            Ok(()) => eprintln!("engram run: session model {model}"),
+                            Err(e) => eprintln!("engram run: {e}"),
+                        },
                         (c, _) if c.starts_with(':') => eprintln!("engram run: unknown command {c}"),
-                        _ => turn(&rt, &session, line, args.json, &mut out)?,
+                        _ => turn(&rt, &session, line, None, args.json, &mut out)?,
                     }
                 }
             }
@@ -106,9 +125,19 @@ fn feedback(rt: &Runtime, session: &SessionId, rating: FeedbackRating, text: &st
     Ok(())
 }
 
-fn turn(rt: &Runtime, session: &SessionId, text: &str, json_out: bool, out: &mut impl Write) -> anyhow::Result<()> {
+fn turn(
+    rt: &Runtime,
+    session: &SessionId,
+    text: &str,
+    model: Option<&str>,
+    json_out: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let before = rt.log().head();
-    let reply = rt.handle_utterance(session, text)?;
+    let reply = match model {
+        Some(m) => rt.handle_with_model(session, text, m)?,
+        None => rt.handle_utterance(session, text)?,
+    };
     if json_out {
         // What the turn derives after its reply (verdicts, fast-path rows)
         // lands a moment later.
@@ -121,7 +150,11 @@ fn turn(rt: &Runtime, session: &SessionId, text: &str, json_out: bool, out: &mut
         }
     } else {
         match reply.layer {
-            Some(layer) => writeln!(out, "[{} {} ms] {}", layer.as_str(), reply.latency_ms, reply.text)?,
+            Some(layer) => match &reply.model {
+                // Which model planned the turn: the routing chain's choice.
+                Some(m) => writeln!(out, "[{} {m} {} ms] {}", layer.as_str(), reply.latency_ms, reply.text)?,
+                None => writeln!(out, "[{} {} ms] {}", layer.as_str(), reply.latency_ms, reply.text)?,
+            },
             None if reply.heard.intent.stop => writeln!(out, "[stop]")?,
             None => writeln!(out, "[not for the assistant]")?,
         }

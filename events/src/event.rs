@@ -106,7 +106,7 @@ macro_rules! catalog {
 
 catalog! {
     /// `utterance.received`
-    UtteranceReceived(UtteranceReceived) = 1, "utterance.received", 1;
+    UtteranceReceived(UtteranceReceived) = 1, "utterance.received", 2;
     /// `intent.judged`
     IntentJudged(IntentJudged) = 2, "intent.judged", 1;
     /// `route.decided`

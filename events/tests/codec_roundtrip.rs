@@ -189,9 +189,13 @@ fn chain_entry() -> impl Strategy<Value = ChainEntry> {
 /// exhaustive, so a new kind does not compile until it has a strategy here.
 fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
     match kind {
-        EventKind::UtteranceReceived => (text(), any::<u32>(), select(UtteranceSource::ALL), opt_text())
-            .prop_map(|(text, turn_number, source, lang)| UtteranceReceived { text, turn_number, source, lang }.into())
-            .boxed(),
+        EventKind::UtteranceReceived => {
+            (text(), any::<u32>(), select(UtteranceSource::ALL), opt_text(), opt_text(), opt_text())
+                .prop_map(|(text, turn_number, source, lang, model, sticky_model)| {
+                    UtteranceReceived { text, turn_number, source, lang, model, sticky_model }.into()
+                })
+                .boxed()
+        }
         EventKind::IntentJudged => (any::<bool>(), text(), any::<bool>(), float(), select(JudgeKind::ALL))
             .prop_map(|(directed, query, stop, confidence, judge)| {
                 IntentJudged { directed, query, stop, confidence, judge }.into()

@@ -171,6 +171,12 @@ pub struct PatternSection {
     pub hard_cap_rows: u64,
     /// See [`PatternCaps::max_age_days`].
     pub max_age_days: u32,
+    /// Exploration: the share of planner turns, in a cluster where no
+    /// candidate has cleared the store's gate, that go to a candidate with
+    /// fewer than `min_sample_size` samples there, so the store gets
+    /// evidence for it at all (0 disables). Deterministic: drawn from the
+    /// turn's id. See `docs/patterns.md`.
+    pub explore: f64,
 }
 
 impl Default for PatternSection {
@@ -186,6 +192,7 @@ impl Default for PatternSection {
             soft_cap_rows: caps.soft_cap_rows,
             hard_cap_rows: caps.hard_cap_rows,
             max_age_days: caps.max_age_days,
+            explore: 0.25,
         }
     }
 }
@@ -240,6 +247,32 @@ pub struct EmbedderSection {
 /// input_per_mtok = "0.15"
 /// output_per_mtok = "0.60"
 /// ```
+///
+/// With more than one model to choose from — the pattern store routes each
+/// planner turn to the candidate that did best on similar past turns —
+/// `candidates` lists them, each with its price, and a candidate on another
+/// server than the one above gets its own `[llm.models.NAME]`:
+///
+/// ```toml
+/// [llm]
+/// provider = "ollama"
+/// model = "qwen3:8b"
+/// candidates = ["qwen3:8b", "gpt-5-mini"]
+/// pricing_version = "2026-11"
+///
+/// [llm.models."gpt-5-mini"]
+/// provider = "openai"
+/// base_url = "https://api.example.com"
+/// api_key_env = "OPENAI_API_KEY"
+///
+/// [llm.prices."qwen3:8b"]
+/// input_per_mtok = "0"
+/// output_per_mtok = "0"
+///
+/// [llm.prices."gpt-5-mini"]
+/// input_per_mtok = "0.15"
+/// output_per_mtok = "0.60"
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmSection {
@@ -274,6 +307,25 @@ pub struct LlmSection {
     pub pricing_version: String,
     /// Model name → price per million tokens. Unlisted models cost 0.
     pub prices: BTreeMap<String, ModelPriceSection>,
+    /// The models planner turns may be routed to (by the pattern store,
+    /// exploration, a per-utterance `:model` or a sticky `:use`); empty:
+    /// `model` alone.
+    pub candidates: Vec<String>,
+    /// Candidates served elsewhere than `provider` / `base_url`: model name
+    /// → its server.
+    pub models: BTreeMap<String, ModelServerSection>,
+}
+
+/// `[llm.models.NAME]`: the server of one candidate model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelServerSection {
+    /// `ollama` or `openai`.
+    pub provider: String,
+    /// Server base URL (`ollama`: its default when empty).
+    pub base_url: String,
+    /// Name of the environment variable holding this server's API key.
+    pub api_key_env: String,
 }
 
 /// One model's price per million tokens, as decimal strings (`"0.15"`), so
@@ -321,6 +373,8 @@ impl Default for LlmSection {
             judge_model: String::new(),
             pricing_version: "none".into(),
             prices: BTreeMap::new(),
+            candidates: Vec::new(),
+            models: BTreeMap::new(),
         }
     }
 }
@@ -348,6 +402,56 @@ impl LlmSection {
             LlmContext::Judge if !self.judge_model.is_empty() => &self.judge_model,
             _ => &self.model,
         }
+    }
+
+    /// The models planner turns may be routed to: `candidates`, or `model`
+    /// alone when that is empty (none in offline mode).
+    pub fn candidate_models(&self) -> Vec<String> {
+        if self.candidates.is_empty() {
+            Some(self.model.trim().to_owned()).filter(|m| !m.is_empty()).into_iter().collect()
+        } else {
+            self.candidates.clone()
+        }
+    }
+
+    /// Checks `candidates`, `models` and `prices` against each other: a
+    /// duplicate or empty candidate, a server for a model that is no
+    /// candidate, or — with a `pricing_version` set — a listed candidate
+    /// without a price. The error names the key.
+    pub fn check(&self) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for c in &self.candidates {
+            if c.trim().is_empty() {
+                return Err("llm.candidates: an empty model name".into());
+            }
+            if !seen.insert(c.as_str()) {
+                return Err(format!("llm.candidates: {c:?} is listed twice"));
+            }
+        }
+        let candidates = self.candidate_models();
+        for name in self.models.keys() {
+            if !candidates.contains(name) {
+                return Err(format!("llm.models.{name}: {name:?} is not one of llm.candidates {candidates:?}"));
+            }
+        }
+        for (name, server) in &self.models {
+            if !matches!(server.provider.trim(), "ollama" | "openai") {
+                return Err(format!(
+                    "llm.models.{name}.provider: {:?} (expected \"ollama\" or \"openai\")",
+                    server.provider
+                ));
+            }
+        }
+        if self.pricing_version.trim() != "none" {
+            if let Some(c) = self.candidates.iter().find(|c| !self.prices.contains_key(*c)) {
+                return Err(format!(
+                    "llm.candidates: {c:?} has no [llm.prices.{c:?}] (pricing_version {:?} is set, so every \
+                     candidate's cost must be known)",
+                    self.pricing_version
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Whether the LLM intent judge runs (given a client): only when
@@ -493,7 +597,9 @@ impl Config {
                 ),
             });
         }
-        toml::from_str(text).map_err(parse_error)
+        let config: Config = toml::from_str(text).map_err(parse_error)?;
+        config.llm.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
+        Ok(config)
     }
 
     /// Loads `path` (which must exist) or, with `None`, the defaults; then
@@ -762,5 +868,31 @@ mod tests {
         assert!(e.contains("input_per_mtok") || e.contains("string"), "{e}");
         let toml = "[llm.prices.m]\ninput_per_mtok = \"cheap\"\noutput_per_mtok = \"0.60\"\n";
         assert!(Config::from_toml(toml, Path::new("engram.toml")).is_err());
+    }
+
+    #[test]
+    fn candidates_are_checked_against_servers_and_prices() {
+        let load = |toml: &str| Config::from_toml(toml, Path::new("engram.toml")).map_err(|e| e.to_string());
+        let priced = "[llm.prices.a]\ninput_per_mtok = \"1\"\noutput_per_mtok = \"1\"\n\
+                      [llm.prices.b]\ninput_per_mtok = \"2\"\noutput_per_mtok = \"2\"\n";
+        let ok = load(&format!(
+            "[llm]\nprovider = \"ollama\"\nmodel = \"a\"\ncandidates = [\"a\", \"b\"]\npricing_version = \"v\"\n\
+             [llm.models.b]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\n{priced}"
+        ))
+        .unwrap();
+        assert_eq!(ok.llm.candidate_models(), ["a", "b"]);
+        // The default: the one model.
+        assert_eq!(Config::default().llm.candidate_models(), Vec::<String>::new());
+        let one = load("[llm]\nprovider = \"ollama\"\nmodel = \"a\"\n").unwrap();
+        assert_eq!(one.llm.candidate_models(), ["a"]);
+        for (toml, key) in [
+            ("[llm]\ncandidates = [\"a\", \"a\"]\n", "llm.candidates"),
+            ("[llm]\ncandidates = [\"a\"]\n[llm.models.c]\nprovider = \"ollama\"\n", "llm.models.c"),
+            ("[llm]\ncandidates = [\"a\"]\n[llm.models.a]\nprovider = \"grpc\"\n", "llm.models.a.provider"),
+            ("[llm]\ncandidates = [\"a\", \"c\"]\npricing_version = \"v\"\n[llm.prices.a]\ninput_per_mtok = \"1\"\noutput_per_mtok = \"1\"\n", "\"c\" has no"),
+        ] {
+            let e = load(toml).unwrap_err();
+            assert!(e.contains(key) && e.contains("engram.toml"), "{key}: {e}");
+        }
     }
 }

@@ -52,7 +52,14 @@ impl Sess {
             at,
             Some(turn),
             ActorKind::Listener,
-            UtteranceReceived { text: text.into(), turn_number: n, source: UtteranceSource::Chat, lang: None },
+            UtteranceReceived {
+                text: text.into(),
+                turn_number: n,
+                source: UtteranceSource::Chat,
+                lang: None,
+                model: None,
+                sticky_model: None,
+            },
         );
         let done = at + Duration::seconds(2);
         self.push(

@@ -25,7 +25,7 @@
 //! | 6 | a suspect message inside one 4 KiB page is damage even with nothing after it: a write cut short by a kill stops at a page boundary, so it cannot be a torn write. A suspect message across pages with nothing after it may be one — sled's own case, left to sled (it drops that one message) |
 //!
 //! Damage makes [`crate::log::SledLog::open`] refuse with
-//! [`LogError::Unopenable`], naming the byte offset and the seqs the damaged
+//! [`crate::error::LogError::Unopenable`], naming the byte offset and the seqs the damaged
 //! message holds, before sled has written a byte; `engram repair` then
 //! reads the untouched original raw ([`crate::repair`]) and loses only the
 //! damaged record.

@@ -63,6 +63,9 @@ struct SessionState {
     /// When the assistant last answered (the hot window runs from there).
     last_reply_at: Option<DateTime<Utc>>,
     ended: bool,
+    /// The session's sticky model (routing slot 2), stamped on each
+    /// utterance (so a restart reads it back from the last one).
+    sticky: Option<String>,
     /// Recent utterances, oldest first (for the LLM intent judge).
     transcript: VecDeque<(DateTime<Utc>, String)>,
 }
@@ -146,6 +149,7 @@ impl Listener {
                 s.turns = s.turns.max(u.turn_number);
                 s.last_turn = env.turn;
                 s.last_at = Some(env.at);
+                s.sticky = u.sticky_model.clone();
                 s.transcript.push_back((env.at, u.text.clone()));
                 let horizon = env.at - chrono::Duration::seconds(TRANSCRIPT_WINDOW_SECS);
                 while s.transcript.len() > TRANSCRIPT_MAX_LINES
@@ -167,7 +171,13 @@ impl Listener {
         }
     }
 
-    fn hear(&mut self, session: SessionId, text: String, source: UtteranceSource) -> Result<Heard, RuntimeError> {
+    fn hear(
+        &mut self,
+        session: SessionId,
+        text: String,
+        source: UtteranceSource,
+        model: Option<String>,
+    ) -> Result<Heard, RuntimeError> {
         let state = self.sessions.get(&session).cloned().unwrap_or_default();
         if state.ended {
             return Err(RuntimeError::SessionEnded(session.as_str().to_owned()));
@@ -179,7 +189,14 @@ impl Listener {
             EventId::new_live(),
             now,
             ActorKind::Listener,
-            UtteranceReceived { text: text.clone(), turn_number: number, source, lang: None },
+            UtteranceReceived {
+                text: text.clone(),
+                turn_number: number,
+                source,
+                lang: None,
+                model,
+                sticky_model: state.sticky.clone(),
+            },
         )
         .with_session(session.clone())
         .with_turn(turn);
@@ -293,8 +310,17 @@ pub enum HostInput {
         text: String,
         /// Voice or chat.
         source: UtteranceSource,
+        /// The model the user chose for this utterance (routing slot 1).
+        model: Option<String>,
         /// Where the judgement goes.
         reply: Sender<Result<Heard, RuntimeError>>,
+    },
+    /// The session's sticky model (routing slot 2); `None` clears it.
+    UseModel {
+        /// The session.
+        session: SessionId,
+        /// The model, or none.
+        model: Option<String>,
     },
     /// Feedback on the session's last turn.
     Feedback {
@@ -337,9 +363,9 @@ impl Handler<HostInput> for Listener {
 
     fn handle(&mut self, msg: HostInput, _ctx: &mut Context<Self>) {
         match msg {
-            HostInput::Utterance { session, text, source, reply } => {
+            HostInput::Utterance { session, text, source, model, reply } => {
                 // A panic here must not take the host's way in down with it.
-                let heard = std::panic::catch_unwind(AssertUnwindSafe(|| self.hear(session, text, source)))
+                let heard = std::panic::catch_unwind(AssertUnwindSafe(|| self.hear(session, text, source, model)))
                     .unwrap_or_else(|_| {
                         tracing::error!("listener panicked; utterance refused");
                         Err(RuntimeError::ActorFailed("listener"))
@@ -350,6 +376,9 @@ impl Handler<HostInput> for Listener {
                 let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.feedback(session, rating, text)))
                     .unwrap_or_else(|_| Err(RuntimeError::ActorFailed("listener")));
                 let _ = reply.send(r);
+            }
+            HostInput::UseModel { session, model } => {
+                self.sessions.entry(session).or_default().sticky = model;
             }
             HostInput::End { session, reason, reply } => {
                 let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.end(session, reason)))

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use chrono::FixedOffset;
 use engram_events::derived;
 use engram_events::payloads::*;
-use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId};
+use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use engram_learning::config::Config;
 use engram_learning::fast_path::Decision;
 use engram_learning::features;
@@ -42,6 +42,9 @@ pub struct RouterSetup {
     pub offset: FixedOffset,
     /// The model slot 5 (the default) routes to.
     pub default_model: String,
+    /// The models a planner turn may be routed to (`[llm] candidates`):
+    /// the store's recommendation and exploration choose among them.
+    pub candidates: Vec<String>,
     /// Models an explicit rule pins (slot 3), by intent tag.
     pub rules: Vec<(String, String)>,
     /// The tools the reply loop can run: a replay naming another (learnt
@@ -61,6 +64,9 @@ pub struct Router {
     learnt: std::collections::BTreeSet<String>,
     /// Did an earlier turn of the session call tools (a structural feature).
     history: HashMap<SessionId, bool>,
+    /// The user's model choices for open turns: slot 1 (this utterance) and
+    /// slot 2 (the session's sticky one), from `utterance.received`.
+    choices: HashMap<TurnId, (Option<String>, Option<String>)>,
 }
 
 impl Router {
@@ -80,6 +86,7 @@ impl Router {
             fast: None,
             learnt: Default::default(),
             history: HashMap::new(),
+            choices: HashMap::new(),
         }
     }
 
@@ -103,9 +110,17 @@ impl Router {
 
     fn fold(&mut self, env: &Envelope) {
         match &env.event {
+            Event::UtteranceReceived(u) if u.model.is_some() || u.sticky_model.is_some() => {
+                if let Some(turn) = env.turn {
+                    self.choices.insert(turn, (u.model.clone(), u.sticky_model.clone()));
+                }
+            }
             Event::TurnCompleted(t) => {
                 if let Some(s) = &env.session {
                     *self.history.entry(s.clone()).or_default() |= !t.steps.is_empty();
+                }
+                if let Some(turn) = env.turn {
+                    self.choices.remove(&turn);
                 }
             }
             Event::SessionEnded(_) => {
@@ -194,24 +209,38 @@ impl Router {
             ));
             return out;
         }
-        // Slots 2-5: user override, rule, pattern, default.
-        let mut chain = vec![
-            entry(RoutePolicy::FastPath, ChainVerdict::NotApplicable, None, decision.similarity, None),
-            entry(RoutePolicy::UserOverride, ChainVerdict::NotApplicable, None, None, None),
-        ];
+        // Slots 1-5 (seed 001 §9): the user's override for this utterance,
+        // the session's sticky choice, a rule, the store, the default. Each
+        // is asked whatever won above it: an answer a higher slot beat is
+        // `deferred`, no answer `not_applicable`.
+        let mut chain =
+            vec![entry(RoutePolicy::FastPath, ChainVerdict::NotApplicable, None, decision.similarity, None)];
+        let (utterance, sticky) = env.turn.and_then(|t| self.choices.remove(&t)).unwrap_or_default();
         let rule = self.setup.rules.iter().find(|(tag, _)| features.intent_tags.contains(tag)).map(|(_, m)| m.clone());
-        let mut chosen = rule.clone();
-        chain.push(match &rule {
-            Some(m) => entry(RoutePolicy::Rule, ChainVerdict::Chosen, Some(m.clone()), Some(1.0), None),
-            None => entry(RoutePolicy::Rule, ChainVerdict::NotApplicable, None, None, None),
-        });
+        let mut chosen: Option<String> = None;
+        for (policy, answer) in
+            [(RoutePolicy::UserOverride, utterance), (RoutePolicy::Sticky, sticky), (RoutePolicy::Rule, rule)]
+        {
+            chain.push(match answer {
+                Some(m) if chosen.is_none() => {
+                    chosen = Some(m.clone());
+                    entry(policy, ChainVerdict::Chosen, Some(m), Some(1.0), None)
+                }
+                Some(m) => entry(policy, ChainVerdict::Deferred, Some(m), Some(1.0), None),
+                None => entry(policy, ChainVerdict::NotApplicable, None, None, None),
+            });
+        }
         let fingerprint = Fingerprint::structural(features.clone().normalized());
         let mut matched = None;
-        // Slot 4 is asked whatever won above it (seed 001 §9): a
-        // recommendation a higher slot beat is `deferred`; no recommendation
-        // (the store's gate not passed, or no evidence) is `not_applicable`.
-        let rec = self.patterns.recommend(&fingerprint, &self.setup.config.pattern.config());
+        let pattern = self.setup.config.pattern.config();
+        let mut rec = self.patterns.recommend(&fingerprint, &pattern);
+        // Only a candidate can be routed to (the store may know models from
+        // imported history that this assistant does not run).
+        if rec.chosen_model.as_ref().is_some_and(|m| !self.setup.candidates.contains(m)) {
+            rec.chosen_model = None;
+        }
         let alternatives = Some(rec.alternatives.clone()).filter(|a| !a.is_empty());
+        let gate_passed = rec.chosen_model.is_some();
         match (&chosen, &rec.chosen_model) {
             (Some(_), Some(model)) => chain.push(entry(
                 RoutePolicy::Pattern,
@@ -247,6 +276,20 @@ impl Router {
                 });
             }
         }
+        // Exploration (part of slot 4): while no candidate has cleared the
+        // store's gate here, a share of the turns nothing above decided
+        // goes to a candidate with too few samples in this cluster.
+        let explore = match (&chosen, gate_passed) {
+            (None, false) => self.explore(env, &rec.alternatives, &pattern),
+            _ => None,
+        };
+        chain.push(match &explore {
+            Some((model, samples)) => {
+                chosen = Some(model.clone());
+                entry(RoutePolicy::Explore, ChainVerdict::Chosen, Some(model.clone()), Some(*samples as f64), None)
+            }
+            None => entry(RoutePolicy::Explore, ChainVerdict::NotApplicable, None, None, None),
+        });
         let default = self.setup.default_model.clone();
         chain.push(match &chosen {
             Some(_) => entry(RoutePolicy::Default, ChainVerdict::Deferred, Some(default.clone()), None, None),
@@ -299,6 +342,44 @@ impl Router {
     }
 }
 
+impl Router {
+    /// The exploration draw for this turn: `Some((candidate, its samples
+    /// in the cluster))` when the turn's share falls under `[pattern]
+    /// explore` and a candidate other than the default has fewer than
+    /// `min_sample_size` samples among `alternatives` (the cluster's
+    /// models). The fewest samples first, ties in `candidates` order. A
+    /// pure function of the turn id and the store's state, so a replay of
+    /// the log reproduces it.
+    fn explore(
+        &self,
+        env: &Envelope,
+        alternatives: &[ModelOption],
+        pattern: &engram_learning::patterns::PatternConfig,
+    ) -> Option<(String, u64)> {
+        let share = self.setup.config.pattern.explore;
+        let turn = env.turn?;
+        if share <= 0.0 || self.setup.candidates.len() < 2 {
+            return None;
+        }
+        let samples = |m: &str| alternatives.iter().filter(|a| a.model == m).map(|a| a.sample_size).sum::<u64>();
+        let (model, n) = self
+            .setup
+            .candidates
+            .iter()
+            .filter(|c| **c != self.setup.default_model)
+            .map(|c| (c, samples(c)))
+            .filter(|(_, n)| *n < pattern.min_sample_size)
+            .min_by_key(|(_, n)| *n)?;
+        // The turn id's bits, mixed (splitmix64), as a uniform draw.
+        let mut x = (turn.0 .0 as u64) ^ ((turn.0 .0 >> 64) as u64);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^= x >> 31;
+        let draw = (x >> 11) as f64 / (1u64 << 53) as f64;
+        (draw < share).then(|| (model.clone(), n))
+    }
+}
+
 fn entry(
     policy: RoutePolicy,
     verdict: ChainVerdict,
@@ -312,6 +393,7 @@ fn entry(
 impl Role for Router {
     fn kinds(&self) -> Option<Vec<EventKind>> {
         let mut k = vec![
+            EventKind::UtteranceReceived,
             EventKind::IntentJudged,
             EventKind::FastPathHit,
             EventKind::TurnCompleted,

@@ -6,7 +6,9 @@
 
 use crate::codec::{json, DecodeError};
 use crate::event::{Event, EventKind};
-use crate::payloads::{FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1};
+use crate::payloads::{
+    FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, UtteranceReceived, UtteranceReceivedV1,
+};
 
 /// Decodes a payload archive of an older schema version.
 pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Result<Event, DecodeError> {
@@ -19,6 +21,10 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
         (EventKind::FastPathHit, 1) => {
             let v1 = rkyv::from_bytes::<FastPathHitV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
             Ok(Event::FastPathHit(FastPathHit::from(v1)))
+        }
+        (EventKind::UtteranceReceived, 1) => {
+            let v1 = rkyv::from_bytes::<UtteranceReceivedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::UtteranceReceived(UtteranceReceived::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -36,6 +42,11 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
         (EventKind::FastPathHit, 1) => {
             rkyv::access::<rkyv::Archived<FastPathHitV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
         }
+        (EventKind::UtteranceReceived, 1) => {
+            rkyv::access::<rkyv::Archived<UtteranceReceivedV1>, rkyv::rancor::Error>(bytes)
+                .map(|_| ())
+                .map_err(archive_err)
+        }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
 }
@@ -50,6 +61,10 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
         (EventKind::FastPathHit, 1) => {
             let v1: FastPathHitV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
             Ok(Event::FastPathHit(FastPathHit::from(v1)))
+        }
+        (EventKind::UtteranceReceived, 1) => {
+            let v1: UtteranceReceivedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            Ok(Event::UtteranceReceived(UtteranceReceived::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }

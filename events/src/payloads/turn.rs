@@ -27,6 +27,42 @@ payload! {
         pub source: UtteranceSource,
         /// BCP 47 language tag when known (`en`, `it`).
         pub lang: Option<String>,
+        /// Routing slot 1: the model the user chose for this utterance alone
+        /// (`:model NAME …`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub model: Option<String>,
+        /// Routing slot 2: the session's sticky model (`:use NAME`) when
+        /// this was said, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub sticky_model: Option<String>,
+    }
+}
+
+payload! {
+    /// `utterance.received` schema v1 (before `model`). Never written any
+    /// more; read and upcast to v2.
+    pub struct UtteranceReceivedV1 {
+        /// See [`UtteranceReceived::text`].
+        pub text: String,
+        /// See [`UtteranceReceived::turn_number`].
+        pub turn_number: u32,
+        /// See [`UtteranceReceived::source`].
+        pub source: UtteranceSource,
+        /// See [`UtteranceReceived::lang`].
+        pub lang: Option<String>,
+    }
+}
+
+impl From<UtteranceReceivedV1> for UtteranceReceived {
+    fn from(v1: UtteranceReceivedV1) -> Self {
+        UtteranceReceived {
+            text: v1.text,
+            turn_number: v1.turn_number,
+            source: v1.source,
+            lang: v1.lang,
+            model: None,
+            sticky_model: None,
+        }
     }
 }
 
@@ -69,7 +105,7 @@ closed_enum! {
     pub enum RoutePolicy {
         /// The fast path (L0/L1/L2).
         FastPath => "fast_path",
-        /// A per-message override from the user.
+        /// Slot 1: a per-message override from the user.
         UserOverride => "user_override",
         /// A configured rule.
         Rule => "rule",
@@ -77,6 +113,11 @@ closed_enum! {
         Pattern => "pattern",
         /// The configured default model.
         Default => "default",
+        /// Slot 2: the session's sticky choice (`:use NAME`).
+        Sticky => "sticky",
+        /// Part of slot 4: a candidate without enough evidence in this
+        /// cluster, tried so the store gets some (`[pattern] explore`).
+        Explore => "explore",
     }
 }
 

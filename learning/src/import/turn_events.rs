@@ -41,7 +41,14 @@ pub fn turn_events(r: &TurnRecord, has_history: bool) -> Vec<Envelope> {
     b.push(
         r.at,
         ActorKind::Listener,
-        UtteranceReceived { text: r.text.clone(), turn_number: r.turn, source: UtteranceSource::Import, lang: None },
+        UtteranceReceived {
+            text: r.text.clone(),
+            turn_number: r.turn,
+            source: UtteranceSource::Import,
+            lang: None,
+            model: None,
+            sticky_model: None,
+        },
     );
     b.push(
         r.at,

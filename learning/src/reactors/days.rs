@@ -87,7 +87,14 @@ mod tests {
             EventId::derive(at, &[text.as_bytes()]),
             at,
             ActorKind::Listener,
-            UtteranceReceived { text, turn_number: 1, source: UtteranceSource::Chat, lang: None },
+            UtteranceReceived {
+                text,
+                turn_number: 1,
+                source: UtteranceSource::Chat,
+                lang: None,
+                model: None,
+                sticky_model: None,
+            },
         )
     }
 

@@ -245,7 +245,14 @@ mod tests {
             EventId::derive(at, &[b"u", &n.to_be_bytes()]),
             at,
             ActorKind::Listener,
-            UtteranceReceived { text: text.into(), turn_number: n, source: UtteranceSource::Chat, lang: None },
+            UtteranceReceived {
+                text: text.into(),
+                turn_number: n,
+                source: UtteranceSource::Chat,
+                lang: None,
+                model: None,
+                sticky_model: None,
+            },
         );
         let c = Envelope::at(
             EventId::derive(at, &[b"c", &n.to_be_bytes()]),

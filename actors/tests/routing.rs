@@ -1,0 +1,233 @@
+//! Routing among candidate models, end to end over real HTTP: two
+//! candidates on two local scripted servers (`[llm]` and
+//! `[llm.models.NAME]`), the five slots of seed 001 §9 in order, and
+//! exploration giving the pattern store evidence for a candidate it has
+//! never seen.
+//!
+//! Needs the model where `scripts/fetch-models.sh` installs it.
+
+mod support;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use engram_actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
+use engram_actors::tools::{FnTool, ToolOutput};
+use engram_actors::{Runtime, RuntimeError};
+use engram_events::payloads::*;
+use engram_events::{Envelope, Event, Seq, SessionId, TurnId};
+use engram_learning::config::{Config, ModelPriceSection, ModelServerSection};
+use engram_storage::EventLog;
+use serde_json::json;
+use support::llm_server::{Recorded, Reply, Server};
+
+fn embedder() -> Arc<dyn Embedder> {
+    static E: OnceLock<Arc<OnnxEmbedder>> = OnceLock::new();
+    E.get_or_init(|| {
+        Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap_or_else(|e| panic!("the embedding model: {e}")))
+    })
+    .clone()
+}
+
+/// An Ollama answer with `content`.
+fn said(content: &str) -> Reply {
+    let text = json!({"message": {"role": "assistant", "content": content}, "done": false});
+    let done = json!({"message": {"role": "assistant", "content": ""}, "done": true,
+                      "prompt_eval_count": 100, "eval_count": 10});
+    Reply::ndjson(&[&text.to_string(), &done.to_string()])
+}
+
+/// A model server: plans the weather tool for any request and answers the
+/// reply loop, the summariser and the graph extractor plainly.
+fn server() -> Server {
+    Server::respond_with(|req: &Recorded| {
+        let system = req.body["messages"][0]["content"].as_str().unwrap_or_default();
+        if system.starts_with("You plan which tools") {
+            said(r#"[{"tool": "get_weather", "args": {"city": "Oslo"}}]"#)
+        } else if system.starts_with("You extract lasting facts") {
+            said("[]")
+        } else {
+            said("Mild in Oslo.")
+        }
+    })
+}
+
+/// The planner requests a server got, by model.
+fn planned(server: &Server) -> Vec<String> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["messages"][0]["content"].as_str().is_some_and(|s| s.starts_with("You plan which tools")))
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Differently worded weather requests, so none repeats into the fast
+/// path (a repeat would be answered by L1, with no model at all).
+const ASKS: &[&str] = &[
+    "what's the weather like in Oslo",
+    "how is the weather in Oslo today",
+    "tell me about the Oslo weather",
+    "is it raining in Oslo right now",
+    "Oslo weather please",
+    "do I need an umbrella in Oslo",
+    "how cold is it in Oslo",
+    "what is the forecast for Oslo",
+    "give me the current conditions in Oslo",
+];
+
+fn weather() -> Arc<FnTool> {
+    let tool = FnTool::new("get_weather", "Current weather for a city", |_args, _ctx| Ok(ToolOutput::trusted("12 C")));
+    Arc::new(tool.with_arg("city", "the city"))
+}
+
+/// Two candidates: `small` (the default) on `a`, `big` on `b`.
+fn config(a: &Server, b: &Server, explore: f64) -> Config {
+    let mut c = Config::default();
+    c.llm.provider = "ollama".into();
+    c.llm.base_url = a.url();
+    c.llm.model = "small".into();
+    c.llm.candidates = vec!["small".into(), "big".into()];
+    c.llm.models.insert(
+        "big".into(),
+        ModelServerSection { provider: "ollama".into(), base_url: b.url(), api_key_env: String::new() },
+    );
+    c.llm.pricing_version = "test".into();
+    for (m, price) in [("small", "0.10"), ("big", "1.00")] {
+        let p = price.parse().unwrap();
+        c.llm.prices.insert(m.into(), ModelPriceSection { input_per_mtok: p, output_per_mtok: p });
+    }
+    c.runtime.model_rules.insert("doc".into(), "big".into());
+    c.pattern.explore = explore;
+    c
+}
+
+fn start(dir: &std::path::Path, config: Config) -> Runtime {
+    Runtime::builder()
+        .data_dir(dir)
+        .config(config)
+        .embedder(embedder())
+        .tool(weather())
+        .turn_timeout(Duration::from_secs(30))
+        .start()
+        .unwrap()
+}
+
+fn route_of(rt: &Runtime, turn: TurnId) -> RouteDecided {
+    rt.log()
+        .read_from(Seq(1))
+        .map(|e| e.unwrap())
+        .find_map(|e: Envelope| match e.event {
+            Event::RouteDecided(d) if e.turn == Some(turn) => Some(d),
+            _ => None,
+        })
+        .expect("the turn was routed")
+}
+
+/// Each slot's verdict and model, in chain order (the fast path aside).
+fn verdicts(d: &RouteDecided) -> Vec<(RoutePolicy, ChainVerdict, Option<String>)> {
+    d.chain.iter().skip(1).map(|c| (c.policy, c.verdict, c.model.clone())).collect()
+}
+
+#[test]
+fn the_five_slots_answer_in_order_and_each_model_is_asked_on_its_own_server() {
+    use ChainVerdict::{Chosen, Deferred, NotApplicable as Na};
+    use RoutePolicy::*;
+    let (a, b) = (server(), server());
+    let dir = tempfile::tempdir().unwrap();
+    let rt = start(dir.path(), config(&a, &b, 0.0));
+    assert_eq!(rt.candidates(), ["small", "big"]);
+    let s = SessionId::new("s-slots");
+    let mut asks = ASKS.iter();
+    let mut ask = || *asks.next().unwrap();
+    let small = || Some("small".to_owned());
+    let big = || Some("big".to_owned());
+
+    // Nothing chosen above: the default.
+    let r = rt.handle_utterance(&s, ask()).unwrap();
+    assert_eq!(r.model.as_deref(), Some("small"), "{r:?}");
+    let d = route_of(&rt, r.turn);
+    assert_eq!(
+        verdicts(&d),
+        [
+            (UserOverride, Na, None),
+            (Sticky, Na, None),
+            (Rule, Na, None),
+            (Pattern, Na, None),
+            (Explore, Na, None),
+            (Default, Chosen, small())
+        ]
+    );
+
+    // Slot 2: the session's model.
+    rt.use_model(&s, Some("big")).unwrap();
+    let r = rt.handle_utterance(&s, ask()).unwrap();
+    assert_eq!(r.model.as_deref(), Some("big"));
+    let v = verdicts(&route_of(&rt, r.turn));
+    assert_eq!((v[1].0, v[1].1, v[1].2.clone()), (Sticky, Chosen, big()));
+    assert_eq!(v[5], (Default, Deferred, small()));
+
+    // Slot 1 beats slot 2 for one utterance, and only that one.
+    let r = rt.handle_with_model(&s, ask(), "small").unwrap();
+    assert_eq!(r.model.as_deref(), Some("small"));
+    let v = verdicts(&route_of(&rt, r.turn));
+    assert_eq!(v[0], (UserOverride, Chosen, small()));
+    assert_eq!(v[1], (Sticky, Deferred, big()));
+    let r = rt.handle_utterance(&s, ask()).unwrap();
+    assert_eq!(r.model.as_deref(), Some("big"), "the sticky choice is back");
+
+    // Slot 2 beats a rule (slot 3): "describe" tags the request `doc`.
+    let r = rt.handle_with_model(&s, "describe the weather in Oslo", "small").unwrap();
+    let v = verdicts(&route_of(&rt, r.turn));
+    assert_eq!((v[0].1, v[1].1, v[2].clone()), (Chosen, Deferred, (Rule, Deferred, big())));
+    // Cleared, the rule decides.
+    rt.use_model(&s, None).unwrap();
+    let r = rt.handle_utterance(&s, "describe today's weather in Oslo").unwrap();
+    assert_eq!(r.model.as_deref(), Some("big"));
+    let v = verdicts(&route_of(&rt, r.turn));
+    assert_eq!((v[1].1, v[2].clone()), (Na, (Rule, Chosen, big())));
+
+    // A model that is no candidate is refused, naming the candidates.
+    match rt.handle_with_model(&s, ask(), "huge") {
+        Err(RuntimeError::UnknownModel { model, candidates }) => {
+            assert_eq!((model.as_str(), candidates.len()), ("huge", 2))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(rt.use_model(&s, Some("huge")).is_err());
+
+    // Each model was asked on its own server.
+    assert!(rt.settle(Duration::from_secs(10)));
+    assert_eq!(planned(&a), ["small", "small", "small"]);
+    assert_eq!(planned(&b), ["big", "big", "big"]);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn exploration_gives_an_unseen_candidate_evidence_then_stops() {
+    let (a, b) = (server(), server());
+    let dir = tempfile::tempdir().unwrap();
+    // Every turn explores while it may: the stopping rule is what is tested.
+    let rt = start(dir.path(), config(&a, &b, 1.0));
+    let min = Config::default().pattern.min_sample_size as usize;
+    let mut explored = Vec::new();
+    for (i, ask) in ASKS.iter().enumerate().take(min + 2) {
+        let s = SessionId::new(format!("s-explore-{i}"));
+        let r = rt.handle_utterance(&s, ask).unwrap();
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+        rt.end_session(&s).unwrap();
+        assert!(rt.settle(Duration::from_secs(10)));
+        let d = route_of(&rt, r.turn);
+        let slot = |p| d.chain.iter().find(|c| c.policy == p).unwrap().verdict;
+        explored.push((slot(RoutePolicy::Explore), slot(RoutePolicy::Pattern), d.chosen_model.clone().unwrap()));
+    }
+    // `big` gets turns until it has `min_sample_size` samples in this
+    // cluster; then exploration stops — here the store's gate passes on
+    // that evidence (the default model took no turn: `explore = 1`), and
+    // the store routes.
+    use ChainVerdict::{Chosen, NotApplicable as Na};
+    let want: Vec<(ChainVerdict, ChainVerdict, String)> =
+        (0..min + 2).map(|i| if i < min { (Chosen, Na, "big".into()) } else { (Na, Chosen, "big".into()) }).collect();
+    assert_eq!(explored, want);
+    rt.shutdown().unwrap();
+}
