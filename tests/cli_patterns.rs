@@ -171,6 +171,22 @@ fn recommend_from_the_example() {
     let total: u64 = rows.iter().map(|r| r["sample_size"].as_u64().unwrap()).sum();
     let sessions_models: u64 = rows.len() as u64;
     assert!(total >= sessions_models && sessions_models > 20, "{} rows, {total} samples", rows.len());
+    // Per fingerprint, the cluster a turn of that shape meets: every model's
+    // evidence, and the one the store chooses — the same answer `recommend`
+    // gives for the same features.
+    let clusters = engram(&data, &["inspect", "patterns", "--clusters", "--json"]);
+    assert!(clusters.status.success(), "{}", stderr(&clusters));
+    let clusters: Vec<Value> =
+        String::from_utf8_lossy(&clusters.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        clusters.len() as u64,
+        rows.iter().map(|r| r["fingerprint_id"].clone()).collect::<std::collections::HashSet<_>>().len() as u64
+    );
+    assert!(clusters.iter().all(|c| !c["models"].as_array().unwrap().is_empty()));
+    assert!(clusters.iter().any(|c| c["chosen_model"] == "ollama:gemma4:26b"), "{clusters:?}");
+    let text = engram(&data, &["inspect", "patterns", "--clusters"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("rows in the cluster") && text.contains("samples"), "{text}");
 }
 
 #[test]

@@ -22,11 +22,15 @@ fn fixture_dir() -> PathBuf {
 }
 
 /// The fixture's events, built deterministically (fixed ids and times).
+///
+/// Records 2 and 3 name their features: the fixture holds what engram's
+/// first tagger computed for them, and the tagger has learnt tags since
+/// (an assistant's `time`, `files`, …), which would tag them anew.
 fn fixture_events() -> Vec<Envelope> {
     let records = [
         r#"{"session":"g-1","turn":1,"at":"2026-11-20T09:15:02Z","text":"download https://example.org/a and describe it","steps":[{"tool":"get_urls","args":{"url":"https://example.org/a"}},{"tool":"describe_entries","args":{"entries":"$0"}}],"model":"ollama:gemma4:26b","planner_ms":11800,"latency_ms":14200,"cost_usd":"0.0012","pricing_version":"2026-11","score":0.9,"score_confidence":0.8,"features":{"intent_tags":["doc"],"tool_names":["get_urls"]}}"#,
-        r#"{"session":"g-1","turn":2,"at":"2026-11-20T09:16:10Z","text":"che ore sono","steps":[{"tool":"get_now"}],"latency_ms":3}"#,
-        r#"{"session":"g-2","turn":1,"at":"2026-11-21T18:00:00+01:00","text":"riassumi il file ~/note.md","steps":[{"tool":"read_file","args":{"path":"~/note.md"}}],"model":"openai:gpt-5-mini","planner_ms":900,"latency_ms":2100,"cost_usd":"0.000345","pricing_version":"2026-11","workload":"notes"}"#,
+        r#"{"session":"g-1","turn":2,"at":"2026-11-20T09:16:10Z","text":"che ore sono","steps":[{"tool":"get_now"}],"latency_ms":3,"features":{"tool_names":["get_now"],"has_tool_calls_in_history":true}}"#,
+        r#"{"session":"g-2","turn":1,"at":"2026-11-21T18:00:00+01:00","text":"riassumi il file ~/note.md","steps":[{"tool":"read_file","args":{"path":"~/note.md"}}],"model":"openai:gpt-5-mini","planner_ms":900,"latency_ms":2100,"cost_usd":"0.000345","pricing_version":"2026-11","workload":"notes","features":{"intent_tags":["doc"],"file_extensions":[".md"],"tool_names":["read_file"]}}"#,
     ];
     let mut out = Vec::new();
     for (i, line) in records.iter().enumerate() {
@@ -86,6 +90,7 @@ fn fixture_events() -> Vec<Envelope> {
             replaces_score: None,
             features: Some(StructuralFeatures { intent_tags: vec!["doc".into()], ..Default::default() }),
             workload: None,
+            embedding: None,
         }
         .into(),
     );

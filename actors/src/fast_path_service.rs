@@ -163,6 +163,26 @@ impl FastPathService {
         self.fast_path.route(text, now, &mut embed)
     }
 
+    /// The embedding of `text`'s canonical form (values masked), through the
+    /// memo: what the fast path embeds, for a turn it did not embed (no
+    /// candidates yet). `None` for a request with no words left.
+    pub fn embed_request(
+        &self,
+        text: &str,
+        now: chrono::DateTime<chrono::FixedOffset>,
+    ) -> Result<Option<Vec<f32>>, FastPathError> {
+        let (canon, _) = engram_learning::fast_path::canonical(text, now);
+        if canon.is_empty() {
+            return Ok(None);
+        }
+        let model = self.embedder.model_id().to_owned();
+        let v = match &self.cache {
+            Some(c) => c.get_or_embed(&model, &[canon.as_str()], |m| self.embedder.embed_batch(m))??.remove(0),
+            None => self.embedder.embed(&canon)?,
+        };
+        Ok(Some(v))
+    }
+
     /// L1 rows and L2 pipelines held.
     pub fn sizes(&self) -> (usize, usize) {
         self.fast_path.sizes()

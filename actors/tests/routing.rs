@@ -231,3 +231,146 @@ fn exploration_gives_an_unseen_candidate_evidence_then_stops() {
     assert_eq!(explored, want);
     rt.shutdown().unwrap();
 }
+
+/// Two candidates, each wrong on one kind of request: `small` (the
+/// default, cheap) plans the weather right and the file size wrong, `big`
+/// the other way round. The user says `:good` / `:bad` as the replies come.
+/// After some sessions the store routes an unseen request of each kind to
+/// the model that got that kind right — the hybrid fingerprints (the
+/// request's embedding beside its features) tell the kinds apart.
+#[test]
+fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
+    let planner = |req: &Recorded| {
+        let model = req.body["model"].as_str().unwrap_or_default().to_owned();
+        let user = req.body["messages"][1]["content"].as_str().unwrap_or_default().to_lowercase();
+        let right = if user.contains("weather") { model == "small" } else { model == "big" };
+        if user.contains("weather") {
+            let city = if right { "Oslo" } else { "Atlantis" };
+            said(&format!(r#"[{{"tool": "get_weather", "args": {{"city": "{city}"}}}}]"#))
+        } else {
+            let path = if right { "~/a.txt" } else { "/nonexistent" };
+            said(&format!(r#"[{{"tool": "file_size", "args": {{"path": "{path}"}}}}]"#))
+        }
+    };
+    let respond = move |req: &Recorded| {
+        let system = req.body["messages"][0]["content"].as_str().unwrap_or_default();
+        if system.starts_with("You plan which tools") {
+            planner(req)
+        } else if system.starts_with("You extract lasting facts") {
+            said("[]")
+        } else {
+            said("Done.")
+        }
+    };
+    let (a, b) = (Server::respond_with(respond), Server::respond_with(respond));
+    let dir = tempfile::tempdir().unwrap();
+    // Exploration at half the open turns instead of a quarter: the same
+    // policy, fewer sessions for the test to be sure of its evidence.
+    let mut config = config(&a, &b, 0.5);
+    config.runtime.model_rules.clear();
+    let weather_tool = FnTool::new("get_weather", "Current weather for a city", |args, _ctx| {
+        match args.0.get("city").and_then(|c| c.as_str()) {
+            Some("Oslo") => Ok(ToolOutput::trusted("12 C")),
+            other => Err(engram_actors::ToolError::Failed(format!("no weather for {other:?}"))),
+        }
+    });
+    let size_tool = FnTool::new("file_size", "Tell how big a file is, its size in bytes", |args, _ctx| {
+        match args.0.get("path").and_then(|p| p.as_str()) {
+            Some(p) if p.ends_with(".txt") => Ok(ToolOutput::trusted("13 bytes")),
+            other => Err(engram_actors::ToolError::Failed(format!("no such file {other:?}"))),
+        }
+    });
+    let rt = Runtime::builder()
+        .data_dir(dir.path())
+        .config(config)
+        .embedder(embedder())
+        .tool(Arc::new(weather_tool.with_arg("city", "the city")))
+        .tool(Arc::new(size_tool.with_arg("path", "the file")))
+        .turn_timeout(Duration::from_secs(30))
+        .start()
+        .unwrap();
+    let occasions = [
+        "my walk",
+        "the picnic",
+        "the weekend trip",
+        "my run",
+        "the football match",
+        "the barbecue",
+        "the concert",
+        "the school run",
+        "my bike ride",
+        "the garden party",
+        "the fishing trip",
+        "the wedding",
+        "the marathon",
+        "the boat tour",
+        "the ski day",
+        "the hike",
+        "the market",
+        "the parade",
+        "the festival",
+        "the flight",
+        "the swim",
+        "the regatta",
+        "the camping night",
+        "the drive",
+    ];
+    let reasons = [
+        "the report",
+        "the backup",
+        "the upload",
+        "the email attachment",
+        "the archive",
+        "the audit",
+        "the invoice",
+        "the printer",
+        "the presentation",
+        "the migration",
+        "the review",
+        "the handover",
+        "the cleanup",
+        "the budget",
+        "the thesis",
+        "the contract",
+        "the release",
+        "the inventory",
+        "the deadline",
+        "the meeting",
+        "the transfer",
+        "the sync",
+        "the export",
+        "the quota",
+    ];
+    for (i, (occasion, reason)) in occasions.iter().zip(reasons).enumerate() {
+        for (kind, text) in [
+            ("w", format!("what's the weather in Oslo for {occasion}")),
+            ("f", format!("how big is the file ~/a.txt for {reason}")),
+        ] {
+            let s = SessionId::new(format!("s-learn-{i}-{kind}"));
+            let r = rt.handle_utterance(&s, &text).unwrap();
+            let rating = if r.tools_ok { FeedbackRating::Positive } else { FeedbackRating::Negative };
+            rt.feedback(&s, rating, None).unwrap();
+            rt.end_session(&s).unwrap();
+            assert!(rt.settle(Duration::from_secs(10)));
+        }
+    }
+    // Unseen requests of each kind: the store routes each to the model
+    // that got its kind right, and says so in the chain.
+    for (text, want) in [
+        ("is it going to be nice weather in Oslo for the open-air cinema", "small"),
+        ("how large is the file ~/a.txt for the quarterly filing", "big"),
+    ] {
+        let s = SessionId::new(format!("s-unseen-{}", text.len()));
+        let r = rt.handle_utterance(&s, text).unwrap();
+        let d = route_of(&rt, r.turn);
+        let pattern = d.chain.iter().find(|c| c.policy == RoutePolicy::Pattern).unwrap();
+        assert_eq!(
+            (pattern.verdict, d.chosen_model.as_deref()),
+            (ChainVerdict::Chosen, Some(want)),
+            "{text}: {:?}",
+            d.chain
+        );
+        assert!(r.tools_ok, "{text}: {r:?}");
+    }
+    rt.shutdown().unwrap();
+}

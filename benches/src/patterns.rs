@@ -24,9 +24,9 @@
 //!
 //! The recommendation corpus is built directly (index plus an
 //! [`OutcomeRow`] per `(fingerprint, model)`) rather than through
-//! `pattern.recorded` events: [`PatternOutcomes`] keeps no embeddings, so
-//! hybrid fingerprints could not be indexed through it (see
-//! [`PatternOutcomes::recommend`]). The building blocks ([`Generator`],
+//! `pattern.recorded` events, so the figure is the K-NN and scoring alone
+//! ([`PatternOutcomes::recommend`] adds the `min_hybrid_similarity` filter
+//! over the same cluster, a pass over ≤ K rows). The building blocks ([`Generator`],
 //! [`Corpus`], [`event_stream`], …) are public so that the criterion bench
 //! (`benches/patterns.rs`) measures with the same code.
 

@@ -18,8 +18,9 @@ pub enum Command {
     Days(Opts),
     /// Pattern-store outcomes: one row per (fingerprint, model) with its
     /// samples, success mean, average cost and latency, and the
-    /// fingerprint's features
-    Patterns(Opts),
+    /// fingerprint's features; --clusters: per fingerprint, the cluster a
+    /// turn of that shape meets and each model's evidence in it
+    Patterns(PatternOpts),
     /// Fast-path L1 rows: canonical request, executor, observed arguments,
     /// uses (candidates once uses reach canonical_query_min_uses)
     Canonical(Opts),
@@ -29,6 +30,19 @@ pub enum Command {
     /// Knowledge graph: one line per fact under its branch (USER /
     /// DIRECTIVES / WORLD) and node; --json: one object per node
     Graph(Opts),
+}
+
+/// Options of `inspect patterns`.
+#[derive(clap::Args)]
+pub struct PatternOpts {
+    /// One JSON object per row (JSON Lines)
+    #[arg(long)]
+    json: bool,
+    /// Per fingerprint, the store's recommendation for a turn of that shape:
+    /// its cluster's models with samples, success and score, the model
+    /// chosen (or why none), as `[pattern]` in engram.toml configures it
+    #[arg(long)]
+    clusters: bool,
 }
 
 /// Options shared by the inspect commands.
@@ -74,6 +88,50 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
                         s.cost_usd.to_string(),
                         s.mean_score().map(|m| format!("{m:.2}")).unwrap_or_else(|| "-".into()),
                         s.models.iter().cloned().collect::<Vec<_>>().join(", ")
+                    );
+                }
+            }
+        }
+        Command::Patterns(opts) if opts.clusters => {
+            let store = projector.get::<PatternOutcomes>("pattern_outcomes").expect("registered");
+            let config = crate::load_config(data)?.pattern.config();
+            let mut fps: Vec<_> = store.fingerprints().collect();
+            fps.sort_by_key(|(id, row)| (row.first_seq, *id));
+            for (id, row) in fps {
+                let rec = store.recommend(&row.fingerprint(), &config);
+                if opts.json {
+                    output::print_json(&json!({
+                        "fingerprint_id": id.to_string(),
+                        "fingerprint_kind": row.kind,
+                        "features": &row.features,
+                        "workload": row.workload,
+                        "chosen_model": rec.chosen_model,
+                        "confidence": rec.confidence,
+                        "sample_size": rec.sample_size,
+                        "k_cluster_size": rec.k_cluster_size,
+                        "models": rec.alternatives,
+                    }))?;
+                    continue;
+                }
+                let why = match &rec.chosen_model {
+                    Some(m) => format!("chooses {m} (confidence {:.2})", rec.confidence),
+                    None if rec.alternatives.is_empty() => "no evidence".to_owned(),
+                    None => format!(
+                        "chooses nothing: confidence {:.2} < {} or samples {} < {}",
+                        rec.confidence, config.min_confidence, rec.sample_size, config.min_sample_size
+                    ),
+                };
+                println!(
+                    "{} {} [{}]: {} rows in the cluster; {why}",
+                    id,
+                    row.kind.as_str(),
+                    describe(&row.features, row.workload.as_deref()),
+                    rec.k_cluster_size
+                );
+                for m in &rec.alternatives {
+                    println!(
+                        "    {:<24} samples {:>5}  success {:.3}  cost ${:.6}  score {:.3}",
+                        m.model, m.sample_size, m.success_score_mean, m.avg_cost_usd, m.score
                     );
                 }
             }

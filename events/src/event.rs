@@ -110,7 +110,7 @@ catalog! {
     /// `intent.judged`
     IntentJudged(IntentJudged) = 2, "intent.judged", 1;
     /// `route.decided`
-    RouteDecided(RouteDecided) = 3, "route.decided", 1;
+    RouteDecided(RouteDecided) = 3, "route.decided", 2;
     /// `fastpath.hit`
     /// `fastpath.hit` (v1 had no `residual`; see `FastPathHitV1`)
     FastPathHit(FastPathHit) = 4, "fastpath.hit", 2;
@@ -132,8 +132,8 @@ catalog! {
     SessionEnded(SessionEnded) = 12, "session.ended", 1;
     /// `eval.completed`
     EvalCompleted(EvalCompleted) = 13, "eval.completed", 1;
-    /// `pattern.recorded` (v1 was seed 001 §10.1's shape; see `PatternRecordedV1`)
-    PatternRecorded(PatternRecorded) = 14, "pattern.recorded", 2;
+    /// `pattern.recorded` (v1 was seed 001 §10.1's shape, v2 had no `embedding`)
+    PatternRecorded(PatternRecorded) = 14, "pattern.recorded", 3;
     /// `pattern.matched`
     PatternMatched(PatternMatched) = 15, "pattern.matched", 1;
     /// `pattern.evicted`

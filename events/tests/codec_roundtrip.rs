@@ -46,6 +46,14 @@ fn opt_text() -> impl Strategy<Value = Option<String>> {
     proptest::option::of(text())
 }
 
+/// A query embedding, or none (finite components: JSON has no NaN).
+fn opt_embedding() -> impl Strategy<Value = Option<QueryEmbedding>> {
+    proptest::option::of(
+        (text(), prop::collection::vec(-1.0f32..1.0, 0..8))
+            .prop_map(|(provider, vector)| QueryEmbedding { provider, vector }),
+    )
+}
+
 fn texts() -> impl Strategy<Value = Vec<String>> {
     prop::collection::vec(text(), 0..4)
 }
@@ -201,13 +209,18 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 IntentJudged { directed, query, stop, confidence, judge }.into()
             })
             .boxed(),
-        EventKind::RouteDecided => {
-            (select(RouteLayer::ALL), opt_text(), prop::collection::vec(chain_entry(), 0..4), features(), opt_text())
-                .prop_map(|(layer, chosen_model, chain, features, workload)| {
-                    RouteDecided { layer, chosen_model, chain, features, workload }.into()
-                })
-                .boxed()
-        }
+        EventKind::RouteDecided => (
+            select(RouteLayer::ALL),
+            opt_text(),
+            prop::collection::vec(chain_entry(), 0..4),
+            features(),
+            opt_text(),
+            opt_embedding(),
+        )
+            .prop_map(|(layer, chosen_model, chain, features, workload, embedding)| {
+                RouteDecided { layer, chosen_model, chain, features, workload, embedding }.into()
+            })
+            .boxed(),
         EventKind::FastPathHit => (select(RouteLayer::ALL), text(), opt_float(), steps(), opt_text())
             .prop_map(|(layer, matched, similarity, steps, residual)| {
                 FastPathHit { layer, matched, similarity, steps, residual }.into()
@@ -331,6 +344,7 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 opt_float(),
                 proptest::option::of(features()),
                 opt_text(),
+                opt_embedding(),
             ),
         )
             .prop_map(
@@ -347,7 +361,7 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                         pricing_version,
                         over_soft_cap,
                     ),
-                    (turn, latency_ms, eval_id, score_confidence, replaces_score, features, workload),
+                    (turn, latency_ms, eval_id, score_confidence, replaces_score, features, workload, embedding),
                 )| {
                     PatternRecorded {
                         fingerprint_id,
@@ -367,6 +381,7 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                         replaces_score,
                         features,
                         workload,
+                        embedding,
                     }
                     .into()
                 },
@@ -817,10 +832,10 @@ fn an_unknown_json_schema_version_is_an_error() {
     }
     let recorded = Envelope::at(EventId(Ulid(1)), at(), ActorKind::PatternStore, PatternRecorded::from(v1()));
     let line = json::to_line(&recorded);
-    assert!(line.contains(r#""v":2"#));
+    assert!(line.contains(r#""v":3"#));
     assert_eq!(
-        json::from_line(&line.replace(r#""v":2"#, r#""v":99"#)),
-        Err(DecodeError::SchemaVersion { kind: "pattern.recorded", version: 99, current: 2 })
+        json::from_line(&line.replace(r#""v":3"#, r#""v":99"#)),
+        Err(DecodeError::SchemaVersion { kind: "pattern.recorded", version: 99, current: 3 })
     );
 }
 
@@ -878,7 +893,7 @@ fn pattern_recorded_v1_json_is_upcast() {
 
     // Written back it is today's version, and reads back the same.
     let line = json::to_line(&env);
-    assert!(line.contains(r#""kind":"pattern.recorded","v":2"#), "{line}");
+    assert!(line.contains(r#""kind":"pattern.recorded","v":3"#), "{line}");
     assert_eq!(json::from_line(&line).unwrap(), env);
     assert_eq!(binary::decode(&binary::encode(&env)).unwrap(), env);
 }

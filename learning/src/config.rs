@@ -165,6 +165,8 @@ pub struct PatternSection {
     pub k: usize,
     /// Cosine weight for hybrid fingerprints.
     pub embedding_alpha: f64,
+    /// See [`PatternConfig::min_hybrid_similarity`].
+    pub min_hybrid_similarity: f64,
     /// See [`PatternCaps::soft_cap_rows`].
     pub soft_cap_rows: u64,
     /// See [`PatternCaps::hard_cap_rows`].
@@ -177,6 +179,10 @@ pub struct PatternSection {
     /// evidence for it at all (0 disables). Deterministic: drawn from the
     /// turn's id. See `docs/patterns.md`.
     pub explore: f64,
+    /// 2 (the default): hybrid fingerprints — the request's embedding beside
+    /// the structural features, blended by `embedding_alpha` — whenever the
+    /// runtime has an embedder; 1: structural only (seed 001 §16).
+    pub fingerprint_version: u32,
 }
 
 impl Default for PatternSection {
@@ -189,10 +195,12 @@ impl Default for PatternSection {
             min_eval_confidence: c.min_eval_confidence,
             k: c.k,
             embedding_alpha: c.alpha,
+            min_hybrid_similarity: c.min_hybrid_similarity,
             soft_cap_rows: caps.soft_cap_rows,
             hard_cap_rows: caps.hard_cap_rows,
             max_age_days: caps.max_age_days,
             explore: 0.25,
+            fingerprint_version: 2,
         }
     }
 }
@@ -207,6 +215,7 @@ impl PatternSection {
             min_eval_confidence: self.min_eval_confidence,
             k: self.k,
             alpha: self.embedding_alpha,
+            min_hybrid_similarity: self.min_hybrid_similarity,
         }
     }
 

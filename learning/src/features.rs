@@ -4,15 +4,32 @@
 
 use engram_events::payloads::{PlanStep, StructuralFeatures};
 
-/// Intent tags and the words that signal them (seed 001: commit, refactor,
-/// architecture, debug, doc, test), matched on word boundaries.
+/// Intent tags and the words that signal them, matched on word
+/// boundaries: seed 001's coding set (architecture, commit, debug, doc,
+/// refactor, test) and a personal assistant's (time, calendar, weather,
+/// files, web, messages, home, media, memory, chit-chat), English and
+/// Italian. They split a K-NN cluster by what a request is about before
+/// any tool has run.
 const INTENT_WORDS: &[(&str, &[&str])] = &[
     ("architecture", &["architecture", "design", "architettura"]),
+    (
+        "calendar",
+        &["calendar", "meeting", "appointment", "agenda", "schedule", "calendario", "riunione", "appuntamento"],
+    ),
+    ("chitchat", &["hello", "hi", "hey", "thanks", "thank", "ciao", "grazie", "buongiorno", "buonasera"]),
     ("commit", &["commit", "push"]),
     ("debug", &["debug", "bug", "error", "crash", "fix", "errore"]),
     ("doc", &["doc", "docs", "document", "describe", "summarize", "summarise", "riassumi", "descrivi"]),
+    ("files", &["file", "files", "folder", "directory", "size", "bytes", "words", "cartella", "parole"]),
+    ("home", &["light", "lights", "lamp", "thermostat", "heating", "garage", "luce", "luci", "riscaldamento"]),
+    ("media", &["music", "song", "playlist", "video", "movie", "podcast", "volume", "musica", "canzone", "film"]),
+    ("memory", &["remember", "remind", "note", "notes", "ricorda", "ricordami", "nota", "appunti"]),
+    ("messages", &["email", "mail", "message", "messages", "sms", "inbox", "messaggio", "messaggi", "posta"]),
     ("refactor", &["refactor", "rename", "cleanup"]),
     ("test", &["test", "tests", "testing"]),
+    ("time", &["time", "clock", "hour", "date", "today", "tomorrow", "ore", "ora", "orario", "oggi", "domani"]),
+    ("weather", &["weather", "forecast", "rain", "raining", "umbrella", "temperature", "meteo", "pioggia", "piove"]),
+    ("web", &["web", "url", "http", "https", "website", "page", "download", "link", "sito", "pagina", "scarica"]),
 ];
 
 /// The features of a turn: intent tags and file extensions from its text and

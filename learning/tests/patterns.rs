@@ -1223,7 +1223,7 @@ fn pattern_events_round_trip_through_both_codecs() {
     let first = h.log.iter().find(|e| is_pattern(e)).unwrap();
     let v: serde_json::Value = serde_json::from_str(&codec::json::to_line(first)).unwrap();
     assert_eq!(v["kind"], "pattern.recorded");
-    assert_eq!(v["v"], 2);
+    assert_eq!(v["v"], 3);
     assert_eq!(v["actor"], "pattern_store");
     let p = &v["payload"];
     assert_eq!(p["fingerprint_id"], fid(&a).to_string());
@@ -1270,6 +1270,7 @@ fn pattern_events_round_trip_through_both_codecs() {
         replaces_score: Some(1e-9),
         features: Some(StructuralFeatures { has_images: true, estimated_input_tokens_bucket: 3, ..a.clone() }),
         workload: Some("bench".into()),
+        embedding: None,
     };
     let bare = PatternRecorded {
         success_score: None,

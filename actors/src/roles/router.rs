@@ -18,7 +18,7 @@ use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use engram_learning::config::Config;
 use engram_learning::fast_path::Decision;
 use engram_learning::features;
-use engram_learning::patterns::fingerprint::Fingerprint;
+use engram_learning::patterns::{Embedding, Fingerprint};
 use engram_learning::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
 use engram_learning::reactors::{FastPathReactor, Reactor};
 use engram_storage::embedding_cache::EmbeddingCache;
@@ -192,7 +192,14 @@ impl Router {
             out.push(derived(
                 env,
                 ActorKind::Router,
-                RouteDecided { layer: decision.layer, chosen_model: None, chain, features, workload: None },
+                RouteDecided {
+                    layer: decision.layer,
+                    chosen_model: None,
+                    chain,
+                    features,
+                    workload: None,
+                    embedding: None,
+                },
                 0,
             ));
             out.push(derived(
@@ -230,7 +237,21 @@ impl Router {
                 None => entry(policy, ChainVerdict::NotApplicable, None, None, None),
             });
         }
-        let fingerprint = Fingerprint::structural(features.clone().normalized());
+        // The hybrid fingerprint (seed 001 §16): the request's embedding —
+        // the one the fast path computed, else one through the memo —
+        // beside the structural features; it travels in `route.decided`,
+        // so the store's rebuild never runs the model.
+        let embedding = if self.setup.config.pattern.fingerprint_version >= 2 {
+            let vector = match decision.query.clone() {
+                Some(v) => Some(v),
+                None => self.fast.as_ref().and_then(|f| f.embed_request(&intent.query, now).ok().flatten()),
+            };
+            vector.map(|vector| QueryEmbedding { provider: self.setup.embedder.model_id().to_owned(), vector })
+        } else {
+            None
+        };
+        let fingerprint = Fingerprint::structural(features.clone().normalized())
+            .with_embedding(embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())));
         let mut matched = None;
         let pattern = self.setup.config.pattern.config();
         let mut rec = self.patterns.recommend(&fingerprint, &pattern);
@@ -320,6 +341,7 @@ impl Router {
                 chain,
                 features,
                 workload: None,
+                embedding,
             },
             0,
         ));

@@ -7,7 +7,8 @@
 use crate::codec::{json, DecodeError};
 use crate::event::{Event, EventKind};
 use crate::payloads::{
-    FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, UtteranceReceived, UtteranceReceivedV1,
+    FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, RouteDecided, RouteDecidedV1,
+    UtteranceReceived, UtteranceReceivedV1,
 };
 
 /// Decodes a payload archive of an older schema version.
@@ -25,6 +26,14 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
         (EventKind::UtteranceReceived, 1) => {
             let v1 = rkyv::from_bytes::<UtteranceReceivedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
             Ok(Event::UtteranceReceived(UtteranceReceived::from(v1)))
+        }
+        (EventKind::PatternRecorded, 2) => {
+            let v2 = rkyv::from_bytes::<PatternRecordedV2, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::PatternRecorded(PatternRecorded::from(v2)))
+        }
+        (EventKind::RouteDecided, 1) => {
+            let v1 = rkyv::from_bytes::<RouteDecidedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::RouteDecided(RouteDecided::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -47,6 +56,14 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
                 .map(|_| ())
                 .map_err(archive_err)
         }
+        (EventKind::PatternRecorded, 2) => {
+            rkyv::access::<rkyv::Archived<PatternRecordedV2>, rkyv::rancor::Error>(bytes)
+                .map(|_| ())
+                .map_err(archive_err)
+        }
+        (EventKind::RouteDecided, 1) => {
+            rkyv::access::<rkyv::Archived<RouteDecidedV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
+        }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
 }
@@ -65,6 +82,14 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
         (EventKind::UtteranceReceived, 1) => {
             let v1: UtteranceReceivedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
             Ok(Event::UtteranceReceived(UtteranceReceived::from(v1)))
+        }
+        (EventKind::PatternRecorded, 2) => {
+            let v2: PatternRecordedV2 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            Ok(Event::PatternRecorded(PatternRecorded::from(v2)))
+        }
+        (EventKind::RouteDecided, 1) => {
+            let v1: RouteDecidedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            Ok(Event::RouteDecided(RouteDecided::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -210,9 +235,9 @@ mod tests {
     fn an_unknown_schema_version_is_an_error() {
         let env = header(PatternRecorded::from(v1()));
         let payload = archive(&v1());
-        for version in [0u16, 3, 99, u16::MAX] {
+        for version in [0u16, 4, 99, u16::MAX] {
             let frame = encode_raw(&env, EventKind::PatternRecorded.code(), version, &payload);
-            let expected = DecodeError::SchemaVersion { kind: "pattern.recorded", version, current: 2 };
+            let expected = DecodeError::SchemaVersion { kind: "pattern.recorded", version, current: 3 };
             assert_eq!(binary::decode(&frame), Err(expected.clone()));
             assert_eq!(binary::split_frame(&frame).unwrap().0.view().err(), Some(expected));
         }

@@ -6,6 +6,19 @@ use crate::ids::{EvalId, FingerprintId, TurnId};
 
 use super::StructuralFeatures;
 
+payload! {
+    /// A request's embedding and the model that made it: the vector half of
+    /// a hybrid fingerprint (seed 001 §16), carried by `route.decided` and,
+    /// for a new fingerprint, `pattern.recorded`.
+    pub struct QueryEmbedding {
+        /// Stable embedder id (`local:all-MiniLM-L6-v2:int8`): vectors of
+        /// different providers are never compared.
+        pub provider: String,
+        /// L2-normalised components.
+        pub vector: Vec<f32>,
+    }
+}
+
 closed_enum! {
     /// Fingerprint kind (seed 001 `FingerprintKind`).
     pub enum FingerprintKind {
@@ -17,7 +30,7 @@ closed_enum! {
 }
 
 payload! {
-    /// `pattern.recorded` (schema v2): one write to a `(fingerprint, model)`
+    /// `pattern.recorded` (schema v3): one write to a `(fingerprint, model)`
     /// outcome accumulator — a session's contribution at `session.ended`
     /// (`sample_size_after = before + 1`) or a score-only update from
     /// `eval.completed` (`before == after`).
@@ -27,6 +40,62 @@ payload! {
     /// its latency, the verdict's id and confidence, the score it replaces,
     /// and the fingerprint's features when it is new.
     pub struct PatternRecorded {
+        /// The fingerprint (derived from its structural signature in v1).
+        pub fingerprint_id: FingerprintId,
+        /// Structural or hybrid.
+        pub fingerprint_kind: FingerprintKind,
+        /// The model the turn was routed to.
+        pub primary_model: String,
+        /// Outcome sample size before this write.
+        pub sample_size_before: u64,
+        /// Outcome sample size after this write.
+        pub sample_size_after: u64,
+        /// True on the fingerprint's first sighting.
+        pub was_new_fingerprint: bool,
+        /// This contribution's score; `None` if no verdict yet.
+        pub success_score: Option<f64>,
+        /// This session's cost contribution.
+        #[serde(with = "rust_decimal::serde::str")]
+        #[rkyv(with = crate::remote::DecimalDef)]
+        pub cost_usd: Decimal,
+        /// Price table version of `cost_usd`.
+        pub pricing_version: String,
+        /// Store at or over the soft cap after this write.
+        pub over_soft_cap: bool,
+        /// (v2) The contributing turn.
+        pub turn: Option<TurnId>,
+        /// (v2) The turn's wall time.
+        pub latency_ms: f64,
+        /// (v2) The verdict applied, for `eval_id` idempotence.
+        pub eval_id: Option<EvalId>,
+        /// (v2) The verdict's confidence.
+        pub score_confidence: Option<f64>,
+        /// (v2) The earlier score of the same turn this write rolls back.
+        pub replaces_score: Option<f64>,
+        /// (v2) The features, present when `was_new_fingerprint`.
+        pub features: Option<StructuralFeatures>,
+        /// (v2) Seed 001 `workload_id`.
+        pub workload: Option<String>,
+        /// (v3) A hybrid fingerprint's embedding, present when
+        /// `was_new_fingerprint`: the request's vector travels in the log,
+        /// so rebuilding the store never runs the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub embedding: Option<QueryEmbedding>,
+    }
+}
+
+payload! {
+    /// `pattern.recorded` schema v2 (before `embedding`). Never written any
+    /// more; read and upcast to v3. As v3 without `embedding`: one write to a `(fingerprint, model)`
+    /// outcome accumulator — a session's contribution at `session.ended`
+    /// (`sample_size_after = before + 1`) or a score-only update from
+    /// `eval.completed` (`before == after`).
+    ///
+    /// v1 was seed 001 §10.1's shape exactly; v2 adds what a projection needs
+    /// to fold the write without consulting anything but the log: the turn,
+    /// its latency, the verdict's id and confidence, the score it replaces,
+    /// and the fingerprint's features when it is new.
+    pub struct PatternRecordedV2 {
         /// The fingerprint (derived from its structural signature in v1).
         pub fingerprint_id: FingerprintId,
         /// Structural or hybrid.
@@ -115,6 +184,32 @@ impl From<PatternRecordedV1> for PatternRecorded {
             replaces_score: None,
             features: None,
             workload: None,
+            embedding: None,
+        }
+    }
+}
+
+impl From<PatternRecordedV2> for PatternRecorded {
+    fn from(v2: PatternRecordedV2) -> Self {
+        PatternRecorded {
+            fingerprint_id: v2.fingerprint_id,
+            fingerprint_kind: v2.fingerprint_kind,
+            primary_model: v2.primary_model,
+            sample_size_before: v2.sample_size_before,
+            sample_size_after: v2.sample_size_after,
+            was_new_fingerprint: v2.was_new_fingerprint,
+            success_score: v2.success_score,
+            cost_usd: v2.cost_usd,
+            pricing_version: v2.pricing_version,
+            over_soft_cap: v2.over_soft_cap,
+            turn: v2.turn,
+            latency_ms: v2.latency_ms,
+            eval_id: v2.eval_id,
+            score_confidence: v2.score_confidence,
+            replaces_score: v2.replaces_score,
+            features: v2.features,
+            workload: v2.workload,
+            embedding: None,
         }
     }
 }

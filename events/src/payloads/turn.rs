@@ -2,7 +2,7 @@
 
 use rust_decimal::Decimal;
 
-use super::{ModelOption, PlanStep, RouteLayer, StructuralFeatures, ToolArgs};
+use super::{ModelOption, PlanStep, QueryEmbedding, RouteLayer, StructuralFeatures, ToolArgs};
 
 closed_enum! {
     /// Where an utterance came from.
@@ -163,6 +163,40 @@ payload! {
         pub features: StructuralFeatures,
         /// Seed 001 `workload_id` (benchmark harnesses), else `None`.
         pub workload: Option<String>,
+        /// (v2) The request's embedding, on a planner route with an
+        /// embedder: the vector half of its hybrid fingerprint.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub embedding: Option<QueryEmbedding>,
+    }
+}
+
+payload! {
+    /// `route.decided` schema v1 (before `embedding`). Never written any
+    /// more; read and upcast to v2.
+    pub struct RouteDecidedV1 {
+        /// See [`RouteDecided::layer`].
+        pub layer: RouteLayer,
+        /// See [`RouteDecided::chosen_model`].
+        pub chosen_model: Option<String>,
+        /// See [`RouteDecided::chain`].
+        pub chain: Vec<ChainEntry>,
+        /// See [`RouteDecided::features`].
+        pub features: StructuralFeatures,
+        /// See [`RouteDecided::workload`].
+        pub workload: Option<String>,
+    }
+}
+
+impl From<RouteDecidedV1> for RouteDecided {
+    fn from(v1: RouteDecidedV1) -> Self {
+        RouteDecided {
+            layer: v1.layer,
+            chosen_model: v1.chosen_model,
+            chain: v1.chain,
+            features: v1.features,
+            workload: v1.workload,
+            embedding: None,
+        }
     }
 }
 

@@ -62,6 +62,11 @@ pub struct Decision {
     /// Every candidate examined and what became of it, in order (for
     /// `engram route --explain`).
     pub trace: Vec<String>,
+    /// The embedding of the request's canonical form, when L1/L2 computed
+    /// it: the router reuses it for the turn's hybrid fingerprint, so a
+    /// turn is embedded once.
+    #[serde(skip)]
+    pub query: Option<Vec<f32>>,
 }
 
 impl Decision {
@@ -77,6 +82,7 @@ impl Decision {
             residual: None,
             canonical: String::new(),
             trace: Vec::new(),
+            query: None,
         })
     }
 
@@ -91,6 +97,7 @@ impl Decision {
             residual: None,
             canonical: String::new(),
             trace: Vec::new(),
+            query: None,
         }
     }
 }
@@ -323,6 +330,7 @@ impl FastPath {
         let finish = |mut d: Decision, refusals: &[(f64, String)], canon: &str| {
             d.canonical = canon.to_owned();
             d.trace = refusals.iter().map(|(_, why)| why.clone()).collect();
+            d.query = Some(q.clone());
             d
         };
         if let Some(d) = self.try_l1(&canon, &ex, &q, &mut refusals) {
@@ -373,6 +381,7 @@ impl FastPath {
                         residual: None,
                         canonical: String::new(),
                         trace: Vec::new(),
+                        query: None,
                     })
                 }
                 Err(e) => refusals.push((cos, format!("L1: {text:?}: {e}"))),
@@ -413,6 +422,7 @@ impl FastPath {
                     residual: None,
                     canonical: String::new(),
                     trace: Vec::new(),
+                    query: None,
                 });
             }
         }

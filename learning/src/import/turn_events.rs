@@ -80,6 +80,7 @@ pub fn turn_events(r: &TurnRecord, has_history: bool) -> Vec<Envelope> {
             ],
             features,
             workload: r.workload.clone(),
+            embedding: None,
         },
     );
     if fast {

@@ -40,6 +40,12 @@ pub struct PatternConfig {
     pub k: usize,
     /// Weight of the cosine term for hybrid fingerprints.
     pub alpha: f64,
+    /// For a hybrid query, the least blended similarity a row needs to be
+    /// in the cluster at all: with few fingerprints the K nearest rows are
+    /// every row, and "what did best on similar turns" must not become
+    /// "what did best on any turn". Structural queries are unaffected
+    /// (seed 001 §8 as written).
+    pub min_hybrid_similarity: f64,
 }
 
 impl Default for PatternConfig {
@@ -51,6 +57,7 @@ impl Default for PatternConfig {
             min_eval_confidence: 0.5,
             k: 10,
             alpha: super::similarity::DEFAULT_ALPHA,
+            min_hybrid_similarity: 0.55,
         }
     }
 }

@@ -24,14 +24,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use engram_events::payloads::{FingerprintKind, PatternEvicted, PatternRecorded, StructuralFeatures};
+use engram_events::payloads::{FingerprintKind, PatternEvicted, PatternRecorded, QueryEmbedding, StructuralFeatures};
 use engram_events::{Envelope, EvalId, Event, EventKind, FingerprintId, SessionId, TurnId};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use ulid::Ulid;
 
 use crate::patterns::recommend::score_cluster;
-use crate::patterns::{Fingerprint, KnnIndex, Neighbor, OutcomeRow, PatternConfig, Recommendation};
+use crate::patterns::{Embedding, Fingerprint, KnnIndex, Neighbor, OutcomeRow, PatternConfig, Recommendation};
 use engram_storage::projector::{load_tables, Projection, Row, Table, TableRows};
 
 /// A stored fingerprint.
@@ -47,12 +47,19 @@ pub struct FingerprintRow {
     pub first_seq: u64,
     /// When it was first recorded.
     pub created: DateTime<Utc>,
+    /// A hybrid fingerprint's embedding (its first turn's request).
+    #[serde(default)]
+    pub embedding: Option<QueryEmbedding>,
 }
 
 impl FingerprintRow {
     /// As a fingerprint to compare with.
     pub fn fingerprint(&self) -> Fingerprint {
-        Fingerprint { features: self.features.clone(), workload: self.workload.clone(), embedding: None }
+        Fingerprint {
+            features: self.features.clone(),
+            workload: self.workload.clone(),
+            embedding: self.embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())),
+        }
     }
 }
 
@@ -104,6 +111,9 @@ pub struct PendingTurn {
     pub pricing_version: String,
     /// The latest verdict so far.
     pub verdict: Option<PendingVerdict>,
+    /// The request's embedding, when the route carried one.
+    #[serde(default)]
+    pub embedding: Option<QueryEmbedding>,
 }
 
 /// The `pattern_outcomes` projection.
@@ -186,8 +196,12 @@ impl PatternOutcomes {
     pub fn recommend(&self, fp: &Fingerprint, cfg: &PatternConfig) -> Recommendation {
         let start = Instant::now();
         let cluster = self.find_k_nearest(fp, cfg.k, cfg.alpha);
-        let rows: Vec<(&str, &OutcomeRow)> =
-            cluster.iter().filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?))).collect();
+        let floor = if fp.embedding.is_some() { cfg.min_hybrid_similarity } else { f64::NEG_INFINITY };
+        let rows: Vec<(&str, &OutcomeRow)> = cluster
+            .iter()
+            .filter(|n| n.similarity >= floor)
+            .filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?)))
+            .collect();
         let mut r = score_cluster(rows, cfg);
         r.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
         r
@@ -296,6 +310,7 @@ impl PatternOutcomes {
                     workload: p.workload.clone(),
                     first_seq: env.seq.get(),
                     created: env.at,
+                    embedding: p.embedding.clone(),
                 },
             );
         }
@@ -408,10 +423,17 @@ impl Projection for PatternOutcomes {
                 if let Some(p) = self.pending_entry(env) {
                     p.features = r.features.clone().normalized();
                     p.workload = r.workload.clone();
+                    p.embedding = r.embedding.clone();
                 }
             }
             Event::TurnCompleted(t) => {
                 if let Some(p) = self.pending_entry(env) {
+                    // What the turn did, known only now: a planner turn's
+                    // route had no steps to name its tools.
+                    if p.features.tool_names.is_empty() && !t.steps.is_empty() {
+                        p.features.tool_names = t.steps.iter().map(|s| s.tool.clone()).collect();
+                        p.features = std::mem::take(&mut p.features).normalized();
+                    }
                     p.model = t.model.clone();
                     p.completed = true;
                     p.cost_usd = t.cost_usd;

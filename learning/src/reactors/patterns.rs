@@ -29,13 +29,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use engram_events::payloads::{
-    EvalCompleted, EvictedOutcome, EvictionTrigger, FingerprintKind, PatternEvicted, PatternRecorded,
+    EvalCompleted, EvictedOutcome, EvictionTrigger, FingerprintKind, PatternEvicted, PatternRecorded, QueryEmbedding,
 };
 use engram_events::{ActorKind, Envelope, Event, FingerprintId, SessionId, TurnId};
 use rust_decimal::Decimal;
 
 use super::Reactor;
-use crate::patterns::{Fingerprint, PatternCaps, PatternConfig};
+use crate::patterns::{Embedding, Fingerprint, PatternCaps, PatternConfig};
 use crate::projections::pattern_outcomes::{AgeKey, PatternOutcomes, PendingTurn};
 use engram_events::derived;
 use engram_storage::projector::Projection;
@@ -111,7 +111,9 @@ impl PatternReactor {
         // Group by (fingerprint, model), in the order groups first appear.
         let mut groups: Vec<Group> = Vec::new();
         for (turn, p) in turns {
-            let fp = Fingerprint::structural(p.features.clone()).with_workload(p.workload.clone());
+            let embedding = p.embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone()));
+            let fp =
+                Fingerprint::structural(p.features.clone()).with_workload(p.workload.clone()).with_embedding(embedding);
             let id = fp.id();
             let model = p.model.clone().unwrap_or_default();
             match groups.iter_mut().find(|g| g.1 == id && g.2 == model) {
@@ -147,7 +149,7 @@ impl PatternReactor {
                 };
                 let event = PatternRecorded {
                     fingerprint_id: id,
-                    fingerprint_kind: FingerprintKind::Structural,
+                    fingerprint_kind: fp.kind(),
                     primary_model: model.clone(),
                     sample_size_before: if first { before } else { before + 1 },
                     sample_size_after: before + 1,
@@ -163,6 +165,15 @@ impl PatternReactor {
                     replaces_score: None,
                     features: (first && was_new).then(|| fp.features.clone()),
                     workload: fp.workload.clone(),
+                    // The vector travels with the new fingerprint, so a
+                    // rebuild of the store never runs the model.
+                    embedding: (first && was_new)
+                        .then(|| {
+                            fp.embedding
+                                .as_ref()
+                                .map(|e| QueryEmbedding { provider: e.provider.to_string(), vector: e.vector.to_vec() })
+                        })
+                        .flatten(),
                 };
                 let mut e = derived(env, ActorKind::PatternStore, event, ordinal);
                 e.turn = Some(*turn);
@@ -301,6 +312,7 @@ impl PatternReactor {
             replaces_score: h.folded,
             features: None,
             workload: fp.and_then(|f| f.workload.clone()),
+            embedding: None,
         };
         let mut out = derived(env, ActorKind::PatternStore, event, 0);
         out.turn = Some(turn);
