@@ -153,8 +153,8 @@ fn the_five_slots_answer_in_order_and_each_model_is_asked_on_its_own_server() {
             (UserOverride, Na, None),
             (Sticky, Na, None),
             (Rule, Na, None),
-            (Pattern, Na, None),
             (Explore, Na, None),
+            (Pattern, Na, None),
             (Default, Chosen, small())
         ]
     );

@@ -22,7 +22,7 @@
 //! | 3 | bytes that are no message (zeros, a stale segment number, a length past the segment) end that segment's messages, as they end sled's — the normal end of the active segment looks like that |
 //! | 4 | a suspect message followed, anywhere later in the walk, by a message that checks out is **damage**: sled would drop what follows |
 //! | 5 | a sound message pointing at a blob that fails the blob's own checksum is damage (the blob was written whole before the message) |
-//! | 6 | a suspect message inside one 4 KiB page is damage even with nothing after it: a write cut short by a kill stops at a page boundary, so it cannot be a torn write. A suspect message across pages with nothing after it may be one — sled's own case, left to sled (it drops that one message) |
+//! | 6 | a suspect message is damage even with nothing after it when it cannot be a torn write: a write cut short by a kill stops at a page boundary and leaves the rest as the area was — zeros, since sled zeroes a segment before reusing it — so a message inside one 4 KiB page, or whose last page holds anything but zeros, was written to its end. A suspect last message ending in a page of zeros may be torn — sled's own case, left to sled (it drops that one message) |
 //!
 //! Damage makes [`crate::log::SledLog::open`] refuse with
 //! [`crate::error::LogError::Unopenable`], naming the byte offset and the seqs the damaged
@@ -97,7 +97,7 @@ enum Fix {
 impl std::fmt::Display for Damage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.missing, self.holds) {
-            (Some(seq), _) => write!(f, "the record at seq {seq} is damaged")?,
+            (Some(seq), _) => write!(f, "a record is damaged (seq {seq}, by the frames around it)")?,
             (None, Some((a, b))) => write!(f, "the sled page holding seqs {a}..={b} is damaged")?,
             (None, None) => write!(f, "a sled page is damaged")?,
         }
@@ -175,9 +175,14 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
                     if suspect.is_none() {
                         let damage = damage_at(lid + pos, body, Fix::Message { at: lid + pos, crc });
                         // Rule 6: a write cut short by a kill stops at a
-                        // page boundary; a message inside one page cannot
-                        // have been, so it is damage even as the last one.
-                        if (lid + pos) / PAGE == (lid + end - 1) / PAGE {
+                        // page boundary and leaves the rest of the write as
+                        // the area was: zeros (sled zeroes a segment before
+                        // reusing it). A message inside one page, or whose
+                        // last page holds anything but zeros, was written
+                        // to its end: damage even as the last one.
+                        let last_page = ((lid + end - 1) / PAGE * PAGE).max(lid + pos) - lid;
+                        let tail = &bytes[last_page as usize..end as usize];
+                        if (lid + pos) / PAGE == (lid + end - 1) / PAGE || tail.iter().any(|b| *b != 0) {
                             return Ok(Some(damage));
                         }
                         suspect = Some(damage);

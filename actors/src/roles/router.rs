@@ -261,7 +261,25 @@ impl Router {
             rec.chosen_model = None;
         }
         let alternatives = Some(rec.alternatives.clone()).filter(|a| !a.is_empty());
-        let gate_passed = rec.chosen_model.is_some();
+        // Exploration (part of slot 4, asked before the store's choice):
+        // while no candidate has won here against another with evidence —
+        // the store has no choice, or an uncontested one (a single model
+        // clears the gate with nothing to beat) — a share of the turns
+        // nothing above decided goes to a candidate with too few samples in
+        // this cluster.
+        let contested = rec.chosen_model.is_some()
+            && rec.alternatives.iter().filter(|a| a.sample_size >= pattern.min_sample_size).count() >= 2;
+        let explore = match (&chosen, contested) {
+            (None, false) => self.explore(env, &rec.alternatives, &pattern),
+            _ => None,
+        };
+        chain.push(match &explore {
+            Some((model, samples)) => {
+                chosen = Some(model.clone());
+                entry(RoutePolicy::Explore, ChainVerdict::Chosen, Some(model.clone()), Some(*samples as f64), None)
+            }
+            None => entry(RoutePolicy::Explore, ChainVerdict::NotApplicable, None, None, None),
+        });
         match (&chosen, &rec.chosen_model) {
             (Some(_), Some(model)) => chain.push(entry(
                 RoutePolicy::Pattern,
@@ -297,20 +315,6 @@ impl Router {
                 });
             }
         }
-        // Exploration (part of slot 4): while no candidate has cleared the
-        // store's gate here, a share of the turns nothing above decided
-        // goes to a candidate with too few samples in this cluster.
-        let explore = match (&chosen, gate_passed) {
-            (None, false) => self.explore(env, &rec.alternatives, &pattern),
-            _ => None,
-        };
-        chain.push(match &explore {
-            Some((model, samples)) => {
-                chosen = Some(model.clone());
-                entry(RoutePolicy::Explore, ChainVerdict::Chosen, Some(model.clone()), Some(*samples as f64), None)
-            }
-            None => entry(RoutePolicy::Explore, ChainVerdict::NotApplicable, None, None, None),
-        });
         let default = self.setup.default_model.clone();
         chain.push(match &chosen {
             Some(_) => entry(RoutePolicy::Default, ChainVerdict::Deferred, Some(default.clone()), None, None),
@@ -367,7 +371,8 @@ impl Router {
 impl Router {
     /// The exploration draw for this turn: `Some((candidate, its samples
     /// in the cluster))` when the turn's share falls under `[pattern]
-    /// explore` and a candidate other than the default has fewer than
+    /// explore` (every turn, when no model with `min_sample_size` samples
+    /// in the cluster succeeds there) and a candidate other than the default has fewer than
     /// `min_sample_size` samples among `alternatives` (the cluster's
     /// models). The fewest samples first, ties in `candidates` order. A
     /// pure function of the turn id and the store's state, so a replay of
@@ -378,17 +383,31 @@ impl Router {
         alternatives: &[ModelOption],
         pattern: &engram_learning::patterns::PatternConfig,
     ) -> Option<(String, u64)> {
-        let share = self.setup.config.pattern.explore;
+        let mut share = self.setup.config.pattern.explore;
         let turn = env.turn?;
         if share <= 0.0 || self.setup.candidates.len() < 2 {
             return None;
         }
+        // No model with enough evidence here succeeds (success under one
+        // half): leaving them costs nothing in expectation, so every open
+        // turn explores.
+        let proven: Vec<&ModelOption> =
+            alternatives.iter().filter(|a| a.sample_size >= pattern.min_sample_size).collect();
+        if !proven.is_empty() && proven.iter().all(|a| a.success_score_mean < 0.5) {
+            share = 1.0;
+        }
         let samples = |m: &str| alternatives.iter().filter(|a| a.model == m).map(|a| a.sample_size).sum::<u64>();
+        // A candidate whose samples here already lose to a proven model by
+        // half the scale is not worth more of the user's turns.
+        let best_proven = proven.iter().map(|a| a.success_score_mean).fold(f64::NEG_INFINITY, f64::max);
+        let losing = |m: &str| {
+            alternatives.iter().any(|a| a.model == m && a.sample_size > 0 && a.success_score_mean + 0.5 < best_proven)
+        };
         let (model, n) = self
             .setup
             .candidates
             .iter()
-            .filter(|c| **c != self.setup.default_model)
+            .filter(|c| **c != self.setup.default_model && !losing(c))
             .map(|c| (c, samples(c)))
             .filter(|(_, n)| *n < pattern.min_sample_size)
             .min_by_key(|(_, n)| *n)?;
