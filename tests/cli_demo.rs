@@ -42,8 +42,12 @@ fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
     let dir_s = dir.to_str().unwrap();
     let report: Value = serde_json::from_str(&ok(&engram(&["demo", "--keep", dir_s, "--json"]), "demo")).unwrap();
 
-    let events: Vec<Value> =
+    let all: Vec<Value> =
         ok(&engram(&["--data", dir_s, "export"]), "export").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The second part (routing among two stand-in models) has sessions of
+    // its own, checked at the end; the rest is the bundled workload's.
+    let routing = |e: &Value| e["session"].as_str().is_some_and(|s| s.starts_with("route-"));
+    let (routed, events): (Vec<Value>, Vec<Value>) = all.into_iter().partition(routing);
     let of_kind = |k: &'static str| events.iter().filter(move |e| e["kind"] == k);
 
     // Every utterance of the workload reached the log, in its session and
@@ -93,6 +97,24 @@ fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
         assert!(layers[l].as_u64().unwrap() > 0, "no {l} hit: {report}");
     }
     assert!(report["patterns"]["outcomes"].as_u64().unwrap() > 0, "{report}");
+
+    // The second part: the store routes an unseen request of each kind to
+    // the stand-in model that got that kind right, as the log says.
+    let r = &report["routing"];
+    let sessions: BTreeSet<&str> = routed.iter().filter_map(|e| e["session"].as_str()).collect();
+    assert_eq!(r["sessions"], sessions.len(), "{r}");
+    let unseen = r["unseen"].as_array().unwrap();
+    assert_eq!(unseen.len(), 2, "{r}");
+    for (u, want) in unseen.iter().zip(["local:words", "local:dates"]) {
+        assert_eq!((u["model"].as_str(), u["chosen_by"].as_str()), (Some(want), Some("pattern")), "{r}");
+        let turn = routed
+            .iter()
+            .find(|e| e["kind"] == "utterance.received" && e["payload"]["text"] == u["request"])
+            .map(|e| e["turn"].clone())
+            .unwrap();
+        let decided = routed.iter().find(|e| e["kind"] == "route.decided" && e["turn"] == turn).unwrap();
+        assert_eq!(decided["payload"]["chosen_model"], want, "{decided}");
+    }
 
     // The kept dir is where the report says, and it verifies.
     assert_eq!(report["kept"], true);

@@ -254,12 +254,11 @@ impl Router {
             .with_embedding(embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())));
         let mut matched = None;
         let pattern = self.setup.config.pattern.config();
-        let mut rec = self.patterns.recommend(&fingerprint, &pattern);
         // Only a candidate can be routed to (the store may know models from
-        // imported history that this assistant does not run).
-        if rec.chosen_model.as_ref().is_some_and(|m| !self.setup.candidates.contains(m)) {
-            rec.chosen_model = None;
-        }
+        // imported history, or an earlier configuration, that this
+        // assistant does not run): the store ranks the candidates alone.
+        let candidates = &self.setup.candidates;
+        let rec = self.patterns.recommend_among(&fingerprint, &pattern, |m| candidates.iter().any(|c| c == m));
         let alternatives = Some(rec.alternatives.clone()).filter(|a| !a.is_empty());
         // Exploration (part of slot 4, asked before the store's choice):
         // while no candidate has won here against another with evidence —

@@ -3,6 +3,7 @@
 //! every figure read back from the log, not from counters kept on the side,
 //! so the report is what `engram replay` on that dir would show too.
 
+mod models;
 mod report;
 mod tools;
 mod workload;
@@ -64,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     drive(&data, &steps)?;
     let wall = started.elapsed();
+    route(&data)?;
     let log = crate::open_existing(&data)?;
     let report = report::Report::from_log(&log, wall, &data, args.keep.is_some())?;
     if args.json {
@@ -72,6 +74,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         report.print();
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The second part ([`models`]): the runtime on the same data dir, with two
+/// stand-in candidate models on the demo's scripted local server.
+fn route(data: &Path) -> anyhow::Result<()> {
+    let files = data.join(FILES_DIR);
+    let url = models::serve()?;
+    let mut config = engram::learning::config::Config::load(None, std::env::vars())?;
+    config.tools.location = "Turin, Italy".to_owned();
+    config.tools.file_roots = vec![files.clone()];
+    let config = models::config(config, &url);
+    let mut builder = Runtime::builder().data_dir(data).config(config).turn_timeout(TURN_TIMEOUT);
+    for tool in tools::all(&files) {
+        builder = builder.tool(tool);
+    }
+    let rt = builder.start().context("starting the runtime with the demo's two models")?;
+    let result = models::drive(&rt);
+    rt.shutdown()?;
+    result.map(drop)
 }
 
 /// Starts the runtime on `data` and takes every step of the workload

@@ -40,6 +40,8 @@ pub struct Report {
     pub patterns: Patterns,
     pub summaries: Summaries,
     pub graph: Graph,
+    /// The second part: routing among the two stand-in models.
+    pub routing: Routing,
     pub data_dir: String,
     pub kept: bool,
     pub replay: String,
@@ -66,6 +68,31 @@ pub struct Patterns {
     pub best_score: Option<f64>,
     pub confidence: f64,
     pub sample_size: u64,
+}
+
+/// Routing among candidates (the demo's second part, sessions
+/// `route-…`), from the log.
+#[derive(Default, Serialize)]
+pub struct Routing {
+    /// What served the models.
+    pub server: String,
+    pub sessions: u64,
+    /// Model → (planner turns, turns the user rated good).
+    pub models: BTreeMap<String, (u64, u64)>,
+    /// Turns exploration sent to a candidate.
+    pub explored: u64,
+    /// The unseen requests: how each was routed.
+    pub unseen: Vec<UnseenRoute>,
+}
+
+/// How one unseen request was routed.
+#[derive(Serialize)]
+pub struct UnseenRoute {
+    pub request: String,
+    pub model: Option<String>,
+    /// The chain slot that chose (`pattern`, `explore`, `default`, …).
+    pub chosen_by: Option<String>,
+    pub confidence: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -97,9 +124,62 @@ impl Report {
         let mut summaries = Summaries { count: 0, first: None };
         let mut graph = Graph::default();
         let mut projector = Projector::in_memory(vec![Box::new(PatternOutcomes::default())]);
+        let mut routing = Routing {
+            server: format!(
+                "a scripted local server (Ollama API) with two stand-in models: {}",
+                super::models::MODELS
+                    .iter()
+                    .map(|(m, t)| format!("{m} always plans {t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            ..Routing::default()
+        };
+        let mut turn_model: std::collections::HashMap<engram::events::TurnId, String> = Default::default();
+        let mut texts: std::collections::HashMap<engram::events::TurnId, String> = Default::default();
+        let mut routing_sessions = HashSet::new();
         for env in log.read_from(Seq::FIRST) {
             let env = env?;
             projector.apply(&env);
+            if env.session.as_ref().is_some_and(|s| s.as_str().starts_with(super::models::SESSION_PREFIX)) {
+                routing_sessions.insert(env.session.clone());
+                match &env.event {
+                    Event::UtteranceReceived(u) => {
+                        if let Some(t) = env.turn {
+                            texts.insert(t, u.text.clone());
+                        }
+                    }
+                    Event::RouteDecided(d) => {
+                        let chosen =
+                            d.chain.iter().find(|c| c.verdict == engram::events::payloads::ChainVerdict::Chosen);
+                        if chosen.is_some_and(|c| c.policy == engram::events::payloads::RoutePolicy::Explore) {
+                            routing.explored += 1;
+                        }
+                        let unseen = env.session.as_ref().is_some_and(|s| s.as_str().contains("unseen"));
+                        if let (true, Some(t)) = (unseen, env.turn) {
+                            routing.unseen.push(UnseenRoute {
+                                request: texts.get(&t).cloned().unwrap_or_default(),
+                                model: d.chosen_model.clone(),
+                                chosen_by: chosen.map(|c| c.policy.as_str().to_owned()),
+                                confidence: chosen.and_then(|c| c.confidence),
+                            });
+                        }
+                    }
+                    Event::TurnCompleted(t) => {
+                        if let (Some(m), Some(turn)) = (&t.model, env.turn) {
+                            routing.models.entry(m.clone()).or_default().0 += 1;
+                            turn_model.insert(turn, m.clone());
+                        }
+                    }
+                    Event::FeedbackReceived(f) if f.rating == engram::events::payloads::FeedbackRating::Positive => {
+                        if let Some(m) = f.subject_turn.and_then(|t| turn_model.get(&t)) {
+                            routing.models.entry(m.clone()).or_default().1 += 1;
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
             match &env.event {
                 Event::UtteranceReceived(_) => {
                     utterances += 1;
@@ -173,6 +253,7 @@ impl Report {
             },
             summaries,
             graph,
+            routing: Routing { sessions: routing_sessions.len() as u64, ..routing },
             replay: format!("engram --data {data_dir} replay"),
             data_dir,
             kept,
@@ -233,6 +314,19 @@ impl Report {
             None => String::new(),
         };
         println!("graph facts: USER {} · DIRECTIVES {} · WORLD {}{example}", g.user, g.directives, g.world);
+        let r = &self.routing;
+        println!("model routing, {} sessions on {}:", r.sessions, r.server);
+        let per_model: Vec<String> =
+            r.models.iter().map(|(m, (turns, good))| format!("{m} {turns} turns, {good} rated good")).collect();
+        println!("  {} · {} turns explored", per_model.join(" · "), r.explored);
+        for u in &r.unseen {
+            let by = match (u.chosen_by.as_deref(), u.confidence) {
+                (Some("pattern"), Some(c)) => format!("the pattern store (confidence {c:.2})"),
+                (Some(by), _) => by.to_owned(),
+                (None, _) => "-".to_owned(),
+            };
+            println!("  unseen {:?} → {} (chosen by {by})", u.request, u.model.as_deref().unwrap_or("-"));
+        }
         if self.kept {
             println!("replay it: {}", self.replay);
         } else {

@@ -194,12 +194,25 @@ impl PatternOutcomes {
 
     /// The recommendation for a turn shaped like `fp` (seed 001 §8).
     pub fn recommend(&self, fp: &Fingerprint, cfg: &PatternConfig) -> Recommendation {
+        self.recommend_among(fp, cfg, |_| true)
+    }
+
+    /// [`PatternOutcomes::recommend`] among the models `allowed` accepts
+    /// (the candidates a live router can route to): the others' rows leave
+    /// the cluster before scoring, so the choice, its confidence and the
+    /// alternatives are all about models that can be asked.
+    pub fn recommend_among(
+        &self,
+        fp: &Fingerprint,
+        cfg: &PatternConfig,
+        allowed: impl Fn(&str) -> bool,
+    ) -> Recommendation {
         let start = Instant::now();
         let cluster = self.find_k_nearest(fp, cfg.k, cfg.alpha);
         let floor = if fp.embedding.is_some() { cfg.min_hybrid_similarity } else { f64::NEG_INFINITY };
         let rows: Vec<(&str, &OutcomeRow)> = cluster
             .iter()
-            .filter(|n| n.similarity >= floor)
+            .filter(|n| n.similarity >= floor && allowed(&n.model))
             .filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?)))
             .collect();
         let mut r = score_cluster(rows, cfg);
