@@ -179,6 +179,10 @@ pub struct PatternSection {
     /// evidence for it at all (0 disables). Deterministic: drawn from the
     /// turn's id. See `docs/patterns.md`.
     pub explore: f64,
+    /// More intent tags for live fingerprints: tag → the words that signal
+    /// it (matched as whole words, any case), beside the built-in EN/IT set
+    /// (`learning/src/features.rs`), e.g. `travel = ["flight", "train"]`.
+    pub intent_tags: BTreeMap<String, Vec<String>>,
     /// 2 (the default): hybrid fingerprints — the request's embedding beside
     /// the structural features, blended by `embedding_alpha` — whenever the
     /// runtime has an embedder; 1: structural only (seed 001 §16).
@@ -200,6 +204,7 @@ impl Default for PatternSection {
             hard_cap_rows: caps.hard_cap_rows,
             max_age_days: caps.max_age_days,
             explore: 0.25,
+            intent_tags: BTreeMap::new(),
             fingerprint_version: 2,
         }
     }

@@ -36,13 +36,28 @@ const INTENT_WORDS: &[(&str, &[&str])] = &[
 /// arguments, tool names from its steps; `has_history` says whether earlier
 /// turns of the session called tools.
 pub fn for_turn(text: &str, steps: &[PlanStep], has_history: bool) -> StructuralFeatures {
+    for_turn_with(text, steps, has_history, &std::collections::BTreeMap::new())
+}
+
+/// [`for_turn`] with more intent tags (`[pattern] intent_tags`: tag → the
+/// words that signal it), beside the built-in ones.
+pub fn for_turn_with(
+    text: &str,
+    steps: &[PlanStep],
+    has_history: bool,
+    extra_tags: &std::collections::BTreeMap<String, Vec<String>>,
+) -> StructuralFeatures {
     let lower = text.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let intent_tags = INTENT_WORDS
+    let builtin = INTENT_WORDS
         .iter()
         .filter(|(_, signals)| words.iter().any(|w| signals.contains(w)))
-        .map(|(tag, _)| (*tag).to_owned())
-        .collect();
+        .map(|(tag, _)| (*tag).to_owned());
+    let extra = extra_tags
+        .iter()
+        .filter(|(_, signals)| words.iter().any(|w| signals.iter().any(|s| s.to_lowercase() == *w)))
+        .map(|(tag, _)| tag.clone());
+    let intent_tags = builtin.chain(extra).collect();
     let mut file_extensions = Vec::new();
     let mut scan = |s: &str| {
         for token in s.split(|c: char| c.is_whitespace() || c == ',' || c == '"') {
@@ -71,6 +86,30 @@ pub fn for_turn(text: &str, steps: &[PlanStep], has_history: bool) -> Structural
     .normalized()
 }
 
+/// The top-level dirs the steps' path arguments touch (seed 001
+/// `file_path_buckets`): `~/docs/a.txt` → `~/docs`, `/etc/hosts` → `/etc`,
+/// `~/a.txt` → `~`. A step's result reference (`$0`) is no path.
+pub fn path_buckets(steps: &[PlanStep]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for value in steps.iter().flat_map(|s| s.args.0.values()) {
+        let Some(path) = value.as_str() else { continue };
+        let (root, rest) = match path {
+            p if p.starts_with("~/") => ("~", &p[2..]),
+            p if p.starts_with('/') => ("", &p[1..]),
+            _ => continue,
+        };
+        let bucket = match rest.split_once('/') {
+            Some((dir, _)) if !dir.is_empty() => format!("{root}/{dir}"),
+            _ if root.is_empty() => continue,
+            _ => root.to_owned(),
+        };
+        out.push(bucket);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// `report.pdf` → `.pdf`; URLs' hosts (`example.org`) are not files.
 fn extension_of(token: &str) -> Option<String> {
     if token.contains("://") && token.matches('/').count() < 3 {
@@ -89,6 +128,26 @@ fn extension_of(token: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configured_tags_join_the_built_in_ones() {
+        let extra = std::collections::BTreeMap::from([("travel".to_owned(), vec!["Flight".to_owned(), "volo".into()])]);
+        let f = for_turn_with("book the flight and tell me the weather", &[], false, &extra);
+        assert_eq!(f.intent_tags, ["travel", "weather"]);
+        assert_eq!(for_turn("book the flight", &[], false).intent_tags, Vec::<String>::new());
+    }
+
+    #[test]
+    fn path_buckets_are_the_top_level_dirs_touched() {
+        let step = |path: &str| PlanStep {
+            tool: "read_file".into(),
+            args: engram_events::payloads::ToolArgs::from_json(&format!(r#"{{"path":"{path}","n":"$0"}}"#)).unwrap(),
+        };
+        let steps =
+            [step("~/docs/a.txt"), step("/etc/hosts"), step("~/b.txt"), step("~/docs/c/d.md"), step("notes.txt")];
+        assert_eq!(path_buckets(&steps), ["/etc", "~", "~/docs"]);
+        assert!(path_buckets(&[]).is_empty());
+    }
     use engram_events::payloads::ToolArgs;
 
     #[test]

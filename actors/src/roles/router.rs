@@ -181,7 +181,8 @@ impl Router {
             _ => decision,
         };
         let history = env.session.as_ref().and_then(|s| self.history.get(s)).copied().unwrap_or(false);
-        let features = features::for_turn(&intent.query, &decision.steps, history);
+        let features =
+            features::for_turn_with(&intent.query, &decision.steps, history, &self.setup.config.pattern.intent_tags);
         let mut out = Vec::with_capacity(3);
         // A chained request: the fast path replays its known prefix, the
         // planner plans the rest in the same turn, with a model chosen as

@@ -442,9 +442,13 @@ impl Projection for PatternOutcomes {
             Event::TurnCompleted(t) => {
                 if let Some(p) = self.pending_entry(env) {
                     // What the turn did, known only now: a planner turn's
-                    // route had no steps to name its tools.
+                    // route had no steps to name its tools or the dirs
+                    // they touched.
                     if p.features.tool_names.is_empty() && !t.steps.is_empty() {
                         p.features.tool_names = t.steps.iter().map(|s| s.tool.clone()).collect();
+                        if p.features.file_path_buckets.is_empty() {
+                            p.features.file_path_buckets = crate::features::path_buckets(&t.steps);
+                        }
                         p.features = std::mem::take(&mut p.features).normalized();
                     }
                     p.model = t.model.clone();
