@@ -12,11 +12,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use engram_actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
+use engram_actors::roles::router::{exploration, Exploring};
 use engram_actors::tools::{FnTool, ToolOutput};
 use engram_actors::{Runtime, RuntimeError};
 use engram_events::payloads::*;
-use engram_events::{Envelope, Event, Seq, SessionId, TurnId};
+use engram_events::{Envelope, Event, EventId, Seq, SessionId, TurnId};
 use engram_learning::config::{Config, ModelPriceSection, ModelServerSection};
+use engram_learning::patterns::{Embedding, Fingerprint};
+use engram_learning::projections::PatternOutcomes;
+use engram_storage::projector::Projection;
 use engram_storage::EventLog;
 use serde_json::json;
 use support::llm_server::{Recorded, Reply, Server};
@@ -74,6 +78,15 @@ const ASKS: &[&str] = &[
     "how cold is it in Oslo",
     "what is the forecast for Oslo",
     "give me the current conditions in Oslo",
+    "is it sunny in Oslo this afternoon",
+    "how windy is it in Oslo",
+    "what's the temperature in Oslo",
+    "will it snow in Oslo tonight",
+    "should I wear a coat in Oslo",
+    "is the sky clear over Oslo",
+    "how humid is Oslo today",
+    "what's the Oslo weather like for cycling",
+    "is there fog in Oslo",
 ];
 
 fn weather() -> Arc<FnTool> {
@@ -372,5 +385,147 @@ fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
         );
         assert!(r.tools_ok, "{text}: {r:?}");
     }
+    // What the turns did is in their fingerprints, recorded at session end:
+    // the tools run, what those tools may do, the dirs they touched.
+    let recorded: Vec<StructuralFeatures> = rt
+        .log()
+        .read_from(Seq(1))
+        .filter_map(|e| match e.unwrap().event {
+            Event::PatternRecorded(p) => p.features,
+            _ => None,
+        })
+        .collect();
+    assert!(
+        recorded.iter().any(|f| f.tool_names == ["file_size"]
+            && f.file_path_buckets == ["~"]
+            && f.side_effect_classes == [SideEffectClass::Read]),
+        "{recorded:?}"
+    );
+    // Every exploration choice is reproduced from the log alone: a store
+    // folded up to each route's cause, asked about the fingerprint the
+    // route carries, gives the same draw.
+    let all: Vec<Envelope> = rt.log().read_from(Seq(1)).map(|e| e.unwrap()).collect();
+    let routes: std::collections::HashMap<EventId, (Envelope, RouteDecided)> = all
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::RouteDecided(d) if d.layer == RouteLayer::Planner => Some((e.causation?, (e.clone(), d.clone()))),
+            _ => None,
+        })
+        .collect();
+    let pattern = engram_learning::config::Config::default().pattern.config();
+    let candidates = ["small".to_owned(), "big".to_owned()];
+    let exploring = Exploring { candidates: &candidates, default_model: "small", share: 0.5, pattern: &pattern };
+    let mut store = PatternOutcomes::default();
+    let (mut checked, mut explored) = (0, 0);
+    for env in &all {
+        if store.kinds().is_none_or(|k| k.contains(&env.kind())) {
+            store.apply(env);
+        }
+        let Some((route, d)) = routes.get(&env.id) else { continue };
+        let fp = Fingerprint::structural(d.features.clone().normalized())
+            .with_embedding(d.embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())));
+        let rec = store.recommend_among(&fp, &pattern, |m| candidates.iter().any(|c| c == m));
+        let want = exploration(route.turn.unwrap(), &rec, &exploring).map(|(m, _)| m);
+        let logged = d.chain.iter().find(|c| c.policy == RoutePolicy::Explore).unwrap();
+        let got = (logged.verdict == ChainVerdict::Chosen).then(|| logged.model.clone().unwrap());
+        assert_eq!(got, want, "turn {:?}: {:?}", route.turn, d.chain);
+        checked += 1;
+        explored += usize::from(got.is_some());
+    }
+    assert!(checked >= 48 && explored > 0, "{checked} routes checked, {explored} explored");
+    rt.shutdown().unwrap();
+}
+
+/// Two candidates equally right on a kind: the store routes it to the
+/// cheaper one, even when the other is the default (seed 001 §8: cost
+/// efficiency breaks the tie).
+#[test]
+fn on_a_tie_the_store_routes_to_the_cheaper_candidate() {
+    let (a, b) = (server(), server());
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&a, &b, 0.0);
+    // `big` (ten times dearer) is the default.
+    config.llm.model = "big".into();
+    config.runtime.model_rules.clear();
+    let rt = start(dir.path(), config);
+    // The user tries each model on the weather, five sessions each; both
+    // answer right.
+    for (i, ask) in ASKS.iter().enumerate().take(8) {
+        let s = SessionId::new(format!("s-tie-{i}"));
+        let model = if i % 2 == 0 { "small" } else { "big" };
+        let r = rt.handle_with_model(&s, ask, model).unwrap();
+        assert!(r.tools_ok, "{r:?}");
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+        rt.end_session(&s).unwrap();
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    for (i, ask) in
+        ["what's the weather for my run in Oslo", "will it be windy in Oslo this evening"].iter().enumerate()
+    {
+        let s = SessionId::new(format!("s-tie-more-{i}"));
+        for model in ["small", "big"] {
+            rt.handle_with_model(&s, ask, model).unwrap();
+        }
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+        rt.end_session(&s).unwrap();
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let s = SessionId::new("s-tie-unseen");
+    let r = rt.handle_utterance(&s, "what will the weather be in Oslo for the concert").unwrap();
+    let d = route_of(&rt, r.turn);
+    let pattern = d.chain.iter().find(|c| c.policy == RoutePolicy::Pattern).unwrap();
+    assert_eq!((pattern.verdict, d.chosen_model.as_deref()), (ChainVerdict::Chosen, Some("small")), "{:?}", d.chain);
+    let alternatives = pattern.pattern_alternatives.clone().unwrap();
+    assert_eq!(alternatives.len(), 2, "{alternatives:?}");
+    assert_eq!(alternatives[0].success_score_mean, alternatives[1].success_score_mean, "a tie: {alternatives:?}");
+    rt.shutdown().unwrap();
+}
+
+/// The slots with a store that has an answer: `small` has evidence, `big`
+/// is the default. Override beats sticky beats rule beats store beats
+/// default, and each slot a higher one beat is recorded `deferred` with its
+/// answer (seed 001 §9).
+#[test]
+fn with_a_store_that_has_an_answer_each_higher_slot_still_wins() {
+    use ChainVerdict::{Chosen, Deferred, NotApplicable as Na};
+    use RoutePolicy::*;
+    let (a, b) = (server(), server());
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&a, &b, 0.0);
+    config.llm.model = "big".into();
+    let rt = start(dir.path(), config);
+    let mut asks = ASKS.iter();
+    let mut ask = || *asks.next().unwrap();
+    // Evidence for the store: five sessions on `small`, liked.
+    for i in 0..5 {
+        let s = SessionId::new(format!("s-evidence-{i}"));
+        rt.handle_with_model(&s, ask(), "small").unwrap();
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+        rt.end_session(&s).unwrap();
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let small = || Some("small".to_owned());
+    let big = || Some("big".to_owned());
+    let s = SessionId::new("s-slots-store");
+    let verdict = |r: engram_actors::Reply| {
+        let v = verdicts(&route_of(&rt, r.turn));
+        let get = |p: RoutePolicy| v.iter().find(|e| e.0 == p).map(|e| (e.1, e.2.clone())).unwrap();
+        (get(UserOverride), get(Sticky), get(Rule), get(Pattern), get(Default), r.model)
+    };
+    // The store beats the default.
+    let r = rt.handle_utterance(&s, ask()).unwrap();
+    assert_eq!(verdict(r), ((Na, None), (Na, None), (Na, None), (Chosen, small()), (Deferred, big()), small()));
+    // A sticky choice beats the store.
+    rt.use_model(&s, Some("big")).unwrap();
+    let r = rt.handle_utterance(&s, ask()).unwrap();
+    assert_eq!(verdict(r), ((Na, None), (Chosen, big()), (Na, None), (Deferred, small()), (Deferred, big()), big()));
+    // An override beats the sticky choice and the store.
+    let r = rt.handle_with_model(&s, ask(), "small").unwrap();
+    let v = verdict(r);
+    assert_eq!((v.0, v.1, v.3.clone(), v.5), ((Chosen, small()), (Deferred, big()), (Deferred, small()), small()));
+    // A rule beats the store ("describe" tags the request `doc` → big).
+    rt.use_model(&s, None).unwrap();
+    let r = rt.handle_utterance(&s, "describe the weather in Oslo for the regatta").unwrap();
+    assert_eq!(verdict(r), ((Na, None), (Na, None), (Chosen, big()), (Deferred, small()), (Deferred, big()), big()));
     rt.shutdown().unwrap();
 }

@@ -119,7 +119,7 @@ catalog! {
     /// `plan.created`
     PlanCreated(PlanCreated) = 6, "plan.created", 1;
     /// `tool.called`
-    ToolCalled(ToolCalled) = 7, "tool.called", 1;
+    ToolCalled(ToolCalled) = 7, "tool.called", 2;
     /// `tool.completed`
     ToolCompleted(ToolCompleted) = 8, "tool.completed", 1;
     /// `llm.call_completed`

@@ -234,8 +234,13 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
         EventKind::PlanCreated => (select(PlannerKind::ALL), opt_text(), steps(), any::<u64>())
             .prop_map(|(planner, model, steps, planner_ms)| PlanCreated { planner, model, steps, planner_ms }.into())
             .boxed(),
-        EventKind::ToolCalled => (any::<u32>(), text(), tool_args(), proptest::option::of(select(RouteLayer::ALL)))
-            .prop_map(|(step, tool, args, served_by)| ToolCalled { step, tool, args, served_by }.into())
+        EventKind::ToolCalled => (
+            (any::<u32>(), text(), tool_args(), proptest::option::of(select(RouteLayer::ALL))),
+            proptest::option::of(select(SideEffectClass::ALL)),
+        )
+            .prop_map(|((step, tool, args, served_by), side_effect)| {
+                ToolCalled { step, tool, args, served_by, side_effect }.into()
+            })
             .boxed(),
         EventKind::ToolCompleted => (any::<u32>(), text(), any::<bool>(), text(), opt_text(), any::<u64>())
             .prop_map(|(step, tool, ok, output, error, duration_ms)| {

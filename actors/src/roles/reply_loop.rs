@@ -207,7 +207,13 @@ impl ReplyLoop {
         run.out.push(derived(
             run.cause,
             ActorKind::ReplyLoop,
-            ToolCalled { step: n, tool: step.tool.clone(), args: step.args.clone(), served_by },
+            ToolCalled {
+                step: n,
+                tool: step.tool.clone(),
+                args: step.args.clone(),
+                served_by,
+                side_effect: self.setup.registry.get(&step.tool).map(|t| t.side_effect()),
+            },
             n,
         ));
         let t0 = Instant::now();

@@ -8,7 +8,7 @@ use crate::codec::{json, DecodeError};
 use crate::event::{Event, EventKind};
 use crate::payloads::{
     FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, RouteDecided, RouteDecidedV1,
-    UtteranceReceived, UtteranceReceivedV1,
+    ToolCalled, ToolCalledV1, UtteranceReceived, UtteranceReceivedV1,
 };
 
 /// Decodes a payload archive of an older schema version.
@@ -34,6 +34,10 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
         (EventKind::RouteDecided, 1) => {
             let v1 = rkyv::from_bytes::<RouteDecidedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
             Ok(Event::RouteDecided(RouteDecided::from(v1)))
+        }
+        (EventKind::ToolCalled, 1) => {
+            let v1 = rkyv::from_bytes::<ToolCalledV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::ToolCalled(ToolCalled::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -64,6 +68,9 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
         (EventKind::RouteDecided, 1) => {
             rkyv::access::<rkyv::Archived<RouteDecidedV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
         }
+        (EventKind::ToolCalled, 1) => {
+            rkyv::access::<rkyv::Archived<ToolCalledV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
+        }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
 }
@@ -90,6 +97,10 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
         (EventKind::RouteDecided, 1) => {
             let v1: RouteDecidedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
             Ok(Event::RouteDecided(RouteDecided::from(v1)))
+        }
+        (EventKind::ToolCalled, 1) => {
+            let v1: ToolCalledV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            Ok(Event::ToolCalled(ToolCalled::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }

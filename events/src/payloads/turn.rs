@@ -2,7 +2,7 @@
 
 use rust_decimal::Decimal;
 
-use super::{ModelOption, PlanStep, QueryEmbedding, RouteLayer, StructuralFeatures, ToolArgs};
+use super::{ModelOption, PlanStep, QueryEmbedding, RouteLayer, SideEffectClass, StructuralFeatures, ToolArgs};
 
 closed_enum! {
     /// Where an utterance came from.
@@ -292,6 +292,32 @@ payload! {
         pub args: ToolArgs,
         /// The fast-path layer that served this step, if one did.
         pub served_by: Option<RouteLayer>,
+        /// (v2) What the tool may do — read, write, execute, network — as
+        /// the tool declares it: the pattern store's `side_effect_classes`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub side_effect: Option<SideEffectClass>,
+    }
+}
+
+payload! {
+    /// `tool.called` schema v1 (before `side_effect`). Never written any
+    /// more; read and upcast to v2.
+    pub struct ToolCalledV1 {
+        /// See [`ToolCalled::step`].
+        pub step: u32,
+        /// See [`ToolCalled::tool`].
+        pub tool: String,
+        /// See [`ToolCalled::args`].
+        #[rkyv(with = crate::remote::ToolArgsDef)]
+        pub args: ToolArgs,
+        /// See [`ToolCalled::served_by`].
+        pub served_by: Option<RouteLayer>,
+    }
+}
+
+impl From<ToolCalledV1> for ToolCalled {
+    fn from(v1: ToolCalledV1) -> Self {
+        ToolCalled { step: v1.step, tool: v1.tool, args: v1.args, served_by: v1.served_by, side_effect: None }
     }
 }
 

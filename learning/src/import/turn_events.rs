@@ -134,6 +134,7 @@ pub fn turn_events(r: &TurnRecord, has_history: bool) -> Vec<Envelope> {
                 tool: step.tool.clone(),
                 args: step.args.clone(),
                 served_by: fast.then_some(layer),
+                side_effect: None,
             },
         );
         b.push(

@@ -57,7 +57,7 @@ impl Default for PatternConfig {
             min_eval_confidence: 0.5,
             k: 10,
             alpha: super::similarity::DEFAULT_ALPHA,
-            min_hybrid_similarity: 0.55,
+            min_hybrid_similarity: 0.5,
         }
     }
 }

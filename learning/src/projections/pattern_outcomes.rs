@@ -11,7 +11,7 @@
 //!
 //! The projection only folds: `pattern.recorded` writes an accumulator,
 //! `pattern.evicted` removes exactly the rows it lists, and the pending
-//! table follows `route.decided` / `turn.completed` / `eval.completed`
+//! table follows `route.decided` / `tool.called` / `turn.completed` / `eval.completed`
 //! until `session.ended`. A session ends once: its turns and its end seen
 //! again (a re-import, a re-delivery) change nothing. What to record, which verdict wins and what to
 //! evict is decided by [`crate::reactors::PatternReactor`], which writes
@@ -422,6 +422,7 @@ impl Projection for PatternOutcomes {
     fn kinds(&self) -> Option<&'static [EventKind]> {
         Some(&[
             EventKind::RouteDecided,
+            EventKind::ToolCalled,
             EventKind::TurnCompleted,
             EventKind::EvalCompleted,
             EventKind::SessionEnded,
@@ -437,6 +438,18 @@ impl Projection for PatternOutcomes {
                     p.features = r.features.clone().normalized();
                     p.workload = r.workload.clone();
                     p.embedding = r.embedding.clone();
+                }
+            }
+            // What a tool may do, as it declares it (live turns; imported
+            // ones carry their features whole).
+            Event::ToolCalled(c) => {
+                if let Some(class) = c.side_effect {
+                    if let Some(p) = self.pending_entry(env) {
+                        if !p.features.side_effect_classes.contains(&class) {
+                            p.features.side_effect_classes.push(class);
+                            p.features = std::mem::take(&mut p.features).normalized();
+                        }
+                    }
                 }
             }
             Event::TurnCompleted(t) => {
