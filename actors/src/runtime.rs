@@ -215,6 +215,7 @@ impl RuntimeBuilder {
             offline,
             tools: tools.clone(),
             offset,
+            dialogue: (config.runtime.dialogue_window_secs, config.runtime.dialogue_max_turns),
         };
         let reply = ReplySetup {
             registry,
@@ -224,6 +225,7 @@ impl RuntimeBuilder {
             chat_timeout: config.llm.timeout(LlmContext::ReplyLoop),
             agentic_max_turns: config.runtime.agentic_max_turns,
             offset,
+            dialogue: (config.runtime.dialogue_window_secs, config.runtime.dialogue_max_turns),
         };
         // The background contexts, each with its model and timeout; the
         // judges only when `[llm]` opts in (a call per turn / utterance).

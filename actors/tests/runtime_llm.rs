@@ -677,3 +677,46 @@ fn failing_background_models_fall_back_to_the_offline_reactors() {
     }
     rt.shutdown().unwrap();
 }
+
+/// Seed 002 #1: the planner and the reply loop see the conversation, so a
+/// follow-up reaches the model with what it follows; a stop starts afresh.
+#[test]
+fn a_follow_up_reaches_the_model_with_the_conversation_before_it() {
+    let server = server(|c| match c {
+        Ctx::Planner => said("[]", (50, 2)),
+        Ctx::ReplyLoop => said("Lisbon.", (60, 2)),
+        Ctx::Summary => said("A chat about Portugal.", (10, 5)),
+        Ctx::Graph => said("[]", (10, 1)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&server));
+    let s = SessionId::new("s-follow-up");
+    rt.handle_utterance(&s, "what is the capital of Portugal?").unwrap();
+    rt.handle_utterance(&s, "and what is its population?").unwrap();
+    let planned = requests(&server, Ctx::Planner);
+    assert_eq!(planned.len(), 2);
+    let first = planned[0].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(!first.contains("Recent conversation"), "nothing before the first turn: {first}");
+    let second = planned[1].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(second.contains("Portugal") && second.contains("Lisbon."), "{second}");
+    assert!(second.ends_with("Request: and what is its population?"), "{second}");
+    // The reply loop gets the exchange as messages, before the request.
+    let replied = requests(&server, Ctx::ReplyLoop);
+    let sent: Vec<(String, String)> = replied[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    assert_eq!(sent[1], ("user".to_owned(), "what is the capital of Portugal?".to_owned()));
+    assert_eq!(sent[2], ("assistant".to_owned(), "Lisbon.".to_owned()));
+    assert_eq!(sent[3], ("user".to_owned(), "and what is its population?".to_owned()));
+    // A stop ends the conversation: the next request comes alone.
+    rt.handle_utterance(&s, "stop").unwrap();
+    rt.handle_utterance(&s, "what is the capital of Spain?").unwrap();
+    let planned = requests(&server, Ctx::Planner);
+    let after_stop = planned.last().unwrap().body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(!after_stop.contains("Portugal"), "{after_stop}");
+    rt.shutdown().unwrap();
+}

@@ -528,11 +528,23 @@ pub struct RuntimeSection {
     /// Routing rules (slot 3 of the chain, above the pattern store's
     /// recommendation): intent tag → model, e.g. `{ doc = "qwen3:32b" }`.
     pub model_rules: BTreeMap<String, String>,
+    /// The conversation the planner and the reply loop see (seed 002 #1):
+    /// a session's exchanges no older than this (a longer pause starts a
+    /// new conversation); 0: none.
+    pub dialogue_window_secs: u64,
+    /// Most exchanges of that conversation per prompt.
+    pub dialogue_max_turns: usize,
 }
 
 impl Default for RuntimeSection {
     fn default() -> Self {
-        RuntimeSection { agentic_max_turns: 8, session_idle_secs: 30 * 60, model_rules: BTreeMap::new() }
+        RuntimeSection {
+            agentic_max_turns: 8,
+            session_idle_secs: 30 * 60,
+            model_rules: BTreeMap::new(),
+            dialogue_window_secs: 300,
+            dialogue_max_turns: 8,
+        }
     }
 }
 

@@ -16,6 +16,7 @@
 //! Every LLM call fails open to the offline logic (seed 002): a failed or
 //! unparseable answer costs the turn nothing but the call's record.
 
+pub mod dialogue;
 pub mod graph;
 pub mod judge;
 pub mod listener;

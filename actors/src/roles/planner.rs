@@ -24,6 +24,7 @@ use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, TurnId};
 
+use super::dialogue::{Dialogue, DIALOGUE_KINDS};
 use crate::bus::Bus;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
@@ -44,6 +45,9 @@ pub struct PlannerSetup {
     pub tools: Arc<Vec<ToolDescription>>,
     /// The user's UTC offset.
     pub offset: FixedOffset,
+    /// The conversation's window and per-prompt cap (`[runtime]
+    /// dialogue_window_secs`, `dialogue_max_turns`).
+    pub dialogue: (u64, usize),
 }
 
 /// The planner's state: each open turn's request.
@@ -53,15 +57,19 @@ pub struct Planner {
     /// Chained turns: the steps the fast path replays first, and the part
     /// of the request left to plan.
     chained: HashMap<TurnId, (Vec<PlanStep>, String)>,
+    /// The sessions' recent exchanges, for the prompt.
+    dialogue: Dialogue,
 }
 
 impl Planner {
     /// A planner with nothing open.
     pub fn new(setup: PlannerSetup) -> Planner {
-        Planner { setup, queries: HashMap::new(), chained: HashMap::new() }
+        let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
+        Planner { setup, queries: HashMap::new(), chained: HashMap::new(), dialogue }
     }
 
     fn fold(&mut self, env: &Envelope) {
+        self.dialogue.observe(env);
         let Some(turn) = env.turn else { return };
         match &env.event {
             // Imported turns were planned when they happened.
@@ -99,9 +107,14 @@ impl Planner {
         let (planner, steps) = match &self.setup.llm {
             Some(client) if model != OFFLINE_MODEL => {
                 let specs = super::llm_specs(&self.setup.tools);
+                // The conversation so far (seed 002 #1), this turn aside.
+                let dialogue = match (&env.session, env.turn) {
+                    (Some(s), Some(t)) => self.dialogue.recent(s, t, env.at),
+                    _ => Vec::new(),
+                };
                 let request = ChatRequest {
                     model: model.clone(),
-                    messages: llm::contexts::planner_messages(&query, &specs, &[], &done),
+                    messages: llm::contexts::planner_messages(&query, &specs, &dialogue, &done),
                     tools: Vec::new(),
                     context: LlmContext::Planner,
                     timeout: self.setup.timeout,
@@ -161,13 +174,16 @@ fn rebase(steps: &mut [PlanStep], by: usize) {
 
 impl Role for Planner {
     fn kinds(&self) -> Option<Vec<EventKind>> {
-        Some(vec![
+        let mut kinds = vec![
             EventKind::IntentJudged,
             EventKind::FastPathHit,
             EventKind::RouteDecided,
             EventKind::PlanCreated,
             EventKind::TurnCompleted,
-        ])
+        ];
+        let more: Vec<EventKind> = DIALOGUE_KINDS.iter().copied().filter(|k| !kinds.contains(k)).collect();
+        kinds.extend(more);
+        Some(kinds)
     }
 
     fn observe(&mut self, env: &Envelope) {

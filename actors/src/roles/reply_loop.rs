@@ -26,6 +26,7 @@ use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use rust_decimal::Decimal;
 
+use super::dialogue::{Dialogue, DIALOGUE_KINDS};
 use crate::bus::Bus;
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::ToolDescription;
@@ -52,6 +53,9 @@ pub struct ReplySetup {
     pub agentic_max_turns: u32,
     /// The user's UTC offset.
     pub offset: FixedOffset,
+    /// The conversation's window and per-prompt cap (`[runtime]
+    /// dialogue_window_secs`, `dialogue_max_turns`).
+    pub dialogue: (u64, usize),
 }
 
 #[derive(Clone, Debug)]
@@ -68,6 +72,8 @@ struct OpenTurn {
 pub struct ReplyLoop {
     setup: ReplySetup,
     turns: HashMap<TurnId, OpenTurn>,
+    /// The sessions' recent exchanges, for the model's prompt.
+    dialogue: Dialogue,
 }
 
 /// A turn's output as it is built.
@@ -88,10 +94,12 @@ struct Run<'a> {
 impl ReplyLoop {
     /// A reply loop with no turn under way.
     pub fn new(setup: ReplySetup) -> ReplyLoop {
-        ReplyLoop { setup, turns: HashMap::new() }
+        let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
+        ReplyLoop { setup, turns: HashMap::new(), dialogue }
     }
 
     fn fold(&mut self, env: &Envelope) {
+        self.dialogue.observe(env);
         let Some(turn) = env.turn else { return };
         match &env.event {
             // Imported turns ran when they happened: never run them again.
@@ -170,7 +178,11 @@ impl ReplyLoop {
         let text = match (&self.setup.llm, agentic) {
             (Some(client), true) => {
                 let client = client.clone();
-                self.agentic(&mut run, &client, model.as_deref().unwrap_or_default(), &open.text, &ctx)
+                let dialogue = match (&env.session, env.turn) {
+                    (Some(s), Some(t)) => self.dialogue.recent(s, t, env.at),
+                    _ => Vec::new(),
+                };
+                self.agentic(&mut run, &client, model.as_deref().unwrap_or_default(), &open.text, &dialogue, &ctx)
             }
             _ => compose(&run.plain, steps.is_empty()),
         };
@@ -265,10 +277,19 @@ impl ReplyLoop {
         client: &Arc<dyn LlmClient>,
         model: &str,
         query: &str,
+        dialogue: &[(String, String)],
         ctx: &ToolContext,
     ) -> String {
         let specs = super::llm_specs(&self.setup.tools);
-        let mut messages = vec![ChatMessage::system(SYSTEM_PROMPT), ChatMessage::user(query.to_owned())];
+        // The conversation so far (seed 002 #1), then this request.
+        let mut messages = vec![ChatMessage::system(SYSTEM_PROMPT)];
+        for (role, text) in dialogue {
+            messages.push(match role.as_str() {
+                "assistant" => ChatMessage::assistant(text.clone()),
+                _ => ChatMessage::user(text.clone()),
+            });
+        }
+        messages.push(ChatMessage::user(query.to_owned()));
         for (step, result) in run.steps_done.iter().zip(&run.results) {
             messages.push(ChatMessage::tool(step.tool.clone(), result.clone()));
         }
@@ -350,14 +371,17 @@ impl Role for ReplyLoop {
     }
 
     fn kinds(&self) -> Option<Vec<EventKind>> {
-        Some(vec![
+        let mut kinds = vec![
             EventKind::UtteranceReceived,
             EventKind::IntentJudged,
             EventKind::PlanCreated,
             EventKind::LlmCallCompleted,
             EventKind::FastPathHit,
             EventKind::TurnCompleted,
-        ])
+        ];
+        let more: Vec<EventKind> = DIALOGUE_KINDS.iter().copied().filter(|k| !kinds.contains(k)).collect();
+        kinds.extend(more);
+        Some(kinds)
     }
 
     fn observe(&mut self, env: &Envelope) {
