@@ -720,3 +720,49 @@ fn a_follow_up_reaches_the_model_with_the_conversation_before_it() {
     assert!(!after_stop.contains("Portugal"), "{after_stop}");
     rt.shutdown().unwrap();
 }
+
+/// Seed 002 #4, the warm profile: what an earlier session taught about the
+/// user (the graph's USER facts, fenced as data) and their standing
+/// directives reach a later session's planner and reply loop.
+#[test]
+fn a_later_session_reaches_the_model_with_what_earlier_ones_taught() {
+    let server = server(|c| match c {
+        Ctx::Planner => said("[]", (50, 2)),
+        Ctx::ReplyLoop => said("Noted.", (60, 2)),
+        Ctx::Summary => said("Ada introduced herself.", (10, 5)),
+        // A graph model that answers nonsense: the rule extractor's facts.
+        Ctx::Graph => said("no idea", (10, 1)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&server));
+    let first = SessionId::new("s-intro");
+    rt.handle_utterance(&first, "my name is Ada and I live in Turin").unwrap();
+    rt.handle_utterance(&first, "always answer briefly").unwrap();
+    rt.end_session(&first).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let facts: Vec<String> = events(&rt)
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::GraphFactAdded(g) => Some(g.fact),
+            _ => None,
+        })
+        .collect();
+    assert!(facts.iter().any(|f| f.contains("Ada")), "{facts:?}");
+    let later = SessionId::new("s-later");
+    rt.handle_utterance(&later, "what is my name?").unwrap();
+    let planned = requests(&server, Ctx::Planner);
+    let prompt = planned.last().unwrap().body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("Ada") && prompt.contains("UNTRUSTED"), "{prompt}");
+    assert!(prompt.contains("answer briefly"), "the directive: {prompt}");
+    let replied = requests(&server, Ctx::ReplyLoop);
+    let system: Vec<String> = replied.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(system.iter().any(|s| s.contains("Ada") && s.contains("answer briefly")), "{system:?}");
+    rt.shutdown().unwrap();
+}

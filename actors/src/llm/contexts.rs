@@ -92,12 +92,14 @@ fn render_dialogue(dialogue: &[(String, String)]) -> String {
 ///
 /// `done`: steps already chosen for this request (a fast-path replay of its
 /// known first part); the model plans only what is left, numbering results
-/// on from them (see [`parse_plan_after`]).
+/// on from them (see [`parse_plan_after`]). `memory`: the warm profile
+/// (what earlier sessions taught about the user), first in the message.
 pub fn planner_messages(
     query: &str,
     tools: &[ToolSpec],
     dialogue: &[(String, String)],
     done: &[PlanStep],
+    memory: Option<&str>,
 ) -> Vec<ChatMessage> {
     let catalogue: Vec<String> =
         tools.iter().map(|t| format!("- {}: {} (arguments: {})", t.name, t.description, t.parameters)).collect();
@@ -109,6 +111,9 @@ pub fn planner_messages(
         catalogue.join("\n")
     );
     let mut user = String::new();
+    if let Some(memory) = memory {
+        user.push_str(&format!("{memory}\n\n"));
+    }
     if !dialogue.is_empty() {
         user.push_str(&format!("Recent conversation:\n{}\n\n", render_dialogue(dialogue)));
     }
@@ -382,7 +387,7 @@ mod tests {
             description: "Weather for a city".into(),
             parameters: json!({"type": "object"}),
         }];
-        let m = planner_messages("and tomorrow?", &tools, &[("user".into(), "weather in Oslo".into())], &[]);
+        let m = planner_messages("and tomorrow?", &tools, &[("user".into(), "weather in Oslo".into())], &[], None);
         assert!(m[0].content.contains("- get_weather: Weather for a city") && m[0].content.contains("\"$0\""));
         assert!(m[1].content.contains("user: weather in Oslo") && m[1].content.ends_with("Request: and tomorrow?"));
     }

@@ -21,6 +21,7 @@ pub mod graph;
 pub mod judge;
 pub mod listener;
 pub mod planner;
+pub mod profile;
 pub mod reply_loop;
 pub mod router;
 pub mod summariser;

@@ -25,6 +25,7 @@ use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, TurnId};
 
 use super::dialogue::{Dialogue, DIALOGUE_KINDS};
+use super::profile::{Profile, PROFILE_KINDS};
 use crate::bus::Bus;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
@@ -59,17 +60,20 @@ pub struct Planner {
     chained: HashMap<TurnId, (Vec<PlanStep>, String)>,
     /// The sessions' recent exchanges, for the prompt.
     dialogue: Dialogue,
+    /// What earlier sessions taught about the user, for the prompt.
+    profile: Profile,
 }
 
 impl Planner {
     /// A planner with nothing open.
     pub fn new(setup: PlannerSetup) -> Planner {
         let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
-        Planner { setup, queries: HashMap::new(), chained: HashMap::new(), dialogue }
+        Planner { setup, queries: HashMap::new(), chained: HashMap::new(), dialogue, profile: Profile::default() }
     }
 
     fn fold(&mut self, env: &Envelope) {
         self.dialogue.observe(env);
+        self.profile.observe(env);
         let Some(turn) = env.turn else { return };
         match &env.event {
             // Imported turns were planned when they happened.
@@ -114,7 +118,13 @@ impl Planner {
                 };
                 let request = ChatRequest {
                     model: model.clone(),
-                    messages: llm::contexts::planner_messages(&query, &specs, &dialogue, &done),
+                    messages: llm::contexts::planner_messages(
+                        &query,
+                        &specs,
+                        &dialogue,
+                        &done,
+                        self.profile.render().as_deref(),
+                    ),
                     tools: Vec::new(),
                     context: LlmContext::Planner,
                     timeout: self.setup.timeout,
@@ -181,7 +191,8 @@ impl Role for Planner {
             EventKind::PlanCreated,
             EventKind::TurnCompleted,
         ];
-        let more: Vec<EventKind> = DIALOGUE_KINDS.iter().copied().filter(|k| !kinds.contains(k)).collect();
+        let more: Vec<EventKind> =
+            DIALOGUE_KINDS.iter().chain(PROFILE_KINDS).copied().filter(|k| !kinds.contains(k)).collect();
         kinds.extend(more);
         Some(kinds)
     }

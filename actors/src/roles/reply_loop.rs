@@ -27,6 +27,7 @@ use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use rust_decimal::Decimal;
 
 use super::dialogue::{Dialogue, DIALOGUE_KINDS};
+use super::profile::{Profile, PROFILE_KINDS};
 use crate::bus::Bus;
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::ToolDescription;
@@ -74,6 +75,8 @@ pub struct ReplyLoop {
     turns: HashMap<TurnId, OpenTurn>,
     /// The sessions' recent exchanges, for the model's prompt.
     dialogue: Dialogue,
+    /// What earlier sessions taught about the user, for the model's prompt.
+    profile: Profile,
 }
 
 /// A turn's output as it is built.
@@ -95,11 +98,12 @@ impl ReplyLoop {
     /// A reply loop with no turn under way.
     pub fn new(setup: ReplySetup) -> ReplyLoop {
         let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
-        ReplyLoop { setup, turns: HashMap::new(), dialogue }
+        ReplyLoop { setup, turns: HashMap::new(), dialogue, profile: Profile::default() }
     }
 
     fn fold(&mut self, env: &Envelope) {
         self.dialogue.observe(env);
+        self.profile.observe(env);
         let Some(turn) = env.turn else { return };
         match &env.event {
             // Imported turns ran when they happened: never run them again.
@@ -281,8 +285,12 @@ impl ReplyLoop {
         ctx: &ToolContext,
     ) -> String {
         let specs = super::llm_specs(&self.setup.tools);
-        // The conversation so far (seed 002 #1), then this request.
+        // What earlier sessions taught (the warm profile), the
+        // conversation so far (seed 002 #1), then this request.
         let mut messages = vec![ChatMessage::system(SYSTEM_PROMPT)];
+        if let Some(memory) = self.profile.render() {
+            messages.push(ChatMessage::system(memory));
+        }
         for (role, text) in dialogue {
             messages.push(match role.as_str() {
                 "assistant" => ChatMessage::assistant(text.clone()),
@@ -379,7 +387,8 @@ impl Role for ReplyLoop {
             EventKind::FastPathHit,
             EventKind::TurnCompleted,
         ];
-        let more: Vec<EventKind> = DIALOGUE_KINDS.iter().copied().filter(|k| !kinds.contains(k)).collect();
+        let more: Vec<EventKind> =
+            DIALOGUE_KINDS.iter().chain(PROFILE_KINDS).copied().filter(|k| !kinds.contains(k)).collect();
         kinds.extend(more);
         Some(kinds)
     }
