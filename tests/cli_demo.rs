@@ -106,14 +106,22 @@ fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
     let unseen = r["unseen"].as_array().unwrap();
     assert_eq!(unseen.len(), 2, "{r}");
     for (u, want) in unseen.iter().zip(["local:words", "local:dates"]) {
-        assert_eq!((u["model"].as_str(), u["chosen_by"].as_str()), (Some(want), Some("pattern")), "{r}");
+        // The store's choice; exploration may still take an unseen turn (a
+        // share of the open ones, by the turn id's draw) — then the chain
+        // says so and keeps the store's answer as deferred.
+        assert_eq!(u["store_recommends"].as_str(), Some(want), "{r}");
+        let chosen_by = u["chosen_by"].as_str().unwrap();
+        assert!(chosen_by == "pattern" || chosen_by == "explore", "{r}");
+        if chosen_by == "pattern" {
+            assert_eq!(u["model"].as_str(), Some(want), "{r}");
+        }
         let turn = routed
             .iter()
             .find(|e| e["kind"] == "utterance.received" && e["payload"]["text"] == u["request"])
             .map(|e| e["turn"].clone())
             .unwrap();
         let decided = routed.iter().find(|e| e["kind"] == "route.decided" && e["turn"] == turn).unwrap();
-        assert_eq!(decided["payload"]["chosen_model"], want, "{decided}");
+        assert_eq!(decided["payload"]["chosen_model"], u["model"], "{decided}");
     }
 
     // The kept dir is where the report says, and it verifies.

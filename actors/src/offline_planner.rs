@@ -35,6 +35,9 @@ pub fn builtin_examples(tool: &str) -> &'static [&'static str] {
         "list_dir" => &["list the files in the folder", "show the directory contents", "what files are in the folder"],
         "read_file" => &["read the file", "show me the contents of the file", "open the file and print it"],
         "undo" => &["undo that", "undo the last action", "revert what you just did"],
+        "recall" => {
+            &["what is my name", "where do I live", "what do you know about me", "come mi chiamo", "dove abito"]
+        }
         _ => &[],
     }
 }

@@ -609,3 +609,20 @@ fn a_reply_the_host_stopped_waiting_for_still_opens_the_hot_window() {
     assert_eq!(judged, [true, true], "no wake word, but the hot window is open");
     rt.shutdown().unwrap();
 }
+
+/// Offline, too (seed 002's memory without a model): what an earlier
+/// session taught answers a later "what is my name?" through `recall`.
+#[test]
+fn offline_a_later_session_recalls_what_an_earlier_one_taught() {
+    let f = fixture();
+    let rt = start(&f);
+    let first = SessionId::new("s-intro-offline");
+    rt.handle_utterance(&first, "my name is Ada").unwrap();
+    rt.end_session(&first).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let later = SessionId::new("s-later-offline");
+    let r = rt.handle_utterance(&later, "what is my name?").unwrap();
+    assert_eq!(r.steps.first().map(|s| s.tool.as_str()), Some("recall"), "{r:?}");
+    assert!(r.text.contains("Ada"), "{r:?}");
+    rt.shutdown().unwrap();
+}

@@ -35,7 +35,7 @@ fn call(r: &ToolRegistry, tool: &str, json: &str) -> Result<ToolOutput, ToolErro
 #[test]
 fn builtins_are_listed_with_specs() {
     let r = registry(vec![]);
-    assert_eq!(r.names(), ["get_date", "get_location", "get_now", "list_dir", "read_file", "undo"]);
+    assert_eq!(r.names(), ["get_date", "get_location", "get_now", "list_dir", "read_file", "recall", "undo"]);
     for (name, description, parameters) in r.specs() {
         assert!(!description.is_empty() && !description.contains('\n'), "{name}: one line");
         assert_eq!(parameters["type"], "object", "{name}");

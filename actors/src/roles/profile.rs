@@ -39,6 +39,15 @@ impl Profile {
         }
     }
 
+    /// The USER facts, one line each (for `recall`).
+    pub fn user_facts(&self) -> Vec<String> {
+        self.graph
+            .iter()
+            .filter(|n| n.branch == GraphBranch::User)
+            .flat_map(|n| n.facts.iter().map(|f| one_line(f)))
+            .collect()
+    }
+
     /// The block for a prompt; `None` when nothing is known yet.
     pub fn render(&self) -> Option<String> {
         let lines = |branch: GraphBranch| -> Vec<String> {

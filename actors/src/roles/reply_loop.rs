@@ -162,7 +162,8 @@ impl ReplyLoop {
             return Vec::new();
         };
         let session = env.session.clone().unwrap_or_else(|| SessionId::new("unknown"));
-        let ctx = ToolContext::new(session, Utc::now().with_timezone(&self.setup.offset));
+        let ctx = ToolContext::new(session, Utc::now().with_timezone(&self.setup.offset))
+            .with_memory(self.profile.user_facts());
         let mut run = Run {
             cause: env,
             out: Vec::new(),

@@ -38,6 +38,7 @@ pub mod fence;
 pub mod files;
 pub mod function;
 pub mod location;
+pub mod memory;
 pub mod undo;
 
 pub use clock::{GetDate, GetNow};
@@ -77,12 +78,21 @@ pub struct ToolContext {
     pub session: SessionId,
     /// The user's local time for this turn.
     pub now: DateTime<FixedOffset>,
+    /// What earlier sessions taught about the user (the knowledge graph's
+    /// USER facts), for `recall`.
+    pub memory: Vec<String>,
 }
 
 impl ToolContext {
     /// A context for `session` at `now`.
     pub fn new(session: SessionId, now: DateTime<FixedOffset>) -> Self {
-        ToolContext { session, now }
+        ToolContext { session, now, memory: Vec::new() }
+    }
+
+    /// The same context knowing `memory` (the user's facts).
+    pub fn with_memory(mut self, memory: Vec<String>) -> Self {
+        self.memory = memory;
+        self
     }
 }
 
@@ -257,7 +267,7 @@ impl ToolRegistry {
     }
 
     /// A registry with every built-in: `get_now`, `get_date`,
-    /// `get_location`, `undo`, `list_dir`, `read_file`. `~` in file paths
+    /// `get_location`, `recall`, `undo`, `list_dir`, `read_file`. `~` in file paths
     /// expands to `$HOME` (still confined to the roots).
     pub fn with_builtins(config: BuiltinConfig) -> Self {
         let mut r = ToolRegistry::new();
@@ -265,6 +275,7 @@ impl ToolRegistry {
         r.register(Arc::new(GetNow));
         r.register(Arc::new(GetDate));
         r.register(Arc::new(GetLocation::new(config.location)));
+        r.register(Arc::new(memory::Recall));
         r.register(Arc::new(Undo::new(r.undo.clone())));
         r.register(Arc::new(ListDir::new(roots.clone())));
         r.register(Arc::new(ReadFile::new(roots)));

@@ -112,6 +112,11 @@ fn answer(stream: TcpStream) -> std::io::Result<()> {
         }
     } else if system.starts_with("You extract lasting facts") {
         "[]".to_owned()
+    } else if system.starts_with("You write the diary entry") {
+        // A stand-in diary entry: the session's first request, as asked.
+        let user = messages.get(1).and_then(|m| m["content"].as_str()).unwrap_or_default();
+        let asked = user.lines().find_map(|l| l.strip_prefix("user: ")).unwrap_or("a question");
+        json!({"summary": format!("The user asked: {asked}"), "topics": ["files", "dates", "demo"]}).to_string()
     } else {
         let said: Vec<&str> =
             messages.iter().filter(|m| m["role"] == "tool").filter_map(|m| m["content"].as_str()).collect();

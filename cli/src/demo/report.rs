@@ -93,6 +93,9 @@ pub struct UnseenRoute {
     /// The chain slot that chose (`pattern`, `explore`, `default`, …).
     pub chosen_by: Option<String>,
     pub confidence: Option<f64>,
+    /// The store's recommendation, whether it took the turn or exploration
+    /// did.
+    pub store_recommends: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -157,11 +160,16 @@ impl Report {
                         }
                         let unseen = env.session.as_ref().is_some_and(|s| s.as_str().contains("unseen"));
                         if let (true, Some(t)) = (unseen, env.turn) {
+                            let store = d.chain.iter().find(|c| {
+                                c.policy == engram::events::payloads::RoutePolicy::Pattern
+                                    && c.verdict != engram::events::payloads::ChainVerdict::NotApplicable
+                            });
                             routing.unseen.push(UnseenRoute {
                                 request: texts.get(&t).cloned().unwrap_or_default(),
                                 model: d.chosen_model.clone(),
                                 chosen_by: chosen.map(|c| c.policy.as_str().to_owned()),
                                 confidence: chosen.and_then(|c| c.confidence),
+                                store_recommends: store.and_then(|c| c.model.clone()),
                             });
                         }
                     }
@@ -320,10 +328,11 @@ impl Report {
             r.models.iter().map(|(m, (turns, good))| format!("{m} {turns} turns, {good} rated good")).collect();
         println!("  {} · {} turns explored", per_model.join(" · "), r.explored);
         for u in &r.unseen {
-            let by = match (u.chosen_by.as_deref(), u.confidence) {
-                (Some("pattern"), Some(c)) => format!("the pattern store (confidence {c:.2})"),
-                (Some(by), _) => by.to_owned(),
-                (None, _) => "-".to_owned(),
+            let by = match (u.chosen_by.as_deref(), u.confidence, &u.store_recommends) {
+                (Some("pattern"), Some(c), _) => format!("the pattern store (confidence {c:.2})"),
+                (Some("explore"), _, Some(m)) => format!("exploration; the store recommends {m}"),
+                (Some(by), _, _) => by.to_owned(),
+                (None, _, _) => "-".to_owned(),
             };
             println!("  unseen {:?} → {} (chosen by {by})", u.request, u.model.as_deref().unwrap_or("-"));
         }
