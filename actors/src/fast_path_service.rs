@@ -153,14 +153,18 @@ impl FastPathService {
 
     /// The decision for `text` said at `now`.
     pub fn route(&self, text: &str, now: chrono::DateTime<chrono::FixedOffset>) -> Result<Decision, FastPathError> {
-        let model = self.embedder.model_id().to_owned();
-        let mut embed = |t: &str| -> Result<Vec<f32>, FastPathError> {
-            match &self.cache {
-                Some(c) => Ok(c.get_or_embed(&model, &[t], |m| self.embedder.embed_batch(m))??.remove(0)),
-                None => Ok(self.embedder.embed(t)?),
+        self.fast_path.route(text, now, &mut |t: &str| self.embed_one(t))
+    }
+
+    /// One text's vector, through the memo when there is one.
+    fn embed_one(&self, text: &str) -> Result<Vec<f32>, FastPathError> {
+        match &self.cache {
+            Some(c) => {
+                let model = self.embedder.model_id();
+                Ok(c.get_or_embed(model, &[text], |m| self.embedder.embed_batch(m))??.remove(0))
             }
-        };
-        self.fast_path.route(text, now, &mut embed)
+            None => Ok(self.embedder.embed(text)?),
+        }
     }
 
     /// The embedding of `text`'s canonical form (values masked), through the
@@ -175,12 +179,7 @@ impl FastPathService {
         if canon.is_empty() {
             return Ok(None);
         }
-        let model = self.embedder.model_id().to_owned();
-        let v = match &self.cache {
-            Some(c) => c.get_or_embed(&model, &[canon.as_str()], |m| self.embedder.embed_batch(m))??.remove(0),
-            None => self.embedder.embed(&canon)?,
-        };
-        Ok(Some(v))
+        self.embed_one(&canon).map(Some)
     }
 
     /// L1 rows and L2 pipelines held.

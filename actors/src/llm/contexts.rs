@@ -132,6 +132,12 @@ pub fn planner_messages(
     vec![ChatMessage::system(system), ChatMessage::user(user)]
 }
 
+/// The step an argument value refers to: `"$N"` is the result of step N
+/// (the planner writes it, the reply loop resolves it).
+pub fn step_ref(value: &Value) -> Option<usize> {
+    value.as_str()?.strip_prefix('$')?.parse().ok()
+}
+
 /// Parses a plan. An unknown tool rejects the whole plan rather than
 /// dropping the step, because later steps refer to results by position
 /// (`"$1"`) and dropping one would rewire them; so does a reference to the
@@ -164,7 +170,7 @@ pub fn parse_plan_after(text: &str, known_tools: &[&str], earlier: usize) -> Res
             Some(_) => return Err(ContextError::Shape(format!("step {i}: \"args\" is not an object"))),
         };
         for value in args.values() {
-            if let Some(r) = value.as_str().and_then(|s| s.strip_prefix('$')).and_then(|n| n.parse::<usize>().ok()) {
+            if let Some(r) = step_ref(value) {
                 if r >= earlier + i {
                     return Err(ContextError::Shape(format!(
                         "step {} refers to ${r}, which is not an earlier step",

@@ -17,7 +17,7 @@ use engram_events::payloads::{LlmContext, LlmOutcome};
 use engram_learning::config::LlmSection;
 
 pub mod contexts;
-mod http;
+pub(crate) mod http;
 pub mod ollama;
 pub mod openai;
 pub mod pricing;

@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use chrono::{DateTime, Duration, Utc};
 use engram_events::{Envelope, Event, EventKind, SessionId, TurnId};
 
+use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;
 
 /// Longest text of one side of a turn in a prompt (characters).
@@ -95,6 +96,15 @@ impl Dialogue {
         }
     }
 
+    /// The conversation before the turn of `env` (a turn's event), as of
+    /// `env`'s time; none for an event of no session or turn.
+    pub fn before(&self, env: &Envelope) -> Vec<(String, String)> {
+        match (&env.session, env.turn) {
+            (Some(s), Some(t)) => self.recent(s, t, env.at),
+            _ => Vec::new(),
+        }
+    }
+
     /// The conversation before `turn` in `session`, as `(role, text)` pairs
     /// oldest first: answered exchanges of the last window before `now`,
     /// contiguous (a gap longer than the window ends a conversation), at
@@ -130,10 +140,7 @@ impl Dialogue {
 
 /// At most [`ENTRY_CHARS`] characters, with an ellipsis when cut.
 fn clip(text: &str) -> String {
-    match text.char_indices().nth(ENTRY_CHARS) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
+    truncate(text, ENTRY_CHARS)
 }
 
 #[cfg(test)]

@@ -39,6 +39,17 @@ use crate::llm::{self, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceT
 use crate::offline_planner::ToolDescription;
 use crate::shell::Role;
 
+/// `kinds` and what a role that prompts a model folds for the prompt's
+/// context (the conversation, the warm profile), each once.
+fn with_prompt_context(mut kinds: Vec<EventKind>) -> Vec<EventKind> {
+    for k in dialogue::DIALOGUE_KINDS.iter().chain(profile::PROFILE_KINDS) {
+        if !kinds.contains(k) {
+            kinds.push(*k);
+        }
+    }
+    kinds
+}
+
 /// A model server set up for one LLM context: which model, under which
 /// timeout, priced how.
 #[derive(Clone)]

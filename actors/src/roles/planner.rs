@@ -24,8 +24,9 @@ use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, TurnId};
 
-use super::dialogue::{Dialogue, DIALOGUE_KINDS};
-use super::profile::{Profile, PROFILE_KINDS};
+use super::dialogue::Dialogue;
+use super::profile::Profile;
+use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
@@ -112,10 +113,7 @@ impl Planner {
             Some(client) if model != OFFLINE_MODEL => {
                 let specs = super::llm_specs(&self.setup.tools);
                 // The conversation so far (seed 002 #1), this turn aside.
-                let dialogue = match (&env.session, env.turn) {
-                    (Some(s), Some(t)) => self.dialogue.recent(s, t, env.at),
-                    _ => Vec::new(),
-                };
+                let dialogue = self.dialogue.before(env);
                 let request = ChatRequest {
                     model: model.clone(),
                     messages: llm::contexts::planner_messages(
@@ -175,7 +173,7 @@ fn rebase(steps: &mut [PlanStep], by: usize) {
     }
     for s in steps {
         for v in s.args.0.values_mut() {
-            if let Some(n) = v.as_str().and_then(|t| t.strip_prefix('$')).and_then(|n| n.parse::<usize>().ok()) {
+            if let Some(n) = llm::contexts::step_ref(v) {
                 *v = serde_json::Value::String(format!("${}", n + by));
             }
         }
@@ -184,17 +182,14 @@ fn rebase(steps: &mut [PlanStep], by: usize) {
 
 impl Role for Planner {
     fn kinds(&self) -> Option<Vec<EventKind>> {
-        let mut kinds = vec![
+        let kinds = vec![
             EventKind::IntentJudged,
             EventKind::FastPathHit,
             EventKind::RouteDecided,
             EventKind::PlanCreated,
             EventKind::TurnCompleted,
         ];
-        let more: Vec<EventKind> =
-            DIALOGUE_KINDS.iter().chain(PROFILE_KINDS).copied().filter(|k| !kinds.contains(k)).collect();
-        kinds.extend(more);
-        Some(kinds)
+        Some(with_prompt_context(kinds))
     }
 
     fn observe(&mut self, env: &Envelope) {

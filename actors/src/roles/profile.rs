@@ -15,6 +15,7 @@ use engram_events::{Envelope, EventKind};
 use engram_learning::projections::Graph;
 use engram_storage::projector::Projection;
 
+use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;
 
 /// The kinds a role folds for its [`Profile`].
@@ -83,10 +84,7 @@ impl Profile {
 /// One line of at most [`FACT_CHARS`] characters, control characters out.
 fn one_line(text: &str) -> String {
     let flat: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    match flat.char_indices().nth(FACT_CHARS) {
-        Some((i, _)) => format!("{}…", &flat[..i]),
-        None => flat,
-    }
+    truncate(&flat, FACT_CHARS)
 }
 
 #[cfg(test)]

@@ -26,9 +26,11 @@ use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use rust_decimal::Decimal;
 
-use super::dialogue::{Dialogue, DIALOGUE_KINDS};
-use super::profile::{Profile, PROFILE_KINDS};
+use super::dialogue::Dialogue;
+use super::profile::Profile;
+use super::with_prompt_context;
 use crate::bus::Bus;
+use crate::llm::http::truncate;
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::ToolDescription;
 use crate::shell::Role;
@@ -183,10 +185,7 @@ impl ReplyLoop {
         let text = match (&self.setup.llm, agentic) {
             (Some(client), true) => {
                 let client = client.clone();
-                let dialogue = match (&env.session, env.turn) {
-                    (Some(s), Some(t)) => self.dialogue.recent(s, t, env.at),
-                    _ => Vec::new(),
-                };
+                let dialogue = self.dialogue.before(env);
                 self.agentic(&mut run, &client, model.as_deref().unwrap_or_default(), &open.text, &dialogue, &ctx)
             }
             _ => compose(&run.plain, steps.is_empty()),
@@ -356,17 +355,10 @@ fn compose(results: &[String], no_plan: bool) -> String {
     results.join("\n")
 }
 
-fn truncate(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
-    }
-}
-
 /// Replaces argument values `"$N"` with the result of step N.
 fn resolve_references(args: &mut ToolArgs, results: &[String]) {
     for v in args.0.values_mut() {
-        if let Some(n) = v.as_str().and_then(|s| s.strip_prefix('$')).and_then(|n| n.parse::<usize>().ok()) {
+        if let Some(n) = crate::llm::contexts::step_ref(v) {
             if let Some(r) = results.get(n) {
                 *v = serde_json::Value::String(r.clone());
             }
@@ -380,7 +372,7 @@ impl Role for ReplyLoop {
     }
 
     fn kinds(&self) -> Option<Vec<EventKind>> {
-        let mut kinds = vec![
+        let kinds = vec![
             EventKind::UtteranceReceived,
             EventKind::IntentJudged,
             EventKind::PlanCreated,
@@ -388,10 +380,7 @@ impl Role for ReplyLoop {
             EventKind::FastPathHit,
             EventKind::TurnCompleted,
         ];
-        let more: Vec<EventKind> =
-            DIALOGUE_KINDS.iter().chain(PROFILE_KINDS).copied().filter(|k| !kinds.contains(k)).collect();
-        kinds.extend(more);
-        Some(kinds)
+        Some(with_prompt_context(kinds))
     }
 
     fn observe(&mut self, env: &Envelope) {

@@ -70,10 +70,7 @@ impl FastPathReactor {
         if canonical.is_empty() {
             return Vec::new();
         }
-        let templated: Vec<PlanStep> = steps
-            .iter()
-            .map(|s| PlanStep { tool: s.tool.clone(), args: placeholder::templatize(&s.args, &ex) })
-            .collect();
+        let templated = templated(steps, &ex);
         let mut out = Vec::new();
         if templated.len() == 1 && matches!(layer, RouteLayer::Planner | RouteLayer::L1) {
             let step = &templated[0];
@@ -90,10 +87,7 @@ impl FastPathReactor {
     /// pipeline.
     fn on_prefix(&self, env: &Envelope, text: &str, prefix: &str, steps: &[PlanStep]) -> Vec<Envelope> {
         let (_, ex) = canonical(text, env.at.with_timezone(&self.offset));
-        let templated: Vec<PlanStep> = steps
-            .iter()
-            .map(|s| PlanStep { tool: s.tool.clone(), args: placeholder::templatize(&s.args, &ex) })
-            .collect();
+        let templated = templated(steps, &ex);
         if templated.len() < 2 {
             return Vec::new();
         }
@@ -130,6 +124,12 @@ impl FastPathReactor {
             })
             .collect()
     }
+}
+
+/// The steps with the request's values in their arguments turned into
+/// placeholders (`{path}`): what a learnt row remembers.
+fn templated(steps: &[PlanStep], ex: &crate::fast_path::Extracted) -> Vec<PlanStep> {
+    steps.iter().map(|s| PlanStep { tool: s.tool.clone(), args: placeholder::templatize(&s.args, ex) }).collect()
 }
 
 impl Reactor for FastPathReactor {
