@@ -245,6 +245,93 @@ fn exploration_gives_an_unseen_candidate_evidence_then_stops() {
     rt.shutdown().unwrap();
 }
 
+/// What a turn runs depends on the model that planned it: here `big`
+/// saves a note (a write, under `~/notes`) beside the weather lookup that
+/// `small` makes. Recorded, the two models' turns of one kind get different
+/// fingerprints; a route-time query cannot know the tools yet and must not
+/// count them as a mismatch — otherwise `big`'s samples look like another
+/// kind of request (below the hybrid floor for a differently worded ask)
+/// and exploration never stops there.
+#[test]
+fn exploration_stops_when_the_explored_model_runs_other_tools() {
+    let planner = |req: &Recorded| {
+        let model = req.body["model"].as_str().unwrap_or_default();
+        if model == "big" {
+            said(
+                r#"[{"tool": "get_weather", "args": {"city": "Oslo"}},
+                    {"tool": "save_note", "args": {"path": "~/notes/weather.txt"}}]"#,
+            )
+        } else {
+            said(r#"[{"tool": "get_weather", "args": {"city": "Oslo"}}]"#)
+        }
+    };
+    let respond = move |req: &Recorded| {
+        let system = req.body["messages"][0]["content"].as_str().unwrap_or_default();
+        if system.starts_with("You plan which tools") {
+            planner(req)
+        } else if system.starts_with("You extract lasting facts") {
+            said("[]")
+        } else {
+            said("Mild in Oslo, noted.")
+        }
+    };
+    let (a, b) = (Server::respond_with(respond), Server::respond_with(respond));
+    let dir = tempfile::tempdir().unwrap();
+    let note = FnTool::new("save_note", "Save a note to a file", |_args, _ctx| Ok(ToolOutput::trusted("saved")))
+        .with_arg("path", "the file")
+        .with_side_effect(engram_events::payloads::SideEffectClass::Write);
+    let rt = Runtime::builder()
+        .data_dir(dir.path())
+        .config(config(&a, &b, 1.0))
+        .embedder(embedder())
+        .tool(weather())
+        .tool(Arc::new(note))
+        .turn_timeout(Duration::from_secs(30))
+        .start()
+        .unwrap();
+    // One kind of request (the `weather` tag alone), worded apart.
+    let asks = [
+        "what's the weather like in Oslo",
+        "umbrella needed?",
+        "is it raining",
+        "temperature outside",
+        "forecast for the Lofoten islands",
+        "any rain expected on my way back",
+        "weather check",
+    ];
+    let min = Config::default().pattern.min_sample_size as usize;
+    let mut explored = Vec::new();
+    for (i, ask) in asks.iter().enumerate() {
+        let s = SessionId::new(format!("s-tools-{i}"));
+        let r = rt.handle_utterance(&s, ask).unwrap();
+        assert!(r.tools_ok, "{ask}: {r:?}");
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+        rt.end_session(&s).unwrap();
+        assert!(rt.settle(Duration::from_secs(10)));
+        let d = route_of(&rt, r.turn);
+        assert_eq!(d.features.intent_tags, ["weather"], "{ask}");
+        let slot = |p| d.chain.iter().find(|c| c.policy == p).unwrap().verdict;
+        explored.push((slot(RoutePolicy::Explore), slot(RoutePolicy::Pattern), d.chosen_model.clone().unwrap()));
+    }
+    // The recorded fingerprints do carry what the turn ran.
+    let recorded: Vec<Vec<String>> = rt
+        .log()
+        .read_from(Seq(1))
+        .map(|e| e.unwrap())
+        .filter_map(|e| match e.event {
+            Event::PatternRecorded(p) => p.features.map(|f| f.tool_names),
+            _ => None,
+        })
+        .collect();
+    assert!(recorded.iter().all(|t| t == &["get_weather", "save_note"]), "{recorded:?}");
+    use ChainVerdict::{Chosen, NotApplicable as Na};
+    let want: Vec<(ChainVerdict, ChainVerdict, String)> = (0..asks.len())
+        .map(|i| if i < min { (Chosen, Na, "big".into()) } else { (Na, Chosen, "big".into()) })
+        .collect();
+    assert_eq!(explored, want);
+    rt.shutdown().unwrap();
+}
+
 /// Two candidates, each wrong on one kind of request: `small` (the
 /// default, cheap) plans the weather right and the file size wrong, `big`
 /// the other way round. The user says `:good` / `:bad` as the replies come.
@@ -407,7 +494,8 @@ fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
         }
         let Some((route, d)) = routes.get(&env.id) else { continue };
         let fp = Fingerprint::structural(d.features.clone().normalized())
-            .with_embedding(d.embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())));
+            .with_embedding(d.embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())))
+            .at_route();
         let rec = store.recommend_among(&fp, &pattern, |m| candidates.iter().any(|c| c == m));
         let want = exploration(route.turn.unwrap(), &rec, &exploring).map(|(m, _)| m);
         let logged = d.chain.iter().find(|c| c.policy == RoutePolicy::Explore).unwrap();

@@ -98,7 +98,9 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
             let mut fps: Vec<_> = store.fingerprints().collect();
             fps.sort_by_key(|(id, row)| (row.first_seq, *id));
             for (id, row) in fps {
-                let rec = store.recommend(&row.fingerprint(), &config);
+                // What a route-time query of this shape sees: the rows of
+                // its kind whatever tools their models went on to run.
+                let rec = store.recommend(&row.fingerprint().at_route(), &config);
                 if opts.json {
                     output::print_json(&json!({
                         "fingerprint_id": id.to_string(),

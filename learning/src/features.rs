@@ -86,6 +86,30 @@ pub fn for_turn_with(
     .normalized()
 }
 
+/// The top-level dirs the steps' path arguments touch (seed 001
+/// `file_path_buckets`): `~/docs/a.txt` → `~/docs`, `/etc/hosts` → `/etc`,
+/// `~/a.txt` → `~`. A step's result reference (`$0`) is no path.
+pub fn path_buckets(steps: &[PlanStep]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for value in steps.iter().flat_map(|s| s.args.0.values()) {
+        let Some(path) = value.as_str() else { continue };
+        let (root, rest) = match path {
+            p if p.starts_with("~/") => ("~", &p[2..]),
+            p if p.starts_with('/') => ("", &p[1..]),
+            _ => continue,
+        };
+        let bucket = match rest.split_once('/') {
+            Some((dir, _)) if !dir.is_empty() => format!("{root}/{dir}"),
+            _ if root.is_empty() => continue,
+            _ => root.to_owned(),
+        };
+        out.push(bucket);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// `report.pdf` → `.pdf`; URLs' hosts (`example.org`) are not files.
 fn extension_of(token: &str) -> Option<String> {
     if token.contains("://") && token.matches('/').count() < 3 {
@@ -113,6 +137,17 @@ mod tests {
         assert_eq!(for_turn("book the flight", &[], false).intent_tags, Vec::<String>::new());
     }
 
+    #[test]
+    fn path_buckets_are_the_top_level_dirs_touched() {
+        let step = |path: &str| PlanStep {
+            tool: "read_file".into(),
+            args: engram_events::payloads::ToolArgs::from_json(&format!(r#"{{"path":"{path}","n":"$0"}}"#)).unwrap(),
+        };
+        let steps =
+            [step("~/docs/a.txt"), step("/etc/hosts"), step("~/b.txt"), step("~/docs/c/d.md"), step("notes.txt")];
+        assert_eq!(path_buckets(&steps), ["/etc", "~", "~/docs"]);
+        assert!(path_buckets(&[]).is_empty());
+    }
     use engram_events::payloads::ToolArgs;
 
     #[test]

@@ -251,8 +251,11 @@ impl Router {
         } else {
             None
         };
+        // A route-time query: what the turn will run is not known yet, and
+        // the store's similarity skips it (seed 001 §5.3 renormalised).
         let fingerprint = Fingerprint::structural(features.clone().normalized())
-            .with_embedding(embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())));
+            .with_embedding(embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())))
+            .at_route();
         let mut matched = None;
         let pattern = self.setup.config.pattern.config();
         // Only a candidate can be routed to (the store may know models from

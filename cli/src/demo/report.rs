@@ -233,7 +233,7 @@ impl Report {
             .collect();
         let config = Config::default();
         let store = projector.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default();
-        let fp = Fingerprint::structural(features::for_turn(RECOMMEND_FOR, &[], false).normalized());
+        let fp = Fingerprint::structural(features::for_turn(RECOMMEND_FOR, &[], false).normalized()).at_route();
         let rec = store.recommend(&fp, &config.pattern.config());
         let best = rec.alternatives.first();
         let data_dir = data.display().to_string();

@@ -36,6 +36,27 @@ impl Embedding {
     }
 }
 
+/// How much of a turn its features can know.
+///
+/// A turn is routed *before* it runs: the tools the model will call, what
+/// they may change and the directories they touch are unknown then, and
+/// they depend on the model chosen (a wrong model runs another tool). A
+/// turn is recorded *after*: all of it is known. A route-time query must
+/// not count those fields as mismatches against recorded rows — that would
+/// file one kind of request under a different cluster per model, and an
+/// explored candidate's samples would never be seen by the next query of
+/// the same kind. So similarity skips the run-time fields whenever either
+/// side is [`Stage::Route`] (see [`super::similarity::structural_at`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Before planning: intent tags, file extensions, token bucket and
+    /// images are known; tools, side effects and path buckets are not.
+    Route,
+    /// After the turn ran (and every imported record): all fields known.
+    #[default]
+    Recorded,
+}
+
 /// A turn's fingerprint: structural features, the caller's workload tag,
 /// and (v2) an embedding.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -46,12 +67,23 @@ pub struct Fingerprint {
     pub workload: Option<String>,
     /// The request's embedding (hybrid fingerprints only).
     pub embedding: Option<Embedding>,
+    /// What the features can know; not part of the identity (a route-time
+    /// shape and a recorded one with no run-time fields are the same shape).
+    pub stage: Stage,
 }
 
 impl Fingerprint {
     /// A v1 structural fingerprint (features are normalized here).
     pub fn structural(features: StructuralFeatures) -> Self {
-        Fingerprint { features: features.normalized(), workload: None, embedding: None }
+        Fingerprint { features: features.normalized(), workload: None, embedding: None, stage: Stage::Recorded }
+    }
+
+    /// The same fingerprint as a route-time query: its run-time fields
+    /// (tools, side effects, path buckets) are not yet known and are
+    /// skipped by similarity, whatever they hold.
+    pub fn at_route(mut self) -> Self {
+        self.stage = Stage::Route;
+        self
     }
 
     /// The same fingerprint with a workload tag.

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use engram_events::payloads::StructuralFeatures;
 use engram_events::FingerprintId;
 
-use super::fingerprint::{Embedding, Fingerprint};
+use super::fingerprint::{Embedding, Fingerprint, Stage};
 use super::similarity::{self, jaccard_of_counts};
 use engram_vector::distance::Kernel;
 
@@ -41,6 +41,10 @@ const WEIGHTS: [f64; SETS] = [
 
 /// Number of set-valued features.
 const SETS: usize = 5;
+
+/// The sets a turn knows only once it ran (tools, path buckets, side
+/// effects), skipped at [`Stage::Route`].
+const RUN_TIME: [bool; SETS] = [false, false, true, true, true];
 
 /// One neighbouring outcome row.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +104,9 @@ pub struct KnnIndex {
     slots: Vec<Slot>,
     by_id: HashMap<FingerprintId, u32>,
     arenas: Vec<Arena>,
+    /// Slots holding a route-time fingerprint (rows are recorded ones, so
+    /// normally none): scored by the reference under a recorded query.
+    route_slots: Vec<u32>,
     dead: usize,
     outcomes: usize,
 }
@@ -119,6 +126,7 @@ impl Default for KnnIndex {
             slots: Vec::new(),
             by_id: HashMap::new(),
             arenas: Vec::new(),
+            route_slots: Vec::new(),
             dead: 0,
             outcomes: 0,
         }
@@ -223,6 +231,9 @@ impl KnnIndex {
             self.arenas[arena].data.extend_from_slice(&e.vector);
             self.arenas[arena].slots.push(slot as u32);
         }
+        if fp.stage == Stage::Route {
+            self.route_slots.push(slot as u32);
+        }
         self.slots.push(Slot { id, alive: true, models: Vec::new(), fingerprint: fp });
         self.by_id.insert(id, slot as u32);
         slot
@@ -305,8 +316,14 @@ impl KnnIndex {
         // bit the reference's. A Jaccard depends only on (intersection,
         // slot's set size) once the query is fixed: a small table per query
         // replaces five divisions per slot.
+        // A route-time query skips the run-time sets and renormalises, as
+        // `similarity::combine_route` does, in the same order.
+        let at_route = query.stage == Stage::Route;
         let mut sims = vec![0f64; n];
         for f in 0..SETS {
+            if at_route && RUN_TIME[f] {
+                continue;
+            }
             let (stride, bits, counts) = (self.strides[f], &self.bits[f], &self.counts[f]);
             let qb = &qbits[f];
             let known: usize = qb.iter().map(|w| w.count_ones() as usize).sum();
@@ -345,6 +362,14 @@ impl KnnIndex {
         for (slot, sim) in sims.iter_mut().enumerate() {
             *sim += if self.tokens[slot] == qt { similarity::W_TOKENS } else { 0.0 };
             *sim += if self.images[slot] == qi { similarity::W_IMAGES } else { 0.0 };
+        }
+        if at_route {
+            sims.iter_mut().for_each(|s| *s /= similarity::W_ROUTE);
+        } else {
+            for &slot in &self.route_slots {
+                let fp = &self.slots[slot as usize].fingerprint;
+                sims[slot as usize] = similarity::structural_at(&query.features, &fp.features, Stage::Route);
+            }
         }
         if let Some(e) = &query.embedding {
             if let Some(arena) = self.arenas.iter().find(|a| a.provider == e.provider && a.dim == e.vector.len()) {
@@ -419,6 +444,7 @@ mod tests {
             buckets in 0u32..8, se in 0u32..16, tok in 0u8..4, img: bool,
             workload in proptest::option::of(0u8..3),
             emb in proptest::option::of(proptest::collection::vec(-1.0f32..1.0, dim)),
+            route in proptest::bool::weighted(0.25),
         ) -> Fingerprint {
             // 90 tool names: more than one u64 word per set.
             let f = StructuralFeatures {
@@ -431,9 +457,10 @@ mod tests {
                 has_images: img,
                 has_tool_calls_in_history: false,
             };
-            Fingerprint::structural(f)
+            let fp = Fingerprint::structural(f)
                 .with_workload(workload.map(|w| format!("w{w}")))
-                .with_embedding(emb.map(|v| unit(if dim == 4 { "p4" } else { "p3" }, v)))
+                .with_embedding(emb.map(|v| unit(if dim == 4 { "p4" } else { "p3" }, v)));
+            if route { fp.at_route() } else { fp }
         }
     }
 

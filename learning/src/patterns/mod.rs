@@ -20,7 +20,7 @@ pub mod outcome;
 pub mod recommend;
 pub mod similarity;
 
-pub use fingerprint::{Embedding, Fingerprint};
+pub use fingerprint::{Embedding, Fingerprint, Stage};
 pub use knn::{KnnIndex, Neighbor};
 pub use outcome::OutcomeRow;
 pub use recommend::{PatternConfig, Recommendation};

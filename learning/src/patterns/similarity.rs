@@ -8,7 +8,7 @@
 
 use engram_events::payloads::StructuralFeatures;
 
-use super::fingerprint::Fingerprint;
+use super::fingerprint::{Fingerprint, Stage};
 
 /// Weight of the intent tags in the structural score.
 pub const W_INTENT: f64 = 0.30;
@@ -29,6 +29,10 @@ pub const W_IMAGES: f64 = 0.05;
 pub const WORKLOAD_BLEND: f64 = 0.85;
 /// Default weight of the cosine term in a v2 hybrid score (§16.5).
 pub const DEFAULT_ALPHA: f64 = 0.6;
+/// The weights of the fields known at route time (intent tags, extensions,
+/// token bucket, images): the divisor that renormalises a route-time score
+/// to `[0, 1]` once the run-time fields are skipped.
+pub const W_ROUTE: f64 = W_INTENT + W_EXTENSIONS + W_TOKENS + W_IMAGES;
 
 /// Jaccard overlap of two sorted, de-duplicated slices; two empty sets
 /// match (0/0 → 1), one empty side scores 0.
@@ -65,6 +69,22 @@ pub fn jaccard_of_counts(inter: usize, a: usize, b: usize) -> f64 {
 
 /// The v1 weighted-Jaccard score of two *normalized* feature sets (§5.3).
 pub fn structural(a: &StructuralFeatures, b: &StructuralFeatures) -> f64 {
+    structural_at(a, b, Stage::Recorded)
+}
+
+/// The structural score at a stage: [`Stage::Recorded`] is seed 001 §5.3
+/// as written; [`Stage::Route`] skips the fields a turn knows only once it
+/// ran (tools, path buckets, side effects) and divides by the weight of the
+/// rest ([`W_ROUTE`]), so a route-time query scores a recorded row of its
+/// own kind 1.0 whatever that row's model went on to run.
+pub fn structural_at(a: &StructuralFeatures, b: &StructuralFeatures, stage: Stage) -> f64 {
+    if stage == Stage::Route {
+        return combine_route(
+            [jaccard(&a.intent_tags, &b.intent_tags), jaccard(&a.file_extensions, &b.file_extensions)],
+            a.estimated_input_tokens_bucket == b.estimated_input_tokens_bucket,
+            a.has_images == b.has_images,
+        );
+    }
     combine_structural(
         [
             jaccard(&a.intent_tags, &b.intent_tags),
@@ -91,6 +111,30 @@ pub fn combine_structural(sets: [f64; 5], same_tokens: bool, same_images: bool) 
         + if same_images { W_IMAGES } else { 0.0 }
 }
 
+/// The route-time weighted sum, from the two set overlaps known before
+/// planning (intent tags, extensions) and the two equalities, renormalised
+/// by [`W_ROUTE`]. Summed in the same order as [`combine_structural`] so
+/// the K-NN index reproduces it bit for bit.
+#[inline]
+pub fn combine_route(sets: [f64; 2], same_tokens: bool, same_images: bool) -> f64 {
+    (W_INTENT * sets[0]
+        + W_EXTENSIONS * sets[1]
+        + if same_tokens { W_TOKENS } else { 0.0 }
+        + if same_images { W_IMAGES } else { 0.0 })
+        / W_ROUTE
+}
+
+/// The stage two fingerprints can be compared at: [`Stage::Route`] when
+/// either side is a route-time query.
+#[inline]
+pub fn common_stage(a: Stage, b: Stage) -> Stage {
+    if a == Stage::Route || b == Stage::Route {
+        Stage::Route
+    } else {
+        Stage::Recorded
+    }
+}
+
 /// Cosine of two vectors of equal length (a dot product: providers
 /// L2-normalise). `None` when the lengths differ.
 pub fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
@@ -113,12 +157,12 @@ pub fn with_workload(same_workload: Option<bool>, base: f64) -> f64 {
     }
 }
 
-/// The full similarity of two fingerprints: structural, blended with the
-/// cosine when both carry an embedding of the same provider and dimension
-/// (otherwise the structural score alone — the mixed-version fallback), and
-/// the workload partition on top.
+/// The full similarity of two fingerprints: structural (at their common
+/// [`Stage`]), blended with the cosine when both carry an embedding of the
+/// same provider and dimension (otherwise the structural score alone — the
+/// mixed-version fallback), and the workload partition on top.
 pub fn similarity(a: &Fingerprint, b: &Fingerprint, alpha: f64) -> f64 {
-    let s = structural(&a.features, &b.features);
+    let s = structural_at(&a.features, &b.features, common_stage(a.stage, b.stage));
     let base = match (&a.embedding, &b.embedding) {
         (Some(x), Some(y)) if x.comparable(y) => blend(alpha, cosine(&x.vector, &y.vector).unwrap_or(0.0), s),
         _ => s,
@@ -222,6 +266,38 @@ mod tests {
         assert_eq!(blend(1.0, 0.8, 0.4), 0.8);
         // Same workload, cosine 0 and Jaccard 0: still ≥ 0.85.
         assert!(with_workload(Some(true), blend(0.6, 0.0, 0.0)) >= WORKLOAD_BLEND);
+    }
+
+    #[test]
+    fn route_time_skips_run_time_fields_and_renormalises() {
+        assert!((W_ROUTE - 0.65).abs() < 1e-12);
+        // One kind of request, recorded after two models ran different
+        // tools: a full comparison tells them apart, a route-time query
+        // (which cannot know the tools) scores both 1.0.
+        let mut small = fp(&["time"], &[]);
+        small.features.tool_names = vec!["clock".into()];
+        small.features.side_effect_classes = vec![SideEffectClass::Read];
+        let mut big = fp(&["time"], &[]);
+        big.features.tool_names = vec!["shell".into()];
+        big.features.file_path_buckets = vec!["~".into()];
+        big.features.side_effect_classes = vec![SideEffectClass::Execute];
+        assert!((similarity(&small, &big, DEFAULT_ALPHA) - 0.65).abs() < 1e-12);
+        let query = fp(&["time"], &[]).at_route();
+        assert_eq!(similarity(&query, &small, DEFAULT_ALPHA), 1.0);
+        assert_eq!(similarity(&query, &big, DEFAULT_ALPHA), 1.0);
+        // Symmetric, and whatever the query's own run-time fields hold.
+        assert_eq!(similarity(&big, &query, DEFAULT_ALPHA), 1.0);
+        let mut noisy = query.clone();
+        noisy.features.tool_names = vec!["other".into()];
+        assert_eq!(similarity(&noisy, &small, DEFAULT_ALPHA), 1.0);
+        // The known fields keep their relative weights: disjoint intent
+        // tags lose 0.30 / 0.65, disjoint extensions 0.20 / 0.65.
+        let other = fp(&["weather"], &[]).at_route();
+        assert!((similarity(&other, &small, DEFAULT_ALPHA) - 0.35 / 0.65).abs() < 1e-12);
+        let ext = fp(&["time"], &[".txt"]).at_route();
+        assert!((similarity(&ext, &small, DEFAULT_ALPHA) - 0.45 / 0.65).abs() < 1e-12);
+        // The identity ignores the stage.
+        assert_eq!(query.id(), fp(&["time"], &[]).id());
     }
 
     fn emb(provider: &str, v: &[f32]) -> Option<Embedding> {

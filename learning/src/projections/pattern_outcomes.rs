@@ -11,7 +11,7 @@
 //!
 //! The projection only folds: `pattern.recorded` writes an accumulator,
 //! `pattern.evicted` removes exactly the rows it lists, and the pending
-//! table follows `route.decided` / `turn.completed` / `eval.completed`
+//! table follows `route.decided` / `tool.called` / `turn.completed` / `eval.completed`
 //! until `session.ended`. A session ends once: its turns and its end seen
 //! again (a re-import, a re-delivery) change nothing. What to record, which verdict wins and what to
 //! evict is decided by [`crate::reactors::PatternReactor`], which writes
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use ulid::Ulid;
 
 use crate::patterns::recommend::score_cluster;
-use crate::patterns::{Embedding, Fingerprint, KnnIndex, Neighbor, OutcomeRow, PatternConfig, Recommendation};
+use crate::patterns::{Embedding, Fingerprint, KnnIndex, Neighbor, OutcomeRow, PatternConfig, Recommendation, Stage};
 use engram_storage::projector::{load_tables, Projection, Row, Table, TableRows};
 
 /// A stored fingerprint.
@@ -59,6 +59,7 @@ impl FingerprintRow {
             features: self.features.clone(),
             workload: self.workload.clone(),
             embedding: self.embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())),
+            stage: Stage::Recorded,
         }
     }
 }
@@ -422,6 +423,7 @@ impl Projection for PatternOutcomes {
     fn kinds(&self) -> Option<&'static [EventKind]> {
         Some(&[
             EventKind::RouteDecided,
+            EventKind::ToolCalled,
             EventKind::TurnCompleted,
             EventKind::EvalCompleted,
             EventKind::SessionEnded,
@@ -439,15 +441,33 @@ impl Projection for PatternOutcomes {
                     p.embedding = r.embedding.clone();
                 }
             }
+            // What a tool may do, as it declares it (live turns; imported
+            // ones carry their features whole).
+            Event::ToolCalled(c) => {
+                if let Some(class) = c.side_effect {
+                    if let Some(p) = self.pending_entry(env) {
+                        if !p.features.side_effect_classes.contains(&class) {
+                            p.features.side_effect_classes.push(class);
+                            p.features = std::mem::take(&mut p.features).normalized();
+                        }
+                    }
+                }
+            }
             Event::TurnCompleted(t) => {
                 if let Some(p) = self.pending_entry(env) {
-                    // The fingerprint stays what was known at route time:
-                    // what the turn then ran depends on the model that
-                    // planned it (a wrong model runs another tool), and
-                    // folding that in would file one kind of request under
-                    // a different fingerprint per model — an explored
-                    // candidate's samples would never meet the route-time
-                    // query again (docs/patterns.md).
+                    // What the turn did, known only now: a planner turn's
+                    // route had no steps to name its tools or the dirs
+                    // they touched. Two models may run different tools for
+                    // one kind of request and so record two fingerprints;
+                    // a route-time query skips these fields
+                    // (`Stage::Route`) and meets both alike.
+                    if p.features.tool_names.is_empty() && !t.steps.is_empty() {
+                        p.features.tool_names = t.steps.iter().map(|s| s.tool.clone()).collect();
+                        if p.features.file_path_buckets.is_empty() {
+                            p.features.file_path_buckets = crate::features::path_buckets(&t.steps);
+                        }
+                        p.features = std::mem::take(&mut p.features).normalized();
+                    }
                     p.model = t.model.clone();
                     p.completed = true;
                     p.cost_usd = t.cost_usd;
