@@ -85,6 +85,19 @@ fn index() -> Box<dyn VectorSearch> {
     Box::<Rows>::default()
 }
 
+/// One text's vector, through the memo (the embedding cache) when there is
+/// one: what the fast path and the diary's recall both embed with.
+pub fn embed_text(
+    embedder: &dyn Embedder,
+    cache: Option<&EmbeddingCache>,
+    text: &str,
+) -> Result<Vec<f32>, FastPathError> {
+    match cache {
+        Some(c) => Ok(c.get_or_embed(embedder.model_id(), &[text], |m| embedder.embed_batch(m))??.remove(0)),
+        None => Ok(embedder.embed(text)?),
+    }
+}
+
 /// Embeds a batch through the memo (when there is one), recording a
 /// failure in `failure` for the caller to return.
 fn memo_embed<'a>(
@@ -158,13 +171,7 @@ impl FastPathService {
 
     /// One text's vector, through the memo when there is one.
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, FastPathError> {
-        match &self.cache {
-            Some(c) => {
-                let model = self.embedder.model_id();
-                Ok(c.get_or_embed(model, &[text], |m| self.embedder.embed_batch(m))??.remove(0))
-            }
-            None => Ok(self.embedder.embed(text)?),
-        }
+        embed_text(self.embedder.as_ref(), self.cache.as_ref(), text)
     }
 
     /// The embedding of `text`'s canonical form (values masked), through the

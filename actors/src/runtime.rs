@@ -201,7 +201,7 @@ impl RuntimeBuilder {
         let router = RouterSetup {
             config: config.clone(),
             embedder: embedder.clone(),
-            cache: Some(cache),
+            cache: Some(cache.clone()),
             offset,
             default_model,
             candidates: candidates.clone(),
@@ -226,12 +226,15 @@ impl RuntimeBuilder {
             agentic_max_turns: config.runtime.agentic_max_turns,
             offset,
             dialogue: (config.runtime.dialogue_window_secs, config.runtime.dialogue_max_turns),
+            embed: Some((embedder.clone(), Some(cache.clone()))),
+            enrichment: None,
         };
         // The background contexts, each with its model and timeout; the
         // judges only when `[llm]` opts in (a call per turn / utterance).
         let context_llm = |context: LlmContext, enabled: bool| {
             llm.clone().filter(|_| enabled).map(|c| ContextLlm::new(c, &config.llm, context, prices.clone()))
         };
+        let reply = ReplySetup { enrichment: context_llm(LlmContext::Enrichment, true), ..reply };
         let intent_llm = context_llm(LlmContext::IntentJudge, config.llm.intent_judge_enabled());
         let judge_llm = context_llm(LlmContext::Judge, config.llm.judge_enabled());
         let summary_llm = context_llm(LlmContext::Summariser, true);
@@ -250,7 +253,7 @@ impl RuntimeBuilder {
                 }),
             ),
             ("judge", Box::new(move || Box::new(Judge::new(judge_llm.clone())))),
-            ("summariser", Box::new(move || Box::new(Summariser::new(summary_llm.clone())))),
+            ("summariser", Box::new(move || Box::new(Summariser::new(summary_llm.clone(), offset)))),
             ("graph", Box::new(move || Box::new(Graph::new(graph_llm.clone())))),
         ];
         let mode = self.mode.unwrap_or(IntentMode::Chat);

@@ -54,6 +54,7 @@ enum Ctx {
     Judge,
     Summary,
     Graph,
+    Enrichment,
 }
 
 fn ctx(req: &Recorded) -> Ctx {
@@ -65,6 +66,7 @@ fn ctx(req: &Recorded) -> Ctx {
         ("You grade an assistant's reply", Ctx::Judge),
         ("You write the diary entry", Ctx::Summary),
         ("You extract lasting facts", Ctx::Graph),
+        ("You extract search parameters", Ctx::Enrichment),
     ]
     .into_iter()
     .find(|(opening, _)| system.starts_with(opening))
@@ -576,6 +578,7 @@ fn the_llm_summariser_graph_and_judge_write_the_session_down() {
             (40, 10),
         ),
         Ctx::Intent => panic!("no intent judge in chat mode"),
+        Ctx::Enrichment => panic!("a weather plan asks no memory"),
     });
     let f = fixture();
     let mut config = config(&server);
@@ -642,6 +645,7 @@ fn failing_background_models_fall_back_to_the_offline_reactors() {
         Ctx::Summary => http_500(),
         Ctx::Graph => said("Nothing worth keeping, I think.", (5, 5)),
         Ctx::Intent => panic!("no intent judge in chat mode"),
+        Ctx::Enrichment => panic!("a weather plan asks no memory"),
     });
     let f = fixture();
     let mut config = config(&server);
@@ -732,6 +736,7 @@ fn a_later_session_reaches_the_model_with_what_earlier_ones_taught() {
         Ctx::Summary => said("Ada introduced herself.", (10, 5)),
         // A graph model that answers nonsense: the rule extractor's facts.
         Ctx::Graph => said("no idea", (10, 1)),
+        Ctx::Enrichment => said(r#"{"keywords": ["name"], "from": null, "to": null}"#, (20, 5)),
         other => panic!("no {other:?} call expected"),
     });
     let f = fixture();
@@ -764,5 +769,86 @@ fn a_later_session_reaches_the_model_with_what_earlier_ones_taught() {
         .map(|m| m["content"].as_str().unwrap().to_owned())
         .collect();
     assert!(system.iter().any(|s| s.contains("Ada") && s.contains("answer briefly")), "{system:?}");
+    rt.shutdown().unwrap();
+}
+
+/// The system messages of a reply-loop request.
+fn system_messages(req: &Recorded) -> Vec<String> {
+    req.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Seed 002 #3 and #9: a later request about an earlier conversation
+/// reaches the reply loop's model with the day's diary entry, dated and
+/// fenced; the model's enrichment (one priced call) or, when it fails, the
+/// rule decides what to look for; the day's second session updates the
+/// day's entry rather than starting another.
+#[test]
+fn a_request_about_an_earlier_conversation_reaches_the_model_with_the_dated_diary() {
+    let enrichments = Arc::new(AtomicUsize::new(0));
+    let n = enrichments.clone();
+    let server = server(move |c| match c {
+        Ctx::Planner => said("[]", (50, 2)),
+        Ctx::ReplyLoop => said("At Trattoria Da Mario.", (60, 4)),
+        Ctx::Summary => said(
+            r#"{"summary": "The user had dinner at Trattoria Da Mario with Luca.", "topics": ["dinner", "Da Mario", "Luca"]}"#,
+            (40, 12),
+        ),
+        Ctx::Graph => said("[]", (10, 1)),
+        // The first enrichment answers; the next ones fail (HTTP 500).
+        Ctx::Enrichment if n.fetch_add(1, Ordering::SeqCst) == 0 => {
+            said(r#"{"keywords": ["Dinner", "Luca"], "from": null, "to": null}"#, (30, 9))
+        }
+        Ctx::Enrichment => http_500(),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&server));
+    let first = SessionId::new("s-dinner");
+    rt.handle_utterance(&first, "I had dinner at Trattoria Da Mario with Luca").unwrap();
+    rt.end_session(&first).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    assert!(requests(&server, Ctx::Enrichment).is_empty(), "an empty diary asks nothing");
+
+    let later = SessionId::new("s-ask");
+    rt.handle_utterance(&later, "where did I have dinner with Luca?").unwrap();
+    let today = chrono::Local::now().date_naive().to_string();
+    let asked = requests(&server, Ctx::Enrichment);
+    assert_eq!(asked.len(), 1);
+    let prompt = asked[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains(&format!("Today is {today}")) && prompt.contains("dinner with Luca"), "{prompt}");
+    let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
+    let diary = system.iter().find(|s| s.contains("diary")).unwrap_or_else(|| panic!("{system:?}"));
+    assert!(diary.contains(&format!("{today}: The user had dinner at Trattoria Da Mario")), "{diary}");
+    assert!(diary.contains("UNTRUSTED"), "fenced as data: {diary}");
+    let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    let enrichment: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::Enrichment).collect();
+    assert_eq!(enrichment.len(), 1);
+    assert_eq!((enrichment[0].outcome, enrichment[0].input_tokens), (LlmOutcome::Ok, 30));
+
+    // The enrichment model fails: the rule's keywords find the entry all
+    // the same, and the failed call is on record.
+    rt.handle_utterance(&later, "remind me of the trattoria from that dinner").unwrap();
+    let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
+    assert!(system.iter().any(|s| s.contains("Trattoria Da Mario with Luca")), "{system:?}");
+    let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    assert!(calls.iter().any(|c| c.context == LlmContext::Enrichment && c.outcome == LlmOutcome::HttpError));
+
+    // A request the diary knows nothing about gets no diary block.
+    rt.handle_utterance(&later, "how do magnets work?").unwrap();
+    let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
+    assert!(!system.iter().any(|s| s.contains("diary")), "{system:?}");
+
+    // The day's second session updates the day's entry.
+    rt.end_session(&later).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let summarised = requests(&server, Ctx::Summary);
+    let update = summarised.last().unwrap().body["messages"][1]["content"].as_str().unwrap();
+    assert!(update.contains("Earlier summary of today, to update:\nThe user had dinner at Trattoria"), "{update}");
     rt.shutdown().unwrap();
 }

@@ -310,6 +310,9 @@ pub struct LlmSection {
     pub judge_timeout_ms: u64,
     /// Summariser (#9) timeout.
     pub summary_timeout_ms: u64,
+    /// Memory enrichment (#3) timeout: it runs before the reply loop's
+    /// first model turn, so it is short and fails open to the rule.
+    pub enrichment_timeout_ms: u64,
     /// Model of the LLM intent judge (#2); empty: no LLM intent judge, the
     /// rule judge decides (a model call per utterance is opt-in).
     pub intent_judge_model: String,
@@ -383,6 +386,7 @@ impl Default for LlmSection {
             chat_timeout_ms: 45_000,
             judge_timeout_ms: 15_000,
             summary_timeout_ms: 30_000,
+            enrichment_timeout_ms: 8_000,
             intent_judge_model: String::new(),
             judge_model: String::new(),
             pricing_version: "none".into(),
@@ -402,6 +406,7 @@ impl LlmSection {
             LlmContext::ReplyLoop => self.chat_timeout_ms,
             LlmContext::IntentJudge | LlmContext::Judge => self.judge_timeout_ms,
             LlmContext::Summariser => self.summary_timeout_ms,
+            LlmContext::Enrichment => self.enrichment_timeout_ms,
             _ => self.timeout_ms,
         };
         Duration::from_millis(ms)

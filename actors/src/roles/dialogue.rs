@@ -105,6 +105,19 @@ impl Dialogue {
         }
     }
 
+    /// Whether the exchange just before the turn of `env`, within the
+    /// window, ran tools: the hot window holds a fresh tool result (what
+    /// the recall gate, seed 002 #3b, asks).
+    pub fn fresh_tool_result(&self, env: &Envelope) -> bool {
+        let (Some(session), Some(turn)) = (&env.session, env.turn) else { return false };
+        let Some(turns) = self.sessions.get(session) else { return false };
+        turns
+            .iter()
+            .rev()
+            .find(|t| t.turn != turn && t.assistant.is_some())
+            .is_some_and(|t| t.tools && env.at - t.at <= self.window)
+    }
+
     /// The conversation before `turn` in `session`, as `(role, text)` pairs
     /// oldest first: answered exchanges of the last window before `now`,
     /// contiguous (a gap longer than the window ends a conversation), at

@@ -22,6 +22,7 @@ pub mod judge;
 pub mod listener;
 pub mod planner;
 pub mod profile;
+pub mod recollection;
 pub mod reply_loop;
 pub mod router;
 pub mod summariser;
@@ -254,7 +255,12 @@ mod tests {
             ),
             (
                 "summariser",
-                Box::new(move || Box::new(summariser::Summariser::new(summary_llm.clone()))),
+                Box::new(move || {
+                    Box::new(summariser::Summariser::new(
+                        summary_llm.clone(),
+                        chrono::FixedOffset::east_opt(0).unwrap(),
+                    ))
+                }),
                 &events[..2],
                 &events[2],
                 ActorKind::Summariser,

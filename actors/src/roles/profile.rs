@@ -49,6 +49,16 @@ impl Profile {
             .collect()
     }
 
+    /// The WORLD facts, `(node, fact)` one line each (for recall: they go
+    /// in only when a request needs them).
+    pub fn world_facts(&self) -> Vec<(String, String)> {
+        self.graph
+            .iter()
+            .filter(|n| n.branch == GraphBranch::World)
+            .flat_map(|n| n.facts.iter().map(|f| (n.node.clone(), one_line(f))))
+            .collect()
+    }
+
     /// The block for a prompt; `None` when nothing is known yet.
     pub fn render(&self) -> Option<String> {
         let lines = |branch: GraphBranch| -> Vec<String> {

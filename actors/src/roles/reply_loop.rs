@@ -24,10 +24,12 @@ use chrono::{DateTime, FixedOffset, Utc};
 use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
+use engram_learning::memory::{enrich_by_rule, should_recall};
 use rust_decimal::Decimal;
 
 use super::dialogue::Dialogue;
 use super::profile::Profile;
+use super::recollection::{Recalled, Recollection};
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::http::truncate;
@@ -59,6 +61,11 @@ pub struct ReplySetup {
     /// The conversation's window and per-prompt cap (`[runtime]
     /// dialogue_window_secs`, `dialogue_max_turns`).
     pub dialogue: (u64, usize),
+    /// What embeds diary entries and requests for recall (the fast path's
+    /// embedder and memo); none: keywords alone rank the diary.
+    pub embed: Option<(Arc<dyn crate::embedder::Embedder>, Option<engram_storage::embedding_cache::EmbeddingCache>)>,
+    /// The memory enrichment extractor (seed 002 #3); none: the rule.
+    pub enrichment: Option<super::ContextLlm>,
 }
 
 #[derive(Clone, Debug)]
@@ -79,6 +86,19 @@ pub struct ReplyLoop {
     dialogue: Dialogue,
     /// What earlier sessions taught about the user, for the model's prompt.
     profile: Profile,
+    /// The diary, for requests that need past days.
+    recollection: Recollection,
+}
+
+/// What the model's first turn is told beside the system prompt and the
+/// profile.
+struct Prompt<'a> {
+    /// The request.
+    query: &'a str,
+    /// The conversation before it, `(role, text)`.
+    dialogue: &'a [(String, String)],
+    /// The diary block, if the request recalled anything.
+    recalled: Option<&'a str>,
 }
 
 /// A turn's output as it is built.
@@ -100,12 +120,14 @@ impl ReplyLoop {
     /// A reply loop with no turn under way.
     pub fn new(setup: ReplySetup) -> ReplyLoop {
         let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
-        ReplyLoop { setup, turns: HashMap::new(), dialogue, profile: Profile::default() }
+        let recollection = Recollection::new(setup.offset, setup.embed.clone());
+        ReplyLoop { setup, turns: HashMap::new(), dialogue, profile: Profile::default(), recollection }
     }
 
     fn fold(&mut self, env: &Envelope) {
         self.dialogue.observe(env);
         self.profile.observe(env);
+        self.recollection.observe(env);
         let Some(turn) = env.turn else { return };
         match &env.event {
             // Imported turns ran when they happened: never run them again.
@@ -164,8 +186,6 @@ impl ReplyLoop {
             return Vec::new();
         };
         let session = env.session.clone().unwrap_or_else(|| SessionId::new("unknown"));
-        let ctx = ToolContext::new(session, Utc::now().with_timezone(&self.setup.offset))
-            .with_memory(self.profile.user_facts());
         let mut run = Run {
             cause: env,
             out: Vec::new(),
@@ -177,6 +197,18 @@ impl ReplyLoop {
             cost: open.cost,
             pricing_version: open.pricing_version.clone(),
         };
+        // Past days, when the request needs them (seed 002 #3, #3b): the
+        // plan asks for `recall`, or planned nothing (fail-open: the model
+        // may need memory to answer at all).
+        let asks_recall = steps.iter().any(|s| s.tool == crate::tools::memory::RECALL);
+        let recalled = if layer == RouteLayer::Planner && (asks_recall || steps.is_empty()) {
+            self.recollect(&mut run, &open.text, asks_recall)
+        } else {
+            Recalled::default()
+        };
+        let ctx = ToolContext::new(session, Utc::now().with_timezone(&self.setup.offset))
+            .with_memory(self.profile.user_facts())
+            .with_recollection(recalled.lines());
         let served_by = (layer != RouteLayer::Planner).then_some(layer);
         for step in steps {
             self.call_tool(&mut run, step.clone(), served_by, &ctx);
@@ -186,7 +218,11 @@ impl ReplyLoop {
             (Some(client), true) => {
                 let client = client.clone();
                 let dialogue = self.dialogue.before(env);
-                self.agentic(&mut run, &client, model.as_deref().unwrap_or_default(), &open.text, &dialogue, &ctx)
+                // A planned `recall` hands the findings over as its result.
+                let memory = if asks_recall { None } else { recalled.render() };
+                let model = model.as_deref().unwrap_or_default();
+                let prompt = Prompt { query: &open.text, dialogue: &dialogue, recalled: memory.as_deref() };
+                self.agentic(&mut run, &client, model, prompt, &ctx)
             }
             _ => compose(&run.plain, steps.is_empty()),
         };
@@ -272,6 +308,46 @@ impl ReplyLoop {
         run.steps_done.push(step);
     }
 
+    /// What `query` recalls from the diary: unless the plan asked for
+    /// `recall`, the gate (#3b) skips a follow-up the conversation already
+    /// grounds; the enrichment (#3) comes from the model when one is
+    /// configured (its call recorded in `run`), else — or when it fails —
+    /// from the rule.
+    fn recollect(&mut self, run: &mut Run<'_>, query: &str, asked: bool) -> Recalled {
+        let env = run.cause;
+        let world = self.profile.world_facts();
+        if self.recollection.is_empty() && world.is_empty() {
+            return Recalled::default();
+        }
+        if !asked {
+            let window = self.dialogue.before(env);
+            let texts: Vec<&str> = window.iter().map(|(_, t)| t.as_str()).collect();
+            if !should_recall(query, &texts, self.dialogue.fresh_tool_result(env)) {
+                return Recalled::default();
+            }
+        }
+        let today = self.recollection.day_of(Utc::now());
+        let rule = enrich_by_rule(query, today);
+        let enrichment = match &self.setup.enrichment {
+            Some(llm) => {
+                let (record, parsed) = llm.ask(
+                    crate::llm::contexts::enrichment_messages(query, today),
+                    crate::llm::contexts::parse_enrichment,
+                );
+                run.cost = run.cost.saturating_add(record.cost_usd);
+                run.pricing_version = Some(record.pricing_version.clone());
+                run.out.push(derived(env, ActorKind::ReplyLoop, record, run.llm_calls));
+                run.llm_calls += 1;
+                parsed.unwrap_or_else(|e| {
+                    tracing::warn!(model = %llm.model, "memory enrichment failed open to the rule: {e}");
+                    rule
+                })
+            }
+            None => rule,
+        };
+        self.recollection.recall(query, &enrichment, &world)
+    }
+
     /// The agentic loop (seed 002 #1): the model sees the request and the
     /// (fenced) results so far, calls tools or answers; at most
     /// `agentic_max_turns` model turns; fails open to the tool results.
@@ -280,16 +356,19 @@ impl ReplyLoop {
         run: &mut Run<'_>,
         client: &Arc<dyn LlmClient>,
         model: &str,
-        query: &str,
-        dialogue: &[(String, String)],
+        prompt: Prompt<'_>,
         ctx: &ToolContext,
     ) -> String {
+        let Prompt { query, dialogue, recalled } = prompt;
         let specs = super::llm_specs(&self.setup.tools);
         // What earlier sessions taught (the warm profile), the
         // conversation so far (seed 002 #1), then this request.
         let mut messages = vec![ChatMessage::system(SYSTEM_PROMPT)];
         if let Some(memory) = self.profile.render() {
             messages.push(ChatMessage::system(memory));
+        }
+        if let Some(days) = recalled {
+            messages.push(ChatMessage::system(days.to_owned()));
         }
         for (role, text) in dialogue {
             messages.push(match role.as_str() {
@@ -379,6 +458,7 @@ impl Role for ReplyLoop {
             EventKind::LlmCallCompleted,
             EventKind::FastPathHit,
             EventKind::TurnCompleted,
+            EventKind::SummaryWritten,
         ];
         Some(with_prompt_context(kinds))
     }

@@ -6,14 +6,20 @@
 //! extractive [`SummaryReactor`], which always runs and keeps the session's
 //! turns. Both write the same derived id, so a session has one summary.
 //!
+//! The diary has one entry per day (seed 002 #9): the LLM summariser is
+//! handed the day's entry so far and writes it updated; an extractive
+//! summary is appended to it ([`Diary`], the fold the reply loop recalls
+//! from too).
+//!
 //! After a restart the summariser looks for its `llm.call_completed` (by
 //! its derived id) before asking the model about a session again: the
 //! summary went into the log in the same batch.
 
+use chrono::FixedOffset;
 use engram_events::derived;
 use engram_events::payloads::{SummariserKind, SummaryWritten};
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId};
-use engram_learning::memory::TurnText;
+use engram_learning::memory::{Diary, TurnText};
 use engram_learning::reactors::{Reactor, SummaryReactor};
 
 use super::ContextLlm;
@@ -25,12 +31,15 @@ use crate::shell::Role;
 pub struct Summariser {
     extractive: SummaryReactor,
     llm: Option<ContextLlm>,
+    /// The entries written so far, by day at the user's offset.
+    diary: Diary,
 }
 
 impl Summariser {
-    /// The extractive summariser, with the LLM one in front when `llm` is given.
-    pub fn new(llm: Option<ContextLlm>) -> Summariser {
-        Summariser { extractive: SummaryReactor::new(), llm }
+    /// The extractive summariser, with the LLM one in front when `llm` is
+    /// given; days are taken at `offset`.
+    pub fn new(llm: Option<ContextLlm>, offset: FixedOffset) -> Summariser {
+        Summariser { extractive: SummaryReactor::new(), llm, diary: Diary::new(offset) }
     }
 
     fn summarise(&mut self, llm: &ContextLlm, env: &Envelope, session: &SessionId, bus: &Bus) -> Vec<Envelope> {
@@ -49,7 +58,10 @@ impl Summariser {
                 dialogue.push(("assistant".to_owned(), t.reply.clone()));
             }
         }
-        let (record, parsed) = llm.ask(contexts::summary_messages(&dialogue, None), contexts::parse_summary);
+        // The day's entry so far, to update (one entry per day).
+        let prior = self.diary.entry(self.diary.day_of(env.at)).map(|e| e.text.clone());
+        let (record, parsed) =
+            llm.ask(contexts::summary_messages(&dialogue, prior.as_deref()), contexts::parse_summary);
         let mut out = match parsed {
             Ok((summary, topics)) => {
                 let event = SummaryWritten {
@@ -83,9 +95,11 @@ impl Role for Summariser {
 
     fn observe(&mut self, env: &Envelope) {
         self.extractive.observe(env);
+        self.diary.observe(env);
     }
 
     fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope> {
+        self.diary.observe(env);
         match (self.llm.clone(), &env.event, &env.session) {
             (Some(llm), Event::SessionEnded(_), Some(session)) => self.summarise(&llm, env, session, bus),
             _ => self.extractive.react(env),

@@ -81,12 +81,21 @@ pub struct ToolContext {
     /// What earlier sessions taught about the user (the knowledge graph's
     /// USER facts), for `recall`.
     pub memory: Vec<String>,
+    /// The diary entries and WORLD facts this turn's request recalled
+    /// (dated lines; seed 002 #3), for `recall`.
+    pub recollection: Vec<String>,
 }
 
 impl ToolContext {
     /// A context for `session` at `now`.
     pub fn new(session: SessionId, now: DateTime<FixedOffset>) -> Self {
-        ToolContext { session, now, memory: Vec::new() }
+        ToolContext { session, now, memory: Vec::new(), recollection: Vec::new() }
+    }
+
+    /// The same context knowing what the request recalled from the diary.
+    pub fn with_recollection(mut self, lines: Vec<String>) -> Self {
+        self.recollection = lines;
+        self
     }
 
     /// The same context knowing `memory` (the user's facts).

@@ -1,15 +1,21 @@
 //! Memory without an LLM: the extractive summariser (fallback of seed 002
-//! #9) and the rule-based knowledge-graph fact extractor (fallback of #10).
+//! #9), the rule-based knowledge-graph fact extractor (fallback of #10),
+//! the day-by-day diary both summarisers write into, and the rules that
+//! decide when and what to recall from it (#3b, #3's fallback).
 //!
 //! Both work on sentences, so they agree on what one is: the summariser
 //! keeps the user's first-person sentences verbatim precisely so that the
 //! extractor finds them again in the summary.
 
+pub mod diary;
 pub mod extractive;
 pub mod facts;
+pub mod recall;
 
+pub use diary::{DayEntry, Diary};
 pub use extractive::{summarise, TurnText};
 pub use facts::{extract_facts, Fact};
+pub use recall::{enrich_by_rule, should_recall, Enrichment};
 
 /// The sentences of `text`, trimmed: split after `.`, `!`, `?`, `;` or a
 /// line break when followed by whitespace or the end (so `example.org` and

@@ -1,0 +1,225 @@
+//! Recollection (seed 002 #3, #3b): the past days a request needs, found in
+//! the diary and handed to the reply loop's model as dated, fenced data.
+//!
+//! The diary ([`Diary`], one entry per day) is folded from
+//! `summary.written`; each day's entry is embedded through the embedding
+//! cache (the same memo the fast path uses, so a restart re-embeds nothing)
+//! into the project's own vector index ([`VectorIndex`]), keyed by day.
+//! Entries are embedded lazily — at the first recall after they changed —
+//! so warm-up over a long log costs no inference.
+//!
+//! A lookup takes an [`Enrichment`] (keywords and a day range; by the model
+//! when one is configured, else by rule) and ranks the days in range by
+//! the cosine between the request and the entry plus a bonus per keyword
+//! the entry holds; an entry that neither resembles the request
+//! ([`MIN_COSINE`]) nor holds a keyword stays out. The WORLD facts of the
+//! knowledge graph that hold a keyword go in beside them.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chrono::{FixedOffset, NaiveDate};
+use engram_events::Envelope;
+use engram_learning::memory::{recall::content_words, Diary, Enrichment};
+use engram_storage::embedding_cache::EmbeddingCache;
+use engram_vector::{VectorConfig, VectorIndex};
+
+use crate::embedder::Embedder;
+use crate::fast_path_service::embed_text;
+use crate::llm::http::truncate;
+use crate::tools::fence_untrusted;
+
+/// Most diary entries in a prompt.
+pub const MAX_DAYS: usize = 3;
+/// Most WORLD facts in a prompt.
+pub const MAX_WORLD: usize = 5;
+/// Least cosine for an entry with no keyword to count as relevant.
+pub const MIN_COSINE: f32 = 0.35;
+/// What one matching keyword adds to an entry's score.
+const KEYWORD_BONUS: f32 = 0.1;
+/// Longest entry in a prompt (characters).
+const ENTRY_CHARS: usize = 800;
+
+/// What recall found: dated entries and WORLD facts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recalled {
+    /// `(day, entry)`, best first.
+    pub days: Vec<(NaiveDate, String)>,
+    /// WORLD facts, `node: fact`.
+    pub world: Vec<String>,
+}
+
+impl Recalled {
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.days.is_empty() && self.world.is_empty()
+    }
+
+    /// One line per finding, dated (for the `recall` tool).
+    pub fn lines(&self) -> Vec<String> {
+        self.days.iter().map(|(d, t)| format!("{d}: {t}")).chain(self.world.iter().cloned()).collect()
+    }
+
+    /// The block for the reply loop's prompt, fenced as data; `None` when
+    /// nothing was found.
+    pub fn render(&self) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "From your diary of earlier conversations (dated; reference only):\n{}",
+            fence_untrusted("memory of earlier sessions", &self.lines().join("\n"))
+        ))
+    }
+}
+
+/// The diary with its vector index.
+pub struct Recollection {
+    diary: Diary,
+    embed: Option<(Arc<dyn Embedder>, Option<EmbeddingCache>)>,
+    index: Option<VectorIndex<i32>>,
+    /// Days whose entry changed since it was last embedded.
+    stale: BTreeSet<NaiveDate>,
+}
+
+impl Recollection {
+    /// An empty recollection; days at `offset`; entries embedded with
+    /// `embed` (none: keywords alone rank them).
+    pub fn new(offset: FixedOffset, embed: Option<(Arc<dyn Embedder>, Option<EmbeddingCache>)>) -> Recollection {
+        Recollection { diary: Diary::new(offset), embed, index: None, stale: BTreeSet::new() }
+    }
+
+    /// Folds one event (`summary.written`; the rest are ignored).
+    pub fn observe(&mut self, env: &Envelope) {
+        if let Some(day) = self.diary.observe(env) {
+            self.stale.insert(day);
+        }
+    }
+
+    /// Whether the diary has no entry yet (nothing to recall: no lookup,
+    /// no enrichment call).
+    pub fn is_empty(&self) -> bool {
+        self.diary.is_empty()
+    }
+
+    /// The day an instant falls on, for the user.
+    pub fn day_of(&self, at: chrono::DateTime<chrono::Utc>) -> NaiveDate {
+        self.diary.day_of(at)
+    }
+
+    fn vector(&self, text: &str) -> Option<Vec<f32>> {
+        let (embedder, cache) = self.embed.as_ref()?;
+        embed_text(embedder.as_ref(), cache.as_ref(), text)
+            .map_err(|e| tracing::warn!("recall: embedding failed ({e}); keywords alone rank the diary"))
+            .ok()
+    }
+
+    /// Brings the index up to date with the diary.
+    fn refresh(&mut self) {
+        if self.embed.is_none() {
+            self.stale.clear();
+            return;
+        }
+        for day in std::mem::take(&mut self.stale) {
+            let Some(text) = self.diary.entry(day).map(|e| e.text.clone()) else { continue };
+            let Some(v) = self.vector(&text) else { continue };
+            let index = self.index.get_or_insert_with(|| {
+                let mut c = VectorConfig::new(v.len().max(1));
+                c.build_threads = 1;
+                VectorIndex::new(c).expect("a positive dimension")
+            });
+            if let Err(e) = index.insert(key(day), &v) {
+                tracing::warn!("recall: the entry of {day} was not indexed ({e})");
+            }
+        }
+    }
+
+    /// The entries and WORLD facts `query` needs, as `enrichment` narrows
+    /// them; `world` is the graph's WORLD facts.
+    pub fn recall(&mut self, query: &str, enrichment: &Enrichment, world: &[(String, String)]) -> Recalled {
+        self.refresh();
+        let keywords: BTreeSet<String> = enrichment.keywords.iter().flat_map(|k| content_words(k)).collect();
+        let hits = |text: &str| content_words(text).intersection(&keywords).count();
+        let cosines: std::collections::HashMap<i32, f32> = match (&self.index, self.vector(query)) {
+            (Some(index), Some(q)) => {
+                index.search_exact(&q, index.len()).unwrap_or_default().into_iter().map(|h| (h.key, h.cosine)).collect()
+            }
+            _ => Default::default(),
+        };
+        let mut days: Vec<(f32, NaiveDate, String)> = self
+            .diary
+            .entries()
+            .filter(|e| enrichment.covers(e.date))
+            .filter_map(|e| {
+                let n = hits(&e.text) + hits(&e.topics.join(" "));
+                let cosine = cosines.get(&key(e.date)).copied().unwrap_or(0.0);
+                // A named day is asked for whatever its words.
+                let named = enrichment.from.is_some() || enrichment.to.is_some();
+                (named || n > 0 || cosine >= MIN_COSINE)
+                    .then(|| (cosine + KEYWORD_BONUS * n as f32, e.date, truncate(&e.text, ENTRY_CHARS)))
+            })
+            .collect();
+        days.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        days.truncate(MAX_DAYS);
+        let mut world: Vec<(usize, String)> = world
+            .iter()
+            .map(|(node, fact)| (hits(fact) + hits(node), format!("{node}: {fact}")))
+            .filter(|(n, _)| *n > 0)
+            .collect();
+        world.sort_by_key(|w| std::cmp::Reverse(w.0));
+        Recalled {
+            days: days.into_iter().map(|(_, d, t)| (d, t)).collect(),
+            world: world.into_iter().take(MAX_WORLD).map(|(_, f)| f).collect(),
+        }
+    }
+}
+
+/// A day as an index key: days since 1970-01-01.
+fn key(day: NaiveDate) -> i32 {
+    (day - NaiveDate::default()).num_days() as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use engram_events::payloads::{SummariserKind, SummaryWritten};
+    use engram_events::ActorKind;
+
+    fn written(day: u32, text: &str) -> Envelope {
+        let mut e = Envelope::new(
+            ActorKind::Summariser,
+            SummaryWritten {
+                summary: text.into(),
+                topics: Vec::new(),
+                summariser: SummariserKind::Extractive,
+                turns_covered: 1,
+            },
+        );
+        e.at = Utc.with_ymd_and_hms(2026, 11, day, 12, 0, 0).unwrap();
+        e
+    }
+
+    #[test]
+    fn keywords_and_days_choose_the_entries() {
+        let mut r = Recollection::new(FixedOffset::east_opt(0).unwrap(), None);
+        r.observe(&written(20, "Dinner at Trattoria Da Mario with Luca."));
+        r.observe(&written(21, "Asked for the weather in Rome."));
+        r.observe(&written(22, "Talked about the film Dune."));
+        let day = |n| NaiveDate::from_ymd_opt(2026, 11, n).unwrap();
+        let kw = |k: &[&str]| Enrichment { keywords: k.iter().map(|s| s.to_string()).collect(), from: None, to: None };
+        let got = r.recall("where did we have dinner?", &kw(&["dinner"]), &[]);
+        assert_eq!(got.days, [(day(20), "Dinner at Trattoria Da Mario with Luca.".to_owned())]);
+        // Nothing matches: nothing goes in.
+        assert!(r.recall("quantum physics", &kw(&["quantum"]), &[]).is_empty());
+        // A named day goes in whatever its words.
+        let yesterday = Enrichment { keywords: vec!["talk".into()], from: Some(day(21)), to: Some(day(21)) };
+        assert_eq!(r.recall("what did we talk about?", &yesterday, &[]).days[0].0, day(21));
+        // WORLD facts with a keyword.
+        let world = [("places".to_owned(), "Da Mario closes on Mondays".to_owned()), ("x".into(), "unrelated".into())];
+        let got = r.recall("is Mario open?", &kw(&["mario"]), &world);
+        assert_eq!(got.world, ["places: Da Mario closes on Mondays"]);
+        let block = got.render().unwrap();
+        assert!(block.contains("2026-11-20: Dinner") && block.contains("UNTRUSTED"), "{block}");
+    }
+}

@@ -1,0 +1,161 @@
+//! When and what to recall from past sessions, without a model (seed 002
+//! #3 offline and #3b).
+//!
+//! * [`should_recall`] is the recall gate (#3b): a follow-up that the
+//!   conversation already grounds — a fresh tool result in the hot window
+//!   and at least half of the request's content words in it — needs no
+//!   diary lookup ("his most famous song" right after a search for the
+//!   singer). Everything else recalls.
+//! * [`enrich_by_rule`] is the enrichment extractor's offline fallback
+//!   (#3): the request's content words as keywords and the days it names
+//!   ("yesterday", "last week", "ieri") as a date range.
+//!
+//! Content words are `\w{3,}` (any script) minus the stop words of
+//! [`crate::text`], so the gate works beyond Latin script.
+
+use std::collections::BTreeSet;
+
+use chrono::{Duration, NaiveDate};
+
+use crate::text::{is_stop_word, normalize, words, Negations};
+
+/// Share of the request's content words the hot window must hold for the
+/// gate to skip recall.
+pub const COVERAGE: f64 = 0.5;
+
+/// What to look for in the diary (seed 002 #3's `{keywords, from?, to?}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Enrichment {
+    /// Words to match, lowercase.
+    pub keywords: Vec<String>,
+    /// First day of the range, inclusive.
+    pub from: Option<NaiveDate>,
+    /// Last day of the range, inclusive.
+    pub to: Option<NaiveDate>,
+}
+
+impl Enrichment {
+    /// Whether `date` is inside the range (no range: every day).
+    pub fn covers(&self, date: NaiveDate) -> bool {
+        self.from.is_none_or(|f| date >= f) && self.to.is_none_or(|t| date <= t)
+    }
+}
+
+/// The content words of `text`: normalised, at least three characters,
+/// not a stop word.
+pub fn content_words(text: &str) -> BTreeSet<String> {
+    let n = normalize(text);
+    words(&n).filter(|w| w.chars().count() >= 3 && !is_stop_word(w, Negations::Drop)).map(str::to_owned).collect()
+}
+
+/// The recall gate (#3b): `false` — skip the diary — only when the hot
+/// window holds a fresh tool result and at least [`COVERAGE`] of the
+/// request's content words appear in its text. A request with no content
+/// words recalls (nothing says the window grounds it).
+pub fn should_recall(query: &str, hot_window: &[&str], fresh_tool_result: bool) -> bool {
+    if !fresh_tool_result {
+        return true;
+    }
+    let want = content_words(query);
+    if want.is_empty() {
+        return true;
+    }
+    let seen: BTreeSet<String> = hot_window.iter().flat_map(|t| content_words(t)).collect();
+    let covered = want.iter().filter(|w| seen.contains(*w)).count();
+    (covered as f64) < COVERAGE * want.len() as f64
+}
+
+/// Words that name days, with the range they mean relative to `today`
+/// (offsets in days, inclusive) — EN + IT. Longer phrases first.
+const DAY_PHRASES: &[(&str, i64, i64)] = &[
+    ("day before yesterday", -2, -2),
+    ("l'altro ieri", -2, -2),
+    ("altro ieri", -2, -2),
+    ("last week", -7, -1),
+    ("settimana scorsa", -7, -1),
+    ("scorsa settimana", -7, -1),
+    ("last month", -31, -1),
+    ("mese scorso", -31, -1),
+    ("scorso mese", -31, -1),
+    ("this week", -6, 0),
+    ("questa settimana", -6, 0),
+    ("yesterday", -1, -1),
+    ("ieri", -1, -1),
+    ("today", 0, 0),
+    ("oggi", 0, 0),
+    ("this morning", 0, 0),
+    ("stamattina", 0, 0),
+];
+
+/// Words a date phrase uses, kept out of the keywords.
+const DATE_WORDS: &[&str] = &[
+    "day",
+    "before",
+    "yesterday",
+    "last",
+    "week",
+    "month",
+    "this",
+    "morning",
+    "today",
+    "ieri",
+    "altro",
+    "l'altro",
+    "settimana",
+    "scorsa",
+    "scorso",
+    "mese",
+    "questa",
+    "oggi",
+    "stamattina",
+];
+
+/// The offline enrichment (#3's fallback): content words as keywords, the
+/// first day phrase as the range.
+pub fn enrich_by_rule(query: &str, today: NaiveDate) -> Enrichment {
+    let n = normalize(query);
+    let padded = format!(" {n} ");
+    let range = DAY_PHRASES.iter().find(|(p, _, _)| padded.contains(&format!(" {p} ")));
+    let (from, to) = match range {
+        Some((_, a, b)) => (Some(today + Duration::days(*a)), Some(today + Duration::days(*b))),
+        None => (None, None),
+    };
+    let keywords = content_words(query).into_iter().filter(|w| !DATE_WORDS.contains(&w.as_str())).collect();
+    Enrichment { keywords, from, to }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_skips_only_a_grounded_follow_up() {
+        let window = ["who sings Baby?", "Justin Bieber sings Baby. [search result: Justin Bieber, Canadian singer]"];
+        // Fresh tool result, most content words in the window: skip.
+        assert!(!should_recall("is Justin Bieber Canadian?", &window, true));
+        // The same words without a fresh tool result: recall.
+        assert!(should_recall("is Justin Bieber Canadian?", &window, false));
+        // A new subject: recall.
+        assert!(should_recall("where did I have dinner with Luca?", &window, true));
+        // No content words: recall.
+        assert!(should_recall("and?", &window, true));
+        // Any script: Cyrillic words are words.
+        assert!(!should_recall("Москва столица", &["Москва столица России"], true));
+    }
+
+    #[test]
+    fn rule_enrichment_reads_days_and_keywords() {
+        let today = NaiveDate::from_ymd_opt(2026, 11, 24).unwrap();
+        let e = enrich_by_rule("Where did I have dinner yesterday?", today);
+        assert_eq!(e.keywords, ["dinner"]);
+        assert_eq!((e.from, e.to), (Some(today - Duration::days(1)), Some(today - Duration::days(1))));
+        assert!(e.covers(today - Duration::days(1)) && !e.covers(today));
+        let e = enrich_by_rule("di cosa abbiamo parlato la settimana scorsa?", today);
+        assert_eq!((e.from, e.to), (Some(today - Duration::days(7)), Some(today - Duration::days(1))));
+        assert!(e.keywords.contains(&"parlato".to_owned()) && !e.keywords.contains(&"settimana".to_owned()));
+        let e = enrich_by_rule("the restaurant Luca liked", today);
+        assert_eq!((e.from, e.to), (None, None));
+        assert!(e.covers(today));
+        assert_eq!(e.keywords, ["liked", "luca", "restaurant"]);
+    }
+}
