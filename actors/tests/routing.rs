@@ -41,19 +41,24 @@ fn said(content: &str) -> Reply {
     Reply::ndjson(&[&text.to_string(), &done.to_string()])
 }
 
-/// A model server: plans the weather tool for any request and answers the
-/// reply loop, the summariser and the graph extractor plainly.
-fn server() -> Server {
-    Server::respond_with(|req: &Recorded| {
+/// A model server: plans with `planner`, answers the reply loop and the
+/// summariser with `answer` and the graph extractor with no facts.
+fn scripted(planner: impl Fn(&Recorded) -> Reply + Send + Sync + 'static, answer: &'static str) -> Server {
+    Server::respond_with(move |req: &Recorded| {
         let system = req.body["messages"][0]["content"].as_str().unwrap_or_default();
         if system.starts_with("You plan which tools") {
-            said(r#"[{"tool": "get_weather", "args": {"city": "Oslo"}}]"#)
+            planner(req)
         } else if system.starts_with("You extract lasting facts") {
             said("[]")
         } else {
-            said("Mild in Oslo.")
+            said(answer)
         }
     })
+}
+
+/// A model server that plans the weather tool for any request.
+fn server() -> Server {
+    scripted(|_| said(r#"[{"tool": "get_weather", "args": {"city": "Oslo"}}]"#), "Mild in Oslo.")
 }
 
 /// The planner requests a server got, by model.
@@ -265,17 +270,7 @@ fn exploration_stops_when_the_explored_model_runs_other_tools() {
             said(r#"[{"tool": "get_weather", "args": {"city": "Oslo"}}]"#)
         }
     };
-    let respond = move |req: &Recorded| {
-        let system = req.body["messages"][0]["content"].as_str().unwrap_or_default();
-        if system.starts_with("You plan which tools") {
-            planner(req)
-        } else if system.starts_with("You extract lasting facts") {
-            said("[]")
-        } else {
-            said("Mild in Oslo, noted.")
-        }
-    };
-    let (a, b) = (Server::respond_with(respond), Server::respond_with(respond));
+    let (a, b) = (scripted(planner, "Mild in Oslo, noted."), scripted(planner, "Mild in Oslo, noted."));
     let dir = tempfile::tempdir().unwrap();
     let note = FnTool::new("save_note", "Save a note to a file", |_args, _ctx| Ok(ToolOutput::trusted("saved")))
         .with_arg("path", "the file")
@@ -352,17 +347,7 @@ fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
             said(&format!(r#"[{{"tool": "file_size", "args": {{"path": "{path}"}}}}]"#))
         }
     };
-    let respond = move |req: &Recorded| {
-        let system = req.body["messages"][0]["content"].as_str().unwrap_or_default();
-        if system.starts_with("You plan which tools") {
-            planner(req)
-        } else if system.starts_with("You extract lasting facts") {
-            said("[]")
-        } else {
-            said("Done.")
-        }
-    };
-    let (a, b) = (Server::respond_with(respond), Server::respond_with(respond));
+    let (a, b) = (scripted(planner, "Done."), scripted(planner, "Done."));
     let dir = tempfile::tempdir().unwrap();
     // Exploration at half the open turns instead of a quarter: the same
     // policy, fewer sessions for the test to be sure of its evidence.
