@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use engram_actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
 use engram_actors::roles::router::{exploration, Exploring};
-use engram_actors::tools::{FnTool, ToolOutput};
+use engram_actors::tools::{FnTool, Tool, ToolOutput};
 use engram_actors::{Runtime, RuntimeError};
 use engram_events::payloads::*;
 use engram_events::{Envelope, Event, EventId, Seq, SessionId, TurnId};
@@ -121,11 +121,14 @@ fn config(a: &Server, b: &Server, explore: f64) -> Config {
 }
 
 fn start(dir: &std::path::Path, config: Config) -> Runtime {
-    Runtime::builder()
-        .data_dir(dir)
-        .config(config)
-        .embedder(embedder())
-        .tool(weather())
+    start_with(dir, config, [weather() as Arc<dyn Tool>])
+}
+
+/// A runtime on `dir` with `tools` beside the built-ins.
+fn start_with(dir: &std::path::Path, config: Config, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Runtime {
+    tools
+        .into_iter()
+        .fold(Runtime::builder().data_dir(dir).config(config).embedder(embedder()), |b, t| b.tool(t))
         .turn_timeout(Duration::from_secs(30))
         .start()
         .unwrap()
@@ -275,15 +278,7 @@ fn exploration_stops_when_the_explored_model_runs_other_tools() {
     let note = FnTool::new("save_note", "Save a note to a file", |_args, _ctx| Ok(ToolOutput::trusted("saved")))
         .with_arg("path", "the file")
         .with_side_effect(engram_events::payloads::SideEffectClass::Write);
-    let rt = Runtime::builder()
-        .data_dir(dir.path())
-        .config(config(&a, &b, 1.0))
-        .embedder(embedder())
-        .tool(weather())
-        .tool(Arc::new(note))
-        .turn_timeout(Duration::from_secs(30))
-        .start()
-        .unwrap();
+    let rt = start_with(dir.path(), config(&a, &b, 1.0), [weather() as Arc<dyn Tool>, Arc::new(note)]);
     // One kind of request (the `weather` tag alone), worded apart.
     let asks = [
         "what's the weather like in Oslo",
@@ -365,15 +360,9 @@ fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
             other => Err(engram_actors::ToolError::Failed(format!("no such file {other:?}"))),
         }
     });
-    let rt = Runtime::builder()
-        .data_dir(dir.path())
-        .config(config)
-        .embedder(embedder())
-        .tool(Arc::new(weather_tool.with_arg("city", "the city")))
-        .tool(Arc::new(size_tool.with_arg("path", "the file")))
-        .turn_timeout(Duration::from_secs(30))
-        .start()
-        .unwrap();
+    let tools: [Arc<dyn Tool>; 2] =
+        [Arc::new(weather_tool.with_arg("city", "the city")), Arc::new(size_tool.with_arg("path", "the file"))];
+    let rt = start_with(dir.path(), config, tools);
     let occasions = [
         "my walk",
         "the picnic",

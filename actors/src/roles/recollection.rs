@@ -140,12 +140,20 @@ impl Recollection {
         self.refresh();
         let keywords: BTreeSet<String> = enrichment.keywords.iter().flat_map(|k| content_words(k)).collect();
         let hits = |text: &str| content_words(text).intersection(&keywords).count();
-        let cosines: std::collections::HashMap<i32, f32> = match (&self.index, self.vector(query)) {
-            (Some(index), Some(q)) => {
-                index.search_exact(&q, index.len()).unwrap_or_default().into_iter().map(|h| (h.key, h.cosine)).collect()
-            }
-            _ => Default::default(),
+        // The request is embedded only when some entry was: no index, no
+        // inference.
+        let cosines: std::collections::HashMap<i32, f32> = match &self.index {
+            Some(index) => self
+                .vector(query)
+                .and_then(|q| index.search_exact(&q, index.len()).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|h| (h.key, h.cosine))
+                .collect(),
+            None => Default::default(),
         };
+        // A named day is asked for whatever its words.
+        let named = enrichment.from.is_some() || enrichment.to.is_some();
         let mut days: Vec<(f32, NaiveDate, String)> = self
             .diary
             .entries()
@@ -153,8 +161,6 @@ impl Recollection {
             .filter_map(|e| {
                 let n = hits(&e.text) + hits(&e.topics.join(" "));
                 let cosine = cosines.get(&key(e.date)).copied().unwrap_or(0.0);
-                // A named day is asked for whatever its words.
-                let named = enrichment.from.is_some() || enrichment.to.is_some();
                 (named || n > 0 || cosine >= MIN_COSINE)
                     .then(|| (cosine + KEYWORD_BONUS * n as f32, e.date, truncate(&e.text, ENTRY_CHARS)))
             })

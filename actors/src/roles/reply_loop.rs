@@ -116,6 +116,17 @@ struct Run<'a> {
     pricing_version: Option<String>,
 }
 
+impl Run<'_> {
+    /// Takes in one LLM call of the turn: its cost and price table join
+    /// the turn's, its `llm.call_completed` joins the turn's batch.
+    fn record_call(&mut self, record: LlmCallCompleted) {
+        self.cost = self.cost.saturating_add(record.cost_usd);
+        self.pricing_version = Some(record.pricing_version.clone());
+        self.out.push(derived(self.cause, ActorKind::ReplyLoop, record, self.llm_calls));
+        self.llm_calls += 1;
+    }
+}
+
 impl ReplyLoop {
     /// A reply loop with no turn under way.
     pub fn new(setup: ReplySetup) -> ReplyLoop {
@@ -334,10 +345,7 @@ impl ReplyLoop {
                     crate::llm::contexts::enrichment_messages(query, today),
                     crate::llm::contexts::parse_enrichment,
                 );
-                run.cost = run.cost.saturating_add(record.cost_usd);
-                run.pricing_version = Some(record.pricing_version.clone());
-                run.out.push(derived(env, ActorKind::ReplyLoop, record, run.llm_calls));
-                run.llm_calls += 1;
+                run.record_call(record);
                 parsed.unwrap_or_else(|e| {
                     tracing::warn!(model = %llm.model, "memory enrichment failed open to the rule: {e}");
                     rule
@@ -390,10 +398,7 @@ impl ReplyLoop {
             };
             let (record, result) =
                 super::ask(&**client, &request, &self.setup.prices, |r| Ok::<_, std::convert::Infallible>(r.clone()));
-            run.cost = run.cost.saturating_add(record.cost_usd);
-            run.pricing_version = Some(record.pricing_version.clone());
-            run.out.push(derived(run.cause, ActorKind::ReplyLoop, record, run.llm_calls));
-            run.llm_calls += 1;
+            run.record_call(record);
             messages = request.messages;
             match result {
                 Ok(r) if r.tool_calls.is_empty() => {
