@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use chrono::{FixedOffset, NaiveDate};
 use engram_events::Envelope;
-use engram_learning::memory::{recall::content_words, Diary, Enrichment};
+use engram_learning::memory::{recall::content_set, Diary, Enrichment};
 use engram_storage::embedding_cache::EmbeddingCache;
 use engram_vector::{VectorConfig, VectorIndex};
 
@@ -138,8 +138,8 @@ impl Recollection {
     /// them; `world` is the graph's WORLD facts.
     pub fn recall(&mut self, query: &str, enrichment: &Enrichment, world: &[(String, String)]) -> Recalled {
         self.refresh();
-        let keywords: BTreeSet<String> = enrichment.keywords.iter().flat_map(|k| content_words(k)).collect();
-        let hits = |text: &str| content_words(text).intersection(&keywords).count();
+        let keywords: BTreeSet<String> = enrichment.keywords.iter().flat_map(|k| content_set(k)).collect();
+        let hits = |text: &str| content_set(text).intersection(&keywords).count();
         // The request is embedded only when some entry was: no index, no
         // inference.
         let cosines: std::collections::HashMap<i32, f32> = match &self.index {

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use super::facts::states_fact;
 use super::sentences;
-use crate::text::{is_stop_word, normalize, words, Negations};
+use crate::text::{normalize, words};
 
 /// The summary's word budget (seed 002 #9: ≤ 200 words).
 pub const MAX_SUMMARY_WORDS: usize = 200;
@@ -118,7 +118,7 @@ fn candidate(pos: (usize, usize), text: &str, personal: bool) -> Candidate {
     if !text.ends_with(['.', '!', '?', '…']) {
         text.push('.');
     }
-    let mut content: Vec<String> = content_words(&text).collect();
+    let mut content: Vec<String> = topic_words(&text).collect();
     content.sort();
     content.dedup();
     Candidate { pos, text, personal, weight: content.len() }
@@ -129,23 +129,17 @@ fn is_personal(sentence: &str) -> bool {
     states_fact(sentence) || words(&normalize(sentence)).any(|w| FIRST_PERSON.contains(&w))
 }
 
-/// The content words of `text`, normalised, in order.
-fn content_words(text: &str) -> impl Iterator<Item = String> {
-    let n = normalize(text);
-    let out: Vec<String> = words(&n)
-        .filter(|w| {
-            w.chars().count() >= 3 && !w.chars().all(|c| c.is_ascii_digit()) && !is_stop_word(w, Negations::Drop)
-        })
-        .map(str::to_owned)
-        .collect();
-    out.into_iter()
+/// The content words of `text` that can be topics (numbers are not), in
+/// order.
+fn topic_words(text: &str) -> impl Iterator<Item = String> {
+    super::content_words(text).into_iter().filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// The session's topics (see the module docs).
 fn topics(turns: &[TurnText]) -> Vec<String> {
     let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
     let texts = turns.iter().flat_map(|t| [t.request.as_str(), t.reply.as_str()]);
-    for (i, w) in texts.flat_map(content_words).enumerate() {
+    for (i, w) in texts.flat_map(topic_words).enumerate() {
         counts.entry(w).or_insert((0, i)).0 += 1;
     }
     let mut ranked: Vec<(String, usize, usize)> = counts.into_iter().map(|(w, (n, first))| (w, n, first)).collect();

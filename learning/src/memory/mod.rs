@@ -17,6 +17,17 @@ pub use extractive::{summarise, TurnText};
 pub use facts::{extract_facts, Fact};
 pub use recall::{enrich_by_rule, should_recall, Enrichment};
 
+/// The content words of `text`, in order: normalised, at least three
+/// characters, not a stop word (negations included) — what the summariser's
+/// topics and the recall rules ([`recall`]) both count.
+pub fn content_words(text: &str) -> Vec<String> {
+    let n = crate::text::normalize(text);
+    crate::text::words(&n)
+        .filter(|w| w.chars().count() >= 3 && !crate::text::is_stop_word(w, crate::text::Negations::Drop))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The sentences of `text`, trimmed: split after `.`, `!`, `?`, `;` or a
 /// line break when followed by whitespace or the end (so `example.org` and
 /// `3.5` stay whole).

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use chrono::{Duration, NaiveDate};
 
-use crate::text::{is_stop_word, normalize, words, Negations};
+use crate::text::normalize;
 
 /// Share of the request's content words the hot window must hold for the
 /// gate to skip recall.
@@ -41,11 +41,9 @@ impl Enrichment {
     }
 }
 
-/// The content words of `text`: normalised, at least three characters,
-/// not a stop word.
-pub fn content_words(text: &str) -> BTreeSet<String> {
-    let n = normalize(text);
-    words(&n).filter(|w| w.chars().count() >= 3 && !is_stop_word(w, Negations::Drop)).map(str::to_owned).collect()
+/// The content words of `text` ([`super::content_words`]), as a set.
+pub fn content_set(text: &str) -> BTreeSet<String> {
+    super::content_words(text).into_iter().collect()
 }
 
 /// The recall gate (#3b): `false` — skip the diary — only when the hot
@@ -56,11 +54,11 @@ pub fn should_recall(query: &str, hot_window: &[&str], fresh_tool_result: bool) 
     if !fresh_tool_result {
         return true;
     }
-    let want = content_words(query);
+    let want = content_set(query);
     if want.is_empty() {
         return true;
     }
-    let seen: BTreeSet<String> = hot_window.iter().flat_map(|t| content_words(t)).collect();
+    let seen: BTreeSet<String> = hot_window.iter().flat_map(|t| content_set(t)).collect();
     let covered = want.iter().filter(|w| seen.contains(*w)).count();
     (covered as f64) < COVERAGE * want.len() as f64
 }
@@ -120,7 +118,7 @@ pub fn enrich_by_rule(query: &str, today: NaiveDate) -> Enrichment {
         Some((_, a, b)) => (Some(today + Duration::days(*a)), Some(today + Duration::days(*b))),
         None => (None, None),
     };
-    let keywords = content_words(query).into_iter().filter(|w| !DATE_WORDS.contains(&w.as_str())).collect();
+    let keywords = content_set(query).into_iter().filter(|w| !DATE_WORDS.contains(&w.as_str())).collect();
     Enrichment { keywords, from, to }
 }
 
