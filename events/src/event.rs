@@ -156,6 +156,8 @@ catalog! {
     GraphNodeMerged(GraphNodeMerged) = 24, "graph.node_merged", 1;
     /// `feedback.received`
     FeedbackReceived(FeedbackReceived) = 25, "feedback.received", 1;
+    /// `memory.forgotten`
+    MemoryForgotten(MemoryForgotten) = 26, "memory.forgotten", 1;
 }
 
 impl std::fmt::Display for EventKind {

@@ -494,6 +494,24 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
         EventKind::FeedbackReceived => (proptest::option::of(turn_id()), select(FeedbackRating::ALL), opt_text())
             .prop_map(|(subject_turn, rating, text)| FeedbackReceived { subject_turn, rating, text }.into())
             .boxed(),
+        EventKind::MemoryForgotten => (
+            text(),
+            proptest::collection::vec(
+                (select(GraphBranch::ALL), text(), text()).prop_map(|(branch, node, fact)| ForgottenFact {
+                    branch,
+                    node,
+                    fact,
+                }),
+                0..3,
+            ),
+            texts(),
+            texts(),
+        )
+            .prop_map(|(request, facts, sessions, phrases)| {
+                let sessions = sessions.into_iter().map(SessionId::new).collect();
+                MemoryForgotten { request, facts, sessions, phrases }.into()
+            })
+            .boxed(),
     }
 }
 

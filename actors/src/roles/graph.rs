@@ -59,7 +59,12 @@ impl Graph {
 
 impl Role for Graph {
     fn kinds(&self) -> Option<Vec<EventKind>> {
-        Some(vec![EventKind::SummaryWritten, EventKind::GraphFactAdded, EventKind::GraphNodeMerged])
+        Some(vec![
+            EventKind::SummaryWritten,
+            EventKind::GraphFactAdded,
+            EventKind::GraphNodeMerged,
+            EventKind::MemoryForgotten,
+        ])
     }
 
     fn observe(&mut self, env: &Envelope) {

@@ -19,7 +19,8 @@ use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;
 
 /// The kinds a role folds for its [`Profile`].
-pub const PROFILE_KINDS: &[EventKind] = &[EventKind::GraphFactAdded, EventKind::GraphNodeMerged];
+pub const PROFILE_KINDS: &[EventKind] =
+    &[EventKind::GraphFactAdded, EventKind::GraphNodeMerged, EventKind::MemoryForgotten];
 
 /// Most facts per branch in a prompt (the newest nodes' last facts first).
 const MAX_FACTS: usize = 20;

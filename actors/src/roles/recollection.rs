@@ -89,11 +89,10 @@ impl Recollection {
         Recollection { diary: Diary::new(offset), embed, index: None, stale: BTreeSet::new() }
     }
 
-    /// Folds one event (`summary.written`; the rest are ignored).
+    /// Folds one event (`summary.written`, `memory.forgotten`; the rest
+    /// are ignored).
     pub fn observe(&mut self, env: &Envelope) {
-        if let Some(day) = self.diary.observe(env) {
-            self.stale.insert(day);
-        }
+        self.stale.extend(self.diary.observe(env));
     }
 
     /// Whether the diary has no entry yet (nothing to recall: no lookup,

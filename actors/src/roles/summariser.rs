@@ -90,6 +90,7 @@ impl Role for Summariser {
             EventKind::TurnCompleted,
             EventKind::SessionEnded,
             EventKind::SummaryWritten,
+            EventKind::MemoryForgotten,
         ])
     }
 

@@ -74,3 +74,35 @@ payload! {
         pub facts_before: u32,
     }
 }
+
+payload! {
+    /// One fact the user retracted, as the graph held it.
+    pub struct ForgottenFact {
+        /// Its branch.
+        pub branch: GraphBranch,
+        /// Its node path.
+        pub node: String,
+        /// Its text.
+        pub fact: String,
+    }
+}
+
+payload! {
+    /// `memory.forgotten`: the user retracted what the assistant learnt
+    /// (`engram forget`, a host's `Runtime::forget`). A retraction, not an
+    /// erasure: the log stays append-only and keeps what was said; every
+    /// fold that feeds a prompt (the graph, the diary) drops what this
+    /// names, at every replay and rebuild.
+    pub struct MemoryForgotten {
+        /// What the user asked to forget, as asked (`"Turin"`,
+        /// `"session s-12"`): for the record.
+        pub request: String,
+        /// The facts retracted, as the graph held them when asked.
+        pub facts: Vec<ForgottenFact>,
+        /// Sessions whose summaries leave the diary.
+        pub sessions: Vec<crate::SessionId>,
+        /// Text no diary entry shows again (case-insensitive): a sentence
+        /// holding it is left out.
+        pub phrases: Vec<String>,
+    }
+}

@@ -11,12 +11,17 @@
 //!
 //! Days are calendar days at the user's UTC offset (`[runtime]
 //! utc_offset`): "yesterday" means what the user means by it.
+//!
+//! `memory.forgotten` retracts: a forgotten session's summaries leave
+//! their day (the entry is folded again from the others), and a sentence
+//! holding a forgotten phrase is left out of every entry, earlier or later
+//! — what the user retracted reaches no prompt through the diary.
 
 use std::collections::BTreeMap;
 
 use chrono::{FixedOffset, NaiveDate};
 use engram_events::payloads::SummariserKind;
-use engram_events::{Envelope, Event};
+use engram_events::{Envelope, Event, SessionId};
 
 /// Longest entry kept (characters): appended extractive summaries of a
 /// busy day keep their newest part.
@@ -35,49 +40,100 @@ pub struct DayEntry {
     pub sessions: u32,
 }
 
+/// One `summary.written`, as its day keeps it.
+#[derive(Clone, Debug)]
+struct Written {
+    session: Option<SessionId>,
+    summariser: SummariserKind,
+    summary: String,
+    topics: Vec<String>,
+}
+
 /// The diary: day → entry.
 #[derive(Clone, Debug)]
 pub struct Diary {
     offset: FixedOffset,
+    /// Each day's summaries, in log order.
+    written: BTreeMap<NaiveDate, Vec<Written>>,
+    /// Each day's entry, folded from `written`.
     days: BTreeMap<NaiveDate, DayEntry>,
+    /// Forgotten phrases, lower-cased.
+    phrases: Vec<String>,
 }
 
 impl Diary {
     /// An empty diary whose days are taken at `offset`.
     pub fn new(offset: FixedOffset) -> Diary {
-        Diary { offset, days: BTreeMap::new() }
+        Diary { offset, written: BTreeMap::new(), days: BTreeMap::new(), phrases: Vec::new() }
     }
 
-    /// Folds one event; returns the day it changed, if any.
-    pub fn observe(&mut self, env: &Envelope) -> Option<NaiveDate> {
-        let Event::SummaryWritten(s) = &env.event else { return None };
-        let date = env.at.with_timezone(&self.offset).date_naive();
-        let entry = self.days.entry(date).or_insert_with(|| DayEntry {
-            date,
-            text: String::new(),
-            topics: Vec::new(),
-            sessions: 0,
-        });
-        entry.text = match s.summariser {
-            // Written from the prior entry: the whole day, updated.
-            SummariserKind::Llm => s.summary.clone(),
-            _ if entry.text.is_empty() => s.summary.clone(),
-            _ => format!("{}\n{}", entry.text, s.summary),
-        };
-        if entry.text.chars().count() > MAX_ENTRY_CHARS {
-            let skip = entry.text.chars().count() - MAX_ENTRY_CHARS;
-            entry.text = entry.text.chars().skip(skip).collect();
-        }
-        let mut topics = s.topics.clone();
-        for t in &entry.topics {
-            if !topics.iter().any(|k| k.eq_ignore_ascii_case(t)) {
-                topics.push(t.clone());
+    /// Folds one event; returns the days whose entry it changed.
+    pub fn observe(&mut self, env: &Envelope) -> Vec<NaiveDate> {
+        match &env.event {
+            Event::SummaryWritten(s) => {
+                let date = self.day_of(env.at);
+                self.written.entry(date).or_default().push(Written {
+                    session: env.session.clone(),
+                    summariser: s.summariser,
+                    summary: s.summary.clone(),
+                    topics: s.topics.clone(),
+                });
+                self.fold(date);
+                vec![date]
             }
+            Event::MemoryForgotten(m) => {
+                self.phrases.extend(m.phrases.iter().map(|p| p.to_lowercase()).filter(|p| !p.trim().is_empty()));
+                let dates: Vec<NaiveDate> = self.written.keys().copied().collect();
+                let mut changed = Vec::new();
+                for date in dates {
+                    if let Some(w) = self.written.get_mut(&date) {
+                        w.retain(|w| w.session.as_ref().is_none_or(|s| !m.sessions.contains(s)));
+                    }
+                    if self.fold(date) {
+                        changed.push(date);
+                    }
+                }
+                changed
+            }
+            _ => Vec::new(),
         }
-        topics.truncate(10);
-        entry.topics = topics;
-        entry.sessions += 1;
-        Some(date)
+    }
+
+    /// Folds `date`'s entry from its summaries; whether it changed.
+    fn fold(&mut self, date: NaiveDate) -> bool {
+        let mut entry = DayEntry { date, text: String::new(), topics: Vec::new(), sessions: 0 };
+        for w in self.written.get(&date).into_iter().flatten() {
+            let summary = without(&w.summary, &self.phrases);
+            entry.text = match w.summariser {
+                // Written from the prior entry: the whole day, updated.
+                SummariserKind::Llm => summary,
+                _ if entry.text.is_empty() => summary,
+                _ if summary.is_empty() => entry.text,
+                _ => format!("{}\n{summary}", entry.text),
+            };
+            if entry.text.chars().count() > MAX_ENTRY_CHARS {
+                let skip = entry.text.chars().count() - MAX_ENTRY_CHARS;
+                entry.text = entry.text.chars().skip(skip).collect();
+            }
+            let mut topics: Vec<String> = w.topics.iter().filter(|t| !holds_any(t, &self.phrases)).cloned().collect();
+            for t in &entry.topics {
+                if !topics.iter().any(|k| k.eq_ignore_ascii_case(t)) {
+                    topics.push(t.clone());
+                }
+            }
+            topics.truncate(10);
+            entry.topics = topics;
+            entry.sessions += 1;
+        }
+        let was = self.days.get(&date);
+        if entry.sessions == 0 {
+            return self.days.remove(&date).is_some();
+        }
+        if was == Some(&entry) {
+            return false;
+        }
+        self.days.insert(date, entry);
+        true
     }
 
     /// The entry of `date`, if one was written.
@@ -104,6 +160,36 @@ impl Diary {
     pub fn is_empty(&self) -> bool {
         self.days.is_empty()
     }
+}
+
+/// Whether `text` holds one of `phrases` (lower-cased), ignoring case.
+fn holds_any(text: &str, phrases: &[String]) -> bool {
+    !phrases.is_empty() && {
+        let lower = text.to_lowercase();
+        phrases.iter().any(|p| lower.contains(p.as_str()))
+    }
+}
+
+/// `text` without the sentences that hold one of `phrases`.
+fn without(text: &str, phrases: &[String]) -> String {
+    if !holds_any(text, phrases) {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut sentence = String::new();
+    for c in text.chars() {
+        sentence.push(c);
+        if matches!(c, '.' | '!' | '?' | '\n' | ';') {
+            if !holds_any(&sentence, phrases) {
+                out.push_str(&sentence);
+            }
+            sentence.clear();
+        }
+    }
+    if !holds_any(&sentence, phrases) {
+        out.push_str(&sentence);
+    }
+    out.trim().to_owned()
 }
 
 #[cfg(test)]
@@ -134,7 +220,7 @@ mod tests {
         let day = |n| NaiveDate::from_ymd_opt(2026, 11, n).unwrap();
         assert_eq!(
             d.observe(&summary((20, 9), SummariserKind::Extractive, "Asked about Rome.", &["rome"])),
-            Some(day(20))
+            vec![day(20)]
         );
         d.observe(&summary((20, 12), SummariserKind::Extractive, "Dinner at Da Mario.", &["dinner"]));
         assert_eq!(d.entry(day(20)).unwrap().text, "Asked about Rome.\nDinner at Da Mario.");
@@ -143,7 +229,47 @@ mod tests {
         d.observe(&summary((20, 18), SummariserKind::Llm, "Rome; dinner at Da Mario; a film.", &["film"]));
         let e = d.entry(day(20)).unwrap();
         assert_eq!((e.text.as_str(), e.sessions), ("Rome; dinner at Da Mario; a film.", 3));
-        assert_eq!(d.observe(&summary((20, 23), SummariserKind::Llm, "Late.", &[])), Some(day(21)));
+        assert_eq!(d.observe(&summary((20, 23), SummariserKind::Llm, "Late.", &[])), vec![day(21)]);
         assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn a_forgotten_session_leaves_its_day_and_a_forgotten_phrase_every_entry() {
+        use engram_events::payloads::MemoryForgotten;
+        let mut d = Diary::new(FixedOffset::east_opt(0).unwrap());
+        let day = |n| NaiveDate::from_ymd_opt(2026, 11, n).unwrap();
+        let with = |e: Envelope, s: &str| e.with_session(engram_events::SessionId::new(s));
+        d.observe(&with(
+            summary((20, 9), SummariserKind::Extractive, "I live in Turin. Asked about Rome.", &["turin"]),
+            "s-1",
+        ));
+        d.observe(&with(summary((20, 12), SummariserKind::Extractive, "Dinner at Da Mario.", &["dinner"]), "s-2"));
+        d.observe(&with(summary((21, 9), SummariserKind::Extractive, "Only this.", &[]), "s-3"));
+        let forgot = |sessions: &[&str], phrases: &[&str]| {
+            Envelope::new(
+                ActorKind::Cli,
+                MemoryForgotten {
+                    request: "test".into(),
+                    facts: vec![],
+                    sessions: sessions.iter().map(|s| engram_events::SessionId::new(*s)).collect(),
+                    phrases: phrases.iter().map(|p| p.to_string()).collect(),
+                },
+            )
+        };
+        assert_eq!(d.observe(&forgot(&[], &["TURIN"])), vec![day(20)]);
+        let e = d.entry(day(20)).unwrap();
+        assert_eq!(
+            (e.text.as_str(), e.topics.clone()),
+            ("Asked about Rome.\nDinner at Da Mario.", vec!["dinner".to_string()])
+        );
+        // A later summary holding the phrase: that sentence never shows.
+        d.observe(&with(summary((21, 12), SummariserKind::Extractive, "Back in turin. Film night.", &[]), "s-4"));
+        assert_eq!(d.entry(day(21)).unwrap().text, "Only this.\nFilm night.");
+        // A session forgotten: its summary leaves; a day left with none goes.
+        assert_eq!(d.observe(&forgot(&["s-2"], &[])), vec![day(20)]);
+        assert_eq!(d.entry(day(20)).unwrap().text, "Asked about Rome.");
+        d.observe(&forgot(&["s-1"], &[]));
+        assert_eq!(d.entry(day(20)), None);
+        assert_eq!(d.len(), 1);
     }
 }

@@ -1,7 +1,8 @@
 //! Memory without an LLM: the extractive summariser (fallback of seed 002
 //! #9), the rule-based knowledge-graph fact extractor (fallback of #10),
 //! the day-by-day diary both summarisers write into, and the rules that
-//! decide when and what to recall from it (#3b, #3's fallback).
+//! decide when and what to recall from it (#3b, #3's fallback), and what
+//! a user's "forget this" retracts.
 //!
 //! Both work on sentences, so they agree on what one is: the summariser
 //! keeps the user's first-person sentences verbatim precisely so that the
@@ -10,11 +11,13 @@
 pub mod diary;
 pub mod extractive;
 pub mod facts;
+pub mod forget;
 pub mod recall;
 
 pub use diary::{DayEntry, Diary};
 pub use extractive::{summarise, TurnText};
 pub use facts::{extract_facts, Fact};
+pub use forget::{Forget, ForgetError, Memory};
 pub use recall::{enrich_by_rule, should_recall, Enrichment};
 
 /// The content words of `text`, in order: normalised, at least three

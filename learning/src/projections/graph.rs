@@ -71,7 +71,7 @@ impl Projection for Graph {
     }
 
     fn kinds(&self) -> Option<&'static [EventKind]> {
-        Some(&[EventKind::GraphFactAdded, EventKind::GraphNodeMerged])
+        Some(&[EventKind::GraphFactAdded, EventKind::GraphNodeMerged, EventKind::MemoryForgotten])
     }
 
     fn apply(&mut self, env: &Envelope) {
@@ -93,6 +93,23 @@ impl Projection for Graph {
                     self.nodes.remove(&k);
                 } else {
                     self.nodes.insert(k, GraphNode { branch: m.branch, node: m.node.clone(), facts: m.facts.clone() });
+                }
+            }
+            // The user retracted these: gone from the node, and a node left
+            // with no facts is gone.
+            Event::MemoryForgotten(m) => {
+                for f in &m.facts {
+                    let k = key(f.branch, &f.node);
+                    let Some(node) = self.nodes.get(&k) else { continue };
+                    if !node.facts.contains(&f.fact) {
+                        continue;
+                    }
+                    let facts: Vec<String> = node.facts.iter().filter(|x| **x != f.fact).cloned().collect();
+                    if facts.is_empty() {
+                        self.nodes.remove(&k);
+                    } else {
+                        self.nodes.insert(k, GraphNode { branch: f.branch, node: f.node.clone(), facts });
+                    }
                 }
             }
             _ => {}

@@ -1,0 +1,229 @@
+//! Forgetting (issue #14 item 5): what a user's "forget this" retracts,
+//! decided once and written down as one `memory.forgotten`.
+//!
+//! The decision is made here, against what the assistant knows when the
+//! user asks; the event then lists exactly what it retracts, so every fold
+//! that replays it (the graph, the diary, at every start and `rebuild`)
+//! drops the same things without deciding again.
+//!
+//! | asked | retracts |
+//! |---|---|
+//! | a text (`engram forget Turin`) | every graph fact holding it (any branch, case-insensitive), and every diary sentence holding it, earlier or later |
+//! | a session (`engram forget --session s-12`) | the facts that session's summary added (still held), and its summaries leave the diary |
+//!
+//! What it does **not** do: erase. The log is append-only; the utterances,
+//! summaries and facts stay in it (`engram export` shows them), and a fact
+//! taught again later is learnt again. `docs/memory.md` says what would
+//! erase the text itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use engram_events::payloads::{ForgottenFact, MemoryForgotten};
+use engram_events::{Envelope, Event, EventKind, SessionId};
+use engram_storage::projector::Projection;
+
+use crate::projections::Graph;
+
+/// What a user asks to forget.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Forget {
+    /// Every fact and diary sentence holding this text.
+    Text(String),
+    /// Everything this session taught.
+    Session(SessionId),
+}
+
+impl std::fmt::Display for Forget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Forget::Text(t) => write!(f, "{t:?}"),
+            Forget::Session(s) => write!(f, "session {s}"),
+        }
+    }
+}
+
+/// Nothing the assistant learnt matches what was asked: nothing is
+/// appended.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ForgetError {
+    /// An empty or blank text would match everything.
+    #[error("nothing to forget: the text is empty")]
+    Empty,
+    /// No fact or diary entry holds the text / the session taught nothing.
+    #[error("nothing the assistant learnt matches {0}")]
+    NoMatch(String),
+}
+
+/// The kinds [`Memory`] folds.
+pub const FORGET_KINDS: &[EventKind] =
+    &[EventKind::SummaryWritten, EventKind::GraphFactAdded, EventKind::GraphNodeMerged, EventKind::MemoryForgotten];
+
+/// What the assistant has learnt, as far as forgetting needs it: the
+/// graph, which session added which fact, and each session's summaries.
+#[derive(Default)]
+pub struct Memory {
+    graph: Graph,
+    /// Facts each session's summary added: (branch, node, fact).
+    taught: BTreeMap<SessionId, Vec<ForgottenFact>>,
+    /// Summaries still in the diary, by session.
+    summaries: BTreeMap<SessionId, Vec<String>>,
+    /// Summaries without a session (never written by the runtime; kept for
+    /// text matches).
+    loose: Vec<String>,
+    /// Phrases already forgotten (lower-cased).
+    phrases: BTreeSet<String>,
+}
+
+impl Memory {
+    /// Folds one event (the [`FORGET_KINDS`]; the rest are ignored).
+    pub fn observe(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::GraphFactAdded(f) => {
+                if let Some(s) = &env.session {
+                    let fact = ForgottenFact { branch: f.branch, node: f.node.clone(), fact: f.fact.clone() };
+                    self.taught.entry(s.clone()).or_default().push(fact);
+                }
+            }
+            Event::SummaryWritten(s) => match &env.session {
+                Some(id) => self.summaries.entry(id.clone()).or_default().push(s.summary.clone()),
+                None => self.loose.push(s.summary.clone()),
+            },
+            Event::MemoryForgotten(m) => {
+                for s in &m.sessions {
+                    self.summaries.remove(s);
+                    self.taught.remove(s);
+                }
+                self.phrases.extend(m.phrases.iter().map(|p| p.to_lowercase()));
+            }
+            _ => {}
+        }
+        self.graph.apply(env);
+        self.graph.forget_changes();
+    }
+
+    /// The retraction `what` asks for, or why there is none.
+    pub fn retraction(&self, what: &Forget) -> Result<MemoryForgotten, ForgetError> {
+        let held = |f: &ForgottenFact| self.graph.facts(f.branch, &f.node).contains(&f.fact);
+        let (facts, sessions, phrases) = match what {
+            Forget::Text(text) => {
+                let needle = text.trim().to_lowercase();
+                if needle.is_empty() {
+                    return Err(ForgetError::Empty);
+                }
+                let facts: Vec<ForgottenFact> = self
+                    .graph
+                    .iter()
+                    .flat_map(|n| {
+                        n.facts.iter().map(|f| ForgottenFact {
+                            branch: n.branch,
+                            node: n.node.clone(),
+                            fact: f.clone(),
+                        })
+                    })
+                    .filter(|f| f.fact.to_lowercase().contains(&needle))
+                    .collect();
+                let in_diary = !self.phrases.contains(&needle)
+                    && self.summaries.values().flatten().chain(&self.loose).any(|s| s.to_lowercase().contains(&needle));
+                if facts.is_empty() && !in_diary {
+                    return Err(ForgetError::NoMatch(what.to_string()));
+                }
+                (facts, Vec::new(), vec![text.trim().to_owned()])
+            }
+            Forget::Session(session) => {
+                let mut facts: Vec<ForgottenFact> = Vec::new();
+                for f in self.taught.get(session).into_iter().flatten() {
+                    if held(f) && !facts.contains(f) {
+                        facts.push(f.clone());
+                    }
+                }
+                let summarised = self.summaries.contains_key(session);
+                if facts.is_empty() && !summarised {
+                    return Err(ForgetError::NoMatch(what.to_string()));
+                }
+                (facts, vec![session.clone()], Vec::new())
+            }
+        };
+        Ok(MemoryForgotten { request: what.to_string(), facts, sessions, phrases })
+    }
+
+    /// The graph as it stands (after every retraction folded so far).
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_events::payloads::{ExtractorKind, GraphBranch, GraphFactAdded, SummariserKind, SummaryWritten};
+    use engram_events::ActorKind;
+
+    fn in_session(s: &str, event: impl Into<Event>) -> Envelope {
+        Envelope::new(ActorKind::Graph, event).with_session(SessionId::new(s))
+    }
+
+    fn fact(s: &str, node: &str, text: &str) -> Envelope {
+        in_session(
+            s,
+            GraphFactAdded {
+                branch: GraphBranch::User,
+                node: node.into(),
+                fact: text.into(),
+                extractor: ExtractorKind::Rule,
+            },
+        )
+    }
+
+    fn summary(s: &str, text: &str) -> Envelope {
+        in_session(
+            s,
+            SummaryWritten {
+                summary: text.into(),
+                topics: vec![],
+                summariser: SummariserKind::Extractive,
+                turns_covered: 1,
+            },
+        )
+    }
+
+    fn memory() -> Memory {
+        let mut m = Memory::default();
+        for e in [
+            summary("s-1", "My name is Ada. I live in Turin."),
+            fact("s-1", "identity", "My name is Ada"),
+            fact("s-1", "location", "I live in Turin"),
+            summary("s-2", "I like jazz."),
+            fact("s-2", "preferences", "I like jazz"),
+        ] {
+            m.observe(&e);
+        }
+        m
+    }
+
+    #[test]
+    fn a_text_retracts_the_facts_holding_it_and_the_phrase() {
+        let m = memory();
+        let r = m.retraction(&Forget::Text("turin".into())).unwrap();
+        assert_eq!(r.facts.len(), 1);
+        assert_eq!(r.facts[0].fact, "I live in Turin");
+        assert_eq!(r.phrases, ["turin"]);
+        assert!(r.sessions.is_empty());
+        assert_eq!(m.retraction(&Forget::Text("  ".into())), Err(ForgetError::Empty));
+        assert!(matches!(m.retraction(&Forget::Text("Lisbon".into())), Err(ForgetError::NoMatch(_))));
+    }
+
+    #[test]
+    fn a_session_retracts_what_it_taught_and_once_folded_nothing_is_left() {
+        let mut m = memory();
+        let r = m.retraction(&Forget::Session(SessionId::new("s-1"))).unwrap();
+        let facts: Vec<&str> = r.facts.iter().map(|f| f.fact.as_str()).collect();
+        assert_eq!(facts, ["My name is Ada", "I live in Turin"]);
+        assert_eq!(r.sessions, [SessionId::new("s-1")]);
+        m.observe(&Envelope::new(ActorKind::Cli, r));
+        assert!(m.graph().facts(GraphBranch::User, "identity").is_empty());
+        assert_eq!(m.graph().facts(GraphBranch::User, "preferences"), ["I like jazz"]);
+        // Asked again: nothing left to forget, nothing appended.
+        assert!(matches!(m.retraction(&Forget::Session(SessionId::new("s-1"))), Err(ForgetError::NoMatch(_))));
+        assert!(matches!(m.retraction(&Forget::Session(SessionId::new("s-9"))), Err(ForgetError::NoMatch(_))));
+    }
+}
