@@ -103,3 +103,46 @@ fn an_empty_graph_says_so() {
     assert_eq!(ok(engram(&data, &["inspect", "graph", "--json"])), "");
     assert!(ok(engram(&data, &["inspect", "graph"])).ends_with("0 nodes, 0 facts\n"));
 }
+
+/// `engram forget`: a text retracts the facts holding it (a dry run first
+/// appends nothing), asking again finds nothing and exits 1, `rebuild`
+/// keeps the retraction, and a session retracts what it taught.
+#[test]
+fn forget_retracts_facts_and_rebuild_keeps_them_retracted() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = dir.path().join("events.jsonl");
+    let jsonl: String = envelopes().iter().map(|e| json::to_line(e) + "\n").collect();
+    std::fs::write(&file, jsonl).unwrap();
+    ok(engram(&data, &["import", file.to_str().unwrap()]));
+    let facts = |data: &Path| -> String { ok(engram(data, &["inspect", "graph", "--json"])) };
+    let events = |data: &Path| ok(engram(data, &["stats", "--json"]));
+    assert!(facts(&data).contains("I live in Rome"));
+
+    let before = events(&data);
+    let dry = ok(engram(&data, &["forget", "rome", "--dry-run"]));
+    assert!(dry.contains("would forget USER/location: I live in Rome") && dry.contains("nothing appended"), "{dry}");
+    assert_eq!(events(&data), before, "a dry run appends nothing");
+
+    let done: Value = serde_json::from_str(&ok(engram(&data, &["forget", "rome", "--json"]))).unwrap();
+    assert_eq!(done["facts"][0]["fact"], "I live in Rome", "{done}");
+    assert!(done["seq"].as_u64().is_some(), "{done}");
+    assert!(!facts(&data).contains("Rome"));
+    assert!(facts(&data).contains("My name is Marco"), "the rest stays");
+
+    let again = engram(&data, &["forget", "Rome"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("nothing the assistant learnt matches \"Rome\""));
+
+    ok(engram(&data, &["rebuild"]));
+    assert!(!facts(&data).contains("Rome"), "rebuild keeps it retracted");
+
+    let session = ok(engram(&data, &["forget", "--session", "g-1"]));
+    assert!(session.contains("forgot USER/identity: My name is Marco"), "{session}");
+    assert!(session.contains("forgot DIRECTIVES/behaviour: Always answer in Italian"), "{session}");
+    assert_eq!(facts(&data), "", "g-1 taught everything that was left");
+    ok(engram(&data, &["verify"]));
+
+    let bad = engram(&data, &["forget"]);
+    assert_eq!(bad.status.code(), Some(2), "clap: say what to forget");
+}

@@ -1,10 +1,13 @@
-//! The golden log: a log written by engram's first log format, committed
-//! under `tests/fixtures/golden-v1/`, that every later version must replay
+//! The golden logs: logs written by engram's log format as it was, committed
+//! under `tests/fixtures/golden-v*/`, that every later version must replay
 //! unchanged — as raw frames, as a sled data dir, and as JSON Lines.
 //!
-//! It holds every event kind. To regenerate it (only ever for a *new*
-//! fixture directory; an existing one is history and is never rewritten):
-//! `ENGRAM_REGENERATE_GOLDEN=1 cargo test --test golden -- --ignored`.
+//! `golden-v1` holds every kind of the first format; each later fixture
+//! holds the kinds added since the one before it (`golden-v2`:
+//! `memory.forgotten`), so together they hold every kind. To write a new
+//! one (only ever a *new* fixture directory; an existing one is history and
+//! is never rewritten): add it to [`FIXTURES`], then
+//! `ENGRAM_REGENERATE_GOLDEN=golden-vN cargo test --test golden -- --ignored`.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -17,8 +20,36 @@ use engram::events::{EvalId, EventId, FingerprintId, TurnId};
 use engram::learning::import::{turn_events, turn_record};
 use engram::{ActorKind, Envelope, Event, EventKind, EventLog, LogConfig, Seq, SessionId, SledLog};
 
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/golden-v1")
+/// One golden log: its directory under `tests/fixtures/` and the builder
+/// of its events.
+struct Fixture {
+    name: &'static str,
+    events: fn() -> Vec<Envelope>,
+}
+
+/// Every golden log, oldest first.
+const FIXTURES: [Fixture; 2] =
+    [Fixture { name: "golden-v1", events: fixture_events }, Fixture { name: "golden-v2", events: fixture_v2_events }];
+
+fn fixture_dir(f: &Fixture) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(f.name)
+}
+
+/// `golden-v2`: the kinds added after `golden-v1`.
+fn fixture_v2_events() -> Vec<Envelope> {
+    let at = engram::events::chrono::DateTime::parse_from_rfc3339("2026-11-25T10:00:00Z").unwrap().to_utc();
+    let id = EventId(derive_ulid(at, &[b"golden-v2", &1u32.to_be_bytes()]));
+    let forgotten = MemoryForgotten {
+        request: "\"Turin\"".into(),
+        facts: vec![ForgottenFact {
+            branch: GraphBranch::User,
+            node: "location".into(),
+            fact: "I live in Turin".into(),
+        }],
+        sessions: vec![SessionId::new("g-1")],
+        phrases: vec!["Turin".into()],
+    };
+    vec![Envelope::at(id, at, ActorKind::Cli, forgotten)]
 }
 
 /// The fixture's events, built deterministically (fixed ids and times).
@@ -190,8 +221,8 @@ fn fixture_events() -> Vec<Envelope> {
 
 /// The fixture's lines as written when it was made (history: never
 /// rewritten).
-fn fixture_lines() -> Vec<String> {
-    std::fs::read_to_string(fixture_dir().join("log.jsonl"))
+fn fixture_lines(f: &Fixture) -> Vec<String> {
+    std::fs::read_to_string(fixture_dir(f).join("log.jsonl"))
         .expect("fixture log.jsonl")
         .lines()
         .map(String::from)
@@ -201,90 +232,99 @@ fn fixture_lines() -> Vec<String> {
 /// The fixture's events as this build writes them: each line parsed (a
 /// kind whose schema changed since is upcast — `fastpath.hit` v1 → v2) and
 /// written again. Whatever reads the fixture must give exactly these.
-fn expected_lines() -> Vec<String> {
-    fixture_lines().iter().map(|l| json::to_line(&json::from_line(l).expect("a fixture line parses"))).collect()
+fn expected_lines(f: &Fixture) -> Vec<String> {
+    fixture_lines(f).iter().map(|l| json::to_line(&json::from_line(l).expect("a fixture line parses"))).collect()
 }
 
 #[test]
 fn only_upcasts_change_the_fixture_lines() {
     // Lines of kinds at their fixture version read back byte for byte.
-    for (old, new) in fixture_lines().iter().zip(expected_lines()) {
-        let kind = json::from_line(old).unwrap().kind();
-        let was = serde_json::from_str::<serde_json::Value>(old).unwrap()["v"].as_u64().unwrap();
-        if was == u64::from(kind.schema_version()) {
-            assert_eq!(*old, new);
-        } else {
-            assert_ne!(*old, new, "{kind} was upcast");
+    for f in &FIXTURES {
+        for (old, new) in fixture_lines(f).iter().zip(expected_lines(f)) {
+            let kind = json::from_line(old).unwrap().kind();
+            let was = serde_json::from_str::<serde_json::Value>(old).unwrap()["v"].as_u64().unwrap();
+            if was == u64::from(kind.schema_version()) {
+                assert_eq!(*old, new, "{}", f.name);
+            } else {
+                assert_ne!(*old, new, "{}: {kind} was upcast", f.name);
+            }
         }
     }
 }
 
 #[test]
-fn the_fixture_covers_every_kind() {
+fn the_fixtures_cover_every_kind() {
     let kinds: std::collections::HashSet<EventKind> =
-        expected_lines().iter().map(|l| json::from_line(l).unwrap().kind()).collect();
+        FIXTURES.iter().flat_map(expected_lines).map(|l| json::from_line(&l).unwrap().kind()).collect();
     for kind in EventKind::ALL {
-        assert!(kinds.contains(kind), "golden fixture lacks {kind}");
+        assert!(kinds.contains(kind), "no golden fixture holds {kind}: add one (see the module docs)");
     }
 }
 
 #[test]
 fn golden_frames_decode_unchanged() {
-    let bytes = std::fs::read(fixture_dir().join("log.frames")).expect("fixture log.frames");
-    let decoded: Vec<String> =
-        binary::frames(&bytes).map(|f| json::to_line(&f.expect("frame").decode().expect("decodes"))).collect();
-    assert_eq!(decoded, expected_lines());
+    for f in &FIXTURES {
+        let bytes = std::fs::read(fixture_dir(f).join("log.frames")).expect("fixture log.frames");
+        let decoded: Vec<String> =
+            binary::frames(&bytes).map(|f| json::to_line(&f.expect("frame").decode().expect("decodes"))).collect();
+        assert_eq!(decoded, expected_lines(f), "{}", f.name);
+    }
 }
 
 #[test]
 fn golden_data_dir_replays_unchanged() {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&fixture_dir().join("data"), tmp.path());
-    let log = SledLog::open(tmp.path(), LogConfig::default()).expect("opens the golden data dir");
-    let report = engram::storage::verify::verify(&log, |_| {});
-    assert!(report.ok(), "{:?}", report.faults);
-    let lines: Vec<String> = log.read_from(Seq::FIRST).map(|e| json::to_line(&e.unwrap())).collect();
-    assert_eq!(lines, expected_lines());
+    for f in &FIXTURES {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_dir(&fixture_dir(f).join("data"), tmp.path());
+        let log = SledLog::open(tmp.path(), LogConfig::default()).expect("opens the golden data dir");
+        let report = engram::storage::verify::verify(&log, |_| {});
+        assert!(report.ok(), "{}: {:?}", f.name, report.faults);
+        let lines: Vec<String> = log.read_from(Seq::FIRST).map(|e| json::to_line(&e.unwrap())).collect();
+        assert_eq!(lines, expected_lines(f), "{}", f.name);
+    }
 }
 
 #[test]
 fn golden_jsonl_imports_to_the_same_log() {
-    let tmp = tempfile::tempdir().unwrap();
-    let plan = engram::learning::import::validate(&fixture_dir().join("log.jsonl")).unwrap();
-    let log = SledLog::open(tmp.path(), LogConfig::default()).unwrap();
-    engram::learning::import::run(&plan, &log, Vec::new, |_| {}).unwrap();
-    let lines: Vec<String> = log.read_from(Seq::FIRST).map(|e| json::to_line(&e.unwrap())).collect();
-    assert_eq!(lines, expected_lines());
-}
-
-#[test]
-fn this_build_still_writes_the_fixture() {
-    // The builder above is deterministic; while no schema version changed it
-    // reproduces the fixture. When one does, this test is updated to build
-    // with the new version and the fixture stays as it is.
-    let lines: Vec<String> = fixture_events()
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut e)| {
-            e.seq = Seq(i as u64 + 1);
-            json::to_line(&e)
-        })
-        .collect();
-    assert_eq!(lines, expected_lines());
-}
-
-#[test]
-#[ignore = "writes the fixture; run with ENGRAM_REGENERATE_GOLDEN=1"]
-fn regenerate_golden_fixture() {
-    if std::env::var_os("ENGRAM_REGENERATE_GOLDEN").is_none() {
-        return;
+    for f in &FIXTURES {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = engram::learning::import::validate(&fixture_dir(f).join("log.jsonl")).unwrap();
+        let log = SledLog::open(tmp.path(), LogConfig::default()).unwrap();
+        engram::learning::import::run(&plan, &log, Vec::new, |_| {}).unwrap();
+        let lines: Vec<String> = log.read_from(Seq::FIRST).map(|e| json::to_line(&e.unwrap())).collect();
+        assert_eq!(lines, expected_lines(f), "{}", f.name);
     }
-    let dir = fixture_dir();
+}
+
+#[test]
+fn this_build_still_writes_the_fixtures() {
+    // The builders above are deterministic; while no schema version changed
+    // they reproduce the fixtures. When one does, this test is updated to
+    // build with the new version and the fixtures stay as they are.
+    for f in &FIXTURES {
+        let lines: Vec<String> = (f.events)()
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut e)| {
+                e.seq = Seq(i as u64 + 1);
+                json::to_line(&e)
+            })
+            .collect();
+        assert_eq!(lines, expected_lines(f), "{}", f.name);
+    }
+}
+
+#[test]
+#[ignore = "writes a fixture; run with ENGRAM_REGENERATE_GOLDEN=golden-vN"]
+fn regenerate_golden_fixture() {
+    let Some(name) = std::env::var_os("ENGRAM_REGENERATE_GOLDEN") else { return };
+    let f = FIXTURES.iter().find(|f| *f.name == *name).expect("ENGRAM_REGENERATE_GOLDEN names one of FIXTURES");
+    let dir = fixture_dir(f);
     assert!(!dir.join("log.jsonl").exists(), "{} is history: write a new fixture dir instead", dir.display());
     std::fs::create_dir_all(dir.join("data")).unwrap();
     {
         let log = SledLog::open(&dir.join("data"), LogConfig::default()).unwrap();
-        log.append(fixture_events()).unwrap();
+        log.append((f.events)()).unwrap();
         let mut jsonl = String::new();
         let mut frames = Vec::new();
         for env in log.read_from(Seq::FIRST) {

@@ -56,4 +56,7 @@ pub enum RuntimeError {
     /// A thread could not be started.
     #[error("cannot start a thread: {0}")]
     Thread(std::io::Error),
+    /// Nothing was forgotten ([`crate::Runtime::forget`]).
+    #[error(transparent)]
+    Forget(#[from] engram_learning::memory::ForgetError),
 }

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use chrono::FixedOffset;
 use engram_events::payloads::{FeedbackRating, LlmContext, PlanStep, RouteLayer, SessionEndReason, UtteranceSource};
-use engram_events::{SessionId, TurnId};
+use engram_events::{ActorKind, Envelope, SessionId, TurnId};
 use engram_learning::config::Config;
 use engram_learning::intent::IntentMode;
 use engram_learning::projections::PatternOutcomes;
@@ -528,6 +528,20 @@ impl Runtime {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// Retracts what the assistant learnt (a fact, by a text it holds, or
+    /// everything a session taught): one `memory.forgotten`, which every
+    /// actor folds before its next prompt — the fact reaches no model call
+    /// again, and a restart or `engram rebuild` keeps it retracted. Returns
+    /// the event as appended; [`engram_learning::memory::ForgetError`] when
+    /// nothing matches (then nothing is appended). Waits (up to 5 s) for
+    /// the actors to fold it.
+    pub fn forget(&self, what: &engram_learning::memory::Forget) -> Result<Envelope, RuntimeError> {
+        self.settle(Duration::from_secs(5));
+        let env = engram_learning::memory::forget::forget(self.log().as_ref(), what, ActorKind::Host)?;
+        self.settle(Duration::from_secs(5));
+        Ok(env)
     }
 
     /// The log (to read what happened).

@@ -852,3 +852,71 @@ fn a_request_about_an_earlier_conversation_reaches_the_model_with_the_dated_diar
     assert!(update.contains("Earlier summary of today, to update:\nThe user had dinner at Trattoria"), "{update}");
     rt.shutdown().unwrap();
 }
+
+/// Issue #14 item 5, forgetting: a fact the user retracts reaches no later
+/// request — planner, reply loop or enrichment, whether through the warm
+/// profile, the diary or the WORLD facts — and stays retracted across a
+/// restart (every fold replays the retraction). What was not retracted
+/// still arrives, so the test fails if memory is merely switched off.
+#[test]
+fn a_retracted_fact_never_reaches_a_later_request() {
+    let server = server(|c| match c {
+        Ctx::Planner => said("[]", (50, 2)),
+        Ctx::ReplyLoop => said("Noted.", (60, 2)),
+        Ctx::Summary => said(
+            r#"{"summary": "Ada introduced herself. She lives in Turin. She likes jazz.", "topics": ["Ada", "Turin", "jazz"]}"#,
+            (10, 5),
+        ),
+        Ctx::Graph => said(
+            r#"[{"branch": "USER", "fact": "The user's name is Ada"},
+                {"branch": "USER", "fact": "The user lives in Turin"},
+                {"branch": "WORLD", "fact": "Turin is the capital of Piedmont"}]"#,
+            (10, 20),
+        ),
+        Ctx::Enrichment => said(r#"{"keywords": ["live", "Turin", "jazz"], "from": null, "to": null}"#, (20, 5)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&server));
+    let first = SessionId::new("s-intro");
+    rt.handle_utterance(&first, "my name is Ada and I live in Turin").unwrap();
+    rt.end_session(&first).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let asked = |rt: &Runtime| {
+        let later = SessionId::new(format!("s-later-{}", server.requests().len()));
+        rt.handle_utterance(&later, "what did we talk about when I told you where I live?").unwrap();
+        rt.handle_utterance(&later, "what is my name?").unwrap();
+        later
+    };
+    // Before: the city reaches the model (the test can fail).
+    let before = server.requests().len();
+    asked(&rt);
+    let sent: String = server.requests()[before..].iter().map(|r| r.body.to_string()).collect();
+    assert!(sent.contains("Turin"), "remembered before it is forgotten");
+
+    let retraction = rt.forget(&engram_learning::memory::Forget::Text("turin".into())).unwrap();
+    let Event::MemoryForgotten(m) = &retraction.event else { panic!("{retraction:?}") };
+    assert_eq!(m.facts.len(), 2, "the USER fact and the WORLD fact: {m:?}");
+    let after = server.requests().len();
+    asked(&rt);
+    let sent: Vec<String> = server.requests()[after..].iter().map(|r| r.body.to_string()).collect();
+    assert!(!sent.is_empty());
+    for body in &sent {
+        assert!(!body.contains("Turin"), "a retracted fact reached the model: {body}");
+    }
+    assert!(sent.iter().any(|b| b.contains("Ada")), "what was not retracted still arrives");
+    assert!(sent.iter().any(|b| b.contains("jazz")), "the rest of the diary entry still arrives: {sent:?}");
+    // Nothing matches any more: an error, and nothing appended.
+    assert!(rt.forget(&engram_learning::memory::Forget::Text("Turin".into())).is_err());
+    assert_eq!(count(&events(&rt), EventKind::MemoryForgotten), 1);
+    rt.shutdown().unwrap();
+
+    // A restart folds the log again: still retracted.
+    let rt = start(&f, config(&server));
+    let restarted = server.requests().len();
+    asked(&rt);
+    for r in &server.requests()[restarted..] {
+        assert!(!r.body.to_string().contains("Turin"), "retracted after a restart: {}", r.body);
+    }
+    rt.shutdown().unwrap();
+}

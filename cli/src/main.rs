@@ -4,6 +4,7 @@ mod bench;
 mod calibrate;
 mod demo;
 mod export;
+mod forget;
 mod import;
 mod inspect;
 mod output;
@@ -67,6 +68,8 @@ enum Command {
     Calibrate(calibrate::Args),
     /// Run the assistant: utterances from standard input (or --once) through every actor
     Run(run::Args),
+    /// Retract what the assistant learnt: the facts holding a text, or what a session taught
+    Forget(forget::Args),
     /// Benchmarks, each beside its peer baseline
     #[command(subcommand)]
     Bench(bench::Command),
@@ -109,6 +112,7 @@ fn main() -> ExitCode {
         Command::Route(args) => route::run(&data, args),
         Command::Calibrate(args) => calibrate::run(&data, args),
         Command::Run(args) => run::run(&data, args),
+        Command::Forget(args) => forget::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
     });
     let Ok(result) = std::panic::catch_unwind(run) else { return ExitCode::FAILURE };

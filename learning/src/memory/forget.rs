@@ -42,9 +42,8 @@ impl std::fmt::Display for Forget {
     }
 }
 
-/// Nothing the assistant learnt matches what was asked: nothing is
-/// appended.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// Why nothing was forgotten: nothing is appended.
+#[derive(Debug, thiserror::Error)]
 pub enum ForgetError {
     /// An empty or blank text would match everything.
     #[error("nothing to forget: the text is empty")]
@@ -52,6 +51,27 @@ pub enum ForgetError {
     /// No fact or diary entry holds the text / the session taught nothing.
     #[error("nothing the assistant learnt matches {0}")]
     NoMatch(String),
+    /// The log could not be read or appended to.
+    #[error(transparent)]
+    Log(#[from] engram_storage::LogError),
+}
+
+/// Retracts `what` in `log`: folds what the assistant learnt from the log,
+/// decides what `what` retracts ([`Memory::retraction`]) and appends it as
+/// one `memory.forgotten` by `actor`. Returns the event as appended. The
+/// runtime's actors fold it like any other event; a CLI run appends it for
+/// the next start.
+pub fn forget(
+    log: &dyn engram_storage::EventLog,
+    what: &Forget,
+    actor: engram_events::ActorKind,
+) -> Result<Envelope, ForgetError> {
+    let memory = Memory::from_log(log)?;
+    let env = Envelope::new(actor, memory.retraction(what)?);
+    let appended = log.append(vec![env.clone()])?;
+    let mut env = env;
+    env.seq = appended[0].seq();
+    Ok(env)
 }
 
 /// The kinds [`Memory`] folds.
@@ -75,6 +95,20 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// What the assistant learnt, folded from `log` (a damaged record is
+    /// read around: `engram verify` names it).
+    pub fn from_log(log: &dyn engram_storage::EventLog) -> Result<Memory, ForgetError> {
+        let mut memory = Memory::default();
+        for env in log.read_kinds(engram_events::Seq::FIRST, FORGET_KINDS) {
+            match env {
+                Ok(env) => memory.observe(&env),
+                Err(e) if e.is_record_damage() => tracing::warn!("forget: {e}"),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(memory)
+    }
+
     /// Folds one event (the [`FORGET_KINDS`]; the rest are ignored).
     pub fn observe(&mut self, env: &Envelope) {
         match &env.event {
@@ -208,7 +242,7 @@ mod tests {
         assert_eq!(r.facts[0].fact, "I live in Turin");
         assert_eq!(r.phrases, ["turin"]);
         assert!(r.sessions.is_empty());
-        assert_eq!(m.retraction(&Forget::Text("  ".into())), Err(ForgetError::Empty));
+        assert!(matches!(m.retraction(&Forget::Text("  ".into())), Err(ForgetError::Empty)));
         assert!(matches!(m.retraction(&Forget::Text("Lisbon".into())), Err(ForgetError::NoMatch(_))));
     }
 
