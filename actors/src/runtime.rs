@@ -49,7 +49,7 @@ use crate::roles::graph::Graph;
 use crate::roles::judge::Judge;
 use crate::roles::listener::{Heard, HostInput, Listener, LISTENER_KINDS};
 use crate::roles::planner::{Planner, PlannerSetup};
-use crate::roles::reply_loop::{ReplyLoop, ReplySetup};
+use crate::roles::reply_loop::{Digests, ReplyLoop, ReplySetup};
 use crate::roles::router::{Router, RouterSetup};
 use crate::roles::summariser::Summariser;
 use crate::roles::{ContextLlm, ReactorRole};
@@ -228,13 +228,21 @@ impl RuntimeBuilder {
             dialogue: (config.runtime.dialogue_window_secs, config.runtime.dialogue_max_turns),
             embed: Some((embedder.clone(), Some(cache.clone()))),
             enrichment: None,
+            digests: Default::default(),
         };
         // The background contexts, each with its model and timeout; the
         // judges only when `[llm]` opts in (a call per turn / utterance).
         let context_llm = |context: LlmContext, enabled: bool| {
             llm.clone().filter(|_| enabled).map(|c| ContextLlm::new(c, &config.llm, context, prices.clone()))
         };
-        let reply = ReplySetup { enrichment: context_llm(LlmContext::Enrichment, true), ..reply };
+        let digests = Digests {
+            memory: context_llm(LlmContext::MemoryDigest, true),
+            tool: context_llm(LlmContext::ToolDigest, true),
+            max_turn: context_llm(LlmContext::LoopDigest, true),
+            memory_on: config.llm.memory_digest,
+            tool_on: config.llm.tool_result_digest,
+        };
+        let reply = ReplySetup { enrichment: context_llm(LlmContext::Enrichment, true), digests, ..reply };
         let intent_llm = context_llm(LlmContext::IntentJudge, config.llm.intent_judge_enabled());
         let judge_llm = context_llm(LlmContext::Judge, config.llm.judge_enabled());
         let summary_llm = context_llm(LlmContext::Summariser, true);

@@ -55,6 +55,9 @@ enum Ctx {
     Summary,
     Graph,
     Enrichment,
+    MemoryDigest,
+    ToolDigest,
+    LoopDigest,
 }
 
 fn ctx(req: &Recorded) -> Ctx {
@@ -67,6 +70,9 @@ fn ctx(req: &Recorded) -> Ctx {
         ("You write the diary entry", Ctx::Summary),
         ("You extract lasting facts", Ctx::Graph),
         ("You extract search parameters", Ctx::Enrichment),
+        ("You pick, from the user's memory", Ctx::MemoryDigest),
+        ("You condense a tool result", Ctx::ToolDigest),
+        ("You write the final reply", Ctx::LoopDigest),
     ]
     .into_iter()
     .find(|(opening, _)| system.starts_with(opening))
@@ -343,28 +349,143 @@ fn a_failing_reply_model_fails_open_to_the_tool_results() {
     rt.shutdown().unwrap();
 }
 
+/// Seed 002 #6: a loop that only calls tools stops after
+/// `agentic_max_turns` model turns, and the max-turn digest writes the
+/// reply, caveat first, from what the loop did — one priced call; when the
+/// digest fails, the reply falls back to the tool results.
 #[test]
 fn a_reply_loop_that_only_calls_tools_stops_after_eight_model_turns() {
-    let server = server(|c| match c {
+    let digests = Arc::new(AtomicUsize::new(0));
+    let n = digests.clone();
+    let server = server(move |c| match c {
         Ctx::Planner => said("[]", (10, 2)),
         Ctx::ReplyLoop => calls("get_weather", json!({"city": "Oslo"})),
+        Ctx::LoopDigest if n.fetch_add(1, Ordering::SeqCst) == 0 => {
+            said("This may be incomplete: Oslo has light rain, 12 C.", (40, 12))
+        }
+        Ctx::LoopDigest => garbage_stream(),
         other => panic!("no {other:?} call expected"),
     });
     let f = fixture();
     let rt = start(&f, config(&server));
-    let r = rt.handle_utterance(&SessionId::new("s-loop"), "how is the weather in Oslo").unwrap();
+    let session = SessionId::new("s-loop");
+    let r = rt.handle_utterance(&session, "how is the weather in Oslo").unwrap();
     let all = events(&rt);
-    let replies = llm_calls(&all, ActorKind::ReplyLoop);
-    assert_eq!(replies.len(), 8, "agentic_max_turns model turns");
-    assert!(replies.iter().all(|c| c.outcome == LlmOutcome::Ok));
+    let calls = llm_calls(&all, ActorKind::ReplyLoop);
+    let turns: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::ReplyLoop).collect();
+    assert_eq!(turns.len(), 8, "agentic_max_turns model turns");
+    assert!(turns.iter().all(|c| c.outcome == LlmOutcome::Ok));
     assert_eq!(requests(&server, Ctx::ReplyLoop).len(), 8);
     assert_eq!(f.weather_calls.load(Ordering::SeqCst), 8);
     assert_eq!(count(&all, EventKind::ToolCompleted), 8);
     assert_eq!(r.steps.len(), 8);
-    assert_eq!(r.text, [WEATHER; 8].join("\n"), "the reply falls back to the tool results");
+    assert_eq!(r.text, "This may be incomplete: Oslo has light rain, 12 C.", "the max-turn digest's reply");
+    let digest: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::LoopDigest).collect();
+    assert_eq!((digest.len(), digest[0].outcome, digest[0].input_tokens), (1, LlmOutcome::Ok, 40));
+    let asked = requests(&server, Ctx::LoopDigest);
+    let activity = asked[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(activity.contains("how is the weather in Oslo") && activity.contains(WEATHER), "{activity}");
+    assert!(activity.contains("UNTRUSTED"), "the activity is fenced as data: {activity}");
     // Each model turn saw every earlier result.
     let last = &requests(&server, Ctx::ReplyLoop)[7].body["messages"];
     assert_eq!(last.as_array().unwrap().iter().filter(|m| m["role"] == "tool").count(), 7);
+
+    // The digest answers garbage: the reply falls back to the tool results.
+    let r = rt.handle_utterance(&session, "and the weather in Oslo again?").unwrap();
+    assert_eq!(r.text, [WEATHER; 8].join("\n"), "the reply falls back to the tool results");
+    let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    assert!(calls.iter().any(|c| c.context == LlmContext::LoopDigest && c.outcome != LlmOutcome::Ok));
+    rt.shutdown().unwrap();
+}
+
+const FILLER: &str = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ";
+
+/// A long web page (about 3 000 characters, untrusted) with one useful
+/// sentence in it.
+fn long_page() -> Arc<FnTool> {
+    let tool = FnTool::new("long_page", "Fetch a long web page", |_args, _ctx| {
+        Ok(ToolOutput::untrusted(format!(
+            "{}The fjord cruise leaves at 10:00. {}",
+            FILLER.repeat(25),
+            FILLER.repeat(25)
+        )))
+    });
+    Arc::new(tool.with_arg("url", "the page"))
+}
+
+/// Seed 002 #5 and #4, on by default for a small model (`tiny:3b`): a long
+/// tool result reaches the reply loop's model as its digest, in batches
+/// (one of which finds nothing), fenced; recalled memory as its digest. A
+/// failing digest falls open to the raw result. Each digest call is
+/// priced and recorded under its own context.
+#[test]
+fn a_small_model_reads_long_tool_results_and_memory_digested() {
+    let (tool_digests, plans) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (n, p) = (tool_digests.clone(), plans.clone());
+    let server = server(move |c| match c {
+        // The first two requests fetch the page; the later one plans
+        // nothing (the reply loop then recalls).
+        Ctx::Planner if p.fetch_add(1, Ordering::SeqCst) < 2 => {
+            said(r#"[{"tool": "long_page", "args": {"url": "https://fjords.example"}}]"#, (50, 9))
+        }
+        Ctx::Planner => said("[]", (50, 2)),
+        Ctx::ToolDigest => match n.fetch_add(1, Ordering::SeqCst) {
+            0 => said("fjords.example: the fjord cruise leaves at 10:00.", (30, 10)),
+            1 => said("NONE", (30, 1)),
+            _ => http_500(),
+        },
+        Ctx::ReplyLoop => said("It leaves at 10.", (80, 5)),
+        Ctx::Summary => said(
+            &json!({"summary": format!("{}The user asked when the fjord cruise leaves.", FILLER.repeat(8)),
+                    "topics": ["fjord", "cruise"]})
+            .to_string(),
+            (40, 12),
+        ),
+        Ctx::Graph => said("[]", (10, 1)),
+        Ctx::Enrichment => said(r#"{"keywords": ["fjord", "cruise"], "from": null, "to": null}"#, (20, 5)),
+        Ctx::MemoryDigest => said("Earlier: the user asked about the fjord cruise's departure.", (30, 9)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let mut config = config(&server);
+    config.llm.model = "tiny:3b".into();
+    let price = config.llm.prices[MODEL].clone();
+    config.llm.prices.insert("tiny:3b".into(), price);
+    let rt = builder(&f, config).tool(long_page()).start().unwrap();
+    let session = SessionId::new("s-digest");
+    rt.handle_utterance(&session, "when does the fjord cruise leave?").unwrap();
+    let tool_message = |req: &Recorded| -> String {
+        let messages = req.body["messages"].as_array().unwrap();
+        messages.iter().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
+    };
+    let seen = tool_message(&requests(&server, Ctx::ReplyLoop)[0]);
+    assert!(seen.contains("the fjord cruise leaves at 10:00") && seen.contains("UNTRUSTED"), "{seen}");
+    assert!(!seen.contains("Lorem ipsum"), "the raw page stays out: {seen}");
+    assert_eq!(requests(&server, Ctx::ToolDigest).len(), 2, "two batches of the 3 000 characters");
+    let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    let digests: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::ToolDigest).collect();
+    assert_eq!(digests.len(), 2);
+    assert!(digests.iter().all(|c| c.outcome == LlmOutcome::Ok && c.model == "ollama:tiny:3b"), "{digests:?}");
+
+    // The digest fails: the model reads the raw page.
+    rt.handle_utterance(&session, "when does the fjord cruise leave, again?").unwrap();
+    let seen = tool_message(requests(&server, Ctx::ReplyLoop).last().unwrap());
+    assert!(seen.contains("Lorem ipsum") && seen.contains("10:00"), "the raw result: {seen}");
+    let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    assert!(calls.iter().any(|c| c.context == LlmContext::ToolDigest && c.outcome == LlmOutcome::HttpError));
+
+    // A later session recalls the (long) diary entry: digested.
+    rt.end_session(&session).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let later = SessionId::new("s-digest-later");
+    rt.handle_utterance(&later, "what did I ask about the fjord cruise?").unwrap();
+    let asked = requests(&server, Ctx::MemoryDigest);
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].body["messages"][1]["content"].as_str().unwrap().contains("Lorem ipsum"), "the raw entry goes in");
+    let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
+    let memory =
+        system.iter().find(|s| s.contains("condensed for this request")).unwrap_or_else(|| panic!("{system:?}"));
+    assert!(memory.contains("departure") && !memory.contains("Lorem ipsum"), "{memory}");
     rt.shutdown().unwrap();
 }
 
@@ -579,6 +700,7 @@ fn the_llm_summariser_graph_and_judge_write_the_session_down() {
         ),
         Ctx::Intent => panic!("no intent judge in chat mode"),
         Ctx::Enrichment => panic!("a weather plan asks no memory"),
+        other => panic!("no {other:?} call expected from a large model that answers"),
     });
     let f = fixture();
     let mut config = config(&server);
@@ -646,6 +768,7 @@ fn failing_background_models_fall_back_to_the_offline_reactors() {
         Ctx::Graph => said("Nothing worth keeping, I think.", (5, 5)),
         Ctx::Intent => panic!("no intent judge in chat mode"),
         Ctx::Enrichment => panic!("a weather plan asks no memory"),
+        other => panic!("no {other:?} call expected from a large model that answers"),
     });
     let f = fixture();
     let mut config = config(&server);

@@ -300,7 +300,7 @@ pub struct LlmSection {
     /// itself is never in the file, the log or an event).
     pub api_key_env: String,
     /// Timeout in milliseconds for contexts without their own key below
-    /// (digests, graph extraction).
+    /// (graph extraction).
     pub timeout_ms: u64,
     /// Planner (#12) timeout: it gates the turn, so it is short and fails open.
     pub planner_timeout_ms: u64,
@@ -313,6 +313,17 @@ pub struct LlmSection {
     /// Memory enrichment (#3) timeout: it runs before the reply loop's
     /// first model turn, so it is short and fails open to the rule.
     pub enrichment_timeout_ms: u64,
+    /// Timeout of the digests (#4 memory, #5 tool result, #6 max-turn
+    /// loop), shared as in seed 002: each fails open to what it digests.
+    pub digest_timeout_ms: u64,
+    /// Memory digest (#4): recalled diary entries and facts condensed for
+    /// the request before they reach the reply loop's model. Unset: on for
+    /// a small model (≤ 7B by its name, [`is_small_model`]), off for others.
+    pub memory_digest: Option<bool>,
+    /// Tool-result digest (#5): a long tool result condensed for the
+    /// request before it enters the reply loop's messages. Unset: as
+    /// `memory_digest`.
+    pub tool_result_digest: Option<bool>,
     /// Model of the LLM intent judge (#2); empty: no LLM intent judge, the
     /// rule judge decides (a model call per utterance is opt-in).
     pub intent_judge_model: String,
@@ -331,6 +342,30 @@ pub struct LlmSection {
     /// Candidates served elsewhere than `provider` / `base_url`: model name
     /// → its server.
     pub models: BTreeMap<String, ModelServerSection>,
+}
+
+/// Whether `model` is small — at most 7 billion parameters by the size its
+/// name gives (`gemma3:4b`, `qwen2.5:7b-instruct`, `phi3:3.8b`,
+/// `gemma3n:e2b`, `mixtral:8x7b` = 56B): seed 002's SMALL tier, whose
+/// context window the digests (#4, #5) protect. A name without a size
+/// (`gpt-5-mini`) is taken for a large model: the digests stay off unless
+/// `[llm]` turns them on.
+pub fn is_small_model(model: &str) -> bool {
+    model_size_b(model).is_some_and(|b| b <= 7.0)
+}
+
+/// The parameter count, in billions, a model's name states.
+fn model_size_b(model: &str) -> Option<f64> {
+    let lower = model.to_ascii_lowercase();
+    lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).find_map(|token| {
+        let digits = token.strip_suffix('b')?;
+        let digits = digits.strip_prefix('e').unwrap_or(digits);
+        match digits.split_once('x') {
+            Some((n, each)) => Some(n.parse::<f64>().ok()? * each.parse::<f64>().ok()?),
+            None => digits.parse::<f64>().ok(),
+        }
+        .filter(|b| b.is_finite() && *b > 0.0)
+    })
 }
 
 /// `[llm.models.NAME]`: the server of one candidate model.
@@ -387,6 +422,9 @@ impl Default for LlmSection {
             judge_timeout_ms: 15_000,
             summary_timeout_ms: 30_000,
             enrichment_timeout_ms: 8_000,
+            digest_timeout_ms: 8_000,
+            memory_digest: None,
+            tool_result_digest: None,
             intent_judge_model: String::new(),
             judge_model: String::new(),
             pricing_version: "none".into(),
@@ -407,6 +445,7 @@ impl LlmSection {
             LlmContext::IntentJudge | LlmContext::Judge => self.judge_timeout_ms,
             LlmContext::Summariser => self.summary_timeout_ms,
             LlmContext::Enrichment => self.enrichment_timeout_ms,
+            LlmContext::MemoryDigest | LlmContext::ToolDigest | LlmContext::LoopDigest => self.digest_timeout_ms,
             _ => self.timeout_ms,
         };
         Duration::from_millis(ms)
@@ -417,10 +456,24 @@ impl LlmSection {
     /// set, every other context `model`.
     pub fn model_for(&self, context: LlmContext) -> &str {
         match context {
-            LlmContext::IntentJudge if !self.intent_judge_model.is_empty() => &self.intent_judge_model,
+            // The max-turn digest prefers the small intent model (seed
+            // 002 #6): it only condenses what the loop already found.
+            LlmContext::IntentJudge | LlmContext::LoopDigest if !self.intent_judge_model.is_empty() => {
+                &self.intent_judge_model
+            }
             LlmContext::Judge if !self.judge_model.is_empty() => &self.judge_model,
             _ => &self.model,
         }
+    }
+
+    /// Whether the memory digest (#4) runs for a turn on `model`.
+    pub fn memory_digest_for(&self, model: &str) -> bool {
+        self.memory_digest.unwrap_or_else(|| is_small_model(model))
+    }
+
+    /// Whether the tool-result digest (#5) runs for a turn on `model`.
+    pub fn tool_result_digest_for(&self, model: &str) -> bool {
+        self.tool_result_digest.unwrap_or_else(|| is_small_model(model))
     }
 
     /// The models planner turns may be routed to: `candidates`, or `model`
@@ -728,6 +781,19 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn model_sizes_come_from_the_name() {
+        for small in ["gemma3:4b", "qwen2.5:7b-instruct", "phi3:3.8b", "gemma3n:e2b", "llama3.2:1B"] {
+            assert!(is_small_model(small), "{small}");
+        }
+        for large in ["llama3.1:8b", "mixtral:8x7b", "gpt-5-mini", "m1", "gemma4:26b", "qwen3-30b-a3b"] {
+            assert!(!is_small_model(large), "{large}");
+        }
+        let c = LlmSection { memory_digest: Some(true), ..LlmSection::default() };
+        assert!(c.memory_digest_for("gpt-5") && !c.tool_result_digest_for("gpt-5"));
+        assert!(c.tool_result_digest_for("gemma3:4b"));
+    }
+
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
