@@ -229,6 +229,7 @@ impl RuntimeBuilder {
             embed: Some((embedder.clone(), Some(cache.clone()))),
             enrichment: None,
             digests: Default::default(),
+            step_resolver: None,
         };
         // The background contexts, each with its model and timeout; the
         // judges only when `[llm]` opts in (a call per turn / utterance).
@@ -242,7 +243,12 @@ impl RuntimeBuilder {
             memory_on: config.llm.memory_digest,
             tool_on: config.llm.tool_result_digest,
         };
-        let reply = ReplySetup { enrichment: context_llm(LlmContext::Enrichment, true), digests, ..reply };
+        let reply = ReplySetup {
+            enrichment: context_llm(LlmContext::Enrichment, true),
+            digests,
+            step_resolver: context_llm(LlmContext::StepResolver, true),
+            ..reply
+        };
         let intent_llm = context_llm(LlmContext::IntentJudge, config.llm.intent_judge_enabled());
         let judge_llm = context_llm(LlmContext::Judge, config.llm.judge_enabled());
         let summary_llm = context_llm(LlmContext::Summariser, true);

@@ -626,3 +626,26 @@ fn offline_a_later_session_recalls_what_an_earlier_one_taught() {
     assert!(r.text.contains("Ada"), "{r:?}");
     rt.shutdown().unwrap();
 }
+
+/// Offline, a follow-up's "it" (seed 002 #13 by rule): "how big is it?"
+/// matches no tool as it is; the offline planner plans it again with "it"
+/// replaced by the path the turn before used. In a new conversation there
+/// is nothing to take it from, and the reply says so plainly.
+#[test]
+fn offline_a_follow_up_takes_it_from_the_turn_before() {
+    let f = fixture();
+    let rt = start(&f);
+    let s = SessionId::new("s-it");
+    let r = rt.handle_utterance(&s, "count the words in ~/d.txt").unwrap();
+    assert_eq!(r.text, "5 words", "{r:?}");
+    let r = rt.handle_utterance(&s, "how big is it?").unwrap();
+    assert_eq!(r.steps.first().map(|s| s.tool.as_str()), Some("file_size"), "{r:?}");
+    assert_eq!(r.steps[0].args.0["path"], "~/d.txt", "{r:?}");
+    assert_eq!(r.text, "9 bytes", "{r:?}");
+
+    let other = SessionId::new("s-it-new");
+    let r = rt.handle_utterance(&other, "how big is it?").unwrap();
+    assert!(r.steps.is_empty(), "nothing earlier to take the path from: {r:?}");
+    assert_eq!(r.text, "I don't know how to do that yet.");
+    rt.shutdown().unwrap();
+}

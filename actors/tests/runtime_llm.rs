@@ -58,6 +58,7 @@ enum Ctx {
     MemoryDigest,
     ToolDigest,
     LoopDigest,
+    StepResolver,
 }
 
 fn ctx(req: &Recorded) -> Ctx {
@@ -73,6 +74,7 @@ fn ctx(req: &Recorded) -> Ctx {
         ("You pick, from the user's memory", Ctx::MemoryDigest),
         ("You condense a tool result", Ctx::ToolDigest),
         ("You write the final reply", Ctx::LoopDigest),
+        ("You fill in the arguments", Ctx::StepResolver),
     ]
     .into_iter()
     .find(|(opening, _)| system.starts_with(opening))
@@ -1041,5 +1043,53 @@ fn a_retracted_fact_never_reaches_a_later_request() {
     for r in &server.requests()[restarted..] {
         assert!(!r.body.to_string().contains("Turin"), "retracted after a restart: {}", r.body);
     }
+    rt.shutdown().unwrap();
+}
+
+/// Seed 002 #13 and the tool carryover of #1: a follow-up's plan names the
+/// tool but not the city. The planner's prompt carried the turn before's
+/// call and result; a small model's step resolver fills the city from it
+/// (one priced call); when the resolver fails, the rule takes the newest
+/// earlier call's argument of that name.
+#[test]
+fn a_follow_ups_missing_argument_comes_from_the_turn_before() {
+    let (plans, resolutions) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (p, n) = (plans.clone(), resolutions.clone());
+    let server = server(move |c| match c {
+        Ctx::Planner if p.fetch_add(1, Ordering::SeqCst) == 0 => weather_plan(),
+        Ctx::Planner => said(r#"[{"tool": "get_weather", "args": {"city": "it"}}]"#, (100, 12)),
+        Ctx::StepResolver if n.fetch_add(1, Ordering::SeqCst) == 0 => {
+            said(r#"{"tool": "get_weather", "args": {"city": "Oslo"}}"#, (60, 12))
+        }
+        Ctx::StepResolver => http_500(),
+        Ctx::ReplyLoop => said("Light rain.", (60, 3)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let mut config = config(&server);
+    config.llm.model = "tiny:3b".into();
+    let price = config.llm.prices[MODEL].clone();
+    config.llm.prices.insert("tiny:3b".into(), price);
+    let rt = start(&f, config);
+    let s = SessionId::new("s-resolve");
+    rt.handle_utterance(&s, "how is the weather in Oslo").unwrap();
+    let r = rt.handle_utterance(&s, "and how is it now?").unwrap();
+    assert_eq!(r.steps[0].args.0["city"], "Oslo", "{r:?}");
+    assert!(r.tools_ok, "{r:?}");
+    // The planner saw the turn before's call and its result (carryover).
+    let planned = requests(&server, Ctx::Planner)[1].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(planned.contains(r#"[tool get_weather {"city":"Oslo"} -> Oslo: 12 C, light rain]"#), "{planned}");
+    let asked = requests(&server, Ctx::StepResolver)[0].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(asked.contains("Next call: get_weather") && asked.contains("Oslo") && asked.contains("UNTRUSTED"), "{asked}");
+    let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    let resolved: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::StepResolver).collect();
+    assert_eq!((resolved.len(), resolved[0].outcome), (1, LlmOutcome::Ok));
+
+    // The resolver fails: the rule fills the city all the same.
+    let r = rt.handle_utterance(&s, "and how is it tonight?").unwrap();
+    assert_eq!(r.steps[0].args.0["city"], "Oslo", "{r:?}");
+    let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    assert!(calls.iter().any(|c| c.context == LlmContext::StepResolver && c.outcome == LlmOutcome::HttpError));
+    assert_eq!(f.weather_calls.load(Ordering::SeqCst), 3);
     rt.shutdown().unwrap();
 }

@@ -176,7 +176,7 @@ mod tests {
             assert_eq!(EventKind::from_code(kind.code()), Some(kind));
             assert_eq!(EventKind::from_name(kind.name()), Some(kind));
         }
-        assert_eq!(EventKind::ALL.len(), 25);
+        assert_eq!(EventKind::ALL.len(), 26);
         assert_eq!(EventKind::from_code(0), None);
         assert_eq!(EventKind::from_name("session.started"), None);
     }

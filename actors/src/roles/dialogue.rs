@@ -12,10 +12,18 @@
 //! Per prompt it carries at most `dialogue_max_turns` turns, each side cut
 //! to [`ENTRY_CHARS`]; an answer built from tool output is fenced as
 //! untrusted data, as tool results are in the reply loop.
+//!
+//! Tool carryover (seed 002 #1): the last [`CARRY_TURNS`] exchanges that
+//! ran tools carry what they called — each call's arguments and the first
+//! [`CARRY_CHARS`] characters of its output, inside the answer's fence —
+//! so "how big is it?" after "read ~/notes.txt" reaches the model with the
+//! path; and [`Dialogue::earlier_calls`] hands the step resolver the same
+//! calls without a model.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use chrono::{DateTime, Duration, Utc};
+use engram_events::payloads::ToolArgs;
 use engram_events::{Envelope, Event, EventKind, SessionId, TurnId};
 
 use crate::llm::http::truncate;
@@ -27,9 +35,32 @@ pub const ENTRY_CHARS: usize = 1_000;
 /// Turns kept per session at most, whatever the prompt cap (storage cap).
 const KEPT: usize = 16;
 
+/// Exchanges whose tool calls a prompt carries over (the newest ones).
+pub const CARRY_TURNS: usize = 2;
+/// Characters of one carried-over tool output.
+pub const CARRY_CHARS: usize = 300;
+/// Tool calls kept per exchange.
+const CALLS_KEPT: usize = 8;
+
 /// The kinds a role folds for its [`Dialogue`].
-pub const DIALOGUE_KINDS: &[EventKind] =
-    &[EventKind::IntentJudged, EventKind::ToolCompleted, EventKind::ReplyDelivered, EventKind::SessionEnded];
+pub const DIALOGUE_KINDS: &[EventKind] = &[
+    EventKind::IntentJudged,
+    EventKind::ToolCalled,
+    EventKind::ToolCompleted,
+    EventKind::ReplyDelivered,
+    EventKind::SessionEnded,
+];
+
+/// One tool call of an exchange.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments, as called (references resolved).
+    pub args: ToolArgs,
+    /// The start of its output (or its error), once it completed.
+    pub output: Option<String>,
+}
 
 /// One exchange.
 #[derive(Clone, Debug)]
@@ -40,6 +71,8 @@ struct Exchange {
     assistant: Option<String>,
     /// The answer may quote tool output.
     tools: bool,
+    /// What the turn called, by step.
+    calls: Vec<(u32, Call)>,
 }
 
 /// The sessions' recent exchanges.
@@ -73,13 +106,37 @@ impl Dialogue {
             Event::IntentJudged(i) if i.directed && !i.query.trim().is_empty() => {
                 let turns = self.sessions.entry(session.clone()).or_default();
                 turns.retain(|t| t.turn != turn);
-                turns.push_back(Exchange { turn, at: env.at, user: i.query.clone(), assistant: None, tools: false });
+                turns.push_back(Exchange {
+                    turn,
+                    at: env.at,
+                    user: i.query.clone(),
+                    assistant: None,
+                    tools: false,
+                    calls: Vec::new(),
+                });
                 while turns.len() > KEPT {
                     turns.pop_front();
                 }
             }
-            Event::ToolCompleted(_) => {
+            Event::ToolCalled(c) => {
+                if let Some(t) = self.exchange(session, turn) {
+                    if t.calls.len() < CALLS_KEPT && !t.calls.iter().any(|(n, _)| *n == c.step) {
+                        let call = Call { tool: c.tool.clone(), args: c.args.clone(), output: None };
+                        t.calls.push((c.step, call));
+                    }
+                }
+            }
+            Event::ToolCompleted(c) => {
                 self.with_tools.insert(turn);
+                let output = match &c.error {
+                    Some(e) => format!("failed: {e}"),
+                    None => truncate(&c.output, CARRY_CHARS),
+                };
+                if let Some((_, call)) =
+                    self.exchange(session, turn).and_then(|t| t.calls.iter_mut().find(|(n, _)| *n == c.step))
+                {
+                    call.output = Some(output);
+                }
             }
             Event::ReplyDelivered(r) => {
                 let tools = self.with_tools.remove(&turn);
@@ -94,6 +151,22 @@ impl Dialogue {
             }
             _ => {}
         }
+    }
+
+    fn exchange(&mut self, session: &SessionId, turn: TurnId) -> Option<&mut Exchange> {
+        self.sessions.get_mut(session).and_then(|ts| ts.iter_mut().find(|t| t.turn == turn))
+    }
+
+    /// The tool calls of the conversation before the turn of `env`, newest
+    /// first (the step resolver's "it": the arguments of what was just
+    /// done).
+    pub fn earlier_calls(&self, env: &Envelope) -> Vec<Call> {
+        let (Some(session), Some(turn)) = (&env.session, env.turn) else { return Vec::new() };
+        self.conversation(session, turn, env.at)
+            .into_iter()
+            .rev()
+            .flat_map(|t| t.calls.iter().rev().map(|(_, c)| c.clone()))
+            .collect()
     }
 
     /// The conversation before the turn of `env` (a turn's event), as of
@@ -123,12 +196,31 @@ impl Dialogue {
     /// contiguous (a gap longer than the window ends a conversation), at
     /// most `max_turns`.
     pub fn recent(&self, session: &SessionId, turn: TurnId, now: DateTime<Utc>) -> Vec<(String, String)> {
+        let picked = self.conversation(session, turn, now);
+        let carried = picked.len().saturating_sub(CARRY_TURNS);
+        picked
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, t)| {
+                let answer = clip(t.assistant.as_deref().unwrap_or_default());
+                let answer = match (i >= carried, t.calls.is_empty()) {
+                    (true, false) => format!("{}\n{answer}", carried_calls(&t.calls)),
+                    _ => answer,
+                };
+                let answer = if t.tools { fence_untrusted("an earlier answer", &answer) } else { answer };
+                [("user".to_owned(), clip(&t.user)), ("assistant".to_owned(), answer)]
+            })
+            .collect()
+    }
+
+    /// The answered exchanges of the conversation before `turn`, oldest
+    /// first: within the window of each other back from `now` (a gap
+    /// longer than the window ends a conversation), at most `max_turns`.
+    fn conversation(&self, session: &SessionId, turn: TurnId, now: DateTime<Utc>) -> Vec<&Exchange> {
         let Some(turns) = self.sessions.get(session) else { return Vec::new() };
         if self.max_turns == 0 || self.window <= Duration::zero() {
             return Vec::new();
         }
-        // Walk back from the newest answered exchange while each is within
-        // the window of the one after it (the first of `now`).
         let mut picked: Vec<&Exchange> = Vec::new();
         let mut after = now;
         for t in turns.iter().rev().filter(|t| t.turn != turn && t.assistant.is_some()) {
@@ -138,17 +230,21 @@ impl Dialogue {
             after = t.at;
             picked.push(t);
         }
+        picked.reverse();
         picked
-            .into_iter()
-            .rev()
-            .flat_map(|t| {
-                let answer = t.assistant.as_deref().unwrap_or_default();
-                let answer = clip(answer);
-                let answer = if t.tools { fence_untrusted("an earlier answer", &answer) } else { answer };
-                [("user".to_owned(), clip(&t.user)), ("assistant".to_owned(), answer)]
-            })
-            .collect()
     }
+}
+
+/// An exchange's tool calls as the next prompt carries them over.
+fn carried_calls(calls: &[(u32, Call)]) -> String {
+    let lines: Vec<String> = calls
+        .iter()
+        .map(|(_, c)| {
+            let args = serde_json::Value::Object(c.args.0.clone());
+            format!("[tool {} {args} -> {}]", c.tool, c.output.as_deref().unwrap_or("(no result)"))
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// At most [`ENTRY_CHARS`] characters, with an ellipsis when cut.

@@ -25,6 +25,7 @@ pub mod profile;
 pub mod recollection;
 pub mod reply_loop;
 pub mod router;
+pub mod step_resolver;
 pub mod summariser;
 
 use std::sync::Arc;

@@ -145,10 +145,22 @@ impl Planner {
             }
             _ => {
                 let now = chrono::Utc::now().with_timezone(&self.setup.offset);
-                let mut steps = self.setup.offline.plan(&query, now).unwrap_or_else(|e| {
-                    tracing::warn!("offline planner failed open: {e}");
-                    Vec::new()
-                });
+                let plan = |q: &str| {
+                    self.setup.offline.plan(q, now).unwrap_or_else(|e| {
+                        tracing::warn!("offline planner failed open: {e}");
+                        Vec::new()
+                    })
+                };
+                let mut steps = plan(&query);
+                // "how big is it?": the pronoun hid what a tool would match;
+                // try again with what the conversation last worked on.
+                if steps.is_empty() {
+                    let earlier = self.dialogue.earlier_calls(env);
+                    if let Some(resolved) = super::step_resolver::substitute_pronoun(&query, &earlier) {
+                        tracing::debug!(%resolved, "offline planner: the pronoun resolved from the turn before");
+                        steps = plan(&resolved);
+                    }
+                }
                 // Its plan numbers results from $0: after the prefix.
                 rebase(&mut steps, done.len());
                 (PlannerKind::Offline, steps)

@@ -28,9 +28,10 @@ use engram_learning::config::is_small_model;
 use engram_learning::memory::{enrich_by_rule, should_recall};
 use rust_decimal::Decimal;
 
-use super::dialogue::Dialogue;
+use super::dialogue::{Call, Dialogue, CARRY_CHARS};
 use super::profile::Profile;
 use super::recollection::{Recalled, Recollection};
+use super::step_resolver;
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::contexts;
@@ -71,6 +72,9 @@ pub struct ReplySetup {
     /// The digests (seed 002 #4, #5, #6); none: what they would digest
     /// goes in as it is.
     pub digests: Digests,
+    /// The step resolver (seed 002 #13), asked for a small turn model's
+    /// steps that are not concrete; none (or a large model): the rule.
+    pub step_resolver: Option<super::ContextLlm>,
 }
 
 /// The digest contexts (seed 002 #4, #5, #6), each failing open to what it
@@ -259,7 +263,12 @@ impl ReplyLoop {
             .with_recollection(recalled.lines());
         let served_by = (layer != RouteLayer::Planner).then_some(layer);
         for step in steps {
-            self.call_tool(&mut run, step.clone(), served_by, &ctx);
+            // A fast-path replay's steps are concrete by construction.
+            let step = match served_by {
+                None => self.resolve_step(&mut run, step.clone(), model.as_deref()),
+                Some(_) => step.clone(),
+            };
+            self.call_tool(&mut run, step, served_by, &ctx);
         }
         let agentic = layer == RouteLayer::Planner && model.as_deref().is_some_and(|m| !m.starts_with("offline:"));
         let text = match (&self.setup.llm, agentic) {
@@ -354,6 +363,48 @@ impl ReplyLoop {
             n,
         ));
         run.steps_done.push(step);
+    }
+
+    /// A planned step with the arguments it left to the conversation filled
+    /// in ([`step_resolver`]'s rules): the model's resolution for a small
+    /// turn model, else — or when it fails — the rule's.
+    fn resolve_step(&self, run: &mut Run<'_>, mut step: PlanStep, model: Option<&str>) -> PlanStep {
+        let Some((_, _, schema)) = self.setup.tools.iter().find(|t| t.0 == step.tool) else { return step };
+        let missing = step_resolver::unresolved(&step.args, schema);
+        if missing.is_empty() {
+            return step; // rule 1
+        }
+        // This turn's steps first, newest first, then the conversation's.
+        let this_turn = run.steps_done.iter().zip(&run.plain).rev().map(|(s, out)| Call {
+            tool: s.tool.clone(),
+            args: s.args.clone(),
+            output: Some(truncate(out, CARRY_CHARS)),
+        });
+        let earlier: Vec<Call> = this_turn.chain(self.dialogue.earlier_calls(run.cause)).collect();
+        let small = model.is_some_and(|m| !m.starts_with("offline:") && is_small_model(m));
+        if let Some(llm) = self.setup.step_resolver.as_ref().filter(|_| small) {
+            let lines: Vec<String> = earlier
+                .iter()
+                .map(|c| {
+                    let args = serde_json::Value::Object(c.args.0.clone());
+                    format!("{} {args} -> {}", c.tool, c.output.as_deref().unwrap_or("(no result)"))
+                })
+                .collect();
+            let (record, parsed) = llm.ask(contexts::step_resolver_messages(&step, schema, &lines), |t| {
+                contexts::parse_resolved_step(t, &step.tool)
+            });
+            run.record_call(record);
+            match parsed {
+                Ok(Some(args)) if step_resolver::unresolved(&args, schema).is_empty() => {
+                    return PlanStep { tool: step.tool, args }; // rule 2
+                }
+                Ok(_) => tracing::debug!(tool = %step.tool, "step resolver: nothing earlier gives {missing:?}"),
+                Err(e) => tracing::warn!(model = %llm.model, "step resolver failed open to the rule: {e}"),
+            }
+        }
+        let filled = step_resolver::by_rule(&mut step, &missing, &earlier); // rule 3
+        tracing::debug!(tool = %step.tool, ?filled, "step resolver: filled from earlier calls");
+        step
     }
 
     /// What `query` recalls from the diary: unless the plan asked for
