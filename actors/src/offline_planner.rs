@@ -83,6 +83,20 @@ impl OfflinePlanner {
         self
     }
 
+    /// Every tool with its best cosine to `text` (its description, name or
+    /// an example phrasing), best first: the tool router's ranking without
+    /// a model, and what `search_tools` finds.
+    pub fn rank(&self, text: &str) -> Result<Vec<(String, f32)>, EmbedError> {
+        let v = self.embedder.embed_batch(&[text])?.pop().unwrap_or_default();
+        let mut ranked: Vec<(String, f32)> = self
+            .tools
+            .iter()
+            .map(|t| (t.name.clone(), t.vectors.iter().map(|tv| dot(&v, tv)).fold(f32::MIN, f32::max)))
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Ok(ranked)
+    }
+
     /// The plan for `request` said at `now`: one step per part that matches
     /// a tool, in order (empty when nothing matches).
     pub fn plan(&self, request: &str, now: DateTime<FixedOffset>) -> Result<Vec<PlanStep>, EmbedError> {

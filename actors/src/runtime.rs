@@ -52,6 +52,7 @@ use crate::roles::planner::{Planner, PlannerSetup};
 use crate::roles::reply_loop::{Digests, ReplyLoop, ReplySetup};
 use crate::roles::router::{Router, RouterSetup};
 use crate::roles::summariser::Summariser;
+use crate::roles::tool_router::ToolRouter;
 use crate::roles::{ContextLlm, ReactorRole};
 use crate::shell::{RoleFactory, Shell, ShellStatus};
 use crate::tools::{BuiltinConfig, Tool, ToolRegistry};
@@ -212,14 +213,15 @@ impl RuntimeBuilder {
             llm: llm.clone(),
             prices: prices.clone(),
             timeout: config.llm.timeout(LlmContext::Planner),
-            offline,
+            offline: offline.clone(),
             tools: tools.clone(),
             offset,
             dialogue: (config.runtime.dialogue_window_secs, config.runtime.dialogue_max_turns),
+            router: None,
         };
         let reply = ReplySetup {
             registry,
-            tools,
+            tools: tools.clone(),
             llm: llm.clone(),
             prices: prices.clone(),
             chat_timeout: config.llm.timeout(LlmContext::ReplyLoop),
@@ -230,6 +232,7 @@ impl RuntimeBuilder {
             enrichment: None,
             digests: Default::default(),
             step_resolver: None,
+            router: None,
         };
         // The background contexts, each with its model and timeout; the
         // judges only when `[llm]` opts in (a call per turn / utterance).
@@ -243,10 +246,18 @@ impl RuntimeBuilder {
             memory_on: config.llm.memory_digest,
             tool_on: config.llm.tool_result_digest,
         };
+        let tool_router = ToolRouter::new(
+            offline.clone(),
+            tools.clone(),
+            config.runtime.planner_max_tools,
+            context_llm(LlmContext::ToolRouter, true),
+        );
+        let planner = PlannerSetup { router: Some(tool_router.clone()), ..planner };
         let reply = ReplySetup {
             enrichment: context_llm(LlmContext::Enrichment, true),
             digests,
             step_resolver: context_llm(LlmContext::StepResolver, true),
+            router: Some(tool_router),
             ..reply
         };
         let intent_llm = context_llm(LlmContext::IntentJudge, config.llm.intent_judge_enabled());

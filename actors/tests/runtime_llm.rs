@@ -59,6 +59,7 @@ enum Ctx {
     ToolDigest,
     LoopDigest,
     StepResolver,
+    Router,
 }
 
 fn ctx(req: &Recorded) -> Ctx {
@@ -75,6 +76,7 @@ fn ctx(req: &Recorded) -> Ctx {
         ("You condense a tool result", Ctx::ToolDigest),
         ("You write the final reply", Ctx::LoopDigest),
         ("You fill in the arguments", Ctx::StepResolver),
+        ("You pick the tools that can answer", Ctx::Router),
     ]
     .into_iter()
     .find(|(opening, _)| system.starts_with(opening))
@@ -1080,7 +1082,10 @@ fn a_follow_ups_missing_argument_comes_from_the_turn_before() {
     let planned = requests(&server, Ctx::Planner)[1].body["messages"][1]["content"].as_str().unwrap().to_owned();
     assert!(planned.contains(r#"[tool get_weather {"city":"Oslo"} -> Oslo: 12 C, light rain]"#), "{planned}");
     let asked = requests(&server, Ctx::StepResolver)[0].body["messages"][1]["content"].as_str().unwrap().to_owned();
-    assert!(asked.contains("Next call: get_weather") && asked.contains("Oslo") && asked.contains("UNTRUSTED"), "{asked}");
+    assert!(
+        asked.contains("Next call: get_weather") && asked.contains("Oslo") && asked.contains("UNTRUSTED"),
+        "{asked}"
+    );
     let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
     let resolved: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::StepResolver).collect();
     assert_eq!((resolved.len(), resolved[0].outcome), (1, LlmOutcome::Ok));
@@ -1091,5 +1096,115 @@ fn a_follow_ups_missing_argument_comes_from_the_turn_before() {
     let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
     assert!(calls.iter().any(|c| c.context == LlmContext::StepResolver && c.outcome == LlmOutcome::HttpError));
     assert_eq!(f.weather_calls.load(Ordering::SeqCst), 3);
+    rt.shutdown().unwrap();
+}
+
+/// 200 host tools, each "Look up <fact> about a country".
+fn catalogue_of_200() -> Vec<Arc<FnTool>> {
+    const TOPICS: [&str; 10] = [
+        "population",
+        "capital",
+        "currency",
+        "language",
+        "area",
+        "anthem",
+        "flag",
+        "dialing code",
+        "time zone",
+        "motto",
+    ];
+    (0..200)
+        .map(|i| {
+            let name = format!("fact_{i:03}");
+            let description = format!("Look up the {} of country number {i}", TOPICS[i % 10]);
+            let answer = format!("{name}: fact {i}");
+            let tool = FnTool::new(&name, &description, move |_, _| Ok(ToolOutput::trusted(answer.clone())));
+            Arc::new(tool.with_arg("country", "the country"))
+        })
+        .collect()
+}
+
+/// The tool names a planner prompt lists (`- NAME: …` lines).
+fn planner_tools(req: &Recorded) -> Vec<String> {
+    let system = req.body["messages"][0]["content"].as_str().unwrap();
+    system.lines().filter_map(|l| l.strip_prefix("- ")).filter_map(|l| l.split(':').next()).map(String::from).collect()
+}
+
+/// Seed 002 #7 and #8: with 200 host tools the planner's prompt lists at
+/// most `planner_max_tools` — the router's picks (one priced call), or
+/// when the router fails the nearest tools by embedding — and the reply
+/// loop's model sees the same few plus `search_tools`, which offers more
+/// from the next model turn on.
+#[test]
+fn two_hundred_tools_are_routed_to_a_prompt_that_fits() {
+    let (routes, turns) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (r, t) = (routes.clone(), turns.clone());
+    let server = Server::respond_with(move |req| match ctx(req) {
+        Ctx::Router if r.fetch_add(1, Ordering::SeqCst) == 0 => said("get_weather, fetch_page", (900, 6)),
+        Ctx::Router => http_500(),
+        Ctx::Planner => weather_plan(),
+        Ctx::ReplyLoop => match t.fetch_add(1, Ordering::SeqCst) {
+            1 => calls("search_tools", json!({"query": "the currency of a country"})),
+            // The first tool the search offered.
+            2 => {
+                let messages = req.body["messages"].as_array().unwrap();
+                let found = messages.iter().rev().find_map(|m| m["content"].as_str()?.strip_prefix("Now available:\n"));
+                let first = found.and_then(|f| f.lines().next()).and_then(|l| l.split(':').next()).unwrap_or("none");
+                calls(first, json!({"country": "Norway"}))
+            }
+            _ => said("Light rain.", (60, 3)),
+        },
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let mut b = builder(&f, config(&server));
+    for tool in catalogue_of_200() {
+        b = b.tool(tool);
+    }
+    let rt = b.start().unwrap();
+    let s = SessionId::new("s-200");
+    let r = rt.handle_utterance(&s, "how is the weather in Oslo").unwrap();
+    assert_eq!(r.text, "Light rain.");
+    let planned = requests(&server, Ctx::Planner);
+    let listed = planner_tools(&planned[0]);
+    assert!(listed.contains(&"get_weather".to_string()) && listed.contains(&"fetch_page".to_string()), "{listed:?}");
+    assert!(listed.len() <= 12, "the router's picks and recall, not 200 tools: {listed:?}");
+    let offered: Vec<String> = requests(&server, Ctx::ReplyLoop)[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        offered.contains(&"get_weather".to_string()) && offered.contains(&"search_tools".to_string()),
+        "{offered:?}"
+    );
+    assert!(offered.len() <= 13, "{offered:?}");
+    let calls = llm_calls(&events(&rt), ActorKind::Planner);
+    let routed: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::ToolRouter).collect();
+    assert_eq!((routed.len(), routed[0].outcome, routed[0].input_tokens), (1, LlmOutcome::Ok, 900));
+
+    // The router fails: the nearest tools by embedding, still few; the
+    // model searches for a currency tool and calls what it found.
+    let r = rt.handle_utterance(&s, "what is the weather like in Oslo today").unwrap();
+    let planned = requests(&server, Ctx::Planner);
+    let listed = planner_tools(planned.last().unwrap());
+    assert!(listed.contains(&"get_weather".to_string()), "the nearest tool by embedding: {listed:?}");
+    assert!(listed.len() <= 13, "{listed:?}");
+    // The reply loop's turns of this request: before the search, after it.
+    let turns = requests(&server, Ctx::ReplyLoop);
+    let names = |q: &Recorded| -> Vec<String> {
+        q.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let (before, after) = (names(&turns[1]), names(&turns[2]));
+    assert!(before.len() <= 14, "{before:?}");
+    let found: Vec<&String> = after.iter().filter(|t| !before.contains(t)).collect();
+    assert!(!found.is_empty() && found.len() <= 5, "the search offered a few more tools: {found:?}");
+    let currency = |name: &str| name[5..].parse::<usize>().unwrap() % 10 == 2;
+    assert!(found.iter().all(|n| currency(n)), "currency tools, found by what they do: {found:?}");
+    let ran = r.steps.iter().find(|s| s.tool.starts_with("fact_")).unwrap_or_else(|| panic!("{r:?}"));
+    assert!(currency(&ran.tool) && r.tools_ok, "the model called what it found: {r:?}");
+    let calls = llm_calls(&events(&rt), ActorKind::Planner);
+    assert!(calls.iter().any(|c| c.context == LlmContext::ToolRouter && c.outcome == LlmOutcome::HttpError));
     rt.shutdown().unwrap();
 }

@@ -116,8 +116,8 @@ catalog! {
     FastPathHit(FastPathHit) = 4, "fastpath.hit", 2;
     /// `fastpath.missed`
     FastPathMissed(FastPathMissed) = 5, "fastpath.missed", 1;
-    /// `plan.created`
-    PlanCreated(PlanCreated) = 6, "plan.created", 1;
+    /// `plan.created` (v1 had no `tools`)
+    PlanCreated(PlanCreated) = 6, "plan.created", 2;
     /// `tool.called`
     ToolCalled(ToolCalled) = 7, "tool.called", 2;
     /// `tool.completed`

@@ -231,8 +231,10 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 FastPathMissed { best_similarity, best_candidate, reason }.into()
             })
             .boxed(),
-        EventKind::PlanCreated => (select(PlannerKind::ALL), opt_text(), steps(), any::<u64>())
-            .prop_map(|(planner, model, steps, planner_ms)| PlanCreated { planner, model, steps, planner_ms }.into())
+        EventKind::PlanCreated => (select(PlannerKind::ALL), opt_text(), steps(), any::<u64>(), texts())
+            .prop_map(|(planner, model, steps, planner_ms, tools)| {
+                PlanCreated { planner, model, steps, planner_ms, tools }.into()
+            })
             .boxed(),
         EventKind::ToolCalled => (
             (any::<u32>(), text(), tool_args(), proptest::option::of(select(RouteLayer::ALL))),
@@ -682,7 +684,7 @@ proptest! {
 fn the_strategy_builds_every_kind() {
     // One envelope per kind, deterministically, each round-tripping both ways.
     let mut runner = TestRunner::deterministic();
-    assert_eq!(EventKind::ALL.len(), 25);
+    assert_eq!(EventKind::ALL.len(), 26);
     for &kind in EventKind::ALL {
         let env = sample(&arb_envelope_with(arb_event(kind)), &mut runner);
         assert_eq!(env.kind(), kind);
@@ -831,6 +833,7 @@ fn json_errors_name_the_field() {
             model: None,
             steps: vec![PlanStep { tool: "get_urls".into(), args: ToolArgs::default() }],
             planner_ms: 1,
+            tools: Vec::new(),
         },
     );
     let line = json::to_line(&turn);

@@ -324,6 +324,12 @@ pub struct LlmSection {
     /// request before it enters the reply loop's messages. Unset: as
     /// `memory_digest`.
     pub tool_result_digest: Option<bool>,
+    /// Tool router (#7) timeout: it runs before the planner, so it is
+    /// short and fails open to the embedding ranking.
+    pub router_timeout_ms: u64,
+    /// Model of the tool router (#7); empty: `intent_judge_model`, else
+    /// `model`.
+    pub tool_router_model: String,
     /// Model of the LLM intent judge (#2); empty: no LLM intent judge, the
     /// rule judge decides (a model call per utterance is opt-in).
     pub intent_judge_model: String,
@@ -425,6 +431,8 @@ impl Default for LlmSection {
             digest_timeout_ms: 8_000,
             memory_digest: None,
             tool_result_digest: None,
+            router_timeout_ms: 6_000,
+            tool_router_model: String::new(),
             intent_judge_model: String::new(),
             judge_model: String::new(),
             pricing_version: "none".into(),
@@ -446,6 +454,7 @@ impl LlmSection {
             LlmContext::Summariser => self.summary_timeout_ms,
             LlmContext::Enrichment => self.enrichment_timeout_ms,
             LlmContext::MemoryDigest | LlmContext::ToolDigest | LlmContext::LoopDigest => self.digest_timeout_ms,
+            LlmContext::ToolRouter => self.router_timeout_ms,
             _ => self.timeout_ms,
         };
         Duration::from_millis(ms)
@@ -462,6 +471,9 @@ impl LlmSection {
                 &self.intent_judge_model
             }
             LlmContext::Judge if !self.judge_model.is_empty() => &self.judge_model,
+            // The router classifies; seed 002 #7's chain.
+            LlmContext::ToolRouter if !self.tool_router_model.is_empty() => &self.tool_router_model,
+            LlmContext::ToolRouter if !self.intent_judge_model.is_empty() => &self.intent_judge_model,
             _ => &self.model,
         }
     }
@@ -592,6 +604,11 @@ pub struct RuntimeSection {
     pub dialogue_window_secs: u64,
     /// Most exchanges of that conversation per prompt.
     pub dialogue_max_turns: usize,
+    /// Most tools a planner prompt lists: a bigger catalogue (a host that
+    /// registers 200 tools) is narrowed to this many by the tool router
+    /// (seed 002 #7), and the reply loop's model may find more with
+    /// `search_tools` (#8).
+    pub planner_max_tools: usize,
 }
 
 impl Default for RuntimeSection {
@@ -602,6 +619,7 @@ impl Default for RuntimeSection {
             model_rules: BTreeMap::new(),
             dialogue_window_secs: 300,
             dialogue_max_turns: 8,
+            planner_max_tools: 12,
         }
     }
 }

@@ -169,6 +169,20 @@ impl Dialogue {
             .collect()
     }
 
+    /// The tools that failed in the exchange just before the turn of `env`
+    /// (the tool router keeps them on offer: the user is probably giving
+    /// what they lacked).
+    pub fn last_failed_tools(&self, env: &Envelope) -> Vec<String> {
+        let (Some(session), Some(turn)) = (&env.session, env.turn) else { return Vec::new() };
+        let conversation = self.conversation(session, turn, env.at);
+        let Some(last) = conversation.last() else { return Vec::new() };
+        last.calls
+            .iter()
+            .filter(|(_, c)| c.output.as_deref().is_some_and(|o| o.starts_with("failed:")))
+            .map(|(_, c)| c.tool.clone())
+            .collect()
+    }
+
     /// The conversation before the turn of `env` (a turn's event), as of
     /// `env`'s time; none for an event of no session or turn.
     pub fn before(&self, env: &Envelope) -> Vec<(String, String)> {

@@ -27,6 +27,7 @@ pub mod reply_loop;
 pub mod router;
 pub mod step_resolver;
 pub mod summariser;
+pub mod tool_router;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

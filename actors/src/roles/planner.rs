@@ -26,6 +26,7 @@ use engram_events::{ActorKind, Envelope, Event, EventKind, TurnId};
 
 use super::dialogue::Dialogue;
 use super::profile::Profile;
+use super::tool_router::ToolRouter;
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
@@ -50,6 +51,8 @@ pub struct PlannerSetup {
     /// The conversation's window and per-prompt cap (`[runtime]
     /// dialogue_window_secs`, `dialogue_max_turns`).
     pub dialogue: (u64, usize),
+    /// Narrows a catalogue too big for the prompt (seed 002 #7).
+    pub router: Option<ToolRouter>,
 }
 
 /// The planner's state: each open turn's request.
@@ -108,10 +111,23 @@ impl Planner {
         };
         let started = Instant::now();
         let mut out = Vec::new();
+        let mut allowed: Option<Vec<String>> = None;
         let model = route.chosen_model.clone().unwrap_or_else(|| OFFLINE_MODEL.to_owned());
         let (planner, steps) = match &self.setup.llm {
             Some(client) if model != OFFLINE_MODEL => {
-                let specs = super::llm_specs(&self.setup.tools);
+                // A catalogue too big for the prompt: the router's picks
+                // (its call recorded), a tool that just failed kept.
+                if let Some(router) = self.setup.router.as_ref().filter(|r| r.narrows()) {
+                    let (picked, record) = router.route(&query, &self.dialogue.last_failed_tools(env));
+                    if let Some(record) = record {
+                        out.push(derived(env, ActorKind::Planner, record, 1));
+                    }
+                    allowed = Some(picked);
+                }
+                let specs: Vec<_> = super::llm_specs(&self.setup.tools)
+                    .into_iter()
+                    .filter(|s| allowed.as_ref().is_none_or(|a| a.contains(&s.name)))
+                    .collect();
                 // The conversation so far (seed 002 #1), this turn aside.
                 let dialogue = self.dialogue.before(env);
                 let request = ChatRequest {
@@ -169,8 +185,19 @@ impl Planner {
         // The model that actually planned: offline, whatever the route
         // chose (no server to ask), so outcomes are scored against it.
         let model = if planner == PlannerKind::Offline { OFFLINE_MODEL.to_owned() } else { model };
-        let steps = done.into_iter().chain(steps).collect();
-        let plan = PlanCreated { planner, model: Some(model), steps, planner_ms: started.elapsed().as_millis() as u64 };
+        let steps: Vec<PlanStep> = done.into_iter().chain(steps).collect();
+        // What the reply loop's model may call: the routed tools and the
+        // plan's (empty: every tool).
+        let mut tools = allowed.unwrap_or_default();
+        if !tools.is_empty() {
+            for s in &steps {
+                if !tools.contains(&s.tool) {
+                    tools.push(s.tool.clone());
+                }
+            }
+        }
+        let plan =
+            PlanCreated { planner, model: Some(model), steps, planner_ms: started.elapsed().as_millis() as u64, tools };
         // After the call's record: the reply loop runs the turn when it
         // sees the plan, and must have folded the planner's cost by then.
         out.push(derived(env, ActorKind::Planner, plan, 0));

@@ -32,6 +32,7 @@ use super::dialogue::{Call, Dialogue, CARRY_CHARS};
 use super::profile::Profile;
 use super::recollection::{Recalled, Recollection};
 use super::step_resolver;
+use super::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::contexts;
@@ -75,6 +76,9 @@ pub struct ReplySetup {
     /// The step resolver (seed 002 #13), asked for a small turn model's
     /// steps that are not concrete; none (or a large model): the rule.
     pub step_resolver: Option<super::ContextLlm>,
+    /// The tool router, for `search_tools` (seed 002 #8) when the plan's
+    /// catalogue was narrowed.
+    pub router: Option<super::tool_router::ToolRouter>,
 }
 
 /// The digest contexts (seed 002 #4, #5, #6), each failing open to what it
@@ -136,6 +140,9 @@ struct Prompt<'a> {
     dialogue: &'a [(String, String)],
     /// The diary block, if the request recalled anything.
     recalled: Option<&'a str>,
+    /// The tools the model may call (the router's and the plan's); empty:
+    /// every tool.
+    offered: &'a [String],
 }
 
 /// A turn's output as it is built.
@@ -226,6 +233,7 @@ impl ReplyLoop {
         layer: RouteLayer,
         steps: &[PlanStep],
         model: Option<String>,
+        offered: &[String],
         bus: &Bus,
     ) -> Vec<Envelope> {
         if bus.has_derived(env, EventKind::ReplyDelivered) {
@@ -278,7 +286,7 @@ impl ReplyLoop {
                 let model = model.as_deref().unwrap_or_default();
                 // A planned `recall` hands the findings over as its result.
                 let memory = if asks_recall { None } else { self.memory_block(&mut run, &open.text, model, &recalled) };
-                let prompt = Prompt { query: &open.text, dialogue: &dialogue, recalled: memory.as_deref() };
+                let prompt = Prompt { query: &open.text, dialogue: &dialogue, recalled: memory.as_deref(), offered };
                 self.agentic(&mut run, &client, model, prompt, &ctx)
             }
             _ => compose(&run),
@@ -550,8 +558,16 @@ impl ReplyLoop {
         prompt: Prompt<'_>,
         ctx: &ToolContext,
     ) -> String {
-        let Prompt { query, dialogue, recalled } = prompt;
-        let specs = super::llm_specs(&self.setup.tools);
+        let Prompt { query, dialogue, recalled, offered } = prompt;
+        // A narrowed catalogue (seed 002 #7): what was offered, and
+        // `search_tools` to find more (#8).
+        let router = self.setup.router.as_ref().filter(|_| !offered.is_empty());
+        let mut offered: Vec<String> = offered.to_vec();
+        let mut searches = 0;
+        let mut specs = match router {
+            Some(r) => r.specs(&offered),
+            None => super::llm_specs(&self.setup.tools),
+        };
         // What earlier sessions taught (the warm profile), the
         // conversation so far (seed 002 #1), then this request.
         let mut messages = vec![ChatMessage::system(SYSTEM_PROMPT)];
@@ -593,6 +609,23 @@ impl ReplyLoop {
                 Ok(r) => {
                     messages.push(ChatMessage::assistant(r.content.clone()));
                     for call in r.tool_calls {
+                        if let (Some(router), true) = (router, call.name == SEARCH_TOOLS) {
+                            searches += 1;
+                            let wanted = call.arguments.get("query").and_then(|q| q.as_str()).unwrap_or(query);
+                            let text = if searches > MAX_SEARCHES {
+                                format!(
+                                    "{SEARCH_TOOLS}: at most {MAX_SEARCHES} searches per reply; use the tools you have"
+                                )
+                            } else {
+                                let found = router.search(wanted, &offered);
+                                offered.extend(found.iter().map(|(n, _)| n.clone()));
+                                specs = router.specs(&offered);
+                                let lines: Vec<String> = found.iter().map(|(n, d)| format!("{n}: {d}")).collect();
+                                format!("Now available:\n{}", lines.join("\n"))
+                            };
+                            messages.push(ChatMessage::tool(SEARCH_TOOLS.to_owned(), text));
+                            continue;
+                        }
                         let step = PlanStep { tool: call.name.clone(), args: ToolArgs(call.arguments) };
                         self.call_tool(run, step, None, ctx);
                         let i = run.steps_done.len() - 1;
@@ -667,11 +700,11 @@ impl Role for ReplyLoop {
     fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope> {
         let out = match &env.event {
             // A chained hit runs with the planner's plan (prefix first).
-            Event::FastPathHit(h) if h.residual.is_none() => self.run(env, h.layer, &h.steps, None, bus),
+            Event::FastPathHit(h) if h.residual.is_none() => self.run(env, h.layer, &h.steps, None, &[], bus),
             Event::PlanCreated(p) => {
                 // The plan's planner_ms belongs in the turn it completes.
                 self.fold(env);
-                self.run(env, RouteLayer::Planner, &p.steps, p.model.clone(), bus)
+                self.run(env, RouteLayer::Planner, &p.steps, p.model.clone(), &p.tools, bus)
             }
             _ => Vec::new(),
         };

@@ -7,8 +7,8 @@
 use crate::codec::{json, DecodeError};
 use crate::event::{Event, EventKind};
 use crate::payloads::{
-    FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, RouteDecided, RouteDecidedV1,
-    ToolCalled, ToolCalledV1, UtteranceReceived, UtteranceReceivedV1,
+    FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, PlanCreated, PlanCreatedV1,
+    RouteDecided, RouteDecidedV1, ToolCalled, ToolCalledV1, UtteranceReceived, UtteranceReceivedV1,
 };
 
 /// Decodes a payload archive of an older schema version.
@@ -38,6 +38,10 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
         (EventKind::ToolCalled, 1) => {
             let v1 = rkyv::from_bytes::<ToolCalledV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
             Ok(Event::ToolCalled(ToolCalled::from(v1)))
+        }
+        (EventKind::PlanCreated, 1) => {
+            let v1 = rkyv::from_bytes::<PlanCreatedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::PlanCreated(PlanCreated::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -71,6 +75,9 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
         (EventKind::ToolCalled, 1) => {
             rkyv::access::<rkyv::Archived<ToolCalledV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
         }
+        (EventKind::PlanCreated, 1) => {
+            rkyv::access::<rkyv::Archived<PlanCreatedV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
+        }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
 }
@@ -101,6 +108,10 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
         (EventKind::ToolCalled, 1) => {
             let v1: ToolCalledV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
             Ok(Event::ToolCalled(ToolCalled::from(v1)))
+        }
+        (EventKind::PlanCreated, 1) => {
+            let v1: PlanCreatedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            Ok(Event::PlanCreated(PlanCreated::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }

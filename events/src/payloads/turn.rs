@@ -277,6 +277,38 @@ payload! {
         pub steps: Vec<PlanStep>,
         /// Planner wall time.
         pub planner_ms: u64,
+        /// The tools the reply loop's model may call this turn, when the
+        /// tool router (seed 002 #7) narrowed a catalogue too big for the
+        /// prompt: the router's picks and the plan's; empty: every tool.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub tools: Vec<String>,
+    }
+}
+
+payload! {
+    /// `plan.created` schema v1 (before `tools`). Never written any more;
+    /// read and upcast to v2.
+    pub struct PlanCreatedV1 {
+        /// See [`PlanCreated::planner`].
+        pub planner: PlannerKind,
+        /// See [`PlanCreated::model`].
+        pub model: Option<String>,
+        /// See [`PlanCreated::steps`].
+        pub steps: Vec<PlanStep>,
+        /// See [`PlanCreated::planner_ms`].
+        pub planner_ms: u64,
+    }
+}
+
+impl From<PlanCreatedV1> for PlanCreated {
+    fn from(v1: PlanCreatedV1) -> Self {
+        PlanCreated {
+            planner: v1.planner,
+            model: v1.model,
+            steps: v1.steps,
+            planner_ms: v1.planner_ms,
+            tools: Vec::new(),
+        }
     }
 }
 

@@ -108,6 +108,7 @@ pub fn turn_events(r: &TurnRecord, has_history: bool) -> Vec<Envelope> {
                 model: Some(model.clone()),
                 steps: r.steps.clone(),
                 planner_ms: r.planner_ms,
+                tools: Vec::new(),
             },
         );
         b.push(
