@@ -649,3 +649,35 @@ fn offline_a_follow_up_takes_it_from_the_turn_before() {
     assert_eq!(r.text, "I don't know how to do that yet.");
     rt.shutdown().unwrap();
 }
+
+/// Seed 000: L0 answers through a small EN/IT template in the request's
+/// language — not the executor's raw output — and the listener records
+/// the language it heard.
+#[test]
+fn l0_answers_in_the_requests_language() {
+    let f = fixture();
+    let rt = start(&f);
+    let s = SessionId::new("s-lang");
+    let asked = [
+        ("what time is it", "It's "),
+        ("che ore sono", "Sono le "),
+        ("what's the date", "Today is "),
+        ("che giorno è oggi", "Oggi è "),
+    ];
+    for (text, opening) in asked {
+        let r = rt.handle_utterance(&s, text).unwrap();
+        assert_eq!(r.layer, Some(RouteLayer::L0), "{r:?}");
+        let italian_one = opening == "Sono le " && r.text.starts_with("È ");
+        assert!(r.text.starts_with(opening) || italian_one, "{text}: {r:?}");
+    }
+    let langs: Vec<Option<String>> = events(&rt)
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::UtteranceReceived(u) => Some(u.lang),
+            _ => None,
+        })
+        .collect();
+    let want = ["en", "it", "en", "it"].map(|l| Some(l.to_owned()));
+    assert_eq!(langs, want);
+    rt.shutdown().unwrap();
+}

@@ -33,6 +33,7 @@ pub mod fast_path;
 pub mod features;
 pub mod import;
 pub mod intent;
+pub mod lang;
 pub mod memory;
 pub mod patterns;
 pub mod projections;

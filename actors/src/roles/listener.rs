@@ -193,7 +193,7 @@ impl Listener {
                 text: text.clone(),
                 turn_number: number,
                 source,
-                lang: None,
+                lang: Some(engram_learning::lang::detect(&text).code().to_owned()),
                 model,
                 sticky_model: state.sticky.clone(),
             },

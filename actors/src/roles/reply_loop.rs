@@ -25,6 +25,8 @@ use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use engram_learning::config::is_small_model;
+use engram_learning::fast_path::templates::l0_answer;
+use engram_learning::lang;
 use engram_learning::memory::{enrich_by_rule, should_recall};
 use rust_decimal::Decimal;
 
@@ -289,7 +291,14 @@ impl ReplyLoop {
                 let prompt = Prompt { query: &open.text, dialogue: &dialogue, recalled: memory.as_deref(), offered };
                 self.agentic(&mut run, &client, model, prompt, &ctx)
             }
-            _ => compose(&run),
+            // L0 answers through its EN/IT templates (seed 000).
+            _ => match (layer, run.steps_done.as_slice(), run.tools_ok) {
+                (RouteLayer::L0, [step], true) => {
+                    l0_answer(&step.tool, &run.plain[0], ctx.now, lang::detect(&open.text))
+                        .unwrap_or_else(|| compose(&run))
+                }
+                _ => compose(&run),
+            },
         };
         let latency_ms = (Utc::now() - open.at).num_milliseconds().max(0) as u64;
         let mut out = run.out;

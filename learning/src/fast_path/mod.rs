@@ -25,6 +25,7 @@ pub mod extract;
 pub mod gate;
 pub mod l0;
 pub mod placeholder;
+pub mod templates;
 
 pub use decision::{Decision, FastPath, VectorSearch};
 pub use extract::{extract, Extracted, SlotKind};
