@@ -218,6 +218,7 @@ impl RuntimeBuilder {
             offset,
             dialogue: (config.runtime.dialogue_window_secs, config.runtime.dialogue_max_turns),
             router: None,
+            enabled: config.llm.planner_enabled,
         };
         let reply = ReplySetup {
             registry,

@@ -1208,3 +1208,35 @@ fn two_hundred_tools_are_routed_to_a_prompt_that_fits() {
     assert!(calls.iter().any(|c| c.context == LlmContext::ToolRouter && c.outcome == LlmOutcome::HttpError));
     rt.shutdown().unwrap();
 }
+
+/// Seed 002 #12's gates: a request under 4 characters is not planned by the
+/// model, and `planner_enabled = false` plans nothing at all; either way
+/// the reply loop's model answers (and may call tools) on its own.
+#[test]
+fn the_planner_skips_short_requests_and_can_be_switched_off() {
+    let server = server(|c| match c {
+        Ctx::Planner => weather_plan(),
+        Ctx::ReplyLoop => said("Sure.", (20, 2)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&server));
+    let s = SessionId::new("s-gates");
+    let r = rt.handle_utterance(&s, "ok?").unwrap();
+    assert_eq!(r.text, "Sure.");
+    assert!(requests(&server, Ctx::Planner).is_empty(), "three characters: no planner call");
+    rt.handle_utterance(&s, "how is the weather in Oslo").unwrap();
+    assert_eq!(requests(&server, Ctx::Planner).len(), 1, "a real request is planned");
+    rt.shutdown().unwrap();
+
+    let f = fixture();
+    let mut config = config(&server);
+    config.llm.planner_enabled = false;
+    let rt = start(&f, config);
+    let r = rt.handle_utterance(&SessionId::new("s-off"), "how is the weather in Oslo").unwrap();
+    assert_eq!(r.text, "Sure.");
+    assert_eq!(requests(&server, Ctx::Planner).len(), 1, "switched off: no planner call");
+    let plan = plan_of(&events(&rt), r.turn);
+    assert!(plan.steps.is_empty() && plan.model.as_deref() == Some(MODEL), "{plan:?}");
+    rt.shutdown().unwrap();
+}

@@ -304,6 +304,10 @@ pub struct LlmSection {
     pub timeout_ms: u64,
     /// Planner (#12) timeout: it gates the turn, so it is short and fails open.
     pub planner_timeout_ms: u64,
+    /// Whether the LLM planner (#12) runs; false: every planner turn gets
+    /// the empty plan and the reply loop's model calls tools as it goes.
+    /// (A request under 4 characters is never planned by the model.)
+    pub planner_enabled: bool,
     /// Main reply loop (#1) timeout.
     pub chat_timeout_ms: u64,
     /// Intent judge (#2) and evaluator judge timeout.
@@ -424,6 +428,7 @@ impl Default for LlmSection {
             api_key_env: String::new(),
             timeout_ms: 30_000,
             planner_timeout_ms: 6_000,
+            planner_enabled: true,
             chat_timeout_ms: 45_000,
             judge_timeout_ms: 15_000,
             summary_timeout_ms: 30_000,

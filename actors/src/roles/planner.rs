@@ -53,7 +53,14 @@ pub struct PlannerSetup {
     pub dialogue: (u64, usize),
     /// Narrows a catalogue too big for the prompt (seed 002 #7).
     pub router: Option<ToolRouter>,
+    /// `[llm] planner_enabled`: false leaves planning to the reply loop's
+    /// model (an empty plan, no call).
+    pub enabled: bool,
 }
+
+/// A request shorter than this (characters, trimmed) is not planned by the
+/// model (seed 002 #12: "ok", "no" need no plan).
+pub const MIN_PLAN_CHARS: usize = 4;
 
 /// The planner's state: each open turn's request.
 pub struct Planner {
@@ -113,7 +120,11 @@ impl Planner {
         let mut out = Vec::new();
         let mut allowed: Option<Vec<String>> = None;
         let model = route.chosen_model.clone().unwrap_or_else(|| OFFLINE_MODEL.to_owned());
+        let skip = !self.setup.enabled || query.trim().chars().count() < MIN_PLAN_CHARS;
         let (planner, steps) = match &self.setup.llm {
+            // Seed 002 #12: disabled, or too short to plan — the empty
+            // plan, and the reply loop's model goes on without one.
+            Some(_) if model != OFFLINE_MODEL && skip => (PlannerKind::Llm, Vec::new()),
             Some(client) if model != OFFLINE_MODEL => {
                 // A catalogue too big for the prompt: the router's picks
                 // (its call recorded), a tool that just failed kept.
