@@ -3,6 +3,7 @@
 pub mod fast_path;
 pub mod knn;
 pub mod log;
+pub mod memory;
 pub mod patterns;
 pub mod runtime;
 

@@ -26,6 +26,10 @@ pub enum Command {
     /// runtime's overhead p50/p99, under durable and relaxed logs — turns/s
     /// with 1 and 16 sessions, events per turn
     Runtime(engram_bench::runtime::Options),
+    /// Memory context per turn with a long history (1,000 sessions): the
+    /// warm profile, the recall gate, recall with the real model and the
+    /// memory digest's prompt (p50/p99), beside the LLM call it precedes
+    Memory(engram_bench::memory::Options),
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -35,6 +39,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Knn(o) => emit(o.json, &engram_bench::knn::run(&o)?, |r| r.human(&o)),
         Command::FastPath(o) => emit(o.json, &engram_bench::fast_path::run(&o)?, |r| r.human()),
         Command::Runtime(o) => emit(o.json, &engram_bench::runtime::run(&o)?, |r| r.human()),
+        Command::Memory(o) => emit(o.json, &engram_bench::memory::run(&o)?, |r| r.human()),
     }?;
     Ok(ExitCode::SUCCESS)
 }
