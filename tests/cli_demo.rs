@@ -97,6 +97,13 @@ fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
         assert!(layers[l].as_u64().unwrap() > 0, "no {l} hit: {report}");
     }
     assert!(report["patterns"]["outcomes"].as_u64().unwrap() > 0, "{report}");
+    // Memory at work: a later session's "what is my name?" answered from
+    // what the first taught, and "how big is it?" with the path of the
+    // turn before.
+    let m = &report["memory"];
+    assert!(m["recalled"][2].as_str().is_some_and(|r| r.contains("Ada")), "{m}");
+    assert_eq!(m["follow_up"][0], "how big is it?", "{m}");
+    assert!(m["follow_up"][1][0].as_str().is_some_and(|s| s.contains("~/notes.txt")), "{m}");
 
     // The second part: the store routes an unseen request of each kind to
     // the stand-in model that got that kind right, as the log says.

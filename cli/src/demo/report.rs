@@ -40,6 +40,8 @@ pub struct Report {
     pub patterns: Patterns,
     pub summaries: Summaries,
     pub graph: Graph,
+    /// What memory did in the workload's last session.
+    pub memory: Memory,
     /// The second part: routing among the two stand-in models.
     pub routing: Routing,
     pub data_dir: String,
@@ -104,6 +106,19 @@ pub struct Summaries {
     pub first: Option<String>,
 }
 
+/// Memory at work (seed 002), from the log: a later session's question
+/// answered from what an earlier one taught, and a follow-up whose "it"
+/// came from the turn before.
+#[derive(Default, Serialize)]
+pub struct Memory {
+    /// (request, the steps run, reply) of the last turn that ran `recall`.
+    pub recalled: Option<(String, Vec<String>, String)>,
+    /// (request, the steps run with their arguments, reply) of the last
+    /// turn whose request says "it" and whose steps used an argument the
+    /// request does not hold.
+    pub follow_up: Option<(String, Vec<String>, String)>,
+}
+
 #[derive(Default, Serialize)]
 pub struct Graph {
     pub user: u64,
@@ -141,6 +156,8 @@ impl Report {
         let mut turn_model: std::collections::HashMap<engram::events::TurnId, String> = Default::default();
         let mut texts: std::collections::HashMap<engram::events::TurnId, String> = Default::default();
         let mut routing_sessions = HashSet::new();
+        let mut memory = Memory::default();
+        let mut replies: std::collections::HashMap<engram::events::TurnId, String> = Default::default();
         for env in log.read_from(Seq::FIRST) {
             let env = env?;
             projector.apply(&env);
@@ -187,6 +204,30 @@ impl Report {
                     _ => {}
                 }
                 continue;
+            }
+            match (&env.event, env.turn) {
+                (Event::ReplyDelivered(r), Some(t)) => {
+                    replies.insert(t, r.text.clone());
+                }
+                (Event::TurnCompleted(c), Some(t)) => {
+                    let reply = replies.remove(&t).unwrap_or_default();
+                    let shown: Vec<String> = c
+                        .steps
+                        .iter()
+                        .map(|s| format!("{} {}", s.tool, serde_json::Value::Object(s.args.0.clone())))
+                        .collect();
+                    let says_it = c.text.split(|ch: char| !ch.is_alphanumeric()).any(|w| w.eq_ignore_ascii_case("it"));
+                    let from_before = c
+                        .steps
+                        .iter()
+                        .any(|s| s.args.0.values().any(|v| v.as_str().is_some_and(|a| !c.text.contains(a))));
+                    if c.steps.iter().any(|s| s.tool == engram::actors::tools::memory::RECALL) {
+                        memory.recalled = Some((c.text.clone(), shown, reply));
+                    } else if says_it && from_before {
+                        memory.follow_up = Some((c.text.clone(), shown, reply));
+                    }
+                }
+                _ => {}
             }
             match &env.event {
                 Event::UtteranceReceived(_) => {
@@ -261,6 +302,7 @@ impl Report {
             },
             summaries,
             graph,
+            memory,
             routing: Routing { sessions: routing_sessions.len() as u64, ..routing },
             replay: format!("engram --data {data_dir} replay"),
             data_dir,
@@ -322,6 +364,12 @@ impl Report {
             None => String::new(),
         };
         println!("graph facts: USER {} · DIRECTIVES {} · WORLD {}{example}", g.user, g.directives, g.world);
+        if let Some((asked, steps, reply)) = &self.memory.recalled {
+            println!("memory: {asked:?} → {} → {reply:?} (from an earlier session)", steps.join(", "));
+        }
+        if let Some((asked, steps, reply)) = &self.memory.follow_up {
+            println!("follow-up: {asked:?} → {} → {reply:?} (\"it\" from the turn before)", steps.join(", "));
+        }
         let r = &self.routing;
         println!("model routing, {} sessions on {}:", r.sessions, r.server);
         let per_model: Vec<String> =
