@@ -681,3 +681,24 @@ fn l0_answers_in_the_requests_language() {
     assert_eq!(langs, want);
     rt.shutdown().unwrap();
 }
+
+/// Offline, the directives a rule can apply (#14 item 4): "always answer
+/// in English" makes L0 answer an Italian request in English, and "always
+/// answer briefly" cuts a composed reply to its first line.
+#[test]
+fn offline_directives_apply_by_rule() {
+    let f = fixture();
+    let rt = start(&f);
+    let first = SessionId::new("s-directives");
+    for text in ["my name is Ada", "I live in Turin", "always answer in English", "always answer briefly"] {
+        rt.handle_utterance(&first, text).unwrap();
+    }
+    rt.end_session(&first).unwrap();
+    assert!(rt.settle(Duration::from_secs(10)));
+    let later = SessionId::new("s-directives-later");
+    let r = rt.handle_utterance(&later, "che ore sono").unwrap();
+    assert!(r.text.starts_with("It's "), "English, as asked: {r:?}");
+    let r = rt.handle_utterance(&later, "what is my name?").unwrap();
+    assert!(r.text.contains("Ada") && !r.text.contains('\n'), "one line, as asked: {r:?}");
+    rt.shutdown().unwrap();
+}

@@ -11,7 +11,7 @@
 //! standing instructions and are given as such, one short line each.
 
 use engram_events::payloads::GraphBranch;
-use engram_events::{Envelope, EventKind};
+use engram_events::{Envelope, Event, EventKind};
 use engram_learning::projections::Graph;
 use engram_storage::projector::Projection;
 
@@ -27,18 +27,43 @@ const MAX_FACTS: usize = 20;
 /// Longest fact or directive in a prompt (characters).
 const FACT_CHARS: usize = 200;
 
-/// The user's facts and directives, as the graph holds them.
+/// The user's facts and directives, as the graph holds them, and the
+/// block every prompt gets — built once and kept until a USER or
+/// DIRECTIVES fact changes (a WORLD fact leaves it as it is), as seed 002
+/// #1 caches the warm profile for the conversation.
 #[derive(Clone, Default)]
 pub struct Profile {
     graph: Graph,
+    /// The rendered block, once built (`None` inside: nothing known).
+    block: std::cell::OnceCell<Option<String>>,
 }
 
 impl Profile {
     /// Folds one event (graph events; the rest are ignored).
     pub fn observe(&mut self, env: &Envelope) {
-        if PROFILE_KINDS.contains(&env.kind()) {
-            self.graph.apply(env);
+        if !PROFILE_KINDS.contains(&env.kind()) {
+            return;
         }
+        let personal = |b: GraphBranch| b != GraphBranch::World;
+        let touches = match &env.event {
+            Event::GraphFactAdded(f) => personal(f.branch),
+            Event::GraphNodeMerged(m) => personal(m.branch),
+            Event::MemoryForgotten(m) => m.facts.iter().any(|f| personal(f.branch)),
+            _ => false,
+        };
+        self.graph.apply(env);
+        if touches {
+            self.block = std::cell::OnceCell::new();
+        }
+    }
+
+    /// The user's standing directives, one line each.
+    pub fn directives(&self) -> Vec<String> {
+        self.graph
+            .iter()
+            .filter(|n| n.branch == GraphBranch::Directives)
+            .flat_map(|n| n.facts.iter().map(|f| one_line(f)))
+            .collect()
     }
 
     /// The USER facts, one line each (for `recall`).
@@ -60,8 +85,13 @@ impl Profile {
             .collect()
     }
 
-    /// The block for a prompt; `None` when nothing is known yet.
+    /// The block for a prompt; `None` when nothing is known yet. Built at
+    /// the first call after a USER or DIRECTIVES change, then kept.
     pub fn render(&self) -> Option<String> {
+        self.block.get_or_init(|| self.build()).clone()
+    }
+
+    fn build(&self) -> Option<String> {
         let lines = |branch: GraphBranch| -> Vec<String> {
             let mut out: Vec<String> = self
                 .graph
@@ -120,6 +150,11 @@ mod tests {
         p.observe(&fact(GraphBranch::Directives, "style", "always answer briefly"));
         p.observe(&fact(GraphBranch::World, "news", "a world fact stays out"));
         let r = p.render().unwrap();
+        // Kept until a USER or DIRECTIVES fact changes.
+        p.observe(&fact(GraphBranch::World, "news", "another world fact"));
+        assert_eq!(p.render().unwrap(), r);
+        p.observe(&fact(GraphBranch::User, "pets", "I have a cat"));
+        assert!(p.render().unwrap().contains("pets: I have a cat"));
         assert!(r.starts_with("The user's standing instructions"), "{r}");
         assert!(r.contains("- style: always answer briefly"), "{r}");
         let fenced = &r[r.find("What the user told you").unwrap()..];

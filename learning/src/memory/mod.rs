@@ -9,6 +9,7 @@
 //! extractor finds them again in the summary.
 
 pub mod diary;
+pub mod directives;
 pub mod extractive;
 pub mod facts;
 pub mod forget;
