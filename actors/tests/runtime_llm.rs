@@ -425,7 +425,7 @@ fn long_page() -> Arc<FnTool> {
 #[test]
 fn a_small_model_reads_long_tool_results_and_memory_digested() {
     let (tool_digests, plans) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (n, p) = (tool_digests.clone(), plans.clone());
+    let (n, p, m) = (tool_digests.clone(), plans.clone(), Arc::new(AtomicUsize::new(0)));
     let server = server(move |c| match c {
         // The first two requests fetch the page; the later one plans
         // nothing (the reply loop then recalls).
@@ -447,7 +447,11 @@ fn a_small_model_reads_long_tool_results_and_memory_digested() {
         ),
         Ctx::Graph => said("[]", (10, 1)),
         Ctx::Enrichment => said(r#"{"keywords": ["fjord", "cruise"], "from": null, "to": null}"#, (20, 5)),
-        Ctx::MemoryDigest => said("Earlier: the user asked about the fjord cruise's departure.", (30, 9)),
+        // The first memory digest answers; the next one talks garbage.
+        Ctx::MemoryDigest if m.fetch_add(1, Ordering::SeqCst) == 0 => {
+            said("Earlier: the user asked about the fjord cruise's departure.", (30, 9))
+        }
+        Ctx::MemoryDigest => garbage_stream(),
         other => panic!("no {other:?} call expected"),
     });
     let f = fixture();
@@ -490,6 +494,12 @@ fn a_small_model_reads_long_tool_results_and_memory_digested() {
     let memory =
         system.iter().find(|s| s.contains("condensed for this request")).unwrap_or_else(|| panic!("{system:?}"));
     assert!(memory.contains("departure") && !memory.contains("Lorem ipsum"), "{memory}");
+    // The memory digest fails: the entries go in as found.
+    rt.handle_utterance(&later, "and what did I ask about the fjord cruise before that?").unwrap();
+    let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
+    assert!(system.iter().any(|s| s.contains("From your diary") && s.contains("fjord cruise")), "{system:?}");
+    let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    assert!(calls.iter().any(|c| c.context == LlmContext::MemoryDigest && c.outcome != LlmOutcome::Ok));
     rt.shutdown().unwrap();
 }
 
@@ -886,6 +896,7 @@ fn a_later_session_reaches_the_model_with_what_earlier_ones_taught() {
     let planned = requests(&server, Ctx::Planner);
     let prompt = planned.last().unwrap().body["messages"][1]["content"].as_str().unwrap().to_owned();
     assert!(prompt.contains("Ada") && prompt.contains("UNTRUSTED"), "{prompt}");
+    assert!(prompt.contains("Turin"), "the city too: {prompt}");
     assert!(prompt.contains("answer briefly"), "the directive: {prompt}");
     let replied = requests(&server, Ctx::ReplyLoop);
     let system: Vec<String> = replied.last().unwrap().body["messages"]

@@ -15,7 +15,7 @@
 //! ([`MIN_COSINE`]) nor holds a keyword stays out. The WORLD facts of the
 //! knowledge graph that hold a keyword go in beside them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{FixedOffset, NaiveDate};
@@ -80,13 +80,17 @@ pub struct Recollection {
     index: Option<VectorIndex<i32>>,
     /// Days whose entry changed since it was last embedded.
     stale: BTreeSet<NaiveDate>,
+    /// Each day's content words (its text's, its topics'), kept with the
+    /// entry so a recall counts keywords without normalising every entry
+    /// again.
+    words: HashMap<NaiveDate, (BTreeSet<String>, BTreeSet<String>)>,
 }
 
 impl Recollection {
     /// An empty recollection; days at `offset`; entries embedded with
     /// `embed` (none: keywords alone rank them).
     pub fn new(offset: FixedOffset, embed: Option<(Arc<dyn Embedder>, Option<EmbeddingCache>)>) -> Recollection {
-        Recollection { diary: Diary::new(offset), embed, index: None, stale: BTreeSet::new() }
+        Recollection { diary: Diary::new(offset), embed, index: None, stale: BTreeSet::new(), words: HashMap::new() }
     }
 
     /// Folds one event (`summary.written`, `memory.forgotten`; the rest
@@ -113,14 +117,18 @@ impl Recollection {
             .ok()
     }
 
-    /// Brings the index up to date with the diary.
+    /// Brings the words and the index up to date with the diary.
     fn refresh(&mut self) {
-        if self.embed.is_none() {
-            self.stale.clear();
-            return;
-        }
         for day in std::mem::take(&mut self.stale) {
-            let Some(text) = self.diary.entry(day).map(|e| e.text.clone()) else { continue };
+            let Some(entry) = self.diary.entry(day) else {
+                self.words.remove(&day);
+                continue;
+            };
+            let text = entry.text.clone();
+            self.words.insert(day, (content_set(&text), content_set(&entry.topics.join(" "))));
+            if self.embed.is_none() {
+                continue;
+            }
             let Some(v) = self.vector(&text) else { continue };
             let index = self.index.get_or_insert_with(|| {
                 let mut c = VectorConfig::new(v.len().max(1));
@@ -158,7 +166,9 @@ impl Recollection {
             .entries()
             .filter(|e| enrichment.covers(e.date))
             .filter_map(|e| {
-                let n = hits(&e.text) + hits(&e.topics.join(" "));
+                let n = self.words.get(&e.date).map_or(0, |(text, topics)| {
+                    text.intersection(&keywords).count() + topics.intersection(&keywords).count()
+                });
                 let cosine = cosines.get(&key(e.date)).copied().unwrap_or(0.0);
                 (named || n > 0 || cosine >= MIN_COSINE)
                     .then(|| (cosine + KEYWORD_BONUS * n as f32, e.date, truncate(&e.text, ENTRY_CHARS)))
