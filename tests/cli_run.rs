@@ -272,3 +272,32 @@ fn an_os_error_is_printed_once() {
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
     assert!(err.contains("/no/such/file.jsonl"), "{err}");
 }
+
+/// `:forget TEXT` in `engram run`: a fact learnt in the same run is
+/// retracted while the runtime runs (`engram forget` cannot: the data dir
+/// is locked), and a later "what is my name?" no longer knows it.
+#[test]
+fn run_forgets_a_fact_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = engram(dir.path())
+        .args(["run", "--session", "s-forget"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"my name is Ada\n:end\nwhat is my name?\n:forget Ada\n:forget Ada\nwhat is my name?\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    let replies: Vec<&str> = stdout.lines().collect();
+    assert!(replies[1].contains("Ada"), "known before: {stdout}");
+    assert!(!replies[2].contains("Ada"), "forgotten after: {stdout}");
+    assert!(stderr.contains("forgot USER/identity: my name is Ada"), "{stderr}");
+    assert!(stderr.contains("nothing the assistant learnt matches \"Ada\""), "asked twice: {stderr}");
+}

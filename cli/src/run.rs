@@ -19,7 +19,9 @@ use engram::{EventLog, Seq, SessionId};
 /// [TEXT]` give feedback on the last turn; `:model NAME TEXT` takes TEXT
 /// with model NAME (routing slot 1, this utterance only); `:use NAME` makes
 /// NAME the session's model until `:use` alone clears it (slot 2); NAME is
-/// one of `[llm] candidates`; `:end` ends the session and starts a new one,
+/// one of `[llm] candidates`; `:forget TEXT` retracts the facts and diary
+/// sentences holding TEXT (as `engram forget`, with the runtime running);
+/// `:end` ends the session and starts a new one,
 /// `:quit` stops. At the end of input the session ends
 /// (unless --no-end), so the pattern store and the summariser see it.
 /// Without an `[llm]` section in engram.toml the runtime is offline.
@@ -55,7 +57,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if !args.json && args.once.is_none() {
         eprintln!(
-            "engram run: session {} ({}); :good :bad :correct :model :use :end :quit",
+            "engram run: session {} ({}); :good :bad :correct :model :use :forget :end :quit",
             session.as_str(),
             if rt.is_online() { "online" } else { "offline" }
         );
@@ -74,6 +76,10 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
                         (":quit", _) => break,
                         (":end", _) => {
                             rt.end_session(&session)?;
+                            // The next session starts with what this one
+                            // taught (its summary and facts), as far as the
+                            // actors get in a few seconds.
+                            rt.settle(std::time::Duration::from_secs(10));
                             session = SessionId::new(new_session_id());
                             eprintln!("engram run: new session {}", session.as_str());
                         }
@@ -96,6 +102,25 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
                             Ok(()) => eprintln!("engram run: session model {model}"),
                             Err(e) => eprintln!("engram run: {e}"),
                         },
+                        (":forget", "") => eprintln!("engram run: usage: :forget TEXT (the facts holding TEXT)"),
+                        (":forget", text) => {
+                            match rt.forget(&engram::learning::memory::Forget::Text(text.to_owned())) {
+                                Ok(env) => {
+                                    if let engram::Event::MemoryForgotten(m) = &env.event {
+                                        for f in &m.facts {
+                                            eprintln!(
+                                                "engram run: forgot {}/{}: {}",
+                                                f.branch.as_str(),
+                                                f.node,
+                                                f.fact
+                                            );
+                                        }
+                                    }
+                                    eprintln!("engram run: forgot every diary sentence holding {text:?}");
+                                }
+                                Err(e) => eprintln!("engram run: {e}"),
+                            }
+                        }
                         (c, _) if c.starts_with(':') => eprintln!("engram run: unknown command {c}"),
                         _ => turn(&rt, &session, line, None, args.json, &mut out)?,
                     }
