@@ -1217,6 +1217,13 @@ fn two_hundred_tools_are_routed_to_a_prompt_that_fits() {
     assert!(currency(&ran.tool) && r.tools_ok, "the model called what it found: {r:?}");
     let calls = llm_calls(&events(&rt), ActorKind::Planner);
     assert!(calls.iter().any(|c| c.context == LlmContext::ToolRouter && c.outcome == LlmOutcome::HttpError));
+
+    // The first request again, in the same conversation: its picks are
+    // cached — no router call — and the planner sees them again.
+    rt.handle_utterance(&s, "How is the weather in Oslo?").unwrap();
+    assert_eq!(requests(&server, Ctx::Router).len(), 2, "no third router call");
+    let listed = planner_tools(requests(&server, Ctx::Planner).last().unwrap());
+    assert!(listed.contains(&"fetch_page".to_string()), "the cached picks: {listed:?}");
     rt.shutdown().unwrap();
 }
 

@@ -19,10 +19,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::FixedOffset;
+use chrono::{DateTime, FixedOffset, Utc};
 use engram_events::derived;
 use engram_events::payloads::*;
-use engram_events::{ActorKind, Envelope, Event, EventKind, TurnId};
+use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 
 use super::dialogue::Dialogue;
 use super::profile::Profile;
@@ -73,16 +73,51 @@ pub struct Planner {
     dialogue: Dialogue,
     /// What earlier sessions taught about the user, for the prompt.
     profile: Profile,
+    /// The tool router's picks per session for the conversation (seed 002
+    /// #7's cache): when the conversation last routed, request → picks.
+    routes: HashMap<SessionId, (DateTime<Utc>, HashMap<String, Vec<String>>)>,
 }
 
 impl Planner {
     /// A planner with nothing open.
     pub fn new(setup: PlannerSetup) -> Planner {
         let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
-        Planner { setup, queries: HashMap::new(), chained: HashMap::new(), dialogue, profile: Profile::default() }
+        Planner {
+            setup,
+            queries: HashMap::new(),
+            chained: HashMap::new(),
+            dialogue,
+            profile: Profile::default(),
+            routes: HashMap::new(),
+        }
+    }
+
+    /// The router's picks for `query` earlier in this conversation.
+    fn routed(&self, env: &Envelope, query: &str) -> Option<Vec<String>> {
+        let (at, picks) = self.routes.get(env.session.as_ref()?)?;
+        let window = chrono::Duration::seconds(self.setup.dialogue.0.min(i64::MAX as u64 / 1000) as i64);
+        (env.at - *at <= window).then(|| picks.get(&engram_learning::text::normalize(query)).cloned()).flatten()
+    }
+
+    /// Keeps the router's picks for `query` for the conversation (a pause
+    /// longer than the window starts a new one, with an empty cache).
+    fn remember_route(&mut self, env: &Envelope, query: &str, picks: Vec<String>) {
+        let Some(session) = env.session.clone() else { return };
+        let window = chrono::Duration::seconds(self.setup.dialogue.0.min(i64::MAX as u64 / 1000) as i64);
+        let entry = self.routes.entry(session).or_insert_with(|| (env.at, HashMap::new()));
+        if env.at - entry.0 > window {
+            entry.1.clear();
+        }
+        entry.0 = env.at;
+        entry.1.insert(engram_learning::text::normalize(query), picks);
     }
 
     fn fold(&mut self, env: &Envelope) {
+        if let (Event::SessionEnded(_) | Event::IntentJudged(IntentJudged { stop: true, .. }), Some(s)) =
+            (&env.event, &env.session)
+        {
+            self.routes.remove(s);
+        }
         self.dialogue.observe(env);
         self.profile.observe(env);
         let Some(turn) = env.turn else { return };
@@ -121,19 +156,26 @@ impl Planner {
         let mut allowed: Option<Vec<String>> = None;
         let model = route.chosen_model.clone().unwrap_or_else(|| OFFLINE_MODEL.to_owned());
         let skip = !self.setup.enabled || query.trim().chars().count() < MIN_PLAN_CHARS;
-        let (planner, steps) = match &self.setup.llm {
+        let (planner, steps) = match self.setup.llm.clone() {
             // Seed 002 #12: disabled, or too short to plan — the empty
             // plan, and the reply loop's model goes on without one.
             Some(_) if model != OFFLINE_MODEL && skip => (PlannerKind::Llm, Vec::new()),
             Some(client) if model != OFFLINE_MODEL => {
                 // A catalogue too big for the prompt: the router's picks
                 // (its call recorded), a tool that just failed kept.
-                if let Some(router) = self.setup.router.as_ref().filter(|r| r.narrows()) {
-                    let (picked, record) = router.route(&query, &self.dialogue.last_failed_tools(env));
-                    if let Some(record) = record {
-                        out.push(derived(env, ActorKind::Planner, record, 1));
-                    }
-                    allowed = Some(picked);
+                if let Some(router) = self.setup.router.clone().filter(|r| r.narrows()) {
+                    let picked = match self.routed(env, &query) {
+                        Some(cached) => cached,
+                        None => {
+                            let (picked, record) = router.pick(&query);
+                            if let Some(record) = record {
+                                out.push(derived(env, ActorKind::Planner, record, 1));
+                            }
+                            self.remember_route(env, &query, picked.clone());
+                            picked
+                        }
+                    };
+                    allowed = Some(router.with_kept(picked, &self.dialogue.last_failed_tools(env)));
                 }
                 let specs: Vec<_> = super::llm_specs(&self.setup.tools)
                     .into_iter()
@@ -155,7 +197,7 @@ impl Planner {
                     timeout: self.setup.timeout,
                 };
                 let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
-                let (record, parsed) = super::ask(&**client, &request, &self.setup.prices, |r| {
+                let (record, parsed) = super::ask(&*client, &request, &self.setup.prices, |r| {
                     llm::contexts::parse_plan_after(&r.content, &names, done.len())
                 });
                 out.push(derived(env, ActorKind::Planner, record, 0));

@@ -9,6 +9,7 @@
 //! | 2 | a bigger one: the router model (`tool_router_model`, else `intent_judge_model`, else `model`; `router_timeout_ms`) picks at most 5 by name, or none; a failure (timeout, error, no known name) falls open to rule 3 — not to "every tool", which is what the budget forbids |
 //! | 3 | without a model: the `planner_max_tools` tools nearest the request in embedding space (the offline planner's own vectors of each tool's description and phrasings) |
 //! | 4 | always in: `recall` (memory needs no routing), and a tool that failed in the turn before (the user is probably supplying what it lacked, seed 002's carry-over guard) |
+//! | 4b | the picks of rules 2–3 are kept for the conversation (per session, the request normalised; a pause longer than the dialogue window or the session's end clears them): the same request asked again costs no router call; rule 4's additions are made afresh each turn |
 //! | 5 | the reply loop's model sees what was routed, the plan's tools and `search_tools`; a `search_tools` call (at most 3 per reply) returns the 5 best matches not yet offered, by rule 3's ranking, and offers them from the next model turn on |
 
 use std::sync::Arc;
@@ -60,27 +61,38 @@ impl ToolRouter {
         if !self.narrows() {
             return (self.catalogue.iter().map(|t| t.0.clone()).collect(), None);
         }
-        let mut record = None;
-        let mut picked = match &self.llm {
+        let (picked, record) = self.pick(query);
+        (self.with_kept(picked, also), record)
+    }
+
+    /// Rules 2 and 3 alone: what the router model (or the ranking) picks
+    /// for `query` — what a conversation may cache, since rule 4's
+    /// additions change from turn to turn.
+    pub fn pick(&self, query: &str) -> (Vec<String>, Option<LlmCallCompleted>) {
+        match &self.llm {
             Some(llm) => {
                 let listed: Vec<(String, String)> = self.catalogue.iter().map(|t| (t.0.clone(), t.1.clone())).collect();
                 let names: Vec<&str> = self.catalogue.iter().map(|t| t.0.as_str()).collect();
                 let (call, parsed) =
                     llm.ask(contexts::router_messages(query, &listed), |t| contexts::parse_router(t, &names));
-                record = Some(call);
-                parsed.unwrap_or_else(|e| {
+                let picked = parsed.unwrap_or_else(|e| {
                     tracing::warn!(model = %llm.model, "tool router failed open to the embedding ranking: {e}");
                     self.ranked(query, self.max)
-                })
+                });
+                (picked, Some(call))
             }
-            None => self.ranked(query, self.max),
-        };
+            None => (self.ranked(query, self.max), None),
+        }
+    }
+
+    /// `picked` with rule 4's tools: `recall` and `also`.
+    pub fn with_kept(&self, mut picked: Vec<String>, also: &[String]) -> Vec<String> {
         for name in also.iter().map(String::as_str).chain([RECALL]) {
             if self.catalogue.iter().any(|t| t.0 == name) && !picked.iter().any(|p| p == name) {
                 picked.push(name.to_owned());
             }
         }
-        (picked, record)
+        picked
     }
 
     /// The `n` tools nearest `query` (rule 3); none when embedding fails.
