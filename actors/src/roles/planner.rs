@@ -75,8 +75,11 @@ pub struct Planner {
     profile: Profile,
     /// The tool router's picks per session for the conversation (seed 002
     /// #7's cache): when the conversation last routed, request → picks.
-    routes: HashMap<SessionId, (DateTime<Utc>, HashMap<String, Vec<String>>)>,
+    routes: HashMap<SessionId, ConversationRoutes>,
 }
+
+/// When a conversation last routed, and its picks by normalised request.
+type ConversationRoutes = (DateTime<Utc>, HashMap<String, Vec<String>>);
 
 impl Planner {
     /// A planner with nothing open.
