@@ -141,16 +141,19 @@ fn kill_9_mid_session_then_restart_derives_everything_exactly_once() {
         assert!(kinds.get("plan.created").is_none_or(|&n| n == 1), "turn {turn}: {kinds:?}");
         assert!(kinds.get("fastpath.hit").is_none_or(|&n| n == 1), "turn {turn}: {kinds:?}");
     }
-    // Derived events: one per cause and kind.
+    // Derived events: one per cause, kind and turn (a session's end records
+    // each of its planner turns in the pattern store: one per turn, and
+    // how many planner turns the session has depends on when the kill
+    // came).
     let mut by_cause: BTreeMap<_, usize> = BTreeMap::new();
     for e in &events {
         if let Some(c) = e.causation {
             if !matches!(e.event, Event::ToolCalled(_) | Event::ToolCompleted(_) | Event::LlmCallCompleted(_)) {
-                *by_cause.entry((c, e.kind().name())).or_default() += 1;
+                *by_cause.entry((c, e.kind().name(), e.turn)).or_default() += 1;
             }
         }
     }
-    for ((cause, kind), n) in &by_cause {
+    for ((cause, kind, _), n) in &by_cause {
         // The judge gives one verdict per cause and subject turn.
         if *kind != "eval.completed" {
             assert_eq!(*n, 1, "{kind} derived {n} times from {cause}");
