@@ -30,7 +30,8 @@ use chrono::{FixedOffset, TimeZone, Utc};
 use serde::Serialize;
 
 use crate::patterns::Rng;
-use crate::{machine, percentile_us, progress, round2};
+use crate::runtime::Latency;
+use crate::{machine, progress, round2};
 use engram::actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
 use engram::actors::llm::contexts::memory_digest_messages;
 use engram::actors::roles::profile::Profile;
@@ -61,21 +62,6 @@ pub struct Options {
     pub llm_ms: f64,
 }
 
-/// p50 / p99 in µs.
-#[derive(Serialize, Debug, Clone, Copy)]
-pub struct Figure {
-    /// Median, µs.
-    pub p50_us: f64,
-    /// 99th percentile, µs.
-    pub p99_us: f64,
-}
-
-impl Figure {
-    fn of(samples: &[Duration]) -> Figure {
-        Figure { p50_us: percentile_us(samples, 50.0), p99_us: percentile_us(samples, 99.0) }
-    }
-}
-
 /// The report.
 #[derive(Serialize, Debug)]
 pub struct Report {
@@ -90,15 +76,15 @@ pub struct Report {
     /// Timed requests.
     pub requests: usize,
     /// The warm profile.
-    pub profile: Figure,
+    pub profile: Latency,
     /// The recall gate and the rule enrichment.
-    pub gate: Figure,
+    pub gate: Latency,
     /// Recall: embedding, search, keywords, WORLD facts.
-    pub recall: Figure,
+    pub recall: Latency,
     /// The memory digest's prompt.
-    pub digest_prompt: Figure,
+    pub digest_prompt: Latency,
     /// Everything.
-    pub total: Figure,
+    pub total: Latency,
     /// Median days recalled per request.
     pub days_recalled_p50: usize,
     /// The LLM call the context precedes, ms (given, not measured).
@@ -110,7 +96,7 @@ pub struct Report {
 impl Report {
     /// The human form.
     pub fn human(&self) -> String {
-        let row = |name: &str, f: &Figure| format!("  {name:<14} p50 {:>9.1} µs   p99 {:>9.1} µs", f.p50_us, f.p99_us);
+        let row = |name: &str, f: &Latency| format!("  {name:<14} p50 {:>9.1} µs   p99 {:>9.1} µs", f.p50_us, f.p99_us);
         [
             format!(
                 "memory context per turn: {} sessions ({} diary days, {} facts), {} requests — {}",
@@ -225,17 +211,17 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
             recalled.push(found.days.len());
         }
     }
-    let total = Figure::of(&times[4]);
+    let total = Latency::of(&times[4]);
     Ok(Report {
         machine: machine(),
         sessions: opts.sessions,
         diary_days,
         facts,
         requests: opts.requests,
-        profile: Figure::of(&times[0]),
-        gate: Figure::of(&times[1]),
-        recall: Figure::of(&times[2]),
-        digest_prompt: Figure::of(&times[3]),
+        profile: Latency::of(&times[0]),
+        gate: Latency::of(&times[1]),
+        recall: Latency::of(&times[2]),
+        digest_prompt: Latency::of(&times[3]),
         total,
         days_recalled_p50: crate::percentile(&recalled, 50.0).unwrap_or(0),
         llm_ms: opts.llm_ms,

@@ -82,7 +82,8 @@ pub struct Latency {
 }
 
 impl Latency {
-    fn of(samples: &[Duration]) -> Latency {
+    /// The p50 and p99 of `samples`.
+    pub(crate) fn of(samples: &[Duration]) -> Latency {
         Latency { p50_us: percentile_us(samples, 50.0), p99_us: percentile_us(samples, 99.0) }
     }
 }
