@@ -62,6 +62,15 @@ pub struct Call {
     pub output: Option<String>,
 }
 
+impl Call {
+    /// `TOOL {args} -> output`: how a prompt shows the call (the tool
+    /// carryover, the step resolver's earlier calls).
+    pub fn line(&self) -> String {
+        let args = serde_json::Value::Object(self.args.0.clone());
+        format!("{} {args} -> {}", self.tool, self.output.as_deref().unwrap_or("(no result)"))
+    }
+}
+
 /// One exchange.
 #[derive(Clone, Debug)]
 struct Exchange {
@@ -169,6 +178,16 @@ impl Dialogue {
             .collect()
     }
 
+    /// Whether the turn of `env` continues a conversation: an answered
+    /// exchange of its session lies within the window before it (no stop,
+    /// no session end since).
+    pub fn continues(&self, env: &Envelope) -> bool {
+        match (&env.session, env.turn) {
+            (Some(session), Some(turn)) => !self.conversation(session, turn, env.at).is_empty(),
+            _ => false,
+        }
+    }
+
     /// The tools that failed in the exchange just before the turn of `env`
     /// (the tool router keeps them on offer: the user is probably giving
     /// what they lacked).
@@ -251,13 +270,7 @@ impl Dialogue {
 
 /// An exchange's tool calls as the next prompt carries them over.
 fn carried_calls(calls: &[(u32, Call)]) -> String {
-    let lines: Vec<String> = calls
-        .iter()
-        .map(|(_, c)| {
-            let args = serde_json::Value::Object(c.args.0.clone());
-            format!("[tool {} {args} -> {}]", c.tool, c.output.as_deref().unwrap_or("(no result)"))
-        })
-        .collect();
+    let lines: Vec<String> = calls.iter().map(|(_, c)| format!("[tool {}]", c.line())).collect();
     lines.join("\n")
 }
 

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, FixedOffset, Utc};
+use chrono::FixedOffset;
 use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
@@ -73,13 +73,10 @@ pub struct Planner {
     dialogue: Dialogue,
     /// What earlier sessions taught about the user, for the prompt.
     profile: Profile,
-    /// The tool router's picks per session for the conversation (seed 002
-    /// #7's cache): when the conversation last routed, request → picks.
-    routes: HashMap<SessionId, ConversationRoutes>,
+    /// The tool router's picks per session for the conversation it is in
+    /// (seed 002 #7's cache), by normalised request.
+    routes: HashMap<SessionId, HashMap<String, Vec<String>>>,
 }
-
-/// When a conversation last routed, and its picks by normalised request.
-type ConversationRoutes = (DateTime<Utc>, HashMap<String, Vec<String>>);
 
 impl Planner {
     /// A planner with nothing open.
@@ -95,32 +92,26 @@ impl Planner {
         }
     }
 
-    /// The router's picks for `query` earlier in this conversation.
-    fn routed(&self, env: &Envelope, query: &str) -> Option<Vec<String>> {
-        let (at, picks) = self.routes.get(env.session.as_ref()?)?;
-        let window = chrono::Duration::seconds(self.setup.dialogue.0.min(i64::MAX as u64 / 1000) as i64);
-        (env.at - *at <= window).then(|| picks.get(&engram_learning::text::normalize(query)).cloned()).flatten()
+    /// The router's picks for `query` earlier in this conversation. A turn
+    /// that starts a conversation (the dialogue's: after a pause longer
+    /// than its window, a stop, the session's end) drops the session's.
+    fn routed(&mut self, env: &Envelope, query: &str) -> Option<Vec<String>> {
+        let session = env.session.as_ref()?;
+        if !self.dialogue.continues(env) {
+            self.routes.remove(session);
+            return None;
+        }
+        self.routes.get(session)?.get(&engram_learning::text::normalize(query)).cloned()
     }
 
-    /// Keeps the router's picks for `query` for the conversation (a pause
-    /// longer than the window starts a new one, with an empty cache).
+    /// Keeps the router's picks for `query` for the conversation.
     fn remember_route(&mut self, env: &Envelope, query: &str, picks: Vec<String>) {
-        let Some(session) = env.session.clone() else { return };
-        let window = chrono::Duration::seconds(self.setup.dialogue.0.min(i64::MAX as u64 / 1000) as i64);
-        let entry = self.routes.entry(session).or_insert_with(|| (env.at, HashMap::new()));
-        if env.at - entry.0 > window {
-            entry.1.clear();
+        if let Some(session) = env.session.clone() {
+            self.routes.entry(session).or_default().insert(engram_learning::text::normalize(query), picks);
         }
-        entry.0 = env.at;
-        entry.1.insert(engram_learning::text::normalize(query), picks);
     }
 
     fn fold(&mut self, env: &Envelope) {
-        if let (Event::SessionEnded(_) | Event::IntentJudged(IntentJudged { stop: true, .. }), Some(s)) =
-            (&env.event, &env.session)
-        {
-            self.routes.remove(s);
-        }
         self.dialogue.observe(env);
         self.profile.observe(env);
         let Some(turn) = env.turn else { return };

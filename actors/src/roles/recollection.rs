@@ -84,23 +84,13 @@ pub struct Recollection {
     /// entry so a recall counts keywords without normalising every entry
     /// again.
     words: HashMap<NaiveDate, (BTreeSet<String>, BTreeSet<String>)>,
-    /// The content words of the WORLD facts seen (fact's, node's), by
-    /// node and fact.
-    world_words: HashMap<String, (BTreeSet<String>, BTreeSet<String>)>,
 }
 
 impl Recollection {
     /// An empty recollection; days at `offset`; entries embedded with
     /// `embed` (none: keywords alone rank them).
     pub fn new(offset: FixedOffset, embed: Option<(Arc<dyn Embedder>, Option<EmbeddingCache>)>) -> Recollection {
-        Recollection {
-            diary: Diary::new(offset),
-            embed,
-            index: None,
-            stale: BTreeSet::new(),
-            words: HashMap::new(),
-            world_words: HashMap::new(),
-        }
+        Recollection { diary: Diary::new(offset), embed, index: None, stale: BTreeSet::new(), words: HashMap::new() }
     }
 
     /// Folds one event (`summary.written`, `memory.forgotten`; the rest
@@ -185,21 +175,10 @@ impl Recollection {
             .collect();
         days.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         days.truncate(MAX_DAYS);
-        // A WORLD fact's words, kept once seen (facts change rarely; a
-        // retracted one's entry is dropped when the set is next pruned).
-        if self.world_words.len() > 4 * world.len() + 64 {
-            self.world_words.clear();
-        }
+        let hits = |text: &str| content_set(text).intersection(&keywords).count();
         let mut world: Vec<(usize, String)> = world
             .iter()
-            .map(|(node, fact)| {
-                let words = self
-                    .world_words
-                    .entry(format!("{node}\u{1f}{fact}"))
-                    .or_insert_with(|| (content_set(fact), content_set(node)));
-                let n = words.0.intersection(&keywords).count() + words.1.intersection(&keywords).count();
-                (n, format!("{node}: {fact}"))
-            })
+            .map(|(node, fact)| (hits(fact) + hits(node), format!("{node}: {fact}")))
             .filter(|(n, _)| *n > 0)
             .collect();
         world.sort_by_key(|w| std::cmp::Reverse(w.0));

@@ -402,15 +402,8 @@ impl ReplyLoop {
             output: Some(truncate(out, CARRY_CHARS)),
         });
         let earlier: Vec<Call> = this_turn.chain(self.dialogue.earlier_calls(run.cause)).collect();
-        let small = model.is_some_and(|m| !m.starts_with("offline:") && is_small_model(m));
-        if let Some(llm) = self.setup.step_resolver.as_ref().filter(|_| small) {
-            let lines: Vec<String> = earlier
-                .iter()
-                .map(|c| {
-                    let args = serde_json::Value::Object(c.args.0.clone());
-                    format!("{} {args} -> {}", c.tool, c.output.as_deref().unwrap_or("(no result)"))
-                })
-                .collect();
+        if let Some(llm) = self.setup.step_resolver.as_ref().filter(|_| model.is_some_and(is_small_model)) {
+            let lines: Vec<String> = earlier.iter().map(Call::line).collect();
             let (record, parsed) = llm.ask(contexts::step_resolver_messages(&step, schema, &lines), |t| {
                 contexts::parse_resolved_step(t, &step.tool)
             });

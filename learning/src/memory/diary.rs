@@ -136,6 +136,12 @@ impl Diary {
         true
     }
 
+    /// Whether a summary of `session` is in the diary (written, not
+    /// forgotten).
+    pub fn summarises(&self, session: &SessionId) -> bool {
+        self.written.values().flatten().any(|w| w.session.as_ref() == Some(session))
+    }
+
     /// The entry of `date`, if one was written.
     pub fn entry(&self, date: NaiveDate) -> Option<&DayEntry> {
         self.days.get(&date)

@@ -16,12 +16,15 @@
 //! taught again later is learnt again. `docs/memory.md` says what would
 //! erase the text itself.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+use chrono::FixedOffset;
 
 use engram_events::payloads::{ForgottenFact, MemoryForgotten};
 use engram_events::{Envelope, Event, EventKind, SessionId};
 use engram_storage::projector::Projection;
 
+use super::Diary;
 use crate::projections::Graph;
 
 /// What a user asks to forget.
@@ -67,10 +70,8 @@ pub fn forget(
     actor: engram_events::ActorKind,
 ) -> Result<Envelope, ForgetError> {
     let memory = Memory::from_log(log)?;
-    let env = Envelope::new(actor, memory.retraction(what)?);
-    let appended = log.append(vec![env.clone()])?;
-    let mut env = env;
-    env.seq = appended[0].seq();
+    let mut env = Envelope::new(actor, memory.retraction(what)?);
+    env.seq = log.append(vec![env.clone()])?[0].seq();
     Ok(env)
 }
 
@@ -79,19 +80,24 @@ pub const FORGET_KINDS: &[EventKind] =
     &[EventKind::SummaryWritten, EventKind::GraphFactAdded, EventKind::GraphNodeMerged, EventKind::MemoryForgotten];
 
 /// What the assistant has learnt, as far as forgetting needs it: the
-/// graph, which session added which fact, and each session's summaries.
-#[derive(Default)]
+/// graph, which session added which fact, and the diary (the one fold of
+/// summaries and retractions the prompts read).
 pub struct Memory {
     graph: Graph,
     /// Facts each session's summary added: (branch, node, fact).
     taught: BTreeMap<SessionId, Vec<ForgottenFact>>,
-    /// Summaries still in the diary, by session.
-    summaries: BTreeMap<SessionId, Vec<String>>,
-    /// Summaries without a session (never written by the runtime; kept for
-    /// text matches).
-    loose: Vec<String>,
-    /// Phrases already forgotten (lower-cased).
-    phrases: BTreeSet<String>,
+    /// The diary (its days do not matter here: any offset).
+    diary: Diary,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Memory {
+            graph: Graph::default(),
+            taught: BTreeMap::new(),
+            diary: Diary::new(FixedOffset::east_opt(0).expect("UTC")),
+        }
+    }
 }
 
 impl Memory {
@@ -118,19 +124,14 @@ impl Memory {
                     self.taught.entry(s.clone()).or_default().push(fact);
                 }
             }
-            Event::SummaryWritten(s) => match &env.session {
-                Some(id) => self.summaries.entry(id.clone()).or_default().push(s.summary.clone()),
-                None => self.loose.push(s.summary.clone()),
-            },
             Event::MemoryForgotten(m) => {
                 for s in &m.sessions {
-                    self.summaries.remove(s);
                     self.taught.remove(s);
                 }
-                self.phrases.extend(m.phrases.iter().map(|p| p.to_lowercase()));
             }
             _ => {}
         }
+        self.diary.observe(env);
         self.graph.apply(env);
         self.graph.forget_changes();
     }
@@ -156,8 +157,7 @@ impl Memory {
                     })
                     .filter(|f| f.fact.to_lowercase().contains(&needle))
                     .collect();
-                let in_diary = !self.phrases.contains(&needle)
-                    && self.summaries.values().flatten().chain(&self.loose).any(|s| s.to_lowercase().contains(&needle));
+                let in_diary = self.diary.entries().any(|e| e.text.to_lowercase().contains(&needle));
                 if facts.is_empty() && !in_diary {
                     return Err(ForgetError::NoMatch(what.to_string()));
                 }
@@ -170,7 +170,7 @@ impl Memory {
                         facts.push(f.clone());
                     }
                 }
-                let summarised = self.summaries.contains_key(session);
+                let summarised = self.diary.summarises(session);
                 if facts.is_empty() && !summarised {
                     return Err(ForgetError::NoMatch(what.to_string()));
                 }
