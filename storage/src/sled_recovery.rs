@@ -22,7 +22,8 @@
 //! | 3 | bytes that are no message (zeros, a stale segment number, a length past the segment) end that segment's messages, as they end sled's — the normal end of the active segment looks like that |
 //! | 4 | a suspect message that can be a write a kill cut short (rule 6) is left to sled: it cuts the log there, and nothing from there on was acknowledged — an acknowledgement waits for every earlier write, and this one never ended. That holds even when later messages check out: sled writes its buffers concurrently, and a later, smaller one can end while an earlier one is cut |
 //! | 5 | a sound message pointing at a blob that fails the blob's own checksum is damage (the blob was written whole before the message) |
-//! | 6 | a suspect message that cannot be a cut write is **damage**, last or not. A write cut short by a kill stops at a page boundary and leaves the rest of its area as it was: zeros where it was never written (sled zeroes free segments at open), or the leftovers of the segment's previous use (sled reuses a cleaned segment without zeroing it). So a message inside one 4 KiB page was written whole; one that spans pages looks cut only when its last page is zeros with nothing written right after it, or when it holds leftovers — our frames out of `seq` order, or a sound message of an earlier use of the segment (`looks_torn`) |
+//! | 6 | a suspect message that cannot be a cut write is **damage**, last or not. A write cut short by a kill stops at a page boundary and leaves the rest of its area as it was: zeros where it was never written (sled zeroes free segments at open), or the leftovers of the segment's previous use (sled reuses a cleaned segment without zeroing it). So a message inside one 4 KiB page, or one followed at once by a sound message of its segment, was written whole; one that spans pages is cut when its last page is zeros with nothing written right after it, or when it holds leftovers — our frames out of `seq` order, or a sound message of an earlier use of the segment (`cut`) |
+//! | 7 | a suspect message spanning pages with neither sign (leftovers that are neither frames nor messages: the middle of an old blob or node) is damage when any sound message follows it in the walk, and left to sled when it is the last thing written — a cut write's tail, sled's own case (a flipped byte there costs that one message, as sled alone would) |
 //!
 //! Damage makes [`crate::log::SledLog::open`] refuse with
 //! [`crate::error::LogError::Unopenable`], naming the byte offset and the seqs the damaged
@@ -39,7 +40,8 @@
 //!
 //! What this cannot tell apart: a flipped byte in a message whose last
 //! page happens to be zeros, or which happens to hold leftovers, is taken
-//! for a cut write, and sled's cut costs what follows. The crash tests
+//! for a cut write, and sled's cut costs what follows; one in the last
+//! message written, with neither sign, costs that message (rule 7). The crash tests
 //! (`tests/crash.rs`: kill -9 under four appenders, a segment reused
 //! within a run) hold the other side: a kill never makes the log refuse
 //! to open. (Until this rule knew about reused segments, a cut write's
@@ -145,6 +147,7 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
         }
     }
     segments.sort_unstable();
+    let mut pending: Option<Damage> = None;
     let mut bytes = Vec::new();
     for (lsn, lid) in segments {
         let len = seg.min(file_len - lid);
@@ -155,6 +158,9 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
         while pos + MAX_MSG_HEADER_LEN <= seg {
             match read_message(&bytes, pos, number) {
                 Message::Sound { kind, end, body } => {
+                    if pending.is_some() {
+                        return Ok(pending); // rule 7: more was written after it
+                    }
                     // Rule 5: a blob is written whole before the message
                     // that points at it, so a sound pointer to a blob that
                     // fails its checksum is damage, last or not.
@@ -170,14 +176,18 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
                 }
                 Message::Suspect { end, body, crc } => {
                     // Rule 2: the first one is the one sled would stop at.
-                    let at = lid + pos;
-                    let damage = damage_at(at, body, Fix::Message { at, crc });
-                    if !looks_torn(&bytes, pos, end, number, lid) {
-                        return Ok(Some(damage)); // rule 6
+                    if pending.is_none() {
+                        let at = lid + pos;
+                        let damage = damage_at(at, body, Fix::Message { at, crc });
+                        match cut(&bytes, pos, end, number, lid) {
+                            // Rule 4: sled cuts the log here, and nothing
+                            // after it was acknowledged.
+                            Cut::Yes => return Ok(None),
+                            Cut::No => return Ok(Some(damage)),     // rule 6
+                            Cut::Unknown => pending = Some(damage), // rule 7
+                        }
                     }
-                    // Rule 4: sled cuts the log here, and nothing after it
-                    // was acknowledged.
-                    return Ok(None);
+                    pos = end;
                 }
                 Message::End => break, // rule 3
             }
@@ -187,38 +197,43 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
 }
 
 /// Whether the suspect message at `pos..end` of a segment (`number`, at
-/// `lid` in the file) can be a write a kill cut short (rule 6). Such a
-/// write stops at a page boundary and leaves the rest of its area as it
-/// was: zeros where the area was never written (sled zeroes free segments
-/// when it opens), or the bytes of the segment's previous use — sled
-/// reuses a cleaned segment without zeroing it. A message inside one page
-/// cannot be cut; one that spans pages looks cut when
-///
-/// * (a) its last page holds only zeros and nothing was written right
-///   after it (a whole message is followed at once by the next one), or
-/// * (b) it holds stale bytes: our frames out of order (a node lists its
-///   records in `seq` order; an older one's leftovers follow at a lower
-///   `seq`), or a sound message of an earlier use of the segment (a lower
-///   segment number) starting past its first page boundary.
-///
-/// Anything else was written to its end, and a failed checksum there is
-/// damage.
-fn looks_torn(segment: &[u8], pos: u64, end: u64, number: u64, lid: u64) -> bool {
+/// `lid` in the file) is a write a kill cut short (rule 6). Such a write
+/// stops at a page boundary and leaves the rest of its area as it was:
+/// zeros where the area was never written (sled zeroes free segments when
+/// it opens), or the bytes of the segment's previous use — sled reuses a
+/// cleaned segment without zeroing it.
+enum Cut {
+    /// Inside one page, or followed at once by a sound message of its
+    /// segment: written whole.
+    No,
+    /// (a) its last page holds only zeros and nothing was written right
+    /// after it, or (b) it holds leftovers: our frames out of order (a
+    /// node lists its records in `seq` order; an older one's follow at a
+    /// lower `seq`), or a sound message of an earlier use of the segment
+    /// (a lower segment number) starting past its first page boundary.
+    Yes,
+    /// Neither sign (rule 7 decides).
+    Unknown,
+}
+
+fn cut(segment: &[u8], pos: u64, end: u64, number: u64, lid: u64) -> Cut {
     let first_boundary = (lid + pos) / PAGE * PAGE + PAGE - lid;
     if first_boundary >= end {
-        return false;
+        return Cut::No;
     }
+    let followed = matches!(read_message(segment, end, number), Message::Sound { .. });
     let last_page = ((lid + end - 1) / PAGE * PAGE - lid).max(pos);
     let zero_tail = segment[last_page as usize..end as usize].iter().all(|b| *b == 0);
-    if zero_tail && !matches!(read_message(segment, end, number), Message::Sound { .. }) {
-        return true; // (a)
-    }
     let body = &segment[pos as usize..end as usize];
-    let found = crate::repair::find_frames(body);
-    if found.windows(2).any(|w| w[1].0 < w[0].0) {
-        return true; // (b), frames
+    let out_of_order = || crate::repair::find_frames(body).windows(2).any(|w| w[1].0 < w[0].0);
+    let stale = || (first_boundary..end).any(|q| stale_message_at(segment, q, number));
+    if (zero_tail && !followed) || out_of_order() || stale() {
+        Cut::Yes
+    } else if followed {
+        Cut::No
+    } else {
+        Cut::Unknown
     }
-    (first_boundary..end).any(|q| stale_message_at(segment, q, number))
 }
 
 /// A sound message of an earlier use of this segment (a segment number
@@ -491,7 +506,8 @@ mod tests {
         let bytes = std::fs::read(sled_dir.join("db")).unwrap();
         let seg = segment_size(sled_dir);
         let mut found = Vec::new();
-        for idx in 0..bytes.len() as u64 / seg {
+        let len = bytes.len() as u64;
+        for idx in 0..len / seg + u64::from(len % seg >= SEG_HEADER_LEN) {
             let h = &bytes[(idx * seg) as usize..(idx * seg + SEG_HEADER_LEN) as usize];
             if u32::from_le_bytes(h[0..4].try_into().unwrap()) ^ 0xFFFF_FFFF != crc32fast::hash(&h[4..20]) {
                 continue;
@@ -519,7 +535,7 @@ mod tests {
         let (number, lid) = *segs.last().unwrap();
         let (_, old_lid) = segs[segs.len() - 2];
         // The biggest message of the newest segment that spans pages.
-        let segment = &bytes[lid as usize..(lid + seg) as usize];
+        let segment = &bytes[lid as usize..((lid + seg) as usize).min(bytes.len())];
         let mut pos = SEG_HEADER_LEN;
         let mut biggest: Option<(u64, u64)> = None;
         while pos + MAX_MSG_HEADER_LEN <= seg {
@@ -537,13 +553,13 @@ mod tests {
         // Cut at its first page boundary: from there to the end of the
         // segment, what the older segment holds at the same place.
         let cut = (lid + pos) / PAGE * PAGE + PAGE - lid;
-        let (from, to) = ((lid + cut) as usize, (lid + seg) as usize);
-        let leftovers = bytes[(old_lid + cut) as usize..(old_lid + seg) as usize].to_vec();
+        let (from, to) = ((lid + cut) as usize, ((lid + seg) as usize).min(bytes.len()));
+        let leftovers = bytes[(old_lid + cut) as usize..(old_lid + cut) as usize + (to - from)].to_vec();
         assert!(leftovers[..(end - cut) as usize].iter().any(|b| *b != 0), "leftovers are not zeros");
         bytes[from..to].copy_from_slice(&leftovers);
         std::fs::write(sled_dir.join("db"), &bytes).unwrap();
 
-        let segment = &bytes[lid as usize..(lid + seg) as usize];
+        let segment = &bytes[lid as usize..((lid + seg) as usize).min(bytes.len())];
         assert!(
             matches!(read_message(segment, pos, number), Message::Suspect { .. }),
             "the cut message fails its checksum"
@@ -555,6 +571,83 @@ mod tests {
         assert!(!read.is_empty());
         assert_eq!(read, all[..read.len()], "a prefix of what was written");
         assert!(crate::verify::verify(&log, |_| {}).ok());
+    }
+
+    /// (position, end, followed at once by a sound message) of messages.
+    type Spans = Vec<(u64, u64, bool)>;
+
+    /// The messages of the newest segment that span pages, as (position,
+    /// end, whether a sound message follows at once), the segment's
+    /// (number, offset), and the file's bytes.
+    fn spanning(sled_dir: &Path) -> (Spans, (u64, u64), Vec<u8>) {
+        let seg = segment_size(sled_dir);
+        let (segs, bytes) = segments(sled_dir);
+        let (number, lid) = *segs.last().unwrap();
+        let segment = &bytes[lid as usize..((lid + seg) as usize).min(bytes.len())];
+        let mut pos = SEG_HEADER_LEN;
+        let mut found = Vec::new();
+        while pos + MAX_MSG_HEADER_LEN <= seg {
+            let Message::Sound { kind, end, .. } = read_message(segment, pos, number) else { break };
+            if kind == kind::CAP {
+                break;
+            }
+            if (lid + pos) / PAGE * PAGE + PAGE - lid < end {
+                let followed = matches!(read_message(segment, end, number), Message::Sound { .. });
+                found.push((pos, end, followed));
+            }
+            pos = end;
+        }
+        (found, (number, lid), bytes)
+    }
+
+    /// Noise that is neither zeros, frames nor sled messages.
+    fn noise(bytes: &mut [u8]) {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for b in bytes {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = (x >> 24) as u8 | 1;
+        }
+    }
+
+    /// Rule 7: a cut write whose leftovers are neither frames nor messages
+    /// (the middle of an old blob; here noise) and after which nothing was
+    /// written is left to sled — the log opens to a prefix; the same
+    /// leftovers in a message that a sound one follows are damage.
+    #[test]
+    fn a_cut_last_write_over_unreadable_leftovers_is_no_damage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let all = log_with(dir, 4000);
+        let sled_dir = dir.join("log.sled");
+        let seg = segment_size(&sled_dir);
+        let (found, (_, lid), mut bytes) = spanning(&sled_dir);
+        // The first message spanning pages, cut at its first page boundary,
+        // noise from there to the segment's end: the last thing written.
+        let (pos, _, _) = found[0];
+        let cut = (lid + pos) / PAGE * PAGE + PAGE - lid;
+        let to = ((lid + seg) as usize).min(bytes.len());
+        noise(&mut bytes[(lid + cut) as usize..to]);
+        std::fs::write(sled_dir.join("db"), &bytes).unwrap();
+        assert_eq!(find_damage(&sled_dir).unwrap(), None, "a cut last write is no damage");
+        let log = SledLog::open(dir, LogConfig::default()).expect("a killed log opens");
+        let read: Vec<Envelope> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
+        assert_eq!(read, all[..read.len()], "a prefix of what was written");
+
+        // The same noise inside a message a sound one follows: written
+        // whole, so damage.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        log_with(dir, 4000);
+        let sled_dir = dir.join("log.sled");
+        let (found, (_, lid), mut bytes) = spanning(&sled_dir);
+        let (pos, end, _) = *found.iter().find(|m| m.2).expect("a spanning message followed by another");
+        let cut = (lid + pos) / PAGE * PAGE + PAGE - lid;
+        noise(&mut bytes[(lid + cut) as usize..(lid + end) as usize]);
+        std::fs::write(sled_dir.join("db"), &bytes).unwrap();
+        let damage = find_damage(&sled_dir).unwrap().expect("damage");
+        assert_eq!(damage.offset, lid + pos);
     }
 
     #[test]
