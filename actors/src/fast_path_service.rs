@@ -34,7 +34,7 @@ pub enum FastPathError {
 /// The embedder configuration a `[embedder]` section asks for (unset keys
 /// keep [`EmbedderConfig::default`]'s environment-aware defaults).
 pub fn embedder_config(section: &EmbedderSection) -> EmbedderConfig {
-    let mut c = EmbedderConfig::default();
+    let mut c = EmbedderConfig { model: section.model, ..EmbedderConfig::default() };
     if let Some(dir) = &section.models_dir {
         c.models_dir = dir.clone();
     }

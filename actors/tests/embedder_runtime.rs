@@ -16,8 +16,10 @@ fn runtime_library_errors_then_the_real_one() {
 
     // A models dir whose library is missing.
     let tmp = tempfile::tempdir().unwrap();
+    let dir = EmbedderConfig::in_dir(tmp.path()).model_dir();
+    std::fs::create_dir_all(&dir).unwrap();
     for file in [MODEL_FILE, TOKENIZER_FILE] {
-        std::fs::copy(real.models_dir.join(file), tmp.path().join(file)).unwrap();
+        std::fs::copy(real.model_dir().join(file), dir.join(file)).unwrap();
     }
     let err = OnnxEmbedder::open(&EmbedderConfig::in_dir(tmp.path())).unwrap_err();
     assert!(matches!(err, EmbedError::AssetMissing { what: "ONNX Runtime library", .. }), "{err:?}");
@@ -33,7 +35,7 @@ fn runtime_library_errors_then_the_real_one() {
     // The failures left nothing behind: the real library loads.
     let config = EmbedderConfig { ort_library: Some(real_library.clone()), ..EmbedderConfig::in_dir(tmp.path()) };
     let e = OnnxEmbedder::open(&config).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(e.embed("hello").unwrap().len(), 384);
+    assert_eq!(e.embed("hello").unwrap().len(), e.dim());
 
     // Once loaded, another library path is refused (ort would silently keep
     // the first one).

@@ -41,6 +41,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::embedding_model::{Calibration, EmbeddingModel};
 use crate::patterns::{PatternCaps, PatternConfig};
 
 /// The `ENGRAM_*` variables that are not configuration keys: the data dir,
@@ -97,9 +98,9 @@ pub struct FastPathConfig {
     pub canonical_query_enabled: bool,
     /// Observations before a canonical query is a candidate.
     pub canonical_query_min_uses: u32,
-    /// Smallest cosine for an L1 match. Per embedding model: the default is
-    /// calibrated for the bundled all-MiniLM-L6-v2 (`engram calibrate`).
-    pub canonical_query_threshold: f64,
+    /// Smallest cosine for an L1 match. Unset: the embedding model's own
+    /// calibration ([`Calibration::l1`]; `engram calibrate` derives one).
+    pub canonical_query_threshold: Option<f64>,
     /// LLM argument extraction fallback (off: the rules cover ~90%).
     pub canonical_query_args_llm: bool,
     /// Extra L0 phrases: phrase → executor.
@@ -111,10 +112,19 @@ impl Default for FastPathConfig {
         FastPathConfig {
             canonical_query_enabled: true,
             canonical_query_min_uses: 3,
-            canonical_query_threshold: 0.85,
+            canonical_query_threshold: None,
             canonical_query_args_llm: false,
             l0_extra: BTreeMap::new(),
         }
+    }
+}
+
+impl FastPathConfig {
+    /// The L1 threshold: the configured one, else the default model's
+    /// calibration (a runtime first fills it from its own model's with
+    /// [`Config::calibrate_for`]).
+    pub fn l1_threshold(&self) -> f64 {
+        self.canonical_query_threshold.unwrap_or(EmbeddingModel::default().spec().calibration.l1)
     }
 }
 
@@ -126,8 +136,9 @@ pub struct MultiToolConfig {
     pub enabled: bool,
     /// Hand the rest of a multi-verb request to the planner after the replay.
     pub chain_to_planner: bool,
-    /// Smallest cosine for an L2 match (per embedding model).
-    pub threshold: f64,
+    /// Smallest cosine for an L2 match. Unset: the embedding model's own
+    /// calibration ([`Calibration::l2`]).
+    pub threshold: Option<f64>,
     /// Identical passes before a pipeline is a candidate.
     pub min_uses: u32,
     /// Active days without use after which a pipeline expires.
@@ -141,11 +152,19 @@ impl Default for MultiToolConfig {
         MultiToolConfig {
             enabled: true,
             chain_to_planner: false,
-            threshold: 0.85,
+            threshold: None,
             min_uses: 3,
             ttl_active_days: 30,
             k_synth: 50,
         }
+    }
+}
+
+impl MultiToolConfig {
+    /// The L2 threshold: the configured one, else the default model's
+    /// calibration (see [`FastPathConfig::l1_threshold`]).
+    pub fn l2_threshold(&self) -> f64 {
+        self.threshold.unwrap_or(EmbeddingModel::default().spec().calibration.l2)
     }
 }
 
@@ -165,8 +184,9 @@ pub struct PatternSection {
     pub k: usize,
     /// Cosine weight for hybrid fingerprints.
     pub embedding_alpha: f64,
-    /// See [`PatternConfig::min_hybrid_similarity`].
-    pub min_hybrid_similarity: f64,
+    /// See [`PatternConfig::min_hybrid_similarity`]. Unset: the embedding
+    /// model's calibration ([`Calibration::hybrid_floor`]).
+    pub min_hybrid_similarity: Option<f64>,
     /// See [`PatternCaps::soft_cap_rows`].
     pub soft_cap_rows: u64,
     /// See [`PatternCaps::hard_cap_rows`].
@@ -199,7 +219,7 @@ impl Default for PatternSection {
             min_eval_confidence: c.min_eval_confidence,
             k: c.k,
             embedding_alpha: c.alpha,
-            min_hybrid_similarity: c.min_hybrid_similarity,
+            min_hybrid_similarity: None,
             soft_cap_rows: caps.soft_cap_rows,
             hard_cap_rows: caps.hard_cap_rows,
             max_age_days: caps.max_age_days,
@@ -220,7 +240,9 @@ impl PatternSection {
             min_eval_confidence: self.min_eval_confidence,
             k: self.k,
             alpha: self.embedding_alpha,
-            min_hybrid_similarity: self.min_hybrid_similarity,
+            min_hybrid_similarity: self
+                .min_hybrid_similarity
+                .unwrap_or(EmbeddingModel::default().spec().calibration.hybrid_floor),
         }
     }
 
@@ -234,10 +256,16 @@ impl PatternSection {
     }
 }
 
-/// `[embedder]`: where the sentence-embedding model and ONNX Runtime are.
+/// `[embedder]`: which sentence-embedding model, and where it and ONNX
+/// Runtime are.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EmbedderSection {
+    /// The model (`use-multilingual-v3`, the default, or `minilm-l6-v2`).
+    /// Changing it makes every stored vector stale: the runtime re-embeds
+    /// what it folds from the log, and `engram stats` says which model the
+    /// data dir's vectors come from.
+    pub model: EmbeddingModel,
     /// Models dir (default `$XDG_DATA_HOME/engram/models`).
     pub models_dir: Option<PathBuf>,
     /// The ONNX Runtime library (default: in the models dir).
@@ -685,6 +713,17 @@ fn secret_key(table: &toml::Table) -> Option<String> {
 }
 
 impl Config {
+    /// Fills every threshold the configuration leaves unset with the
+    /// calibration of the model whose vectors it will compare (`model_id`,
+    /// the embedder's; the default model's for an id engram does not know).
+    /// A threshold the user set is kept: it is theirs.
+    pub fn calibrate_for(&mut self, model_id: &str) {
+        let cal: Calibration = EmbeddingModel::calibration_for_id(model_id);
+        self.fast_path.canonical_query_threshold.get_or_insert(cal.l1);
+        self.multi_tool_fast_path.threshold.get_or_insert(cal.l2);
+        self.pattern.min_hybrid_similarity.get_or_insert(cal.hybrid_floor);
+    }
+
     /// Parses TOML text (`path` names it in errors), without overrides.
     ///
     /// Errors name the line, column and key but never quote the file's
@@ -781,6 +820,14 @@ impl Config {
                             .map(|p| Value::String(p.to_string_lossy().into_owned()))
                             .collect(),
                     ),
+                    // An unset optional key (a threshold left to the model's
+                    // calibration, a digest switch): a number or a boolean as
+                    // written, anything else a string.
+                    Value::Null => match raw.trim().to_ascii_lowercase().as_str() {
+                        "true" | "yes" | "on" => Value::Bool(true),
+                        "false" | "no" | "off" => Value::Bool(false),
+                        t => t.parse::<f64>().map(Value::from).unwrap_or_else(|_| Value::String(raw.clone())),
+                    },
                     _ => Value::String(raw.clone()),
                 };
                 applied.push((var, raw.clone()));
@@ -885,12 +932,37 @@ mod tests {
                 ("OTHER", "x"),
             ]))
             .unwrap();
-        assert_eq!(c.fast_path.canonical_query_threshold, 0.97);
+        assert_eq!(c.fast_path.canonical_query_threshold, Some(0.97));
         assert_eq!(c.fast_path.canonical_query_min_uses, 5, "the file's value stays");
         assert!(c.multi_tool_fast_path.enabled);
         assert_eq!(c.pattern.min_sample_size, 9);
         assert_eq!(c.llm.provider, "ollama");
         assert_eq!(c.fast_path.l0_extra.get("which day is it").map(String::as_str), Some("get_date"));
+    }
+
+    #[test]
+    fn thresholds_left_unset_follow_the_embedding_model() {
+        let p = Path::new("engram.toml");
+        let c = Config::from_toml("[embedder]\nmodel = \"minilm-l6-v2\"\n", p).unwrap();
+        assert_eq!(c.embedder.model, EmbeddingModel::MiniLmL6V2);
+        assert_eq!(Config::default().embedder.model, EmbeddingModel::UseMultilingualV3);
+        let e = Config::from_toml("[embedder]\nmodel = \"bge-m3\"\n", p).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("use-multilingual-v3"), "{e}");
+
+        // Unset: the calibration of the model the vectors come from.
+        let minilm = EmbeddingModel::MiniLmL6V2.spec();
+        let mut c = Config::default();
+        c.calibrate_for(minilm.id);
+        assert_eq!(c.fast_path.l1_threshold(), minilm.calibration.l1);
+        assert_eq!(c.multi_tool_fast_path.l2_threshold(), minilm.calibration.l2);
+        assert_eq!(c.pattern.config().min_hybrid_similarity, minilm.calibration.hybrid_floor);
+        // Set (in the file or the environment): the user's, whatever the model.
+        let mut c = Config::default()
+            .with_env(env(&[("ENGRAM_FAST_PATH_CANONICAL_QUERY_THRESHOLD", "0.61"), ("ENGRAM_LLM_MEMORY_DIGEST", "on")]))
+            .unwrap();
+        c.calibrate_for(EmbeddingModel::UseMultilingualV3.spec().id);
+        assert_eq!(c.fast_path.l1_threshold(), 0.61);
+        assert_eq!(c.llm.memory_digest, Some(true));
     }
 
     #[test]

@@ -359,7 +359,7 @@ impl FastPath {
     }
 
     fn try_l1(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
-        let threshold = self.fast.canonical_query_threshold;
+        let threshold = self.fast.l1_threshold();
         for (text, r, cos) in self.l1.candidates(canon, q) {
             let cos = f64::from(cos);
             if cos < threshold {
@@ -391,7 +391,7 @@ impl FastPath {
     }
 
     fn try_l2(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
-        let threshold = self.multi.threshold;
+        let threshold = self.multi.l2_threshold();
         for (text, pipelines, cos) in self.l2.candidates(canon, q) {
             let cos = f64::from(cos);
             if cos < threshold {
