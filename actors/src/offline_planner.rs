@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, ToolArgs};
+use engram_learning::embedding_model::EmbeddingModel;
 use engram_learning::fast_path::extract::{extract, SlotKind};
 
 use crate::embedder::{EmbedError, Embedder};
@@ -19,11 +20,6 @@ use crate::embedder::{EmbedError, Embedder};
 /// The model id plans made here carry (`plan.created.model`,
 /// `turn.completed.model`): the pattern store scores it like any model.
 pub const OFFLINE_MODEL: &str = "offline:tool-similarity";
-
-/// Cosine a part of a request must reach to a tool's phrasing to be
-/// planned as a call of that tool. Set on the demo workload and the
-/// built-ins' phrasings: unrelated requests ("tell me a joke") stay below.
-pub const DEFAULT_THRESHOLD: f32 = 0.5;
 
 /// Example phrasings of the built-in tools, compared with requests besides
 /// the tools' one-line descriptions.
@@ -74,7 +70,11 @@ impl OfflinePlanner {
                 .unwrap_or_default();
             profiles.push(Profile { name: name.clone(), params, vectors });
         }
-        Ok(OfflinePlanner { embedder, tools: profiles, threshold: DEFAULT_THRESHOLD })
+        // The cosine a part of a request must reach to a tool's phrasing to
+        // be planned as a call of it: per model (unrelated requests, "tell
+        // me a joke", stay below), see `Calibration::offline_planner`.
+        let threshold = EmbeddingModel::calibration_for_id(embedder.model_id()).offline_planner;
+        Ok(OfflinePlanner { embedder, tools: profiles, threshold })
     }
 
     /// With another similarity threshold.

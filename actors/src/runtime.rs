@@ -155,7 +155,7 @@ impl RuntimeBuilder {
     /// checkpoint.
     pub fn start(self) -> Result<Runtime, RuntimeError> {
         let dir = self.data_dir.ok_or(RuntimeError::NoDataDir)?;
-        let config = self.config.unwrap_or_default();
+        let mut config = self.config.unwrap_or_default();
         let durability = match config.storage.durability.as_str() {
             "relaxed" => Durability::Relaxed { flush_every_ms: config.storage.flush_every_ms },
             "durable" => Durability::Durable,
@@ -171,6 +171,9 @@ impl RuntimeBuilder {
             Some(e) => e,
             None => Arc::new(OnnxEmbedder::open(&embedder_config(&config.embedder))?),
         };
+        // Every cosine threshold the configuration leaves unset is the one
+        // calibrated for the model these vectors come from.
+        config.calibrate_for(embedder.model_id());
         let llm = match (self.offline, self.llm) {
             (true, _) => None,
             (false, Some(l)) => Some(l),

@@ -89,7 +89,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
                 "{name}: {key} = {:.3}  (precision {:.3}, recall {:.3}, fpr {:.4} with the gate / {:.4} cosine alone; {pos} same, {neg} different pairs)",
                 op.threshold, op.precision, op.recall, op.fpr, op.fpr_cosine
             );
-            for t in [0.80, 0.85, 0.90, 0.95] {
+            for t in [0.70, 0.75, 0.80, 0.85, 0.90, 0.95] {
                 let o = evaluate(pairs, t);
                 println!(
                     "     at {t:.2}: precision {:.3}, recall {:.3}, fpr {:.4} (cosine alone {:.4})",

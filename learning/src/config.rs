@@ -958,7 +958,10 @@ mod tests {
         assert_eq!(c.pattern.config().min_hybrid_similarity, minilm.calibration.hybrid_floor);
         // Set (in the file or the environment): the user's, whatever the model.
         let mut c = Config::default()
-            .with_env(env(&[("ENGRAM_FAST_PATH_CANONICAL_QUERY_THRESHOLD", "0.61"), ("ENGRAM_LLM_MEMORY_DIGEST", "on")]))
+            .with_env(env(&[
+                ("ENGRAM_FAST_PATH_CANONICAL_QUERY_THRESHOLD", "0.61"),
+                ("ENGRAM_LLM_MEMORY_DIGEST", "on"),
+            ]))
             .unwrap();
         c.calibrate_for(EmbeddingModel::UseMultilingualV3.spec().id);
         assert_eq!(c.fast_path.l1_threshold(), 0.61);

@@ -11,8 +11,8 @@
 //! A lookup takes an [`Enrichment`] (keywords and a day range; by the model
 //! when one is configured, else by rule) and ranks the days in range by
 //! the cosine between the request and the entry plus a bonus per keyword
-//! the entry holds; an entry that neither resembles the request
-//! ([`MIN_COSINE`]) nor holds a keyword stays out. The WORLD facts of the
+//! the entry holds; an entry that neither resembles the request (the
+//! model's `Calibration::recall` cosine) nor holds a keyword stays out. The WORLD facts of the
 //! knowledge graph that hold a keyword go in beside them.
 
 use std::collections::{BTreeSet, HashMap};
@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use chrono::{FixedOffset, NaiveDate};
 use engram_events::Envelope;
+use engram_learning::embedding_model::EmbeddingModel;
 use engram_learning::memory::{recall::content_set, Diary, Enrichment};
 use engram_storage::embedding_cache::EmbeddingCache;
 use engram_vector::{VectorConfig, VectorIndex};
@@ -33,8 +34,6 @@ use crate::tools::fence_untrusted;
 pub const MAX_DAYS: usize = 3;
 /// Most WORLD facts in a prompt.
 pub const MAX_WORLD: usize = 5;
-/// Least cosine for an entry with no keyword to count as relevant.
-pub const MIN_COSINE: f32 = 0.35;
 /// What one matching keyword adds to an entry's score.
 const KEYWORD_BONUS: f32 = 0.1;
 /// Longest entry in a prompt (characters).
@@ -160,6 +159,8 @@ impl Recollection {
         };
         // A named day is asked for whatever its words.
         let named = enrichment.from.is_some() || enrichment.to.is_some();
+        let min_cosine =
+            self.embed.as_ref().map_or(f32::INFINITY, |(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).recall);
         let mut days: Vec<(f32, NaiveDate, String)> = self
             .diary
             .entries()
@@ -169,7 +170,7 @@ impl Recollection {
                     text.intersection(&keywords).count() + topics.intersection(&keywords).count()
                 });
                 let cosine = cosines.get(&key(e.date)).copied().unwrap_or(0.0);
-                (named || n > 0 || cosine >= MIN_COSINE)
+                (named || n > 0 || cosine >= min_cosine)
                     .then(|| (cosine + KEYWORD_BONUS * n as f32, e.date, truncate(&e.text, ENTRY_CHARS)))
             })
             .collect();

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-use engram::actors::embedder::MODEL_ID;
 use engram::events::payloads::{GraphBranch, RouteLayer};
 use engram::learning::config::Config;
 use engram::learning::features;
@@ -283,7 +282,9 @@ impl Report {
             sessions: sessions.len() as u64,
             wall_ms: wall.as_millis() as u64,
             offline: true,
-            embedder: MODEL_ID,
+            // The model the demo's runtime ran: the configuration's, as
+            // the demo loads it (the environment may name another).
+            embedder: Config::load(None, std::env::vars()).map(|c| c.embedder.model).unwrap_or_default().spec().id,
             planner_calls_made,
             planner_calls_saved: saved,
             saved_pct: if asked == 0 { 0.0 } else { (1000.0 * saved as f64 / asked as f64).round() / 10.0 },

@@ -15,8 +15,10 @@
 //!    play, …) on one side only; read-only actions (find, show, get,
 //!    describe) may differ, since replaying one for another does no harm;
 //! 4. **content words** — every remaining word (stop words, action verbs and
-//!    masked values aside; simple plurals folded) appears on both sides, so
-//!    "the baptism photos" never replays "the wedding photos";
+//!    masked values aside; simple plurals folded, Italian words read as
+//!    their English concept by [`lexicon`](super::lexicon)) appears on both
+//!    sides, so "the baptism photos" never replays "the wedding photos" and
+//!    "la luce della cucina" is "the kitchen light";
 //! 5. **repeats** — an action or content word both sides name, named as
 //!    many times on each:
 //!    "count the words in X and then tell me its size and then count the
@@ -30,6 +32,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use super::lexicon;
 use crate::text::{is_negation, is_stop_word, normalize, words, Negations};
 
 /// Why a match was refused.
@@ -139,7 +142,7 @@ const ACTIONS: &[(&str, bool, &[&str])] = &[
     ("play", true, &["play", "riproduci", "suona"]),
     ("remind", true, &["remind", "ricorda", "ricordami", "schedule", "pianifica"]),
     ("buy", true, &["buy", "order", "pay", "compra", "ordina", "paga"]),
-    ("call", true, &["call", "phone", "dial", "chiama", "telefona"]),
+    ("call", true, &["call", "phone", "dial", "chiama", "telefona", "chiamare", "telefonare"]),
     ("translate", true, &["translate", "traduci"]),
     ("find", false, &["find", "search", "look", "locate", "cerca", "trova", "cercami", "trovami"]),
     ("show", false, &["show", "list", "display", "mostra", "elenca", "visualizza", "mostrami", "fammi"]),
@@ -184,13 +187,16 @@ fn fold(word: &str) -> String {
         Some((head, tail)) if head.len() <= 4 && !tail.is_empty() => tail,
         _ => word,
     };
+    // English synonyms to one word, then Italian words to their English
+    // concept (`lexicon`), so that a request learnt in one language is
+    // compared with its twin in the other by meaning.
     let w = match w {
-        "pictures" | "picture" | "images" | "image" | "photos" | "photo" | "foto" | "immagini" | "immagine" => "photo",
-        "lights" | "light" | "luce" | "luci" => "light",
-        "documents" | "document" | "docs" | "documenti" | "documento" => "document",
+        "pictures" | "picture" | "images" | "image" | "photos" | "photo" => "photo",
+        "lights" | "light" => "light",
+        "documents" | "document" | "docs" => "document",
         "files" | "file" => "file",
-        "mails" | "emails" | "e-mails" => "email",
-        other => other,
+        "mails" | "emails" | "e-mails" | "mail" => "email",
+        other => lexicon::concept(other),
     };
     // Simple English plural.
     if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && w.is_ascii() {
@@ -212,7 +218,7 @@ struct Profile {
 }
 
 fn profile(canonical: &str) -> Profile {
-    let n = normalize(canonical);
+    let n = lexicon::phrases(&normalize(canonical));
     let mut p = Profile::default();
     for w in words(&n) {
         if is_negation(w) {

@@ -10,7 +10,9 @@
 //!   every directed utterance;
 //! * [`calibrate`] — thresholds per embedding model, from labelled pairs;
 //! * [`gate`] — the second gate that keeps a cosine match from replaying
-//!   the opposite request ("turn on" vs "turn off").
+//!   the opposite request ("turn on" vs "turn off");
+//! * [`lexicon`] — Italian content words as their English concept, so the
+//!   gate lets a request learnt in one language serve its twin in the other.
 //!
 //! Text is normalised by [`crate::text`], the one normalisation the L0
 //! table, canonical texts and the gate share. What the router *learns*
@@ -24,6 +26,7 @@ pub mod decision;
 pub mod extract;
 pub mod gate;
 pub mod l0;
+pub mod lexicon;
 pub mod placeholder;
 pub mod templates;
 
