@@ -7,6 +7,20 @@
 //! fast path uses (paths, dates, URLs, …), matched to the tool's parameter
 //! names. A request no tool matches gets an empty plan, and the reply says
 //! so plainly.
+//!
+//! Beside the embedding, a part's own signals decide (numbered, as
+//! [`OfflinePlanner::plan`] applies them):
+//!
+//! 1. **Nothing to do.** Small talk ("how are you today", "grazie mille")
+//!    is compared with [`SMALL_TALK`] phrasings as if it were a tool; when
+//!    it wins, no tool is called — "today" alone is no request for the date.
+//! 2. **What the request carries.** A path favours the tools that take one
+//!    ([`PATH_BONUS`]), and more the one whose `path` parameter is the same
+//!    kind: `notes.txt` (an extension) a file, `~/projects` a directory.
+//! 3. **I can't do that.** A part that names an effectful action (delete,
+//!    rename, send, move, play, …; `gate::effectful_actions`) is given only
+//!    to a tool whose name or description names it too; with none, the part
+//!    is not planned, rather than read the file it asked to delete.
 
 use std::sync::Arc;
 
@@ -14,6 +28,7 @@ use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, ToolArgs};
 use engram_learning::embedding_model::EmbeddingModel;
 use engram_learning::fast_path::extract::{extract, SlotKind};
+use engram_learning::fast_path::gate::effectful_actions;
 
 use crate::embedder::{EmbedError, Embedder};
 
@@ -31,23 +46,64 @@ pub fn builtin_examples(tool: &str) -> &'static [&'static str] {
         "list_dir" => &["list the files in the folder", "show the directory contents", "what files are in the folder"],
         "read_file" => &["read the file", "show me the contents of the file", "open the file and print it"],
         "undo" => &["undo that", "undo the last action", "revert what you just did"],
-        "recall" => {
-            &["what is my name", "where do I live", "what do you know about me", "come mi chiamo", "dove abito"]
-        }
+        "recall" => &[
+            "what is my name",
+            "where do I live",
+            "what do you know about me",
+            "what did we talk about",
+            "come mi chiamo",
+            "dove abito",
+            "di cosa abbiamo parlato",
+        ],
         _ => &[],
     }
+}
+
+/// Requests that ask for no tool at all (rule 1), EN + IT.
+pub const SMALL_TALK: &[&str] = &[
+    "how are you",
+    "how are you doing today",
+    "tell me a joke",
+    "thank you",
+    "thanks a lot",
+    "hello there",
+    "good morning",
+    "who are you",
+    "come stai",
+    "come va oggi",
+    "raccontami una barzelletta",
+    "grazie",
+    "ciao",
+    "buongiorno",
+    "chi sei",
+];
+
+/// What a path in the request adds to a tool that takes one (rule 2); as
+/// much again when the parameter is the path's kind (file or directory).
+pub const PATH_BONUS: f32 = 0.1;
+
+/// What a tool's `path` parameter names, by its description.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PathKind {
+    File,
+    Dir,
 }
 
 struct Profile {
     name: String,
     params: Vec<String>,
     vectors: Vec<Vec<f32>>,
+    /// `Some` when it takes a `path`: of which kind, if its description says.
+    path: Option<Option<PathKind>>,
+    /// The effectful actions its name and description name (rule 3).
+    actions: std::collections::BTreeSet<&'static str>,
 }
 
 /// Tools by embedding similarity.
 pub struct OfflinePlanner {
     embedder: Arc<dyn Embedder>,
     tools: Vec<Profile>,
+    small_talk: Vec<Vec<f32>>,
     threshold: f32,
 }
 
@@ -63,18 +119,27 @@ impl OfflinePlanner {
             texts.extend(builtin_examples(name).iter().map(|s| s.to_string()));
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = embedder.embed_batch(&refs)?;
-            let params = parameters
-                .get("properties")
-                .and_then(|p| p.as_object())
-                .map(|p| p.keys().cloned().collect())
-                .unwrap_or_default();
-            profiles.push(Profile { name: name.clone(), params, vectors });
+            let properties = parameters.get("properties").and_then(|p| p.as_object());
+            let params = properties.map(|p| p.keys().cloned().collect()).unwrap_or_default();
+            let path = properties.and_then(|p| p.get("path")).map(|p| {
+                let d = p.get("description").and_then(|d| d.as_str()).unwrap_or("").to_lowercase();
+                if d.contains("director") || d.contains("folder") {
+                    Some(PathKind::Dir)
+                } else if d.contains("file") {
+                    Some(PathKind::File)
+                } else {
+                    None
+                }
+            });
+            let actions = effectful_actions(&format!("{} {description}", name.replace('_', " ")));
+            profiles.push(Profile { name: name.clone(), params, vectors, path, actions });
         }
+        let small_talk = embedder.embed_batch(SMALL_TALK)?;
         // The cosine a part of a request must reach to a tool's phrasing to
         // be planned as a call of it: per model (unrelated requests, "tell
         // me a joke", stay below), see `Calibration::offline_planner`.
         let threshold = EmbeddingModel::calibration_for_id(embedder.model_id()).offline_planner;
-        Ok(OfflinePlanner { embedder, tools: profiles, threshold })
+        Ok(OfflinePlanner { embedder, tools: profiles, small_talk, threshold })
     }
 
     /// With another similarity threshold.
@@ -98,26 +163,54 @@ impl OfflinePlanner {
     }
 
     /// The plan for `request` said at `now`: one step per part that matches
-    /// a tool, in order (empty when nothing matches).
+    /// a tool, in order (empty when nothing matches), by the rules of the
+    /// module doc.
     pub fn plan(&self, request: &str, now: DateTime<FixedOffset>) -> Result<Vec<PlanStep>, EmbedError> {
         let parts = split_conjunctions(request);
         let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
         let vectors = self.embedder.embed_batch(&refs)?;
         let mut steps = Vec::new();
         for (part, v) in parts.iter().zip(&vectors) {
+            let best_of = |vs: &[Vec<f32>]| vs.iter().map(|tv| dot(v, tv)).fold(f32::MIN, f32::max);
+            let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
+            let wanted = effectful_actions(part);
             let best = self
                 .tools
                 .iter()
-                .map(|t| (t, t.vectors.iter().map(|tv| dot(v, tv)).fold(f32::MIN, f32::max)))
+                // Rule 3: an effectful action only to a tool that does it.
+                .filter(|t| wanted.is_subset(&t.actions))
+                .map(|t| {
+                    let mut score = best_of(&t.vectors);
+                    // Rule 2: a path favours the tools taking one of its kind.
+                    if let (Some(kind), Some(takes)) = (path, t.path) {
+                        score += PATH_BONUS + if takes == Some(kind) { PATH_BONUS } else { 0.0 };
+                    }
+                    (t, score)
+                })
                 .max_by(|a, b| a.1.total_cmp(&b.1));
-            let Some((tool, cosine)) = best else { continue };
-            tracing::debug!(part = %part, tool = %tool.name, cosine, "offline planner");
-            if cosine < self.threshold {
+            let Some((tool, cosine)) = best else {
+                tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
+                continue;
+            };
+            // Rule 1: small talk nearer than any tool asks for none.
+            let chat = best_of(&self.small_talk);
+            tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
+            if cosine < self.threshold || chat > cosine {
                 continue;
             }
             steps.push(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) });
         }
         Ok(steps)
+    }
+}
+
+/// A path names a file when its last component has an extension
+/// (`notes.txt`), else a directory (`~/projects`, `docs/`).
+fn path_kind(path: &str) -> PathKind {
+    let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    match last.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() && !path.ends_with('/') => PathKind::File,
+        _ => PathKind::Dir,
     }
 }
 
@@ -188,6 +281,15 @@ pub fn split_conjunctions(request: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_names_a_file_by_its_extension() {
+        assert!(path_kind("~/notes/todo.txt") == PathKind::File);
+        assert!(path_kind("report.md") == PathKind::File);
+        for dir in ["~/projects", "~/notes/", "/", "~/.config", "docs.d/"] {
+            assert!(path_kind(dir) == PathKind::Dir, "{dir}");
+        }
+    }
 
     #[test]
     fn splits_on_english_and_italian_conjunctions() {

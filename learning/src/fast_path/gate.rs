@@ -256,6 +256,13 @@ fn profile(canonical: &str) -> Profile {
     p
 }
 
+/// The effectful action classes `text` names ("delete", "send", …; EN +
+/// IT): what the offline planner must not answer with a tool that cannot
+/// do them.
+pub fn effectful_actions(text: &str) -> BTreeSet<&'static str> {
+    profile(text).effectful
+}
+
 /// Whether `word` (any case) is an action verb the gate knows, in any
 /// class — what the continuation detector looks for after a conjunction.
 pub fn is_action(word: &str) -> bool {
