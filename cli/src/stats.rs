@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
-use engram::learning::projections;
+use engram::learning::embedding_model::EmbeddingModel;
+use engram::learning::projections::{self, PatternOutcomes};
 use engram::storage::projector::{hex, Projector};
 use engram::{EventKind, EventLog, Seq};
 use serde_json::json;
@@ -83,6 +84,20 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         .into_iter()
         .map(|s| (s.name, json!({"rows": s.rows, "last_seq": s.last_seq.0, "digest": hex(&s.digest)})))
         .collect();
+    // Which model the data dir's stored vectors come from: the hybrid
+    // fingerprints carry theirs (by model id); fast-path rows and diary
+    // entries are embedded from their text by the configured model at start.
+    let configured = crate::load_config(data).map(|c| c.embedder.model).unwrap_or_default();
+    let mut vectors: BTreeMap<String, u64> = BTreeMap::new();
+    if let Some(store) = projector.get::<PatternOutcomes>("pattern_outcomes") {
+        for (_, row) in store.fingerprints() {
+            if let Some(e) = &row.embedding {
+                let name = EmbeddingModel::from_id(&e.provider).map_or(e.provider.clone(), |m| m.name().to_owned());
+                *vectors.entry(name).or_default() += 1;
+            }
+        }
+    }
+    let stale: u64 = vectors.iter().filter(|(m, _)| **m != configured.name()).map(|(_, n)| n).sum();
     let record_bytes: u64 = log.segments().map(|s| s.map(|(_, b)| b.len() as u64)).sum::<Result<u64, _>>()?;
     let disk_bytes = dir_bytes(data);
     let ratio = if record_bytes > 0 { disk_bytes as f64 / record_bytes as f64 } else { 0.0 };
@@ -97,6 +112,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             "disk_bytes": disk_bytes,
             "disk_overhead": ratio,
             "projections": projections,
+            "embedder": {"model": configured.name(), "id": configured.spec().id, "dim": configured.spec().dim,
+                         "fingerprint_vectors": vectors, "fingerprint_vectors_of_other_models": stale},
             "damaged": damaged,
         }))?;
     } else {
@@ -109,6 +126,15 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             human_bytes(disk_bytes),
             human_bytes(record_bytes)
         );
+        println!("embedder   {} ({}, {}-d)", configured.name(), configured.spec().id, configured.spec().dim);
+        for (model, n) in &vectors {
+            let note = if *model == configured.name() {
+                ""
+            } else {
+                " (another model's: compared on their structural features only)"
+            };
+            println!("  fingerprint vectors of {model}: {n}{note}");
+        }
         println!("projections");
         for (name, p) in &projections {
             println!("  {name:<22} {} rows, at seq {}", p["rows"], p["last_seq"]);
