@@ -35,7 +35,7 @@ const QUERIES: usize = 64;
 const SEED: u64 = 42;
 
 fn fast_path(c: &mut Criterion) {
-    let mut harness = Harness::open(0, ROWS, SEED).unwrap_or_else(|e| panic!("{e:#}"));
+    let mut harness = Harness::open(Default::default(), 0, ROWS, SEED).unwrap_or_else(|e| panic!("{e:#}"));
     // L1 only: an L1 hit never reaches L2.
     let corpus = harness.corpus(ROWS, 0).unwrap_or_else(|e| panic!("{e:#}"));
     let embedder = std::sync::Arc::clone(&harness.embedder);

@@ -66,6 +66,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use chrono::{DateTime, FixedOffset};
+use engram::learning::embedding_model::EmbeddingModel;
 
 use crate::patterns::Rng;
 use crate::percentile_us;
@@ -128,11 +129,23 @@ pub struct Options {
     /// Seed of the synthetic tables and requests
     #[arg(long, value_name = "N", default_value_t = 42)]
     pub seed: u64,
+
+    /// The embedding model (use-multilingual-v3, minilm-l6-v2; default: the default model)
+    #[arg(long, value_name = "NAME", default_value_t = EmbeddingModel::default())]
+    pub model: EmbeddingModel,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { json: false, sizes: vec![1_000, 50_000], queries: 200, distinct: 2_000, threads: 0, seed: 42 }
+        Options {
+            json: false,
+            sizes: vec![1_000, 50_000],
+            queries: 200,
+            distinct: 2_000,
+            threads: 0,
+            seed: 42,
+            model: EmbeddingModel::default(),
+        }
     }
 }
 
@@ -494,8 +507,8 @@ impl Harness {
     /// Opens the model (twice: the request embedder with `threads` inference
     /// threads, 0 for the default, and a batch embedder for the tables on
     /// all cores).
-    pub fn open(threads: usize, distinct: usize, seed: u64) -> anyhow::Result<Harness> {
-        let mut config = EmbedderConfig { threads, ..EmbedderConfig::default() };
+    pub fn open(model: EmbeddingModel, threads: usize, distinct: usize, seed: u64) -> anyhow::Result<Harness> {
+        let mut config = EmbedderConfig { threads, ..EmbedderConfig::default() }.with_model(model);
         let embedder = Arc::new(OnnxEmbedder::open(&config).context("opening the embedding model")?);
         config.threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let table_embedder = OnnxEmbedder::open(&config).context("opening the embedding model")?;
@@ -1076,7 +1089,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         bail!("--sizes: {n} is more than the {L1_SPACE} distinct rows the synthetic grammar makes");
     }
     progress(opts, "opening the embedding model");
-    let mut harness = Harness::open(opts.threads, opts.distinct, opts.seed)?;
+    let mut harness = Harness::open(opts.model, opts.threads, opts.distinct, opts.seed)?;
     let embedder = Arc::clone(&harness.embedder);
     let threads = if opts.threads == 0 { engram::actors::embedder::DEFAULT_THREADS } else { opts.threads };
 
