@@ -127,7 +127,8 @@ pub struct FastPathService {
 }
 
 impl FastPathService {
-    /// Builds the fast path from the projections' candidates.
+    /// Builds the fast path from the projections' candidates, with the
+    /// thresholds calibrated for `embedder`'s model where `config` sets none.
     pub fn build(
         config: &Config,
         canonical: &CanonicalQueries,
@@ -135,6 +136,9 @@ impl FastPathService {
         embedder: Arc<dyn Embedder>,
         cache: Option<EmbeddingCache>,
     ) -> Result<FastPathService, FastPathError> {
+        // Thresholds the configuration leaves unset are the embedder's own.
+        let mut config = config.clone();
+        config.calibrate_for(embedder.model_id());
         let mut failure: Option<FastPathError> = None;
         let built = {
             let mut embed = memo_embed(embedder.as_ref(), cache.as_ref(), &mut failure);

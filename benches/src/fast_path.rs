@@ -68,6 +68,7 @@ use anyhow::{bail, Context};
 use chrono::{DateTime, FixedOffset};
 use engram::learning::embedding_model::EmbeddingModel;
 
+use crate::labelled;
 use crate::patterns::Rng;
 use crate::percentile_us;
 use engram::actors::embedder::{EmbedError, Embedder, EmbedderConfig, OnnxEmbedder};
@@ -130,9 +131,9 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 42)]
     pub seed: u64,
 
-    /// The embedding model (use-multilingual-v3, minilm-l6-v2; default: the default model)
-    #[arg(long, value_name = "NAME", default_value_t = EmbeddingModel::default())]
-    pub model: EmbeddingModel,
+    /// One embedding model (use-multilingual-v3, minilm-l6-v2); default: each, in turn, in this run
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<EmbeddingModel>,
 }
 
 impl Default for Options {
@@ -144,7 +145,7 @@ impl Default for Options {
             distinct: 2_000,
             threads: 0,
             seed: 42,
-            model: EmbeddingModel::default(),
+            model: None,
         }
     }
 }
@@ -885,8 +886,47 @@ pub struct Report {
     pub embedder_threads: usize,
     /// Seconds spent embedding table rows with the real model.
     pub row_embedding_s: f64,
+    /// The labelled pairs, per language: wrong replays and paraphrase recall.
+    pub pairs: Vec<labelled::PairScore>,
+    /// The offline planner's tool choice on natural requests, per language.
+    pub planner: Vec<labelled::ChoiceScore>,
     /// Cores, CPU, OS.
     pub machine: String,
+}
+
+/// `engram bench fast-path`: one [`Report`] per embedding model, measured
+/// in the same run so that their figures compare.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct Reports {
+    /// Per model, the default first.
+    pub models: Vec<Report>,
+}
+
+impl Reports {
+    /// Each model's table, then the models side by side.
+    pub fn human(&self) -> String {
+        let mut out: String = self.models.iter().map(|r| r.human() + "\n").collect();
+        if self.models.len() > 1 {
+            out.push_str(&format!(
+                "{:<44} {:>10} {:>10} {:>14} {:>13}\n",
+                "model", "encode p50", "L1 p50", "wrong replays", "planner right"
+            ));
+            for r in &self.models {
+                let wrong: usize = r.pairs.iter().map(|p| p.wrong_replays).sum();
+                let (right, asked) = r.planner.iter().fold((0, 0), |(a, b), c| (a + c.right, b + c.requests));
+                out.push_str(&format!(
+                    "{:<44} {:>7.0} µs {:>7.0} µs {:>14} {:>9}/{}\n",
+                    r.model,
+                    r.embed.p50_us,
+                    r.l1.first().map_or(f64::NAN, |h| h.p50_us),
+                    wrong,
+                    right,
+                    asked
+                ));
+            }
+        }
+        out
+    }
 }
 
 impl Report {
@@ -973,6 +1013,30 @@ impl Report {
             ));
         }
         out.push_str(&format!("  row embedding: {:.1} s in all\n", self.row_embedding_s));
+        out.push_str(
+            "\nlabelled pairs (tests/fixtures/fast_path; x: across languages) and the offline planner's choice:\n",
+        );
+        for p in &self.pairs {
+            out.push_str(&format!(
+                "  {:<5} hard negatives {:>3}, wrong replays {}{}; paraphrases {:>3}, served by L1 {:>3} (recall {:.2})\n",
+                p.lang,
+                p.hard_negatives,
+                p.wrong_replays,
+                if p.wrong_replays > 0 { " (WRONG)" } else { "" },
+                p.paraphrases,
+                p.served,
+                p.served as f64 / p.paraphrases.max(1) as f64
+            ));
+        }
+        for c in &self.planner {
+            out.push_str(&format!(
+                "  {:<5} offline planner: {:>3} of {:>3} requests planned with the right tool ({:.0} %)\n",
+                c.lang,
+                c.right,
+                c.requests,
+                100.0 * c.right as f64 / c.requests.max(1) as f64
+            ));
+        }
         out.push_str(&self.machine);
         out.push('\n');
         out
@@ -1081,15 +1145,24 @@ fn misses(corpus: &Corpus, embedder: &dyn Embedder, requests: &[Request], querie
     })
 }
 
-/// Runs the benchmark.
-pub fn run(opts: &Options) -> anyhow::Result<Report> {
+/// Runs the benchmark for `--model`, or for every model in turn.
+pub fn run(opts: &Options) -> anyhow::Result<Reports> {
+    let models = match opts.model {
+        Some(m) => vec![m],
+        None => EmbeddingModel::ALL.to_vec(),
+    };
+    Ok(Reports { models: models.into_iter().map(|m| run_model(opts, m)).collect::<anyhow::Result<_>>()? })
+}
+
+/// Runs the benchmark with one model.
+pub fn run_model(opts: &Options, model: EmbeddingModel) -> anyhow::Result<Report> {
     anyhow::ensure!(!opts.sizes.is_empty() && opts.sizes.iter().all(|n| *n > 0), "--sizes must be positive");
     anyhow::ensure!(opts.queries > 0 && opts.distinct > 0, "--queries and --distinct must be positive");
     if let Some(n) = opts.sizes.iter().find(|n| **n > L1_SPACE) {
         bail!("--sizes: {n} is more than the {L1_SPACE} distinct rows the synthetic grammar makes");
     }
-    progress(opts, "opening the embedding model");
-    let mut harness = Harness::open(opts.model, opts.threads, opts.distinct, opts.seed)?;
+    progress(opts, &format!("opening the embedding model {model}"));
+    let mut harness = Harness::open(model, opts.threads, opts.distinct, opts.seed)?;
     let embedder = Arc::clone(&harness.embedder);
     let threads = if opts.threads == 0 { engram::actors::embedder::DEFAULT_THREADS } else { opts.threads };
 
@@ -1156,6 +1229,11 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         model: embedder.model_id().to_owned(),
         embedder_threads: threads,
         row_embedding_s: secs(harness.row_embedding),
+        pairs: {
+            progress(opts, "scoring the labelled pairs and the offline planner's requests");
+            labelled::pairs(embedder.clone())?
+        },
+        planner: labelled::choices(embedder.clone())?,
         machine: machine(),
     })
 }
@@ -1220,19 +1298,28 @@ mod tests {
         assert!(row.args_observed.to_json().contains("{path}"), "{:?}", row.args_observed);
     }
 
-    /// End to end with the real model (as the fast-path tests, fails when it
-    /// is missing): a small table, half its rows derived.
+    /// End to end with the real models (as the fast-path tests, fails when
+    /// one is missing): a small table, half its rows derived, each model in
+    /// the same run.
     #[test]
     fn small_run_reports_every_figure() {
         let opts = Options { sizes: vec![120], queries: 12, distinct: 60, ..Options::default() };
-        let r = run(&opts).unwrap();
+        let all = run(&opts).unwrap();
+        let ids: Vec<&str> = all.models.iter().map(|r| r.model.as_str()).collect();
+        assert_eq!(ids, EmbeddingModel::ALL.map(|m| m.spec().id), "every model, the default first");
+        assert!(all.human().contains("wrong replays"));
+        let r = &all.models[0];
+        assert_eq!(r.pairs.iter().map(|p| p.lang.as_str()).collect::<Vec<_>>(), ["en", "it", "x"]);
+        assert!(r.pairs.iter().all(|p| p.wrong_replays == 0 && p.hard_negatives > 0), "{:?}", r.pairs);
+        assert!(r.planner.iter().map(|c| c.requests).sum::<usize>() > 50, "{:?}", r.planner);
         assert!(r.l0.p50_us > 0.0 && r.embed.p50_us > r.l0.p50_us);
         assert_eq!((r.l1.len(), r.l2.len(), r.miss.len()), (1, 1, 1));
         assert_eq!((r.l1[0].rows, r.l1[0].hit_rate, r.l1[0].wrong), (120, 1.0, 0));
         assert_eq!((r.l2[0].rows, r.l2[0].hit_rate, r.l2[0].wrong), (120, 1.0, 0));
         assert_eq!(r.miss[0].planner_rate, 1.0);
         assert_eq!((r.tables[0].l1_embedded, r.tables[0].l2_embedded), (60, 60));
-        let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        let v: serde_json::Value = serde_json::to_value(r).unwrap();
+        assert!(v["pairs"][0]["wrong_replays"].is_u64() && v["planner"][0]["right"].is_u64(), "{v}");
         for key in ["l0", "embed"] {
             assert!(v[key]["p50_us"].is_f64() && v[key]["p99_us"].is_f64(), "{v}");
         }

@@ -2,6 +2,7 @@
 //! measured beside its peer baseline in the same run.
 pub mod fast_path;
 pub mod knn;
+pub mod labelled;
 pub mod log;
 pub mod memory;
 pub mod patterns;

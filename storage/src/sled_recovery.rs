@@ -41,7 +41,10 @@
 //! What this cannot tell apart: a flipped byte in a message whose last
 //! page happens to be zeros, or which happens to hold leftovers, is taken
 //! for a cut write, and sled's cut costs what follows; one in the last
-//! message written, with neither sign, costs that message (rule 7). The crash tests
+//! message written, with neither sign, costs that message (rule 7). A
+//! flip in a message's header (its length or segment number) makes it no
+//! message (rule 3): the walk reads the segment's normal end there and says
+//! nothing, while sled cuts the log at it. The crash tests
 //! (`tests/crash.rs`: kill -9 under four appenders, a segment reused
 //! within a run) hold the other side: a kill never makes the log refuse
 //! to open. (Until this rule knew about reused segments, a cut write's
@@ -573,31 +576,39 @@ mod tests {
         assert!(crate::verify::verify(&log, |_| {}).ok());
     }
 
-    /// (position, end, followed at once by a sound message) of messages.
-    type Spans = Vec<(u64, u64, bool)>;
+    /// (segment offset, position, end, followed at once by a sound message)
+    /// of messages.
+    type Spans = Vec<(u64, u64, u64, bool)>;
 
-    /// The messages of the newest segment that span pages, as (position,
-    /// end, whether a sound message follows at once), the segment's
-    /// (number, offset), and the file's bytes.
-    fn spanning(sled_dir: &Path) -> (Spans, (u64, u64), Vec<u8>) {
+    /// The messages of the replayed segments whose body spans pages, in
+    /// the walk's order, as (segment's offset, position, end, whether a
+    /// sound message follows at once), the newest segment's offset, and
+    /// the file's bytes. The header ends by the first page boundary: noise
+    /// from there leaves it whole, so the walk reads a suspect message
+    /// there, not bytes that are no message (rule 3) — whichever way
+    /// sled's flusher laid the buffers out.
+    fn spanning(sled_dir: &Path) -> (Spans, u64, Vec<u8>) {
         let seg = segment_size(sled_dir);
         let (segs, bytes) = segments(sled_dir);
-        let (number, lid) = *segs.last().unwrap();
-        let segment = &bytes[lid as usize..((lid + seg) as usize).min(bytes.len())];
-        let mut pos = SEG_HEADER_LEN;
         let mut found = Vec::new();
-        while pos + MAX_MSG_HEADER_LEN <= seg {
-            let Message::Sound { kind, end, .. } = read_message(segment, pos, number) else { break };
-            if kind == kind::CAP {
-                break;
+        for &(number, lid) in &segs {
+            let segment = &bytes[lid as usize..((lid + seg) as usize).min(bytes.len())];
+            let mut pos = SEG_HEADER_LEN;
+            while pos + MAX_MSG_HEADER_LEN <= seg {
+                let Message::Sound { kind, end, .. } = read_message(segment, pos, number) else { break };
+                if kind == kind::CAP {
+                    break;
+                }
+                let boundary = (lid + pos) / PAGE * PAGE + PAGE - lid;
+                let header_end = pos + parse_header(&segment[pos as usize..]).expect("a sound header").4 as u64;
+                if header_end <= boundary && boundary < end {
+                    let followed = matches!(read_message(segment, end, number), Message::Sound { .. });
+                    found.push((lid, pos, end, followed));
+                }
+                pos = end;
             }
-            if (lid + pos) / PAGE * PAGE + PAGE - lid < end {
-                let followed = matches!(read_message(segment, end, number), Message::Sound { .. });
-                found.push((pos, end, followed));
-            }
-            pos = end;
         }
-        (found, (number, lid), bytes)
+        (found, segs.last().unwrap().1, bytes)
     }
 
     /// Noise that is neither zeros, frames nor sled messages.
@@ -622,10 +633,11 @@ mod tests {
         let all = log_with(dir, 4000);
         let sled_dir = dir.join("log.sled");
         let seg = segment_size(&sled_dir);
-        let (found, (_, lid), mut bytes) = spanning(&sled_dir);
-        // The first message spanning pages, cut at its first page boundary,
-        // noise from there to the segment's end: the last thing written.
-        let (pos, _, _) = found[0];
+        let (found, lid, mut bytes) = spanning(&sled_dir);
+        // The newest segment's first message spanning pages, cut at its
+        // first page boundary, noise from there to the segment's end: the
+        // last thing written.
+        let &(_, pos, _, _) = found.iter().find(|m| m.0 == lid).expect("a message spanning pages");
         let cut = (lid + pos) / PAGE * PAGE + PAGE - lid;
         let to = ((lid + seg) as usize).min(bytes.len());
         noise(&mut bytes[(lid + cut) as usize..to]);
@@ -641,8 +653,8 @@ mod tests {
         let dir = tmp.path();
         log_with(dir, 4000);
         let sled_dir = dir.join("log.sled");
-        let (found, (_, lid), mut bytes) = spanning(&sled_dir);
-        let (pos, end, _) = *found.iter().find(|m| m.2).expect("a spanning message followed by another");
+        let (found, _, mut bytes) = spanning(&sled_dir);
+        let &(lid, pos, end, _) = found.iter().find(|m| m.3).expect("a spanning message followed by another");
         let cut = (lid + pos) / PAGE * PAGE + PAGE - lid;
         noise(&mut bytes[(lid + cut) as usize..(lid + end) as usize]);
         std::fs::write(sled_dir.join("db"), &bytes).unwrap();

@@ -1,0 +1,54 @@
+//! The labelled sets through the real models (`engram_bench::labelled`, the
+//! same scoring `engram bench fast-path` prints): no hard negative is ever
+//! replayed, by either model, in any language; the default (multilingual)
+//! model serves most paraphrases in English, in Italian and across the two,
+//! and its offline planner picks the right built-in for nine natural
+//! requests in ten.
+
+use std::sync::Arc;
+
+use engram::actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
+use engram::learning::embedding_model::EmbeddingModel;
+use engram_bench::labelled;
+
+fn embedder(model: EmbeddingModel) -> Arc<dyn Embedder> {
+    Arc::new(
+        OnnxEmbedder::open(&EmbedderConfig::default().with_model(model))
+            .unwrap_or_else(|e| panic!("the embedding model {model}: {e}")),
+    )
+}
+
+#[test]
+fn no_wrong_replay_and_paraphrases_served_in_both_languages_and_across() {
+    for model in EmbeddingModel::ALL {
+        let scores = labelled::pairs(embedder(model)).unwrap();
+        eprintln!("{model}: {scores:#?}");
+        assert_eq!(scores.iter().map(|s| s.lang.as_str()).collect::<Vec<_>>(), ["en", "it", "x"]);
+        for s in &scores {
+            assert_eq!(s.wrong_replays, 0, "{model} {}: wrong replays {:#?}", s.lang, s.misses);
+        }
+        if model == EmbeddingModel::default() {
+            for s in &scores {
+                // At least 3 in 4 per language, the cross-language ones included.
+                assert!(
+                    s.served * 4 >= s.paraphrases * 3,
+                    "{model} {}: {}/{}: {:#?}",
+                    s.lang,
+                    s.served,
+                    s.paraphrases,
+                    s.misses
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_offline_planner_chooses_right_in_both_languages() {
+    let scores = labelled::choices(embedder(EmbeddingModel::default())).unwrap();
+    let (right, asked) = scores.iter().fold((0, 0), |(r, a), s| (r + s.right, a + s.requests));
+    assert!(right * 10 >= asked * 9, "{right}/{asked}: {scores:#?}");
+    for s in &scores {
+        assert!(s.right * 10 >= s.requests * 8, "{}: {}/{}: {:#?}", s.lang, s.right, s.requests, s.misses);
+    }
+}
