@@ -52,3 +52,16 @@ fn the_offline_planner_chooses_right_in_both_languages() {
         assert!(s.right * 10 >= s.requests * 8, "{}: {}/{}: {:#?}", s.lang, s.right, s.requests, s.misses);
     }
 }
+
+/// A month of natural EN + IT requests through the live offline runtime:
+/// the fast path learns from the planner's turns and answers more and more
+/// of them, never with tools other than the request's.
+#[test]
+fn a_month_of_use_has_no_wrong_fast_path_answer() {
+    let m = labelled::month(embedder(EmbeddingModel::default()), 30, 12, 7).unwrap();
+    eprintln!("{m:#?}");
+    assert_eq!(m.turns, 30 * 12);
+    assert_eq!(m.wrong_fast_path, 0, "{:#?}", m.misses);
+    assert!(m.fast_path * 2 >= m.turns, "the fast path answers half or more: {m:?}");
+    assert!(m.planner_right * 10 >= m.planner * 9, "{m:?}");
+}

@@ -890,6 +890,8 @@ pub struct Report {
     pub pairs: Vec<labelled::PairScore>,
     /// The offline planner's tool choice on natural requests, per language.
     pub planner: Vec<labelled::ChoiceScore>,
+    /// A month of EN + IT requests through the live offline runtime.
+    pub month: labelled::MonthScore,
     /// Cores, CPU, OS.
     pub machine: String,
 }
@@ -1037,6 +1039,18 @@ impl Report {
                 100.0 * c.right as f64 / c.requests.max(1) as f64
             ));
         }
+        let m = &self.month;
+        out.push_str(&format!(
+            "  a month ({} days, {} requests, EN + IT, live runtime offline): fast path {} ({} with other tools than \
+             the request's{}), offline planner {} ({} right)\n",
+            m.days,
+            m.turns,
+            m.fast_path,
+            m.wrong_fast_path,
+            if m.wrong_fast_path > 0 { ": WRONG" } else { "" },
+            m.planner,
+            m.planner_right
+        ));
         out.push_str(&self.machine);
         out.push('\n');
         out
@@ -1234,6 +1248,10 @@ pub fn run_model(opts: &Options, model: EmbeddingModel) -> anyhow::Result<Report
             labelled::pairs(embedder.clone())?
         },
         planner: labelled::choices(embedder.clone())?,
+        month: {
+            progress(opts, "a month of requests through the live runtime");
+            labelled::month(embedder.clone(), 30, 12, opts.seed)?
+        },
         machine: machine(),
     })
 }
@@ -1312,6 +1330,7 @@ mod tests {
         assert_eq!(r.pairs.iter().map(|p| p.lang.as_str()).collect::<Vec<_>>(), ["en", "it", "x"]);
         assert!(r.pairs.iter().all(|p| p.wrong_replays == 0 && p.hard_negatives > 0), "{:?}", r.pairs);
         assert!(r.planner.iter().map(|c| c.requests).sum::<usize>() > 50, "{:?}", r.planner);
+        assert_eq!((r.month.turns, r.month.wrong_fast_path), (360, 0), "{:?}", r.month);
         assert!(r.l0.p50_us > 0.0 && r.embed.p50_us > r.l0.p50_us);
         assert_eq!((r.l1.len(), r.l2.len(), r.miss.len()), (1, 1, 1));
         assert_eq!((r.l1[0].rows, r.l1[0].hit_rate, r.l1[0].wrong), (120, 1.0, 0));

@@ -137,3 +137,111 @@ pub fn choices(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<ChoiceScore>> 
     }
     Ok(by_lang.into_values().collect())
 }
+
+/// A month of use through the live runtime, offline.
+#[derive(serde::Serialize, Debug, Clone, Default, PartialEq)]
+pub struct MonthScore {
+    /// Days (one session each).
+    pub days: usize,
+    /// Requests said, English and Italian mixed.
+    pub turns: usize,
+    /// Of them, answered by the fast path (L0, L1 or L2).
+    pub fast_path: usize,
+    /// Of those, with tools other than the request's: must be 0.
+    pub wrong_fast_path: usize,
+    /// Answered by the offline planner.
+    pub planner: usize,
+    /// Of those, with the request's tools (none for small talk and actions
+    /// no built-in does).
+    pub planner_right: usize,
+    /// What went wrong, for a failing test's message.
+    #[serde(skip)]
+    pub misses: Vec<String>,
+}
+
+/// What a month of requests is drawn from: the tool each needs (`None`:
+/// none), and its phrasing in English or Italian, `{dir}` and `{file}`
+/// standing for a directory and a file of the user's.
+const MONTH: &[(Option<&str>, &str)] = &[
+    (Some("get_now"), "what time is it"),
+    (Some("get_now"), "tell me the time"),
+    (Some("get_now"), "che ore sono"),
+    (Some("get_now"), "mi dici l'ora"),
+    (Some("get_date"), "what's the date today"),
+    (Some("get_date"), "che giorno è oggi"),
+    (Some("get_location"), "where am I"),
+    (Some("get_location"), "dove mi trovo"),
+    (Some("list_dir"), "list the files in {dir}"),
+    (Some("list_dir"), "what's in the folder {dir}"),
+    (Some("list_dir"), "elenca i file in {dir}"),
+    (Some("list_dir"), "cosa c'è nella cartella {dir}"),
+    (Some("read_file"), "read the file {file}"),
+    (Some("read_file"), "open {file}"),
+    (Some("read_file"), "leggi il file {file}"),
+    (Some("read_file"), "apri il file {file}"),
+    (Some("recall"), "what is my name"),
+    (Some("recall"), "come mi chiamo"),
+    (None, "how are you today"),
+    (None, "come stai oggi"),
+    (None, "delete the file {file}"),
+    (None, "cancella il file {file}"),
+    (None, "rename {file} to {dir}/old.txt"),
+    (None, "send the file {file} to Marco"),
+];
+
+/// Drives `days` sessions of `per_day` requests drawn from [`MONTH`]
+/// (seeded) through a live offline runtime on a temp data dir, with files to
+/// list and read, and scores every reply against the request's tool.
+pub fn month(embedder: Arc<dyn Embedder>, days: usize, per_day: usize, seed: u64) -> anyhow::Result<MonthScore> {
+    use engram::actors::Runtime;
+    use engram::SessionId;
+
+    let tmp = tempfile::tempdir()?;
+    let root = tmp.path().join("files");
+    let dirs = ["docs", "notes", "progetti", "musica"];
+    let mut files = Vec::new();
+    for d in dirs {
+        std::fs::create_dir_all(root.join(d))?;
+        for f in ["todo.txt", "idee.md", "report.txt"] {
+            let path = root.join(d).join(f);
+            std::fs::write(&path, format!("{d}/{f}: a line of text\n"))?;
+            files.push(path.display().to_string());
+        }
+    }
+    let dirs: Vec<String> = dirs.iter().map(|d| root.join(d).display().to_string()).collect();
+    let mut config = Config::default();
+    config.tools.file_roots = vec![root.clone()];
+    config.tools.location = "Turin, Italy".to_owned();
+    let rt =
+        Runtime::builder().data_dir(tmp.path().join("data")).offline().config(config).embedder(embedder).start()?;
+    let mut rng = crate::patterns::Rng::new(seed);
+    let mut score = MonthScore { days, ..MonthScore::default() };
+    rt.handle_utterance(&SessionId::new("day-00-intro"), "my name is Ada")?;
+    for day in 0..days {
+        let session = SessionId::new(format!("day-{day:02}"));
+        for _ in 0..per_day {
+            let (want, template) = MONTH[rng.below(MONTH.len())];
+            let text = template
+                .replace("{dir}", &dirs[rng.below(dirs.len())])
+                .replace("{file}", &files[rng.below(files.len())]);
+            let reply = rt.handle_utterance(&session, &text)?;
+            let Some(layer) = reply.layer else { continue };
+            score.turns += 1;
+            let got = reply.steps.first().map(|s| s.tool.as_str());
+            let right = got == want && reply.steps.len() <= 1;
+            if layer == RouteLayer::Planner {
+                score.planner += 1;
+                score.planner_right += usize::from(right);
+            } else {
+                score.fast_path += 1;
+                if !right {
+                    score.wrong_fast_path += 1;
+                    score.misses.push(format!("day {day}: {text:?} answered by {layer:?} with {got:?}"));
+                }
+            }
+        }
+        rt.end_session(&session)?;
+    }
+    rt.shutdown()?;
+    Ok(score)
+}

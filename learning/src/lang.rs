@@ -116,6 +116,19 @@ const ITALIAN: &[&str] = &[
     "l'ultima",
     "l'ora",
     "esatta",
+    "parole",
+    "parola",
+    "conta",
+    "elenca",
+    "trova",
+    "cartella",
+    "leggimi",
+    "mostrami",
+    "grande",
+    "luce",
+    "luci",
+    "accendi",
+    "spegni",
 ];
 
 /// Words that mark English (and are not Italian words).
@@ -128,7 +141,6 @@ const ENGLISH: &[&str] = &[
     "was",
     "of",
     "to",
-    "in",
     "it",
     "where",
     "when",
@@ -156,7 +168,6 @@ const ENGLISH: &[&str] = &[
     "and",
     "or",
     "not",
-    "a",
     "an",
     "on",
     "at",
@@ -218,6 +229,10 @@ mod tests {
         }
         assert_eq!(detect("mi chiamo Ada e abito a Torino"), Lang::It);
         assert_eq!(detect("Ada"), Lang::En, "a tie is English");
+        // Words both languages write ("in", "a") count for neither.
+        assert_eq!(detect("conta le parole in ~/journal.txt"), Lang::It);
+        assert_eq!(detect("che tempo fa a Roma"), Lang::It);
+        assert_eq!(detect("count the words in a file"), Lang::En);
         for (tool, phrases) in crate::fast_path::l0::BUILTIN {
             for p in *phrases {
                 // The table lists English phrases before Italian ones.

@@ -110,7 +110,7 @@ const STOP_WORDS_IT: &[&str] = &[
     "favore", "fra", "gentilmente", "gli", "grazie", "ha", "hai", "ho", "il", "la", "le",
     "lo", "ma", "mi", "mia", "mie", "miei", "mio", "molto", "nei", "nel", "nella",
     "nelle", "o", "oggi", "ora", "pagina", "per", "perché", "piacciono", "piace", "più", "po",
-    "poi", "potresti", "preferisco", "puoi", "pure", "quale", "quali", "quando", "quella",
+    "poi", "potresti", "preferisco", "puoi", "pure", "quale", "quali", "quando", "quanta", "quante", "quanti", "quanto", "quella",
     "quelli", "quello", "questa", "queste", "questi", "questo", "sei", "sempre", "si", "siamo",
     "sono", "su", "sua", "subito", "sul", "sulla", "suo", "ti", "tra", "tua", "tuo",
     "tutti", "tutto", "un", "una", "uno", "vi", "vivo", "voglio", "vorrei", "è",

@@ -33,6 +33,10 @@ pub struct Report {
     /// Turns by the layer that answered; `none` for utterances judged not
     /// for the assistant, or a stop.
     pub layers: Layers,
+    /// The same, per language of the request (`utterance.received.lang`:
+    /// en, it), so that Italian hits, and requests learnt in one language
+    /// and served in the other, show.
+    pub layers_by_lang: BTreeMap<String, Layers>,
     /// p50 of `turn.completed.latency_ms` per layer (`null`: no such turn).
     pub latency_p50_ms: BTreeMap<&'static str, Option<u64>>,
     pub tools_failed_turns: u64,
@@ -48,7 +52,7 @@ pub struct Report {
     pub replay: String,
 }
 
-#[derive(Default, Serialize)]
+#[derive(Default, Serialize, Clone)]
 pub struct Layers {
     pub l0: u64,
     pub l1: u64,
@@ -135,6 +139,8 @@ impl Report {
         let mut sessions_recorded = 0;
         let mut planner_calls_made = 0;
         let mut layers = Layers::default();
+        let mut layers_by_lang: BTreeMap<String, Layers> = BTreeMap::new();
+        let mut lang_of: std::collections::HashMap<engram::events::TurnId, String> = Default::default();
         let mut latencies: BTreeMap<&'static str, Vec<u64>> = BTreeMap::new();
         let mut tools_failed_turns = 0;
         let mut outcomes = 0;
@@ -229,7 +235,10 @@ impl Report {
                 _ => {}
             }
             match &env.event {
-                Event::UtteranceReceived(_) => {
+                Event::UtteranceReceived(u) => {
+                    if let (Some(t), Some(lang)) = (env.turn, &u.lang) {
+                        lang_of.insert(t, lang.clone());
+                    }
                     utterances += 1;
                     if let Some(s) = &env.session {
                         sessions.insert(s.clone());
@@ -239,11 +248,16 @@ impl Report {
                 Event::PlanCreated(_) => planner_calls_made += 1,
                 Event::TurnCompleted(t) => {
                     let name = layer_name(t.layer);
-                    match t.layer {
-                        RouteLayer::L0 => layers.l0 += 1,
-                        RouteLayer::L1 => layers.l1 += 1,
-                        RouteLayer::L2 => layers.l2 += 1,
-                        _ => layers.planner += 1,
+                    let by_lang = env.turn.and_then(|turn| lang_of.get(&turn)).cloned();
+                    for l in
+                        std::iter::once(&mut layers).chain(by_lang.map(|lang| layers_by_lang.entry(lang).or_default()))
+                    {
+                        match t.layer {
+                            RouteLayer::L0 => l.l0 += 1,
+                            RouteLayer::L1 => l.l1 += 1,
+                            RouteLayer::L2 => l.l2 += 1,
+                            _ => l.planner += 1,
+                        }
                     }
                     latencies.entry(name).or_default().push(t.latency_ms);
                     tools_failed_turns += u64::from(!t.tools_ok);
@@ -289,6 +303,7 @@ impl Report {
             planner_calls_saved: saved,
             saved_pct: if asked == 0 { 0.0 } else { (1000.0 * saved as f64 / asked as f64).round() / 10.0 },
             layers,
+            layers_by_lang,
             latency_p50_ms,
             tools_failed_turns,
             patterns: Patterns {
@@ -329,6 +344,14 @@ impl Report {
             "fast path: L0 {} · L1 {} · L2 {} · planner {} · not for the assistant / stop {}",
             l.l0, l.l1, l.l2, l.planner, l.none
         );
+        let by_lang: Vec<String> = self
+            .layers_by_lang
+            .iter()
+            .map(|(lang, l)| format!("{lang}: L0 {} · L1 {} · L2 {} · planner {}", l.l0, l.l1, l.l2, l.planner))
+            .collect();
+        if !by_lang.is_empty() {
+            println!("  by language — {}", by_lang.join("; "));
+        }
         let p50: Vec<String> = self
             .latency_p50_ms
             .iter()

@@ -371,6 +371,33 @@ mod tests {
         }
     }
 
+    /// A request learnt in one language and asked in the other passes
+    /// (values masked as the router masks them); its opposite does not.
+    #[test]
+    fn twins_across_languages_pass_and_their_opposites_do_not() {
+        for (a, b) in [
+            ("turn on the kitchen lights", "accendi le luci della cucina"),
+            ("count the words in PATH", "conta le parole in PATH"),
+            ("how big is PATH", "quanto è grande PATH"),
+            ("read the file PATH", "leggi il file PATH"),
+            ("what's the weather in rome", "che tempo fa a roma"),
+            ("add bread to the shopping list", "aggiungi il pane alla lista della spesa"),
+        ] {
+            assert_eq!(check(a, b), Ok(()), "{a} / {b}");
+            assert_eq!(check(b, a), Ok(()), "{b} / {a}");
+        }
+        for (a, b) in [
+            ("turn on the kitchen lights", "spegni le luci della cucina"),
+            ("turn on the kitchen lights", "accendi le luci del bagno"),
+            ("read the file PATH", "cancella il file PATH"),
+            ("what's the weather in rome", "che tempo fa a milano"),
+            ("open the bedroom window", "non aprire la finestra della camera da letto"),
+        ] {
+            assert!(check(a, b).is_err(), "{a} / {b}");
+            assert!(check(b, a).is_err(), "{b} / {a}");
+        }
+    }
+
     #[test]
     fn paraphrases_pass() {
         for (a, b) in [

@@ -14,8 +14,10 @@
 //!    requests, it means that concept and nothing a replay could confuse
 //!    ("tempo" is weather in "che tempo fa" but time in "quanto tempo":
 //!    it is left out, and the gate stays strict there).
-//! 2. **Nouns and modifiers only.** Verbs are the gate's action classes and
-//!    polarity axes (rules 2 and 3 of `gate.rs`), already bilingual.
+//! 2. **Nouns and modifiers, and verbs the gate reads as content.** Action
+//!    verbs are the gate's action classes and polarity axes (rules 2 and 3
+//!    of `gate.rs`), already bilingual; a verb that is neither ("count")
+//!    is a content word and is folded here.
 //! 3. **A missing word costs recall, never safety.** An Italian word not
 //!    here stays itself and differs from its English twin: the turn goes to
 //!    the planner. A wrong entry could let two different requests through,
@@ -43,6 +45,9 @@ const CONCEPTS: &[(&str, &str)] = &[
     ("cartelle", "folder"),
     ("casa", "home"),
     ("città", "city"),
+    ("conta", "count"),
+    ("contami", "count"),
+    ("contare", "count"),
     ("contatti", "contact"),
     ("contatto", "contact"),
     ("contenuto", "content"),
@@ -66,6 +71,7 @@ const CONCEPTS: &[(&str, &str)] = &[
     ("genova", "genoa"),
     ("giardino", "garden"),
     ("giorno", "day"),
+    ("grande", "big"),
     ("grandezza", "size"),
     ("ieri", "yesterday"),
     ("immagine", "photo"),
