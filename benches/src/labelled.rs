@@ -189,8 +189,8 @@ const MONTH: &[(Option<&str>, &str)] = &[
     (None, "send the file {file} to Marco"),
 ];
 
-/// Drives `days` sessions of `per_day` requests drawn from [`MONTH`]
-/// (seeded) through a live offline runtime on a temp data dir, with files to
+/// Drives `days` sessions of `per_day` requests drawn (seeded) from a
+/// closed set of EN + IT phrasings, each labelled with its tool, through a live offline runtime on a temp data dir, with files to
 /// list and read, and scores every reply against the request's tool.
 pub fn month(embedder: Arc<dyn Embedder>, days: usize, per_day: usize, seed: u64) -> anyhow::Result<MonthScore> {
     use engram::actors::Runtime;

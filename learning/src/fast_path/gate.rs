@@ -16,7 +16,7 @@
 //!    describe) may differ, since replaying one for another does no harm;
 //! 4. **content words** — every remaining word (stop words, action verbs and
 //!    masked values aside; simple plurals folded, Italian words read as
-//!    their English concept by [`lexicon`](super::lexicon)) appears on both
+//!    their English concept by [`lexicon`]) appears on both
 //!    sides, so "the baptism photos" never replays "the wedding photos" and
 //!    "la luce della cucina" is "the kitchen light";
 //! 5. **repeats** — an action or content word both sides name, named as
