@@ -22,7 +22,7 @@
 //! | 3 | bytes that are no message (zeros, a stale segment number, a length past the segment) end that segment's messages, as they end sled's — the normal end of the active segment looks like that |
 //! | 4 | a suspect message that can be a write a kill cut short (rule 6) is left to sled: it cuts the log there, and nothing from there on was acknowledged — an acknowledgement waits for every earlier write, and this one never ended. That holds even when later messages check out: sled writes its buffers concurrently, and a later, smaller one can end while an earlier one is cut |
 //! | 5 | a sound message pointing at a blob that fails the blob's own checksum is damage (the blob was written whole before the message) |
-//! | 6 | a suspect message that cannot be a cut write is **damage**, last or not. A write cut short by a kill stops at a page boundary and leaves the rest of its area as it was: zeros where it was never written (sled zeroes free segments at open), or the leftovers of the segment's previous use (sled reuses a cleaned segment without zeroing it). So a message inside one 4 KiB page, or one followed at once by a sound message of its segment, was written whole; one that spans pages is cut when its last page is zeros with nothing written right after it, or when it holds leftovers — our frames out of `seq` order, or a sound message of an earlier use of the segment (`cut`) |
+//! | 6 | a suspect message that cannot be a cut write is **damage**, last or not. A write cut short by a kill stops at a page boundary and leaves the rest of its area as it was: zeros where it was never written (sled zeroes free segments at open), or the leftovers of the segment's previous use (sled reuses a cleaned segment without zeroing it). So a message inside one 4 KiB page was written whole, and so was one followed at once by a sound message of its segment unless it shows a sign of a cut; one that spans pages is cut when it ends in zeros from a page boundary on — with nothing written right after it, or over 32 bytes or more (the follower may then open a later buffer, written concurrently and whole while this one was cut: the CI failure of `acknowledged_events_survive_kill_9` under four appenders) — or when it holds leftovers: our frames out of `seq` order, or a sound message of an earlier use of the segment (`cut`) |
 //! | 7 | a suspect message spanning pages with neither sign (leftovers that are neither frames nor messages: the middle of an old blob or node) is damage when any sound message follows it in the walk, and left to sled when it is the last thing written — a cut write's tail, sled's own case (a flipped byte there costs that one message, as sled alone would) |
 //!
 //! Damage makes [`crate::log::SledLog::open`] refuse with
@@ -62,6 +62,11 @@ const SEG_HEADER_LEN: u64 = 20;
 const MAX_MSG_HEADER_LEN: u64 = 32;
 /// The page size a write cut short by a kill stops at a multiple of.
 const PAGE: u64 = 4096;
+/// The least run of zeros, from a page boundary to a suspect message's end,
+/// that marks it cut even when a sound message follows it at once (rule
+/// 6): a message written whole ends in its last frame's CRC or a pointer,
+/// not in 32 zero bytes.
+const MIN_CUT_ZEROS: u64 = 32;
 /// sled's default segment size, used when `conf` does not say.
 const DEFAULT_SEGMENT_SIZE: u64 = 512 * 1024;
 
@@ -207,10 +212,12 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
 /// cleaned segment without zeroing it.
 enum Cut {
     /// Inside one page, or followed at once by a sound message of its
-    /// segment: written whole.
+    /// segment (without the signs below): written whole.
     No,
-    /// (a) its last page holds only zeros and nothing was written right
-    /// after it, or (b) it holds leftovers: our frames out of order (a
+    /// (a) it ends in zeros from a page boundary on, and nothing was
+    /// written right after it or the zeros are [`MIN_CUT_ZEROS`] or more (a
+    /// later buffer, written concurrently, may follow a cut one), or (b) it
+    /// holds leftovers: our frames out of order (a
     /// node lists its records in `seq` order; an older one's follow at a
     /// lower `seq`), or a sound message of an earlier use of the segment
     /// (a lower segment number) starting past its first page boundary.
@@ -225,12 +232,21 @@ fn cut(segment: &[u8], pos: u64, end: u64, number: u64, lid: u64) -> Cut {
         return Cut::No;
     }
     let followed = matches!(read_message(segment, end, number), Message::Sound { .. });
-    let last_page = ((lid + end - 1) / PAGE * PAGE - lid).max(pos);
-    let zero_tail = segment[last_page as usize..end as usize].iter().all(|b| *b == 0);
+    // The longest run of zeros ending at `end` that starts at a page
+    // boundary inside the message: where a cut write stopped, over a
+    // never-written area.
+    let zeros_from = (first_boundary..end)
+        .step_by(PAGE as usize)
+        .find(|&b| segment[b as usize..end as usize].iter().all(|x| *x == 0));
+    // Followed at once by a sound message, a zero tail is a cut only when
+    // it is long enough that no message written whole ends that way: the
+    // follower can be the first message of a later buffer, which sled
+    // writes concurrently and which may end while this one is cut.
+    let zero_cut = zeros_from.is_some_and(|b| !followed || end - b >= MIN_CUT_ZEROS);
     let body = &segment[pos as usize..end as usize];
     let out_of_order = || crate::repair::find_frames(body).windows(2).any(|w| w[1].0 < w[0].0);
     let stale = || (first_boundary..end).any(|q| stale_message_at(segment, q, number));
-    if (zero_tail && !followed) || out_of_order() || stale() {
+    if zero_cut || out_of_order() || stale() {
         Cut::Yes
     } else if followed {
         Cut::No
@@ -620,6 +636,48 @@ mod tests {
             x ^= x << 17;
             *b = (x >> 24) as u8 | 1;
         }
+    }
+
+    /// Rule 6 under concurrent buffers: a message cut at a page boundary
+    /// over a never-written (zeroed) area, followed at once by a sound
+    /// message — the first of a later buffer sled wrote while this one was
+    /// cut — is a cut write: the log opens to a prefix. A few zero bytes
+    /// are no such sign: the same message with a flipped byte and a short
+    /// zero tail is damage.
+    #[test]
+    fn a_cut_write_a_later_buffer_follows_is_no_damage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let all = log_with(dir, 4000);
+        let sled_dir = dir.join("log.sled");
+        let (found, _, mut bytes) = spanning(&sled_dir);
+        let &(lid, pos, end, _) = found
+            .iter()
+            .find(|m| m.3 && m.2 - ((m.0 + m.1) / PAGE * PAGE + PAGE - m.0) >= MIN_CUT_ZEROS)
+            .expect("a spanning message followed by another");
+        let cut = (lid + pos) / PAGE * PAGE + PAGE - lid;
+        bytes[(lid + cut) as usize..(lid + end) as usize].fill(0);
+        std::fs::write(sled_dir.join("db"), &bytes).unwrap();
+        assert_eq!(find_damage(&sled_dir).unwrap(), None, "a cut write under a later buffer is no damage");
+        let log = SledLog::open(dir, LogConfig::default()).expect("a killed log opens");
+        let read: Vec<Envelope> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
+        assert_eq!(read, all[..read.len()], "a prefix of what was written");
+        drop(log);
+
+        // Written whole, one byte flipped, ending in fewer zeros than a
+        // cut leaves: damage, as before.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        log_with(dir, 4000);
+        let sled_dir = dir.join("log.sled");
+        let (found, _, mut bytes) = spanning(&sled_dir);
+        let &(lid, pos, end, _) = found.iter().find(|m| m.3).expect("a spanning message followed by another");
+        let tail = (lid + end - 4) as usize..(lid + end) as usize;
+        bytes[tail].fill(0);
+        bytes[(lid + pos + 40) as usize] ^= 0x01;
+        std::fs::write(sled_dir.join("db"), &bytes).unwrap();
+        let damage = find_damage(&sled_dir).unwrap().expect("damage");
+        assert_eq!(damage.offset, lid + pos);
     }
 
     /// Rule 7: a cut write whose leftovers are neither frames nor messages
