@@ -22,8 +22,8 @@
 # MODELS_DIR: the argument, else $ENGRAM_MODELS_DIR, else
 # ${XDG_DATA_HOME:-~/.local/share}/engram/models (where the embedder looks).
 # Needs: Linux x86_64 with glibc >= 2.28, python3 with pip, sha256sum; for the
-# multilingual model's one-time conversion, CPython 3.11 with venv (Debian 12's
-# python3, python3-venv).
+# multilingual model's one-time conversion, CPython 3.11 (Debian 12's python3;
+# a venv when python3-venv is there, else a plain --target dir).
 set -euo pipefail
 
 ORT_VERSION=1.31.1
