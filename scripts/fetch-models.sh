@@ -82,8 +82,25 @@ if ((${#need[@]} > 0)); then
     if [[ -n "$glibc" ]] && [[ "$(printf '%s\n2.28\n' "$glibc" | sort -V | head -1)" != 2.28 ]]; then
         die "ONNX Runtime ${ORT_VERSION} needs glibc >= 2.28; this machine has ${glibc}"
     fi
-    command -v python3 >/dev/null || die "python3 not found (apt-get install python3 python3-pip)"
-    python3 -m pip --version >/dev/null 2>&1 || die "pip not found (apt-get install python3-pip)"
+    # apt_install PKG...: Debian's packages, when this user may install them
+    # (root, or sudo without a password); a fresh container may need the
+    # package lists first.
+    apt_install() {
+        command -v apt-get >/dev/null || return 1
+        local run=()
+        if [[ "$(id -u)" != 0 ]]; then
+            command -v sudo >/dev/null && sudo -n true 2>/dev/null || return 1
+            run=(sudo -n)
+        fi
+        say "installing $* (Debian packages)"
+        "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 ||
+            { "${run[@]}" apt-get update -q >/dev/null 2>&1 &&
+                "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1; }
+    }
+    command -v python3 >/dev/null || apt_install python3 python3-pip ||
+        die "python3 not found (apt-get install python3 python3-pip)"
+    python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip ||
+        die "pip not found (apt-get install python3-pip)"
 
     work="$(mktemp -d -t engram-fetch-models.XXXXXX)"
     trap 'rm -rf "$work"' EXIT
