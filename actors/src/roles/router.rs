@@ -67,6 +67,9 @@ pub struct Router {
     /// The user's model choices for open turns: slot 1 (this utterance) and
     /// slot 2 (the session's sticky one), from `utterance.received`.
     choices: HashMap<TurnId, (Option<String>, Option<String>)>,
+    /// Whether the store was checked for vectors of another embedding model
+    /// (once, at the first hybrid route).
+    checked_vectors: bool,
 }
 
 impl Router {
@@ -87,6 +90,32 @@ impl Router {
             learnt: Default::default(),
             history: HashMap::new(),
             choices: HashMap::new(),
+            checked_vectors: false,
+        }
+    }
+
+    /// Says once, at the first hybrid route, how many of the store's
+    /// fingerprint vectors come from another embedding model than this
+    /// runtime's (the configured model changed): those rows are compared on
+    /// their structural features only until turns of the same kind are
+    /// recorded again (`engram stats` counts them).
+    fn check_vectors(&mut self) {
+        if std::mem::replace(&mut self.checked_vectors, true) {
+            return;
+        }
+        let model = self.setup.embedder.model_id();
+        let other = self
+            .patterns
+            .fingerprints()
+            .filter(|(_, row)| row.embedding.as_ref().is_some_and(|e| e.provider != model))
+            .count();
+        if other > 0 {
+            tracing::warn!(
+                rows = other,
+                model,
+                "pattern store: fingerprint vectors of another embedding model (the configured model changed); \
+                 those rows are compared on their structural features only until similar turns are recorded again"
+            );
         }
     }
 
@@ -243,6 +272,7 @@ impl Router {
         // beside the structural features; it travels in `route.decided`,
         // so the store's rebuild never runs the model.
         let embedding = if self.setup.config.pattern.fingerprint_version >= 2 {
+            self.check_vectors();
             let vector = match decision.query.clone() {
                 Some(v) => Some(v),
                 None => self.fast.as_ref().and_then(|f| f.embed_request(&intent.query, now).ok().flatten()),
