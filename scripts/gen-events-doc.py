@@ -56,7 +56,7 @@ for l in catalog:
 emit={'utterance.received':'listener','intent.judged':'listener','day.activated':'listener (first utterance of a day; `engram import` through the same reactor)',
 'route.decided':'router','fastpath.hit':'router','fastpath.missed':'router','pattern.matched':'router (routing slot 4)','canonical.recorded':'router (learning from `turn.completed`)','pipeline.recorded':'router','pipeline.expired':'router','pipeline.promoted':'router',
 'plan.created':'planner','tool.called':'reply loop','tool.completed':'reply loop','llm.call_completed':'whichever actor made the call (planner, reply loop, judge, …)','reply.delivered':'reply loop','turn.completed':'reply loop',
-'session.ended':'host (`end_session`), idle timeout, or import after a session\'s last record','eval.completed':'judge','pattern.recorded':'pattern store','pattern.evicted':'pattern store','summary.written':'summariser','graph.fact_added':'graph','graph.node_merged':'graph','feedback.received':'host','memory.forgotten':'cli (`engram forget`), host (`Runtime::forget`)'}
+'session.ended':'host (`end_session`), idle timeout, or import after a session\'s last record','eval.completed':'judge','pattern.recorded':'pattern store','pattern.evicted':'pattern store','summary.written':'summariser','graph.fact_added':'graph','graph.node_merged':'graph','feedback.received':'host','memory.forgotten':'cli (`engram forget`), host (`Runtime::forget`)','pattern.reembedded':'router (the configured embedding model changed)'}
 examples={}
 for line in open('tests/fixtures/golden-v1/log.jsonl'):
     e=json.loads(line); examples.setdefault(e['kind'],e['payload'])

@@ -4,7 +4,8 @@
 //!
 //! `golden-v1` holds every kind of the first format; each later fixture
 //! holds the kinds added since the one before it (`golden-v2`:
-//! `memory.forgotten`), so together they hold every kind. To write a new
+//! `memory.forgotten`; `golden-v3`: `pattern.reembedded`), so together they
+//! hold every kind. To write a new
 //! one (only ever a *new* fixture directory; an existing one is history and
 //! is never rewritten): add it to [`FIXTURES`], then
 //! `ENGRAM_REGENERATE_GOLDEN=golden-vN cargo test --test golden -- --ignored`.
@@ -28,8 +29,11 @@ struct Fixture {
 }
 
 /// Every golden log, oldest first.
-const FIXTURES: [Fixture; 2] =
-    [Fixture { name: "golden-v1", events: fixture_events }, Fixture { name: "golden-v2", events: fixture_v2_events }];
+const FIXTURES: [Fixture; 3] = [
+    Fixture { name: "golden-v1", events: fixture_events },
+    Fixture { name: "golden-v2", events: fixture_v2_events },
+    Fixture { name: "golden-v3", events: fixture_v3_events },
+];
 
 fn fixture_dir(f: &Fixture) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(f.name)
@@ -50,6 +54,23 @@ fn fixture_v2_events() -> Vec<Envelope> {
         phrases: vec!["Turin".into()],
     };
     vec![Envelope::at(id, at, ActorKind::Cli, forgotten)]
+}
+
+/// `golden-v3`: the kinds added after `golden-v2`.
+fn fixture_v3_events() -> Vec<Envelope> {
+    let at = engram::events::chrono::DateTime::parse_from_rfc3339("2026-11-25T18:00:00Z").unwrap().to_utc();
+    let id = EventId(derive_ulid(at, &[b"golden-v3", &1u32.to_be_bytes()]));
+    let g1 = SessionId::new("g-1");
+    let turn = TurnId::for_turn(&g1, 1, at);
+    let reembedded = PatternReembedded {
+        fingerprint_id: FingerprintId(derive_ulid(at, &[b"fp"])),
+        turn: Some(turn),
+        embedding: QueryEmbedding {
+            provider: "local:use-multilingual-v3:int8:f0b968a1".into(),
+            vector: vec![0.6, -0.8, 0.0, 0.25],
+        },
+    };
+    vec![Envelope::at(id, at, ActorKind::Router, reembedded).with_session(g1).with_turn(turn)]
 }
 
 /// The fixture's events, built deterministically (fixed ids and times).

@@ -702,3 +702,66 @@ fn offline_directives_apply_by_rule() {
     assert!(r.text.contains("Ada") && !r.text.contains('\n'), "one line, as asked: {r:?}");
     rt.shutdown().unwrap();
 }
+
+/// The configured embedding model changed between two runs: at the first
+/// routed turn the pattern store's fingerprints of the old model are
+/// embedded again with the new one (`pattern.reembedded`, in the log, so a
+/// rebuild folds the same store without a model), once — a third run
+/// derives nothing more.
+#[test]
+fn a_model_change_re_embeds_the_pattern_stores_fingerprints_once() {
+    use engram_learning::embedding_model::EmbeddingModel;
+    use engram_learning::projections::PatternOutcomes;
+    use engram_storage::projector::Projection;
+
+    let f = fixture();
+    let minilm: Arc<dyn Embedder> = Arc::new(
+        OnnxEmbedder::open(&EmbedderConfig::default().with_model(EmbeddingModel::MiniLmL6V2))
+            .unwrap_or_else(|e| panic!("the embedding model: {e}")),
+    );
+    let run = |embedder: Arc<dyn Embedder>, session: &str, texts: &[&str]| {
+        let rt = Runtime::builder()
+            .data_dir(&f.data)
+            .offline()
+            .embedder(embedder)
+            .tool(word_count(&f))
+            .turn_timeout(Duration::from_secs(60))
+            .start()
+            .unwrap();
+        let s = SessionId::new(session);
+        for t in texts {
+            rt.handle_utterance(&s, t).unwrap();
+        }
+        rt.end_session(&s).unwrap();
+        assert!(rt.settle(Duration::from_secs(20)));
+        let all = events(&rt);
+        rt.shutdown().unwrap();
+        all
+    };
+    let store = |all: &[Envelope]| {
+        let mut p = PatternOutcomes::default();
+        all.iter().for_each(|e| p.apply(e));
+        let providers: Vec<String> =
+            p.fingerprints().filter_map(|(_, r)| r.embedding.as_ref().map(|e| e.provider.clone())).collect();
+        providers
+    };
+    let first = run(minilm.clone(), "s-old", &["count the words in ~/a.txt", "what time is it in Tokyo"]);
+    let old = store(&first);
+    assert!(!old.is_empty() && old.iter().all(|p| p == minilm.model_id()), "{old:?}");
+
+    let second = run(embedder(), "s-new", &["count the words in ~/b.txt"]);
+    let reembedded: Vec<_> = second
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::PatternReembedded(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reembedded.len(), old.len(), "every old fingerprint, once: {reembedded:?}");
+    assert!(reembedded.iter().all(|r| r.embedding.provider == embedder().model_id() && r.turn.is_some()));
+    let now = store(&second);
+    assert!(now.iter().all(|p| p == embedder().model_id()), "folded from the log alone: {now:?}");
+
+    let third = run(embedder(), "s-again", &["count the words in ~/c.txt"]);
+    assert_eq!(count(&third, EventKind::PatternReembedded), reembedded.len(), "nothing re-embedded twice");
+}

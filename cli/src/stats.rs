@@ -131,7 +131,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             let note = if *model == configured.name() {
                 ""
             } else {
-                " (another model's: compared on their structural features only)"
+                " (another model's: embedded again at the runtime's next routed turn)"
             };
             println!("  fingerprint vectors of {model}: {n}{note}");
         }

@@ -158,6 +158,8 @@ catalog! {
     FeedbackReceived(FeedbackReceived) = 25, "feedback.received", 1;
     /// `memory.forgotten`
     MemoryForgotten(MemoryForgotten) = 26, "memory.forgotten", 1;
+    /// `pattern.reembedded`
+    PatternReembedded(PatternReembedded) = 27, "pattern.reembedded", 1;
 }
 
 impl std::fmt::Display for EventKind {
@@ -176,7 +178,7 @@ mod tests {
             assert_eq!(EventKind::from_code(kind.code()), Some(kind));
             assert_eq!(EventKind::from_name(kind.name()), Some(kind));
         }
-        assert_eq!(EventKind::ALL.len(), 26);
+        assert_eq!(EventKind::ALL.len(), 27);
         assert_eq!(EventKind::from_code(0), None);
         assert_eq!(EventKind::from_name("session.started"), None);
     }

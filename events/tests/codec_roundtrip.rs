@@ -46,12 +46,15 @@ fn opt_text() -> impl Strategy<Value = Option<String>> {
     proptest::option::of(text())
 }
 
-/// A query embedding, or none (finite components: JSON has no NaN).
+/// A query embedding (finite components: JSON has no NaN).
+fn query_embedding() -> impl Strategy<Value = QueryEmbedding> {
+    (text(), prop::collection::vec(-1.0f32..1.0, 0..8))
+        .prop_map(|(provider, vector)| QueryEmbedding { provider, vector })
+}
+
+/// A query embedding, or none.
 fn opt_embedding() -> impl Strategy<Value = Option<QueryEmbedding>> {
-    proptest::option::of(
-        (text(), prop::collection::vec(-1.0f32..1.0, 0..8))
-            .prop_map(|(provider, vector)| QueryEmbedding { provider, vector }),
-    )
+    proptest::option::of(query_embedding())
 }
 
 fn texts() -> impl Strategy<Value = Vec<String>> {
@@ -514,6 +517,9 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 MemoryForgotten { request, facts, sessions, phrases }.into()
             })
             .boxed(),
+        EventKind::PatternReembedded => (fingerprint_id(), proptest::option::of(turn_id()), query_embedding())
+            .prop_map(|(fingerprint_id, turn, embedding)| PatternReembedded { fingerprint_id, turn, embedding }.into())
+            .boxed(),
     }
 }
 
@@ -684,7 +690,7 @@ proptest! {
 fn the_strategy_builds_every_kind() {
     // One envelope per kind, deterministically, each round-tripping both ways.
     let mut runner = TestRunner::deterministic();
-    assert_eq!(EventKind::ALL.len(), 26);
+    assert_eq!(EventKind::ALL.len(), 27);
     for &kind in EventKind::ALL {
         let env = sample(&arb_envelope_with(arb_event(kind)), &mut runner);
         assert_eq!(env.kind(), kind);

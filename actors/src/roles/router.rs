@@ -14,7 +14,7 @@ use std::sync::Arc;
 use chrono::FixedOffset;
 use engram_events::derived;
 use engram_events::payloads::*;
-use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
+use engram_events::{ActorKind, Envelope, Event, EventKind, FingerprintId, Seq, SessionId, TurnId};
 use engram_learning::config::Config;
 use engram_learning::fast_path::Decision;
 use engram_learning::features;
@@ -23,6 +23,7 @@ use engram_learning::projections::{ActiveDays, CanonicalQueries, PatternOutcomes
 use engram_learning::reactors::{FastPathReactor, Reactor};
 use engram_storage::embedding_cache::EmbeddingCache;
 use engram_storage::projector::Projection;
+use engram_storage::EventLog;
 
 use crate::bus::Bus;
 use crate::embedder::Embedder;
@@ -68,7 +69,7 @@ pub struct Router {
     /// slot 2 (the session's sticky one), from `utterance.received`.
     choices: HashMap<TurnId, (Option<String>, Option<String>)>,
     /// Whether the store was checked for vectors of another embedding model
-    /// (once, at the first hybrid route).
+    /// (once, at the first routed turn; see [`Router::reembed`]).
     checked_vectors: bool,
 }
 
@@ -94,29 +95,86 @@ impl Router {
         }
     }
 
-    /// Says once, at the first hybrid route, how many of the store's
-    /// fingerprint vectors come from another embedding model than this
-    /// runtime's (the configured model changed): those rows are compared on
-    /// their structural features only until turns of the same kind are
-    /// recorded again (`engram stats` counts them).
-    fn check_vectors(&mut self) {
-        if std::mem::replace(&mut self.checked_vectors, true) {
-            return;
+    /// Once, at the first hybrid route: the store's fingerprints whose
+    /// vectors come from another embedding model than this runtime's (the
+    /// configured model changed) get their request embedded again by this
+    /// one, as `pattern.reembedded` events caused by `cause` and folded at
+    /// once — so they meet this model's queries by meaning again, the log
+    /// carries the new vectors, and rebuilding the store still runs no
+    /// model. A fingerprint's request is the query of the turn that first
+    /// recorded it (found by one pass over the log's `intent.judged`, paid
+    /// only after a model change); one whose request is not in the log any
+    /// more keeps its vector and is compared on structure, with a warning.
+    fn reembed(&mut self, cause: &Envelope, bus: &Bus) -> Vec<Envelope> {
+        if std::mem::replace(&mut self.checked_vectors, true) || self.setup.config.pattern.fingerprint_version < 2 {
+            return Vec::new();
         }
-        let model = self.setup.embedder.model_id();
-        let other = self
+        let model = self.setup.embedder.model_id().to_owned();
+        let mut stale: Vec<(u64, FingerprintId)> = self
             .patterns
             .fingerprints()
             .filter(|(_, row)| row.embedding.as_ref().is_some_and(|e| e.provider != model))
-            .count();
-        if other > 0 {
+            .map(|(id, row)| (row.first_seq, id))
+            .collect();
+        if stale.is_empty() {
+            return Vec::new();
+        }
+        stale.sort_unstable();
+        // The requests are embedded as route-time queries are: their
+        // canonical text, through the fast path's memo.
+        self.fast_path();
+        let log = bus.log();
+        let turn_of = |seq: u64| match log.read_from(Seq(seq)).next() {
+            Some(Ok(env)) => match &env.event {
+                Event::PatternRecorded(p) => p.turn,
+                _ => None,
+            },
+            _ => None,
+        };
+        let turns: Vec<(FingerprintId, Option<TurnId>)> = stale.iter().map(|(seq, id)| (*id, turn_of(*seq))).collect();
+        let wanted: std::collections::HashSet<TurnId> = turns.iter().filter_map(|(_, t)| *t).collect();
+        let mut queries: HashMap<TurnId, (String, chrono::DateTime<chrono::FixedOffset>)> = HashMap::new();
+        for env in log.read_kinds(Seq::FIRST, &[EventKind::IntentJudged]).flatten() {
+            if let (Some(turn), Event::IntentJudged(i)) = (env.turn, &env.event) {
+                if wanted.contains(&turn) {
+                    queries.insert(turn, (i.query.clone(), env.at.with_timezone(&self.setup.offset)));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let mut kept = 0usize;
+        for (id, turn) in turns {
+            let vector = turn
+                .and_then(|t| queries.get(&t))
+                .and_then(|(query, at)| self.fast.as_ref().and_then(|f| f.embed_request(query, *at).ok().flatten()));
+            let Some(vector) = vector else {
+                kept += 1;
+                continue;
+            };
+            let event = PatternReembedded {
+                fingerprint_id: id,
+                turn,
+                embedding: QueryEmbedding { provider: model.clone(), vector },
+            };
+            out.push(derived(cause, ActorKind::Router, event, out.len() as u32));
+        }
+        tracing::info!(
+            rows = out.len(),
+            model,
+            "pattern store: fingerprints recorded with another embedding model embedded again with this one"
+        );
+        if kept > 0 {
             tracing::warn!(
-                rows = other,
+                rows = kept,
                 model,
-                "pattern store: fingerprint vectors of another embedding model (the configured model changed); \
-                 those rows are compared on their structural features only until similar turns are recorded again"
+                "pattern store: fingerprints of another embedding model whose request is not in the log; \
+                 compared on their structural features only"
             );
         }
+        for env in &out {
+            self.patterns.apply(env);
+        }
+        out
     }
 
     /// Notes the canonical text a learnt event is about, before the
@@ -272,7 +330,6 @@ impl Router {
         // beside the structural features; it travels in `route.decided`,
         // so the store's rebuild never runs the model.
         let embedding = if self.setup.config.pattern.fingerprint_version >= 2 {
-            self.check_vectors();
             let vector = match decision.query.clone() {
                 Some(v) => Some(v),
                 None => self.fast.as_ref().and_then(|f| f.embed_request(&intent.query, now).ok().flatten()),
@@ -496,11 +553,15 @@ impl Role for Router {
         self.fold(env);
     }
 
-    fn handle(&mut self, env: &Envelope, _bus: &Bus) -> Vec<Envelope> {
+    fn handle(&mut self, env: &Envelope, bus: &Bus) -> Vec<Envelope> {
         let mut out = match &env.event {
             // An imported turn was routed when it happened; it is history.
             Event::IntentJudged(i) if i.judge == JudgeKind::Import => Vec::new(),
-            Event::IntentJudged(i) if i.directed && !i.stop && !i.query.trim().is_empty() => self.route(env, i),
+            Event::IntentJudged(i) if i.directed && !i.stop && !i.query.trim().is_empty() => {
+                let mut out = self.reembed(env, bus);
+                out.extend(self.route(env, i));
+                out
+            }
             _ => Vec::new(),
         };
         self.note_learnt(env);

@@ -280,3 +280,22 @@ payload! {
         pub evicted: Vec<EvictedOutcome>,
     }
 }
+
+payload! {
+    /// `pattern.reembedded`: a hybrid fingerprint's request embedded again by
+    /// the embedding model the runtime now runs (the configured model
+    /// changed). The vector travels in the log, so rebuilding the store
+    /// still never runs a model; the fingerprint keeps its id and outcomes,
+    /// and its vector becomes this one (the old one is never compared with
+    /// the new model's queries). Derived by the router, once per
+    /// fingerprint and model.
+    pub struct PatternReembedded {
+        /// The fingerprint.
+        pub fingerprint_id: FingerprintId,
+        /// The turn whose request was embedded (the one that first recorded
+        /// the fingerprint).
+        pub turn: Option<TurnId>,
+        /// The new vector and the model that made it.
+        pub embedding: QueryEmbedding,
+    }
+}

@@ -216,20 +216,7 @@ impl KnnIndex {
         };
         self.workloads.push(w);
         if let Some(e) = &fp.embedding {
-            let arena = match self.arenas.iter().position(|a| a.provider == e.provider && a.dim == e.vector.len()) {
-                Some(a) => a,
-                None => {
-                    self.arenas.push(Arena {
-                        provider: e.provider.clone(),
-                        dim: e.vector.len(),
-                        data: Vec::new(),
-                        slots: Vec::new(),
-                    });
-                    self.arenas.len() - 1
-                }
-            };
-            self.arenas[arena].data.extend_from_slice(&e.vector);
-            self.arenas[arena].slots.push(slot as u32);
+            self.arena_push(slot as u32, e);
         }
         if fp.stage == Stage::Route {
             self.route_slots.push(slot as u32);
@@ -237,6 +224,46 @@ impl KnnIndex {
         self.slots.push(Slot { id, alive: true, models: Vec::new(), fingerprint: fp });
         self.by_id.insert(id, slot as u32);
         slot
+    }
+
+    /// Puts `slot`'s vector in the arena of its provider and dimension.
+    fn arena_push(&mut self, slot: u32, e: &Embedding) {
+        let arena = match self.arenas.iter().position(|a| a.provider == e.provider && a.dim == e.vector.len()) {
+            Some(a) => a,
+            None => {
+                self.arenas.push(Arena {
+                    provider: e.provider.clone(),
+                    dim: e.vector.len(),
+                    data: Vec::new(),
+                    slots: Vec::new(),
+                });
+                self.arenas.len() - 1
+            }
+        };
+        self.arenas[arena].data.extend_from_slice(&e.vector);
+        self.arenas[arena].slots.push(slot);
+    }
+
+    /// Gives fingerprint `id` another embedding — its request embedded again
+    /// by the model the runtime now runs — keeping its place in the
+    /// first-recorded order and its outcome rows; the old vector leaves its
+    /// arena. Similarities are per slot, so the order of an arena's vectors
+    /// does not matter and the old one is swapped out in O(dim).
+    pub fn set_embedding(&mut self, id: FingerprintId, embedding: Embedding) {
+        let Some(&slot) = self.by_id.get(&id) else { return };
+        if let Some(old) = self.slots[slot as usize].fingerprint.embedding.take() {
+            if let Some(a) = self.arenas.iter().position(|a| a.provider == old.provider && a.dim == old.vector.len()) {
+                let arena = &mut self.arenas[a];
+                if let Some(i) = arena.slots.iter().position(|s| *s == slot) {
+                    let (dim, last) = (arena.dim, arena.slots.len() - 1);
+                    arena.slots.swap_remove(i);
+                    arena.data.copy_within(last * dim..(last + 1) * dim, i * dim);
+                    arena.data.truncate(last * dim);
+                }
+            }
+        }
+        self.arena_push(slot, &embedding);
+        self.slots[slot as usize].fingerprint.embedding = Some(embedding);
     }
 
     /// Widens field `f` to `stride` words per slot.
@@ -428,6 +455,7 @@ mod tests {
     use super::*;
     use engram_events::payloads::SideEffectClass;
     use proptest::prelude::*;
+    use ulid::Ulid;
 
     const TAGS: &[&str] = &["commit", "debug", "doc", "refactor", "test", "architecture"];
     const EXT: &[&str] = &[".py", ".rs", ".md", ".sql", ".ts", ".json", ".toml"];
@@ -506,6 +534,34 @@ mod tests {
                 prop_assert_eq!(got, want);
             }
         }
+    }
+
+    /// A fingerprint re-embedded by another model answers as if it had been
+    /// recorded with that vector: same order, same scores, other rows of the
+    /// old model untouched.
+    #[test]
+    fn a_re_embedded_fingerprint_answers_as_if_recorded_so() {
+        let fp = |tag: &str, provider: &str, v: [f32; 2]| {
+            Fingerprint::structural(StructuralFeatures { intent_tags: vec![tag.into()], ..Default::default() })
+                .with_embedding(Some(Embedding::new(provider, v.to_vec())))
+        };
+        let rows = [fp("a", "old", [1.0, 0.0]), fp("b", "old", [0.0, 1.0]), fp("c", "old", [0.6, 0.8])];
+        let mut live = KnnIndex::default();
+        for (i, r) in rows.iter().enumerate() {
+            live.insert(FingerprintId(Ulid(i as u128 + 1)), r, "m");
+        }
+        let moved = Embedding::new("new", vec![0.8, 0.6]);
+        live.set_embedding(FingerprintId(Ulid(2)), moved.clone());
+        let mut fresh = KnnIndex::default();
+        for (i, r) in rows.iter().enumerate() {
+            let r = if i == 1 { r.clone().with_embedding(Some(moved.clone())) } else { r.clone() };
+            fresh.insert(FingerprintId(Ulid(i as u128 + 1)), &r, "m");
+        }
+        for query in [fp("b", "new", [0.8, 0.6]), fp("a", "old", [1.0, 0.0])] {
+            assert_eq!(live.search(&query, 3, 0.6), fresh.search(&query, 3, 0.6));
+        }
+        let q = fp("b", "new", [0.8, 0.6]);
+        assert_eq!(live.search(&q, 1, 0.6)[0].fingerprint, FingerprintId(Ulid(2)), "the new vector is compared");
     }
 
     #[test]

@@ -24,7 +24,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use engram_events::payloads::{FingerprintKind, PatternEvicted, PatternRecorded, QueryEmbedding, StructuralFeatures};
+use engram_events::payloads::{
+    FingerprintKind, PatternEvicted, PatternRecorded, PatternReembedded, QueryEmbedding, StructuralFeatures,
+};
 use engram_events::{Envelope, EvalId, Event, EventKind, FingerprintId, SessionId, TurnId};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -367,6 +369,16 @@ impl PatternOutcomes {
         }
     }
 
+    /// A fingerprint's request embedded again by another model: its vector
+    /// becomes that one (id, outcomes and first-recorded order unchanged).
+    fn fold_reembedded(&mut self, r: &PatternReembedded) {
+        let fkey = fp_key(r.fingerprint_id);
+        let Some(mut row) = self.fingerprints.get(&fkey).cloned() else { return };
+        row.embedding = Some(r.embedding.clone());
+        self.fingerprints.insert(fkey.to_vec(), row);
+        self.index.set_embedding(r.fingerprint_id, Embedding::new(&r.embedding.provider, r.embedding.vector.clone()));
+    }
+
     fn fold_evicted(&mut self, e: &PatternEvicted) {
         for o in &e.evicted {
             let okey = outcome_key(o.fingerprint_id, &o.primary_model);
@@ -429,6 +441,7 @@ impl Projection for PatternOutcomes {
             EventKind::SessionEnded,
             EventKind::PatternRecorded,
             EventKind::PatternEvicted,
+            EventKind::PatternReembedded,
         ])
     }
 
@@ -505,6 +518,7 @@ impl Projection for PatternOutcomes {
             }
             Event::PatternRecorded(p) => self.fold_recorded(env, p),
             Event::PatternEvicted(e) => self.fold_evicted(e),
+            Event::PatternReembedded(r) => self.fold_reembedded(r),
             _ => {}
         }
     }
