@@ -153,11 +153,8 @@ impl OfflinePlanner {
     /// a model, and what `search_tools` finds.
     pub fn rank(&self, text: &str) -> Result<Vec<(String, f32)>, EmbedError> {
         let v = self.embedder.embed_batch(&[text])?.pop().unwrap_or_default();
-        let mut ranked: Vec<(String, f32)> = self
-            .tools
-            .iter()
-            .map(|t| (t.name.clone(), t.vectors.iter().map(|tv| dot(&v, tv)).fold(f32::MIN, f32::max)))
-            .collect();
+        let mut ranked: Vec<(String, f32)> =
+            self.tools.iter().map(|t| (t.name.clone(), nearest(&v, &t.vectors))).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Ok(ranked)
     }
@@ -171,7 +168,6 @@ impl OfflinePlanner {
         let vectors = self.embedder.embed_batch(&refs)?;
         let mut steps = Vec::new();
         for (part, v) in parts.iter().zip(&vectors) {
-            let best_of = |vs: &[Vec<f32>]| vs.iter().map(|tv| dot(v, tv)).fold(f32::MIN, f32::max);
             let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
             let wanted = effectful_actions(part);
             let best = self
@@ -180,7 +176,7 @@ impl OfflinePlanner {
                 // Rule 3: an effectful action only to a tool that does it.
                 .filter(|t| wanted.is_subset(&t.actions))
                 .map(|t| {
-                    let mut score = best_of(&t.vectors);
+                    let mut score = nearest(v, &t.vectors);
                     // Rule 2: a path favours the tools taking one of its kind.
                     if let (Some(kind), Some(takes)) = (path, t.path) {
                         score += PATH_BONUS + if takes == Some(kind) { PATH_BONUS } else { 0.0 };
@@ -193,7 +189,7 @@ impl OfflinePlanner {
                 continue;
             };
             // Rule 1: small talk nearer than any tool asks for none.
-            let chat = best_of(&self.small_talk);
+            let chat = nearest(v, &self.small_talk);
             tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
             if cosine < self.threshold || chat > cosine {
                 continue;
@@ -212,6 +208,12 @@ fn path_kind(path: &str) -> PathKind {
         Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() && !path.ends_with('/') => PathKind::File,
         _ => PathKind::Dir,
     }
+}
+
+/// The best cosine of `v` to any of `vectors` (a tool's phrasings, or the
+/// small-talk ones).
+fn nearest(v: &[f32], vectors: &[Vec<f32>]) -> f32 {
+    vectors.iter().map(|tv| dot(v, tv)).fold(f32::MIN, f32::max)
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
