@@ -187,17 +187,10 @@ fn fold(word: &str) -> String {
         Some((head, tail)) if head.len() <= 4 && !tail.is_empty() => tail,
         _ => word,
     };
-    // English synonyms to one word, then Italian words to their English
-    // concept (`lexicon`), so that a request learnt in one language is
-    // compared with its twin in the other by meaning.
-    let w = match w {
-        "pictures" | "picture" | "images" | "image" | "photos" | "photo" => "photo",
-        "lights" | "light" => "light",
-        "documents" | "document" | "docs" => "document",
-        "files" | "file" => "file",
-        "mails" | "emails" | "e-mails" | "mail" => "email",
-        other => lexicon::concept(other),
-    };
+    // Synonyms and Italian words to one English concept (`lexicon`), so
+    // that a request learnt in one language is compared with its twin in
+    // the other by meaning.
+    let w = lexicon::concept(w);
     // Simple English plural.
     if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && w.is_ascii() {
         w[..w.len() - 1].to_owned()
