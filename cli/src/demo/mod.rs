@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use engram::actors::Runtime;
 use engram::events::SessionId;
+use engram::learning::config::Config;
 
 use crate::output;
 use workload::Step;
@@ -62,12 +63,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (Some(t), path)
         }
     };
+    // The configuration both parts run with: the user's (file-less:
+    // defaults and ENGRAM_* variables), with the demo's location and files.
+    let mut config = Config::load(None, std::env::vars())?;
+    config.tools.location = "Turin, Italy".to_owned();
+    config.tools.file_roots = vec![data.join(FILES_DIR)];
     let started = Instant::now();
-    drive(&data, &steps)?;
+    drive(&data, &steps, config.clone())?;
     let wall = started.elapsed();
-    route(&data)?;
+    let embedder = config.embedder.model.spec().id;
+    route(&data, config)?;
     let log = crate::open_existing(&data)?;
-    let report = report::Report::from_log(&log, wall, &data, args.keep.is_some())?;
+    let report = report::Report::from_log(&log, wall, &data, embedder, args.keep.is_some())?;
     if args.json {
         output::print_json(&report)?;
     } else {
@@ -78,12 +85,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The second part ([`models`]): the runtime on the same data dir, with two
 /// stand-in candidate models on the demo's scripted local server.
-fn route(data: &Path) -> anyhow::Result<()> {
+fn route(data: &Path, config: Config) -> anyhow::Result<()> {
     let files = data.join(FILES_DIR);
     let url = models::serve()?;
-    let mut config = engram::learning::config::Config::load(None, std::env::vars())?;
-    config.tools.location = "Turin, Italy".to_owned();
-    config.tools.file_roots = vec![files.clone()];
     let config = models::config(config, &url);
     let mut builder = Runtime::builder().data_dir(data).config(config).turn_timeout(TURN_TIMEOUT);
     for tool in tools::all(&files) {
@@ -97,11 +101,8 @@ fn route(data: &Path) -> anyhow::Result<()> {
 
 /// Starts the runtime on `data` and takes every step of the workload
 /// through it; returns once every actor has settled and the log is flushed.
-fn drive(data: &Path, steps: &[Step]) -> anyhow::Result<()> {
+fn drive(data: &Path, steps: &[Step], config: Config) -> anyhow::Result<()> {
     let files = data.join(FILES_DIR);
-    let mut config = engram::learning::config::Config::load(None, std::env::vars())?;
-    config.tools.location = "Turin, Italy".to_owned();
-    config.tools.file_roots = vec![files.clone()];
     let mut builder = Runtime::builder().data_dir(data).offline().config(config).turn_timeout(TURN_TIMEOUT);
     let rt = {
         // Owner-only, as the runtime would create it: the files go inside.

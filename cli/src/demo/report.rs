@@ -133,7 +133,14 @@ pub struct Graph {
 
 impl Report {
     /// Reads the whole log of `data` once.
-    pub fn from_log(log: &SledLog, wall: Duration, data: &Path, kept: bool) -> anyhow::Result<Report> {
+    /// `embedder`: the id of the embedding model the demo's runtime ran.
+    pub fn from_log(
+        log: &SledLog,
+        wall: Duration,
+        data: &Path,
+        embedder: &'static str,
+        kept: bool,
+    ) -> anyhow::Result<Report> {
         let mut utterances = 0;
         let mut sessions = HashSet::new();
         let mut sessions_recorded = 0;
@@ -296,9 +303,7 @@ impl Report {
             sessions: sessions.len() as u64,
             wall_ms: wall.as_millis() as u64,
             offline: true,
-            // The model the demo's runtime ran: the configuration's, as
-            // the demo loads it (the environment may name another).
-            embedder: Config::load(None, std::env::vars()).map(|c| c.embedder.model).unwrap_or_default().spec().id,
+            embedder,
             planner_calls_made,
             planner_calls_saved: saved,
             saved_pct: if asked == 0 { 0.0 } else { (1000.0 * saved as f64 / asked as f64).round() / 10.0 },
