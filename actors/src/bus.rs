@@ -66,12 +66,17 @@ impl Bus {
         self.contains(engram_events::derived_id(cause, kind, 0)).unwrap_or(false)
     }
 
-    /// The last `seq` an actor handled (0: none).
+    /// The last `seq` an actor handled (0: none), never past the log's
+    /// head: a checkpoint beyond it names events a power loss took back
+    /// (the log keeps only whole write-ahead records; see
+    /// `engram_storage::wal`, rule 5), and the events that take those
+    /// positions next are new work.
     pub fn checkpoint(&self, actor: &str) -> Result<Seq, LogError> {
-        Ok(match self.checkpoints.get(actor.as_bytes())? {
+        let stored = match self.checkpoints.get(actor.as_bytes())? {
             Some(v) => Seq(u64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8]))),
             None => Seq(0),
-        })
+        };
+        Ok(stored.min(self.log.head()))
     }
 
     /// Records that `actor` handled everything up to `seq`. Not flushed on

@@ -61,11 +61,11 @@ pub fn create_private_dir(path: &Path) -> io::Result<()> {
 
 /// The entries of a data dir engram writes: each must be the user's own
 /// and not a symbolic link.
-const ENTRIES: &[&str] = &["engram.lock", "engram.sock", "log.sled"];
+const ENTRIES: &[&str] = &["engram.lock", "engram.sock", "log.sled", crate::wal::WAL_DIR];
 
 /// Checks a data dir before engram uses it, and tightens what it finds:
 ///
-/// 1. the dir itself, `engram.lock`, `engram.sock`, `log.sled` and everything in it must be
+/// 1. the dir itself, `engram.lock`, `engram.sock`, `log.sled`, `log.wal` and everything in them must be
 ///    owned by this process's user — another user's file in a private dir
 ///    is a planted one;
 /// 2. none of those may be a symbolic link: `log.sled` linked to a
@@ -89,9 +89,11 @@ pub fn guard(dir: &Path) -> Result<(), crate::LogError> {
             return Err(unsafe_entry(dir, format!("owned by uid {}, not by you (uid {me})", meta.uid())));
         }
         let mut paths: Vec<std::path::PathBuf> = ENTRIES.iter().map(|e| dir.join(e)).collect();
-        let sled = dir.join("log.sled");
-        if std::fs::symlink_metadata(&sled).is_ok_and(|m| m.is_dir()) {
-            entries_below(&sled, &mut paths).map_err(|e| crate::LogError::io(&sled, e))?;
+        for below in ["log.sled", crate::wal::WAL_DIR] {
+            let below = dir.join(below);
+            if std::fs::symlink_metadata(&below).is_ok_and(|m| m.is_dir()) {
+                entries_below(&below, &mut paths).map_err(|e| crate::LogError::io(&below, e))?;
+            }
         }
         for path in paths {
             let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };

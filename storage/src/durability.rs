@@ -1,15 +1,19 @@
-//! What "acknowledged" means, and the fsync that makes it true.
+//! What "acknowledged" means, and the fsyncs that make it true.
 //!
-//! sled 0.34's `flush()` writes its log with `sync_file_range`, which pushes
-//! data pages to the device but neither flushes the drive cache nor writes the
-//! file's metadata, and it never fsyncs the separate files it writes for
-//! large values (`blobs/`). So after sled's flush, `Syncer::sync`
+//! An append is durable once its group commit's record is in a write-ahead
+//! file that has been `fdatasync`ed ([`crate::wal`]); sled gets the record
+//! after that, and is made durable only at checkpoints, before the
+//! write-ahead files it makes redundant are deleted. sled 0.34's `flush()`
+//! writes its log with `sync_file_range`, which pushes data pages to the
+//! device but neither flushes the drive cache nor writes the file's
+//! metadata, and it never fsyncs the separate files it writes for large
+//! values (`blobs/`). So at a checkpoint, after sled's flush, `Syncer::sync`
 //! `fdatasync`s the `db` file, fsyncs every blob file it has not synced yet,
 //! and fsyncs the directories whose entries changed.
 //!
-//! * A **process crash** (`kill -9`, panic, OOM kill) loses nothing that
-//!   sled handed to the kernel: in both policies every event acknowledged
-//!   before the crash (durable), or flushed before it (relaxed), is there.
+//! * A **process crash** (`kill -9`, panic, OOM kill) loses nothing
+//!   acknowledged, under either policy: the record was handed to the kernel
+//!   before the acknowledgement.
 //! * A **power loss or kernel crash** loses nothing acknowledged under
 //!   [`Durability::Durable`]; under [`Durability::Relaxed`] it loses at most
 //!   the events of the last `flush_every_ms`.
@@ -23,19 +27,20 @@ use crate::error::LogError;
 /// When an append is acknowledged.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// Acknowledge after the batch is flushed and fsynced. Concurrent
-    /// appenders share one flush (group commit). The default.
+    /// Acknowledge after the batch's write-ahead record is fsynced.
+    /// Concurrent appenders share one fsync (group commit). The default.
     #[default]
     Durable,
-    /// Acknowledge once the batch is in sled's memory; flush and fsync every
-    /// `flush_every_ms`. Faster; a power loss may lose that window.
+    /// Acknowledge once the batch's write-ahead record is written (in the
+    /// kernel); fsync every `flush_every_ms`. Faster; a power loss may lose
+    /// that window.
     Relaxed {
         /// Flush interval.
         flush_every_ms: u64,
     },
 }
 
-/// fsyncs what sled's flush leaves unsynced.
+/// fsyncs what sled's flush leaves unsynced (at checkpoints).
 pub(crate) struct Syncer {
     db_file: File,
     db_path: PathBuf,

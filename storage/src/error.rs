@@ -82,6 +82,18 @@ pub enum LogError {
         /// What sled said.
         what: String,
     },
+    /// A write-ahead file holds a record that fails its check with a sound
+    /// one after it (or in a file that is not the last): damage, not a
+    /// write a crash cut short. See [`crate::wal`].
+    #[error("{path}: the write-ahead log is damaged at byte {offset} ({what}); `engram repair` salvages its events")]
+    WalDamaged {
+        /// The file.
+        path: PathBuf,
+        /// Where the bad record starts.
+        offset: u64,
+        /// What is wrong with it.
+        what: String,
+    },
     /// The writer thread is gone (the log was closed or it panicked).
     #[error("the log writer has stopped")]
     WriterStopped,

@@ -9,7 +9,9 @@
 //! * [`log`] — the event log on sled: one writer thread fed over a
 //!   crossbeam channel, group commit, segments of packed frames
 //!   ([`segment`]), an id index that makes appends idempotent, and the
-//!   fsync that makes "acknowledged" mean durable ([`durability`]).
+//!   write-ahead file whose one `fdatasync` per group commit makes
+//!   "acknowledged" mean durable ([`wal`]), and the checkpoint that makes
+//!   sled durable behind it ([`durability`]).
 //! * [`subscription`] — backlog-then-live streams with no gap and no
 //!   duplicate, that never slow the writer down.
 //! * [`follow`] — the owner of a data dir streams it to followers in other
@@ -41,6 +43,7 @@ pub mod segment;
 pub mod sled_recovery;
 pub mod subscription;
 pub mod verify;
+pub mod wal;
 
 pub use backend::{AppendOutcome, AppendTicket, EventLog};
 pub use durability::Durability;

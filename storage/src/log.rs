@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -34,9 +34,12 @@ use crate::follow::{self, FollowServer};
 use crate::lock::DataDirLock;
 use crate::segment::{self, SegmentBuilder, SEGMENT_TARGET_BYTES};
 use crate::subscription::{Backlog, Filter, Hub, Subscription};
+use crate::wal::{self, Wal};
 
 /// The log format this build writes and reads.
-pub const LOG_FORMAT: u32 = 1;
+/// Format 2 added the write-ahead files (`log.wal/`), which an engram of
+/// format 1 would not read: it is refused such a log.
+pub const LOG_FORMAT: u32 = 2;
 
 /// Under the durable policy, how long a deferred append waits for a
 /// durable one (or a flush) before the writer flushes it on its own.
@@ -97,8 +100,29 @@ struct Shared {
     db: sled::Db,
     log: sled::Tree,
     ids: sled::Tree,
+    /// The last acknowledged position.
     head: AtomicU64,
+    /// The last position sled holds.
+    applied: Applied,
+    /// Ids acknowledged but not applied to sled yet.
+    pending: Mutex<HashMap<EventId, Seq>>,
     hub: Arc<Hub>,
+}
+
+impl Shared {
+    /// Where `id` is: among the pending appends, else in sled's index (an
+    /// id leaves the pending ones only once sled has it).
+    fn seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError> {
+        if let Some(&seq) = self.pending.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
+            return Ok(Some(seq));
+        }
+        seq_of(&self.ids, id)
+    }
+
+    /// Waits until sled holds every acknowledged event.
+    fn caught_up(&self) -> Result<(), LogError> {
+        self.applied.wait_for(Seq(self.head.load(Ordering::Acquire)))
+    }
 }
 
 /// The embedded event log on sled. Cheap to share behind an `Arc`; dropping
@@ -137,7 +161,14 @@ impl SledLog {
         }
         let log = db.open_tree("log")?;
         let ids = db.open_tree("ids")?;
-        let (head, tail_fault) = match recover_head(&log).and_then(|head| reindex_tail(&log, &ids).map(|_| head)) {
+        // Rule 6 of the write-ahead log: damage in its files refuses the
+        // open, as damage sled would cut at does.
+        let wal_dir = dir.join(wal::WAL_DIR);
+        let recovered = wal::recover(&wal_dir)?;
+        let recovery = recover_head(&log)
+            .and_then(|stored| apply_wal(&log, &ids, &recovered, stored))
+            .and_then(|head| reindex_tail(&log, &ids).map(|_| head));
+        let (head, tail_fault) = match recovery {
             Ok(head) => (head, None),
             Err(e) => {
                 tracing::error!("{e}; appends are refused until the log is repaired");
@@ -147,26 +178,46 @@ impl SledLog {
         let mut syncer = Syncer::new(&sled_dir)?;
         db.flush()?;
         syncer.sync()?;
+        // sled now holds every record durably: start a new write-ahead file
+        // after the head and drop the old ones (rule 4). A log that cannot
+        // take appends keeps its files as they are, for `engram repair`.
+        let wal = match &tail_fault {
+            Some(_) => None,
+            None => {
+                let generation = recovered.last_generation.map_or(1, |g| g + 1);
+                let wal = Wal::create(&wal_dir, generation, head)?;
+                wal::remove_up_to(&wal_dir, generation - 1)?;
+                if meta.get("format")?.as_deref() != Some(&LOG_FORMAT.to_be_bytes()[..]) {
+                    // From here on an older engram, blind to the
+                    // write-ahead files, must not open this log.
+                    meta.insert("format", &LOG_FORMAT.to_be_bytes())?;
+                    db.flush()?;
+                    syncer.sync()?;
+                }
+                Some(wal)
+            }
+        };
         let shared = Arc::new(Shared {
             dir: dir.to_owned(),
             db,
             log,
             ids,
             head: AtomicU64::new(head.0),
+            applied: Applied::new(head),
+            pending: Mutex::new(HashMap::new()),
             hub: Arc::new(Hub::default()),
         });
         let (tx, rx) = unbounded();
         let writer = {
-            let shared = shared.clone();
-            let config = config.clone();
+            let writer = Writer::new(shared.clone(), config.clone(), syncer, wal, wal_dir, rx)?;
             std::thread::Builder::new()
                 .name("engram-log-writer".into())
-                .spawn(move || Writer { shared, config, syncer, rx }.run())
+                .spawn(move || writer.run())
                 .map_err(|e| LogError::io(dir, e))?
         };
         let follow = {
             let hub = shared.hub.clone();
-            let tree = shared.log.clone();
+            let tree = shared.clone();
             let capacity = config.subscriber_buffer;
             let serve = move |from| {
                 let backlog: Arc<dyn Backlog> = Arc::new(TreeBacklog(tree.clone()));
@@ -199,14 +250,15 @@ impl SledLog {
 
     /// Iterates the raw segments whose first `seq` is at or after `from`.
     pub fn segments_from(&self, from: Seq) -> impl Iterator<Item = Result<(Seq, sled::IVec), LogError>> + '_ {
-        self.shared.log.range(segment::key(from)..).map(|r| {
+        let caught_up = self.shared.caught_up().err().map(Err);
+        caught_up.into_iter().chain(self.shared.log.range(segment::key(from)..).map(|r| {
             let (k, v) = r?;
             let seq = segment::seq_of_key(&k).ok_or_else(|| LogError::Inconsistent {
                 seq: Seq(0),
                 what: format!("segment key of {} bytes", k.len()),
             })?;
             Ok((seq, v))
-        })
+        }))
     }
 
     /// The sled tree holding projection `name`'s rows and checkpoint.
@@ -229,6 +281,7 @@ impl SledLog {
         from: Seq,
         mut f: impl FnMut(FrameView<'_>) -> Result<(), LogError>,
     ) -> Result<u64, LogError> {
+        self.shared.caught_up()?;
         let from = Seq(from.0.max(1));
         let start = self
             .shared
@@ -269,6 +322,7 @@ impl SledLog {
 
     /// The `seq` the id index records for `id`.
     pub fn indexed_seq(&self, id: EventId) -> Result<Option<Seq>, LogError> {
+        self.shared.caught_up()?;
         seq_of(&self.shared.ids, id)
     }
 
@@ -306,6 +360,9 @@ impl EventLog for SledLog {
     }
 
     fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        if let Err(e) = self.shared.caught_up() {
+            return Box::new(std::iter::once(Err(e)));
+        }
         Box::new(LogIter::new(self.shared.log.clone(), from).with_head(self.head()))
     }
 
@@ -314,17 +371,20 @@ impl EventLog for SledLog {
         from: Seq,
         kinds: &[EventKind],
     ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        if let Err(e) = self.shared.caught_up() {
+            return Box::new(std::iter::once(Err(e)));
+        }
         // Records of other kinds are CRC-checked but never decoded.
         Box::new(LogIter::new(self.shared.log.clone(), from).with_head(self.head()).with_kinds(kinds))
     }
 
     fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError> {
-        let backlog: Arc<dyn Backlog> = Arc::new(TreeBacklog(self.shared.log.clone()));
+        let backlog: Arc<dyn Backlog> = Arc::new(TreeBacklog(self.shared.clone()));
         Ok(Subscription::new(self.shared.hub.clone(), backlog, from, filter, self.subscriber_buffer))
     }
 
     fn seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError> {
-        seq_of(&self.shared.ids, id)
+        self.shared.seq_of(id)
     }
 
     fn flush(&self) -> Result<(), LogError> {
@@ -399,6 +459,77 @@ fn recover_head(log: &sled::Tree) -> Result<Seq, LogError> {
     Ok(Seq(end.0 - 1))
 }
 
+/// Rule 5 of the write-ahead log: applies every record of `recovered` to
+/// sled again (the same keys get the same bytes) and removes what sled
+/// holds past the last whole record. `stored` is sled's own head. Returns
+/// the log's head.
+fn apply_wal(log: &sled::Tree, ids: &sled::Tree, recovered: &wal::Recovered, stored: Seq) -> Result<Seq, LogError> {
+    let (Some(base), Some(end)) = (recovered.base, recovered.end) else {
+        return Ok(stored); // no write-ahead files yet (a new or format-1 log)
+    };
+    if stored < base {
+        return Err(LogError::Inconsistent {
+            seq: stored.next(),
+            what: format!(
+                "the store ends at seq {stored} but the write-ahead log starts after seq {base}: \
+                 the files between are missing"
+            ),
+        });
+    }
+    let mut index = Vec::new();
+    for (first, bytes) in recovered.records.iter().flatten() {
+        segment::for_each_frame(*first, bytes, |seq, frame| {
+            let view = frame.view().map_err(|source| LogError::Corrupt { seq, source })?;
+            index.push((view.id(), seq));
+            Ok(())
+        })?;
+    }
+    let applied = index.len();
+    write_to_sled(log, ids, recovered.records.iter().flatten(), index.into_iter())?;
+    if applied > 0 && end > stored {
+        tracing::info!("applied {} events from the write-ahead log (seq {} to {end})", end.0 - stored.0, stored.next());
+    }
+    if let Some((path, offset)) = &recovered.torn {
+        tracing::warn!(
+            "{}: dropped a record cut short at byte {offset} (a write a crash interrupted; never acknowledged)",
+            path.display()
+        );
+    }
+    if stored > end {
+        let removed = trim_after(log, ids, end)?;
+        tracing::warn!(
+            "removed {removed} events past seq {end}: sled had written them, but the write-ahead record that \
+             carried them was cut short (a power loss), so none was acknowledged as durable"
+        );
+    }
+    Ok(end)
+}
+
+/// Removes every segment after `end`, and the ids of their events.
+/// Segments never span two group commits, so `end` (a record's last seq)
+/// is always a segment boundary.
+fn trim_after(log: &sled::Tree, ids: &sled::Tree, end: Seq) -> Result<u64, LogError> {
+    let mut removed = 0;
+    let mut segments = sled::Batch::default();
+    let mut index = sled::Batch::default();
+    for entry in log.range(segment::key(end.next())..) {
+        let (key, bytes) = entry?;
+        for frame in binary::frames(&bytes) {
+            // A frame that does not read has no id to remove.
+            let Ok(view) = frame.and_then(|f| f.view()) else { continue };
+            if seq_of(ids, view.id())? == Some(view.seq()) {
+                index.remove(&view.id().0 .0.to_be_bytes());
+            }
+            removed += 1;
+        }
+        segments.remove(key);
+    }
+    // The ids first: an index entry never points past the segments.
+    ids.apply_batch(index)?;
+    log.apply_batch(segments)?;
+    Ok(removed)
+}
+
 /// Indexes the ids of the last segments if a crash came between a commit's
 /// segment batch and its index batch. Walks back from the last segment and
 /// stops at the first one whose records are all indexed. Returns the number
@@ -436,11 +567,59 @@ fn reindex_tail(log: &sled::Tree, ids: &sled::Tree) -> Result<usize, LogError> {
 struct Writer {
     shared: Arc<Shared>,
     config: LogConfig,
-    syncer: Syncer,
+    /// `None` when the log opened unable to take appends.
+    wal: Option<Wal>,
+    wal_dir: PathBuf,
+    /// Records for the applier, and checkpoints after them.
+    apply: Option<Sender<ApplyMsg>>,
+    applier: Option<JoinHandle<Syncer>>,
+    /// Why appends are refused after a failed write: the write-ahead file
+    /// and sled can no longer be trusted to agree until the log is reopened.
+    poisoned: Option<String>,
     rx: Receiver<WriterMsg>,
 }
 
+/// A group commit, written to the write-ahead file, for sled.
+struct Record {
+    segments: Vec<(Seq, Vec<u8>)>,
+    index: Vec<(EventId, Seq)>,
+    last: Seq,
+}
+
+/// What the writer hands the applier, in order.
+enum ApplyMsg {
+    /// Apply a record to sled.
+    Record(Record),
+    /// Make sled durable, then delete the write-ahead files up to this
+    /// generation (every record in them came before).
+    Checkpoint(u64),
+}
+
+/// Records the applier may fall behind the writer by before the writer
+/// waits for it: bounds the memory of a relaxed import outrunning sled.
+const APPLY_QUEUE: usize = 256;
+
 impl Writer {
+    fn new(
+        shared: Arc<Shared>,
+        config: LogConfig,
+        syncer: Syncer,
+        wal: Option<Wal>,
+        wal_dir: PathBuf,
+        rx: Receiver<WriterMsg>,
+    ) -> Result<Writer, LogError> {
+        let (tx, apply_rx) = bounded(APPLY_QUEUE);
+        let applier = {
+            let shared = shared.clone();
+            let dir = wal_dir.clone();
+            std::thread::Builder::new()
+                .name("engram-log-apply".into())
+                .spawn(move || applier(&shared, syncer, &dir, &apply_rx))
+                .map_err(|e| LogError::io(&wal_dir, e))?
+        };
+        Ok(Writer { shared, config, wal, wal_dir, apply: Some(tx), applier: Some(applier), poisoned: None, rx })
+    }
+
     fn run(mut self) {
         let relaxed_interval = match self.config.durability {
             Durability::Durable => None,
@@ -493,37 +672,33 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            let committed = self.commit(&mut appends);
-            let durable = match (&committed, relaxed_interval) {
-                // A flush also makes every deferred append before it durable
-                // (and a durable append of events already present, deferred
-                // a moment ago, must wait for it too).
-                (Ok(batch), None) if any_durable && (batch.is_some() || dirty_since.is_some()) => {
+            let committed = self.commit(&mut appends, |written| {
+                // A durable append waits for the fsync; so does a durable
+                // append of events already present, deferred a moment ago.
+                let sync = relaxed_interval.is_none() && any_durable && (written || dirty_since.is_some());
+                if sync {
                     dirty_since = None;
-                    self.make_durable()
-                }
-                (Ok(Some(_)), _) => {
+                } else if written {
                     dirty_since.get_or_insert_with(Instant::now);
-                    Ok(())
                 }
-                _ => Ok(()),
-            };
+                sync
+            });
             let flush_result = if flushes.is_empty() {
                 Ok(())
             } else {
                 dirty_since = None;
                 self.make_durable()
             };
-            match (committed, durable) {
-                (Ok(batch), Ok(())) => {
+            match committed {
+                Ok(fresh) => {
                     for (events, ack) in appends.drain(..) {
                         let _ = ack.send(Ok(outcomes_of(&events)));
                     }
-                    if let Some(batch) = batch {
-                        self.shared.hub.publish(batch);
+                    if let Some(fresh) = fresh {
+                        self.shared.hub.publish(fresh);
                     }
                 }
-                (Err(e), _) | (Ok(_), Err(e)) => {
+                Err(e) => {
                     let msg = e.to_string();
                     tracing::error!("append failed: {msg}");
                     for (_, ack) in appends.drain(..) {
@@ -535,31 +710,92 @@ impl Writer {
                 let _ = ack.send(flush_result.as_ref().map(|_| ()).map_err(|e| LogError::Transaction(e.to_string())));
             }
         }
-        if let Err(e) = self.make_durable() {
-            tracing::error!("final flush failed: {e}");
+        self.close();
+    }
+
+    /// Makes every record written so far durable: one `fdatasync` of the
+    /// write-ahead file (sled's own flush is the applier's, at checkpoints).
+    fn make_durable(&mut self) -> Result<(), LogError> {
+        if let Some(why) = &self.poisoned {
+            return Err(LogError::Transaction(why.clone()));
+        }
+        match self.wal.as_mut().map(Wal::sync) {
+            Some(Err(e)) => Err(self.poison(e)),
+            _ => Ok(()),
         }
     }
 
-    fn make_durable(&mut self) -> Result<(), LogError> {
-        self.shared.db.flush()?;
-        self.syncer.sync()
+    /// After a failed write or fsync what reached the file is unknown (and
+    /// a failed fsync may have dropped dirty pages): no more appends until
+    /// the log is reopened and recovered from its files.
+    fn poison(&mut self, e: LogError) -> LogError {
+        let why = format!("{e}; no more appends until the log is reopened");
+        tracing::error!("{why}");
+        self.poisoned = Some(why.clone());
+        LogError::Transaction(why)
     }
 
-    /// Assigns positions, writes segments and index entries atomically.
-    /// Each request's events are replaced by their outcome-carrying copies;
+    /// The group commit: assigns positions, writes the record to the
+    /// write-ahead file, fsyncs it when `sync_needed(a record was written)`
+    /// says so, makes it visible, and hands it to the applier. Each
+    /// request's events are replaced by their outcome-carrying copies;
     /// returns the newly appended envelopes for subscribers.
-    fn commit(&mut self, appends: &mut [(Vec<Envelope>, Ack)]) -> Result<Option<Arc<[Envelope]>>, LogError> {
+    fn commit(
+        &mut self,
+        appends: &mut [(Vec<Envelope>, Ack)],
+        sync_needed: impl FnOnce(bool) -> bool,
+    ) -> Result<Option<Arc<[Envelope]>>, LogError> {
+        if let Some(why) = self.poisoned.clone().or_else(|| self.shared.applied.failure()) {
+            return Err(LogError::Transaction(why));
+        }
+        let prepared = self.prepare(appends)?;
+        let sync = sync_needed(prepared.is_some());
+        if let Some((record, _)) = &prepared {
+            let Some(wal) = self.wal.as_mut() else { return Err(LogError::WriterStopped) };
+            if let Err(e) = wal.append(&record.segments) {
+                return Err(self.poison(e));
+            }
+        }
+        if sync {
+            self.make_durable()?;
+        }
+        let Some((record, fresh)) = prepared else { return Ok(None) };
+        // Visible from here: readers find the ids among the pending ones,
+        // and wait for the applier before reading the trees.
+        {
+            let mut pending = self.shared.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.extend(record.index.iter().copied());
+        }
+        let last = record.last;
+        self.shared.head.store(last.0, Ordering::Release);
+        let Some(apply) = &self.apply else { return Err(LogError::WriterStopped) };
+        apply.send(ApplyMsg::Record(record)).map_err(|_| LogError::WriterStopped)?;
+        let wal = self.wal.as_mut().expect("written above");
+        if wal.len() >= wal::WAL_FILE_BYTES {
+            // Rule 3: the closed file is synced before the next starts.
+            match wal.rotate(last) {
+                Ok(closed) => {
+                    let _ = apply.send(ApplyMsg::Checkpoint(closed));
+                }
+                Err(e) => return Err(self.poison(e)),
+            }
+        }
+        Ok(Some(fresh.into()))
+    }
+
+    /// Positions, duplicates and segments of a group commit.
+    fn prepare(&self, appends: &mut [(Vec<Envelope>, Ack)]) -> Result<Option<(Record, Vec<Envelope>)>, LogError> {
         let head = Seq(self.shared.head.load(Ordering::Acquire));
         let mut next = head.next();
         let mut in_batch: HashMap<EventId, Seq> = HashMap::new();
         let mut builder = SegmentBuilder::new(self.config.segment_bytes);
-        let mut index: Vec<([u8; 16], [u8; 8])> = Vec::new();
+        let mut index = Vec::new();
         let mut fresh = Vec::new();
         for (events, _) in appends.iter_mut() {
             for env in events.iter_mut() {
                 let existing = match in_batch.get(&env.id) {
                     Some(&seq) => Some(seq),
-                    None => seq_of(&self.shared.ids, env.id)?,
+                    None => self.shared.seq_of(env.id)?,
                 };
                 match existing {
                     Some(seq) => {
@@ -570,7 +806,7 @@ impl Writer {
                         env.seq = next;
                         in_batch.insert(env.id, next);
                         builder.push(env);
-                        index.push((env.id.0 .0.to_be_bytes(), next.0.to_be_bytes()));
+                        index.push((env.id, next));
                         fresh.push(env.clone());
                         next = next.next();
                     }
@@ -580,24 +816,164 @@ impl Writer {
         if fresh.is_empty() {
             return Ok(None);
         }
-        let segments = builder.finish();
-        // Two atomic batches, segments first: sled recovers a prefix of its
-        // (single, ordered) log, so after a crash the index can only lag the
-        // segments, never lead them; `reindex_tail` repairs the lag at open.
-        // One transaction over both trees would make sled roll its IO
-        // buffer twice per commit, halving durable append throughput.
-        let mut log_batch = sled::Batch::default();
-        for (first, bytes) in &segments {
-            log_batch.insert(&segment::key(*first), bytes.as_slice());
+        Ok(Some((Record { segments: builder.finish(), index, last: Seq(next.0 - 1) }, fresh)))
+    }
+
+    /// On close: everything durable in sled, and the write-ahead files
+    /// replaced by an empty one, so the next open has nothing to re-apply.
+    fn close(&mut self) {
+        if let Err(e) = self.make_durable() {
+            tracing::error!("final flush failed: {e}");
         }
-        self.shared.log.apply_batch(log_batch)?;
-        let mut id_batch = sled::Batch::default();
-        for (id, seq) in &index {
-            id_batch.insert(id, seq);
+        self.apply.take();
+        let Some(mut syncer) = self.applier.take().and_then(|h| h.join().ok()) else { return };
+        if self.poisoned.is_some() || self.shared.applied.failure().is_some() {
+            return; // the files stay: the next open recovers from them
         }
-        self.shared.ids.apply_batch(id_batch)?;
-        self.shared.head.store(next.0 - 1, Ordering::Release);
-        Ok(Some(fresh.into()))
+        let Some(wal) = self.wal.as_mut() else { return };
+        let head = Seq(self.shared.head.load(Ordering::Acquire));
+        let result = make_sled_durable(&self.shared.db, &mut syncer)
+            .and_then(|_| wal.rotate(head))
+            .and_then(|closed| wal::remove_up_to(&self.wal_dir, closed));
+        if let Err(e) = result {
+            tracing::error!("final checkpoint failed (the write-ahead log keeps every event): {e}");
+        }
+    }
+}
+
+/// Writes segments, then their ids, into sled as two atomic batches.
+/// sled recovers its log as batches, so after a crash the index can only
+/// lag the segments, never lead them (`reindex_tail` repairs the lag), and
+/// no segment is ever half there. (sled's recovery of plain inserts, cut by
+/// a crash among its concurrently written buffers, can leave its page table
+/// with a hole it then panics on; its batches are recovered whole or not
+/// at all.)
+fn write_to_sled<'a>(
+    log: &sled::Tree,
+    ids: &sled::Tree,
+    segments: impl Iterator<Item = &'a (Seq, Vec<u8>)>,
+    index: impl Iterator<Item = (EventId, Seq)>,
+) -> Result<(), LogError> {
+    let mut log_batch = sled::Batch::default();
+    for (first, bytes) in segments {
+        log_batch.insert(&segment::key(*first), bytes.as_slice());
+    }
+    log.apply_batch(log_batch)?;
+    let mut id_batch = sled::Batch::default();
+    for (id, seq) in index {
+        id_batch.insert(&id.0 .0.to_be_bytes(), &seq.0.to_be_bytes());
+    }
+    ids.apply_batch(id_batch)?;
+    Ok(())
+}
+
+/// sled flushed and fsynced: after this, write-ahead files holding only
+/// records applied before it may go (rule 4).
+fn make_sled_durable(db: &sled::Db, syncer: &mut Syncer) -> Result<(), LogError> {
+    db.flush()?;
+    syncer.sync()
+}
+
+/// Most records the applier writes to sled in one pair of batches.
+const APPLY_RECORDS: usize = 1024;
+
+/// The applier thread: applies the writer's records to sled, as many as
+/// are queued in one pair of batches — sled's atomic batch costs two
+/// IO-buffer rolls (`pwrite` + `sync_file_range`) whatever its size, and
+/// here they are paid off the appenders' path — and runs the checkpoints
+/// (sled flushed and fsynced, then the write-ahead files up to a
+/// generation deleted). A failed checkpoint leaves the files for the next
+/// one, or the next open; a failed apply stops appends (the files keep
+/// every event).
+fn applier(shared: &Shared, mut syncer: Syncer, wal_dir: &Path, rx: &Receiver<ApplyMsg>) -> Syncer {
+    while let Ok(first) = rx.recv() {
+        let mut records = Vec::new();
+        let mut checkpoint = None;
+        let mut next = Some(first);
+        // Everything queued, up to a checkpoint (which must follow the
+        // records before it, and no later one).
+        while let Some(msg) = next.take() {
+            match msg {
+                ApplyMsg::Record(r) => records.push(r),
+                ApplyMsg::Checkpoint(generation) => {
+                    checkpoint = Some(generation);
+                    break;
+                }
+            }
+            if records.len() < APPLY_RECORDS {
+                next = rx.try_recv().ok();
+            }
+        }
+        if shared.applied.failure().is_some() {
+            continue;
+        }
+        if let Some(last) = records.last().map(|r| r.last) {
+            let segments = records.iter().flat_map(|r| r.segments.iter());
+            let index = records.iter().flat_map(|r| r.index.iter().copied());
+            match write_to_sled(&shared.log, &shared.ids, segments, index) {
+                Ok(()) => {
+                    let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
+                    for (id, _) in records.iter().flat_map(|r| r.index.iter()) {
+                        pending.remove(id);
+                    }
+                    drop(pending);
+                    shared.applied.advance(last);
+                }
+                Err(e) => {
+                    let why = format!("applying appended events to sled failed: {e}; reopen the log");
+                    tracing::error!("{why}");
+                    shared.applied.fail(why);
+                    continue;
+                }
+            }
+        }
+        if let Some(generation) = checkpoint {
+            if let Err(e) =
+                make_sled_durable(&shared.db, &mut syncer).and_then(|_| wal::remove_up_to(wal_dir, generation))
+            {
+                tracing::error!("checkpoint failed (the write-ahead files stay until one succeeds): {e}");
+            }
+        }
+    }
+    syncer
+}
+
+/// How far sled has caught up with the acknowledged head: readers of the
+/// trees wait for it, so an acknowledged append is read back at once.
+struct Applied {
+    state: Mutex<(Seq, Option<String>)>,
+    changed: Condvar,
+}
+
+impl Applied {
+    fn new(head: Seq) -> Self {
+        Applied { state: Mutex::new((head, None)), changed: Condvar::new() }
+    }
+
+    /// Waits until sled holds everything up to `seq`.
+    fn wait_for(&self, seq: Seq) -> Result<(), LogError> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while state.0 < seq && state.1.is_none() {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        match &state.1 {
+            Some(why) => Err(LogError::Transaction(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn advance(&self, seq: Seq) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).0 = seq;
+        self.changed.notify_all();
+    }
+
+    fn fail(&self, why: String) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(why);
+        self.changed.notify_all();
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).1.clone()
     }
 }
 
@@ -818,11 +1194,15 @@ impl Iterator for LogIter {
     }
 }
 
-struct TreeBacklog(sled::Tree);
+/// A subscription's backlog: the trees, once sled holds everything
+/// acknowledged (events published before the subscriber registered must
+/// come from here).
+struct TreeBacklog(Arc<Shared>);
 
 impl Backlog for TreeBacklog {
     fn read_chunk(&self, from: Seq, max: usize, out: &mut Vec<Envelope>) -> Result<(), LogError> {
-        for env in LogIter::new(self.0.clone(), from).take(max) {
+        self.0.caught_up()?;
+        for env in LogIter::new(self.0.log.clone(), from).take(max) {
             out.push(env?);
         }
         Ok(())

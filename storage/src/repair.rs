@@ -6,14 +6,18 @@
 //! | 1 | read the old log with sled, going around damaged records ([`crate::log::LogIter`] resynchronises on the next frame that checks out); if sled cannot open it at all (a damaged snapshot, `conf`, a deleted file — or sled panics), **scan its files raw** for frames: every frame carries its own seq and CRC, so the events can be found without sled's structures |
 //! | 2 | name what is lost: the runs of seqs no readable frame holds, and — when the old id index still reads — the ids it had at those seqs |
 //! | 3 | append the salvaged events, in seq order, to a new log in `DIR/.repair/new/` (ids kept; seqs renumbered gap-free from the first loss on) |
-//! | 4 | move the new log into `DIR/log.sled` |
+//! | 4 | move the new log into `DIR/log.sled` (and its write-ahead files into `DIR/log.wal`) |
 //!
 //! Before sled reads its copy, damaged messages in the part sled replays
 //! at open are given the checksum their bytes have
 //! ([`crate::sled_recovery::disarm`]): sled would otherwise cut the log at
 //! the first of them.
 //!
-//! Before step 1 the damaged log is moved to `DIR/damaged-<UTC time>/` and
+//! The raw scan reads the write-ahead files too ([`crate::wal`]): they hold
+//! whole frames of what sled had not made durable yet.
+//!
+//! Before step 1 the damaged log (and its write-ahead files) is moved to
+//! `DIR/damaged-<UTC time>/` and
 //! never written again: sled reads a copy of it (its recovery may write),
 //! the raw scan reads the original.
 //!
@@ -107,13 +111,20 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
             LogError::io(&log_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no log to repair"))
         })?
     };
+    // The write-ahead files go aside with the store (a repair interrupted
+    // between the two moves finishes the second here).
+    let wal_dir = dir.join(crate::wal::WAL_DIR);
+    if wal_dir.exists() && !aside.join(crate::wal::WAL_DIR).exists() {
+        std::fs::rename(&wal_dir, aside.join(crate::wal::WAL_DIR)).map_err(io(&wal_dir))?;
+    }
     let source = aside.join("log.sled");
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
     }
     // Every frame in the damaged files, whatever sled makes of them: what
     // fills the gaps sled leaves (or everything, when sled cannot open).
-    let raw = RawIndex::scan(&source)?;
+    // The write-ahead files hold whole frames too: what sled never got.
+    let raw = RawIndex::scan(&[source.clone(), aside.join(crate::wal::WAL_DIR)])?;
     // sled may write to a log it opens (its recovery): it gets a copy.
     let copy = staging.join("old.sled");
     copy_dir(&source, &copy).map_err(io(&copy))?;
@@ -181,13 +192,23 @@ fn install(
 ) -> Result<RepairReport, LogError> {
     let log_dir = dir.join("log.sled");
     std::fs::rename(staging.join("new").join("log.sled"), &log_dir).map_err(|e| LogError::io(&log_dir, e))?;
+    // The new log's write-ahead files (one empty file after its close).
+    let wal_dir = dir.join(crate::wal::WAL_DIR);
+    let new_wal = staging.join("new").join(crate::wal::WAL_DIR);
+    if new_wal.exists() {
+        if wal_dir.exists() {
+            // Left by a repair interrupted after this move: the new log's.
+            std::fs::remove_dir_all(&wal_dir).map_err(|e| LogError::io(&wal_dir, e))?;
+        }
+        std::fs::rename(&new_wal, &wal_dir).map_err(|e| LogError::io(&wal_dir, e))?;
+    }
     let _ = std::fs::remove_dir_all(staging);
     drop(lock);
     Ok(report)
 }
 
 /// Copies a dir tree (files and dirs only).
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     crate::data_dir::create_private_dir(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
@@ -210,9 +231,11 @@ struct RawIndex {
 }
 
 impl RawIndex {
-    fn scan(old: &Path) -> Result<RawIndex, LogError> {
+    fn scan(dirs: &[PathBuf]) -> Result<RawIndex, LogError> {
         let mut entries = Vec::new();
-        crate::data_dir::entries_below(old, &mut entries).map_err(|e| LogError::io(old, e))?;
+        for dir in dirs.iter().filter(|d| d.is_dir()) {
+            crate::data_dir::entries_below(dir, &mut entries).map_err(|e| LogError::io(dir, e))?;
+        }
         let mut files: Vec<PathBuf> =
             entries.into_iter().filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file())).collect();
         files.sort();

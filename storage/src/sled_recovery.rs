@@ -448,6 +448,9 @@ mod tests {
     use engram_events::{ActorKind, Envelope, SessionId};
 
     /// A log of `n` more events in `dir`, written by one process; all of it.
+    /// The write-ahead files are left as a kill would leave them (holding
+    /// every record since the open), while sled's files are as a close
+    /// leaves them: the tests cut sled's files as a kill would.
     fn log_with(dir: &Path, n: u32) -> Vec<Envelope> {
         let log = SledLog::open(dir, LogConfig::default()).unwrap();
         let events: Vec<Envelope> = (0..n)
@@ -460,7 +463,16 @@ mod tests {
             log.append(chunk.to_vec()).unwrap();
         }
         let all: Vec<_> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
+        let wal = dir.join(crate::wal::WAL_DIR);
+        let kept = dir.join("wal.kept");
+        std::fs::create_dir_all(&kept).unwrap();
+        for entry in std::fs::read_dir(&wal).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), kept.join(entry.file_name())).unwrap();
+        }
         drop(log);
+        std::fs::remove_dir_all(&wal).unwrap();
+        std::fs::rename(&kept, &wal).unwrap();
         all
     }
 
@@ -507,10 +519,21 @@ mod tests {
         assert!(e.to_string().contains(&format!("seq {}", bad.seq)) && e.to_string().contains("engram repair"), "{e}");
         assert_eq!(std::fs::read(dir.join("log.sled").join("db")).unwrap(), before, "nothing written to the files");
 
-        // Disarmed (what `engram repair` does to its copy), sled opens it
-        // and every record but the damaged one reads.
+        // Disarmed (what `engram repair` does to its copy), sled opens it.
         assert!(disarm(&dir.join("log.sled")).unwrap() >= 1);
         assert_eq!(find_damage(&dir.join("log.sled")).unwrap(), None);
+        // The write-ahead files still hold the record whole: re-applied at
+        // open, it replaces the damaged copy.
+        let other = tempfile::tempdir().unwrap();
+        let healed = other.path().join("healed");
+        crate::repair::copy_dir(dir, &healed).unwrap();
+        let log = SledLog::open(&healed, LogConfig::default()).unwrap();
+        let read: Vec<Envelope> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
+        assert_eq!(read, all);
+        drop(log);
+        // Without them (checkpointed since), every record but the damaged
+        // one reads.
+        std::fs::remove_dir_all(dir.join(crate::wal::WAL_DIR)).unwrap();
         let log = SledLog::open(dir, LogConfig::default()).unwrap();
         let read: Vec<Result<Envelope, crate::LogError>> = log.read_from(Seq::FIRST).collect();
         let good: Vec<Seq> = read.iter().filter_map(|r| r.as_ref().ok().map(|e| e.seq)).collect();

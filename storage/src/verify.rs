@@ -1,6 +1,7 @@
 //! `engram verify`: every record's CRC and archive, gap-free positions,
-//! segment keys that match their first record, and an id index that points
-//! at the right place.
+//! segment keys that match their first record, an id index that points
+//! at the right place, and write-ahead files that read whole and match the
+//! store.
 
 use engram_events::Seq;
 
@@ -17,6 +18,8 @@ pub struct VerifyReport {
     pub segments: u64,
     /// Payload bytes (frames) read.
     pub bytes: u64,
+    /// Segments of the write-ahead files checked against the store.
+    pub wal_segments: u64,
     /// Every fault, in log order (the first one is the one to fix first).
     pub faults: Vec<LogError>,
 }
@@ -105,6 +108,24 @@ pub fn verify(log: &SledLog, mut progress: impl FnMut(u64)) -> VerifyReport {
             }
         }
         progress(report.events);
+    }
+    // The write-ahead files (`wal`): every record whole and chained, and
+    // each of its segments in the store byte for byte (the open applied
+    // them; a checkpoint deletes them once the store has them durably).
+    match crate::wal::recover(&log.dir().join(crate::wal::WAL_DIR)) {
+        Ok(recovered) => {
+            for (first, frames) in recovered.records.iter().flatten() {
+                report.wal_segments += 1;
+                match log.segments_from(*first).next().transpose() {
+                    Ok(Some((seq, bytes))) if seq == *first && bytes.as_ref() == frames.as_slice() => {}
+                    _ => {
+                        let what = "the write-ahead log's segment is not the store's".to_owned();
+                        fault(&mut report, LogError::Inconsistent { seq: *first, what });
+                    }
+                }
+            }
+        }
+        Err(e) => fault(&mut report, e),
     }
     let indexed = log.indexed_ids() as u64;
     if report.faults.is_empty() && indexed != report.events {

@@ -81,6 +81,19 @@ impl Projector {
                     })?)),
                     None => Seq(0),
                 };
+            let head = log.head();
+            let last_seq = if last_seq > head {
+                // Rows folded from events a power loss took back (the log
+                // keeps only whole write-ahead records: `wal`, rule 5).
+                tracing::warn!(
+                    "projection {}: checkpoint at seq {last_seq} is past the log's head ({head}); rebuilding it",
+                    projection.name()
+                );
+                tree.clear()?;
+                Seq(0)
+            } else {
+                last_seq
+            };
             projection.reset();
             let mut rows = tree
                 .iter()
