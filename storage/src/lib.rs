@@ -35,6 +35,7 @@ pub mod durability;
 pub mod embedding_cache;
 pub mod error;
 pub mod follow;
+pub mod id_index;
 pub mod lock;
 pub mod log;
 pub mod projector;

@@ -6,7 +6,7 @@
 //! | tree   | key                    | value                                   |
 //! |--------|------------------------|-----------------------------------------|
 //! | `log`  | first `seq` (u64 BE)   | a segment: frames of consecutive events |
-//! | `ids`  | event id (ULID, 16 B)  | its `seq` (u64 BE)                      |
+//! | `ids`  | id bucket (7 B: ms, 4 bits) | entries: id (16 B), `seq` (u64 BE)  |
 //! | `meta` | `format`               | log format version (u32 BE)             |
 //!
 //! Appenders hand batches to the writer over a crossbeam channel. The writer
@@ -31,6 +31,7 @@ use crate::backend::{AppendOutcome, AppendTicket, EventLog};
 use crate::durability::{Durability, Syncer};
 use crate::error::LogError;
 use crate::follow::{self, FollowServer};
+use crate::id_index;
 use crate::lock::DataDirLock;
 use crate::segment::{self, SegmentBuilder, SEGMENT_TARGET_BYTES};
 use crate::subscription::{Backlog, Filter, Hub, Subscription};
@@ -38,7 +39,8 @@ use crate::wal::{self, Wal};
 
 /// The log format this build writes and reads.
 /// Format 2 added the write-ahead files (`log.wal/`), which an engram of
-/// format 1 would not read: it is refused such a log.
+/// format 1 would not read (it is refused such a log), and keeps the id
+/// index in buckets ([`id_index`]); a format-1 log is upgraded at open.
 pub const LOG_FORMAT: u32 = 2;
 
 /// Under the durable policy, how long a deferred append waits for a
@@ -154,19 +156,25 @@ impl SledLog {
         // sled has created its files under whatever umask the process has.
         crate::data_dir::guard(dir)?;
         let meta = db.open_tree("meta")?;
-        match meta.get("format")? {
+        let on_disk = match meta.get("format")? {
             Some(v) => {
                 let found = u32::from_be_bytes(v.as_ref().try_into().unwrap_or([0xff; 4]));
                 if found > LOG_FORMAT {
                     return Err(LogError::FormatTooNew { path: dir.to_owned(), found, supported: LOG_FORMAT });
                 }
+                found
             }
             None => {
                 meta.insert("format", &LOG_FORMAT.to_be_bytes())?;
+                LOG_FORMAT
             }
-        }
+        };
         let log = db.open_tree("log")?;
         let ids = db.open_tree("ids")?;
+        if on_disk < 2 {
+            // Format 1 kept one index key per id; format 2 keeps buckets.
+            rebuild_id_index(&log, &ids)?;
+        }
         // Rule 6 of the write-ahead log: damage in its files refuses the
         // open, as damage sled would cut at does.
         let wal_dir = dir.join(wal::WAL_DIR);
@@ -324,8 +332,9 @@ impl SledLog {
 
     /// Number of entries in the id index (equals the number of events in a
     /// healthy log).
-    pub fn indexed_ids(&self) -> usize {
-        self.shared.ids.len()
+    pub fn indexed_ids(&self) -> Result<u64, LogError> {
+        self.shared.caught_up()?;
+        id_index::count(&self.shared.ids)
     }
 
     /// The `seq` the id index records for `id`.
@@ -455,7 +464,7 @@ fn is_damage(e: &std::io::Error) -> bool {
 }
 
 fn seq_of(ids: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogError> {
-    Ok(ids.get(id.0 .0.to_be_bytes())?.map(|v| Seq(u64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8])))))
+    id_index::get(ids, id)
 }
 
 /// The last `seq` in the log, from its last segment.
@@ -517,25 +526,43 @@ fn apply_wal(log: &sled::Tree, ids: &sled::Tree, recovered: &wal::Recovered, sto
 /// Segments never span two group commits, so `end` (a record's last seq)
 /// is always a segment boundary.
 fn trim_after(log: &sled::Tree, ids: &sled::Tree, end: Seq) -> Result<u64, LogError> {
-    let mut removed = 0;
     let mut segments = sled::Batch::default();
-    let mut index = sled::Batch::default();
+    let mut index = Vec::new();
     for entry in log.range(segment::key(end.next())..) {
         let (key, bytes) = entry?;
         for frame in binary::frames(&bytes) {
             // A frame that does not read has no id to remove.
             let Ok(view) = frame.and_then(|f| f.view()) else { continue };
-            if seq_of(ids, view.id())? == Some(view.seq()) {
-                index.remove(&view.id().0 .0.to_be_bytes());
-            }
-            removed += 1;
+            index.push((view.id(), view.seq()));
         }
         segments.remove(key);
     }
+    let removed = index.len() as u64;
     // The ids first: an index entry never points past the segments.
-    ids.apply_batch(index)?;
+    id_index::remove_all(ids, index.into_iter())?;
     log.apply_batch(segments)?;
     Ok(removed)
+}
+
+/// Builds the id index again from every record (the upgrade from format
+/// 1). Unreadable records are left out: `engram verify` names them.
+fn rebuild_id_index(log: &sled::Tree, ids: &sled::Tree) -> Result<(), LogError> {
+    ids.clear()?;
+    let mut chunk = Vec::new();
+    for entry in log.iter() {
+        let (_, bytes) = entry?;
+        for frame in binary::frames(&bytes) {
+            if let Ok(view) = frame.and_then(|f| f.view()) {
+                chunk.push((view.id(), view.seq()));
+            }
+        }
+        if chunk.len() >= 1 << 16 {
+            id_index::insert_all(ids, chunk.drain(..))?;
+        }
+    }
+    id_index::insert_all(ids, chunk.into_iter())?;
+    tracing::info!("rebuilt the id index in its format-2 layout");
+    Ok(())
 }
 
 /// Indexes the ids of the last segments if a crash came between a commit's
@@ -552,7 +579,7 @@ fn reindex_tail(log: &sled::Tree, ids: &sled::Tree) -> Result<usize, LogError> {
         segment::for_each_frame(first, &v, |seq, frame| {
             let env = frame.decode().map_err(|source| LogError::Corrupt { seq, source })?;
             if seq_of(ids, env.id)?.is_none() {
-                missing.push((env.id.0 .0.to_be_bytes(), seq.0.to_be_bytes()));
+                missing.push((env.id, seq));
             }
             Ok(())
         })?;
@@ -560,11 +587,7 @@ fn reindex_tail(log: &sled::Tree, ids: &sled::Tree) -> Result<usize, LogError> {
             break;
         }
         added += missing.len();
-        let mut batch = sled::Batch::default();
-        for (id, seq) in missing {
-            batch.insert(&id, &seq);
-        }
-        ids.apply_batch(batch)?;
+        id_index::insert_all(ids, missing.into_iter())?;
     }
     if added > 0 {
         tracing::warn!("re-indexed {added} event ids written just before a crash");
@@ -871,12 +894,7 @@ fn write_to_sled<'a>(
         log_batch.insert(&segment::key(*first), bytes.as_slice());
     }
     log.apply_batch(log_batch)?;
-    let mut id_batch = sled::Batch::default();
-    for (id, seq) in index {
-        id_batch.insert(&id.0 .0.to_be_bytes(), &seq.0.to_be_bytes());
-    }
-    ids.apply_batch(id_batch)?;
-    Ok(())
+    id_index::insert_all(ids, index)
 }
 
 /// sled flushed and fsynced: after this, write-ahead files holding only

@@ -435,11 +435,8 @@ fn sled_reader(old: &Path, tx: &crossbeam_channel::Sender<FromSled>) {
     let mut index: Vec<(u64, EventId)> = Vec::new();
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let Ok(ids) = db.open_tree("ids") else { return };
-        for (id, seq) in ids.iter().map_while(Result::ok) {
-            let (Ok(id), Ok(seq)) = (<[u8; 16]>::try_from(id.as_ref()), <[u8; 8]>::try_from(seq.as_ref())) else {
-                continue;
-            };
-            index.push((u64::from_be_bytes(seq), EventId(engram_events::ulid::Ulid(u128::from_be_bytes(id)))));
+        for (id, seq) in crate::id_index::all(&ids).map_while(Result::ok) {
+            index.push((seq.0, id));
         }
     }));
     let _ = tx.send(FromSled::Index(index));

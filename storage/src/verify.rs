@@ -127,7 +127,13 @@ pub fn verify(log: &SledLog, mut progress: impl FnMut(u64)) -> VerifyReport {
         }
         Err(e) => fault(&mut report, e),
     }
-    let indexed = log.indexed_ids() as u64;
+    let indexed = match log.indexed_ids() {
+        Ok(n) => n,
+        Err(e) => {
+            fault(&mut report, e);
+            return report;
+        }
+    };
     if report.faults.is_empty() && indexed != report.events {
         let what = format!("id index has {indexed} entries for {} records", report.events);
         fault(&mut report, LogError::Inconsistent { seq: expected, what });
