@@ -170,7 +170,7 @@ fn ids(export: &str) -> Vec<String> {
 }
 
 /// One byte flipped in every copy of the frame of the middle record in
-/// sled's files, with no sled in this process (engram has exited): sled
+/// sled's and the write-ahead files, with no sled in this process (engram has exited): sled
 /// keeps older versions of a page until it reclaims them, and `engram
 /// repair` would take a good copy from there — here there is none, and
 /// sled's own checksum of the pages holding it fails too. A frame is its
@@ -185,7 +185,9 @@ fn damage_everywhere(data: &Path) -> u64 {
     let good = binary::encode(&env);
     let at = FRAME_HEADER_LEN + 8;
     let mut copies = 0;
-    for entry in walk(&data.join("log.sled")) {
+    // Every copy: sled's files, and the write-ahead files (a retired one,
+    // kept for reuse, still holds the records it carried).
+    for entry in walk(&data.join("log.sled")).into_iter().chain(walk(&data.join("log.wal"))) {
         let mut bytes = std::fs::read(&entry).unwrap();
         let mut changed = false;
         let mut i = 0;
