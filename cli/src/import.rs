@@ -20,7 +20,8 @@ use crate::output;
 pub struct Args {
     /// The JSON Lines file
     file: PathBuf,
-    /// Print {"imported_turns":N,"skipped_existing":N,"events_appended":N}
+    /// Print {"imported_turns":N,"skipped_existing":N,"events_appended":N,
+    /// "seconds":S,"events_per_second":N,"peak_rss_bytes":N}
     #[arg(long)]
     json: bool,
 }
@@ -32,14 +33,24 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let bar = output::progress(plan.records as u64, "importing");
     let before = log.head();
+    let started = std::time::Instant::now();
     let stats =
         import::run(&plan, &log, || import::reactors(&projector, &config), |done| bar.set_position(done as u64))?;
+    // Durable before the rate is taken: the rate is of events on disk.
+    log.flush()?;
+    let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     // What import appended is history to the runtime's actors (it derived
     // what they would have), not work: move their checkpoints past it.
     engram::actors::bus::Bus::advance_checkpoints(&log, before, log.head())?;
+    let per_second = stats.events_appended as f64 / seconds.max(1e-9);
+    let peak_rss = peak_rss_bytes();
     if args.json {
-        output::print_json(&stats)?;
+        let mut report = serde_json::to_value(&stats)?;
+        report["seconds"] = serde_json::json!((seconds * 1000.0).round() / 1000.0);
+        report["events_per_second"] = serde_json::json!(per_second.round());
+        report["peak_rss_bytes"] = serde_json::json!(peak_rss);
+        output::print_json(&report)?;
     } else {
         println!(
             "imported {} turns ({} events) from {} ({}); {} already present; data dir {}",
@@ -50,6 +61,23 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             stats.skipped_existing,
             data.display()
         );
+        println!(
+            "{:.2} s, {:.0} events/s; peak memory {} MiB",
+            seconds,
+            per_second,
+            peak_rss.map_or("unknown".to_owned(), |b| (b >> 20).to_string())
+        );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The process's peak resident memory (`getrusage`), what an import of a
+/// large file costs a machine beside its time.
+fn peak_rss_bytes() -> Option<u64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a rusage into the pointer it is given, which
+    // points at one; RUSAGE_SELF is a valid `who`.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    // SAFETY: initialised by the successful call (and zeroed before).
+    (rc == 0).then(|| unsafe { usage.assume_init() }.ru_maxrss as u64 * 1024)
 }
