@@ -9,12 +9,18 @@
 //! | `ids`  | id bucket (7 B: ms, 4 bits) | entries: id (16 B), `seq` (u64 BE)  |
 //! | `meta` | `format`               | log format version (u32 BE)             |
 //!
+//! Alongside, `<data dir>/log.wal/` holds the write-ahead files ([`wal`]).
+//!
 //! Appenders hand batches to the writer over a crossbeam channel. The writer
 //! takes everything queued (group commit), assigns positions, skips ids
-//! already present, writes the segments and then the index entries (two
-//! atomic sled batches; the index is re-derived for the tail at open if a
-//! crash came between them), makes them durable according to the [`Durability`] policy,
-//! acknowledges, and only then publishes them to subscribers.
+//! already present, writes the group as one record to the write-ahead file,
+//! makes it durable according to the [`Durability`] policy (one
+//! `fdatasync`), makes it visible (head, pending ids), acknowledges,
+//! publishes it to subscribers, and hands it to the applier thread, which
+//! writes the records it gathers into sled (two atomic batches: segments,
+//! then ids; the index is re-derived for the tail at open if a crash came
+//! between them) and runs the checkpoints that retire write-ahead files.
+//! Readers of the trees wait for the applier to reach the head.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
