@@ -46,7 +46,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let per_second = stats.events_appended as f64 / seconds.max(1e-9);
     let peak_rss = peak_rss_bytes();
     if args.json {
-        let mut report = serde_json::to_value(&stats)?;
+        let mut report = serde_json::to_value(stats)?;
         report["seconds"] = serde_json::json!((seconds * 1000.0).round() / 1000.0);
         report["events_per_second"] = serde_json::json!(per_second.round());
         report["peak_rss_bytes"] = serde_json::json!(peak_rss);

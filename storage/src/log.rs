@@ -24,7 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -101,6 +101,9 @@ enum WriterMsg {
     Flush {
         ack: Sender<Result<(), LogError>>,
     },
+    /// Wakes the writer thread to look at its fsync timer (after a caller
+    /// committed on its own thread and left records unsynced).
+    Tick,
 }
 
 struct Shared {
@@ -116,6 +119,10 @@ struct Shared {
     pending: Mutex<HashMap<EventId, Seq>>,
     /// Tells the applier a reader waits for it.
     hurry: Sender<()>,
+    /// Messages sent to the writer and not yet committed: a caller commits
+    /// on its own thread only when there are none, so that batches stay in
+    /// submission order.
+    in_flight: AtomicUsize,
     hub: Arc<Hub>,
 }
 
@@ -143,6 +150,10 @@ impl Shared {
 /// the last handle stops the writer after it has flushed.
 pub struct SledLog {
     shared: Arc<Shared>,
+    /// The writer's state: the writer thread's, or, when it is idle, that
+    /// of a caller committing its own durable append (see
+    /// [`SledLog::commit_here`]).
+    state: Arc<Mutex<Writer>>,
     tx: Option<Sender<WriterMsg>>,
     writer: Option<JoinHandle<()>>,
     subscriber_buffer: usize,
@@ -227,14 +238,24 @@ impl SledLog {
             applied: Applied::new(head),
             pending: Mutex::new(HashMap::new()),
             hurry: hurry_tx,
+            in_flight: AtomicUsize::new(0),
             hub: Arc::new(Hub::default()),
         });
         let (tx, rx) = unbounded();
+        let state = Arc::new(Mutex::new(Writer::new(
+            shared.clone(),
+            config.clone(),
+            syncer,
+            wal,
+            wal_dir,
+            rx.clone(),
+            hurry_rx,
+        )?));
         let writer = {
-            let writer = Writer::new(shared.clone(), config.clone(), syncer, wal, wal_dir, rx, hurry_rx)?;
+            let state = state.clone();
             std::thread::Builder::new()
                 .name("engram-log-writer".into())
-                .spawn(move || writer.run())
+                .spawn(move || writer_thread(&state, &rx))
                 .map_err(|e| LogError::io(dir, e))?
         };
         let follow = {
@@ -251,6 +272,7 @@ impl SledLog {
         };
         Ok(SledLog {
             shared,
+            state,
             tx: Some(tx),
             writer: Some(writer),
             subscriber_buffer: config.subscriber_buffer,
@@ -354,8 +376,40 @@ impl SledLog {
         Ok(self.shared.db.size_on_disk()?)
     }
 
-    fn sender(&self) -> Result<&Sender<WriterMsg>, LogError> {
-        self.tx.as_ref().ok_or(LogError::WriterStopped)
+    /// Hands `msg` to the writer thread.
+    fn send(&self, msg: WriterMsg) -> Result<(), LogError> {
+        let tx = self.tx.as_ref().ok_or(LogError::WriterStopped)?;
+        self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        tx.send(msg).map_err(|_| {
+            self.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+            LogError::WriterStopped
+        })
+    }
+
+    /// Commits a durable append on the caller's thread when the writer is
+    /// idle — nothing in flight to it, its state free — under the durable
+    /// policy: a lone appender then pays its fsync and nothing else, not
+    /// two thread hops (≈ 10–30 µs of a ≈ 130 µs append here). Otherwise
+    /// gives the message back, for the writer thread (group commit: it
+    /// takes all the appends that queued meanwhile at once).
+    fn commit_here(&self, msg: WriterMsg) -> Result<(), WriterMsg> {
+        if self.shared.in_flight.load(Ordering::Acquire) != 0 {
+            return Err(msg);
+        }
+        let Ok(mut writer) = self.state.try_lock() else { return Err(msg) };
+        // Checked again under the lock: a message sent since is ahead.
+        if writer.closed || writer.relaxed_interval().is_some() || self.shared.in_flight.load(Ordering::Acquire) != 0 {
+            return Err(msg);
+        }
+        self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        writer.group(msg);
+        let unsynced = writer.dirty_since.is_some();
+        drop(writer);
+        if unsynced {
+            // Deferred appends it did not sync: the writer's timer does.
+            let _ = self.send(WriterMsg::Tick);
+        }
+        Ok(())
     }
 }
 
@@ -365,7 +419,12 @@ impl EventLog for SledLog {
             return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
         }
         let (ack, rx) = bounded(1);
-        self.sender()?.send(WriterMsg::Append { events, ack, durable: true }).map_err(|_| LogError::WriterStopped)?;
+        let msg = WriterMsg::Append { events, ack, durable: true };
+        let msg = match self.commit_here(msg) {
+            Ok(()) => return Ok(AppendTicket::new(rx)),
+            Err(msg) => msg,
+        };
+        self.send(msg)?;
         Ok(AppendTicket::new(rx))
     }
 
@@ -374,7 +433,7 @@ impl EventLog for SledLog {
             return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
         }
         let (ack, rx) = bounded(1);
-        self.sender()?.send(WriterMsg::Append { events, ack, durable: false }).map_err(|_| LogError::WriterStopped)?;
+        self.send(WriterMsg::Append { events, ack, durable: false })?;
         Ok(AppendTicket::new(rx))
     }
 
@@ -412,7 +471,7 @@ impl EventLog for SledLog {
 
     fn flush(&self) -> Result<(), LogError> {
         let (ack, rx) = bounded(1);
-        self.sender()?.send(WriterMsg::Flush { ack }).map_err(|_| LogError::WriterStopped)?;
+        self.send(WriterMsg::Flush { ack })?;
         rx.recv().map_err(|_| LogError::WriterStopped)?
     }
 }
@@ -614,6 +673,11 @@ struct Writer {
     /// and sled can no longer be trusted to agree until the log is reopened.
     poisoned: Option<String>,
     rx: Receiver<WriterMsg>,
+    /// Since when records written under a policy that acknowledged them
+    /// before their fsync wait for one.
+    dirty_since: Option<Instant>,
+    /// Closed: the log is being dropped.
+    closed: bool,
 }
 
 /// A group commit, written to the write-ahead file, for sled.
@@ -655,100 +719,121 @@ impl Writer {
                 .spawn(move || applier(&shared, syncer, &dir, &apply_rx, &hurry))
                 .map_err(|e| LogError::io(&wal_dir, e))?
         };
-        Ok(Writer { shared, config, wal, wal_dir, apply: Some(tx), applier: Some(applier), poisoned: None, rx })
+        Ok(Writer {
+            shared,
+            config,
+            wal,
+            wal_dir,
+            apply: Some(tx),
+            applier: Some(applier),
+            poisoned: None,
+            rx,
+            dirty_since: None,
+            closed: false,
+        })
     }
 
-    fn run(mut self) {
-        let relaxed_interval = match self.config.durability {
+    /// Acknowledge-before-fsync interval of the relaxed policy.
+    fn relaxed_interval(&self) -> Option<Duration> {
+        match self.config.durability {
             Durability::Durable => None,
             Durability::Relaxed { flush_every_ms } => Some(Duration::from_millis(flush_every_ms.max(1))),
+        }
+    }
+
+    /// How long after the first unsynced record the fsync comes on its own:
+    /// the relaxed interval, or, for deferred appends under the durable
+    /// policy, [`DEFERRED_FLUSH`].
+    fn flush_interval(&self) -> Duration {
+        self.relaxed_interval().unwrap_or(DEFERRED_FLUSH)
+    }
+
+    /// How long the writer thread may sleep before an fsync is due.
+    fn next_flush_in(&self) -> Option<Duration> {
+        self.dirty_since.map(|since| self.flush_interval().saturating_sub(since.elapsed()))
+    }
+
+    /// The fsync that came due while nobody appended.
+    fn flush_if_due(&mut self) {
+        if self.next_flush_in().is_some_and(|d| d.is_zero()) {
+            if let Err(e) = self.make_durable() {
+                tracing::error!("periodic flush failed: {e}");
+            }
+            self.dirty_since = None;
+        }
+    }
+
+    /// One group commit: `first`, then everything queued behind it (up to
+    /// `max_batch_events`), committed, fsynced as the policy says,
+    /// acknowledged and published.
+    fn group(&mut self, first: WriterMsg) {
+        let mut appends = Vec::new();
+        let mut flushes = Vec::new();
+        let mut queued = 0usize;
+        let mut any_durable = false;
+        let mut take = |msg: WriterMsg, queued: &mut usize| match msg {
+            WriterMsg::Append { events, ack, durable } => {
+                *queued += events.len();
+                any_durable |= durable;
+                appends.push((events, ack));
+            }
+            WriterMsg::Flush { ack } => flushes.push(ack),
+            WriterMsg::Tick => {}
         };
-        // Deferred appends under the durable policy are flushed by the next
-        // durable one, or after this long.
-        let flush_interval = Some(relaxed_interval.unwrap_or(DEFERRED_FLUSH));
-        let mut dirty_since: Option<Instant> = None;
-        loop {
-            let first = match (flush_interval, dirty_since) {
-                (Some(interval), Some(since)) => {
-                    let wait = interval.saturating_sub(since.elapsed());
-                    match self.rx.recv_timeout(wait) {
-                        Ok(msg) => Some(msg),
-                        Err(RecvTimeoutError::Timeout) => None,
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
+        take(first, &mut queued);
+        let mut taken = 1;
+        while queued < self.config.max_batch_events {
+            match self.rx.try_recv() {
+                Ok(msg) => {
+                    take(msg, &mut queued);
+                    taken += 1;
                 }
-                _ => match self.rx.recv() {
-                    Ok(msg) => Some(msg),
-                    Err(_) => break,
-                },
-            };
-            if let (Some(interval), Some(since)) = (flush_interval, dirty_since) {
-                if since.elapsed() >= interval {
-                    if let Err(e) = self.make_durable() {
-                        tracing::error!("periodic flush failed: {e}");
-                    }
-                    dirty_since = None;
-                }
-            }
-            let Some(first) = first else { continue };
-            let mut appends = Vec::new();
-            let mut flushes = Vec::new();
-            let mut queued = 0usize;
-            let mut any_durable = false;
-            let mut take = |msg: WriterMsg, queued: &mut usize| match msg {
-                WriterMsg::Append { events, ack, durable } => {
-                    *queued += events.len();
-                    any_durable |= durable;
-                    appends.push((events, ack));
-                }
-                WriterMsg::Flush { ack } => flushes.push(ack),
-            };
-            take(first, &mut queued);
-            while queued < self.config.max_batch_events {
-                match self.rx.try_recv() {
-                    Ok(msg) => take(msg, &mut queued),
-                    Err(_) => break,
-                }
-            }
-            let committed = self.commit(&mut appends, |written| {
-                // A durable append waits for the fsync; so does a durable
-                // append of events already present, deferred a moment ago.
-                let sync = relaxed_interval.is_none() && any_durable && (written || dirty_since.is_some());
-                if sync {
-                    dirty_since = None;
-                } else if written {
-                    dirty_since.get_or_insert_with(Instant::now);
-                }
-                sync
-            });
-            let flush_result = if flushes.is_empty() {
-                Ok(())
-            } else {
-                dirty_since = None;
-                self.make_durable()
-            };
-            match committed {
-                Ok(fresh) => {
-                    for (events, ack) in appends.drain(..) {
-                        let _ = ack.send(Ok(outcomes_of(&events)));
-                    }
-                    if let Some(fresh) = fresh {
-                        self.shared.hub.publish(fresh);
-                    }
-                }
-                Err(e) => {
-                    let msg = e.to_string();
-                    tracing::error!("append failed: {msg}");
-                    for (_, ack) in appends.drain(..) {
-                        let _ = ack.send(Err(LogError::Transaction(msg.clone())));
-                    }
-                }
-            }
-            for ack in flushes {
-                let _ = ack.send(flush_result.as_ref().map(|_| ()).map_err(|e| LogError::Transaction(e.to_string())));
+                Err(_) => break,
             }
         }
-        self.close();
+        let relaxed = self.relaxed_interval().is_some();
+        let mut dirty_since = self.dirty_since;
+        let committed = self.commit(&mut appends, |written| {
+            // A durable append waits for the fsync; so does a durable
+            // append of events already present, deferred a moment ago.
+            let sync = !relaxed && any_durable && (written || dirty_since.is_some());
+            if sync {
+                dirty_since = None;
+            } else if written {
+                dirty_since.get_or_insert_with(Instant::now);
+            }
+            sync
+        });
+        self.dirty_since = dirty_since;
+        let flush_result = if flushes.is_empty() {
+            Ok(())
+        } else {
+            self.dirty_since = None;
+            self.make_durable()
+        };
+        match committed {
+            Ok(fresh) => {
+                for (events, ack) in appends.drain(..) {
+                    let _ = ack.send(Ok(outcomes_of(&events)));
+                }
+                if let Some(fresh) = fresh {
+                    self.shared.hub.publish(fresh);
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                tracing::error!("append failed: {msg}");
+                for (_, ack) in appends.drain(..) {
+                    let _ = ack.send(Err(LogError::Transaction(msg.clone())));
+                }
+            }
+        }
+        for ack in flushes {
+            let _ = ack.send(flush_result.as_ref().map(|_| ()).map_err(|e| LogError::Transaction(e.to_string())));
+        }
+        // Only now: a caller that sees no message in flight may commit on
+        // its own thread, after everything taken here.
+        self.shared.in_flight.fetch_sub(taken, Ordering::AcqRel);
     }
 
     /// Makes every record written so far durable: one `fdatasync` of the
@@ -862,6 +947,7 @@ impl Writer {
     /// On close: everything durable in sled, and the write-ahead files
     /// replaced by an empty one, so the next open has nothing to re-apply.
     fn close(&mut self) {
+        self.closed = true;
         if let Err(e) = self.make_durable() {
             tracing::error!("final flush failed: {e}");
         }
@@ -901,6 +987,33 @@ fn write_to_sled<'a>(
     }
     log.apply_batch(log_batch)?;
     id_index::insert_all(ids, index)
+}
+
+/// The writer thread: commits what is sent to it, and the fsyncs that come
+/// due under the relaxed policy or after deferred appends; closes the
+/// writer when the log is dropped.
+fn writer_thread(state: &Mutex<Writer>, rx: &Receiver<WriterMsg>) {
+    let lock = || state.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        let wait = lock().next_flush_in();
+        let msg = match wait {
+            Some(wait) => match rx.recv_timeout(wait) {
+                Ok(msg) => Some(msg),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+            None => match rx.recv() {
+                Ok(msg) => Some(msg),
+                Err(_) => break,
+            },
+        };
+        let mut writer = lock();
+        writer.flush_if_due();
+        if let Some(msg) = msg {
+            writer.group(msg);
+        }
+    }
+    lock().close();
 }
 
 /// sled flushed and fsynced: after this, write-ahead files holding only
@@ -1281,5 +1394,43 @@ impl Backlog for TreeBacklog {
             out.push(env?);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_events::payloads::{SessionEndReason, SessionEnded};
+    use engram_events::ActorKind;
+
+    fn event(i: u32) -> Envelope {
+        Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i })
+    }
+
+    fn durable(i: u32) -> (WriterMsg, Receiver<Result<Vec<AppendOutcome>, LogError>>) {
+        let (ack, rx) = bounded(1);
+        (WriterMsg::Append { events: vec![event(i)], ack, durable: true }, rx)
+    }
+
+    /// A durable append commits on the caller's thread only when the writer
+    /// is idle under the durable policy: with a message in flight to the
+    /// writer (sent, not committed yet) it would commit ahead of it.
+    #[test]
+    fn the_caller_commits_only_when_nothing_is_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        let (msg, rx) = durable(1);
+        assert!(log.commit_here(msg).is_ok(), "idle: committed here");
+        assert_eq!(rx.try_recv().unwrap().unwrap(), vec![AppendOutcome::Appended(Seq(1))], "acknowledged at once");
+        log.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        assert!(log.commit_here(durable(2).0).is_err(), "a message in flight goes first");
+        log.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+        let held = log.state.lock().unwrap();
+        assert!(log.commit_here(durable(3).0).is_err(), "the writer busy: its group takes it");
+        drop(held);
+        drop(log);
+        let relaxed = LogConfig { durability: Durability::Relaxed { flush_every_ms: 10 }, ..LogConfig::default() };
+        let log = SledLog::open(dir.path(), relaxed).unwrap();
+        assert!(log.commit_here(durable(4).0).is_err(), "relaxed: the writer thread pipelines");
     }
 }

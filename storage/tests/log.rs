@@ -198,3 +198,20 @@ fn zero_copy_views_match_decoded_envelopes() {
         .collect();
     assert_eq!(viewed, expected);
 }
+
+#[test]
+fn a_callers_batches_commit_in_the_order_it_submitted_them() {
+    // A durable append commits on the caller's thread when the writer is
+    // idle; one submitted behind a deferred append still in the writer's
+    // hands must wait its turn.
+    let dir = tempfile::tempdir().unwrap();
+    let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    for i in 0..300u32 {
+        let deferred = log.submit_deferred(vec![event(2 * i)]).unwrap();
+        let durable = log.append(vec![event(2 * i + 1)]).unwrap();
+        let deferred = deferred.wait().unwrap();
+        assert!(deferred[0].seq() < durable[0].seq(), "round {i}: {deferred:?} then {durable:?}");
+    }
+    let turns: Vec<u32> = log.read_from(Seq::FIRST).map(|e| turns_of(&e.unwrap())).collect();
+    assert_eq!(turns, (0..600).collect::<Vec<_>>());
+}
