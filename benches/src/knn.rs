@@ -11,8 +11,12 @@
 //!
 //! `--hnsw-rs` adds the hnsw_rs crate's graph, with our vectorised
 //! distance, as an in-run peer (why [`engram::vector::hnsw`]
-//! exists). `--write-fvecs DIR` saves the synthetic data so that other
-//! libraries (faiss, hnswlib) can be measured on exactly the same vectors.
+//! exists). faiss and hnswlib are measured in the same run on exactly the
+//! same vectors when the Python the bench finds imports them
+//! (`benches/peers/knn_peers.py`, embedded; `--python`, `--no-peers`,
+//! `--peers-json` for figures measured elsewhere), and the curves are
+//! compared at recalls 0.90–0.99: each one's best QPS among the `ef` that
+//! reach the recall. `--write-fvecs DIR` saves the synthetic data.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -65,8 +69,9 @@ pub struct Options {
     #[arg(long, value_name = "K", default_value_t = 10)]
     pub k: usize,
 
-    /// Search breadths to measure, comma-separated
-    #[arg(long, value_name = "EF,...", value_delimiter = ',', default_values_t = [32, 64, 128])]
+    /// Search breadths to measure, comma-separated (the default sweeps 16
+    /// points from 16 to 512: the recall–QPS curve)
+    #[arg(long, value_name = "EF,...", value_delimiter = ',', default_values_t = EF_SWEEP)]
     pub ef: Vec<usize>,
 
     /// Threads issuing queries
@@ -99,10 +104,32 @@ pub struct Options {
     #[arg(long, value_name = "DIR")]
     pub write_fvecs: Option<PathBuf>,
 
+    /// The Python that runs faiss and hnswlib on the same vectors
+    /// (benches/peers/knn_peers.py, embedded in the binary) [default:
+    /// $ENGRAM_BENCH_PYTHON, else python3]; a library it cannot import is
+    /// named in the report, not measured
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+
+    /// Do not run faiss and hnswlib
+    #[arg(long)]
+    pub no_peers: bool,
+
+    /// Peer figures measured elsewhere, as the JSON knn_peers.py prints,
+    /// shown beside this run's (instead of running the peers)
+    #[arg(long, value_name = "FILE")]
+    pub peers_json: Option<PathBuf>,
+
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
 }
+
+/// The default `ef` sweep: 16 points from 16 to 512.
+pub const EF_SWEEP: [usize; 16] = [16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512];
+
+/// The recalls at which the curves are compared.
+pub const RECALLS: [f64; 10] = [0.90, 0.91, 0.92, 0.93, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99];
 
 impl Options {
     /// Options for `n` synthetic vectors of `dim`, everything else default.
@@ -117,6 +144,9 @@ impl Options {
             k: 10,
             ef: vec![32, 64, 128],
             threads: 1,
+            python: None,
+            no_peers: true,
+            peers_json: None,
             build_threads: 0,
             m: 16,
             ef_construction: 200,
@@ -129,7 +159,7 @@ impl Options {
 }
 
 /// One `ef` setting's figures.
-#[derive(serde::Serialize, Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
 pub struct Config {
     /// Layer-0 candidate-list size.
     pub ef: usize,
@@ -159,6 +189,46 @@ pub struct Peer {
     pub configs: Vec<Config>,
 }
 
+/// A library measured by benches/peers/knn_peers.py on the same vectors.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
+pub struct ExternalPeer {
+    /// Library, version and index type.
+    pub name: String,
+    /// Seconds to build its graph (all cores).
+    pub build_s: f64,
+    /// Its figures per `ef` (QPS of a batched search on one thread).
+    pub configs: Vec<Config>,
+}
+
+/// What knn_peers.py prints.
+#[derive(serde::Deserialize, Debug, Clone, Default)]
+struct PeersOutput {
+    peers: Vec<ExternalPeer>,
+    #[serde(default)]
+    missing: Vec<String>,
+}
+
+/// Each curve's best QPS at one recall.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct AtRecall {
+    /// The recall@k reached (at least).
+    pub recall: f64,
+    /// engram's best QPS among the `ef` that reach it (`None`: none does).
+    pub engram_qps: Option<f64>,
+    /// Each peer's, by name.
+    pub peers_qps: std::collections::BTreeMap<String, Option<f64>>,
+}
+
+/// The best QPS among the configurations that reach `recall` (the
+/// upper-left frontier of a recall–QPS curve).
+pub fn qps_at(configs: &[Config], recall: f64) -> Option<f64> {
+    configs
+        .iter()
+        .filter(|c| c.recall_at_k + 1e-9 >= recall)
+        .map(|c| c.qps)
+        .fold(None, |best, q| Some(best.map_or(q, |b: f64| b.max(q))))
+}
+
 /// The report of `engram bench knn`.
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct Report {
@@ -175,6 +245,12 @@ pub struct Report {
     /// hnsw_rs, if asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hnsw_rs: Option<Peer>,
+    /// faiss and hnswlib on the same vectors (benches/peers/knn_peers.py).
+    pub peers: Vec<ExternalPeer>,
+    /// Peers that could not be measured, and why.
+    pub peers_missing: Vec<String>,
+    /// The curves compared at recalls 0.90 to 0.99.
+    pub at_recall: Vec<AtRecall>,
 }
 
 impl Report {
@@ -216,6 +292,44 @@ impl Report {
                 ));
             }
             out.push_str(&format!("(hnsw_rs built in {:.1} s)\n", p.build_s));
+        }
+        for p in &self.peers {
+            for c in &p.configs {
+                out.push_str(&format!(
+                    "{:<16} {:>10.4} {:>10.0} {:>10.1}\n",
+                    format!("{} ef {}", p.name.split_whitespace().next().unwrap_or(&p.name), c.ef),
+                    c.recall_at_k,
+                    c.qps,
+                    c.p50_us
+                ));
+            }
+            out.push_str(&format!("({} built in {:.1} s)\n", p.name, p.build_s));
+        }
+        for m in &self.peers_missing {
+            out.push_str(&format!("not measured: {m}\n"));
+        }
+        if !self.peers.is_empty() {
+            out.push_str("\nbest QPS at recall@k ≥");
+            let names: Vec<&str> =
+                self.peers.iter().map(|p| p.name.split_whitespace().next().unwrap_or(&p.name)).collect();
+            out.push_str(&format!("\n{:<8} {:>10}", "recall", "engram"));
+            for n in &names {
+                out.push_str(&format!(" {:>10} {:>8}", n, "ratio"));
+            }
+            out.push('\n');
+            let cell = |q: Option<f64>| q.map_or("—".to_owned(), |q| format!("{q:.0}"));
+            for a in &self.at_recall {
+                out.push_str(&format!("{:<8.2} {:>10}", a.recall, cell(a.engram_qps)));
+                for p in &self.peers {
+                    let theirs = a.peers_qps.get(&p.name).copied().flatten();
+                    let ratio = match (a.engram_qps, theirs) {
+                        (Some(o), Some(t)) if t > 0.0 => format!("{:.2}x", o / t),
+                        _ => "—".to_owned(),
+                    };
+                    out.push_str(&format!(" {:>10} {:>8}", cell(theirs), ratio));
+                }
+                out.push('\n');
+            }
         }
         out
     }
@@ -377,7 +491,74 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         std::hint::black_box(index.search_exact(q, opts.k).ok());
     });
     let hnsw_rs = if opts.hnsw_rs { Some(hnsw_rs_peer(opts, &index, &data, &truth)) } else { None };
-    Ok(Report { n, dim, build_s, configs, exact: Exact { qps, p50_us }, hnsw_rs })
+    let peers = external_peers(opts, &data)?;
+    let at_recall = RECALLS
+        .iter()
+        .map(|&r| AtRecall {
+            recall: r,
+            engram_qps: qps_at(&configs, r),
+            peers_qps: peers.peers.iter().map(|p| (p.name.clone(), qps_at(&p.configs, r))).collect(),
+        })
+        .collect();
+    Ok(Report {
+        n,
+        dim,
+        build_s,
+        configs,
+        exact: Exact { qps, p50_us },
+        hnsw_rs,
+        peers: peers.peers,
+        peers_missing: peers.missing,
+        at_recall,
+    })
+}
+
+/// The peer script, embedded so that the binary runs it anywhere.
+const PEERS_SCRIPT: &str = include_str!("../peers/knn_peers.py");
+
+/// faiss and hnswlib on the same vectors: read from `--peers-json`, or
+/// measured by the peer script under `--python` (nothing with
+/// `--no-peers`).
+fn external_peers(opts: &Options, data: &Data) -> anyhow::Result<PeersOutput> {
+    if let Some(path) = &opts.peers_json {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        return serde_json::from_str(&text)
+            .with_context(|| format!("{}: not the JSON knn_peers.py prints", path.display()));
+    }
+    if opts.no_peers {
+        return Ok(PeersOutput::default());
+    }
+    let python = opts
+        .python
+        .clone()
+        .or_else(|| std::env::var_os("ENGRAM_BENCH_PYTHON").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("python3"));
+    let dir = tempfile::tempdir().context("creating a scratch dir for the peers")?;
+    let script = dir.path().join("knn_peers.py");
+    std::fs::write(&script, PEERS_SCRIPT).with_context(|| format!("writing {}", script.display()))?;
+    let (base, query) = (dir.path().join("base.fvecs"), dir.path().join("query.fvecs"));
+    write_fvecs(&base, data.dim, &data.base)?;
+    write_fvecs(&query, data.dim, &data.queries)?;
+    let ef: Vec<String> = opts.ef.iter().map(|e| e.to_string()).collect();
+    let run = std::process::Command::new(&python)
+        .arg(&script)
+        .args(["--base".as_ref(), base.as_os_str(), "--query".as_ref(), query.as_os_str()])
+        .args(["--k", &opts.k.to_string(), "--m", &opts.m.to_string()])
+        .args(["--ef-construction", &opts.ef_construction.to_string(), "--ef", &ef.join(",")])
+        .args(["--seconds", &opts.seconds.to_string()])
+        .output();
+    let missing = |why: String| Ok(PeersOutput { peers: Vec::new(), missing: vec![why] });
+    match run {
+        Err(e) => missing(format!("faiss, hnswlib: cannot run {} ({e})", python.display())),
+        Ok(out) if !out.status.success() => missing(format!(
+            "faiss, hnswlib: {} {} failed: {}",
+            python.display(),
+            script.display(),
+            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+        )),
+        Ok(out) => serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("the peer script's output: {}", String::from_utf8_lossy(&out.stdout))),
+    }
 }
 
 /// Cosine distance between unit vectors, as hnsw_rs wants it:
@@ -469,9 +650,11 @@ mod tests {
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.starts_with(r#"{"n":1500,"dim":32,"build_s":"#), "{json}");
         assert!(json.contains(r#","configs":[{"ef":16,"recall_at_k":"#), "{json}");
-        assert!(json.contains(r#"],"exact":{"qps":"#) && json.ends_with("}}"), "{json}");
+        assert!(json.contains(r#"],"exact":{"qps":"#), "{json}");
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(value.as_object().unwrap().len(), 5);
+        assert_eq!(value.as_object().unwrap().len(), 8, "{json}");
+        assert_eq!(value["at_recall"].as_array().unwrap().len(), RECALLS.len());
+        assert!(value["peers"].as_array().unwrap().is_empty(), "--no-peers");
         assert_eq!(value["configs"][0].as_object().unwrap().len(), 4);
         assert!(r.human(&opts).contains("hnsw ef 64"));
     }
@@ -509,5 +692,33 @@ mod cosine_distance_tests {
         assert_eq!(d.eval(&v, &v), 0.0);
         let w: Vec<f32> = v.iter().map(|x| -x * 1.000_001).collect();
         assert_eq!(d.eval(&v, &w), 2.0);
+    }
+
+    #[test]
+    fn curves_compare_on_their_frontier() {
+        let c = |ef, recall_at_k, qps| Config { ef, recall_at_k, qps, p50_us: 0.0 };
+        // A noisy curve: a larger ef that is faster still counts.
+        let curve = [c(16, 0.85, 9000.0), c(32, 0.93, 5000.0), c(48, 0.95, 5200.0), c(64, 0.99, 2000.0)];
+        assert_eq!(qps_at(&curve, 0.90), Some(5200.0));
+        assert_eq!(qps_at(&curve, 0.95), Some(5200.0));
+        assert_eq!(qps_at(&curve, 0.96), Some(2000.0));
+        assert_eq!(qps_at(&curve, 0.995), None);
+    }
+
+    #[test]
+    fn peer_figures_can_be_passed_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("peers.json");
+        std::fs::write(
+            &file,
+            r#"{"peers":[{"name":"faiss 1.15.1 IndexHNSWFlat","build_s":1.5,"configs":[{"ef":16,"recall_at_k":0.99,"qps":1.0,"p50_us":3.0}]}]}"#,
+        )
+        .unwrap();
+        let opts = Options { peers_json: Some(file), ..Options::synthetic(300, 8) };
+        let report = run(&opts).unwrap();
+        assert_eq!(report.peers.len(), 1);
+        let at = &report.at_recall[0];
+        assert_eq!(at.peers_qps["faiss 1.15.1 IndexHNSWFlat"], Some(1.0));
+        assert!(report.human(&opts).contains("best QPS at recall"));
     }
 }
