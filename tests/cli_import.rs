@@ -73,8 +73,18 @@ fn export(data: &Path) -> Vec<u8> {
     ok(engram(data, &["export"])).stdout
 }
 
+/// The counts `engram import --json` reports; its time, rate and peak
+/// memory are checked to be there, and left out (they vary).
 fn import(data: &Path, file: &Path) -> Value {
-    json(engram(data, &["import", file.to_str().unwrap(), "--json"]))
+    let mut report = json(engram(data, &["import", file.to_str().unwrap(), "--json"]));
+    let appended = report["events_appended"].as_u64().unwrap_or(0);
+    let fields = report.as_object_mut().unwrap();
+    let seconds = fields.remove("seconds").and_then(|v| v.as_f64()).expect("seconds");
+    let rate = fields.remove("events_per_second").and_then(|v| v.as_f64()).expect("events_per_second");
+    let peak = fields.remove("peak_rss_bytes").and_then(|v| v.as_u64()).expect("peak_rss_bytes");
+    assert!(seconds >= 0.0 && peak > 1 << 20, "{seconds} s, {peak} bytes");
+    assert!((appended == 0) == (rate == 0.0), "{appended} events at {rate}/s");
+    report
 }
 
 fn stats(data: &Path) -> Value {
