@@ -25,7 +25,8 @@ pub fn socket_path(dir: &Path) -> PathBuf {
     dir.join("engram.sock")
 }
 
-/// How often idle server threads look at the shutdown flag.
+/// How often a connection's thread looks at the shutdown flag, and how
+/// long the accept loop waits after a failed accept.
 const POLL: Duration = Duration::from_millis(100);
 
 /// The owner's side: accepts followers until dropped.
@@ -51,21 +52,26 @@ impl FollowServer {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
         }
-        listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let accept = {
             let stop = stop.clone();
             let subscribe = Arc::new(subscribe);
+            // A blocking accept, woken at shutdown by a connection of our
+            // own (see Drop): a polling one made every close of the log
+            // wait up to its period (100 ms on every `engram` command).
             std::thread::Builder::new().name("engram-follow".into()).spawn(move || {
                 let mut conns = Vec::new();
-                while !stop.load(Ordering::Acquire) {
-                    match listener.accept() {
+                loop {
+                    let accepted = listener.accept();
+                    if stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    match accepted {
                         Ok((stream, _)) => {
                             let stop = stop.clone();
                             let subscribe = subscribe.clone();
                             conns.push(std::thread::spawn(move || serve(stream, &*subscribe, &stop)));
                         }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
                         Err(e) => {
                             tracing::warn!("follow socket: {e}");
                             std::thread::sleep(POLL);
@@ -86,7 +92,12 @@ impl Drop for FollowServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.accept.take() {
-            let _ = t.join();
+            // Wakes the blocking accept. If the socket is gone (removed by
+            // hand) nothing can wake it: the thread is left to the
+            // process's exit rather than waited for forever.
+            if UnixStream::connect(&self.path).is_ok() {
+                let _ = t.join();
+            }
         }
         let _ = std::fs::remove_file(&self.path);
     }
