@@ -500,6 +500,7 @@ const SLED_LOCK_WAIT: Duration = Duration::from_secs(3);
 /// at open — or a panic inside it, which damaged files can cause — is
 /// [`LogError::Unopenable`], naming `engram repair`.
 fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
+    forget_interrupted_creation(dir).map_err(|e| LogError::io(dir, e))?;
     // sled's recovery would cut the log at a damaged record in what it
     // replays, on disk: refuse first, with the files as they are.
     if let Some(damage) = crate::sled_recovery::find_damage(dir).map_err(|e| LogError::io(dir, e))? {
@@ -520,6 +521,32 @@ fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
         };
         return Err(LogError::Unopenable { path: dir.to_owned(), what });
     }
+}
+
+/// sled writes its `conf` at creation in two `write`s (the parameters, then
+/// their CRC) and refuses a `conf` a kill cut between them as corrupt. With
+/// no `db` bytes yet nothing was ever stored (a log is flushed at open,
+/// before its first append), so such leftovers — `conf`, snapshots — are
+/// removed and sled creates the database again.
+fn forget_interrupted_creation(dir: &Path) -> std::io::Result<()> {
+    let db_bytes = match std::fs::metadata(dir.join("db")) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    if db_bytes > 0 {
+        return Ok(());
+    }
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name == "conf" || name.starts_with("snap.") {
+            tracing::warn!("{}: left by a creation a crash interrupted; sled creates it again", entry.path().display());
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether an I/O error sled reports at open is about the files' content

@@ -136,3 +136,19 @@ fn ids_lost_between_the_two_batches_of_a_commit_are_reindexed_at_open() {
     // Still idempotent for those ids.
     assert_eq!(log.append(vec![events[299].clone()]).unwrap()[0], engram_storage::AppendOutcome::Existing(Seq(300)));
 }
+
+#[test]
+fn a_creation_cut_between_sleds_two_conf_writes_opens_as_new() {
+    // sled writes `conf` as its parameters, then their CRC; a kill between
+    // the two, before anything was stored, used to leave a data dir no
+    // command could open ("Read corrupted data").
+    let made = tempfile::tempdir().unwrap();
+    drop(SledLog::open(made.path(), LogConfig::default()).unwrap());
+    let conf = std::fs::read(made.path().join("log.sled").join("conf")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("log.sled")).unwrap();
+    std::fs::write(dir.path().join("log.sled").join("conf"), &conf[..conf.len() - 4]).unwrap();
+    std::fs::write(dir.path().join("log.sled").join("db"), b"").unwrap();
+    let log = SledLog::open(dir.path(), LogConfig::default()).expect("opens as a new log");
+    assert_eq!(log.append(vec![event(1)]).unwrap()[0].seq(), Seq(1));
+}
