@@ -207,13 +207,17 @@ pub(crate) fn remove_up_to(dir: &Path, up_to: u64) -> Result<(), LogError> {
     if retired.is_empty() {
         return Ok(());
     }
+    // Oldest first, the newest last: a crash part-way leaves the files
+    // still on disk a chain without a gap (rule 2).
     let spare = dir.join(SPARE);
-    if !spare.exists() {
-        let (_, newest) = retired.pop().expect("not empty");
-        std::fs::rename(&newest, &spare).map_err(|e| LogError::io(&newest, e))?;
-    }
+    let (_, newest) = retired.pop().expect("not empty");
     for (_, path) in retired {
         std::fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
+    }
+    if spare.exists() {
+        std::fs::remove_file(&newest).map_err(|e| LogError::io(&newest, e))?;
+    } else {
+        std::fs::rename(&newest, &spare).map_err(|e| LogError::io(&newest, e))?;
     }
     sync_dir(dir)
 }
@@ -548,6 +552,24 @@ mod tests {
         std::fs::write(&wal.path, &bytes).unwrap();
         let err = recover(tmp.path()).unwrap_err();
         assert!(matches!(&err, LogError::WalDamaged { offset, .. } if *offset == HEADER_BYTES as u64), "{err}");
+    }
+
+    #[test]
+    fn retiring_files_oldest_first_keeps_a_chain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut wal = write(tmp.path(), &[(1, 3)]);
+        wal.rotate(Seq(3)).unwrap();
+        wal.append(&segments(4, 2)).unwrap();
+        wal.rotate(Seq(5)).unwrap();
+        wal.append(&segments(6, 2)).unwrap();
+        wal.sync().unwrap();
+        // What a crash after the first deletion of `remove_up_to(2)` leaves.
+        std::fs::remove_file(file_path(tmp.path(), 1)).unwrap();
+        let r = recover(tmp.path()).unwrap();
+        assert_eq!((r.base, last_seq(&r)), (Some(Seq(3)), 7));
+        remove_up_to(tmp.path(), 2).unwrap();
+        let r = recover(tmp.path()).unwrap();
+        assert_eq!((r.base, last_seq(&r), r.records.len()), (Some(Seq(5)), 7, 1));
     }
 
     #[test]
