@@ -62,6 +62,15 @@ fn push(bucket: &mut Vec<u8>, id: EventId, seq: Seq) {
     bucket.extend_from_slice(&seq.0.to_be_bytes());
 }
 
+/// Entries grouped by bucket, buckets in key order.
+fn by_bucket(entries: impl Iterator<Item = (EventId, Seq)>) -> BTreeMap<[u8; KEY_BYTES], Vec<(EventId, Seq)>> {
+    let mut grouped: BTreeMap<[u8; KEY_BYTES], Vec<(EventId, Seq)>> = BTreeMap::new();
+    for (id, seq) in entries {
+        grouped.entry(key(id)).or_default().push((id, seq));
+    }
+    grouped
+}
+
 /// Where `id` is, if the index has it.
 pub(crate) fn get(tree: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogError> {
     let Some(bucket) = tree.get(key(id))? else { return Ok(None) };
@@ -74,12 +83,8 @@ pub(crate) fn get(tree: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogErro
 /// are, so adding a record again (the write-ahead records re-applied at
 /// open) adds nothing (invariant 3).
 pub(crate) fn insert_all(tree: &sled::Tree, added: impl Iterator<Item = (EventId, Seq)>) -> Result<(), LogError> {
-    let mut grouped: BTreeMap<[u8; KEY_BYTES], Vec<(EventId, Seq)>> = BTreeMap::new();
-    for (id, seq) in added {
-        grouped.entry(key(id)).or_default().push((id, seq));
-    }
     let mut batch = sled::Batch::default();
-    for (key, added) in grouped {
+    for (key, added) in by_bucket(added) {
         let mut bucket = tree.get(key)?.map(|b| b.to_vec()).unwrap_or_default();
         let mut present: HashSet<EventId> = entries(&bucket).map(|(id, _)| id).collect();
         let before = bucket.len();
@@ -100,12 +105,8 @@ pub(crate) fn insert_all(tree: &sled::Tree, added: impl Iterator<Item = (EventId
 /// Removes the entries of these ids that point at these positions, as one
 /// atomic batch.
 pub(crate) fn remove_all(tree: &sled::Tree, removed: impl Iterator<Item = (EventId, Seq)>) -> Result<(), LogError> {
-    let mut grouped: BTreeMap<[u8; KEY_BYTES], Vec<(EventId, Seq)>> = BTreeMap::new();
-    for (id, seq) in removed {
-        grouped.entry(key(id)).or_default().push((id, seq));
-    }
     let mut batch = sled::Batch::default();
-    for (key, removed) in grouped {
+    for (key, removed) in by_bucket(removed) {
         let Some(old) = tree.get(key)? else { continue };
         let mut bucket = Vec::with_capacity(old.len());
         for (id, seq) in entries(&old).filter(|e| !removed.contains(e)) {
