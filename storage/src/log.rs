@@ -133,16 +133,12 @@ impl Shared {
         if let Some(&seq) = self.pending.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
             return Ok(Some(seq));
         }
-        seq_of(&self.ids, id)
+        id_index::get(&self.ids, id)
     }
 
     /// Waits until sled holds every acknowledged event.
     fn caught_up(&self) -> Result<(), LogError> {
-        let head = Seq(self.head.load(Ordering::Acquire));
-        if self.applied.behind(head) {
-            let _ = self.hurry.try_send(());
-        }
-        self.applied.wait_for(head)
+        self.applied.wait_for(Seq(self.head.load(Ordering::Acquire)), &self.hurry)
     }
 }
 
@@ -218,7 +214,7 @@ impl SledLog {
                 let generation = recovered.last_generation.map_or(1, |g| g + 1);
                 let wal = Wal::create(&wal_dir, generation, head)?;
                 wal::remove_up_to(&wal_dir, generation - 1)?;
-                if meta.get("format")?.as_deref() != Some(&LOG_FORMAT.to_be_bytes()[..]) {
+                if on_disk != LOG_FORMAT {
                     // From here on an older engram, blind to the
                     // write-ahead files, must not open this log.
                     meta.insert("format", &LOG_FORMAT.to_be_bytes())?;
@@ -368,7 +364,7 @@ impl SledLog {
     /// The `seq` the id index records for `id`.
     pub fn indexed_seq(&self, id: EventId) -> Result<Option<Seq>, LogError> {
         self.shared.caught_up()?;
-        seq_of(&self.shared.ids, id)
+        id_index::get(&self.shared.ids, id)
     }
 
     /// Bytes sled reports for the database (its own accounting).
@@ -534,10 +530,10 @@ fn forget_interrupted_creation(dir: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
         Err(e) => return Err(e),
     };
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
     if db_bytes > 0 {
         return Ok(());
     }
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -553,10 +549,6 @@ fn forget_interrupted_creation(dir: &Path) -> std::io::Result<()> {
 /// (damage) rather than the file system (permissions, space, a lock).
 fn is_damage(e: &std::io::Error) -> bool {
     matches!(e.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof)
-}
-
-fn seq_of(ids: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogError> {
-    id_index::get(ids, id)
 }
 
 /// The last `seq` in the log, from its last segment.
@@ -622,11 +614,8 @@ fn trim_after(log: &sled::Tree, ids: &sled::Tree, end: Seq) -> Result<u64, LogEr
     let mut index = Vec::new();
     for entry in log.range(segment::key(end.next())..) {
         let (key, bytes) = entry?;
-        for frame in binary::frames(&bytes) {
-            // A frame that does not read has no id to remove.
-            let Ok(view) = frame.and_then(|f| f.view()) else { continue };
-            index.push((view.id(), view.seq()));
-        }
+        // A frame that does not read has no id to remove.
+        readable_ids(&bytes, &mut index);
         segments.remove(key);
     }
     let removed = index.len() as u64;
@@ -636,6 +625,13 @@ fn trim_after(log: &sled::Tree, ids: &sled::Tree, end: Seq) -> Result<u64, LogEr
     Ok(removed)
 }
 
+/// The `(id, seq)` of every frame of a segment that reads, skipping the
+/// ones that do not: for trimming and re-indexing, which go around damage
+/// (`engram verify` names it).
+fn readable_ids(segment: &[u8], out: &mut Vec<(EventId, Seq)>) {
+    out.extend(binary::frames(segment).filter_map(|f| f.and_then(|f| f.view()).ok()).map(|v| (v.id(), v.seq())));
+}
+
 /// Builds the id index again from every record (the upgrade from format
 /// 1). Unreadable records are left out: `engram verify` names them.
 fn rebuild_id_index(log: &sled::Tree, ids: &sled::Tree) -> Result<(), LogError> {
@@ -643,11 +639,7 @@ fn rebuild_id_index(log: &sled::Tree, ids: &sled::Tree) -> Result<(), LogError> 
     let mut chunk = Vec::new();
     for entry in log.iter() {
         let (_, bytes) = entry?;
-        for frame in binary::frames(&bytes) {
-            if let Ok(view) = frame.and_then(|f| f.view()) {
-                chunk.push((view.id(), view.seq()));
-            }
-        }
+        readable_ids(&bytes, &mut chunk);
         if chunk.len() >= 1 << 16 {
             id_index::insert_all(ids, chunk.drain(..))?;
         }
@@ -670,7 +662,7 @@ fn reindex_tail(log: &sled::Tree, ids: &sled::Tree) -> Result<usize, LogError> {
         let mut missing = Vec::new();
         segment::for_each_frame(first, &v, |seq, frame| {
             let env = frame.decode().map_err(|source| LogError::Corrupt { seq, source })?;
-            if seq_of(ids, env.id)?.is_none() {
+            if id_index::get(ids, env.id)?.is_none() {
                 missing.push((env.id, seq));
             }
             Ok(())
@@ -1161,9 +1153,13 @@ impl Applied {
         Applied { state: Mutex::new((head, None)), changed: Condvar::new() }
     }
 
-    /// Waits until sled holds everything up to `seq`.
-    fn wait_for(&self, seq: Seq) -> Result<(), LogError> {
+    /// Waits until sled holds everything up to `seq`, hurrying the
+    /// applier (through `hurry`) if it is not there yet.
+    fn wait_for(&self, seq: Seq, hurry: &Sender<()>) -> Result<(), LogError> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.0 < seq {
+            let _ = hurry.try_send(());
+        }
         while state.0 < seq && state.1.is_none() {
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
@@ -1171,10 +1167,6 @@ impl Applied {
             Some(why) => Err(LogError::Transaction(why.clone())),
             None => Ok(()),
         }
-    }
-
-    fn behind(&self, seq: Seq) -> bool {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).0 < seq
     }
 
     fn advance(&self, seq: Seq) {

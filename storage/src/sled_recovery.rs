@@ -465,11 +465,7 @@ mod tests {
         let all: Vec<_> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
         let wal = dir.join(crate::wal::WAL_DIR);
         let kept = dir.join("wal.kept");
-        std::fs::create_dir_all(&kept).unwrap();
-        for entry in std::fs::read_dir(&wal).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), kept.join(entry.file_name())).unwrap();
-        }
+        crate::repair::copy_dir(&wal, &kept).unwrap();
         drop(log);
         std::fs::remove_dir_all(&wal).unwrap();
         std::fs::rename(&kept, &wal).unwrap();

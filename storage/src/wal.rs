@@ -309,19 +309,11 @@ pub fn recover(dir: &Path) -> Result<Recovered, LogError> {
 fn sound_record_after(bytes: &[u8], from: usize, tag: u32) -> bool {
     let Some(rest) = bytes.get(from..) else { return false };
     let Some(start) = rest.iter().position(|b| *b != 0) else { return false };
-    let tag = tag.to_le_bytes();
     // A record's header may begin up to 11 bytes before its first nonzero
     // byte (a length and tag of zeros cannot be a record's, but start early).
     let first = (from + start).saturating_sub(RECORD_HEADER_BYTES).max(from);
-    (first..bytes.len().saturating_sub(RECORD_HEADER_BYTES)).any(|p| {
-        bytes[p + 4..p + 8] == tag && {
-            let len = u32::from_le_bytes(bytes[p..p + 4].try_into().expect("4 bytes")) as usize;
-            let crc = u32::from_le_bytes(bytes[p + 8..p + 12].try_into().expect("4 bytes"));
-            len > 0
-                && bytes.len() - p - RECORD_HEADER_BYTES >= len
-                && record_crc(&bytes[p..p + 8], &bytes[p + RECORD_HEADER_BYTES..p + RECORD_HEADER_BYTES + len]) == crc
-        }
-    })
+    (first..bytes.len().saturating_sub(RECORD_HEADER_BYTES))
+        .any(|p| matches!(record_body(&bytes[p..], tag), Ok(Some(_))))
 }
 
 /// The tag of a generation's records.
@@ -355,11 +347,10 @@ fn parse_header(bytes: &[u8]) -> Result<(u64, Seq), String> {
     Ok((generation, base))
 }
 
-/// One record at the start of `bytes`, which must begin at `first`:
-/// `(segments, bytes taken, last seq)`; `None` where the records end (a tag
-/// not of this generation: zeros, or the file's earlier use).
-#[allow(clippy::type_complexity)]
-fn parse_record(bytes: &[u8], tag: u32, first: Seq) -> Result<Option<(Segments, usize, Seq)>, String> {
+/// The body of the record at the start of `bytes`, checked (length, CRC);
+/// `None` where the records end (a tag not of this generation: zeros, or
+/// the file's earlier use).
+fn record_body(bytes: &[u8], tag: u32) -> Result<Option<&[u8]>, String> {
     let header = bytes.get(..RECORD_HEADER_BYTES).ok_or("a record header cut short")?;
     if header[4..8] != tag.to_le_bytes() {
         return Ok(None);
@@ -375,6 +366,15 @@ fn parse_record(bytes: &[u8], tag: u32, first: Seq) -> Result<Option<(Segments, 
     if record_crc(&header[..8], body) != crc {
         return Err("record CRC mismatch".to_owned());
     }
+    Ok(Some(body))
+}
+
+/// One record at the start of `bytes`, which must begin at `first`:
+/// `(segments, bytes taken, last seq)`; `None` where the records end.
+#[allow(clippy::type_complexity)]
+fn parse_record(bytes: &[u8], tag: u32, first: Seq) -> Result<Option<(Segments, usize, Seq)>, String> {
+    let Some(body) = record_body(bytes, tag)? else { return Ok(None) };
+    let len = body.len();
     let mut segments = Vec::new();
     let mut expected = first;
     let mut rest = body;

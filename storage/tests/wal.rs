@@ -46,6 +46,16 @@ fn run_and_kill(dir: &Path, f: impl FnOnce(&SledLog)) {
     std::fs::rename(&kept, dir.join(WAL_DIR)).unwrap();
 }
 
+/// [`run_and_kill`], with sled's files put back as they were before `f`:
+/// the write-ahead files are then the only copy of what `f` appended.
+fn run_and_kill_behind_sled(dir: &Path, f: impl FnOnce(&SledLog)) {
+    let sled_then = dir.parent().unwrap().join("sled.then");
+    copy_files(&dir.join("log.sled"), &sled_then);
+    run_and_kill(dir, f);
+    std::fs::remove_dir_all(dir.join("log.sled")).unwrap();
+    std::fs::rename(&sled_then, dir.join("log.sled")).unwrap();
+}
+
 fn the_wal_file(dir: &Path) -> std::path::PathBuf {
     let mut files: Vec<_> = std::fs::read_dir(dir.join(WAL_DIR))
         .unwrap()
@@ -68,17 +78,13 @@ fn records_sled_never_got_are_applied_at_open() {
     let log = SledLog::open(&dir, LogConfig::default()).unwrap();
     log.append(batch(0..3)).unwrap();
     drop(log);
-    let sled_then = root.path().join("sled.then");
-    copy_files(&dir.join("log.sled"), &sled_then);
     // Two more group commits, in the write-ahead files only.
     let mut written = Vec::new();
-    run_and_kill(&dir, |log| {
+    run_and_kill_behind_sled(&dir, |log| {
         log.append(batch(3..8)).unwrap();
         log.append(batch(8..40)).unwrap();
         written = read_all(log);
     });
-    std::fs::remove_dir_all(dir.join("log.sled")).unwrap();
-    std::fs::rename(&sled_then, dir.join("log.sled")).unwrap();
 
     let log = SledLog::open(&dir, LogConfig::default()).unwrap();
     assert_eq!(log.head(), Seq(40));
@@ -131,17 +137,13 @@ fn damage_in_the_write_ahead_files_is_refused_and_repaired() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("data");
     drop(SledLog::open(&dir, LogConfig::default()).unwrap());
-    let sled_empty = root.path().join("sled.empty");
-    copy_files(&dir.join("log.sled"), &sled_empty);
     let mut written = Vec::new();
-    run_and_kill(&dir, |log| {
+    // sled as it was before them: the write-ahead file is the only copy.
+    run_and_kill_behind_sled(&dir, |log| {
         log.append(batch(0..10)).unwrap();
         log.append(batch(10..20)).unwrap();
         written = read_all(log);
     });
-    // sled as it was before them: the write-ahead file is the only copy.
-    std::fs::remove_dir_all(dir.join("log.sled")).unwrap();
-    std::fs::rename(&sled_empty, dir.join("log.sled")).unwrap();
     // One byte flipped inside the first record, a sound record after it.
     let file = the_wal_file(&dir);
     let mut bytes = std::fs::read(&file).unwrap();
