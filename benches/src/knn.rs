@@ -200,6 +200,13 @@ pub struct ExternalPeer {
     pub configs: Vec<Config>,
 }
 
+impl ExternalPeer {
+    /// The library's name alone (`faiss`), for table labels.
+    pub fn short_name(&self) -> &str {
+        self.name.split_whitespace().next().unwrap_or(&self.name)
+    }
+}
+
 /// What knn_peers.py prints.
 #[derive(serde::Deserialize, Debug, Clone, Default)]
 struct PeersOutput {
@@ -222,11 +229,7 @@ pub struct AtRecall {
 /// The best QPS among the configurations that reach `recall` (the
 /// upper-left frontier of a recall–QPS curve).
 pub fn qps_at(configs: &[Config], recall: f64) -> Option<f64> {
-    configs
-        .iter()
-        .filter(|c| c.recall_at_k + 1e-9 >= recall)
-        .map(|c| c.qps)
-        .fold(None, |best, q| Some(best.map_or(q, |b: f64| b.max(q))))
+    configs.iter().filter(|c| c.recall_at_k + 1e-9 >= recall).map(|c| c.qps).reduce(f64::max)
 }
 
 /// The report of `engram bench knn`.
@@ -271,38 +274,22 @@ impl Report {
             "qps",
             "p50 µs"
         );
-        for c in &self.configs {
-            out.push_str(&format!(
-                "{:<16} {:>10.4} {:>10.0} {:>10.1}\n",
-                format!("hnsw ef {}", c.ef),
-                c.recall_at_k,
-                c.qps,
-                c.p50_us
-            ));
-        }
-        out.push_str(&format!("{:<16} {:>10.4} {:>10.0} {:>10.1}\n", "exact", 1.0, self.exact.qps, self.exact.p50_us));
-        if let Some(p) = &self.hnsw_rs {
-            for c in &p.configs {
-                out.push_str(&format!(
-                    "{:<16} {:>10.4} {:>10.0} {:>10.1}\n",
-                    format!("hnsw_rs ef {}", c.ef),
-                    c.recall_at_k,
-                    c.qps,
-                    c.p50_us
-                ));
+        let row = |out: &mut String, label: String, recall: f64, qps: f64, p50_us: f64| {
+            out.push_str(&format!("{label:<16} {recall:>10.4} {qps:>10.0} {p50_us:>10.1}\n"));
+        };
+        let curve = |out: &mut String, name: &str, configs: &[Config]| {
+            for c in configs {
+                row(out, format!("{name} ef {}", c.ef), c.recall_at_k, c.qps, c.p50_us);
             }
+        };
+        curve(&mut out, "hnsw", &self.configs);
+        row(&mut out, "exact".to_owned(), 1.0, self.exact.qps, self.exact.p50_us);
+        if let Some(p) = &self.hnsw_rs {
+            curve(&mut out, "hnsw_rs", &p.configs);
             out.push_str(&format!("(hnsw_rs built in {:.1} s)\n", p.build_s));
         }
         for p in &self.peers {
-            for c in &p.configs {
-                out.push_str(&format!(
-                    "{:<16} {:>10.4} {:>10.0} {:>10.1}\n",
-                    format!("{} ef {}", p.name.split_whitespace().next().unwrap_or(&p.name), c.ef),
-                    c.recall_at_k,
-                    c.qps,
-                    c.p50_us
-                ));
-            }
+            curve(&mut out, p.short_name(), &p.configs);
             out.push_str(&format!("({} built in {:.1} s)\n", p.name, p.build_s));
         }
         for m in &self.peers_missing {
@@ -310,11 +297,9 @@ impl Report {
         }
         if !self.peers.is_empty() {
             out.push_str("\nbest QPS at recall@k ≥");
-            let names: Vec<&str> =
-                self.peers.iter().map(|p| p.name.split_whitespace().next().unwrap_or(&p.name)).collect();
             out.push_str(&format!("\n{:<8} {:>10}", "recall", "engram"));
-            for n in &names {
-                out.push_str(&format!(" {:>10} {:>8}", n, "ratio"));
+            for p in &self.peers {
+                out.push_str(&format!(" {:>10} {:>8}", p.short_name(), "ratio"));
             }
             out.push('\n');
             let cell = |q: Option<f64>| q.map_or("—".to_owned(), |q| format!("{q:.0}"));
