@@ -9,22 +9,121 @@
 use std::sync::Arc;
 
 use engram_events::{Envelope, EventId, EventKind, Seq};
+use engram_storage::snapshot::{SnapshotDir, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_storage::{AppendOutcome, EventLog, LogError, SledLog};
 
 /// The sled tree of the actors' checkpoints (`projection.actor_checkpoints`).
 const CHECKPOINTS: &str = "actor_checkpoints";
 
-/// The log plus the actors' checkpoints.
+/// The log plus the actors' checkpoints and snapshots.
 pub struct Bus {
     log: Arc<SledLog>,
     checkpoints: sled::Tree,
+    snapshots: SnapshotDir,
+    snapshot_every: u64,
+}
+
+/// When an actor saves a snapshot of its state (`[runtime]
+/// snapshot_every`): one costs an encoding of the whole state, and a
+/// start folds at most about `every` events of the log's tail per actor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotPolicy {
+    /// Least progress, in `seq`, between two snapshots while running (0:
+    /// never save one).
+    pub every: u64,
+    /// Least progress since the last for one at shutdown or after a
+    /// warm-up: below it, folding that tail at the next start costs less
+    /// than saving the whole state now (a `run --once` adds a dozen events).
+    pub min_tail: u64,
 }
 
 impl Bus {
     /// Opens the checkpoint tree of `log`.
     pub fn new(log: Arc<SledLog>) -> Result<Bus, LogError> {
         let checkpoints = log.projection_tree(CHECKPOINTS)?;
-        Ok(Bus { log, checkpoints })
+        let snapshots = SnapshotDir::new(log.dir());
+        Ok(Bus { log, checkpoints, snapshots, snapshot_every: 4096 })
+    }
+
+    /// This bus with its actors saving a snapshot every `every` events (0:
+    /// never).
+    pub fn with_snapshot_every(mut self, every: u64) -> Bus {
+        self.snapshot_every = every;
+        self
+    }
+
+    /// When the actors save snapshots.
+    pub fn snapshot_policy(&self) -> Option<SnapshotPolicy> {
+        (self.snapshot_every > 0)
+            .then(|| SnapshotPolicy { every: self.snapshot_every, min_tail: (self.snapshot_every / 4).max(1) })
+    }
+
+    /// Restores `owner`'s state from its snapshot, if it has one that
+    /// passes every check ([`engram_storage::snapshot`], rule 2) with
+    /// `upto` as its checkpoint; `restore` reads the body. Returns the seq
+    /// the restored state is folded up to, or `None` — then nothing usable
+    /// was found, `restore` may have left the state half-read, and the
+    /// owner starts from empty and folds the log from seq 1.
+    pub fn restore_snapshot(
+        &self,
+        owner: &str,
+        version: u32,
+        upto: Seq,
+        restore: impl FnOnce(&mut SnapshotReader<'_>) -> Result<(), SnapshotError>,
+    ) -> Option<Seq> {
+        if version == 0 || self.snapshot_policy().is_none() {
+            return None;
+        }
+        let started = std::time::Instant::now();
+        let restored = self.snapshots.load(self.log.as_ref(), owner, version, upto).and_then(|loaded| {
+            let Some(loaded) = loaded else { return Ok(None) };
+            let mut r = SnapshotReader::new(&loaded.body);
+            restore(&mut r)?;
+            r.finish()?;
+            Ok(Some(loaded.seq))
+        });
+        match restored {
+            Ok(Some(seq)) => {
+                let ms = started.elapsed().as_millis() as u64;
+                tracing::debug!(owner, seq = seq.0, ms, "state restored from its snapshot");
+                Some(seq)
+            }
+            Ok(None) => None,
+            Err(e @ SnapshotError::Stale(_)) => {
+                tracing::info!(owner, "snapshot not used ({e}); folding the log from seq 1");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(owner, path = %self.snapshots.path(owner).display(), "snapshot not used ({e}); folding the log from seq 1");
+                None
+            }
+        }
+    }
+
+    /// Saves `owner`'s state, folded up to `seq`, as its snapshot (which
+    /// only a fold of exactly the log up to `seq` may be: rule 3). A
+    /// failure is logged and costs the next start time, nothing else.
+    pub fn save_snapshot(&self, owner: &str, version: u32, seq: Seq, save: impl FnOnce(&mut SnapshotWriter)) -> bool {
+        if version == 0 {
+            return false;
+        }
+        let started = std::time::Instant::now();
+        let mut w = SnapshotWriter::new();
+        save(&mut w);
+        let saved = w.finish().and_then(|body| {
+            self.snapshots.save(self.log.as_ref(), owner, version, seq, &body)?;
+            Ok(body.len())
+        });
+        match saved {
+            Ok(bytes) => {
+                tracing::debug!(owner, seq = seq.0, bytes, ms = started.elapsed().as_millis() as u64, "snapshot saved");
+                true
+            }
+            Err(e) => {
+                tracing::warn!(owner, seq = seq.0, "snapshot not saved: {e}");
+                false
+            }
+        }
     }
 
     /// The log.

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use chrono::FixedOffset;
 use engram_events::payloads::{FeedbackRating, LlmContext, PlanStep, RouteLayer, SessionEndReason, UtteranceSource};
-use engram_events::{ActorKind, Envelope, SessionId, TurnId};
+use engram_events::{ActorKind, Envelope, Seq, SessionId, TurnId};
 use engram_learning::config::Config;
 use engram_learning::intent::IntentMode;
 use engram_learning::projections::PatternOutcomes;
@@ -54,11 +54,14 @@ use crate::roles::router::{Router, RouterSetup};
 use crate::roles::summariser::Summariser;
 use crate::roles::tool_router::ToolRouter;
 use crate::roles::{ContextLlm, ReactorRole};
-use crate::shell::{RoleFactory, Shell, ShellStatus};
+use crate::shell::{Deliver, RoleFactory, SaveSnapshot, Shell, ShellStatus};
 use crate::tools::{BuiltinConfig, Tool, ToolRegistry};
 
 /// How long a host call waits for its turn by default.
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long shutdown waits for the actors to save their snapshots.
+pub const SNAPSHOT_WAIT: Duration = Duration::from_secs(10);
 
 /// What the host gets back for an utterance.
 #[derive(Clone, Debug, PartialEq)]
@@ -166,7 +169,7 @@ impl RuntimeBuilder {
             }
         };
         let log = Arc::new(SledLog::open(&dir, LogConfig { durability, ..LogConfig::default() })?);
-        let bus = Arc::new(Bus::new(log.clone())?);
+        let bus = Arc::new(Bus::new(log.clone())?.with_snapshot_every(config.runtime.snapshot_every));
         let embedder: Arc<dyn Embedder> = match self.embedder {
             Some(e) => e,
             None => Arc::new(OnnxEmbedder::open(&embedder_config(&config.embedder))?),
@@ -278,7 +281,7 @@ impl RuntimeBuilder {
                 Box::new(move || {
                     let (c, caps) = pattern_config.clone();
                     let kinds = PatternOutcomes::default().kinds().map(<[_]>::to_vec);
-                    Box::new(ReactorRole(Box::new(PatternReactor::new(PatternOutcomes::default(), c, caps)), kinds))
+                    Box::new(ReactorRole(PatternReactor::new(PatternOutcomes::default(), c, caps), kinds))
                 }),
             ),
             ("judge", Box::new(move || Box::new(Judge::new(judge_llm.clone())))),
@@ -326,6 +329,8 @@ pub struct Runtime {
     online: bool,
     /// The models a user may choose (`[llm] candidates`).
     candidates: Vec<String>,
+    /// Every actor and the listener, to save their snapshots at shutdown.
+    snapshots: Vec<Recipient<SaveSnapshot>>,
 }
 
 impl Runtime {
@@ -375,7 +380,7 @@ impl Runtime {
                         let addr = Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
                             Shell::new(name, bus, factory, kinds, status)
                         });
-                        addrs.push(addr.recipient());
+                        addrs.push((addr.clone().recipient::<Deliver>(), addr.recipient::<SaveSnapshot>()));
                     }
                     (System::current(), listener, addrs)
                 });
@@ -384,13 +389,17 @@ impl Runtime {
             })
             .map_err(RuntimeError::Thread)?;
         let (system, listener, addrs) = rx.recv().map_err(|_| RuntimeError::ActorFailed("system"))?;
-        let mut feeds: Vec<Feed> = addrs
-            .into_iter()
-            .zip(kinds)
-            .zip(&statuses)
-            .map(|((addr, kinds), (_, status))| Feed { kinds, addr, status: Some(status.clone()) })
-            .collect();
-        feeds.push(Feed { kinds: Some(LISTENER_KINDS.to_vec()), addr: listener.clone().recipient(), status: None });
+        let mut snapshots: Vec<Recipient<SaveSnapshot>> = vec![listener.clone().recipient()];
+        // The listener's feed comes first: the dispatcher hands it each
+        // event before any shell counts that event as seen, so once the
+        // shells have settled the listener has been handed everything too
+        // (its snapshot at shutdown relies on it).
+        let mut feeds =
+            vec![Feed { kinds: Some(LISTENER_KINDS.to_vec()), addr: listener.clone().recipient(), status: None }];
+        for (((deliver, save), kinds), (_, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
+            feeds.push(Feed { kinds, addr: deliver, status: Some(status.clone()) });
+            snapshots.push(save);
+        }
         let threads = vec![dispatch::start(&bus, from, feeds, bridge.clone(), stop.clone())?];
         let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();
         Ok(Runtime {
@@ -404,6 +413,7 @@ impl Runtime {
             turn_timeout,
             online,
             candidates: Vec::new(),
+            snapshots,
         })
     }
 
@@ -536,7 +546,8 @@ impl Runtime {
         loop {
             let head = self.bus.head().0;
             let idle = |s: &ShellStatus| {
-                s.seen.load(Ordering::Acquire) >= head
+                s.caught_up.load(Ordering::Acquire)
+                    && s.seen.load(Ordering::Acquire) >= head
                     && s.position.load(Ordering::Acquire) >= s.forwarded.load(Ordering::Acquire)
             };
             if self.actors.iter().all(|a| idle(&a.status)) && self.bus.head().0 == head {
@@ -598,6 +609,12 @@ impl Runtime {
             .collect()
     }
 
+    /// Per actor: the seq of the snapshot its last warm-up restored (0: it
+    /// folded the log from seq 1; see [`engram_storage::snapshot`]).
+    pub fn restored_snapshots(&self) -> Vec<(&'static str, u64)> {
+        self.actors.iter().map(|a| (a.name, a.status.restored.load(Ordering::Acquire))).collect()
+    }
+
     /// Lets the actors finish what is in the log (up to 10 s), stops them
     /// and flushes.
     pub fn shutdown(mut self) -> Result<(), RuntimeError> {
@@ -609,6 +626,7 @@ impl Runtime {
             for a in &self.actors {
                 self.bus.set_checkpoint(a.name, head)?;
             }
+            self.save_snapshots(head);
         } else {
             tracing::warn!("shutdown: actors still busy after 10 s; they resume from their checkpoints next start");
         }
@@ -616,6 +634,25 @@ impl Runtime {
         self.bus.flush_checkpoints()?;
         self.bus.log().flush()?;
         Ok(())
+    }
+
+    /// Has every actor and the listener save its state, folded up to
+    /// `head`, as its snapshot, so the next start folds nothing (waits up
+    /// to [`SNAPSHOT_WAIT`]; a snapshot not saved costs that start time,
+    /// nothing else).
+    fn save_snapshots(&self, head: Seq) {
+        let (done, saved) = crossbeam_channel::unbounded();
+        for r in &self.snapshots {
+            r.do_send(SaveSnapshot { upto: head, done: done.clone() });
+        }
+        drop(done);
+        let deadline = Instant::now() + SNAPSHOT_WAIT;
+        for _ in &self.snapshots {
+            if saved.recv_deadline(deadline).is_err() {
+                tracing::warn!("shutdown: not every actor saved its snapshot; the next start folds more of the log");
+                break;
+            }
+        }
     }
 
     fn stop_all(&mut self) {

@@ -18,12 +18,13 @@
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use engram_events::{Envelope, EventId, EventKind, Seq};
+use engram_storage::snapshot::{SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_storage::LogError;
 
 use crate::bus::Bus;
@@ -59,6 +60,24 @@ pub trait Role: Send + 'static {
     fn durable(&self) -> bool {
         false
     }
+
+    /// The version of the state [`Role::save`] writes (rule 5 of
+    /// [`engram_storage::snapshot`]). 0, the default: the role keeps no
+    /// snapshot and folds the log from seq 1 at every start.
+    fn snapshot_version(&self) -> u32 {
+        0
+    }
+
+    /// Writes what [`Role::observe`] has folded — nothing a role caches
+    /// while handling (a built index, a memo), which a fold from seq 1
+    /// would not have either.
+    fn save(&self, _w: &mut SnapshotWriter) {}
+
+    /// Restores what [`Role::save`] wrote, into a role fresh from its
+    /// factory.
+    fn restore(&mut self, _r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        Err(SnapshotError::Stale("the role keeps no snapshot".into()))
+    }
 }
 
 /// Whether a role of `kinds` (`None`: all) wants `env`.
@@ -83,6 +102,13 @@ pub struct ShellStatus {
     pub panics: AtomicU64,
     /// Restarts done.
     pub restarts: AtomicU64,
+    /// The seq of the snapshot the last warm-up restored (0: it folded the
+    /// log from seq 1).
+    pub restored: AtomicU64,
+    /// Whether the actor has handled everything up to the head it found at
+    /// its last (re)start: until then it is not settled, whatever the
+    /// counters above say.
+    pub caught_up: AtomicBool,
 }
 
 impl ShellStatus {
@@ -117,12 +143,28 @@ pub struct Shell {
     /// ahead of the log read, and the gap is filled from the log.
     caught_up: bool,
     status: Arc<ShellStatus>,
+    /// The seq of the last snapshot restored, saved or tried.
+    snapshot_at: Seq,
 }
 
 /// An event for the actor (from its subscription).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Deliver(pub Envelope);
+
+/// Save the role's state as a snapshot at `upto`, the log's head, which
+/// the runtime has seen every actor settle at ([`crate::Runtime::shutdown`]),
+/// if the actor has folded at least the policy's `min_tail` since its last
+/// ([`crate::bus::SnapshotPolicy`]);
+/// `done` is told once the actor has saved it, or decided not to.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SaveSnapshot {
+    /// The head every actor has handled all it wants up to.
+    pub upto: Seq,
+    /// Dropped (or sent to) when done.
+    pub done: crossbeam_channel::Sender<()>,
+}
 
 /// Handle everything in the log after the position (at start and restart).
 #[derive(Message)]
@@ -150,20 +192,51 @@ impl Shell {
             kinds,
             caught_up: false,
             status,
+            snapshot_at: Seq(0),
         }
     }
 
-    /// Builds the role and folds the log up to the checkpoint into it.
+    /// Builds the role, restores its snapshot if it has a usable one, and
+    /// folds the rest of the log up to the checkpoint into it. A long fold
+    /// (no snapshot, or an old one) is saved as a snapshot at once, so the
+    /// next start does not pay it again.
     fn warm_up(&mut self) -> Result<(), LogError> {
         let checkpoint = self.bus.checkpoint(self.name)?;
         let mut role = (self.factory)();
-        for env in self.bus.read_range_of(Seq(1), checkpoint, self.kinds.as_deref()) {
+        let version = role.snapshot_version();
+        let restored = self.bus.restore_snapshot(self.name, version, checkpoint, |r| role.restore(r));
+        if restored.is_none() {
+            // Whatever a failed restore left half-read goes.
+            role = (self.factory)();
+        }
+        let from = restored.unwrap_or(Seq(0));
+        for env in self.bus.read_range_of(from.next(), checkpoint, self.kinds.as_deref()) {
             role.observe(&env?);
         }
+        self.snapshot_at = from;
+        self.status.restored.store(from.0, Ordering::Release);
         self.role = Some(role);
         self.position = checkpoint;
         self.status.position.store(checkpoint.0, Ordering::Release);
+        if self.bus.snapshot_policy().is_some_and(|p| checkpoint.0 >= from.0 + p.min_tail) {
+            self.save_snapshot();
+        }
         Ok(())
+    }
+
+    /// Saves the role's state as its snapshot at the position, when that
+    /// state is exactly the fold of the log up to it (rule 3 of
+    /// [`engram_storage::snapshot`]): every event the role derived and
+    /// folded ahead of the log has come back and been skipped.
+    fn save_snapshot(&mut self) {
+        let Some(role) = self.role.as_ref() else { return };
+        if !self.folded.is_empty() || self.position <= self.snapshot_at {
+            return;
+        }
+        self.bus.save_snapshot(self.name, role.snapshot_version(), self.position, |w| role.save(w));
+        // Tried once per stretch, saved or not: a failing disk is not
+        // hammered on every event.
+        self.snapshot_at = self.position;
     }
 
     /// Handles `env` (the next event after the position). `Err(())`: the
@@ -181,19 +254,30 @@ impl Shell {
                 // remembered, so the set does not grow with the rest.
                 let ids: Vec<EventId> =
                     derived.iter().filter(|d| wants(self.kinds.as_deref(), d)).map(|d| d.id).collect();
-                for d in &derived {
-                    role.observe(d);
-                }
-                let appended =
-                    if role.durable() { self.bus.append(derived) } else { self.bus.append_deferred(derived) };
-                if let Err(e) = appended {
-                    // The log refused (disk full, closed): stay at this event
-                    // and let the supervisor try again.
-                    tracing::error!(actor = self.name, seq = env.seq.0, "append failed: {e}; retrying");
-                    // Not the event's fault: it is never skipped for this, but
-                    // the retries are spaced so a full disk is not hammered.
-                    std::thread::sleep(APPEND_RETRY_PAUSE);
-                    return Err(());
+                let appended = if role.durable() {
+                    self.bus.append(derived.clone())
+                } else {
+                    self.bus.append_deferred(derived.clone())
+                };
+                let outcomes = match appended {
+                    Ok(outcomes) => outcomes,
+                    Err(e) => {
+                        // The log refused (disk full, closed): stay at this
+                        // event and let the supervisor try again.
+                        tracing::error!(actor = self.name, seq = env.seq.0, "append failed: {e}; retrying");
+                        // Not the event's fault: it is never skipped for this,
+                        // but the retries are spaced so a full disk is not
+                        // hammered.
+                        std::thread::sleep(APPEND_RETRY_PAUSE);
+                        return Err(());
+                    }
+                };
+                // Folded now, with the positions the log gave them, exactly
+                // as a fold from the log would see them (a row that keeps
+                // its first `seq` keeps the real one).
+                for (mut d, outcome) in derived.into_iter().zip(outcomes) {
+                    d.seq = outcome.seq();
+                    role.observe(&d);
                 }
                 self.folded.extend(ids);
                 self.advance(env.seq);
@@ -227,11 +311,19 @@ impl Shell {
         }
     }
 
+    fn set_caught_up(&mut self, caught_up: bool) {
+        self.caught_up = caught_up;
+        self.status.caught_up.store(caught_up, Ordering::Release);
+    }
+
     fn advance(&mut self, seq: Seq) {
         self.position = seq;
         self.status.position.store(seq.0, Ordering::Release);
         if let Err(e) = self.bus.set_checkpoint(self.name, seq) {
             tracing::warn!(actor = self.name, "checkpoint not written: {e}");
+        }
+        if self.bus.snapshot_policy().is_some_and(|p| seq.0 >= self.snapshot_at.0 + p.every) {
+            self.save_snapshot();
         }
     }
 
@@ -283,7 +375,7 @@ impl Supervised for Shell {
         self.status.restarts.fetch_add(1, Ordering::Relaxed);
         self.role = None;
         self.folded.clear();
-        self.caught_up = false;
+        self.set_caught_up(false);
     }
 }
 
@@ -293,8 +385,28 @@ impl Handler<CatchUp> for Shell {
     fn handle(&mut self, _: CatchUp, ctx: &mut Context<Self>) {
         let head = self.bus.head();
         if self.fill(head, ctx).is_ok() {
-            self.caught_up = true;
+            self.set_caught_up(true);
         }
+    }
+}
+
+impl Handler<SaveSnapshot> for Shell {
+    type Result = ();
+
+    fn handle(&mut self, msg: SaveSnapshot, _ctx: &mut Context<Self>) {
+        // Settled: everything up to `upto` that the actor wants was handed
+        // on and handled, so its state is the fold up to `upto` — unless an
+        // event slipped in since, which `seen` and `forwarded` show.
+        let settled = self.caught_up
+            && self.status.seen.load(Ordering::Acquire) >= msg.upto.0
+            && self.position.0 >= self.status.forwarded.load(Ordering::Acquire)
+            && self.position <= msg.upto;
+        let due = self.bus.snapshot_policy().is_some_and(|p| msg.upto.0 >= self.snapshot_at.0 + p.min_tail);
+        if settled && due {
+            self.position = msg.upto;
+            self.save_snapshot();
+        }
+        let _ = msg.done.send(());
     }
 }
 
@@ -311,7 +423,7 @@ impl Handler<Deliver> for Shell {
             if self.fill(Seq(env.seq.0 - 1), ctx).is_err() {
                 return;
             }
-            self.caught_up = true;
+            self.set_caught_up(true);
         }
         if self.step(&env).is_err() {
             ctx.stop();

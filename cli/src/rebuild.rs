@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use engram::learning::projections;
 use engram::storage::projector::{hex, Projector};
+use engram::storage::snapshot::SnapshotDir;
 use serde_json::json;
 
 use crate::output;
@@ -13,13 +15,14 @@ use crate::output;
 /// Drop projections and rebuild them from the log, printing their digests.
 ///
 /// A rebuild replays every event from seq 1; the digest of the rebuilt rows
-/// equals the digest of the live ones (`engram verify` checks that).
+/// equals the digest of the live ones (`engram verify` checks that). A full
+/// rebuild (no `--projection`) also drops the actors' snapshots.
 #[derive(clap::Args)]
 pub struct Args {
     /// Only this projection (repeatable); all by default
     #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(projections::names()))]
     projection: Vec<String>,
-    /// Print {"projections":{NAME:{"digest":"hex","rows":N,"events":N,"folded":N}},"events_per_sec":F}
+    /// Print {"projections":{NAME:{"digest":"hex","rows":N,"events":N,"folded":N}},"events_per_sec":F,"snapshots_dropped":B}
     #[arg(long)]
     json: bool,
 }
@@ -33,6 +36,13 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let mut projector = Projector::open_clearing(&log, projections::all(), Some(&names), |n, _| bar.set_position(n))?;
     projector.persist()?;
+    // The actors' snapshots are folds too: a full rebuild drops them, and
+    // the next start folds the log from seq 1 and saves them again.
+    let snapshots_dropped = names.is_empty();
+    if snapshots_dropped {
+        let snapshots = SnapshotDir::new(data);
+        snapshots.remove_all().with_context(|| format!("removing {}", snapshots.dir().display()))?;
+    }
     let (events, secs) = (head, started.elapsed().as_secs_f64());
     bar.finish_and_clear();
     let eps = if secs > 0.0 { events as f64 / secs } else { 0.0 };
@@ -46,7 +56,9 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         })
         .collect();
     if args.json {
-        output::print_json(&json!({"projections": rebuilt, "events_per_sec": eps}))?;
+        output::print_json(
+            &json!({"projections": rebuilt, "events_per_sec": eps, "snapshots_dropped": snapshots_dropped}),
+        )?;
     } else {
         for (name, v) in &rebuilt {
             println!(
@@ -57,6 +69,9 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         println!("replayed {events} events in {secs:.2} s ({eps:.0} events/s)");
+        if snapshots_dropped {
+            println!("actor snapshots dropped: the next start folds the log from seq 1 and saves them again");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

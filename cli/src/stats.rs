@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use engram::learning::embedding_model::EmbeddingModel;
 use engram::learning::projections::{self, PatternOutcomes};
 use engram::storage::projector::{hex, Projector};
+use engram::storage::snapshot::SnapshotDir;
 use engram::{EventKind, EventLog, Seq};
 use serde_json::json;
 
@@ -100,6 +101,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let stale: u64 = vectors.iter().filter(|(m, _)| **m != configured.name()).map(|(_, n)| n).sum();
     let record_bytes: u64 = log.segments().map(|s| s.map(|(_, b)| b.len() as u64)).sum::<Result<u64, _>>()?;
     let disk_bytes = dir_bytes(data);
+    let snapshots = SnapshotDir::new(data).list();
     let ratio = if record_bytes > 0 { disk_bytes as f64 / record_bytes as f64 } else { 0.0 };
     if args.json {
         output::print_json(&json!({
@@ -115,6 +117,10 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             "embedder": {"model": configured.name(), "id": configured.spec().id, "dim": configured.spec().dim,
                          "fingerprint_vectors": vectors, "fingerprint_vectors_of_other_models": stale},
             "damaged": damaged,
+            "snapshots": snapshots.iter().map(|l| match &l.header {
+                Ok((version, seq)) => json!({"owner": l.owner, "bytes": l.bytes, "version": version, "seq": seq.0}),
+                Err(e) => json!({"owner": l.owner, "bytes": l.bytes, "damaged": e}),
+            }).collect::<Vec<_>>(),
         }))?;
     } else {
         println!("data dir   {}", data.display());
@@ -138,6 +144,17 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         println!("projections");
         for (name, p) in &projections {
             println!("  {name:<22} {} rows, at seq {}", p["rows"], p["last_seq"]);
+        }
+        if !snapshots.is_empty() {
+            println!("actor snapshots (a start folds the log only after these)");
+        }
+        for l in &snapshots {
+            match &l.header {
+                Ok((version, seq)) => {
+                    println!("  {:<22} at seq {seq}, {} (state version {version})", l.owner, human_bytes(l.bytes))
+                }
+                Err(e) => println!("  {:<22} damaged ({e}): not used; the next start folds from seq 1", l.owner),
+            }
         }
         println!("by kind");
         for (kind, n) in &by_kind {

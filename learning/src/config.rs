@@ -642,6 +642,11 @@ pub struct RuntimeSection {
     /// (seed 002 #7), and the reply loop's model may find more with
     /// `search_tools` (#8).
     pub planner_max_tools: usize,
+    /// How often, in events of the log, each actor saves a snapshot of
+    /// its folded state, so a start reads the state and the log's tail
+    /// instead of folding the log from seq 1 (a shutdown saves one too once
+    /// a quarter of this has passed); 0: never.
+    pub snapshot_every: u64,
 }
 
 impl Default for RuntimeSection {
@@ -653,6 +658,7 @@ impl Default for RuntimeSection {
             dialogue_window_secs: 300,
             dialogue_max_turns: 8,
             planner_max_tools: 12,
+            snapshot_every: 4096,
         }
     }
 }

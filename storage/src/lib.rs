@@ -42,6 +42,7 @@ pub mod projector;
 pub mod repair;
 pub mod segment;
 pub mod sled_recovery;
+pub mod snapshot;
 pub mod subscription;
 pub mod verify;
 pub mod wal;

@@ -202,6 +202,10 @@ fn install(
         }
         std::fs::rename(&new_wal, &wal_dir).map_err(|e| LogError::io(&wal_dir, e))?;
     }
+    // The actors' snapshots were folded from the old log, whose positions
+    // the salvage may have changed: the next start folds the new one.
+    let snapshots = crate::snapshot::SnapshotDir::new(dir);
+    snapshots.remove_all().map_err(|e| LogError::io(snapshots.dir(), e))?;
     let _ = std::fs::remove_dir_all(staging);
     drop(lock);
     Ok(report)

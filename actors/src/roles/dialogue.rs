@@ -25,6 +25,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use chrono::{DateTime, Duration, Utc};
 use engram_events::payloads::ToolArgs;
 use engram_events::{Envelope, Event, EventKind, SessionId, TurnId};
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;
@@ -52,7 +53,7 @@ pub const DIALOGUE_KINDS: &[EventKind] = &[
 ];
 
 /// One tool call of an exchange.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Call {
     /// The tool.
     pub tool: String,
@@ -72,7 +73,7 @@ impl Call {
 }
 
 /// One exchange.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Exchange {
     turn: TurnId,
     at: DateTime<Utc>,
@@ -107,6 +108,12 @@ impl Dialogue {
 
     /// Folds one event.
     pub fn observe(&mut self, env: &Envelope) {
+        // A session's end carries no turn: it is matched before the rest,
+        // which needs one (without this every ended session was kept).
+        if let (Event::SessionEnded(_), Some(session)) = (&env.event, &env.session) {
+            self.sessions.remove(session);
+            return;
+        }
         let (Some(session), Some(turn)) = (&env.session, env.turn) else { return };
         match &env.event {
             Event::IntentJudged(i) if i.stop => {
@@ -154,9 +161,6 @@ impl Dialogue {
                     t.tools = tools;
                     t.at = env.at;
                 }
-            }
-            Event::SessionEnded(_) => {
-                self.sessions.remove(session);
             }
             _ => {}
         }
@@ -279,6 +283,21 @@ fn clip(text: &str) -> String {
     truncate(text, ENTRY_CHARS)
 }
 
+/// The sessions' exchanges and the turns that used tools. The window and
+/// the number of turns shape what is handed out, not what is folded.
+impl Snapshot for Dialogue {
+    fn save(&self, w: &mut SnapshotWriter) {
+        w.put_map(&self.sessions);
+        w.put_set(&self.with_tools);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.sessions = r.take_map()?;
+        self.with_tools = r.take_set()?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,8 +351,11 @@ mod tests {
         d.observe(&ask("s", 6, 30, "hello", false));
         d.observe(&reply("s", 6, 31, "hi"));
         assert_eq!(d.recent(&s, TurnId(engram_events::ulid::Ulid(7)), at(32)).len(), 2);
-        d.observe(&env("s", 6, 40, SessionEnded { reason: SessionEndReason::Host, turns: 6 }));
+        // A session's end carries no turn, as the listener writes it.
+        let ended = SessionEnded { reason: SessionEndReason::Host, turns: 6 };
+        d.observe(&Envelope::at(EventId::new_live(), at(40), ActorKind::Host, ended).with_session(s.clone()));
         assert!(d.recent(&s, TurnId(engram_events::ulid::Ulid(7)), at(41)).is_empty());
+        assert!(d.sessions.is_empty(), "an ended session is forgotten, not kept for ever");
     }
 
     #[test]

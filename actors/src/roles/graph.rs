@@ -16,6 +16,7 @@ use engram_events::payloads::{ExtractorKind, SummaryWritten};
 use engram_events::{ActorKind, Envelope, Event, EventKind};
 use engram_learning::projections::Graph as GraphProjection;
 use engram_learning::reactors::{GraphReactor, Reactor};
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::ContextLlm;
 use crate::bus::Bus;
@@ -58,6 +59,19 @@ impl Graph {
 }
 
 impl Role for Graph {
+    fn snapshot_version(&self) -> u32 {
+        1
+    }
+
+    /// The graph the rule extractor decides against.
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.rules.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.rules.restore(r)
+    }
+
     fn kinds(&self) -> Option<Vec<EventKind>> {
         Some(vec![
             EventKind::SummaryWritten,

@@ -17,6 +17,7 @@ use engram_events::derived;
 use engram_events::payloads::{EvalCompleted, JudgeKind, TurnCompleted};
 use engram_events::{ActorKind, Envelope, EvalId, Event, EventKind, TurnId};
 use engram_learning::reactors::{JudgeReactor, Reactor};
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::ContextLlm;
 use crate::bus::Bus;
@@ -34,7 +35,7 @@ pub const LLM_RUBRIC: &str = "llm/judge";
 const TOOL_RESULTS_CHARS: usize = 8_000;
 
 /// What the judge has seen of a turn under way, for the model's prompt.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 struct Seen {
     reply: String,
     tools: Vec<String>,
@@ -121,6 +122,26 @@ impl Judge {
 }
 
 impl Role for Judge {
+    fn snapshot_version(&self) -> u32 {
+        1
+    }
+
+    /// The heuristic judge's sessions and, with an LLM judge, what it has
+    /// seen of the turns under way — which it folds only with one, so
+    /// whether it has one is part of the fold.
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.heuristic.save(w);
+        w.put(&self.llm.is_some());
+        w.put_map(&self.turns);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.heuristic.restore(r)?;
+        r.expect("an LLM judge", &self.llm.is_some())?;
+        self.turns = r.take_map()?;
+        Ok(())
+    }
+
     fn kinds(&self) -> Option<Vec<EventKind>> {
         Some(vec![
             EventKind::UtteranceReceived,

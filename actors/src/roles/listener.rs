@@ -27,16 +27,17 @@ use chrono::{DateTime, Utc};
 use crossbeam_channel::Sender;
 use engram_events::derived;
 use engram_events::payloads::*;
-use engram_events::{ActorKind, Envelope, Event, EventId, EventKind, SessionId, TurnId};
+use engram_events::{ActorKind, Envelope, Event, EventId, EventKind, Seq, SessionId, TurnId};
 use engram_learning::intent::{IntentMode, RuleIntentJudge};
 use engram_learning::reactors::{DayReactor, Reactor};
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_storage::LogError;
 
 use super::ContextLlm;
 use crate::bus::Bus;
 use crate::error::RuntimeError;
 use crate::llm::contexts;
-use crate::shell::Deliver;
+use crate::shell::{Deliver, SaveSnapshot};
 
 /// How far back the transcript the LLM intent judge reads goes (seed 002
 /// #2: a 120 s rolling buffer).
@@ -55,7 +56,7 @@ pub struct Heard {
     pub intent: IntentJudged,
 }
 
-#[derive(Default, Clone)]
+#[derive(Default, Clone, serde::Serialize, serde::Deserialize)]
 struct SessionState {
     turns: u32,
     last_turn: Option<TurnId>,
@@ -70,6 +71,11 @@ struct SessionState {
     transcript: VecDeque<(DateTime<Utc>, String)>,
 }
 
+/// The listener's snapshot ([`engram_storage::snapshot`]): its name and
+/// the version of the state it saves.
+const SNAPSHOT_NAME: &str = "listener";
+const SNAPSHOT_VERSION: u32 = 1;
+
 /// The listener actor.
 pub struct Listener {
     bus: Arc<Bus>,
@@ -79,6 +85,8 @@ pub struct Listener {
     sessions: HashMap<SessionId, SessionState>,
     llm: Option<ContextLlm>,
     idle: Option<std::time::Duration>,
+    /// The seq of the snapshot restored or last saved.
+    snapshot_at: Seq,
 }
 
 impl Listener {
@@ -92,15 +100,41 @@ impl Listener {
             sessions: HashMap::new(),
             llm: None,
             idle: None,
+            snapshot_at: Seq(0),
         };
         let head = l.bus.head();
         let bus = l.bus.clone();
+        let restored = bus.restore_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, head, |r| l.restore(r));
+        if restored.is_none() {
+            l.days = DayReactor::from_projection(&Default::default());
+            l.sessions.clear();
+        }
+        let from = restored.unwrap_or(Seq(0));
         let kinds =
             [EventKind::UtteranceReceived, EventKind::SessionEnded, EventKind::DayActivated, EventKind::ReplyDelivered];
-        for env in bus.read_range_of(engram_events::Seq(1), head, Some(&kinds)) {
+        for env in bus.read_range_of(from.next(), head, Some(&kinds)) {
             l.fold(&env?);
         }
+        l.snapshot_at = from;
+        // Folded up to the head exactly: a long fold is saved at once.
+        let due = bus.snapshot_policy().is_some_and(|p| head.0 >= from.0 + p.min_tail);
+        if due && bus.save_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, head, |w| l.save(w)) {
+            l.snapshot_at = head;
+        }
         Ok(l)
+    }
+
+    /// The days and the sessions (turn numbers, hot windows, transcripts,
+    /// ended or not).
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.days.save(w);
+        w.put_map(&self.sessions);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.days.restore(r)?;
+        self.sessions = r.take_map()?;
+        Ok(())
     }
 
     /// This listener counting calendar days in the user's local time.
@@ -347,6 +381,23 @@ pub enum HostInput {
 /// The kinds the dispatcher hands the listener: what others append that
 /// it folds (it folds what it appends itself as it appends it).
 pub const LISTENER_KINDS: &[EventKind] = &[EventKind::ReplyDelivered];
+
+/// At shutdown, once every actor has settled at `upto`: the dispatcher
+/// hands each event to the listener before any shell counts it as seen,
+/// so every `reply.delivered` up to `upto` is folded before this message
+/// is handled, and the listener's own events are folded as it appends them.
+impl Handler<SaveSnapshot> for Listener {
+    type Result = ();
+
+    fn handle(&mut self, msg: SaveSnapshot, _ctx: &mut Context<Self>) {
+        let bus = self.bus.clone();
+        let due = bus.snapshot_policy().is_some_and(|p| msg.upto.0 >= self.snapshot_at.0 + p.min_tail);
+        if due && bus.save_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, msg.upto, |w| self.save(w)) {
+            self.snapshot_at = msg.upto;
+        }
+        let _ = msg.done.send(());
+    }
+}
 
 impl Handler<Deliver> for Listener {
     type Result = ();

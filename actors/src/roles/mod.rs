@@ -36,6 +36,7 @@ use engram_events::payloads::{LlmCallCompleted, LlmContext, LlmOutcome};
 use engram_events::{Envelope, EventKind};
 use engram_learning::config::LlmSection;
 use engram_learning::reactors::Reactor;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::bus::Bus;
 use crate::llm::{self, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceTable, ToolSpec};
@@ -129,11 +130,24 @@ pub(crate) fn called_already(bus: &Bus, cause: &Envelope) -> bool {
     bus.has_derived(cause, EventKind::LlmCallCompleted)
 }
 
-/// A role that is exactly a storage reactor (judge, pattern store,
-/// summariser, graph): it observes to warm up and reacts to derive.
-pub struct ReactorRole(pub Box<dyn Reactor>, pub Option<Vec<EventKind>>);
+/// A role that is exactly a storage reactor (the pattern store): it
+/// observes to warm up, reacts to derive, and its snapshot is the
+/// reactor's.
+pub struct ReactorRole<R>(pub R, pub Option<Vec<EventKind>>);
 
-impl Role for ReactorRole {
+impl<R: Reactor + Snapshot + 'static> Role for ReactorRole<R> {
+    fn snapshot_version(&self) -> u32 {
+        1
+    }
+
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.0.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.0.restore(r)
+    }
+
     fn observe(&mut self, env: &Envelope) {
         self.0.observe(env);
     }

@@ -32,6 +32,7 @@ use crate::bus::Bus;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
 use crate::shell::Role;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// What the planner needs.
 #[derive(Clone)]
@@ -267,6 +268,27 @@ fn rebase(steps: &mut [PlanStep], by: usize) {
 }
 
 impl Role for Planner {
+    fn snapshot_version(&self) -> u32 {
+        1
+    }
+
+    /// The open turns' requests, the chained turns, the dialogue and the
+    /// profile. The tool router's picks are a cache of what this process
+    /// asked, not state.
+    fn save(&self, w: &mut SnapshotWriter) {
+        w.put_map(&self.queries);
+        w.put_map(&self.chained);
+        self.dialogue.save(w);
+        self.profile.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.queries = r.take_map()?;
+        self.chained = r.take_map()?;
+        self.dialogue.restore(r)?;
+        self.profile.restore(r)
+    }
+
     fn kinds(&self) -> Option<Vec<EventKind>> {
         let kinds = vec![
             EventKind::IntentJudged,

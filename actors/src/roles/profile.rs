@@ -14,6 +14,7 @@ use engram_events::payloads::GraphBranch;
 use engram_events::{Envelope, Event, EventKind};
 use engram_learning::projections::Graph;
 use engram_storage::projector::Projection;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;
@@ -126,6 +127,19 @@ impl Profile {
 fn one_line(text: &str) -> String {
     let flat: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     truncate(&flat, FACT_CHARS)
+}
+
+/// The graph; the rendered block is built again when first asked for.
+impl Snapshot for Profile {
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.graph.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.graph.restore(r)?;
+        self.block = std::cell::OnceCell::new();
+        Ok(())
+    }
 }
 
 #[cfg(test)]

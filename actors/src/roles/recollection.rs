@@ -23,6 +23,7 @@ use engram_events::Envelope;
 use engram_learning::embedding_model::EmbeddingModel;
 use engram_learning::memory::{recall::content_set, Diary, Enrichment};
 use engram_storage::embedding_cache::EmbeddingCache;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_vector::{VectorConfig, VectorIndex};
 
 use crate::embedder::Embedder;
@@ -193,6 +194,22 @@ impl Recollection {
 /// A day as an index key: days since 1970-01-01.
 fn key(day: NaiveDate) -> i32 {
     (day - NaiveDate::default()).num_days() as i32
+}
+
+/// The diary. Its words and vector index are built again, day by day, at
+/// the first recall (the vectors come from the embedding memo).
+impl Snapshot for Recollection {
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.diary.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.diary.restore(r)?;
+        self.stale = self.diary.dates().collect();
+        self.words.clear();
+        self.index = None;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

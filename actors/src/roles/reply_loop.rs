@@ -20,7 +20,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, FixedOffset, Utc};
+use chrono::{DateTime, FixedOffset, SubsecRound, Utc};
 use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
@@ -43,6 +43,7 @@ use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::ToolDescription;
 use crate::shell::Role;
 use crate::tools::{fence_untrusted, ToolContext, ToolRegistry};
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Most characters of a tool's output kept in `tool.completed`.
 pub const OUTPUT_CHARS: usize = 4096;
@@ -111,7 +112,7 @@ impl Digests {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct OpenTurn {
     number: u32,
     text: String,
@@ -324,7 +325,9 @@ impl ReplyLoop {
             },
             0,
         ));
-        let now = Utc::now();
+        // At the log's precision, so what a role folds from this batch live
+        // is what it folds from the log after a restart.
+        let now = Utc::now().trunc_subsecs(6);
         for e in &mut out {
             e.at = now;
         }
@@ -688,6 +691,25 @@ fn resolve_references(args: &mut ToolArgs, results: &[String]) -> Vec<usize> {
 }
 
 impl Role for ReplyLoop {
+    fn snapshot_version(&self) -> u32 {
+        1
+    }
+
+    /// The turns under way, the dialogue, the profile and the diary.
+    fn save(&self, w: &mut SnapshotWriter) {
+        w.put_map(&self.turns);
+        self.dialogue.save(w);
+        self.profile.save(w);
+        self.recollection.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.turns = r.take_map()?;
+        self.dialogue.restore(r)?;
+        self.profile.restore(r)?;
+        self.recollection.restore(r)
+    }
+
     fn durable(&self) -> bool {
         true
     }

@@ -23,6 +23,7 @@ use engram_learning::projections::{ActiveDays, CanonicalQueries, PatternOutcomes
 use engram_learning::reactors::{FastPathReactor, Reactor};
 use engram_storage::embedding_cache::EmbeddingCache;
 use engram_storage::projector::Projection;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_storage::EventLog;
 
 use crate::bus::Bus;
@@ -530,6 +531,28 @@ fn entry(
 }
 
 impl Role for Router {
+    fn snapshot_version(&self) -> u32 {
+        1
+    }
+
+    /// The fast path's learning state, the pattern store, the sessions'
+    /// tool history and the open turns' model choices. The built fast
+    /// path is not state: it is built from the rows at the first route.
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.learn.save(w);
+        self.patterns.save(w);
+        w.put_map(&self.history);
+        w.put_map(&self.choices);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.learn.restore(r)?;
+        self.patterns.restore(r)?;
+        self.history = r.take_map()?;
+        self.choices = r.take_map()?;
+        Ok(())
+    }
+
     fn kinds(&self) -> Option<Vec<EventKind>> {
         let mut k = vec![
             EventKind::UtteranceReceived,

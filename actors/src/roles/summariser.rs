@@ -21,6 +21,7 @@ use engram_events::payloads::{SummariserKind, SummaryWritten};
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId};
 use engram_learning::memory::{Diary, TurnText};
 use engram_learning::reactors::{Reactor, SummaryReactor};
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::ContextLlm;
 use crate::bus::Bus;
@@ -83,6 +84,21 @@ impl Summariser {
 }
 
 impl Role for Summariser {
+    fn snapshot_version(&self) -> u32 {
+        1
+    }
+
+    /// The open sessions' turns and the diary.
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.extractive.save(w);
+        self.diary.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.extractive.restore(r)?;
+        self.diary.restore(r)
+    }
+
     fn kinds(&self) -> Option<Vec<EventKind>> {
         Some(vec![
             EventKind::UtteranceReceived,

@@ -5,9 +5,33 @@ use serde::{Deserialize, Serialize};
 
 /// A tool call's arguments: a JSON object with sorted keys. Values may
 /// reference an earlier step's result as `"$0"`, `"$1"`, ...
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
+///
+/// In JSON (and any human-readable format) the object itself; in a binary
+/// format (an actor's snapshot) its JSON text, since JSON values can only
+/// be read back by a format that describes its own types.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolArgs(pub serde_json::Map<String, serde_json::Value>);
+
+impl Serialize for ToolArgs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            self.0.serialize(s)
+        } else {
+            self.to_json().serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolArgs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if d.is_human_readable() {
+            serde_json::Map::deserialize(d).map(ToolArgs)
+        } else {
+            let text = String::deserialize(d)?;
+            ToolArgs::from_json(&text).map_err(serde::de::Error::custom)
+        }
+    }
+}
 
 impl ToolArgs {
     /// Canonical JSON text (keys sorted, no whitespace): the archived form.

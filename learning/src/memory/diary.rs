@@ -22,13 +22,14 @@ use std::collections::BTreeMap;
 use chrono::{FixedOffset, NaiveDate};
 use engram_events::payloads::SummariserKind;
 use engram_events::{Envelope, Event, SessionId};
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Longest entry kept (characters): appended extractive summaries of a
 /// busy day keep their newest part.
 pub const MAX_ENTRY_CHARS: usize = 4_000;
 
 /// One day's entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DayEntry {
     /// The day, at the user's offset.
     pub date: NaiveDate,
@@ -41,7 +42,7 @@ pub struct DayEntry {
 }
 
 /// One `summary.written`, as its day keeps it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Written {
     session: Option<SessionId>,
     summariser: SummariserKind,
@@ -162,6 +163,11 @@ impl Diary {
         self.days.len()
     }
 
+    /// The days that have an entry, in order.
+    pub fn dates(&self) -> impl Iterator<Item = NaiveDate> + '_ {
+        self.days.keys().copied()
+    }
+
     /// Whether nothing was written yet.
     pub fn is_empty(&self) -> bool {
         self.days.is_empty()
@@ -196,6 +202,26 @@ fn without(text: &str, phrases: &[String]) -> String {
         out.push_str(&sentence);
     }
     out.trim().to_owned()
+}
+
+/// The summaries by day, the entries folded from them and the forgotten
+/// phrases. Summaries are filed under the user's local date, so the
+/// offset is part of the fold (rule 4 of `engram_storage::snapshot`).
+impl Snapshot for Diary {
+    fn save(&self, w: &mut SnapshotWriter) {
+        w.put(&self.offset.local_minus_utc());
+        w.put(&self.written);
+        w.put(&self.days);
+        w.put(&self.phrases);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        r.expect("the UTC offset (seconds)", &self.offset.local_minus_utc())?;
+        self.written = r.take()?;
+        self.days = r.take()?;
+        self.phrases = r.take()?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ const FIRST_PERSON: &[&str] =
     &["i", "i'm", "i've", "i'd", "i'll", "my", "me", "mine", "myself", "io", "mi", "mio", "mia", "miei", "mie"];
 
 /// One turn as the summariser sees it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TurnText {
     /// What the user asked.
     pub request: String,

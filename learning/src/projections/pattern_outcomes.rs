@@ -34,7 +34,7 @@ use ulid::Ulid;
 
 use crate::patterns::recommend::score_cluster;
 use crate::patterns::{Embedding, Fingerprint, KnnIndex, Neighbor, OutcomeRow, PatternConfig, Recommendation, Stage};
-use engram_storage::projector::{load_tables, Projection, Row, Table, TableRows};
+use engram_storage::projector::{Projection, Table, TableRows};
 
 /// A stored fingerprint.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -531,16 +531,7 @@ impl Projection for PatternOutcomes {
         vec![&mut self.fingerprints, &mut self.outcomes, &mut self.history, &mut self.pending, &mut self.ended]
     }
 
-    fn reset(&mut self) {
-        for t in self.tables_mut() {
-            t.clear();
-        }
+    fn derive_from_rows(&mut self) {
         self.rebuild_derived();
-    }
-
-    fn load(&mut self, rows: &mut dyn Iterator<Item = Row>) -> Result<(), String> {
-        load_tables(self.tables_mut(), rows)?;
-        self.rebuild_derived();
-        Ok(())
     }
 }

@@ -10,6 +10,7 @@ use engram_events::{ActorKind, Envelope, Event, EventId};
 
 use super::Reactor;
 use crate::projections::ActiveDays;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Derives `day.activated` from `utterance.received`.
 #[derive(Default)]
@@ -70,6 +71,21 @@ impl Reactor for DayReactor {
         let id = EventId::derive(env.at, &[b"day.activated", day.as_bytes()]);
         let event = Envelope::at(id, env.at, ActorKind::Listener, DayActivated { day, rank }).caused_by(env.id);
         vec![Envelope { session: env.session.clone(), turn: env.turn, ..event }]
+    }
+}
+
+/// The activated days and the highest rank. The offset only dates new
+/// activations (`react`), so it is not part of the fold.
+impl Snapshot for DayReactor {
+    fn save(&self, w: &mut SnapshotWriter) {
+        w.put(&self.days);
+        w.put(&self.max_rank);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.days = r.take()?;
+        self.max_rank = r.take()?;
+        Ok(())
     }
 }
 

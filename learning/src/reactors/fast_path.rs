@@ -29,6 +29,7 @@ use crate::fast_path::{canonical, pipeline_id, placeholder};
 use crate::projections::{ActiveDays, CanonicalQueries, Pipelines};
 use engram_events::derived;
 use engram_storage::projector::Projection;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Derives `canonical.recorded`, `pipeline.recorded/.expired/.promoted`.
 pub struct FastPathReactor {
@@ -225,6 +226,26 @@ pub fn learn<T: AsRef<str>>(
         }
     }
     (canonical, pipelines)
+}
+
+/// The fast path's learning state: its two projections, the active-day
+/// rank and the chained turns under way. The configuration is the
+/// runtime's, not the state's: the fold does not depend on it.
+impl Snapshot for FastPathReactor {
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.canonical.save(w);
+        self.pipelines.save(w);
+        w.put(&self.day_rank);
+        w.put_map(&self.chained);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.canonical.restore(r)?;
+        self.pipelines.restore(r)?;
+        self.day_rank = r.take()?;
+        self.chained = r.take_map()?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ use crate::projections::Graph;
 use crate::text::normalize;
 use engram_events::derived;
 use engram_storage::projector::Projection;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// The node of a branch for facts no rule places more precisely.
 pub const GENERAL: &str = "general";
@@ -145,6 +146,17 @@ impl Reactor for GraphReactor {
         };
         self.observe(env);
         out
+    }
+}
+
+/// The graph's state is its projection.
+impl Snapshot for GraphReactor {
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.graph.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.graph.restore(r)
     }
 }
 

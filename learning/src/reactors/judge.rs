@@ -25,6 +25,7 @@ use engram_events::{ActorKind, Envelope, EvalId, Event, SessionId, TurnId};
 use super::Reactor;
 use crate::text::normalize;
 use engram_events::derived;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// (score, confidence) of a turn whose tool failed: a failure is plain to
 /// see, so the verdict is confident.
@@ -64,7 +65,7 @@ pub fn is_correction(text: &str) -> bool {
 }
 
 /// What the judge remembers of an open session.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 struct Open {
     /// The last completed turn.
     last_turn: Option<TurnId>,
@@ -198,6 +199,18 @@ impl Reactor for JudgeReactor {
                 out
             })
             .collect()
+    }
+}
+
+/// The open sessions' last turns.
+impl Snapshot for JudgeReactor {
+    fn save(&self, w: &mut SnapshotWriter) {
+        w.put_map(&self.sessions);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.sessions = r.take_map()?;
+        Ok(())
     }
 }
 

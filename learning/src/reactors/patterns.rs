@@ -39,6 +39,7 @@ use crate::patterns::{Embedding, Fingerprint, PatternCaps, PatternConfig};
 use crate::projections::pattern_outcomes::{AgeKey, PatternOutcomes, PendingTurn};
 use engram_events::derived;
 use engram_storage::projector::Projection;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Derives `pattern.recorded` / `pattern.evicted`.
 pub struct PatternReactor {
@@ -337,5 +338,17 @@ impl Reactor for PatternReactor {
         };
         self.store.apply(env);
         out
+    }
+}
+
+/// The pattern store's state is its projection; configuration and caps are
+/// the runtime's (they shape what it derives, not what it folds).
+impl Snapshot for PatternReactor {
+    fn save(&self, w: &mut SnapshotWriter) {
+        self.store.save(w);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.store.restore(r)
     }
 }

@@ -15,13 +15,14 @@ use engram_events::{ActorKind, Envelope, Event, SessionId, TurnId};
 use super::Reactor;
 use crate::memory::{summarise, TurnText};
 use engram_events::derived;
+use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Turns kept per open session: a summary is ≤ 200 words, so older turns
 /// of a very long session would not make it in anyway.
 pub const MAX_TURNS_PER_SESSION: usize = 50;
 
 /// What the summariser keeps of an open session.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 struct OpenSession {
     turns: VecDeque<TurnText>,
     /// The last reply delivered, waiting for its `turn.completed`.
@@ -109,6 +110,18 @@ impl Reactor for SummaryReactor {
         }
         self.fold(env);
         out
+    }
+}
+
+/// The open sessions' turns.
+impl Snapshot for SummaryReactor {
+    fn save(&self, w: &mut SnapshotWriter) {
+        w.put_map(&self.sessions);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.sessions = r.take_map()?;
+        Ok(())
     }
 }
 

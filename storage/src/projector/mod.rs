@@ -28,6 +28,8 @@ use engram_events::{Envelope, EventKind};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::snapshot::{SnapshotError, SnapshotReader, SnapshotWriter};
+
 pub use runner::{ProjectionStatus, Projector};
 
 /// A row: key and value bytes.
@@ -98,11 +100,36 @@ pub trait Projection: std::any::Any + Send {
         for t in self.tables_mut() {
             t.clear();
         }
+        self.derive_from_rows();
     }
 
     /// Restores the state from persisted rows, after a `reset`.
     fn load(&mut self, rows: &mut dyn Iterator<Item = Row>) -> Result<(), String> {
-        load_tables(self.tables_mut(), rows)
+        load_tables(self.tables_mut(), rows)?;
+        self.derive_from_rows();
+        Ok(())
+    }
+
+    /// Rebuilds what the projection keeps in memory beside its tables (an
+    /// index over the rows) after the tables were loaded or emptied.
+    fn derive_from_rows(&mut self) {}
+
+    /// Writes the state into an actor's snapshot (see
+    /// [`crate::snapshot`]): each table in the snapshot's binary encoding,
+    /// which reads back several times faster than the rows' JSON.
+    fn save(&self, w: &mut SnapshotWriter) {
+        for t in self.tables() {
+            t.save(w);
+        }
+    }
+
+    /// Restores the state [`Projection::save`] wrote.
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        for t in self.tables_mut() {
+            t.restore(r)?;
+        }
+        self.derive_from_rows();
+        Ok(())
     }
 }
 
@@ -135,6 +162,10 @@ pub trait TableRows {
     fn load_row(&mut self, key: &[u8], value: &[u8]) -> Result<bool, String>;
     /// Number of rows.
     fn len(&self) -> usize;
+    /// Writes every row into a snapshot.
+    fn save(&self, w: &mut SnapshotWriter);
+    /// Replaces the rows with those [`TableRows::save`] wrote.
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError>;
     /// True when empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -271,6 +302,16 @@ impl<V: Serialize + DeserializeOwned> TableRows for Table<V> {
 
     fn len(&self) -> usize {
         self.map.len()
+    }
+
+    fn save(&self, w: &mut SnapshotWriter) {
+        w.put(&self.map);
+    }
+
+    fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
+        self.map = r.take()?;
+        self.dirty.clear();
+        Ok(())
     }
 }
 
