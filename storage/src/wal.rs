@@ -312,7 +312,13 @@ fn sound_record_after(bytes: &[u8], from: usize, tag: u32) -> bool {
     // A record's header may begin up to 11 bytes before its first nonzero
     // byte (a length and tag of zeros cannot be a record's, but start early).
     let first = (from + start).saturating_sub(RECORD_HEADER_BYTES).max(from);
-    (first..bytes.len().saturating_sub(RECORD_HEADER_BYTES))
+    // Only where the generation's tag stands can a record of it begin: the
+    // tag is searched for (a vectorised scan of the stale megabytes a
+    // recycled file holds), not tried at every byte.
+    let end = bytes.len().saturating_sub(RECORD_HEADER_BYTES);
+    let Some(window) = bytes.get(first + 4..end + 8) else { return false };
+    memchr::memmem::find_iter(window, &tag.to_le_bytes())
+        .map(|at| first + at)
         .any(|p| matches!(record_body(&bytes[p..], tag), Ok(Some(_))))
 }
 

@@ -50,6 +50,13 @@ pub trait Projection: std::any::Any + Send {
     /// Folds one envelope. Same envelopes in the same order, same rows.
     fn apply(&mut self, env: &Envelope);
 
+    /// The version of the rows' layout and of the fold. Bump it when either
+    /// changes: stored rows of another version are rebuilt from the log at
+    /// open, never read as if they were this one's.
+    fn version(&self) -> u32 {
+        1
+    }
+
     /// The kinds `apply` looks at. Catch-up and rebuild decode only these
     /// (other records are still CRC-checked), which is most of a rebuild's
     /// speed. `None`: every kind.

@@ -17,6 +17,55 @@ const CHECKPOINT_KEY: &[u8] = b"\xffcheckpoint";
 /// resumes close to where it stopped.
 const PERSIST_EVERY: u64 = 50_000;
 
+/// A checkpoint as stored: the seq (big-endian) and the projection's
+/// version (little-endian u32). A value of 8 bytes predates versions and
+/// is version 1.
+fn checkpoint_value(seq: Seq, version: u32) -> Vec<u8> {
+    let mut v = seq.0.to_be_bytes().to_vec();
+    v.extend_from_slice(&version.to_le_bytes());
+    v
+}
+
+/// Loads a projection's stored rows into it (after a `reset`) and returns
+/// the seq they are folded up to — or, as the inner error, why they cannot
+/// be used: a checkpoint that does not parse, rows without one, another
+/// version of the projection, a checkpoint past the log's head (rows folded
+/// from events a power loss took back: the log keeps only whole
+/// write-ahead records, `wal` rule 5), rows that do not decode.
+fn stored_state(
+    tree: &sled::Tree,
+    projection: &mut dyn Projection,
+    head: Seq,
+) -> Result<Result<Seq, String>, LogError> {
+    let (seq, version) = match tree.get(CHECKPOINT_KEY)? {
+        None if tree.is_empty() => return Ok(Ok(Seq(0))),
+        None => return Ok(Err("rows without a checkpoint".into())),
+        Some(v) => match v.len() {
+            8 => (u64::from_be_bytes(v[..8].try_into().expect("8 bytes")), 1),
+            12 => (
+                u64::from_be_bytes(v[..8].try_into().expect("8 bytes")),
+                u32::from_le_bytes(v[8..].try_into().expect("4 bytes")),
+            ),
+            n => return Ok(Err(format!("a checkpoint of {n} bytes"))),
+        },
+    };
+    if version != projection.version() {
+        return Ok(Err(format!("stored as version {version}, this engram folds version {}", projection.version())));
+    }
+    if Seq(seq) > head {
+        return Ok(Err(format!("checkpoint at seq {seq} is past the log's head ({head})")));
+    }
+    let mut rows = tree
+        .iter()
+        .filter_map(|r| r.ok())
+        .filter(|(k, _)| k.as_ref() != CHECKPOINT_KEY)
+        .map(|(k, v)| (k.to_vec(), v.to_vec()));
+    match projection.load(&mut rows) {
+        Ok(()) => Ok(Ok(Seq(seq))),
+        Err(what) => Ok(Err(format!("stored rows are damaged ({what})"))),
+    }
+}
+
 /// What one projection holds now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProjectionStatus {
@@ -73,40 +122,18 @@ impl Projector {
             if clear.is_some_and(|names| names.is_empty() || names.contains(&projection.name())) {
                 tree.clear()?;
             }
-            let last_seq =
-                match tree.get(CHECKPOINT_KEY)? {
-                    Some(v) => Seq(u64::from_be_bytes(v.as_ref().try_into().map_err(|_| LogError::Projection {
-                        name: projection.name(),
-                        what: "bad checkpoint".into(),
-                    })?)),
-                    None => Seq(0),
-                };
-            let head = log.head();
-            let last_seq = if last_seq > head {
-                // Rows folded from events a power loss took back (the log
-                // keeps only whole write-ahead records: `wal`, rule 5).
-                tracing::warn!(
-                    "projection {}: checkpoint at seq {last_seq} is past the log's head ({head}); rebuilding it",
-                    projection.name()
-                );
-                tree.clear()?;
-                Seq(0)
-            } else {
-                last_seq
-            };
             projection.reset();
-            let mut rows = tree
-                .iter()
-                .filter_map(|r| r.ok())
-                .filter(|(k, _)| k.as_ref() != CHECKPOINT_KEY)
-                .map(|(k, v)| (k.to_vec(), v.to_vec()));
-            projection.load(&mut rows).map_err(|what| LogError::Projection {
-                name: projection.name(),
-                what: format!(
-                    "{what} (the stored state is damaged; `engram rebuild --projection {}` rebuilds it from the log)",
-                    projection.name()
-                ),
-            })?;
+            // Stored state is a cache of the log: whatever is wrong with it
+            // makes the projection fold the log again, never refuses it.
+            let last_seq = match stored_state(&tree, projection.as_mut(), log.head())? {
+                Ok(seq) => seq,
+                Err(why) => {
+                    tracing::warn!("projection {}: {why}; rebuilding it from the log", projection.name());
+                    tree.clear()?;
+                    projection.reset();
+                    Seq(0)
+                }
+            };
             entries.push(Entry { projection, tree: Some(tree), last_seq, folded: 0 });
         }
         let mut projector = Projector { entries };
@@ -206,7 +233,7 @@ impl Projector {
                     None => batch.remove(k),
                 }
             }
-            batch.insert(CHECKPOINT_KEY, &e.last_seq.0.to_be_bytes());
+            batch.insert(CHECKPOINT_KEY, checkpoint_value(e.last_seq, e.projection.version()));
             tree.apply_batch(batch)?;
         }
         Ok(())
@@ -265,5 +292,66 @@ impl Projector {
         let e = self.entries.iter().find(|e| e.projection.name() == name)?;
         let any: &dyn std::any::Any = &*e.projection;
         any.downcast_ref::<P>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::projector::{Table, TableRows};
+    use crate::LogConfig;
+    use engram_events::payloads::{SessionEndReason, SessionEnded};
+    use engram_events::ActorKind;
+
+    /// Counts the events it folded, in one row.
+    struct Count {
+        rows: Table<u64>,
+        version: u32,
+    }
+
+    impl Projection for Count {
+        fn name(&self) -> &'static str {
+            "count"
+        }
+        fn version(&self) -> u32 {
+            self.version
+        }
+        fn apply(&mut self, _env: &Envelope) {
+            *self.rows.entry(b"n", || 0) += 1;
+        }
+        fn tables(&self) -> Vec<&dyn TableRows> {
+            vec![&self.rows]
+        }
+        fn tables_mut(&mut self) -> Vec<&mut dyn TableRows> {
+            vec![&mut self.rows]
+        }
+    }
+
+    fn open(log: &SledLog, version: u32) -> (u64, u64) {
+        let p = Projector::open(log, vec![Box::new(Count { rows: Table::new(1), version })], |_, _| {}).unwrap();
+        let count = p.get::<Count>("count").unwrap().rows.get(b"n").copied().unwrap_or(0);
+        (count, p.folded("count").unwrap())
+    }
+
+    #[test]
+    fn stored_rows_that_are_damaged_or_of_another_version_are_rebuilt_not_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        let end = |i| Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i });
+        log.append((0..5).map(end).collect()).unwrap();
+        assert_eq!(open(&log, 1), (5, 5), "folded from seq 1");
+        assert_eq!(open(&log, 1), (5, 0), "loaded, nothing folded again");
+        let tree = log.projection_tree("count").unwrap();
+        tree.insert(b"\x01n", b"not a number".to_vec()).unwrap();
+        assert_eq!(open(&log, 1), (5, 5), "damaged rows: folded again");
+        assert_eq!(open(&log, 2), (5, 5), "another version: folded again");
+        assert_eq!(open(&log, 2), (5, 0));
+        // A checkpoint written before versions (8 bytes) is version 1.
+        tree.insert(CHECKPOINT_KEY, &5u64.to_be_bytes()).unwrap();
+        assert_eq!(open(&log, 2), (5, 5));
+        tree.insert(CHECKPOINT_KEY, &5u64.to_be_bytes()).unwrap();
+        assert_eq!(open(&log, 1), (5, 0));
+        tree.remove(CHECKPOINT_KEY).unwrap();
+        assert_eq!(open(&log, 1), (5, 5), "rows without a checkpoint: folded again");
     }
 }
