@@ -304,3 +304,62 @@ fn run_forgets_a_fact_on_request() {
     assert!(stderr.contains("forgot USER/identity: my name is Ada"), "{stderr}");
     assert!(stderr.contains("nothing the assistant learnt matches \"Ada\""), "asked twice: {stderr}");
 }
+
+/// The actors' snapshots through the binary: a second `run` reads them, a
+/// damaged one is reported, costs only a fold from seq 1, and is saved
+/// afresh — the listener's, if it were read as garbage, would number the
+/// session's next turn wrong.
+#[test]
+fn a_restart_starts_from_the_snapshots_and_a_damaged_one_costs_only_a_fold() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let run = |text: &str| {
+        let out = engram(data)
+            .env("ENGRAM_RUNTIME_SNAPSHOT_EVERY", "4")
+            .args(["run", "--session", "s-snap", "--no-end", "--json", "--once", text])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let events: Vec<Envelope> =
+            String::from_utf8(out.stdout).unwrap().lines().map(|l| json::from_line(l).unwrap()).collect();
+        let number = events.iter().find_map(|e| match &e.event {
+            Event::UtteranceReceived(u) => Some(u.turn_number),
+            _ => None,
+        });
+        (number, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let snapshots = || {
+        let out = engram(data).args(["stats", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let head = stats["head_seq"].as_u64().unwrap();
+        let listed: BTreeMap<String, serde_json::Value> = stats["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["owner"].as_str().unwrap().to_owned(), s.clone()))
+            .collect();
+        (head, listed)
+    };
+    assert_eq!(run("what time is it").0, Some(1));
+    let (head, listed) = snapshots();
+    for owner in ["listener", "router", "planner", "reply_loop", "pattern_store", "judge", "summariser", "graph"] {
+        assert_eq!(listed[owner]["seq"], head, "{owner}: saved at shutdown, at the head: {listed:?}");
+    }
+    let snaps = data.join("snapshots");
+    let mut listener = std::fs::read(snaps.join("listener.snap")).unwrap();
+    let last = listener.len() - 1;
+    listener[last] ^= 0xff;
+    std::fs::write(snaps.join("listener.snap"), listener).unwrap();
+    std::fs::write(snaps.join("router.snap"), b"ENGRAMSS").unwrap();
+    let (_, listed) = snapshots();
+    assert!(listed["listener"]["damaged"].is_string(), "stats names the damage: {listed:?}");
+
+    let (number, stderr) = run("what time is it");
+    assert_eq!(number, Some(2), "the listener folded the log instead of its damaged snapshot");
+    assert!(stderr.contains("snapshot not used"), "the damage is reported: {stderr}");
+    let (head, listed) = snapshots();
+    for owner in ["listener", "router"] {
+        assert_eq!(listed[owner]["seq"], head, "{owner}: saved afresh: {listed:?}");
+    }
+}
