@@ -212,11 +212,9 @@ fn session_end_records_patterns_and_feedback_updates_them() {
     let s = SessionId::new("s-pat");
     rt.handle_utterance(&s, "my name is Ada and I live in Turin").unwrap();
     let counted = rt.handle_utterance(&s, "count the words in ~/c.txt").unwrap();
-    // Verdicts are ordered by eval id, derived from their cause's
-    // millisecond: feedback within the same millisecond as the turn's
-    // heuristic verdict would be ordered by hash (a known limit, in the
-    // closing notes). A user's feedback comes later than that.
-    std::thread::sleep(Duration::from_millis(3));
+    // Feedback right after the turn, as a host may give it within the
+    // turn's own millisecond: it is still the latest verdict
+    // (`reactors::judge::AFTER_THE_TURN`).
     rt.feedback(&s, FeedbackRating::Positive, Some("thanks")).unwrap();
     rt.end_session(&s).unwrap();
     assert!(rt.settle(Duration::from_secs(10)));

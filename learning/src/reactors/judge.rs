@@ -24,6 +24,7 @@ use engram_events::{ActorKind, Envelope, EvalId, Event, SessionId, TurnId};
 
 use super::Reactor;
 use crate::text::normalize;
+use chrono::{DateTime, Utc};
 use engram_events::derived;
 use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
@@ -69,9 +70,22 @@ pub fn is_correction(text: &str) -> bool {
 struct Open {
     /// The last completed turn.
     last_turn: Option<TurnId>,
+    /// When it completed.
+    completed_at: Option<DateTime<Utc>>,
     /// The turn whose non-empty reply was delivered last.
     replied: Option<TurnId>,
 }
+
+/// How far after a turn's completion a verdict caused by a later event
+/// (feedback, a correction) is dated at the least. The latest verdict on a
+/// turn is the greatest eval id (seed 001 §10.4), and an eval id's time is
+/// the millisecond it is dated at; a verdict dated in the same millisecond
+/// as another would be ordered by the bytes of a hash. So: the heuristic
+/// verdict is dated at the turn's completion, the LLM judge's 1 ms after
+/// it (`engram_actors::roles::judge`), and feedback or a correction at
+/// least 2 ms after it — the user's word stands over both, however fast a
+/// host gives it.
+pub const AFTER_THE_TURN: chrono::Duration = chrono::Duration::milliseconds(2);
 
 /// Derives `eval.completed` from turns and feedback.
 #[derive(Default)]
@@ -107,7 +121,9 @@ impl JudgeReactor {
             }
             Event::TurnCompleted(_) => {
                 if let Some(turn) = env.turn {
-                    self.sessions.entry(session.clone()).or_default().last_turn = Some(turn);
+                    let open = self.sessions.entry(session.clone()).or_default();
+                    open.last_turn = Some(turn);
+                    open.completed_at = Some(env.at);
                 }
             }
             Event::SessionEnded(_) => {
@@ -178,13 +194,23 @@ impl Reactor for JudgeReactor {
 
     fn react(&mut self, env: &Envelope) -> Vec<Envelope> {
         let verdicts = self.verdicts(env);
+        // The session's last completion before this event (see
+        // AFTER_THE_TURN): a verdict on another turn than the one this event
+        // completes comes after it.
+        let before = env.session.as_ref().and_then(|s| self.sessions.get(s)).and_then(|o| o.completed_at);
         self.fold(env);
         verdicts
             .into_iter()
             .enumerate()
             .map(|(i, v)| {
+                let dated = match before {
+                    Some(done) if env.turn != Some(v.turn) || !matches!(env.event, Event::TurnCompleted(_)) => {
+                        env.at.max(done + AFTER_THE_TURN)
+                    }
+                    _ => env.at,
+                };
                 let eval_id =
-                    EvalId::derive(env.at, &[b"judge", &env.id.0 .0.to_be_bytes(), &v.turn.0 .0.to_be_bytes()]);
+                    EvalId::derive(dated, &[b"judge", &env.id.0 .0.to_be_bytes(), &v.turn.0 .0.to_be_bytes()]);
                 let event = EvalCompleted {
                     eval_id,
                     subject_turn: v.turn,
@@ -267,6 +293,39 @@ mod tests {
         // Feedback naming no turn, in a session the judge no longer knows: nothing.
         let fb = FeedbackReceived { subject_turn: None, rating: FeedbackRating::Positive, text: None };
         assert!(judge.react(&env(4, None, fb)).is_empty());
+    }
+
+    /// Feedback given in the very microsecond the turn completed still
+    /// comes after the heuristic verdict: its eval id is the greater, for
+    /// any ids (it was ordered by hash bytes before, and lost half the time).
+    #[test]
+    fn feedback_in_the_turns_own_millisecond_is_the_latest_verdict() {
+        for i in 0..30u32 {
+            let mut judge = JudgeReactor::new();
+            let (turn, done) = completed(i, "what time is it");
+            let heuristic = judge.react(&done);
+            let fb = FeedbackReceived { subject_turn: None, rating: FeedbackRating::Negative, text: None };
+            let mut feedback = env(i, Some(turn), fb);
+            feedback.id = EventId::derive(done.at, &[b"feedback", &i.to_be_bytes()]);
+            feedback.at = done.at;
+            let verdict = judge.react(&feedback);
+            let id = |out: &[Envelope]| match &out[0].event {
+                Event::EvalCompleted(v) => v.eval_id,
+                other => panic!("{other:?}"),
+            };
+            assert!(id(&verdict) > id(&heuristic), "case {i}: the feedback's verdict is the latest");
+            // A correction on the next turn, completed in the same instant,
+            // comes after the turn it corrects too.
+            let (_, mut next) = completed(i + 30, "no, I meant in Tokyo");
+            next.id = EventId::derive(done.at, &[b"next", &i.to_be_bytes()]);
+            next.at = done.at;
+            let out = judge.react(&next);
+            let correction = out.iter().find_map(|e| match &e.event {
+                Event::EvalCompleted(v) if v.subject_turn == turn => Some(v.eval_id),
+                _ => None,
+            });
+            assert!(correction.expect("a correction verdict") > id(&heuristic), "case {i}");
+        }
     }
 
     #[test]
