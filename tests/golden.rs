@@ -296,7 +296,7 @@ fn golden_frames_decode_unchanged() {
 fn golden_data_dir_replays_unchanged() {
     for f in &FIXTURES {
         let tmp = tempfile::tempdir().unwrap();
-        copy_dir(&fixture_dir(f).join("data"), tmp.path());
+        engram::storage::data_dir::copy_tree(&fixture_dir(f).join("data"), tmp.path()).unwrap();
         let log = SledLog::open(tmp.path(), LogConfig::default()).expect("opens the golden data dir");
         let report = engram::storage::verify::verify(&log, |_| {});
         assert!(report.ok(), "{}: {:?}", f.name, report.faults);
@@ -359,17 +359,4 @@ fn regenerate_golden_fixture() {
     }
     let _ = std::fs::remove_file(dir.join("data/engram.lock"));
     let _ = std::fs::remove_file(dir.join("data/engram.sock"));
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }

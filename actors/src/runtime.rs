@@ -168,12 +168,29 @@ impl RuntimeBuilder {
                 )))
             }
         };
-        let log = Arc::new(SledLog::open(&dir, LogConfig { durability, ..LogConfig::default() })?);
-        let bus = Arc::new(Bus::new(log.clone())?.with_snapshot_every(config.runtime.snapshot_every));
-        let embedder: Arc<dyn Embedder> = match self.embedder {
-            Some(e) => e,
-            None => Arc::new(OnnxEmbedder::open(&embedder_config(&config.embedder))?),
+        // The embedding model loads (hundreds of ms: its files hashed, the
+        // tokenizer built, the session made) while the log opens on this
+        // thread, so a big log's open costs a start nothing of its own.
+        // (A log that does not open is reported at once; the loading thread
+        // is left to finish on its own.)
+        let loading = match &self.embedder {
+            Some(_) => None,
+            None => {
+                let embedder = embedder_config(&config.embedder);
+                let thread = std::thread::Builder::new()
+                    .name("engram-embedder-load".into())
+                    .spawn(move || OnnxEmbedder::open(&embedder))
+                    .map_err(RuntimeError::Thread)?;
+                Some(thread)
+            }
         };
+        let log = Arc::new(SledLog::open(&dir, LogConfig { durability, ..LogConfig::default() })?);
+        let embedder: Arc<dyn Embedder> = match (self.embedder, loading) {
+            (Some(e), _) => e,
+            (None, Some(thread)) => Arc::new(thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??),
+            (None, None) => unreachable!("the model is loaded when no embedder is given"),
+        };
+        let bus = Arc::new(Bus::new(log.clone())?.with_snapshot_every(config.runtime.snapshot_every));
         // Every cosine threshold the configuration leaves unset is the one
         // calibrated for the model these vectors come from.
         config.calibrate_for(embedder.model_id());

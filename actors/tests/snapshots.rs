@@ -78,19 +78,6 @@ fn snapshot(data: &Path, owner: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// The first life of a data dir: two sessions, tools, feedback, one
 /// session ended (so the pattern store records and the summariser writes).
 fn first_life(f: &Fixture, data: &Path) {
@@ -109,7 +96,7 @@ fn first_life(f: &Fixture, data: &Path) {
 /// one a runtime folding the same log from seq 1 saves.
 fn assert_same_as_a_fold_from_seq_1(f: &Fixture, data: &Path) {
     let fresh = f.dir.path().join(format!("fresh-{}", data.file_name().unwrap().to_string_lossy()));
-    copy_dir(data, &fresh);
+    engram_storage::data_dir::copy_tree(data, &fresh).unwrap();
     std::fs::remove_dir_all(fresh.join("snapshots")).unwrap();
     let rt = start(f, &fresh);
     assert!(rt.settle(Duration::from_secs(30)));

@@ -37,6 +37,23 @@ fn resolve_with(explicit: Option<PathBuf>, env: impl Fn(&str) -> Option<std::ffi
     home.join(".local/share/engram")
 }
 
+/// Copies the tree at `from` to `to` (files and dirs only, a link is not
+/// followed), each dir created owner-only: how `engram repair` keeps a copy
+/// of what it salvages from, and how tests take a data dir's twin.
+pub fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    create_private_dir(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Creates `path` (and any missing parents) with mode `0700`, or tightens
 /// an existing dir that is group- or world-accessible to owner-only.
 ///

@@ -127,7 +127,7 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
     let raw = RawIndex::scan(&[source.clone(), aside.join(crate::wal::WAL_DIR)])?;
     // sled may write to a log it opens (its recovery): it gets a copy.
     let copy = staging.join("old.sled");
-    copy_dir(&source, &copy).map_err(io(&copy))?;
+    crate::data_dir::copy_tree(&source, &copy).map_err(io(&copy))?;
     // sled would cut the copy at a damaged message in what it replays:
     // accepted as it is, its records are read, the damaged one gone around.
     crate::sled_recovery::disarm(&copy).map_err(io(&copy))?;
@@ -209,21 +209,6 @@ fn install(
     let _ = std::fs::remove_dir_all(staging);
     drop(lock);
     Ok(report)
-}
-
-/// Copies a dir tree (files and dirs only).
-pub(crate) fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    crate::data_dir::create_private_dir(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            copy_dir(&entry.path(), &to.join(entry.file_name()))?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
-        }
-    }
-    Ok(())
 }
 
 /// Every frame found in a log's files by scanning their bytes: its seq and

@@ -465,7 +465,7 @@ mod tests {
         let all: Vec<_> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
         let wal = dir.join(crate::wal::WAL_DIR);
         let kept = dir.join("wal.kept");
-        crate::repair::copy_dir(&wal, &kept).unwrap();
+        crate::data_dir::copy_tree(&wal, &kept).unwrap();
         drop(log);
         std::fs::remove_dir_all(&wal).unwrap();
         std::fs::rename(&kept, &wal).unwrap();
@@ -522,7 +522,7 @@ mod tests {
         // open, it replaces the damaged copy.
         let other = tempfile::tempdir().unwrap();
         let healed = other.path().join("healed");
-        crate::repair::copy_dir(dir, &healed).unwrap();
+        crate::data_dir::copy_tree(dir, &healed).unwrap();
         let log = SledLog::open(&healed, LogConfig::default()).unwrap();
         let read: Vec<Envelope> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
         assert_eq!(read, all);
