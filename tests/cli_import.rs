@@ -73,8 +73,8 @@ fn export(data: &Path) -> Vec<u8> {
     ok(engram(data, &["export"])).stdout
 }
 
-/// The counts `engram import --json` reports; its time, rate and peak
-/// memory are checked to be there, and left out (they vary).
+/// The counts `engram import --json` reports; its time, rate, peak memory
+/// and snapshot time are checked to be there, and left out (they vary).
 fn import(data: &Path, file: &Path) -> Value {
     let mut report = json(engram(data, &["import", file.to_str().unwrap(), "--json"]));
     let appended = report["events_appended"].as_u64().unwrap_or(0);
@@ -82,6 +82,7 @@ fn import(data: &Path, file: &Path) -> Value {
     let seconds = fields.remove("seconds").and_then(|v| v.as_f64()).expect("seconds");
     let rate = fields.remove("events_per_second").and_then(|v| v.as_f64()).expect("events_per_second");
     let peak = fields.remove("peak_rss_bytes").and_then(|v| v.as_u64()).expect("peak_rss_bytes");
+    fields.remove("snapshots_seconds").expect("snapshots_seconds (null or the seconds it took)");
     assert!(seconds >= 0.0 && peak > 1 << 20, "{seconds} s, {peak} bytes");
     assert!((appended == 0) == (rate == 0.0), "{appended} events at {rate}/s");
     report
@@ -770,4 +771,36 @@ fn import_memory_does_not_follow_the_file() {
     let (ok, err, peak_kib) = engram_peak_rss(&tmp.path().join("a"), &["import", huge.to_str().unwrap()]);
     assert!(!ok && err.contains("huge.jsonl:1: -: longer than 1048576 bytes"), "{err}");
     assert!(peak_kib < 128 * 1024, "peak RSS {peak_kib} KiB for a 256 MiB line");
+}
+
+/// A big import leaves the actors' snapshots folded up to its last event,
+/// appending nothing of its own, so the first `run` after it folds none of
+/// the history; `--no-snapshots` leaves them to that first start.
+#[test]
+fn a_big_import_prepares_the_actors_snapshots_and_appends_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "turns.jsonl", turns(60, 6));
+    let prepare = |data: &Path, extra: &[&str]| {
+        let mut args =
+            vec!["--data".as_ref(), data.as_os_str(), "import".as_ref(), file.as_os_str(), "--json".as_ref()];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+        json(ok(bin().args(args).env("ENGRAM_RUNTIME_SNAPSHOT_EVERY", "64").stdin(Stdio::null()).output().unwrap()))
+    };
+    let data = dir.path().join("data");
+    let report = prepare(&data, &[]);
+    assert!(report["snapshots_seconds"].is_number(), "{report}");
+    let s = stats(&data);
+    assert_eq!(s["head_seq"], report["events_appended"], "preparing the snapshots appended nothing");
+    let owners: BTreeSet<&str> =
+        s["snapshots"].as_array().unwrap().iter().map(|o| o["owner"].as_str().unwrap()).collect();
+    let all = ["graph", "judge", "listener", "pattern_store", "planner", "reply_loop", "router", "summariser"];
+    assert_eq!(owners, all.into_iter().collect(), "{s}");
+    for o in s["snapshots"].as_array().unwrap() {
+        assert_eq!(o["seq"], s["head_seq"], "{o}: folded up to the import's last event");
+    }
+
+    let bare = dir.path().join("bare");
+    let report = prepare(&bare, &["--no-snapshots"]);
+    assert!(report["snapshots_seconds"].is_null(), "{report}");
+    assert!(stats(&bare)["snapshots"].as_array().unwrap().is_empty());
 }
