@@ -250,10 +250,6 @@ impl Shell {
         let bus = &self.bus;
         match std::panic::catch_unwind(AssertUnwindSafe(|| role.handle(env, bus))) {
             Ok(derived) => {
-                // Only what will come back (the kinds the role wants) is
-                // remembered, so the set does not grow with the rest.
-                let ids: Vec<EventId> =
-                    derived.iter().filter(|d| wants(self.kinds.as_deref(), d)).map(|d| d.id).collect();
                 let appended = if role.durable() {
                     self.bus.append(derived.clone())
                 } else {
@@ -278,8 +274,14 @@ impl Shell {
                 for (mut d, outcome) in derived.into_iter().zip(outcomes) {
                     d.seq = outcome.seq();
                     role.observe(&d);
+                    // Only what will come back (the kinds the role wants,
+                    // after this event) is remembered, so the set does not
+                    // grow with the rest and empties again — which a
+                    // snapshot waits for.
+                    if d.seq > env.seq && wants(self.kinds.as_deref(), &d) {
+                        self.folded.insert(d.id);
+                    }
                 }
-                self.folded.extend(ids);
                 self.advance(env.seq);
                 Ok(())
             }
