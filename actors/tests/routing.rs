@@ -139,7 +139,7 @@ fn route_of(rt: &Runtime, turn: TurnId) -> RouteDecided {
         .read_from(Seq(1))
         .map(|e| e.unwrap())
         .find_map(|e: Envelope| match e.event {
-            Event::RouteDecided(d) if e.turn == Some(turn) => Some(d),
+            Event::RouteDecided(d) if e.turn == Some(turn) => Some(*d),
             _ => None,
         })
         .expect("the turn was routed")
@@ -453,7 +453,9 @@ fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
     let routes: std::collections::HashMap<EventId, (Envelope, RouteDecided)> = all
         .iter()
         .filter_map(|e| match &e.event {
-            Event::RouteDecided(d) if d.layer == RouteLayer::Planner => Some((e.causation?, (e.clone(), d.clone()))),
+            Event::RouteDecided(d) if d.layer == RouteLayer::Planner => {
+                Some((e.causation?, (e.clone(), (**d).clone())))
+            }
             _ => None,
         })
         .collect();

@@ -5,12 +5,27 @@
 
 use crate::payloads::*;
 
+/// The type a variant of [`Event`] holds: its payload, or the payload
+/// boxed (`Payload => Box<Payload>` in the catalog) for the few whose size
+/// would otherwise make every event as big as they are.
+macro_rules! field_ty {
+    ($payload:ty) => {
+        $payload
+    };
+    ($payload:ty, $field:ty) => {
+        $field
+    };
+}
+
 macro_rules! catalog {
-    ($( $(#[$doc:meta])* $variant:ident($payload:ty) = $code:literal, $name:literal, $ver:literal; )*) => {
-        /// One event: the variant is the kind, the field its typed payload.
+    ($( $(#[$doc:meta])* $variant:ident($payload:ty $(=> $field:ty)?) = $code:literal, $name:literal, $ver:literal; )*) => {
+        /// One event: the variant is the kind, the field its typed payload
+        /// (boxed for the two large ones, `pattern.recorded` and
+        /// `route.decided`, so that an event is a third of their size:
+        /// replay and the actors move events by value).
         #[derive(Clone, Debug, PartialEq)]
         pub enum Event {
-            $( $(#[$doc])* $variant($payload), )*
+            $( $(#[$doc])* $variant(field_ty!($payload $(, $field)?)), )*
         }
 
         /// The kind of an event, without its payload.
@@ -59,14 +74,17 @@ macro_rules! catalog {
             /// Appends the payload's rkyv archive to `buf`.
             pub(crate) fn archive_payload_into(&self, buf: Vec<u8>) -> Result<Vec<u8>, rkyv::rancor::Error> {
                 match self {
-                    $(Event::$variant(p) => rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(p, buf),)*
+                    $(Event::$variant(p) => {
+                        let p: &$payload = std::borrow::Borrow::borrow(p);
+                        rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(p, buf)
+                    })*
                 }
             }
 
             /// Decodes a current-version payload archive.
             pub(crate) fn from_archive(kind: EventKind, bytes: &[u8]) -> Result<Event, rkyv::rancor::Error> {
                 Ok(match kind {
-                    $(EventKind::$variant => Event::$variant(rkyv::from_bytes::<$payload, rkyv::rancor::Error>(bytes)?),)*
+                    $(EventKind::$variant => Event::$variant(rkyv::from_bytes::<$payload, rkyv::rancor::Error>(bytes)?.into()),)*
                 })
             }
 
@@ -81,7 +99,7 @@ macro_rules! catalog {
             /// The payload as a JSON value.
             pub(crate) fn payload_to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
                 match self {
-                    $(Event::$variant(p) => serde_json::to_value(p),)*
+                    $(Event::$variant(p) => serde_json::to_value::<&$payload>(std::borrow::Borrow::borrow(p)),)*
                 }
             }
 
@@ -89,7 +107,7 @@ macro_rules! catalog {
             /// path of the offending field (`steps[0].tool`).
             pub(crate) fn payload_from_json(kind: EventKind, value: serde_json::Value) -> Result<Event, serde_path_to_error::Error<serde_json::Error>> {
                 Ok(match kind {
-                    $(EventKind::$variant => Event::$variant(serde_path_to_error::deserialize(value)?),)*
+                    $(EventKind::$variant => Event::$variant(serde_path_to_error::deserialize::<_, $payload>(value)?.into()),)*
                 })
             }
         }
@@ -97,7 +115,7 @@ macro_rules! catalog {
         $(
             impl From<$payload> for Event {
                 fn from(p: $payload) -> Event {
-                    Event::$variant(p)
+                    Event::$variant(p.into())
                 }
             }
         )*
@@ -110,7 +128,7 @@ catalog! {
     /// `intent.judged`
     IntentJudged(IntentJudged) = 2, "intent.judged", 1;
     /// `route.decided`
-    RouteDecided(RouteDecided) = 3, "route.decided", 2;
+    RouteDecided(RouteDecided => Box<RouteDecided>) = 3, "route.decided", 2;
     /// `fastpath.hit`
     /// `fastpath.hit` (v1 had no `residual`; see `FastPathHitV1`)
     FastPathHit(FastPathHit) = 4, "fastpath.hit", 2;
@@ -133,7 +151,7 @@ catalog! {
     /// `eval.completed`
     EvalCompleted(EvalCompleted) = 13, "eval.completed", 1;
     /// `pattern.recorded` (v1 was seed 001 §10.1's shape, v2 had no `embedding`)
-    PatternRecorded(PatternRecorded) = 14, "pattern.recorded", 3;
+    PatternRecorded(PatternRecorded => Box<PatternRecorded>) = 14, "pattern.recorded", 3;
     /// `pattern.matched`
     PatternMatched(PatternMatched) = 15, "pattern.matched", 1;
     /// `pattern.evicted`

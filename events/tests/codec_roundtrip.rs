@@ -921,7 +921,7 @@ fn pattern_recorded_v1_json_is_upcast() {
     assert_eq!(p.replaces_score, None);
     assert_eq!(p.features, None);
     assert_eq!(p.workload, None);
-    assert_eq!(env.event, Event::PatternRecorded(PatternRecorded::from(v1)));
+    assert_eq!(env.event, Event::from(PatternRecorded::from(v1)));
 
     // Written back it is today's version, and reads back the same.
     let line = json::to_line(&env);
@@ -945,6 +945,6 @@ fn a_pattern_recorded_v1_payload_is_checked_against_v1() {
     bad.as_object_mut().unwrap().remove("primary_model");
     assert_eq!(field_error(&v1_line(&bad)), "payload");
     // A v2 payload labelled v1 is rejected, not silently truncated.
-    let v2 = json::payload_to_value(&Event::PatternRecorded(PatternRecorded::from(v1())));
+    let v2 = json::payload_to_value(&Event::from(PatternRecorded::from(v1())));
     assert!(matches!(json::from_line(&v1_line(&v2)), Err(DecodeError::Field { .. })));
 }

@@ -1356,13 +1356,10 @@ impl LogIter {
             *offset = bytes.len() - rest.len();
             *expected = seq.next();
             let wanted = seq >= self.from && self.kinds.as_ref().is_none_or(|k| k.contains(&frame.kind_code));
-            let found = frame.seq().map_err(|source| LogError::Corrupt { seq, source })?;
-            if found != seq {
-                return Err(misplaced(found, seq));
-            }
             if wanted {
                 // A frame whose CRC holds but that does not decode costs
-                // itself only: its boundaries are sound.
+                // itself only: its boundaries are sound. Its header is
+                // validated once, by the decode, which also gives the seq.
                 let env = match frame.decode() {
                     Ok(env) => env,
                     Err(source) => return Ok(Step::Lost(LogError::Corrupt { seq, source })),
@@ -1371,6 +1368,11 @@ impl LogIter {
                     return Err(misplaced(env.seq, seq));
                 }
                 return Ok(Step::Event(env));
+            }
+            // Skipped by kind: its header alone is read, for the seq.
+            let found = frame.seq().map_err(|source| LogError::Corrupt { seq, source })?;
+            if found != seq {
+                return Err(misplaced(found, seq));
             }
         }
     }

@@ -17,7 +17,7 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
     match (kind, version) {
         (EventKind::PatternRecorded, 1) => {
             let v1 = rkyv::from_bytes::<PatternRecordedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
-            Ok(Event::PatternRecorded(PatternRecorded::from(v1)))
+            Ok(Event::from(PatternRecorded::from(v1)))
         }
         (EventKind::FastPathHit, 1) => {
             let v1 = rkyv::from_bytes::<FastPathHitV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
@@ -29,11 +29,11 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
         }
         (EventKind::PatternRecorded, 2) => {
             let v2 = rkyv::from_bytes::<PatternRecordedV2, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
-            Ok(Event::PatternRecorded(PatternRecorded::from(v2)))
+            Ok(Event::from(PatternRecorded::from(v2)))
         }
         (EventKind::RouteDecided, 1) => {
             let v1 = rkyv::from_bytes::<RouteDecidedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
-            Ok(Event::RouteDecided(RouteDecided::from(v1)))
+            Ok(Event::from(RouteDecided::from(v1)))
         }
         (EventKind::ToolCalled, 1) => {
             let v1 = rkyv::from_bytes::<ToolCalledV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
@@ -87,7 +87,7 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
     match (kind, version) {
         (EventKind::PatternRecorded, 1) => {
             let v1: PatternRecordedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
-            Ok(Event::PatternRecorded(PatternRecorded::from(v1)))
+            Ok(Event::from(PatternRecorded::from(v1)))
         }
         (EventKind::FastPathHit, 1) => {
             let v1: FastPathHitV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
@@ -99,11 +99,11 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
         }
         (EventKind::PatternRecorded, 2) => {
             let v2: PatternRecordedV2 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
-            Ok(Event::PatternRecorded(PatternRecorded::from(v2)))
+            Ok(Event::from(PatternRecorded::from(v2)))
         }
         (EventKind::RouteDecided, 1) => {
             let v1: RouteDecidedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
-            Ok(Event::RouteDecided(RouteDecided::from(v1)))
+            Ok(Event::from(RouteDecided::from(v1)))
         }
         (EventKind::ToolCalled, 1) => {
             let v1: ToolCalledV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
@@ -177,7 +177,7 @@ mod tests {
         // archive it must produce `encode`'s exact bytes.
         let env = header(PatternRecorded::from(v1()));
         let payload = match &env.event {
-            Event::PatternRecorded(p) => archive(p),
+            Event::PatternRecorded(p) => archive(&**p),
             _ => unreachable!(),
         };
         let kind = EventKind::PatternRecorded;
