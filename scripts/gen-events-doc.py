@@ -49,10 +49,13 @@ def ty(t):
             t=re.sub(r'\b'+s+r'\b','['+s+'](#'+s.lower()+')',t)
     t=t.replace('Decimal','Decimal (JSON string)')
     return t
-catalog=[l for l in open('events/src/event.rs').read().splitlines() if re.match(r'\s+\w+\(\w+\) = \d+, "',l)]
+# A catalog line: `Variant(Payload) = code, "name", version;`, the payload
+# possibly boxed in the enum (`Variant(Payload => Box<Payload>) = …`).
+line_re=r'\s+(\w+)\((\w+)(?: => Box<\w+>)?\) = (\d+), "([^"]+)", (\d+);'
+catalog=[l for l in open('events/src/event.rs').read().splitlines() if re.match(line_re,l)]
 kinds=[]
 for l in catalog:
-    m=re.match(r'\s+(\w+)\((\w+)\) = (\d+), "([^"]+)", (\d+);',l); kinds.append(m.groups())
+    m=re.match(line_re,l); kinds.append(m.groups())
 emit={'utterance.received':'listener','intent.judged':'listener','day.activated':'listener (first utterance of a day; `engram import` through the same reactor)',
 'route.decided':'router','fastpath.hit':'router','fastpath.missed':'router','pattern.matched':'router (routing slot 4)','canonical.recorded':'router (learning from `turn.completed`)','pipeline.recorded':'router','pipeline.expired':'router','pipeline.promoted':'router',
 'plan.created':'planner','tool.called':'reply loop','tool.completed':'reply loop','llm.call_completed':'whichever actor made the call (planner, reply loop, judge, …)','reply.delivered':'reply loop','turn.completed':'reply loop',
