@@ -5,8 +5,15 @@
 //! * **Order.** The role sees every event of the log once, in `seq` order.
 //!   Events arrive from a subscription; a gap (after a restart, or a
 //!   subscriber that fell behind) is filled from the log itself.
-//! * **Warm-up.** A role starts empty and *observes* (folds without
-//!   deriving) the log up to its checkpoint, then *handles* what follows.
+//! * **Warm-up.** A role starts empty, restores its snapshot when it has a
+//!   usable one ([`engram_storage::snapshot`]), and *observes* (folds
+//!   without deriving) the rest of the log up to its checkpoint, then
+//!   *handles* what follows.
+//! * **Snapshots.** The shell saves the role's state every
+//!   [`crate::bus::SnapshotPolicy::every`] events, after a long warm-up and
+//!   at shutdown — only when that state is exactly the fold of the log up
+//!   to the position: every event the role derived has come back from the
+//!   log, and was folded with the `seq` the log gave it.
 //! * **Exactly once.** Derived events carry ids derived from their cause
 //!   ([`engram_events::derived`]), so handling an event twice —
 //!   a checkpoint that lagged behind a crash — appends nothing new.
