@@ -194,7 +194,13 @@ pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<SledLog> {
 
 /// How long a command waits for a data dir held by someone else before
 /// reporting "data dir in use" (a follower holds it for a moment at a time).
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether opening a log failed only because someone holds it: another
+/// process, or sled's own file lock of a database closed a moment ago.
+pub(crate) fn held_by_another(e: &engram::LogError) -> bool {
+    matches!(e, engram::LogError::DataDirInUse { .. }) || e.to_string().contains("could not acquire lock")
+}
 
 /// Opens the log in `data` with a given durability policy.
 pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<SledLog> {
@@ -203,11 +209,7 @@ pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> a
         match SledLog::open(data, LogConfig { durability, ..LogConfig::default() }) {
             // Another process holds the dir, or sled's own file lock is still
             // held by a database closed a moment ago: wait a little.
-            Err(e)
-                if (matches!(e, engram::LogError::DataDirInUse { .. })
-                    || e.to_string().contains("could not acquire lock"))
-                    && std::time::Instant::now() < deadline =>
-            {
+            Err(e) if held_by_another(&e) && std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(25));
             }
             result => return Ok(result?),
