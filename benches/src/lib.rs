@@ -7,6 +7,7 @@ pub mod log;
 pub mod memory;
 pub mod patterns;
 pub mod runtime;
+pub mod startup;
 
 /// The machine a report was measured on: cores, CPU model, OS and arch —
 /// figures from a shared 2-core VM and a workstation are not comparable.
