@@ -803,4 +803,23 @@ fn a_big_import_prepares_the_actors_snapshots_and_appends_nothing_else() {
     let report = prepare(&bare, &["--no-snapshots"]);
     assert!(report["snapshots_seconds"].is_null(), "{report}");
     assert!(stats(&bare)["snapshots"].as_array().unwrap().is_empty());
+
+    // An actor left behind by an earlier run (a crash) has live work to do:
+    // an offline start in the import must not do it in its place.
+    {
+        let db = sled::open(data.join("log.sled")).unwrap();
+        db.open_tree("projection.actor_checkpoints").unwrap().insert("router", &1u64.to_be_bytes()).unwrap();
+        db.flush().unwrap();
+    }
+    let more = write(dir.path(), "more.jsonl", turns(60, 6).replace("\"session\":\"s-", "\"session\":\"t-"));
+    let out = bin()
+        .args(["--data".as_ref(), data.as_os_str(), "import".as_ref(), more.as_os_str(), "--json".as_ref()])
+        .env("ENGRAM_RUNTIME_SNAPSHOT_EVERY", "64")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = json(ok(out.clone()));
+    assert!(report["events_appended"].as_u64().unwrap() >= 64, "{report}");
+    assert!(report["snapshots_seconds"].is_null(), "{report}");
+    assert!(stderr(&out).contains("work left from an earlier run"), "{}", stderr(&out));
 }

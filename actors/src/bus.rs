@@ -217,6 +217,20 @@ impl Bus {
         Ok(moved)
     }
 
+    /// How many actors have a checkpoint behind `head`: work left from an
+    /// earlier run (a crash), which only a runtime with that run's
+    /// configuration should do.
+    pub fn checkpoints_behind(log: &SledLog, head: Seq) -> Result<usize, LogError> {
+        let tree = log.projection_tree(CHECKPOINTS)?;
+        let mut behind = 0;
+        for entry in tree.iter() {
+            let (_, v) = entry?;
+            let seq = u64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8]));
+            behind += usize::from(seq < head.0);
+        }
+        Ok(behind)
+    }
+
     /// Flushes the checkpoints (at shutdown).
     pub fn flush_checkpoints(&self) -> Result<(), LogError> {
         self.checkpoints.flush()?;

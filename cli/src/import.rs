@@ -47,14 +47,22 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     // What import appended is history to the runtime's actors (it derived
     // what they would have), not work: move their checkpoints past it.
     engram::actors::bus::Bus::advance_checkpoints(&log, before, log.head())?;
+    // An actor still behind (a crash of an earlier run) has live work to
+    // do, which an offline start here must not do in its place.
+    let behind = engram::actors::bus::Bus::checkpoints_behind(&log, log.head())?;
     let per_second = stats.events_appended as f64 / seconds.max(1e-9);
     let peak_rss = peak_rss_bytes();
     drop(projector);
     drop(log);
     let every = config.runtime.snapshot_every;
-    let snapshots_seconds = (!args.no_snapshots && every > 0 && stats.events_appended >= every)
-        .then(|| prepare_snapshots(data, config))
-        .flatten();
+    let wanted = !args.no_snapshots && every > 0 && stats.events_appended >= every;
+    if wanted && behind > 0 {
+        tracing::warn!(
+            "actor snapshots not prepared: {behind} actor(s) have work left from an earlier run; \
+             the next `engram run` does it and folds the imported history once"
+        );
+    }
+    let snapshots_seconds = (wanted && behind == 0).then(|| prepare_snapshots(data, config)).flatten();
     if args.json {
         let mut report = serde_json::to_value(stats)?;
         report["seconds"] = serde_json::json!((seconds * 1000.0).round() / 1000.0);
@@ -88,9 +96,9 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
 /// Starts the runtime offline and shuts it down: each actor folds the
 /// imported history at its warm-up and saves its snapshot, so the first
 /// `engram run` after a big import starts as fast as any (otherwise it
-/// would fold the whole log, once). Nothing is appended: the actors'
-/// checkpoints are past the import, and no session is ended for being
-/// idle. Returns the seconds it took, or `None` with a warning when the
+/// would fold the whole log, once). Nothing is appended: every actor's
+/// checkpoint is at the head (the caller checks), and no session is ended
+/// for being idle. Returns the seconds it took, or `None` with a warning when the
 /// runtime cannot start (the import itself stands).
 fn prepare_snapshots(data: &Path, mut config: engram::learning::config::Config) -> Option<f64> {
     let started = std::time::Instant::now();
