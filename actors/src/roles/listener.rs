@@ -106,6 +106,8 @@ impl Listener {
         let bus = l.bus.clone();
         let restored = bus.restore_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, head, |r| l.restore(r));
         if restored.is_none() {
+            // Whatever a failed restore left half-read goes: every field
+            // `save` writes (a field added there is reset here too).
             l.days = DayReactor::from_projection(&Default::default());
             l.sessions.clear();
         }
