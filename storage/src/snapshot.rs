@@ -277,10 +277,11 @@ impl SnapshotDir {
             return Ok(());
         }
         let id = event_id_at(log, seq)?;
-        crate::data_dir::create_private_dir(&self.dir).map_err(|source| self.io(&self.dir, source))?;
-        if fs::symlink_metadata(&self.dir).map(|m| !m.is_dir()).unwrap_or(true) {
+        // A link planted in its place is refused before anything follows it.
+        if fs::symlink_metadata(&self.dir).is_ok_and(|m| !m.is_dir()) {
             return Err(SnapshotError::Damaged(format!("{} is not a directory", self.dir.display())));
         }
+        crate::data_dir::create_private_dir(&self.dir).map_err(|source| self.io(&self.dir, source))?;
         let mut header = Vec::with_capacity(HEADER_LEN);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&FORMAT.to_le_bytes());

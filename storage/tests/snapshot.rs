@@ -78,3 +78,21 @@ fn a_torn_or_damaged_file_is_refused_and_remove_all_clears_them() {
     assert!(snaps.load(&log, "a", 1, Seq(3)).unwrap().is_none());
     snaps.remove_all().unwrap();
 }
+
+/// A link planted where the snapshots go is refused, never followed: the
+/// dir it points to gets nothing and keeps its mode.
+#[cfg(unix)]
+#[test]
+fn a_planted_link_is_not_followed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_of(dir.path(), 3);
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(elsewhere.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("snapshots")).unwrap();
+    let snaps = SnapshotDir::new(dir.path());
+    assert!(matches!(snaps.save(&log, "a", 1, Seq(3), b"state"), Err(SnapshotError::Damaged(_))));
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    let mode = std::fs::metadata(elsewhere.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755);
+}
