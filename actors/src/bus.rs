@@ -23,20 +23,6 @@ pub struct Bus {
     snapshot_every: u64,
 }
 
-/// When an actor saves a snapshot of its state (`[runtime]
-/// snapshot_every`): one costs an encoding of the whole state, and a
-/// start folds at most about `every` events of the log's tail per actor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SnapshotPolicy {
-    /// Least progress, in `seq`, between two snapshots while running (0:
-    /// never save one).
-    pub every: u64,
-    /// Least progress since the last for one at shutdown or after a
-    /// warm-up: below it, folding that tail at the next start costs less
-    /// than saving the whole state now (a `run --once` adds a dozen events).
-    pub min_tail: u64,
-}
-
 impl Bus {
     /// Opens the checkpoint tree of `log`.
     pub fn new(log: Arc<SledLog>) -> Result<Bus, LogError> {
@@ -52,10 +38,20 @@ impl Bus {
         self
     }
 
-    /// When the actors save snapshots.
-    pub fn snapshot_policy(&self) -> Option<SnapshotPolicy> {
-        (self.snapshot_every > 0)
-            .then(|| SnapshotPolicy { every: self.snapshot_every, min_tail: (self.snapshot_every / 4).max(1) })
+    /// Whether an owner whose last snapshot is at `last` saves one now, at
+    /// `now`, while running: once `[runtime] snapshot_every` events have
+    /// passed. A snapshot costs an encoding of the whole state; a start
+    /// after a crash folds at most about that many events per owner.
+    pub fn snapshot_due(&self, last: Seq, now: Seq) -> bool {
+        self.snapshot_every > 0 && now.0 >= last.0 + self.snapshot_every
+    }
+
+    /// The same at a rest point (after a warm-up, at shutdown): once a
+    /// quarter of that has passed. Below it, folding the tail at the next
+    /// start costs less than saving the whole state now (a `run --once`
+    /// adds a dozen events).
+    pub fn snapshot_due_at_rest(&self, last: Seq, now: Seq) -> bool {
+        self.snapshot_every > 0 && now.0 >= last.0 + (self.snapshot_every / 4).max(1)
     }
 
     /// Restores `owner`'s state from its snapshot, if it has one that
@@ -71,7 +67,7 @@ impl Bus {
         upto: Seq,
         restore: impl FnOnce(&mut SnapshotReader<'_>) -> Result<(), SnapshotError>,
     ) -> Option<Seq> {
-        if version == 0 || self.snapshot_policy().is_none() {
+        if version == 0 || self.snapshot_every == 0 {
             return None;
         }
         let started = std::time::Instant::now();

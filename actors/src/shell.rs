@@ -10,7 +10,7 @@
 //!   without deriving) the rest of the log up to its checkpoint, then
 //!   *handles* what follows.
 //! * **Snapshots.** The shell saves the role's state every
-//!   [`crate::bus::SnapshotPolicy::every`] events, after a long warm-up and
+//!   `[runtime] snapshot_every` events ([`Bus::snapshot_due`]), after a long warm-up and
 //!   at shutdown — only when that state is exactly the fold of the log up
 //!   to the position: every event the role derived has come back from the
 //!   log, and was folded with the `seq` the log gave it.
@@ -161,8 +161,8 @@ pub struct Deliver(pub Envelope);
 
 /// Save the role's state as a snapshot at `upto`, the log's head, which
 /// the runtime has seen every actor settle at ([`crate::Runtime::shutdown`]),
-/// if the actor has folded at least the policy's `min_tail` since its last
-/// ([`crate::bus::SnapshotPolicy`]);
+/// if the actor has folded enough since its last
+/// ([`Bus::snapshot_due_at_rest`]);
 /// `done` is told once the actor has saved it, or decided not to.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -225,7 +225,7 @@ impl Shell {
         self.role = Some(role);
         self.position = checkpoint;
         self.status.position.store(checkpoint.0, Ordering::Release);
-        if self.bus.snapshot_policy().is_some_and(|p| checkpoint.0 >= from.0 + p.min_tail) {
+        if self.bus.snapshot_due_at_rest(from, checkpoint) {
             self.save_snapshot();
         }
         Ok(())
@@ -331,7 +331,7 @@ impl Shell {
         if let Err(e) = self.bus.set_checkpoint(self.name, seq) {
             tracing::warn!(actor = self.name, "checkpoint not written: {e}");
         }
-        if self.bus.snapshot_policy().is_some_and(|p| seq.0 >= self.snapshot_at.0 + p.every) {
+        if self.bus.snapshot_due(self.snapshot_at, seq) {
             self.save_snapshot();
         }
     }
@@ -410,8 +410,7 @@ impl Handler<SaveSnapshot> for Shell {
             && self.status.seen.load(Ordering::Acquire) >= msg.upto.0
             && self.position.0 >= self.status.forwarded.load(Ordering::Acquire)
             && self.position <= msg.upto;
-        let due = self.bus.snapshot_policy().is_some_and(|p| msg.upto.0 >= self.snapshot_at.0 + p.min_tail);
-        if settled && due {
+        if settled && self.bus.snapshot_due_at_rest(self.snapshot_at, msg.upto) {
             self.position = msg.upto;
             self.save_snapshot();
         }

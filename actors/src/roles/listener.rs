@@ -119,8 +119,9 @@ impl Listener {
         }
         l.snapshot_at = from;
         // Folded up to the head exactly: a long fold is saved at once.
-        let due = bus.snapshot_policy().is_some_and(|p| head.0 >= from.0 + p.min_tail);
-        if due && bus.save_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, head, |w| l.save(w)) {
+        if bus.snapshot_due_at_rest(from, head)
+            && bus.save_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, head, |w| l.save(w))
+        {
             l.snapshot_at = head;
         }
         Ok(l)
@@ -393,8 +394,9 @@ impl Handler<SaveSnapshot> for Listener {
 
     fn handle(&mut self, msg: SaveSnapshot, _ctx: &mut Context<Self>) {
         let bus = self.bus.clone();
-        let due = bus.snapshot_policy().is_some_and(|p| msg.upto.0 >= self.snapshot_at.0 + p.min_tail);
-        if due && bus.save_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, msg.upto, |w| self.save(w)) {
+        if bus.snapshot_due_at_rest(self.snapshot_at, msg.upto)
+            && bus.save_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, msg.upto, |w| self.save(w))
+        {
             self.snapshot_at = msg.upto;
         }
         let _ = msg.done.send(());
