@@ -561,20 +561,15 @@ impl Runtime {
     pub fn settle(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
-            let head = self.bus.head().0;
-            let idle = |s: &ShellStatus| {
-                s.caught_up.load(Ordering::Acquire)
-                    && s.seen.load(Ordering::Acquire) >= head
-                    && s.position.load(Ordering::Acquire) >= s.forwarded.load(Ordering::Acquire)
-            };
-            if self.actors.iter().all(|a| idle(&a.status)) && self.bus.head().0 == head {
+            let head = self.bus.head();
+            if self.actors.iter().all(|a| a.status.settled_at(head)) && self.bus.head() == head {
                 return true;
             }
             if Instant::now() >= deadline {
                 for a in &self.actors {
                     tracing::warn!(
                         actor = a.name,
-                        head,
+                        head = head.0,
                         seen = a.status.seen.load(Ordering::Acquire),
                         forwarded = a.status.forwarded.load(Ordering::Acquire),
                         position = a.status.position.load(Ordering::Acquire),

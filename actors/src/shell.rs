@@ -128,6 +128,15 @@ impl ShellStatus {
         s.seen.store(head.0, Ordering::Release);
         s
     }
+
+    /// Whether the actor has handled everything it wants up to `head`:
+    /// caught up since its start, its subscription past `head`, and nothing
+    /// handed on that it has not handled.
+    pub fn settled_at(&self, head: Seq) -> bool {
+        self.caught_up.load(Ordering::Acquire)
+            && self.seen.load(Ordering::Acquire) >= head.0
+            && self.position.load(Ordering::Acquire) >= self.forwarded.load(Ordering::Acquire)
+    }
 }
 
 /// The actix actor around a role.
@@ -406,10 +415,7 @@ impl Handler<SaveSnapshot> for Shell {
         // Settled: everything up to `upto` that the actor wants was handed
         // on and handled, so its state is the fold up to `upto` — unless an
         // event slipped in since, which `seen` and `forwarded` show.
-        let settled = self.caught_up
-            && self.status.seen.load(Ordering::Acquire) >= msg.upto.0
-            && self.position.0 >= self.status.forwarded.load(Ordering::Acquire)
-            && self.position <= msg.upto;
+        let settled = self.status.settled_at(msg.upto) && self.position <= msg.upto;
         if settled && self.bus.snapshot_due_at_rest(self.snapshot_at, msg.upto) {
             self.position = msg.upto;
             self.save_snapshot();

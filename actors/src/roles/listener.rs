@@ -92,8 +92,8 @@ pub struct Listener {
 impl Listener {
     /// A listener that has read the log (turn numbers, days).
     pub fn start(bus: Arc<Bus>, mode: IntentMode) -> Result<Listener, LogError> {
-        let mut l = Listener {
-            bus,
+        let empty = || Listener {
+            bus: bus.clone(),
             judge: Default::default(),
             mode,
             days: DayReactor::from_projection(&Default::default()),
@@ -102,14 +102,12 @@ impl Listener {
             idle: None,
             snapshot_at: Seq(0),
         };
-        let head = l.bus.head();
-        let bus = l.bus.clone();
+        let mut l = empty();
+        let head = bus.head();
         let restored = bus.restore_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, head, |r| l.restore(r));
         if restored.is_none() {
-            // Whatever a failed restore left half-read goes: every field
-            // `save` writes (a field added there is reset here too).
-            l.days = DayReactor::from_projection(&Default::default());
-            l.sessions.clear();
+            // Whatever a failed restore left half-read goes.
+            l = empty();
         }
         let from = restored.unwrap_or(Seq(0));
         let kinds =
