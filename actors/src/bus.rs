@@ -15,6 +15,12 @@ use engram_storage::{AppendOutcome, EventLog, LogError, SledLog};
 /// The sled tree of the actors' checkpoints (`projection.actor_checkpoints`).
 const CHECKPOINTS: &str = "actor_checkpoints";
 
+/// A checkpoint as stored: its seq, big-endian (a value that is not 8
+/// bytes reads as 0: the actor folds from seq 1).
+fn stored_seq(v: &[u8]) -> Seq {
+    Seq(u64::from_be_bytes(v.try_into().unwrap_or([0; 8])))
+}
+
 /// The log plus the actors' checkpoints and snapshots.
 pub struct Bus {
     log: Arc<SledLog>,
@@ -73,7 +79,7 @@ impl Bus {
         let started = std::time::Instant::now();
         let restored = self.snapshots.load(self.log.as_ref(), owner, version, upto).and_then(|loaded| {
             let Some(loaded) = loaded else { return Ok(None) };
-            let mut r = SnapshotReader::new(&loaded.body);
+            let mut r = SnapshotReader::new(loaded.body());
             restore(&mut r)?;
             r.finish()?;
             Ok(Some(loaded.seq))
@@ -168,7 +174,7 @@ impl Bus {
     /// positions next are new work.
     pub fn checkpoint(&self, actor: &str) -> Result<Seq, LogError> {
         let stored = match self.checkpoints.get(actor.as_bytes())? {
-            Some(v) => Seq(u64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8]))),
+            Some(v) => stored_seq(&v),
             None => Seq(0),
         };
         Ok(stored.min(self.log.head()))
@@ -221,8 +227,7 @@ impl Bus {
         let mut behind = 0;
         for entry in tree.iter() {
             let (_, v) = entry?;
-            let seq = u64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8]));
-            behind += usize::from(seq < head.0);
+            behind += usize::from(stored_seq(&v) < head);
         }
         Ok(behind)
     }

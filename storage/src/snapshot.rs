@@ -226,8 +226,16 @@ impl<'a> SnapshotReader<'a> {
 pub struct Loaded {
     /// The `seq` the state is folded up to.
     pub seq: Seq,
+    /// The whole file, header and body (the body is not copied out of it:
+    /// a pattern store's is megabytes, read at every start).
+    file: Vec<u8>,
+}
+
+impl Loaded {
     /// The owner's body.
-    pub body: Vec<u8>,
+    pub fn body(&self) -> &[u8] {
+        &self.file[HEADER_LEN..]
+    }
 }
 
 /// One snapshot file as [`SnapshotDir::list`] finds it.
@@ -324,7 +332,7 @@ impl SnapshotDir {
             Ok(m) if !m.is_file() => return Err(SnapshotError::Damaged(format!("{} is not a file", path.display()))),
             Ok(_) => fs::read(&path).map_err(|e| self.io(&path, e))?,
         };
-        let (saved, seq, id, body) = parse(&bytes)?;
+        let (saved, seq, id, _) = parse(&bytes)?;
         if saved != version {
             return Err(SnapshotError::Stale(format!("state version {saved}, this engram folds version {version}")));
         }
@@ -335,7 +343,7 @@ impl SnapshotDir {
         if found != id {
             return Err(SnapshotError::Stale(format!("folded up to seq {seq}, event {id}; the log has {found} there")));
         }
-        Ok(Some(Loaded { seq, body: body.to_vec() }))
+        Ok(Some(Loaded { seq, file: bytes }))
     }
 
     /// Every snapshot file, by owner, with what its header says (state

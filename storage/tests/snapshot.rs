@@ -27,7 +27,7 @@ fn a_snapshot_is_used_only_for_the_log_and_the_checkpoint_it_was_saved_for() {
     snaps.save(&log, "a", 1, Seq(7), b"state at 7").unwrap();
 
     let loaded = snaps.load(&log, "a", 1, Seq(10)).unwrap().unwrap();
-    assert_eq!((loaded.seq, &loaded.body[..]), (Seq(7), &b"state at 7"[..]));
+    assert_eq!((loaded.seq, loaded.body()), (Seq(7), &b"state at 7"[..]));
     // The owner's checkpoint behind the snapshot: it holds events the owner
     // has not handled.
     assert!(matches!(snaps.load(&log, "a", 1, Seq(6)), Err(SnapshotError::Stale(_))));
