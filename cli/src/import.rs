@@ -103,20 +103,16 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
 fn prepare_snapshots(data: &Path, mut config: engram::learning::config::Config) -> Option<f64> {
     let started = std::time::Instant::now();
     config.runtime.session_idle_secs = 0;
-    let start = || engram::actors::Runtime::builder().data_dir(data).config(config.clone()).offline().start();
     // The import's own log was closed a moment ago: sled may still hold its
-    // file lock for a moment, as `open_log_with` allows for.
-    let deadline = started + crate::LOCK_WAIT;
-    let prepared = loop {
-        match start() {
-            Err(engram::actors::RuntimeError::Log(e))
-                if crate::held_by_another(&e) && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(25));
-            }
-            result => break result.and_then(|rt| rt.shutdown()),
-        }
-    };
+    // file lock for a moment, as every command's open allows for.
+    let prepared = crate::open_waiting(
+        || engram::actors::Runtime::builder().data_dir(data).config(config.clone()).offline().start(),
+        |e| match e {
+            engram::actors::RuntimeError::Log(e) => Some(e),
+            _ => None,
+        },
+    )
+    .and_then(|rt| rt.shutdown());
     match prepared {
         Ok(()) => Some(started.elapsed().as_secs_f64()),
         Err(e) => {

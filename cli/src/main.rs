@@ -194,25 +194,31 @@ pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<SledLog> {
 
 /// How long a command waits for a data dir held by someone else before
 /// reporting "data dir in use" (a follower holds it for a moment at a time).
-pub(crate) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Whether opening a log failed only because someone holds it: another
+/// Opens something over a data dir's log (the log itself, a runtime) with
+/// `open`, waiting up to [`LOCK_WAIT`] while it fails only because someone
+/// holds the log (`log_error` finds the log's error in `open`'s): another
 /// process, or sled's own file lock of a database closed a moment ago.
-pub(crate) fn held_by_another(e: &engram::LogError) -> bool {
-    matches!(e, engram::LogError::DataDirInUse { .. }) || e.to_string().contains("could not acquire lock")
+pub(crate) fn open_waiting<T, E>(
+    mut open: impl FnMut() -> Result<T, E>,
+    log_error: fn(&E) -> Option<&engram::LogError>,
+) -> Result<T, E> {
+    let held = |e: &engram::LogError| {
+        matches!(e, engram::LogError::DataDirInUse { .. }) || e.to_string().contains("could not acquire lock")
+    };
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match open() {
+            Err(e) if log_error(&e).is_some_and(held) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            result => return result,
+        }
+    }
 }
 
 /// Opens the log in `data` with a given durability policy.
 pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<SledLog> {
-    let deadline = std::time::Instant::now() + LOCK_WAIT;
-    loop {
-        match SledLog::open(data, LogConfig { durability, ..LogConfig::default() }) {
-            // Another process holds the dir, or sled's own file lock is still
-            // held by a database closed a moment ago: wait a little.
-            Err(e) if held_by_another(&e) && std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(25));
-            }
-            result => return Ok(result?),
-        }
-    }
+    Ok(open_waiting(|| SledLog::open(data, LogConfig { durability, ..LogConfig::default() }), |e| Some(e))?)
 }
