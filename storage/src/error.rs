@@ -94,6 +94,25 @@ pub enum LogError {
         /// What is wrong with it.
         what: String,
     },
+    /// The NATS server could not be reached, or did not acknowledge in
+    /// time ([`crate::jetstream`]).
+    #[error("NATS server {url}: {what}")]
+    Remote {
+        /// The server's URL (empty when the failure is not the
+        /// connection's).
+        url: String,
+        /// What failed.
+        what: String,
+    },
+    /// The JetStream stream cannot hold engram's log as it is (it has gaps,
+    /// other subjects, or is not what the data dir's copy says).
+    #[error("JetStream stream {stream} {what}")]
+    Stream {
+        /// The stream's name.
+        stream: String,
+        /// What is wrong with it.
+        what: String,
+    },
     /// The writer thread is gone (the log was closed or it panicked).
     #[error("the log writer has stopped")]
     WriterStopped,

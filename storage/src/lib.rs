@@ -17,7 +17,8 @@
 //! * [`follow`] — the owner of a data dir streams it to followers in other
 //!   processes (`engram replay --follow`) over a Unix socket.
 //! * [`backend`] — the [`EventLog`] trait the rest of engram programs
-//!   against; sled is the embedded default.
+//!   against; sled is the embedded default, [`jetstream`] the log shared by
+//!   several runtimes on a NATS JetStream stream.
 //! * [`lock`] — one process per data dir.
 //! * [`verify`] — CRC, position and index checks over the whole log;
 //!   [`repair`] — a damaged log's every readable event, salvaged into a
@@ -36,6 +37,7 @@ pub mod embedding_cache;
 pub mod error;
 pub mod follow;
 pub mod id_index;
+pub mod jetstream;
 pub mod lock;
 pub mod log;
 pub mod projector;
@@ -50,5 +52,6 @@ pub mod wal;
 pub use backend::{AppendOutcome, AppendTicket, EventLog};
 pub use durability::Durability;
 pub use error::LogError;
+pub use jetstream::{JetStreamConfig, JetStreamLog};
 pub use log::{LogConfig, SledLog};
 pub use subscription::{Filter, Subscription};

@@ -470,6 +470,10 @@ impl EventLog for SledLog {
         self.send(WriterMsg::Flush { ack })?;
         rx.recv().map_err(|_| LogError::WriterStopped)?
     }
+
+    fn local(&self) -> &SledLog {
+        self
+    }
 }
 
 impl Drop for SledLog {

@@ -1,13 +1,88 @@
-//! The sled log through its public API: positions, idempotence, reads,
-//! subscriptions under concurrent appenders, the data-dir lock.
+//! The contract every [`EventLog`] backend keeps, run on each: the sled log
+//! (the embedded default) and the JetStream log (against a `nats-server`
+//! this test binary starts on loopback). Positions, idempotence, reads,
+//! subscriptions under concurrent appenders, the data-dir lock, order of
+//! a caller's batches.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use engram_events::payloads::{SessionEndReason, SessionEnded};
 use engram_events::{ActorKind, Envelope, Event, EventId, EventKind, Seq, SessionId};
-use engram_storage::{AppendOutcome, Durability, EventLog, Filter, LogConfig, LogError, SledLog};
+use engram_storage::jetstream::server::NatsServer;
+use engram_storage::{
+    AppendOutcome, Durability, EventLog, Filter, JetStreamConfig, JetStreamLog, LogConfig, LogError, SledLog,
+};
+
+/// A backend under test: how to open its log on a data dir.
+trait Backend {
+    type Log: EventLog + 'static;
+    fn open(&self, dir: &Path, config: LogConfig) -> Result<Self::Log, LogError>;
+}
+
+struct Sled;
+
+impl Backend for Sled {
+    type Log = SledLog;
+    fn open(&self, dir: &Path, config: LogConfig) -> Result<SledLog, LogError> {
+        SledLog::open(dir, config)
+    }
+}
+
+/// One server for the whole test binary; a stream of its own per test.
+struct JetStream {
+    stream: String,
+}
+
+fn server() -> &'static NatsServer {
+    static SERVER: OnceLock<NatsServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let store = tempfile::tempdir().unwrap().keep();
+        NatsServer::start(&store).expect("nats-server starts")
+    })
+}
+
+impl JetStream {
+    fn new() -> JetStream {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        JetStream { stream: format!("contract{}", NEXT.fetch_add(1, Ordering::Relaxed)) }
+    }
+}
+
+impl Backend for JetStream {
+    type Log = JetStreamLog;
+    fn open(&self, dir: &Path, config: LogConfig) -> Result<JetStreamLog, LogError> {
+        let js = JetStreamConfig { url: server().url(), stream: self.stream.clone(), ..JetStreamConfig::default() };
+        JetStreamLog::open(dir, config, js)
+    }
+}
+
+/// Each test function, once per backend.
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        mod sled_log {
+            $( #[test] fn $name() { super::$name(&super::Sled) } )*
+        }
+        mod jetstream_log {
+            $( #[test] fn $name() { super::$name(&super::JetStream::new()) } )*
+        }
+    };
+}
+
+contract!(
+    positions_start_at_one_and_are_gap_free,
+    appending_an_existing_id_is_a_no_op,
+    reopening_keeps_everything_and_continues_positions,
+    a_second_opener_gets_a_clear_error,
+    subscription_sees_backlog_then_live_in_order_under_concurrent_appenders,
+    filtered_subscription_skips_without_gaps,
+    subscribers_get_everything_then_an_error_when_the_log_closes,
+    zero_copy_views_match_decoded_envelopes,
+    a_callers_batches_commit_in_the_order_it_submitted_them,
+);
 
 fn event(i: u32) -> Envelope {
     Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i })
@@ -25,10 +100,9 @@ fn relaxed() -> LogConfig {
     LogConfig { durability: Durability::Relaxed { flush_every_ms: 5 }, ..LogConfig::default() }
 }
 
-#[test]
-fn positions_start_at_one_and_are_gap_free() {
+fn positions_start_at_one_and_are_gap_free(b: &impl Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    let log = b.open(dir.path(), LogConfig::default()).unwrap();
     assert_eq!(log.head(), Seq(0));
     let out = log.append((0..10).map(event).collect()).unwrap();
     assert_eq!(out, (1..=10).map(|s| AppendOutcome::Appended(Seq(s))).collect::<Vec<_>>());
@@ -45,10 +119,9 @@ fn positions_start_at_one_and_are_gap_free() {
     assert_eq!(tail, vec![Seq(12), Seq(13)]);
 }
 
-#[test]
-fn appending_an_existing_id_is_a_no_op() {
+fn appending_an_existing_id_is_a_no_op(b: &impl Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let log = SledLog::open(dir.path(), relaxed()).unwrap();
+    let log = b.open(dir.path(), relaxed()).unwrap();
     let a = event(1);
     let b = event(2);
     assert_eq!(log.append(vec![a.clone()]).unwrap(), vec![AppendOutcome::Appended(Seq(1))]);
@@ -63,43 +136,40 @@ fn appending_an_existing_id_is_a_no_op() {
     assert_eq!(log.seq_of(EventId::new_live()).unwrap(), None);
 }
 
-#[test]
-fn reopening_keeps_everything_and_continues_positions() {
+fn reopening_keeps_everything_and_continues_positions(b: &impl Backend) {
     let dir = tempfile::tempdir().unwrap();
     let first = event(1);
     {
-        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        let log = b.open(dir.path(), LogConfig::default()).unwrap();
         log.append((0..500).map(event).chain([first.clone()]).collect()).unwrap();
     }
-    let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    let log = b.open(dir.path(), LogConfig::default()).unwrap();
     assert_eq!(log.head(), Seq(501));
     assert_eq!(log.append(vec![first]).unwrap(), vec![AppendOutcome::Existing(Seq(501))]);
     assert_eq!(log.append(vec![event(9)]).unwrap(), vec![AppendOutcome::Appended(Seq(502))]);
-    let report = engram_storage::verify::verify(&log, |_| {});
+    let report = engram_storage::verify::verify(log.local(), |_| {});
     assert!(report.ok(), "{:?}", report.faults);
     assert_eq!(report.events, 502);
     assert!(report.segments > 1, "500 events span several segments");
 }
 
-#[test]
-fn a_second_opener_gets_a_clear_error() {
+fn a_second_opener_gets_a_clear_error(b: &impl Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let _log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
-    match SledLog::open(dir.path(), LogConfig::default()) {
+    let _log = b.open(dir.path(), LogConfig::default()).unwrap();
+    match b.open(dir.path(), LogConfig::default()) {
         Err(LogError::DataDirInUse { holder, .. }) => assert!(holder.contains("pid"), "{holder}"),
         Err(e) => panic!("wrong error: {e}"),
         Ok(_) => panic!("opened twice"),
     }
 }
 
-#[test]
-fn subscription_sees_backlog_then_live_in_order_under_concurrent_appenders() {
+fn subscription_sees_backlog_then_live_in_order_under_concurrent_appenders(b: &impl Backend) {
     const THREADS: u32 = 8;
     const PER_THREAD: u32 = 500;
     let dir = tempfile::tempdir().unwrap();
     // A tiny live buffer forces the lagged path (re-read from the log).
     let config = LogConfig { subscriber_buffer: 2, ..relaxed() };
-    let log = Arc::new(SledLog::open(dir.path(), config).unwrap());
+    let log = Arc::new(b.open(dir.path(), config).unwrap());
     log.append((0..100).map(|i| event(1_000_000 + i)).collect()).unwrap();
     let mut sub = log.subscribe(Seq(1), Filter::all()).unwrap();
     let mut slow = log.subscribe(Seq(50), Filter::all()).unwrap();
@@ -139,10 +209,9 @@ fn subscription_sees_backlog_then_live_in_order_under_concurrent_appenders() {
     }
 }
 
-#[test]
-fn filtered_subscription_skips_without_gaps() {
+fn filtered_subscription_skips_without_gaps(b: &impl Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let log = SledLog::open(dir.path(), relaxed()).unwrap();
+    let log = b.open(dir.path(), relaxed()).unwrap();
     log.append((0..20).map(event).collect()).unwrap();
     let filter = Filter { session: Some(SessionId::new("s-3")), ..Filter::kinds([EventKind::SessionEnded]) };
     let mut sub = log.subscribe(Seq(1), filter).unwrap();
@@ -154,10 +223,9 @@ fn filtered_subscription_skips_without_gaps() {
     assert_eq!(sub.position(), Seq(31), "every position consumed, matching or not");
 }
 
-#[test]
-fn subscribers_get_everything_then_an_error_when_the_log_closes() {
+fn subscribers_get_everything_then_an_error_when_the_log_closes(b: &impl Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let log = SledLog::open(dir.path(), LogConfig { subscriber_buffer: 1, ..relaxed() }).unwrap();
+    let log = b.open(dir.path(), LogConfig { subscriber_buffer: 1, ..relaxed() }).unwrap();
     let mut sub = log.subscribe(Seq(1), Filter::all()).unwrap();
     for i in 0..20 {
         log.append(vec![event(i)]).unwrap();
@@ -177,14 +245,14 @@ fn subscribers_get_everything_then_an_error_when_the_log_closes() {
     assert_eq!(reader.join().unwrap(), (1..=20).collect::<Vec<_>>());
 }
 
-#[test]
-fn zero_copy_views_match_decoded_envelopes() {
+fn zero_copy_views_match_decoded_envelopes(b: &impl Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let log = SledLog::open(dir.path(), relaxed()).unwrap();
+    let log = b.open(dir.path(), relaxed()).unwrap();
     log.append((0..300).map(event).collect()).unwrap();
     let decoded: Vec<Envelope> = log.read_from(Seq(41)).map(Result::unwrap).collect();
     let mut viewed = Vec::new();
     let visited = log
+        .local()
         .for_each_view(Seq(41), |v| {
             assert_eq!(v.kind(), EventKind::SessionEnded);
             viewed.push((v.seq(), v.id(), v.session().map(str::to_owned), v.at_micros()));
@@ -199,13 +267,12 @@ fn zero_copy_views_match_decoded_envelopes() {
     assert_eq!(viewed, expected);
 }
 
-#[test]
-fn a_callers_batches_commit_in_the_order_it_submitted_them() {
+fn a_callers_batches_commit_in_the_order_it_submitted_them(b: &impl Backend) {
     // A durable append commits on the caller's thread when the writer is
     // idle; one submitted behind a deferred append still in the writer's
     // hands must wait its turn.
     let dir = tempfile::tempdir().unwrap();
-    let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    let log = b.open(dir.path(), LogConfig::default()).unwrap();
     for i in 0..300u32 {
         let deferred = log.submit_deferred(vec![event(2 * i)]).unwrap();
         let durable = log.append(vec![event(2 * i + 1)]).unwrap();

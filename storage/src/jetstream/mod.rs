@@ -1,0 +1,238 @@
+//! The event log on a NATS JetStream stream: one log shared by several
+//! runtimes (the same person's laptop, desktop and home server), replicated
+//! by a NATS cluster when the log must survive a disk.
+//!
+//! [`JetStreamLog`] keeps two copies and one rule between them:
+//!
+//! | where | what | role |
+//! |---|---|---|
+//! | the stream (`[storage] stream`, subject `<stream>.events`) | one message per event: its binary frame, `Nats-Msg-Id` = the event id | **the log**: positions, order, acknowledgement |
+//! | `<data dir>/log.sled` | a [`SledLog`] holding the stream's events at the same positions | the **local copy**: reads, the id index, subscriptions, and beside it the data dir's projections, caches, checkpoints and snapshots |
+//!
+//! Rules, each kept by the code named:
+//!
+//! 1. **`seq` is the stream sequence** (`remote::attach`). The stream is
+//!    created with deletes and purges denied, so it never gets a gap; one
+//!    that has one (first sequence past 1, deleted messages) is refused at
+//!    open with a [`LogError::Stream`] naming them.
+//! 2. **The local copy is a prefix of the stream** (`remote::check_prefix`,
+//!    `replica::Replica::apply`). Events enter it only in stream order, at
+//!    their stream sequence; at open, its last event must be the stream's
+//!    event at that position (a data dir of another stream, or a stream that
+//!    lost acknowledged events, is refused, naming the `seq`). It is written
+//!    relaxed: what a crash takes from it is fetched again at the next open.
+//! 3. **Idempotent by id, for ever** (`publisher`): an append first brings
+//!    the local copy up to the stream's end, looks every id up in its id
+//!    index, and publishes only the new ones, each with
+//!    `Nats-Expected-Last-Sequence` set to the position before it. If any
+//!    other writer appended in between, the server refuses the publish, the
+//!    copy catches up and the lookup runs again. So an id is never stored
+//!    twice, however long ago it was appended — JetStream's own duplicate
+//!    window (`Nats-Msg-Id`, two minutes) is only a first line. The cost: a
+//!    lookup in a local index, no extra round trip; a refused publish costs
+//!    one stream-info request and the catch-up.
+//! 4. **Batches are not interleaved** (`publisher`): a batch's messages are
+//!    published back to back, each expecting the one before, and carry
+//!    `Engram-Batch-Left` (how many of the batch follow). A writer whose
+//!    copy ends inside another writer's batch waits for it
+//!    ([`BATCH_WAIT`]) before it publishes. A writer killed mid-batch leaves
+//!    a prefix of it in the stream; since ids are idempotent, its retry (an
+//!    actor re-deriving, an import run again) appends exactly the rest.
+//! 5. **Acknowledged means stored by the server** — and by a majority of
+//!    the stream's replicas when `replicas` > 1 — before `append` returns.
+//!    nats-server 2.9 writes every message to its file before acknowledging
+//!    (file storage, no asynchronous flush), so a killed server loses
+//!    nothing acknowledged; it `fsync`s its files once a minute, so a power
+//!    loss of a single-node server can lose the last minute. Three replicas
+//!    on three machines are the durable configuration (`docs/distributed.md`).
+//!
+//! Reads, `seq_of` and subscriptions are served from the local copy, which
+//! a follower task keeps current with an ordered consumer on the stream: a
+//! subscription sees another runtime's events as soon as they reach it,
+//! backlog then live, with the local log's no-gap, no-duplicate guarantee.
+
+mod publisher;
+mod remote;
+mod replica;
+pub mod server;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use engram_events::{Envelope, EventId, EventKind, Seq};
+
+use crate::backend::{AppendTicket, EventLog};
+use crate::durability::Durability;
+use crate::error::LogError;
+use crate::log::{LogConfig, SledLog};
+use crate::subscription::{Filter, Subscription};
+
+pub use remote::Credentials;
+
+/// How long a writer waits for another writer's unfinished batch at the end
+/// of the stream before it takes it for abandoned and appends after it.
+pub const BATCH_WAIT: Duration = Duration::from_secs(2);
+
+/// The header giving how many messages of the same batch follow this one.
+pub const BATCH_LEFT_HEADER: &str = "Engram-Batch-Left";
+
+/// Where the stream is and how it is made.
+#[derive(Clone, Debug)]
+pub struct JetStreamConfig {
+    /// The server (or servers, comma-separated), e.g.
+    /// `nats://127.0.0.1:4222`.
+    pub url: String,
+    /// The stream's name; its subject is `<stream>.events`.
+    pub stream: String,
+    /// Replicas of a stream this log creates (1 on a single server, 3 on a
+    /// cluster). An existing stream keeps its own.
+    pub replicas: usize,
+    /// How to authenticate, if the server asks.
+    pub credentials: Option<Credentials>,
+    /// How long a request (a publish's acknowledgement, a stream lookup)
+    /// may take before it is retried; an append gives up after
+    /// [`JetStreamConfig::append_timeout`].
+    pub request_timeout: Duration,
+    /// How long an append keeps retrying while the server is unreachable
+    /// before it fails with [`LogError::Remote`].
+    pub append_timeout: Duration,
+    /// How long `open` waits for the server.
+    pub connect_timeout: Duration,
+}
+
+impl Default for JetStreamConfig {
+    fn default() -> Self {
+        JetStreamConfig {
+            url: "nats://127.0.0.1:4222".to_owned(),
+            stream: "engram".to_owned(),
+            replicas: 1,
+            credentials: None,
+            request_timeout: Duration::from_secs(5),
+            append_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl JetStreamConfig {
+    /// The one subject the stream's events are published on.
+    pub fn subject(&self) -> String {
+        format!("{}.events", self.stream)
+    }
+}
+
+/// The event log on a JetStream stream, with its local copy in the data dir
+/// (see the module docs for the rules between them).
+pub struct JetStreamLog {
+    replica: Arc<replica::Replica>,
+    publisher: publisher::Publisher,
+    remote: Arc<remote::Remote>,
+    /// Runs the client, the follower and the publisher; dropped last.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl JetStreamLog {
+    /// Opens the data dir's local copy (taking its lock), connects to the
+    /// server, creates the stream if it is missing, checks rules 1 and 2,
+    /// and fetches whatever the copy lacks before it returns.
+    pub fn open(dir: &Path, local: LogConfig, config: JetStreamConfig) -> Result<Self, LogError> {
+        // Rule 2: the copy is written relaxed, its tail fetched again.
+        let local = LogConfig { durability: Durability::Relaxed { flush_every_ms: 100 }, ..local };
+        let log = Arc::new(SledLog::open(dir, local)?);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("engram-nats")
+            .enable_all()
+            .build()
+            .map_err(|e| LogError::io(dir, e))?;
+        let remote = Arc::new(runtime.block_on(remote::Remote::connect(config))?);
+        let replica = Arc::new(replica::Replica::new(log));
+        let end = runtime.block_on(remote.attach(&replica))?;
+        replica::Follower::start(&runtime, remote.clone(), replica.clone());
+        runtime.block_on(replica.wait_for(end, replica::CATCH_UP_STALL))?;
+        let publisher = publisher::Publisher::start(&runtime, remote.clone(), replica.clone());
+        Ok(JetStreamLog { replica, publisher, remote, runtime: Some(runtime) })
+    }
+
+    /// The stream's name.
+    pub fn stream(&self) -> &str {
+        &self.remote.config.stream
+    }
+
+    /// The stream's last sequence as the server has it now (the local copy
+    /// may not have reached it yet).
+    pub fn remote_head(&self) -> Result<Seq, LogError> {
+        self.block_on(self.remote.last_seq())
+    }
+
+    /// Waits until the local copy holds every event up to `seq` (another
+    /// runtime's, say), for at most `timeout`.
+    pub fn wait_for(&self, seq: Seq, timeout: Duration) -> Result<(), LogError> {
+        self.block_on(self.replica.wait_for(seq, timeout))
+    }
+
+    /// Compares every event of the local copy with the stream's message at
+    /// the same position (id and frame), returning the first `seq` that
+    /// differs: `engram verify` on a JetStream data dir.
+    pub fn compare_with_stream(&self) -> Result<Option<(Seq, String)>, LogError> {
+        self.block_on(self.remote.compare(&self.replica))
+    }
+
+    fn block_on<T: Send>(&self, f: impl std::future::Future<Output = T> + Send) -> T {
+        let rt = self.runtime.as_ref().expect("the runtime lives as long as the log");
+        // Callers may already be on a runtime of their own (a tokio host).
+        match tokio::runtime::Handle::try_current() {
+            Ok(_) => std::thread::scope(|s| s.spawn(|| rt.block_on(f)).join().expect("log task panicked")),
+            Err(_) => rt.block_on(f),
+        }
+    }
+}
+
+impl EventLog for JetStreamLog {
+    fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
+        self.publisher.submit(events)
+    }
+
+    fn head(&self) -> Seq {
+        self.replica.local().head()
+    }
+
+    fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        self.replica.local().read_from(from)
+    }
+
+    fn read_kinds(
+        &self,
+        from: Seq,
+        kinds: &[EventKind],
+    ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        self.replica.local().read_kinds(from, kinds)
+    }
+
+    fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError> {
+        self.replica.local().subscribe(from, filter)
+    }
+
+    fn seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError> {
+        self.replica.local().seq_of(id)
+    }
+
+    fn flush(&self) -> Result<(), LogError> {
+        // Acknowledged events are the server's; this makes the copy durable.
+        self.replica.local().flush()
+    }
+
+    fn local(&self) -> &SledLog {
+        self.replica.local()
+    }
+}
+
+impl Drop for JetStreamLog {
+    fn drop(&mut self) {
+        self.publisher.stop();
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! The append path: rules 3 and 4 of the module docs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::context::{PublishAckFuture, PublishErrorKind};
+use async_nats::jetstream::message::PublishMessage;
+use crossbeam_channel::Sender;
+use engram_events::codec::binary;
+use engram_events::{Envelope, EventId, Seq};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::remote::Remote;
+use super::replica::{Incoming, Replica, CATCH_UP_STALL};
+use super::{BATCH_LEFT_HEADER, BATCH_WAIT};
+use crate::backend::{AppendOutcome, AppendTicket, EventLog};
+use crate::error::LogError;
+
+/// Most events one round of publishing takes from the queue.
+const MAX_GROUP_EVENTS: usize = 16_384;
+
+/// A submitted batch and where its outcomes go.
+struct Job {
+    events: Vec<Envelope>,
+    ack: Sender<Result<Vec<AppendOutcome>, LogError>>,
+}
+
+/// Takes batches in submission order and publishes them, one group of
+/// queued batches at a time.
+pub(super) struct Publisher {
+    tx: Option<mpsc::UnboundedSender<Job>>,
+}
+
+impl Publisher {
+    pub(super) fn start(runtime: &tokio::runtime::Runtime, remote: Arc<Remote>, replica: Arc<Replica>) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        runtime.spawn(run(rx, remote, replica));
+        Publisher { tx: Some(tx) }
+    }
+
+    pub(super) fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
+        let (ack, rx) = crossbeam_channel::bounded(1);
+        let tx = self.tx.as_ref().ok_or(LogError::WriterStopped)?;
+        tx.send(Job { events, ack }).map_err(|_| LogError::WriterStopped)?;
+        Ok(AppendTicket::new(rx))
+    }
+
+    /// Stops taking batches; those queued are still published.
+    pub(super) fn stop(&mut self) {
+        self.tx = None;
+    }
+}
+
+async fn run(mut rx: mpsc::UnboundedReceiver<Job>, remote: Arc<Remote>, replica: Arc<Replica>) {
+    while let Some(first) = rx.recv().await {
+        // Group commit: every batch queued meanwhile goes in the same round.
+        let mut jobs = vec![first];
+        let mut total = jobs[0].events.len();
+        while total < MAX_GROUP_EVENTS {
+            match rx.try_recv() {
+                Ok(job) => {
+                    total += job.events.len();
+                    jobs.push(job);
+                }
+                Err(_) => break,
+            }
+        }
+        let events: Vec<&Envelope> = jobs.iter().flat_map(|j| j.events.iter()).collect();
+        match append(&remote, &replica, &events).await {
+            Ok(outcomes) => {
+                let mut outcomes = outcomes.into_iter();
+                for job in jobs {
+                    let mine = outcomes.by_ref().take(job.events.len()).collect();
+                    let _ = job.ack.send(Ok(mine));
+                }
+            }
+            Err(e) => {
+                let what = e.to_string();
+                let mut jobs = jobs.into_iter();
+                if let Some(job) = jobs.next() {
+                    let _ = job.ack.send(Err(e));
+                }
+                for job in jobs {
+                    let _ = job.ack.send(Err(LogError::Remote { url: remote.config.url.clone(), what: what.clone() }));
+                }
+            }
+        }
+    }
+}
+
+/// Why one round of publishing stopped short.
+enum Interrupted {
+    /// Another writer appended: catch up, look the ids up again.
+    Overtaken,
+    /// The server did not answer, or refused for a passing reason.
+    Unavailable(String),
+}
+
+/// Appends `events` as one batch (rule 3: new ids only, each expecting the
+/// one before; rule 4: never inside another writer's batch), retrying until
+/// [`super::JetStreamConfig::append_timeout`].
+async fn append(remote: &Remote, replica: &Replica, events: &[&Envelope]) -> Result<Vec<AppendOutcome>, LogError> {
+    let deadline = Instant::now() + remote.config.append_timeout;
+    let mut outcomes: Vec<Option<AppendOutcome>> = vec![None; events.len()];
+    // Envelopes repeating an id earlier in the batch: where the first is.
+    let mut first_of: HashMap<EventId, usize> = HashMap::new();
+    let mut repeats: Vec<(usize, usize)> = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        if let Some(&first) = first_of.get(&e.id) {
+            repeats.push((i, first));
+        } else {
+            first_of.insert(e.id, i);
+        }
+    }
+    let repeated: std::collections::HashSet<usize> = repeats.iter().map(|&(i, _)| i).collect();
+    loop {
+        let base = replica.local().head();
+        let mut fresh = Vec::new();
+        for (i, e) in events.iter().enumerate() {
+            if outcomes[i].is_some() || repeated.contains(&i) {
+                continue;
+            }
+            match replica.local().seq_of(e.id)? {
+                Some(seq) => outcomes[i] = Some(AppendOutcome::Existing(seq)),
+                None => fresh.push(i),
+            }
+        }
+        if fresh.is_empty() {
+            break;
+        }
+        if replica.ends_in_open_batch() && replica.wait_batch_closed(BATCH_WAIT).await {
+            continue;
+        }
+        let interrupted = match publish(remote, replica, events, &fresh, base, &mut outcomes).await {
+            Ok(()) => continue,
+            Err(i) => i,
+        };
+        if Instant::now() >= deadline {
+            let why = match interrupted {
+                Interrupted::Overtaken => "other writers kept appending".to_owned(),
+                Interrupted::Unavailable(why) => why,
+            };
+            return Err(
+                remote.error(format!("append not acknowledged within {:?}: {why}", remote.config.append_timeout))
+            );
+        }
+        match interrupted {
+            Interrupted::Overtaken => {
+                // The copy catches up to what the server has now.
+                match remote.last_seq().await {
+                    Ok(last) => replica.wait_for(last, CATCH_UP_STALL).await?,
+                    Err(e) => tracing::warn!(error = %e, "looking the stream's end up"),
+                }
+            }
+            Interrupted::Unavailable(why) => {
+                tracing::warn!(%why, "append not acknowledged; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                // What a lost acknowledgement may have stored is read back
+                // before the ids are looked up again.
+                if let Ok(last) = remote.last_seq().await {
+                    replica.wait_for(last, CATCH_UP_STALL).await?;
+                }
+            }
+        }
+    }
+    for (i, first) in repeats {
+        outcomes[i] = Some(AppendOutcome::Existing(outcomes[first].expect("the first of an id has its outcome").seq()));
+    }
+    Ok(outcomes.into_iter().map(|o| o.expect("every event has its outcome")).collect())
+}
+
+/// One round: publishes `fresh` back to back after `base`, then applies
+/// what the server acknowledged to the copy. `Ok` when every one of them
+/// was stored or found a duplicate.
+async fn publish(
+    remote: &Remote,
+    replica: &Replica,
+    events: &[&Envelope],
+    fresh: &[usize],
+    base: Seq,
+    outcomes: &mut [Option<AppendOutcome>],
+) -> Result<(), Interrupted> {
+    let mut pending: Vec<PublishAckFuture> = Vec::with_capacity(fresh.len());
+    let mut interrupted = None;
+    for (k, &i) in fresh.iter().enumerate() {
+        // The frame carries the position it is meant for, as the sled log's
+        // frames do: a copy compares byte for byte.
+        let mut event = events[i].clone();
+        event.seq = Seq(base.0 + 1 + k as u64);
+        let mut message = PublishMessage::build()
+            .payload(binary::encode(&event).into())
+            .message_id(event.id.to_string())
+            .expected_last_sequence(base.0 + k as u64)
+            .header(BATCH_LEFT_HEADER, (fresh.len() - 1 - k).to_string());
+        if k > 0 {
+            // Chained to the message before: if that one was refused, so is
+            // this one, even where its position happens to be free (a
+            // stale base a few events behind would otherwise let the tail
+            // of the batch land after another writer's events).
+            message = message.expected_last_message_id(events[fresh[k - 1]].id.to_string());
+        }
+        match remote.js.send_publish(remote.subject.clone(), message).await {
+            Ok(ack) => pending.push(ack),
+            Err(e) => {
+                interrupted = Some(Interrupted::Unavailable(e.to_string()));
+                break;
+            }
+        }
+    }
+    // Acknowledged positions run on from `base`; they are applied together.
+    let mut stored: Vec<Incoming> = Vec::new();
+    for (k, ack) in pending.into_iter().enumerate() {
+        let i = fresh[k];
+        match ack.await {
+            Ok(ack) if ack.duplicate => {
+                // Within the server's duplicate window: the id is stored
+                // already, where the acknowledgement says. What follows
+                // expected this one to take a position, and fails.
+                outcomes[i] = Some(AppendOutcome::Existing(Seq(ack.sequence)));
+            }
+            Ok(ack) => {
+                let seq = Seq(ack.sequence);
+                stored.push(Incoming { seq, event: events[i].clone(), batch_left: 0 });
+                outcomes[i] = Some(AppendOutcome::Appended(seq));
+            }
+            Err(e)
+                if matches!(e.kind(), PublishErrorKind::WrongLastSequence | PublishErrorKind::WrongLastMessageId) =>
+            {
+                interrupted.get_or_insert(Interrupted::Overtaken);
+                break;
+            }
+            Err(e) => {
+                interrupted.get_or_insert(Interrupted::Unavailable(e.to_string()));
+                break;
+            }
+        }
+    }
+    if !stored.is_empty() {
+        if let Err(e) = tokio::task::block_in_place(|| replica.apply(stored)) {
+            // The stream has them; the follower brings them if this failed.
+            tracing::warn!(error = %e, "applying acknowledged events to the local copy");
+        }
+    }
+    match interrupted {
+        None => Ok(()),
+        Some(i) => Err(i),
+    }
+}

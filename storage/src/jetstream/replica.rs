@@ -1,0 +1,241 @@
+//! The local copy of the stream (rule 2) and the follower that keeps it
+//! current.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use engram_events::codec::binary;
+use engram_events::{Envelope, Seq};
+use futures_util::StreamExt;
+use tokio::sync::watch;
+
+use super::remote::{batch_left, Remote};
+use crate::backend::{AppendOutcome, EventLog};
+use crate::error::LogError;
+use crate::log::SledLog;
+
+/// How long a wait for the copy to reach a position may go without the
+/// copy moving at all before it fails (the stream is big: a catch-up of a
+/// long log goes on as long as it moves).
+pub(super) const CATCH_UP_STALL: Duration = Duration::from_secs(30);
+
+/// Most events the follower applies in one local append.
+const APPLY_CHUNK: usize = 4096;
+
+/// An event read from the stream, at its stream sequence.
+pub(super) struct Incoming {
+    pub(super) seq: Seq,
+    pub(super) event: Envelope,
+    /// Messages of its batch still to come after it.
+    pub(super) batch_left: u64,
+}
+
+/// The data dir's [`SledLog`], holding a prefix of the stream.
+pub(super) struct Replica {
+    local: Arc<SledLog>,
+    /// Serialises [`Replica::apply`]; holds whether the copy's last event
+    /// is inside an unfinished batch (rule 4).
+    open_batch: Mutex<bool>,
+    /// The copy's head, for waiters.
+    head: watch::Sender<Seq>,
+    /// Why the follower stopped for good, if it did.
+    failed: Mutex<Option<String>>,
+}
+
+impl Replica {
+    pub(super) fn new(local: Arc<SledLog>) -> Self {
+        let head = watch::Sender::new(local.head());
+        Replica { local, open_batch: Mutex::new(false), head, failed: Mutex::new(None) }
+    }
+
+    /// The local copy.
+    pub(super) fn local(&self) -> &SledLog {
+        &self.local
+    }
+
+    /// Whether the copy ends inside a batch another writer is still
+    /// publishing.
+    pub(super) fn ends_in_open_batch(&self) -> bool {
+        *self.open_batch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends events read from the stream, or published by this process
+    /// and acknowledged, at their stream positions. Those the copy already
+    /// has are skipped (the follower and the publisher both bring the
+    /// publisher's own events); anything but the next positions in order is
+    /// refused, and so is an event whose id the copy already holds
+    /// elsewhere — the stream would then hold it twice, which rule 3 never
+    /// does, so another program published on the subject.
+    pub(super) fn apply(&self, incoming: Vec<Incoming>) -> Result<(), LogError> {
+        let mut open_batch = self.open_batch.lock().unwrap_or_else(|p| p.into_inner());
+        let head = self.local.head();
+        let incoming: Vec<Incoming> = incoming.into_iter().filter(|i| i.seq > head).collect();
+        let Some(last) = incoming.last() else { return Ok(()) };
+        let (last_seq, last_left) = (last.seq, last.batch_left);
+        let mut due = head;
+        for i in &incoming {
+            due = due.next();
+            if i.seq != due {
+                return Err(LogError::Inconsistent {
+                    seq: due,
+                    what: format!("the stream delivered seq {} where seq {due} was due", i.seq),
+                });
+            }
+        }
+        let positions: Vec<(Seq, engram_events::EventId)> = incoming.iter().map(|i| (i.seq, i.event.id)).collect();
+        let outcomes = self.local.append(incoming.into_iter().map(|i| i.event).collect())?;
+        for ((seq, id), outcome) in positions.into_iter().zip(outcomes) {
+            if outcome != AppendOutcome::Appended(seq) {
+                return Err(LogError::Inconsistent {
+                    seq,
+                    what: format!(
+                        "the stream holds event {id} here and at seq {} too: something other than engram \
+                         published on the stream's subject",
+                        outcome.seq()
+                    ),
+                });
+            }
+        }
+        *open_batch = last_left > 0;
+        self.head.send_replace(last_seq);
+        Ok(())
+    }
+
+    /// Records why the follower stopped, and wakes every waiter.
+    fn fail(&self, error: &LogError) {
+        tracing::error!(%error, "the local copy of the stream stopped following it");
+        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
+        self.head.send_modify(|_| {});
+    }
+
+    /// The follower's failure, if it stopped.
+    pub(super) fn failure(&self) -> Option<LogError> {
+        let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        failed.as_ref().map(|what| LogError::Inconsistent { seq: self.local.head().next(), what: what.clone() })
+    }
+
+    /// Waits until the copy holds `seq`; fails when it has not moved for
+    /// `stall`, or the follower stopped.
+    pub(super) async fn wait_for(&self, seq: Seq, stall: Duration) -> Result<(), LogError> {
+        let mut rx = self.head.subscribe();
+        loop {
+            if *rx.borrow_and_update() >= seq {
+                return Ok(());
+            }
+            if let Some(e) = self.failure() {
+                return Err(e);
+            }
+            match tokio::time::timeout(stall, rx.changed()).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(_)) => return Err(LogError::WriterStopped),
+                Err(_) => {
+                    return Err(LogError::Remote {
+                        url: String::new(),
+                        what: format!(
+                            "the local copy stays at seq {} for {stall:?}, waiting for seq {seq}: the stream cannot be read",
+                            self.local.head()
+                        ),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Waits, for at most `limit`, while the copy ends inside another
+    /// writer's batch (rule 4). Returns whether the copy moved meanwhile.
+    pub(super) async fn wait_batch_closed(&self, limit: Duration) -> bool {
+        let start = self.local.head();
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut rx = self.head.subscribe();
+        while self.ends_in_open_batch() {
+            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+                tracing::warn!(seq = %self.local.head(), "a batch at the end of the stream stays unfinished; its writer is presumed gone");
+                break;
+            }
+        }
+        self.local.head() != start
+    }
+}
+
+/// Keeps the copy current: an ordered consumer from the copy's head,
+/// recreated (after a pause) whenever it fails.
+pub(super) struct Follower;
+
+impl Follower {
+    pub(super) fn start(runtime: &tokio::runtime::Runtime, remote: Arc<Remote>, replica: Arc<Replica>) {
+        runtime.spawn(follow(remote, replica));
+    }
+}
+
+async fn follow(remote: Arc<Remote>, replica: Arc<Replica>) {
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let from = replica.local().head().next();
+        match remote.ordered(from).await {
+            Ok(messages) => {
+                let mut chunks = messages.ready_chunks(APPLY_CHUNK);
+                while let Some(chunk) = chunks.next().await {
+                    let mut incoming = Vec::with_capacity(chunk.len());
+                    let mut broken = None;
+                    for message in chunk {
+                        let message = match message {
+                            Ok(m) => m,
+                            Err(e) => {
+                                broken = Some(e.to_string());
+                                break;
+                            }
+                        };
+                        let seq = match message.info() {
+                            Ok(info) => Seq(info.stream_sequence),
+                            Err(e) => {
+                                broken = Some(format!("a message without its position: {e}"));
+                                break;
+                            }
+                        };
+                        match binary::decode(&message.payload) {
+                            Ok(event) if event.seq != seq && event.seq != Seq(0) => {
+                                replica.fail(&LogError::Inconsistent {
+                                    seq,
+                                    what: format!("the stream's message here says it is seq {}", event.seq),
+                                });
+                                return;
+                            }
+                            Ok(event) => {
+                                incoming.push(Incoming { seq, event, batch_left: batch_left(message.headers.as_ref()) })
+                            }
+                            Err(source) => {
+                                replica.fail(&LogError::Corrupt { seq, source });
+                                return;
+                            }
+                        }
+                    }
+                    if !incoming.is_empty() {
+                        let replica2 = replica.clone();
+                        let applied = tokio::task::spawn_blocking(move || replica2.apply(incoming)).await;
+                        match applied {
+                            Ok(Ok(())) => pause = Duration::from_millis(100),
+                            Ok(Err(e)) => {
+                                replica.fail(&e);
+                                return;
+                            }
+                            Err(e) => {
+                                replica.fail(&LogError::Inconsistent {
+                                    seq: replica.local().head().next(),
+                                    what: format!("applying the stream's events panicked: {e}"),
+                                });
+                                return;
+                            }
+                        }
+                    }
+                    if let Some(why) = broken {
+                        tracing::warn!(%why, "reading the stream failed; following it again");
+                        break;
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot follow the stream yet"),
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
