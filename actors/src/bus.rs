@@ -23,7 +23,7 @@ fn stored_seq(v: &[u8]) -> Seq {
 
 /// The log plus the actors' checkpoints and snapshots.
 pub struct Bus {
-    log: Arc<SledLog>,
+    log: Arc<dyn EventLog>,
     checkpoints: sled::Tree,
     snapshots: SnapshotDir,
     snapshot_every: u64,
@@ -31,9 +31,9 @@ pub struct Bus {
 
 impl Bus {
     /// Opens the checkpoint tree of `log`.
-    pub fn new(log: Arc<SledLog>) -> Result<Bus, LogError> {
-        let checkpoints = log.projection_tree(CHECKPOINTS)?;
-        let snapshots = SnapshotDir::new(log.dir());
+    pub fn new(log: Arc<dyn EventLog>) -> Result<Bus, LogError> {
+        let checkpoints = log.local().projection_tree(CHECKPOINTS)?;
+        let snapshots = SnapshotDir::new(log.local().dir());
         Ok(Bus { log, checkpoints, snapshots, snapshot_every: 4096 })
     }
 
@@ -129,7 +129,7 @@ impl Bus {
     }
 
     /// The log.
-    pub fn log(&self) -> &Arc<SledLog> {
+    pub fn log(&self) -> &Arc<dyn EventLog> {
         &self.log
     }
 

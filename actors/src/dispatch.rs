@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use actix::Recipient;
 use engram_events::{EventKind, Seq};
-use engram_storage::{EventLog, Filter};
+use engram_storage::Filter;
 
 use crate::bridge::Bridge;
 use crate::bus::Bus;

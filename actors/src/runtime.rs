@@ -35,7 +35,7 @@ use engram_learning::projections::PatternOutcomes;
 use engram_learning::reactors::PatternReactor;
 use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
 use engram_storage::projector::Projection;
-use engram_storage::{Durability, EventLog, LogConfig, SledLog};
+use engram_storage::{EventLog, LogConfig};
 
 use crate::bridge::Bridge;
 use crate::bus::Bus;
@@ -159,15 +159,8 @@ impl RuntimeBuilder {
     pub fn start(self) -> Result<Runtime, RuntimeError> {
         let dir = self.data_dir.ok_or(RuntimeError::NoDataDir)?;
         let mut config = self.config.unwrap_or_default();
-        let durability = match config.storage.durability.as_str() {
-            "relaxed" => Durability::Relaxed { flush_every_ms: config.storage.flush_every_ms },
-            "durable" => Durability::Durable,
-            other => {
-                return Err(RuntimeError::Config(format!(
-                    "[storage] durability = {other:?}: expected \"durable\" or \"relaxed\""
-                )))
-            }
-        };
+        let durability = config.storage.durability().map_err(RuntimeError::Config)?;
+        let backend = config.storage.backend().map_err(RuntimeError::Config)?;
         // The embedding model loads (hundreds of ms: its files hashed, the
         // tokenizer built, the session made) while the log opens on this
         // thread, so a big log's open costs a start nothing of its own.
@@ -184,7 +177,7 @@ impl RuntimeBuilder {
                 Some(thread)
             }
         };
-        let log = Arc::new(SledLog::open(&dir, LogConfig { durability, ..LogConfig::default() })?);
+        let log = backend.open(&dir, LogConfig { durability, ..LogConfig::default() })?;
         let embedder: Arc<dyn Embedder> = match (self.embedder, loading) {
             (Some(e), _) => e,
             (None, Some(thread)) => Arc::new(thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??),
@@ -210,7 +203,7 @@ impl RuntimeBuilder {
         let tools = Arc::new(registry.specs());
         let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
         let offset = self.offset.unwrap_or_else(|| *chrono::Local::now().offset());
-        let cache = EmbeddingCache::new(log.cache_tree("embeddings")?, CacheCaps::default());
+        let cache = EmbeddingCache::new(log.local().cache_tree("embeddings")?, CacheCaps::default());
         config.llm.check().map_err(RuntimeError::Config)?;
         let default_model = match &llm {
             Some(_) if !config.llm.model.is_empty() => config.llm.model.clone(),
@@ -597,7 +590,7 @@ impl Runtime {
     }
 
     /// The log (to read what happened).
-    pub fn log(&self) -> &Arc<SledLog> {
+    pub fn log(&self) -> &Arc<dyn EventLog> {
         self.bus.log()
     }
 

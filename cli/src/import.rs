@@ -46,10 +46,10 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     // What import appended is history to the runtime's actors (it derived
     // what they would have), not work: move their checkpoints past it.
-    engram::actors::bus::Bus::advance_checkpoints(&log, before, log.head())?;
+    engram::actors::bus::Bus::advance_checkpoints(log.local(), before, log.head())?;
     // An actor still behind (a crash of an earlier run) has live work to
     // do, which an offline start here must not do in its place.
-    let behind = engram::actors::bus::Bus::checkpoints_behind(&log, log.head())?;
+    let behind = engram::actors::bus::Bus::checkpoints_behind(log.local(), log.head())?;
     let per_second = stats.events_appended as f64 / seconds.max(1e-9);
     let peak_rss = peak_rss_bytes();
     drop(projector);

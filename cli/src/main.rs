@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use engram::storage::{Durability, LogConfig, SledLog};
+use engram::storage::{Durability, LogConfig};
 
 /// engram: an embedded, event-sourced actor runtime for a local LLM assistant.
 ///
@@ -169,11 +169,15 @@ fn message(e: &anyhow::Error) -> String {
     out
 }
 
-/// Opens the log in `data` with the default (durable) policy, creating the
+/// Opens the log in `data` on the backend its configuration chooses
+/// (`[storage] backend`), with the default (durable) policy, creating the
 /// data dir if needed.
-pub(crate) fn open_log(data: &std::path::Path) -> anyhow::Result<SledLog> {
+pub(crate) fn open_log(data: &std::path::Path) -> anyhow::Result<Log> {
     open_log_with(data, Durability::Durable)
 }
+
+/// A data dir's log, on whichever backend.
+pub(crate) type Log = std::sync::Arc<dyn engram::EventLog>;
 
 /// The configuration for `data`: its `engram.toml` (see
 /// [`Config::locate`](engram::learning::config::Config::locate)) with
@@ -184,9 +188,11 @@ pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::lear
     Ok(Config::load(path.as_deref(), std::env::vars())?)
 }
 
-/// Opens the log of an existing data dir (read commands never create one).
-pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<SledLog> {
-    if !data.join("log.sled").is_dir() {
+/// Opens the log of an existing data dir (read commands never create one;
+/// on a shared JetStream stream, a new data dir is a new device reading it).
+pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
+    let backend = load_config(data)?.storage.backend;
+    if backend == engram::learning::config::StorageBackend::Sled && !data.join("log.sled").is_dir() {
         anyhow::bail!("{}: no engram data here (nothing imported yet? pass --data DIR)", data.display());
     }
     open_log(data)
@@ -219,6 +225,7 @@ pub(crate) fn open_waiting<T, E>(
 }
 
 /// Opens the log in `data` with a given durability policy.
-pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<SledLog> {
-    Ok(open_waiting(|| SledLog::open(data, LogConfig { durability, ..LogConfig::default() }), |e| Some(e))?)
+pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<Log> {
+    let backend = load_config(data)?.storage.backend().map_err(anyhow::Error::msg)?;
+    Ok(open_waiting(|| backend.open(data, LogConfig { durability, ..LogConfig::default() }), |e| Some(e))?)
 }

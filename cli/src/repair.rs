@@ -35,11 +35,14 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
+    if crate::load_config(data)?.storage.backend == engram::learning::config::StorageBackend::Jetstream {
+        return refetch(data, args);
+    }
     let pending = repair::pending(data);
     if data.join("log.sled").is_dir() && !pending {
         // A log that opens and verifies needs nothing.
         if let Ok(log) = crate::open_log(data) {
-            let report = verify::verify(&log, |_| {});
+            let report = verify::verify(log.local(), |_| {});
             if report.ok() {
                 if args.json {
                     output::print_json(&json!({"repaired": false, "ok": true, "events": report.events}))?;
@@ -64,7 +67,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     if !rederived.is_empty() {
         log.append(rederived)?;
     }
-    let check = verify::verify(&log, |_| {});
+    let check = verify::verify(log.local(), |_| {});
     drop(log);
     let lost: Vec<serde_json::Value> = report.lost.iter().map(|(a, b)| json!({"first": a, "last": b})).collect();
     if args.json {
@@ -113,4 +116,52 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         println!("verify: {} ({} events)", if check.ok() { "ok" } else { "FAILED" }, check.events);
     }
     Ok(if check.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// On a shared JetStream log, the data dir holds a copy of the stream:
+/// a damaged copy is set aside whole (`DIR/damaged-TIME/`, kept) and the
+/// stream fetched again; the projections, checkpoints and snapshots that
+/// lived beside it are rebuilt from the log.
+fn refetch(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
+    if let Ok(log) = crate::open_log(data) {
+        let report = verify::verify(log.local(), |_| {});
+        if report.ok() && log.verify_remote()?.is_none() {
+            if args.json {
+                output::print_json(&json!({"repaired": false, "ok": true, "events": report.events}))?;
+            } else {
+                println!(
+                    "the data dir's copy of {} verifies ({} events): nothing to repair",
+                    log.describe(),
+                    report.events
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let aside = data.join(format!("damaged-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S")));
+    std::fs::create_dir_all(&aside).map_err(|e| anyhow::anyhow!("{}: {e}", aside.display()))?;
+    for name in ["log.sled", "log.wal", "snapshots"] {
+        let from = data.join(name);
+        if from.exists() {
+            std::fs::rename(&from, aside.join(name)).map_err(|e| anyhow::anyhow!("{}: {e}", from.display()))?;
+        }
+    }
+    let log = crate::open_log(data)?;
+    let check = verify::verify(log.local(), |_| {});
+    let ok = check.ok() && log.verify_remote()?.is_none();
+    let projector = Projector::open(&log, projections::all(), |_, _| {})?;
+    drop(projector);
+    if args.json {
+        output::print_json(
+            &json!({"repaired": true, "refetched": true, "ok": ok, "events": check.events, "damaged_kept_in": aside}),
+        )?;
+    } else {
+        println!(
+            "fetched {} events again from {}; the damaged copy is kept in {}",
+            check.events,
+            log.describe(),
+            aside.display()
+        );
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use engram::events::codec::json;
+use engram::learning::config::StorageBackend;
 use engram::storage::follow;
 use engram::{Envelope, EventKind, EventLog, Filter, LogError, Seq, SessionId, SledLog};
 
@@ -20,7 +21,8 @@ const FOLLOW_POLL: Duration = Duration::from_millis(200);
 /// Prints events from `next` on, forever. While another process owns the
 /// data dir, events stream from its follow socket; while nobody does, the
 /// follower reads the log itself whenever its files change, holding the
-/// lock only for that read.
+/// lock only for that read — or, on a shared JetStream log, follows the
+/// stream itself.
 fn follow(
     data: &Path,
     mut next: Seq,
@@ -31,6 +33,11 @@ fn follow(
     let db_file = data.join("log.sled").join("db");
     let stamp = || std::fs::metadata(&db_file).and_then(|m| Ok((m.len(), m.modified()?))).ok();
     let mut seen = None;
+    let storage = crate::load_config(data)?.storage;
+    let shared = match storage.backend {
+        StorageBackend::Jetstream => Some(storage.backend().map_err(anyhow::Error::msg)?),
+        StorageBackend::Sled => None,
+    };
     loop {
         if let Ok(mut stream) = UnixStream::connect(&socket) {
             if writeln!(stream, "from {next}").is_err() {
@@ -48,6 +55,25 @@ fn follow(
                 }
             }
             continue; // the owner closed the log; look again
+        }
+        if let Some(backend) = &shared {
+            // Nobody owns the data dir: follow the stream itself (holding
+            // the data dir while it does), live, as another device would.
+            match backend.open(data, Default::default()) {
+                Ok(log) => {
+                    let mut events = log.subscribe(next, Filter::all())?;
+                    loop {
+                        let env = events.recv()?;
+                        if filter.matches(&env) {
+                            print(&env)?;
+                        }
+                    }
+                }
+                Err(LogError::DataDirInUse { .. }) => {} // an owner is starting up
+                Err(e) => return Err(e.into()),
+            }
+            std::thread::sleep(FOLLOW_POLL);
+            continue;
         }
         let now = stamp();
         if now.is_some() && now != seen {

@@ -57,7 +57,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
         let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
         let embedder = Arc::new(OnnxEmbedder::open(&embedder_config(&config.embedder))?);
-        let cache = EmbeddingCache::new(log.cache_tree("embeddings")?, CacheCaps::default());
+        let cache = EmbeddingCache::new(log.local().cache_tree("embeddings")?, CacheCaps::default());
         let service = FastPathService::build(&config, &canonical, &pipelines, embedder, Some(cache))?;
         service.route(&args.text, now)?
     };

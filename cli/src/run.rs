@@ -9,7 +9,7 @@ use anyhow::Context;
 use engram::actors::Runtime;
 use engram::events::codec::json;
 use engram::events::payloads::FeedbackRating;
-use engram::{EventLog, Seq, SessionId};
+use engram::{Seq, SessionId};
 
 /// Run the assistant: every line of standard input is an utterance, taken
 /// through every actor (listener, router, planner, reply loop, judge,

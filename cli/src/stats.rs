@@ -40,7 +40,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut sessions: HashSet<String> = HashSet::new();
     // Counting needs no payloads: read the records in place.
-    let viewed = log.for_each_view(Seq::FIRST, |view| {
+    let viewed = log.local().for_each_view(Seq::FIRST, |view| {
         *by_kind.entry(view.kind().name()).or_default() += 1;
         if let Some(s) = view.session() {
             if !sessions.contains(s) {
@@ -99,7 +99,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let stale: u64 = vectors.iter().filter(|(m, _)| **m != configured.name()).map(|(_, n)| n).sum();
-    let record_bytes: u64 = log.segments().map(|s| s.map(|(_, b)| b.len() as u64)).sum::<Result<u64, _>>()?;
+    let record_bytes: u64 = log.local().segments().map(|s| s.map(|(_, b)| b.len() as u64)).sum::<Result<u64, _>>()?;
     let disk_bytes = dir_bytes(data);
     let snapshots = SnapshotDir::new(data).list();
     let ratio = if record_bytes > 0 { disk_bytes as f64 / record_bytes as f64 } else { 0.0 };
@@ -109,6 +109,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             "sessions": sessions.len(),
             "turns": turns,
             "head_seq": log.head().0,
+            "backend": log.describe(),
             "by_kind": by_kind,
             "record_bytes": record_bytes,
             "disk_bytes": disk_bytes,
@@ -124,6 +125,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         }))?;
     } else {
         println!("data dir   {}", data.display());
+        println!("log        {}", log.describe());
         println!("events     {events} (head seq {})", log.head());
         println!("sessions   {}", sessions.len());
         println!("turns      {turns}");

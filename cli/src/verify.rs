@@ -23,8 +23,14 @@ pub struct Args {
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let log = crate::open_existing(data)?;
     let bar = output::progress(engram::EventLog::head(&log).0, "verifying");
-    let mut report = verify::verify(&log, |n| bar.set_position(n));
+    let mut report = verify::verify(log.local(), |n| bar.set_position(n));
     bar.finish_and_clear();
+    // A shared log's copy, event for event against the stream.
+    if report.ok() {
+        if let Some((seq, what)) = log.verify_remote()? {
+            report.faults.push(engram::LogError::Inconsistent { seq, what: format!("{}: {what}", log.describe()) });
+        }
+    }
     // Live projections (persisted, caught up) against a rebuild in memory.
     let mut digests = Vec::new();
     if report.ok() {

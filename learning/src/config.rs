@@ -584,19 +584,97 @@ impl LlmSection {
     }
 }
 
-/// `[storage]`: the log's durability.
+/// `[storage]`: where the log is and how durable an acknowledgement is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSection {
-    /// `durable` (fsync before acknowledging) or `relaxed`.
+    /// `durable` (fsync before acknowledging) or `relaxed` (the sled log;
+    /// a JetStream log is acknowledged by the server, see
+    /// `docs/distributed.md`).
     pub durability: String,
     /// For `relaxed`: flush at least this often.
     pub flush_every_ms: u64,
+    /// `sled` (the embedded log, the default) or `jetstream` (a NATS
+    /// JetStream stream several runtimes share; the data dir keeps a local
+    /// copy beside its projections).
+    pub backend: StorageBackend,
+    /// For `jetstream`: the server, or servers comma-separated.
+    pub nats_url: String,
+    /// For `jetstream`: the stream's name (its subject is `<stream>.events`).
+    pub stream: String,
+    /// For `jetstream`: replicas of the stream when engram creates it (3 on
+    /// a cluster).
+    pub replicas: usize,
+    /// For `jetstream`: the environment variable holding the credentials
+    /// (a token, `user:password`, or a `.creds` file's contents); empty:
+    /// none. Secrets stay out of the file and the log.
+    pub credentials_env: String,
+}
+
+/// `[storage] backend`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    /// The embedded sled log.
+    #[default]
+    Sled,
+    /// A NATS JetStream stream.
+    Jetstream,
 }
 
 impl Default for StorageSection {
     fn default() -> Self {
-        StorageSection { durability: "durable".into(), flush_every_ms: 100 }
+        let js = engram_storage::JetStreamConfig::default();
+        StorageSection {
+            durability: "durable".into(),
+            flush_every_ms: 100,
+            backend: StorageBackend::Sled,
+            nats_url: js.url,
+            stream: js.stream,
+            replicas: js.replicas,
+            credentials_env: String::new(),
+        }
+    }
+}
+
+impl StorageSection {
+    /// `durability` as a policy.
+    pub fn durability(&self) -> Result<engram_storage::Durability, String> {
+        match self.durability.as_str() {
+            "relaxed" => Ok(engram_storage::Durability::Relaxed { flush_every_ms: self.flush_every_ms }),
+            "durable" => Ok(engram_storage::Durability::Durable),
+            other => Err(format!("[storage] durability = {other:?}: expected \"durable\" or \"relaxed\"")),
+        }
+    }
+
+    /// The log this section chooses; the credentials are read from their
+    /// variable here.
+    pub fn backend(&self) -> Result<engram_storage::LogBackend, String> {
+        Ok(match self.backend {
+            StorageBackend::Sled => engram_storage::LogBackend::Sled,
+            StorageBackend::Jetstream => {
+                if self.stream.is_empty() || self.stream.contains(['.', ' ', '*', '>']) {
+                    return Err(format!(
+                        "[storage] stream = {:?}: a JetStream stream name, without dots, spaces or wildcards",
+                        self.stream
+                    ));
+                }
+                let credentials = match self.credentials_env.trim() {
+                    "" => None,
+                    var => Some(
+                        engram_storage::jetstream::Credentials::from_env(var)
+                            .map_err(|e| format!("[storage] credentials_env: {e}"))?,
+                    ),
+                };
+                engram_storage::LogBackend::JetStream(engram_storage::JetStreamConfig {
+                    url: self.nats_url.clone(),
+                    stream: self.stream.clone(),
+                    replicas: self.replicas.max(1),
+                    credentials,
+                    ..engram_storage::JetStreamConfig::default()
+                })
+            }
+        })
     }
 }
 
@@ -792,6 +870,7 @@ impl Config {
     pub fn with_env(self, env: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
         let env: BTreeMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("ENGRAM_")).collect();
         let api_key_env = self.llm.api_key_env.clone();
+        let credentials_env = self.storage.credentials_env.clone();
         let mut tree = serde_json::to_value(&self).expect("config serialises");
         let sections = tree.as_object_mut().expect("an object");
         let mut applied: Vec<(String, String)> = Vec::new();
@@ -840,7 +919,10 @@ impl Config {
             }
         }
         if let Some(var) = env.keys().find(|var| {
-            !applied.iter().any(|(a, _)| a == *var) && !OTHER_VARS.contains(&var.as_str()) && **var != api_key_env
+            !applied.iter().any(|(a, _)| a == *var)
+                && !OTHER_VARS.contains(&var.as_str())
+                && **var != api_key_env
+                && **var != credentials_env
         }) {
             return Err(ConfigError::UnknownEnv { var: var.clone() });
         }

@@ -124,4 +124,84 @@ pub trait EventLog: Send + Sync {
     /// and `engram verify` / `stats` read its records. Appending to it
     /// directly would bypass a remote backend: append through `self`.
     fn local(&self) -> &SledLog;
+
+    /// What the log is, for a report: `sled`, or the stream and server.
+    fn describe(&self) -> String {
+        "sled".to_owned()
+    }
+
+    /// A remote backend's own check (`engram verify`): the local copy
+    /// against the remote log, event for event; the first position that
+    /// differs. The embedded log has nothing remote to compare with.
+    fn verify_remote(&self) -> Result<Option<(Seq, String)>, LogError> {
+        Ok(None)
+    }
+}
+
+/// Which log a data dir runs on: what `[storage] backend` chooses.
+#[derive(Clone, Debug, Default)]
+pub enum LogBackend {
+    /// The embedded sled log (the default).
+    #[default]
+    Sled,
+    /// A NATS JetStream stream, with its local copy in the data dir.
+    JetStream(crate::jetstream::JetStreamConfig),
+}
+
+impl LogBackend {
+    /// Opens the log in `dir` (taking the data dir's lock).
+    pub fn open(
+        &self,
+        dir: &std::path::Path,
+        config: crate::log::LogConfig,
+    ) -> Result<std::sync::Arc<dyn EventLog>, LogError> {
+        Ok(match self {
+            LogBackend::Sled => std::sync::Arc::new(SledLog::open(dir, config)?),
+            LogBackend::JetStream(js) => {
+                std::sync::Arc::new(crate::jetstream::JetStreamLog::open(dir, config, js.clone())?)
+            }
+        })
+    }
+}
+
+/// A shared log is a log: what a command or an actor holds is an
+/// `Arc<dyn EventLog>` of whichever backend the data dir runs on.
+impl<L: EventLog + ?Sized> EventLog for std::sync::Arc<L> {
+    fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
+        (**self).submit(events)
+    }
+    fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
+        (**self).submit_deferred(events)
+    }
+    fn head(&self) -> Seq {
+        (**self).head()
+    }
+    fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        (**self).read_from(from)
+    }
+    fn read_kinds(
+        &self,
+        from: Seq,
+        kinds: &[EventKind],
+    ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
+        (**self).read_kinds(from, kinds)
+    }
+    fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError> {
+        (**self).subscribe(from, filter)
+    }
+    fn seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError> {
+        (**self).seq_of(id)
+    }
+    fn flush(&self) -> Result<(), LogError> {
+        (**self).flush()
+    }
+    fn local(&self) -> &SledLog {
+        (**self).local()
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn verify_remote(&self) -> Result<Option<(Seq, String)>, LogError> {
+        (**self).verify_remote()
+    }
 }

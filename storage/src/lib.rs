@@ -49,7 +49,7 @@ pub mod subscription;
 pub mod verify;
 pub mod wal;
 
-pub use backend::{AppendOutcome, AppendTicket, EventLog};
+pub use backend::{AppendOutcome, AppendTicket, EventLog, LogBackend};
 pub use durability::Durability;
 pub use error::LogError;
 pub use jetstream::{JetStreamConfig, JetStreamLog};

@@ -24,7 +24,6 @@ use engram_learning::reactors::{FastPathReactor, Reactor};
 use engram_storage::embedding_cache::EmbeddingCache;
 use engram_storage::projector::Projection;
 use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
-use engram_storage::EventLog;
 
 use crate::bus::Bus;
 use crate::embedder::Embedder;

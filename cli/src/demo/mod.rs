@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let embedder = config.embedder.model.spec().id;
     route(&data, config)?;
     let log = crate::open_existing(&data)?;
-    let report = report::Report::from_log(&log, wall, &data, embedder, args.keep.is_some())?;
+    let report = report::Report::from_log(log.local(), wall, &data, embedder, args.keep.is_some())?;
     if args.json {
         output::print_json(&report)?;
     } else {

@@ -68,7 +68,7 @@ use crate::error::LogError;
 use crate::log::{LogConfig, SledLog};
 use crate::subscription::{Filter, Subscription};
 
-pub use remote::Credentials;
+pub use remote::{Credentials, CredentialsUnset};
 
 /// How long a writer waits for another writer's unfinished batch at the end
 /// of the stream before it takes it for abandoned and appends after it.
@@ -225,6 +225,14 @@ impl EventLog for JetStreamLog {
 
     fn local(&self) -> &SledLog {
         self.replica.local()
+    }
+
+    fn describe(&self) -> String {
+        format!("jetstream (stream {} at {})", self.remote.config.stream, self.remote.config.url)
+    }
+
+    fn verify_remote(&self) -> Result<Option<(Seq, String)>, LogError> {
+        self.compare_with_stream()
     }
 }
 

@@ -51,11 +51,8 @@ impl std::fmt::Debug for Credentials {
 impl Credentials {
     /// Reads the variable `var`: a `.creds` file's contents (it holds a
     /// `BEGIN NATS USER JWT` block), `user:password`, or else a token.
-    pub fn from_env(var: &str) -> Result<Credentials, LogError> {
-        let value = std::env::var(var).map_err(|_| LogError::Remote {
-            url: String::new(),
-            what: format!("credentials_env names the environment variable {var}, which is not set"),
-        })?;
+    pub fn from_env(var: &str) -> Result<Credentials, CredentialsUnset> {
+        let value = std::env::var(var).map_err(|_| CredentialsUnset { var: var.to_owned() })?;
         Ok(Credentials::parse(value))
     }
 
@@ -69,6 +66,14 @@ impl Credentials {
             Credentials::Token(value)
         }
     }
+}
+
+/// The variable meant to hold the credentials is not set.
+#[derive(Debug, thiserror::Error)]
+#[error("the environment variable {var} is not set (it is to hold the NATS credentials)")]
+pub struct CredentialsUnset {
+    /// The variable.
+    pub var: String,
 }
 
 /// The client, its JetStream context and the configuration.

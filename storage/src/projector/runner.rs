@@ -7,7 +7,6 @@ use engram_events::{Envelope, EventKind, Seq};
 use super::{digest, Change, Projection};
 use crate::backend::EventLog;
 use crate::error::LogError;
-use crate::log::SledLog;
 
 /// The key of a projection's checkpoint in its tree (rows use prefixes
 /// below 0xFF, so it sorts after every row).
@@ -99,7 +98,7 @@ impl Projector {
     /// Loads each projection from its tree and catches it up with `log`.
     /// `progress` gets (events folded, head) during catch-up.
     pub fn open(
-        log: &SledLog,
+        log: &dyn EventLog,
         projections: Vec<Box<dyn Projection>>,
         progress: impl FnMut(u64, u64),
     ) -> Result<Self, LogError> {
@@ -111,14 +110,14 @@ impl Projector {
     /// without reading their old rows, so a damaged tree is repaired rather
     /// than refused. `None` clears nothing.
     pub fn open_clearing(
-        log: &SledLog,
+        log: &dyn EventLog,
         projections: Vec<Box<dyn Projection>>,
         clear: Option<&[&str]>,
         progress: impl FnMut(u64, u64),
     ) -> Result<Self, LogError> {
         let mut entries = Vec::with_capacity(projections.len());
         for mut projection in projections {
-            let tree = log.projection_tree(projection.name())?;
+            let tree = log.local().projection_tree(projection.name())?;
             if clear.is_some_and(|names| names.is_empty() || names.contains(&projection.name())) {
                 tree.clear()?;
             }
@@ -299,7 +298,7 @@ impl Projector {
 mod tests {
     use super::*;
     use crate::projector::{Table, TableRows};
-    use crate::LogConfig;
+    use crate::{LogConfig, SledLog};
     use engram_events::payloads::{SessionEndReason, SessionEnded};
     use engram_events::ActorKind;
 

@@ -1,0 +1,84 @@
+//! The CLI on a shared JetStream log: two data dirs (two devices) on one
+//! stream of a `nats-server` this test starts on loopback — each sees the
+//! other's turns, derived events exist once, `verify` checks each copy
+//! against the stream — and what a user meets when the server is gone.
+//!
+//! Needs the embedding model where `scripts/fetch-models.sh` installs it,
+//! and `nats-server` (`scripts/test.sh` installs both).
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use engram::events::codec::json;
+use engram::storage::jetstream::server::NatsServer;
+use engram::{Envelope, EventKind};
+
+fn engram(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_engram"))
+        .arg("--data")
+        .arg(data)
+        .args(args)
+        .env_remove("ENGRAM_CONFIG")
+        .env("XDG_CONFIG_HOME", data.join("no-config"))
+        .output()
+        .unwrap()
+}
+
+fn ok(out: Output) -> String {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A data dir whose `engram.toml` puts its log on `stream` of `server`.
+fn device(server: &NatsServer, stream: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!("[storage]\nbackend = \"jetstream\"\nnats_url = \"{}\"\nstream = \"{stream}\"\n", server.url());
+    std::fs::write(dir.path().join("engram.toml"), toml).unwrap();
+    dir
+}
+
+fn export(data: &Path) -> Vec<Envelope> {
+    ok(engram(data, &["export"])).lines().map(|l| json::from_line(l).unwrap()).collect()
+}
+
+#[test]
+fn two_devices_share_one_stream_through_the_cli() {
+    let store = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(store.path()).unwrap();
+    let (laptop, desktop) = (device(&server, "household"), device(&server, "household"));
+    ok(engram(laptop.path(), &["run", "--offline", "--once", "what time is it"]));
+    ok(engram(desktop.path(), &["run", "--offline", "--once", "che ore sono"]));
+    ok(engram(laptop.path(), &["run", "--offline", "--once", "tell me a joke"]));
+    let (a, b) = (export(laptop.path()), export(desktop.path()));
+    assert_eq!(a, b, "one log: both devices export the same events at the same positions");
+    let ids: HashSet<_> = a.iter().map(|e| e.id).collect();
+    assert_eq!(ids.len(), a.len(), "no event twice");
+    let turns = a.iter().filter(|e| e.kind() == EventKind::TurnCompleted).count();
+    assert_eq!(turns, 3, "each device's turns once, none answered again by the other");
+    for data in [laptop.path(), desktop.path()] {
+        let verify: serde_json::Value = serde_json::from_str(&ok(engram(data, &["verify", "--json"]))).unwrap();
+        assert_eq!(verify["ok"], true, "{verify}");
+        let stats: serde_json::Value = serde_json::from_str(&ok(engram(data, &["stats", "--json"]))).unwrap();
+        assert!(stats["backend"].as_str().unwrap().contains("stream household"), "{stats}");
+        assert_eq!(stats["head_seq"], a.len() as u64);
+    }
+}
+
+#[test]
+fn a_server_that_is_gone_is_named_and_nothing_is_lost() {
+    let store = tempfile::tempdir().unwrap();
+    let mut server = NatsServer::start(store.path()).unwrap();
+    let laptop = device(&server, "engram");
+    ok(engram(laptop.path(), &["run", "--offline", "--once", "what time is it"]));
+    let before = export(laptop.path());
+    server.kill();
+    for args in [&["run", "--offline", "--once", "tell me a joke"][..], &["export"][..]] {
+        let out = engram(laptop.path(), args);
+        assert!(!out.status.success(), "{args:?} succeeded without its server");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&server.url()), "{args:?}: the error names the server: {stderr}");
+    }
+    server.restart().unwrap();
+    assert_eq!(export(laptop.path()), before, "the log is as it was");
+}
