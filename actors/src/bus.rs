@@ -5,10 +5,19 @@
 //! what others appended, so every step of every turn is in the log, and a
 //! restarted actor finds its work where it left it: at its checkpoint, the
 //! `seq` of the last event it handled.
+//!
+//! **On a log several runtimes share** ([`EventLog::shared`]: the same
+//! person's devices on one JetStream stream), every runtime folds every
+//! event, but acts only on the turns spoken to it: a turn is answered, and
+//! its tools run, on the device the user spoke to, once. The turns (and
+//! sessions) a runtime's listener opened are recorded in the data dir
+//! before their utterance is appended ([`Bus::record_origin`]), so a
+//! restarted runtime still knows its unfinished turns; [`Bus::acts_on`]
+//! tells a shell whether to handle an event or only fold it.
 
 use std::sync::Arc;
 
-use engram_events::{Envelope, EventId, EventKind, Seq};
+use engram_events::{Envelope, EventId, EventKind, Seq, SessionId, TurnId};
 use engram_storage::snapshot::{SnapshotDir, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_storage::{AppendOutcome, EventLog, LogError, SledLog};
 
@@ -21,9 +30,16 @@ fn stored_seq(v: &[u8]) -> Seq {
     Seq(u64::from_be_bytes(v.try_into().unwrap_or([0; 8])))
 }
 
+/// The data dir's record of the turns and sessions spoken to this runtime
+/// (`device.origin`): `t` + turn ULID, `s` + session id.
+const ORIGIN: &str = "origin";
+
 /// The log plus the actors' checkpoints and snapshots.
 pub struct Bus {
     log: Arc<dyn EventLog>,
+    /// On a shared log, the turns and sessions spoken to this runtime;
+    /// `None`: the log is this runtime's alone, and so is every turn.
+    origin: Option<sled::Tree>,
     checkpoints: sled::Tree,
     snapshots: SnapshotDir,
     snapshot_every: u64,
@@ -34,7 +50,42 @@ impl Bus {
     pub fn new(log: Arc<dyn EventLog>) -> Result<Bus, LogError> {
         let checkpoints = log.local().projection_tree(CHECKPOINTS)?;
         let snapshots = SnapshotDir::new(log.local().dir());
-        Ok(Bus { log, checkpoints, snapshots, snapshot_every: 4096 })
+        let origin = if log.shared() { Some(log.local().device_tree(ORIGIN)?) } else { None };
+        Ok(Bus { log, checkpoints, snapshots, origin, snapshot_every: 4096 })
+    }
+
+    /// Records that `turn` of `session` was spoken to this runtime, durably,
+    /// before its utterance is appended (a no-op on a log of its own).
+    pub fn record_origin(&self, session: &SessionId, turn: TurnId) -> Result<(), LogError> {
+        let Some(tree) = &self.origin else { return Ok(()) };
+        tree.insert(origin_key(b't', &turn.ulid().to_bytes()), &[])?;
+        tree.insert(origin_key(b's', session.as_str().as_bytes()), &[])?;
+        tree.flush()?;
+        Ok(())
+    }
+
+    /// Whether this runtime acts on `env` (derives from it), rather than
+    /// only folding it: always on a log of its own; on a shared one, for
+    /// the events of turns spoken to it, of its sessions (events of no
+    /// turn), and of no session at all (what every runtime derives alike,
+    /// with the same ids).
+    pub fn acts_on(&self, env: &Envelope) -> bool {
+        let Some(tree) = &self.origin else { return true };
+        let key = match (&env.turn, &env.session) {
+            (Some(turn), _) => origin_key(b't', &turn.ulid().to_bytes()),
+            (None, Some(session)) => origin_key(b's', session.as_str().as_bytes()),
+            (None, None) => return true,
+        };
+        // A lookup that fails (an I/O error) acts: an answer twice is
+        // better than none.
+        tree.contains_key(key).unwrap_or(true)
+    }
+
+    /// Whether `session` was started on this runtime (always, on a log of
+    /// its own): only its owner ends it when idle.
+    pub fn owns_session(&self, session: &SessionId) -> bool {
+        let Some(tree) = &self.origin else { return true };
+        tree.contains_key(origin_key(b's', session.as_str().as_bytes())).unwrap_or(true)
     }
 
     /// This bus with its actors saving a snapshot every `every` events (0:
@@ -263,4 +314,12 @@ impl Bus {
     pub fn head(&self) -> Seq {
         self.log.head()
     }
+}
+
+/// A key of the origin tree: a tag, then the id's bytes.
+fn origin_key(tag: u8, id: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + id.len());
+    key.push(tag);
+    key.extend_from_slice(id);
+    key
 }

@@ -263,6 +263,13 @@ impl Shell {
             return Ok(());
         }
         let Some(role) = self.role.as_mut() else { return Err(()) };
+        if !self.bus.acts_on(env) {
+            // Another runtime's turn on a shared log: its owner derives
+            // what follows from it; this one folds what it sees.
+            role.observe(env);
+            self.advance(env.seq);
+            return Ok(());
+        }
         let bus = &self.bus;
         match std::panic::catch_unwind(AssertUnwindSafe(|| role.handle(env, bus))) {
             Ok(derived) => {

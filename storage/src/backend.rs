@@ -130,6 +130,12 @@ pub trait EventLog: Send + Sync {
         "sled".to_owned()
     }
 
+    /// Whether other runtimes may append to this log too (a shared
+    /// remote log): then a runtime acts only on the turns spoken to it.
+    fn shared(&self) -> bool {
+        false
+    }
+
     /// A remote backend's own check (`engram verify`): the local copy
     /// against the remote log, event for event; the first position that
     /// differs. The embedded log has nothing remote to compare with.
@@ -200,6 +206,9 @@ impl<L: EventLog + ?Sized> EventLog for std::sync::Arc<L> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn shared(&self) -> bool {
+        (**self).shared()
     }
     fn verify_remote(&self) -> Result<Option<(Seq, String)>, LogError> {
         (**self).verify_remote()

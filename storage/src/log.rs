@@ -306,6 +306,13 @@ impl SledLog {
         Ok(self.shared.db.open_tree(format!("projection.{name}"))?)
     }
 
+    /// A sled tree of this data dir's own state, which the log does not
+    /// hold and no rebuild recreates (on a shared log: which turns were
+    /// spoken to this runtime).
+    pub fn device_tree(&self, name: &str) -> Result<sled::Tree, LogError> {
+        Ok(self.shared.db.open_tree(format!("device.{name}"))?)
+    }
+
     /// The sled tree of the bounded embedding cache (a memo, not a
     /// projection: it is never rebuilt from the log).
     pub fn cache_tree(&self, name: &str) -> Result<sled::Tree, LogError> {

@@ -159,7 +159,7 @@ impl Listener {
         let due: Vec<SessionId> = self
             .sessions
             .iter()
-            .filter(|(_, s)| !s.ended && s.last_at.is_some_and(|at| now - at >= idle))
+            .filter(|(id, s)| !s.ended && s.last_at.is_some_and(|at| now - at >= idle) && self.bus.owns_session(id))
             .map(|(id, _)| id.clone())
             .collect();
         for session in due {
@@ -237,6 +237,8 @@ impl Listener {
         .with_turn(turn);
         let rule = self.judge.judge(&text, self.mode, state.last_reply_at, now);
         let (intent, call) = self.judge_with_llm(rule, &text, source, &state, now);
+        // Spoken here: this runtime answers it, on a log shared with others.
+        self.bus.record_origin(&session, turn)?;
         let mut batch = vec![utterance.clone()];
         batch.extend(self.days.react(&utterance));
         batch.push(derived(&utterance, ActorKind::Listener, intent.clone(), 0));

@@ -231,6 +231,10 @@ impl EventLog for JetStreamLog {
         format!("jetstream (stream {} at {})", self.remote.config.stream, self.remote.config.url)
     }
 
+    fn shared(&self) -> bool {
+        true
+    }
+
     fn verify_remote(&self) -> Result<Option<(Seq, String)>, LogError> {
         self.compare_with_stream()
     }
