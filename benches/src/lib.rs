@@ -1,6 +1,7 @@
 //! Benchmarks shared by `benches/` (criterion) and `engram bench`, each
 //! measured beside its peer baseline in the same run.
 pub mod fast_path;
+pub mod jetstream;
 pub mod knn;
 pub mod labelled;
 pub mod log;

@@ -77,6 +77,28 @@ pub struct Options {
     /// and removed afterwards) [default: the system's temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+
+    /// `jetstream`: also measure the log on NATS JetStream (durable append,
+    /// batched append, replay), beside the sled log and SQLite in the same
+    /// run
+    #[arg(long, value_enum, default_value_t = BenchBackend::Sled)]
+    pub backend: BenchBackend,
+
+    /// With --backend jetstream: the server to measure against (each
+    /// measurement gets a stream of its own, deleted afterwards) [default: a
+    /// nats-server the bench starts on loopback]
+    #[arg(long, value_name = "URL")]
+    pub nats_url: Option<String>,
+}
+
+/// `engram bench log --backend`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BenchBackend {
+    /// The sled log beside SQLite.
+    #[default]
+    Sled,
+    /// The same, and the JetStream log beside both.
+    Jetstream,
 }
 
 impl Default for Options {
@@ -89,6 +111,8 @@ impl Default for Options {
             payload_bytes: 200,
             runs: 3,
             dir: None,
+            backend: BenchBackend::Sled,
+            nats_url: None,
         }
     }
 }
@@ -197,6 +221,60 @@ pub struct Settings {
     pub replay: String,
 }
 
+/// One JetStream figure beside the sled log's and SQLite's of the same run.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct BesideFigure {
+    /// The JetStream log, events per second (median of the runs).
+    pub jetstream_eps: f64,
+    /// The sled log's figure of the same workload.
+    pub sled_eps: f64,
+    /// SQLite's.
+    pub sqlite_eps: f64,
+    /// `jetstream_eps / sled_eps`.
+    pub vs_sled: f64,
+    /// `jetstream_eps / sqlite_eps`.
+    pub vs_sqlite: f64,
+    /// Every JetStream run.
+    pub jetstream_runs: Vec<f64>,
+}
+
+impl BesideFigure {
+    fn new(runs: Vec<f64>, beside: &Pair) -> Self {
+        let jetstream_eps = median(&runs);
+        BesideFigure {
+            jetstream_eps,
+            sled_eps: beside.engram_eps,
+            sqlite_eps: beside.sqlite_eps,
+            vs_sled: ratio(jetstream_eps, beside.engram_eps),
+            vs_sqlite: ratio(jetstream_eps, beside.sqlite_eps),
+            jetstream_runs: runs.into_iter().map(f64::round).collect(),
+        }
+    }
+}
+
+/// `--backend jetstream`: the log on NATS JetStream, same workloads.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct JetStreamFigures {
+    /// The server measured against.
+    pub server: String,
+    /// What an acknowledgement means there.
+    pub acknowledgement: String,
+    /// Single-event appends, one appender, each waiting for its
+    /// acknowledgement (beside the durable c1 figures).
+    pub append_durable_c1: BesideFigure,
+    /// Four appenders.
+    pub append_durable_c4: BesideFigure,
+    /// Sixteen appenders.
+    pub append_durable_c16: BesideFigure,
+    /// One appender, batches of `relaxed_batch` (beside the relaxed figures).
+    pub append_batched: BesideFigure,
+    /// A new data dir fetching the whole stream at its first open (beside
+    /// the fresh-open replay figures).
+    pub replay_fetch: BesideFigure,
+    /// Replay of that data dir's copy, reopened (beside the same).
+    pub replay_copy: BesideFigure,
+}
+
 /// Bytes on disk of the replay corpus.
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct DiskUse {
@@ -239,6 +317,9 @@ pub struct LogReport {
     pub disk: DiskUse,
     /// Where it was measured.
     pub machine: String,
+    /// With `--backend jetstream`: the JetStream log beside both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jetstream: Option<JetStreamFigures>,
 }
 
 impl LogReport {
@@ -286,6 +367,31 @@ impl LogReport {
             "sqlite ser.: SQLite with its transactions serialised by an in-process mutex\n{}\n",
             self.machine
         ));
+        if let Some(js) = &self.jetstream {
+            out.push_str(&format!("\nJetStream: {}\n{}\n\n", js.server, js.acknowledgement));
+            out.push_str(&format!(
+                "{:<22} {:>12} {:>12} {:>8} {:>12} {:>9}\n",
+                "events/s", "jetstream", "sled", "vs sled", "sqlite", "vs sqlite"
+            ));
+            for (name, f) in [
+                ("append durable c1", &js.append_durable_c1),
+                ("append durable c4", &js.append_durable_c4),
+                ("append durable c16", &js.append_durable_c16),
+                (&*format!("append batched b{}", self.settings.relaxed_batch), &js.append_batched),
+                ("replay: fetch, new dir", &js.replay_fetch),
+                ("replay: local copy", &js.replay_copy),
+            ] {
+                out.push_str(&format!(
+                    "{:<22} {:>12} {:>12} {:>7.2}x {:>12} {:>8.2}x\n",
+                    name,
+                    thousands(f.jetstream_eps),
+                    thousands(f.sled_eps),
+                    f.vs_sled,
+                    thousands(f.sqlite_eps),
+                    f.vs_sqlite
+                ));
+            }
+        }
         out
     }
 }
@@ -452,7 +558,7 @@ pub fn timed_appenders<W: Send, P>(
 /// Runs one appender thread per element of `work`, each appending its
 /// batches in order and waiting for every acknowledgement; returns the wall
 /// time from the moment all appenders are ready until the last ack.
-pub fn engram_append(log: &SledLog, work: Vec<Vec<Vec<Envelope>>>) -> anyhow::Result<Duration> {
+pub fn engram_append(log: &dyn EventLog, work: Vec<Vec<Vec<Envelope>>>) -> anyhow::Result<Duration> {
     timed_appenders(
         work,
         || Ok(()),
@@ -766,21 +872,38 @@ pub fn run(opts: &Options) -> anyhow::Result<LogReport> {
     anyhow::ensure!(opts.events > 0 && opts.durable_events > 0, "--events and --durable-events must be positive");
     let runs = opts.runs.max(1);
     let mut scratch = Scratch::new(opts.dir.as_deref())?;
+    let mut server = match opts.backend {
+        BenchBackend::Jetstream => Some(crate::jetstream::BenchServer::new(opts.nats_url.as_deref(), &scratch.root)?),
+        BenchBackend::Sled => None,
+    };
+    let mut js_durable: Vec<Vec<f64>> = Vec::new();
+    let mut js_batched: [Vec<f64>; 3] = Default::default();
 
     // Durable append.
     let mut durable = Vec::new();
     for appenders in DURABLE_APPENDERS {
         progress(opts, &format!("durable append, {appenders} appender(s)"));
         let (mut e, mut s, mut z) = (Vec::new(), Vec::new(), Vec::new());
+        let mut j = Vec::new();
         for run in 0..runs {
             let dir = scratch.fresh(&format!("durable-c{appenders}"))?;
             let [a, b, c] = durable_once(&dir, opts.durable_events, appenders, opts.payload_bytes, run % 2 == 0)?;
+            if let Some(server) = server.as_mut() {
+                j.push(crate::jetstream::durable_once(
+                    server,
+                    &dir,
+                    opts.durable_events,
+                    appenders,
+                    opts.payload_bytes,
+                )?);
+            }
             remove(&dir);
             e.push(a);
             s.push(b);
             z.push(c);
         }
         durable.push(DurablePair::from_runs(e, s, z));
+        js_durable.push(j);
     }
     let mut durable = durable.into_iter();
     let (c1, c4, c16) = (durable.next().expect("c1"), durable.next().expect("c4"), durable.next().expect("c16"));
@@ -813,6 +936,18 @@ pub fn run(opts: &Options) -> anyhow::Result<LogReport> {
         } else {
             s.push(sqlite(envs.clone())?);
             e.push(engram(envs)?);
+        }
+        if let Some(server) = server.as_mut() {
+            let figures = crate::jetstream::batched_and_replay_once(
+                server,
+                &dir,
+                opts.events,
+                opts.relaxed_batch,
+                opts.payload_bytes,
+            )?;
+            for (all, f) in js_batched.iter_mut().zip(figures) {
+                all.push(f);
+            }
         }
         if run + 1 == runs {
             corpus = Some((dir, engram_dir, db));
@@ -860,6 +995,23 @@ pub fn run(opts: &Options) -> anyhow::Result<LogReport> {
         frame_bytes: (frame_bytes * opts.events) as u64,
     };
     remove(&corpus_dir);
+    let jetstream = server.map(|server| {
+        let mut durable = js_durable.into_iter();
+        let mut next = |beside: &Pair| BesideFigure::new(durable.next().unwrap_or_default(), beside);
+        let [batched, fetch, copy] = js_batched;
+        JetStreamFigures {
+            server: server.describe(),
+            acknowledgement: "acknowledged = stored by the server (written to its file; nats-server 2.9 fsyncs \
+                              once a minute), not fsynced as the sled and SQLite durable figures are"
+                .to_owned(),
+            append_durable_c1: next(&c1.pair),
+            append_durable_c4: next(&c4.pair),
+            append_durable_c16: next(&c16.pair),
+            append_batched: BesideFigure::new(batched, &append_relaxed),
+            replay_fetch: BesideFigure::new(fetch, &replay),
+            replay_copy: BesideFigure::new(copy, &replay),
+        }
+    });
 
     Ok(LogReport {
         append_durable: DurableFigures { c1, c4, c16 },
@@ -889,6 +1041,7 @@ pub fn run(opts: &Options) -> anyhow::Result<LogReport> {
         },
         disk,
         machine: machine(),
+        jetstream,
     })
 }
 

@@ -1,0 +1,151 @@
+//! The JetStream side of `engram bench log --backend jetstream`: the same
+//! workloads as the sled log and SQLite, in the same run, on a NATS
+//! JetStream stream — a `nats-server` the bench starts on loopback with its
+//! store in the scratch dir, or the server `--nats-url` names (each
+//! measurement then gets a stream of its own, deleted afterwards).
+//!
+//! What the figures mean: an append is acknowledged once the server has
+//! stored it (`docs/distributed.md`); nats-server 2.9 writes it to its file
+//! before acknowledging but `fsync`s once a minute, so the durable figures
+//! are not the same promise as sled's and SQLite's (`fsync` before each
+//! acknowledgement) — the report says so beside them.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use engram::events::{Envelope, Seq};
+use engram::storage::jetstream::server::NatsServer;
+use engram::storage::{EventLog, JetStreamConfig, JetStreamLog, LogConfig};
+
+use crate::log::{split, timed_appenders, workload};
+
+/// The server the JetStream figures are measured on.
+pub struct BenchServer {
+    url: String,
+    /// Started by the bench (killed when dropped), or `None`: given.
+    local: Option<NatsServer>,
+    next: usize,
+}
+
+impl BenchServer {
+    /// The server at `url`, or a `nats-server` started with its store under
+    /// `scratch`.
+    pub fn new(url: Option<&str>, scratch: &Path) -> anyhow::Result<Self> {
+        Ok(match url {
+            Some(url) => BenchServer { url: url.to_owned(), local: None, next: 0 },
+            None => {
+                let server = NatsServer::start(&scratch.join("nats")).context("starting nats-server for the bench")?;
+                BenchServer { url: server.url(), local: Some(server), next: 0 }
+            }
+        })
+    }
+
+    /// What was measured against, for the report.
+    pub fn describe(&self) -> String {
+        let version = std::process::Command::new("nats-server")
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        match &self.local {
+            Some(_) => format!("{version} on loopback, started by the bench, file storage, 1 replica"),
+            None => format!("the server at {}", self.url),
+        }
+    }
+
+    /// A configuration for a stream no measurement has used.
+    fn fresh_stream(&mut self) -> JetStreamConfig {
+        self.next += 1;
+        let stream = format!("engram_bench_{}_{}", std::process::id(), self.next);
+        JetStreamConfig { url: self.url.clone(), stream, ..JetStreamConfig::default() }
+    }
+
+    /// Deletes a measurement's stream (a server the bench started goes
+    /// with its store anyway).
+    fn delete(&self, config: &JetStreamConfig) -> anyhow::Result<()> {
+        if self.local.is_some() {
+            return Ok(());
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        rt.block_on(async {
+            let client = async_nats::connect(config.url.as_str()).await?;
+            async_nats::jetstream::new(client).delete_stream(&config.stream).await?;
+            anyhow::Ok(())
+        })
+    }
+}
+
+/// Appends `work` (one appender per element) through a JetStream log on a
+/// fresh stream, with a fresh data dir under `dir`; events per second.
+pub fn append_once(
+    server: &mut BenchServer,
+    dir: &Path,
+    work: Vec<Vec<Vec<Envelope>>>,
+) -> anyhow::Result<(f64, JetStreamConfig, std::path::PathBuf)> {
+    let config = server.fresh_stream();
+    let data = dir.join(&config.stream);
+    let events: usize = work.iter().flatten().map(Vec::len).sum();
+    let log = JetStreamLog::open(&data, LogConfig::default(), config.clone())?;
+    let d = timed_appenders(
+        work,
+        || Ok(()),
+        |_, batches| {
+            for batch in batches {
+                log.append(batch)?;
+            }
+            Ok(())
+        },
+    )?;
+    anyhow::ensure!(log.head() == Seq(events as u64), "JetStream appended {} of {events}", log.head().0);
+    Ok((events as f64 / d.as_secs_f64().max(1e-9), config, data))
+}
+
+/// One durable-append run: `events` single-event appends over `appenders`.
+pub fn durable_once(
+    server: &mut BenchServer,
+    dir: &Path,
+    events: usize,
+    appenders: usize,
+    payload_bytes: usize,
+) -> anyhow::Result<f64> {
+    let (eps, config, data) = append_once(server, dir, split(workload(events, payload_bytes), appenders, 1))?;
+    let _ = std::fs::remove_dir_all(&data);
+    server.delete(&config)?;
+    Ok(eps)
+}
+
+/// One batched run (one appender, `batch` events per append), then the
+/// replay figures on the stream it wrote: a new data dir fetching all of
+/// it (what a new device does at its first open), and a replay of that
+/// copy once reopened. Events per second, in that order.
+pub fn batched_and_replay_once(
+    server: &mut BenchServer,
+    dir: &Path,
+    events: usize,
+    batch: usize,
+    payload_bytes: usize,
+) -> anyhow::Result<[f64; 3]> {
+    let (append, config, data) = append_once(server, dir, split(workload(events, payload_bytes), 1, batch))?;
+    let _ = std::fs::remove_dir_all(&data);
+    let device = dir.join(format!("{}-device", config.stream));
+    let start = Instant::now();
+    let log = JetStreamLog::open(&device, LogConfig::default(), config.clone())?;
+    log.wait_for(Seq(events as u64), Duration::from_secs(60))?;
+    let fetch = events as f64 / start.elapsed().as_secs_f64().max(1e-9);
+    drop(log);
+    let log = JetStreamLog::open(&device, LogConfig::default(), config.clone())?;
+    let start = Instant::now();
+    let mut n = 0;
+    for env in log.read_from(Seq::FIRST) {
+        env?;
+        n += 1;
+    }
+    let replay = n as f64 / start.elapsed().as_secs_f64().max(1e-9);
+    anyhow::ensure!(n == events, "the copy replayed {n} of {events}");
+    drop(log);
+    let _ = std::fs::remove_dir_all(&device);
+    server.delete(&config)?;
+    Ok([append, fetch, replay])
+}
