@@ -40,6 +40,8 @@ pub struct Bus {
     /// On a shared log, the turns and sessions spoken to this runtime;
     /// `None`: the log is this runtime's alone, and so is every turn.
     origin: Option<sled::Tree>,
+    /// Where appends and lags are counted, if metrics are on.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
     checkpoints: sled::Tree,
     snapshots: SnapshotDir,
     snapshot_every: u64,
@@ -51,7 +53,7 @@ impl Bus {
         let checkpoints = log.local().projection_tree(CHECKPOINTS)?;
         let snapshots = SnapshotDir::new(log.local().dir());
         let origin = if log.shared() { Some(log.local().device_tree(ORIGIN)?) } else { None };
-        Ok(Bus { log, checkpoints, snapshots, origin, snapshot_every: 4096 })
+        Ok(Bus { log, checkpoints, snapshots, origin, metrics: None, snapshot_every: 4096 })
     }
 
     /// Records that `turn` of `session` was spoken to this runtime, durably,
@@ -86,6 +88,18 @@ impl Bus {
     pub fn owns_session(&self, session: &SessionId) -> bool {
         let Some(tree) = &self.origin else { return true };
         tree.contains_key(origin_key(b's', session.as_str().as_bytes())).unwrap_or(true)
+    }
+
+    /// This bus counting its appends (and its actors their lag) in
+    /// `metrics`.
+    pub fn with_metrics(mut self, metrics: Option<Arc<crate::metrics::Metrics>>) -> Bus {
+        self.metrics = metrics;
+        self
+    }
+
+    /// The metrics, if they are on.
+    pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
+        self.metrics.as_deref()
     }
 
     /// This bus with its actors saving a snapshot every `every` events (0:
@@ -189,7 +203,16 @@ impl Bus {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        self.log.append(events)
+        match &self.metrics {
+            None => self.log.append(events),
+            Some(m) => {
+                let kinds: Vec<EventKind> = events.iter().map(Envelope::kind).collect();
+                let start = std::time::Instant::now();
+                let outcomes = self.log.append(events)?;
+                m.appended(new_kinds(&kinds, &outcomes), start.elapsed());
+                Ok(outcomes)
+            }
+        }
     }
 
     /// Appends `events` acknowledged before they are durable: the next
@@ -200,7 +223,16 @@ impl Bus {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        self.log.append_deferred(events)
+        match &self.metrics {
+            None => self.log.append_deferred(events),
+            Some(m) => {
+                let kinds: Vec<EventKind> = events.iter().map(Envelope::kind).collect();
+                let start = std::time::Instant::now();
+                let outcomes = self.log.append_deferred(events)?;
+                m.appended(new_kinds(&kinds, &outcomes), start.elapsed());
+                Ok(outcomes)
+            }
+        }
     }
 
     /// Whether an event with this id is in the log: how an actor whose work
@@ -322,4 +354,10 @@ fn origin_key(tag: u8, id: &[u8]) -> Vec<u8> {
     key.push(tag);
     key.extend_from_slice(id);
     key
+}
+
+/// The kinds of the events of an append that were new (an id already in
+/// the log is not an append).
+fn new_kinds<'a>(kinds: &'a [EventKind], outcomes: &'a [AppendOutcome]) -> impl Iterator<Item = EventKind> + 'a {
+    kinds.iter().zip(outcomes).filter(|(_, o)| o.is_new()).map(|(k, _)| *k)
 }

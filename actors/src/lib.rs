@@ -23,6 +23,7 @@ pub mod embedder;
 pub mod error;
 pub mod fast_path_service;
 pub mod llm;
+pub mod metrics;
 pub mod offline_planner;
 pub mod roles;
 pub mod runtime;

@@ -37,6 +37,8 @@ use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
 use engram_storage::projector::Projection;
 use engram_storage::{EventLog, LogConfig};
 
+use crate::metrics::{Metrics, MetricsServer, TimedEmbedder};
+
 use crate::bridge::Bridge;
 use crate::bus::Bus;
 use crate::dispatch::{self, Feed};
@@ -96,6 +98,7 @@ pub struct RuntimeBuilder {
     offset: Option<FixedOffset>,
     mode: Option<IntentMode>,
     turn_timeout: Option<Duration>,
+    registry: Option<prometheus::Registry>,
 }
 
 impl RuntimeBuilder {
@@ -154,6 +157,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Registers the runtime's metrics ([`crate::metrics`]) in the host's
+    /// own registry, to serve with its other metrics; `[metrics] listen`,
+    /// if set, serves this registry too.
+    pub fn metrics_registry(mut self, registry: prometheus::Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
     /// Opens the log, starts every actor and catches each up from its
     /// checkpoint.
     pub fn start(self) -> Result<Runtime, RuntimeError> {
@@ -183,7 +194,28 @@ impl RuntimeBuilder {
             (None, Some(thread)) => Arc::new(thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??),
             (None, None) => unreachable!("the model is loaded when no embedder is given"),
         };
-        let bus = Arc::new(Bus::new(log.clone())?.with_snapshot_every(config.runtime.snapshot_every));
+        // Metrics: in the host's registry, or in one of our own when
+        // `[metrics] listen` asks for the endpoint.
+        let listen = config.metrics.listen.trim().to_owned();
+        let registry = self.registry.or_else(|| (!listen.is_empty()).then(prometheus::Registry::new));
+        let metrics = registry
+            .as_ref()
+            .map(Metrics::register)
+            .transpose()
+            .map_err(|e| RuntimeError::Config(format!("[metrics]: {e}")))?;
+        let metrics_server = match (&registry, listen.is_empty()) {
+            (Some(registry), false) => {
+                Some(MetricsServer::start(&listen, registry.clone()).map_err(|e| RuntimeError::Config(e.to_string()))?)
+            }
+            _ => None,
+        };
+        let embedder: Arc<dyn Embedder> = match &metrics {
+            Some(m) => Arc::new(TimedEmbedder::new(embedder, m.clone())),
+            None => embedder,
+        };
+        let bus = Arc::new(
+            Bus::new(log.clone())?.with_snapshot_every(config.runtime.snapshot_every).with_metrics(metrics.clone()),
+        );
         // Every cosine threshold the configuration leaves unset is the one
         // calibrated for the model these vectors come from.
         config.calibrate_for(embedder.model_id());
@@ -305,9 +337,19 @@ impl RuntimeBuilder {
             .with_llm_judge(intent_llm)
             .with_idle_timeout(idle)
             .with_utc_offset(offset);
+        let observe_from = bus.head().next();
         let mut runtime =
             Runtime::launch(bus, listener, factories, self.turn_timeout.unwrap_or(TURN_TIMEOUT), llm.is_some())?;
         runtime.candidates = candidates;
+        if let Some(m) = metrics {
+            runtime.threads.push(crate::metrics::observe_log(
+                runtime.bus.clone(),
+                m,
+                observe_from,
+                runtime.stop.clone(),
+            )?);
+        }
+        runtime.metrics_server = metrics_server;
         Ok(runtime)
     }
 }
@@ -341,6 +383,8 @@ pub struct Runtime {
     candidates: Vec<String>,
     /// Every actor and the listener, to save their snapshots at shutdown.
     snapshots: Vec<Recipient<SaveSnapshot>>,
+    /// The `/metrics` endpoint, when `[metrics] listen` is set.
+    metrics_server: Option<MetricsServer>,
 }
 
 impl Runtime {
@@ -424,6 +468,7 @@ impl Runtime {
             online,
             candidates: Vec::new(),
             snapshots,
+            metrics_server: None,
         })
     }
 
@@ -622,6 +667,12 @@ impl Runtime {
 
     /// Lets the actors finish what is in the log (up to 10 s), stops them
     /// and flushes.
+    /// Where `/metrics` is served (`[metrics] listen`; the port the OS
+    /// picked for `:0`).
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_server.as_ref().map(MetricsServer::addr)
+    }
+
     pub fn shutdown(mut self) -> Result<(), RuntimeError> {
         if self.settle(Duration::from_secs(10)) {
             // Every actor has handled all it wants up to the head: its

@@ -344,6 +344,9 @@ impl Shell {
     fn advance(&mut self, seq: Seq) {
         self.position = seq;
         self.status.position.store(seq.0, Ordering::Release);
+        if let Some(m) = self.bus.metrics() {
+            m.lag(self.name, self.bus.head().0.saturating_sub(seq.0));
+        }
         if let Err(e) = self.bus.set_checkpoint(self.name, seq) {
             tracing::warn!(actor = self.name, "checkpoint not written: {e}");
         }

@@ -741,6 +741,15 @@ impl Default for RuntimeSection {
     }
 }
 
+/// `[metrics]`: the Prometheus endpoint (off by default).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSection {
+    /// Where to serve `/metrics`, e.g. `127.0.0.1:9898`; empty: not
+    /// served (a host can still register the metrics in its own registry).
+    pub listen: String,
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -761,6 +770,8 @@ pub struct Config {
     pub tools: ToolsSection,
     /// The live runtime.
     pub runtime: RuntimeSection,
+    /// The metrics endpoint.
+    pub metrics: MetricsSection,
 }
 
 /// A TOML error without the excerpt of the file it quotes (`3 | api_key =
