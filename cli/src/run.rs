@@ -55,6 +55,9 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let rt = builder.start().with_context(|| format!("cannot start the runtime in {}", data.display()))?;
     let mut session = args.session.clone().unwrap_or_else(|| SessionId::new(new_session_id()));
     let mut out = std::io::stdout().lock();
+    if let Some(addr) = rt.metrics_addr() {
+        eprintln!("engram run: metrics at http://{addr}/metrics");
+    }
     if !args.json && args.once.is_none() {
         eprintln!(
             "engram run: session {} ({}); :good :bad :correct :model :use :forget :end :quit",
