@@ -55,12 +55,16 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             "events": report.events,
             "segments": report.segments,
             "first_bad_seq": report.first_bad_seq().map(|s| s.0),
+            "backend": log.describe(),
             "faults": report.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
             "projections": digests,
         }))?;
     } else if report.ok() {
         println!("ok: {} events in {} segments, CRCs, seqs and id index verified", report.events, report.segments);
         println!("ok: {} projections rebuilt in memory with the live digests", digests.len());
+        if log.shared() {
+            println!("ok: the data dir's copy matches {} event for event", log.describe());
+        }
     } else {
         for fault in &report.faults {
             eprintln!("{}: {fault}", data.display());
