@@ -82,3 +82,76 @@ fn a_server_that_is_gone_is_named_and_nothing_is_lost() {
     server.restart().unwrap();
     assert_eq!(export(laptop.path()), before, "the log is as it was");
 }
+
+#[test]
+fn a_server_that_wants_a_token_gets_it_from_the_variable_the_config_names() {
+    let store = tempfile::tempdir().unwrap();
+    let server = NatsServer::start_with(store.path(), &["--auth", "s3cret-token"]).unwrap();
+    let dir = device(&server, "engram");
+    let toml = std::fs::read_to_string(dir.path().join("engram.toml")).unwrap();
+    std::fs::write(dir.path().join("engram.toml"), toml + "credentials_env = \"ENGRAM_TEST_NATS_TOKEN\"\n").unwrap();
+    let run = |token: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_engram"));
+        c.arg("--data").arg(dir.path()).args(["run", "--offline", "--once", "what time is it"]);
+        c.env_remove("ENGRAM_CONFIG").env("XDG_CONFIG_HOME", dir.path().join("no-config"));
+        match token {
+            Some(t) => c.env("ENGRAM_TEST_NATS_TOKEN", t),
+            None => c.env_remove("ENGRAM_TEST_NATS_TOKEN"),
+        };
+        c.output().unwrap()
+    };
+    let unset = run(None);
+    assert!(!unset.status.success());
+    let stderr = String::from_utf8_lossy(&unset.stderr);
+    assert!(stderr.contains("ENGRAM_TEST_NATS_TOKEN") && stderr.contains("not set"), "{stderr}");
+    let wrong = run(Some("nope"));
+    assert!(!wrong.status.success());
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(stderr.contains(&server.url()) && !stderr.contains("nope"), "names the server, never the secret: {stderr}");
+    let right = run(Some("s3cret-token"));
+    assert!(right.status.success(), "{}", String::from_utf8_lossy(&right.stderr));
+    let exported = engram(dir.path(), &["export"]);
+    assert!(!exported.status.success(), "without its token the log is not read");
+}
+
+#[test]
+fn replay_follow_on_another_device_prints_the_turns_live() {
+    use std::io::{BufRead, BufReader};
+    let store = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(store.path()).unwrap();
+    let (laptop, watcher) = (device(&server, "engram"), device(&server, "engram"));
+    ok(engram(laptop.path(), &["run", "--offline", "--once", "what time is it"]));
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .arg("--data")
+        .arg(watcher.path())
+        .args(["replay", "--follow", "--json"])
+        .env_remove("ENGRAM_CONFIG")
+        .env("XDG_CONFIG_HOME", watcher.path().join("no-config"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = follow.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // The history first, then a turn the laptop takes while it follows.
+    let before = export(laptop.path()).len();
+    ok(engram(laptop.path(), &["run", "--offline", "--once", "tell me a joke"]));
+    let after = export(laptop.path());
+    let mut seen = Vec::new();
+    while seen.len() < after.len() {
+        match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(line) => seen.push(json::from_line(&line).unwrap()),
+            Err(_) => break,
+        }
+    }
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert!(after.len() > before);
+    assert_eq!(seen, after, "every event of both turns, in order, live");
+}

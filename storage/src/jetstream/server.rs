@@ -19,6 +19,8 @@ pub struct NatsServer {
     port: u16,
     store: PathBuf,
     cluster: Option<ClusterNode>,
+    /// More arguments for `nats-server` (`--auth TOKEN`, say).
+    extra: Vec<String>,
 }
 
 /// A node's place in a cluster of servers on loopback.
@@ -33,7 +35,19 @@ impl NatsServer {
     /// Starts a single server with its JetStream store in `store`, on a
     /// free port.
     pub fn start(store: &Path) -> std::io::Result<NatsServer> {
-        let mut server = NatsServer { child: None, port: free_port()?, store: store.to_owned(), cluster: None };
+        NatsServer::start_with(store, &[])
+    }
+
+    /// [`NatsServer::start`] with more `nats-server` arguments, e.g.
+    /// `["--auth", "TOKEN"]` for a server that wants a token.
+    pub fn start_with(store: &Path, extra: &[&str]) -> std::io::Result<NatsServer> {
+        let mut server = NatsServer {
+            child: None,
+            port: free_port()?,
+            store: store.to_owned(),
+            cluster: None,
+            extra: extra.iter().map(|a| (*a).to_owned()).collect(),
+        };
         server.restart()?;
         Ok(server)
     }
@@ -50,6 +64,7 @@ impl NatsServer {
                 port: free_port()?,
                 store: dir.join(format!("n{i}")),
                 cluster: Some(ClusterNode { name: format!("n{i}"), cluster_port, routes }),
+                extra: Vec::new(),
             });
         }
         // Each waits only for its own client port: the cluster forms behind.
@@ -94,6 +109,7 @@ impl NatsServer {
                 .args(["--cluster", &format!("nats://127.0.0.1:{}", node.cluster_port)])
                 .args(["--routes", &routes.join(",")]);
         }
+        command.args(&self.extra);
         let log = std::fs::File::create(self.store.join("server.log"))?;
         let child = command.stdout(Stdio::null()).stderr(log).spawn().map_err(|e| {
             std::io::Error::new(
