@@ -361,3 +361,30 @@ fn a_three_node_cluster_keeps_the_log_when_a_node_dies() {
     assert_eq!(b.head(), Seq(200));
     assert_eq!(ids(&a), ids(&b));
 }
+
+#[test]
+fn a_batch_larger_than_the_clients_acknowledgement_window_is_appended_whole() {
+    // The client holds 5 000 publishes awaiting acknowledgement; a batch of
+    // more must not wait for permits its own acknowledgements hold.
+    let s = server();
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), &s.server, "engram");
+    let out = log.append((0..12_000).map(event).collect()).unwrap();
+    assert_eq!(out.last(), Some(&AppendOutcome::Appended(Seq(12_000))));
+    assert_eq!(log.remote_head().unwrap(), Seq(12_000));
+    let turns: Vec<u32> = log.read_from(Seq::FIRST).map(|e| turns_of(&e.unwrap())).collect();
+    assert_eq!(turns, (0..12_000).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_tokio_host_opens_and_appends_from_inside_its_own_runtime() {
+    let s = server();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let head = rt.block_on(async {
+        let log = open(dir.path(), &s.server, "engram");
+        log.append((0..3).map(event).collect()).unwrap();
+        log.remote_head().unwrap()
+    });
+    assert_eq!(head, Seq(3));
+}

@@ -146,11 +146,11 @@ impl JetStreamLog {
             .enable_all()
             .build()
             .map_err(|e| LogError::io(dir, e))?;
-        let remote = Arc::new(runtime.block_on(remote::Remote::connect(config))?);
+        let remote = Arc::new(run_blocking(&runtime, remote::Remote::connect(config))?);
         let replica = Arc::new(replica::Replica::new(log));
-        let end = runtime.block_on(remote.attach(&replica))?;
+        let end = run_blocking(&runtime, remote.attach(&replica))?;
         replica::Follower::start(&runtime, remote.clone(), replica.clone());
-        runtime.block_on(replica.wait_for(end, replica::CATCH_UP_STALL))?;
+        run_blocking(&runtime, replica.wait_for(end, replica::CATCH_UP_STALL))?;
         let publisher = publisher::Publisher::start(&runtime, remote.clone(), replica.clone());
         Ok(JetStreamLog { replica, publisher, remote, runtime: Some(runtime) })
     }
@@ -180,12 +180,17 @@ impl JetStreamLog {
     }
 
     fn block_on<T: Send>(&self, f: impl std::future::Future<Output = T> + Send) -> T {
-        let rt = self.runtime.as_ref().expect("the runtime lives as long as the log");
-        // Callers may already be on a runtime of their own (a tokio host).
-        match tokio::runtime::Handle::try_current() {
-            Ok(_) => std::thread::scope(|s| s.spawn(|| rt.block_on(f)).join().expect("log task panicked")),
-            Err(_) => rt.block_on(f),
-        }
+        run_blocking(self.runtime.as_ref().expect("the runtime lives as long as the log"), f)
+    }
+}
+
+/// Runs `f` on the log's runtime from a synchronous caller — which may be
+/// on a tokio runtime of its own (a tokio host), where blocking on another
+/// runtime's thread would panic: then it blocks on a thread of its own.
+fn run_blocking<T: Send>(runtime: &tokio::runtime::Runtime, f: impl std::future::Future<Output = T> + Send) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => std::thread::scope(|s| s.spawn(|| runtime.block_on(f)).join().expect("a log task panicked")),
+        Err(_) => runtime.block_on(f),
     }
 }
 
@@ -244,7 +249,12 @@ impl Drop for JetStreamLog {
     fn drop(&mut self) {
         self.publisher.stop();
         if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(2));
+            let stop = move || rt.shutdown_timeout(Duration::from_secs(2));
+            // A runtime may not be dropped from inside another one's task.
+            match tokio::runtime::Handle::try_current() {
+                Ok(_) => drop(std::thread::spawn(stop).join()),
+                Err(_) => stop(),
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The append path: rules 3 and 4 of the module docs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -171,6 +171,11 @@ async fn append(remote: &Remote, replica: &Replica, events: &[&Envelope]) -> Res
     Ok(outcomes.into_iter().map(|o| o.expect("every event has its outcome")).collect())
 }
 
+/// Most publishes awaiting their acknowledgement at once: the client
+/// holds at most 5 000 (a permit each, returned with the acknowledgement),
+/// so a round of more must take acknowledgements as it goes.
+const ACK_WINDOW: usize = 1024;
+
 /// One round: publishes `fresh` back to back after `base`, then applies
 /// what the server acknowledged to the copy. `Ok` when every one of them
 /// was stored or found a duplicate.
@@ -182,7 +187,9 @@ async fn publish(
     base: Seq,
     outcomes: &mut [Option<AppendOutcome>],
 ) -> Result<(), Interrupted> {
-    let mut pending: Vec<PublishAckFuture> = Vec::with_capacity(fresh.len());
+    let mut pending: VecDeque<(usize, PublishAckFuture)> = VecDeque::with_capacity(ACK_WINDOW.min(fresh.len()));
+    // Acknowledged positions run on from `base`; they are applied together.
+    let mut stored: Vec<Incoming> = Vec::new();
     let mut interrupted = None;
     for (k, &i) in fresh.iter().enumerate() {
         // The frame carries the position it is meant for, as the sled log's
@@ -202,37 +209,24 @@ async fn publish(
             message = message.expected_last_message_id(events[fresh[k - 1]].id.to_string());
         }
         match remote.js.send_publish(remote.subject.clone(), message).await {
-            Ok(ack) => pending.push(ack),
+            Ok(ack) => pending.push_back((i, ack)),
             Err(e) => {
                 interrupted = Some(Interrupted::Unavailable(e.to_string()));
                 break;
             }
         }
-    }
-    // Acknowledged positions run on from `base`; they are applied together.
-    let mut stored: Vec<Incoming> = Vec::new();
-    for (k, ack) in pending.into_iter().enumerate() {
-        let i = fresh[k];
-        match ack.await {
-            Ok(ack) if ack.duplicate => {
-                // Within the server's duplicate window: the id is stored
-                // already, where the acknowledgement says. What follows
-                // expected this one to take a position, and fails.
-                outcomes[i] = Some(AppendOutcome::Existing(Seq(ack.sequence)));
-            }
-            Ok(ack) => {
-                let seq = Seq(ack.sequence);
-                stored.push(Incoming { seq, event: events[i].clone(), batch_left: 0 });
-                outcomes[i] = Some(AppendOutcome::Appended(seq));
-            }
-            Err(e)
-                if matches!(e.kind(), PublishErrorKind::WrongLastSequence | PublishErrorKind::WrongLastMessageId) =>
-            {
-                interrupted.get_or_insert(Interrupted::Overtaken);
+        if pending.len() >= ACK_WINDOW {
+            let (i, ack) = pending.pop_front().expect("a full window");
+            if let Err(e) = settle(i, ack, events, outcomes, &mut stored).await {
+                interrupted = Some(e);
                 break;
             }
-            Err(e) => {
-                interrupted.get_or_insert(Interrupted::Unavailable(e.to_string()));
+        }
+    }
+    if interrupted.is_none() {
+        while let Some((i, ack)) = pending.pop_front() {
+            if let Err(e) = settle(i, ack, events, outcomes, &mut stored).await {
+                interrupted = Some(e);
                 break;
             }
         }
@@ -246,5 +240,35 @@ async fn publish(
     match interrupted {
         None => Ok(()),
         Some(i) => Err(i),
+    }
+}
+
+/// Takes the acknowledgement of `events[i]`'s publish: stored (into
+/// `stored`), a duplicate, or why the round stops.
+async fn settle(
+    i: usize,
+    ack: PublishAckFuture,
+    events: &[&Envelope],
+    outcomes: &mut [Option<AppendOutcome>],
+    stored: &mut Vec<Incoming>,
+) -> Result<(), Interrupted> {
+    match ack.await {
+        Ok(ack) if ack.duplicate => {
+            // Within the server's duplicate window: the id is stored
+            // already, where the acknowledgement says. What follows
+            // expected this one to take a position, and fails.
+            outcomes[i] = Some(AppendOutcome::Existing(Seq(ack.sequence)));
+            Ok(())
+        }
+        Ok(ack) => {
+            let seq = Seq(ack.sequence);
+            stored.push(Incoming { seq, event: events[i].clone(), batch_left: 0 });
+            outcomes[i] = Some(AppendOutcome::Appended(seq));
+            Ok(())
+        }
+        Err(e) if matches!(e.kind(), PublishErrorKind::WrongLastSequence | PublishErrorKind::WrongLastMessageId) => {
+            Err(Interrupted::Overtaken)
+        }
+        Err(e) => Err(Interrupted::Unavailable(e.to_string())),
     }
 }
