@@ -73,7 +73,22 @@ fn run_once_json_prints_the_turns_events() {
 #[test]
 fn kill_9_mid_session_then_restart_derives_everything_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path();
+    kill_9_mid_session_then_restart(dir.path());
+}
+
+/// The same on a shared JetStream log: the data dir keeps a relaxed copy
+/// of the stream, and the restart fetches what the kill took from it.
+#[test]
+fn kill_9_mid_session_on_a_jetstream_log_then_restart_derives_everything_exactly_once() {
+    let store = tempfile::tempdir().unwrap();
+    let server = engram::storage::jetstream::server::NatsServer::start(store.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!("[storage]\nbackend = \"jetstream\"\nnats_url = \"{}\"\n", server.url());
+    std::fs::write(dir.path().join("engram.toml"), toml).unwrap();
+    kill_9_mid_session_then_restart(dir.path());
+}
+
+fn kill_9_mid_session_then_restart(data: &Path) {
     let lines = [
         "what time is it",
         "tell me a joke",
