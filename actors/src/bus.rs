@@ -200,19 +200,7 @@ impl Bus {
 
     /// Appends `events` in one batch (durably, under the log's policy).
     pub fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
-        if events.is_empty() {
-            return Ok(Vec::new());
-        }
-        match &self.metrics {
-            None => self.log.append(events),
-            Some(m) => {
-                let kinds: Vec<EventKind> = events.iter().map(Envelope::kind).collect();
-                let start = std::time::Instant::now();
-                let outcomes = self.log.append(events)?;
-                m.appended(new_kinds(&kinds, &outcomes), start.elapsed());
-                Ok(outcomes)
-            }
-        }
+        self.counted(events, |log, events| log.append(events))
     }
 
     /// Appends `events` acknowledged before they are durable: the next
@@ -220,19 +208,25 @@ impl Bus {
     /// [`EventLog::submit_deferred`]). For what can be derived again after a
     /// crash, and for host input whose turn ends in a durable append.
     pub fn append_deferred(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        self.counted(events, |log, events| log.append_deferred(events))
+    }
+
+    /// Runs `append` on a non-empty batch, counting it in the metrics (its
+    /// new events by kind, its time to the acknowledgement) when they are on.
+    fn counted(
+        &self,
+        events: Vec<Envelope>,
+        append: impl FnOnce(&dyn EventLog, Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError>,
+    ) -> Result<Vec<AppendOutcome>, LogError> {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        match &self.metrics {
-            None => self.log.append_deferred(events),
-            Some(m) => {
-                let kinds: Vec<EventKind> = events.iter().map(Envelope::kind).collect();
-                let start = std::time::Instant::now();
-                let outcomes = self.log.append_deferred(events)?;
-                m.appended(new_kinds(&kinds, &outcomes), start.elapsed());
-                Ok(outcomes)
-            }
-        }
+        let Some(m) = &self.metrics else { return append(&*self.log, events) };
+        let kinds: Vec<EventKind> = events.iter().map(Envelope::kind).collect();
+        let start = std::time::Instant::now();
+        let outcomes = append(&*self.log, events)?;
+        m.appended(new_kinds(&kinds, &outcomes), start.elapsed());
+        Ok(outcomes)
     }
 
     /// Whether an event with this id is in the log: how an actor whose work

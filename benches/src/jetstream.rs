@@ -18,7 +18,7 @@ use engram::events::{Envelope, Seq};
 use engram::storage::jetstream::server::NatsServer;
 use engram::storage::{EventLog, JetStreamConfig, JetStreamLog, LogConfig};
 
-use crate::log::{split, timed_appenders, workload};
+use crate::log::{engram_append, split, workload};
 
 /// The server the JetStream figures are measured on.
 pub struct BenchServer {
@@ -88,16 +88,7 @@ pub fn append_once(
     let data = dir.join(&config.stream);
     let events: usize = work.iter().flatten().map(Vec::len).sum();
     let log = JetStreamLog::open(&data, LogConfig::default(), config.clone())?;
-    let d = timed_appenders(
-        work,
-        || Ok(()),
-        |_, batches| {
-            for batch in batches {
-                log.append(batch)?;
-            }
-            Ok(())
-        },
-    )?;
+    let d = engram_append(&log, work)?;
     anyhow::ensure!(log.head() == Seq(events as u64), "JetStream appended {} of {events}", log.head().0);
     Ok((events as f64 / d.as_secs_f64().max(1e-9), config, data))
 }

@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use engram_events::payloads::{SessionEndReason, SessionEnded};
-use engram_events::{ActorKind, Envelope, Event, EventId, EventKind, Seq, SessionId};
+mod common;
+
+use common::{event, turns_of};
+use engram_events::{Envelope, EventId, EventKind, Seq, SessionId};
 use engram_storage::jetstream::server::NatsServer;
 use engram_storage::{
     AppendOutcome, Durability, EventLog, Filter, JetStreamConfig, JetStreamLog, LogConfig, LogError, SledLog,
@@ -83,18 +85,6 @@ contract!(
     zero_copy_views_match_decoded_envelopes,
     a_callers_batches_commit_in_the_order_it_submitted_them,
 );
-
-fn event(i: u32) -> Envelope {
-    Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i })
-        .with_session(SessionId::new(format!("s-{}", i % 7)))
-}
-
-fn turns_of(env: &Envelope) -> u32 {
-    match &env.event {
-        Event::SessionEnded(p) => p.turns,
-        other => panic!("unexpected {other:?}"),
-    }
-}
 
 fn relaxed() -> LogConfig {
     LogConfig { durability: Durability::Relaxed { flush_every_ms: 5 }, ..LogConfig::default() }

@@ -11,22 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engram_events::payloads::{SessionEndReason, SessionEnded};
-use engram_events::{ActorKind, Envelope, Event, EventId, Seq, SessionId};
+mod common;
+
+use common::{event, turns_of};
+use engram_events::{Envelope, EventId, Seq};
 use engram_storage::jetstream::server::NatsServer;
 use engram_storage::{AppendOutcome, EventLog, Filter, JetStreamConfig, JetStreamLog, LogConfig, LogError};
-
-fn event(i: u32) -> Envelope {
-    Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i })
-        .with_session(SessionId::new(format!("s-{}", i % 7)))
-}
-
-fn turns_of(env: &Envelope) -> u32 {
-    match &env.event {
-        Event::SessionEnded(p) => p.turns,
-        other => panic!("unexpected {other:?}"),
-    }
-}
 
 fn config(server: &NatsServer, stream: &str) -> JetStreamConfig {
     JetStreamConfig { url: server.url(), stream: stream.to_owned(), ..JetStreamConfig::default() }
