@@ -75,7 +75,9 @@ fn two_live_runtimes_on_one_stream_answer_their_own_turns_and_derive_once() {
     let head = a.log().head().max(b.log().head());
     for rt in [&a, &b] {
         assert!(rt.settle(Duration::from_secs(20)));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while rt.log().head() < head {
+            assert!(std::time::Instant::now() < deadline, "the other device's events never arrived");
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(rt.settle(Duration::from_secs(20)));
