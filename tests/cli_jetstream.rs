@@ -73,14 +73,32 @@ fn a_server_that_is_gone_is_named_and_nothing_is_lost() {
     ok(engram(laptop.path(), &["run", "--offline", "--once", "what time is it"]));
     let before = export(laptop.path());
     server.kill();
-    for args in [&["run", "--offline", "--once", "tell me a joke"][..], &["export"][..]] {
+    // What appends or checks against the stream fails, naming the server.
+    for args in [&["run", "--offline", "--once", "tell me a joke"][..], &["verify"][..]] {
         let out = engram(laptop.path(), args);
         assert!(!out.status.success(), "{args:?} succeeded without its server");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(&server.url()), "{args:?}: the error names the server: {stderr}");
     }
+    // What only reads falls back to the data dir's copy, and says so.
+    let out = engram(laptop.path(), &["export"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&server.url()) && stderr.contains("read-only"), "{stderr}");
+    let copy: Vec<Envelope> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| json::from_line(l).unwrap()).collect();
+    assert_eq!(copy, before, "the copy, as of the last event it has");
+    let stats: serde_json::Value = serde_json::from_str(&ok(engram(laptop.path(), &["stats", "--json"]))).unwrap();
+    assert!(stats["backend"].as_str().unwrap().contains("unreachable"), "{stats}");
+    // A new device has no copy to read.
+    let fresh = device(&server, "engram");
+    let out = engram(fresh.path(), &["export"]);
+    assert!(!out.status.success(), "a data dir without a copy cannot read offline");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no copy"), "{}", String::from_utf8_lossy(&out.stderr));
     server.restart().unwrap();
     assert_eq!(export(laptop.path()), before, "the log is as it was");
+    ok(engram(laptop.path(), &["run", "--offline", "--once", "tell me a joke"]));
+    assert!(export(laptop.path()).len() > before.len(), "appends go on once the server is back");
 }
 
 #[test]

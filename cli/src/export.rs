@@ -20,7 +20,7 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    let log = crate::open_existing(data)?;
+    let log = crate::open_for_reading(data)?;
     let sink: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(std::fs::File::create(path).with_context(|| format!("{}", path.display()))?),
         None => Box::new(std::io::stdout().lock()),

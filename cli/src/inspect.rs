@@ -54,7 +54,7 @@ pub struct Opts {
 }
 
 pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
-    let log = crate::open_existing(data)?;
+    let log = crate::open_for_reading(data)?;
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     match cmd {
         Command::Sessions(opts) => {

@@ -198,6 +198,24 @@ pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
     open_log(data)
 }
 
+/// [`open_existing`] for commands that only read (`export`, `stats`,
+/// `inspect`, `replay`): on a JetStream data dir whose server cannot be
+/// reached, they read the data dir's copy of the stream, saying so on
+/// stderr, rather than fail — a laptop away from its server still shows
+/// what it knows.
+pub(crate) fn open_for_reading(data: &std::path::Path) -> anyhow::Result<Log> {
+    let storage = load_config(data)?.storage;
+    if storage.backend == engram::learning::config::StorageBackend::Sled {
+        return open_existing(data);
+    }
+    let backend = storage.backend().map_err(anyhow::Error::msg)?;
+    let (log, unreachable) = open_waiting(|| backend.open_for_reading(data, LogConfig::default()), |e| Some(e))?;
+    if let Some(why) = unreachable {
+        eprintln!("engram: {why}; reading {}", log.describe());
+    }
+    Ok(log)
+}
+
 /// How long a command waits for a data dir held by someone else before
 /// reporting "data dir in use" (a follower holds it for a moment at a time).
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);

@@ -161,7 +161,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             Ok(out.flush()?)
         });
     }
-    let log = crate::open_existing(data)?;
+    let log = crate::open_for_reading(data)?;
     let mut damaged = false;
     for env in log.read_from(Seq(args.from)) {
         let env = match env {

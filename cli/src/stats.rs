@@ -36,7 +36,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 }
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    let log = crate::open_existing(data)?;
+    let log = crate::open_for_reading(data)?;
     let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut sessions: HashSet<String> = HashSet::new();
     // Counting needs no payloads: read the records in place.

@@ -155,6 +155,25 @@ pub enum LogBackend {
 }
 
 impl LogBackend {
+    /// For reading only: [`LogBackend::open`], except that a JetStream
+    /// data dir whose server cannot be reached opens its copy of the
+    /// stream read-only ([`crate::jetstream::OfflineCopy`]) instead of
+    /// failing. `Ok((log, None))` is the log itself; `Ok((copy,
+    /// Some(why)))` the copy, with why the server was not used.
+    pub fn open_for_reading(
+        &self,
+        dir: &std::path::Path,
+        config: crate::log::LogConfig,
+    ) -> Result<(std::sync::Arc<dyn EventLog>, Option<LogError>), LogError> {
+        match (self, self.open(dir, config.clone())) {
+            (LogBackend::JetStream(js), Err(unreachable @ LogError::Remote { .. })) => {
+                let copy = crate::jetstream::OfflineCopy::open(dir, config, js.clone())?;
+                Ok((std::sync::Arc::new(copy), Some(unreachable)))
+            }
+            (_, opened) => opened.map(|log| (log, None)),
+        }
+    }
+
     /// Opens the log in `dir` (taking the data dir's lock).
     pub fn open(
         &self,

@@ -51,6 +51,7 @@
 //! subscription sees another runtime's events as soon as they reach it,
 //! backlog then live, with the local log's no-gap, no-duplicate guarantee.
 
+mod offline;
 mod publisher;
 mod remote;
 mod replica;
@@ -68,6 +69,7 @@ use crate::error::LogError;
 use crate::log::{LogConfig, SledLog};
 use crate::subscription::{Filter, Subscription};
 
+pub use offline::OfflineCopy;
 pub use remote::{Credentials, CredentialsUnset};
 
 /// How long a writer waits for another writer's unfinished batch at the end
