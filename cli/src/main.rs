@@ -208,12 +208,37 @@ pub(crate) fn open_for_reading(data: &std::path::Path) -> anyhow::Result<Log> {
     if storage.backend == engram::learning::config::StorageBackend::Sled {
         return open_existing(data);
     }
-    let backend = storage.backend().map_err(anyhow::Error::msg)?;
+    let backend = with_fetch_bar(storage.backend().map_err(anyhow::Error::msg)?);
     let (log, unreachable) = open_waiting(|| backend.open_for_reading(data, LogConfig::default()), |e| Some(e))?;
     if let Some(why) = unreachable {
         eprintln!("engram: {why}; reading {}", log.describe());
     }
     Ok(log)
+}
+
+/// A JetStream backend that shows a progress bar (on a terminal) while a
+/// first open fetches a long stream: a new device's first command.
+fn with_fetch_bar(backend: engram::storage::LogBackend) -> engram::storage::LogBackend {
+    use engram::storage::LogBackend;
+    match backend {
+        LogBackend::JetStream(mut js) => {
+            let bar: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+            js.progress = Some(std::sync::Arc::new(move |done: u64, total: u64| {
+                let mut bar = bar.lock().unwrap_or_else(|p| p.into_inner());
+                // A few events arrive before a bar would even draw.
+                if total < 10_000 {
+                    return;
+                }
+                let b = bar.get_or_insert_with(|| output::progress(total, "fetching"));
+                b.set_position(done);
+                if done >= total {
+                    b.finish_and_clear();
+                }
+            }));
+            LogBackend::JetStream(js)
+        }
+        other => other,
+    }
 }
 
 /// How long a command waits for a data dir held by someone else before
@@ -244,6 +269,6 @@ pub(crate) fn open_waiting<T, E>(
 
 /// Opens the log in `data` with a given durability policy.
 pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<Log> {
-    let backend = load_config(data)?.storage.backend().map_err(anyhow::Error::msg)?;
+    let backend = with_fetch_bar(load_config(data)?.storage.backend().map_err(anyhow::Error::msg)?);
     Ok(open_waiting(|| backend.open(data, LogConfig { durability, ..LogConfig::default() }), |e| Some(e))?)
 }

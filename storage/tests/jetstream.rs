@@ -58,10 +58,19 @@ fn two_data_dirs_on_one_stream_see_each_others_events() {
     assert_eq!(seen, (0..30).collect::<Vec<_>>(), "b's subscription sees a's events live, in order");
     assert_eq!(a.compare_with_stream().unwrap(), None);
     assert_eq!(b.compare_with_stream().unwrap(), None);
-    // A third device starting later fetches everything at open.
+    // A third device starting later fetches everything at open, telling
+    // how far it has come.
     let dc = tempfile::tempdir().unwrap();
-    let c = open(dc.path(), &s.server, "engram");
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let seen = reports.clone();
+    let progress: engram_storage::jetstream::FetchProgress =
+        Arc::new(move |done, total| seen.lock().unwrap().push((done, total)));
+    let js = JetStreamConfig { progress: Some(progress), ..config(&s.server, "engram") };
+    let c = JetStreamLog::open(dc.path(), LogConfig::default(), js).unwrap();
     assert_eq!(c.head(), Seq(30));
+    let reports = reports.lock().unwrap().clone();
+    assert_eq!(reports.last(), Some(&(30, 30)), "{reports:?}");
+    assert!(reports.windows(2).all(|w| w[0].0 <= w[1].0), "{reports:?}");
     assert_eq!(ids(&c), ids(&a));
 }
 

@@ -79,8 +79,12 @@ pub const BATCH_WAIT: Duration = Duration::from_secs(2);
 /// The header giving how many messages of the same batch follow this one.
 pub const BATCH_LEFT_HEADER: &str = "Engram-Batch-Left";
 
+/// Told how far a first open's fetch has come: (events fetched, events to
+/// fetch).
+pub type FetchProgress = Arc<dyn Fn(u64, u64) + Send + Sync>;
+
 /// Where the stream is and how it is made.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct JetStreamConfig {
     /// The server (or servers, comma-separated), e.g.
     /// `nats://127.0.0.1:4222`.
@@ -101,6 +105,24 @@ pub struct JetStreamConfig {
     pub append_timeout: Duration,
     /// How long `open` waits for the server.
     pub connect_timeout: Duration,
+    /// Called while `open` fetches what the copy lacks (a new device on a
+    /// long stream), for a progress bar; `None`: nothing reported.
+    pub progress: Option<FetchProgress>,
+}
+
+impl std::fmt::Debug for JetStreamConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JetStreamConfig")
+            .field("url", &self.url)
+            .field("stream", &self.stream)
+            .field("replicas", &self.replicas)
+            .field("credentials", &self.credentials)
+            .field("request_timeout", &self.request_timeout)
+            .field("append_timeout", &self.append_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 impl Default for JetStreamConfig {
@@ -113,6 +135,7 @@ impl Default for JetStreamConfig {
             request_timeout: Duration::from_secs(5),
             append_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
+            progress: None,
         }
     }
 }
@@ -148,11 +171,18 @@ impl JetStreamLog {
             .enable_all()
             .build()
             .map_err(|e| LogError::io(dir, e))?;
+        let progress = config.progress.clone();
         let remote = Arc::new(run_blocking(&runtime, remote::Remote::connect(config))?);
         let replica = Arc::new(replica::Replica::new(log));
         let end = run_blocking(&runtime, remote.attach(&replica))?;
         replica::Follower::start(&runtime, remote.clone(), replica.clone());
-        run_blocking(&runtime, replica.wait_for(end, replica::CATCH_UP_STALL))?;
+        let start = replica.local().head();
+        let report = |head: Seq| {
+            if let Some(p) = &progress {
+                p(head.0.saturating_sub(start.0), end.0.saturating_sub(start.0));
+            }
+        };
+        run_blocking(&runtime, replica.wait_for_reporting(end, replica::CATCH_UP_STALL, &report))?;
         let publisher = publisher::Publisher::start(&runtime, remote.clone(), replica.clone());
         Ok(JetStreamLog { replica, publisher, remote, runtime: Some(runtime) })
     }

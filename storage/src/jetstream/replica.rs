@@ -117,9 +117,21 @@ impl Replica {
     /// Waits until the copy holds `seq`; fails when it has not moved for
     /// `stall`, or the follower stopped.
     pub(super) async fn wait_for(&self, seq: Seq, stall: Duration) -> Result<(), LogError> {
+        self.wait_for_reporting(seq, stall, &|_| {}).await
+    }
+
+    /// [`Replica::wait_for`], telling `report` the copy's head as it moves.
+    pub(super) async fn wait_for_reporting(
+        &self,
+        seq: Seq,
+        stall: Duration,
+        report: &(dyn Fn(Seq) + Sync),
+    ) -> Result<(), LogError> {
         let mut rx = self.head.subscribe();
         loop {
-            if *rx.borrow_and_update() >= seq {
+            let head = *rx.borrow_and_update();
+            report(head.min(seq));
+            if head >= seq {
                 return Ok(());
             }
             if let Some(e) = self.failure() {
