@@ -99,6 +99,7 @@ pub struct RuntimeBuilder {
     mode: Option<IntentMode>,
     turn_timeout: Option<Duration>,
     registry: Option<prometheus::Registry>,
+    backend: Option<engram_storage::LogBackend>,
 }
 
 impl RuntimeBuilder {
@@ -157,6 +158,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The log to run on, instead of the one `[storage]` chooses (a host
+    /// that builds its own [`engram_storage::JetStreamConfig`], with a
+    /// progress callback for a first fetch, say).
+    pub fn log_backend(mut self, backend: engram_storage::LogBackend) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
     /// Registers the runtime's metrics ([`crate::metrics`]) in the host's
     /// own registry, to serve with its other metrics; `[metrics] listen`,
     /// if set, serves this registry too.
@@ -171,7 +180,10 @@ impl RuntimeBuilder {
         let dir = self.data_dir.ok_or(RuntimeError::NoDataDir)?;
         let mut config = self.config.unwrap_or_default();
         let durability = config.storage.durability().map_err(RuntimeError::Config)?;
-        let backend = config.storage.backend().map_err(RuntimeError::Config)?;
+        let backend = match self.backend {
+            Some(backend) => backend,
+            None => config.storage.backend().map_err(RuntimeError::Config)?,
+        };
         // The embedding model loads (hundreds of ms: its files hashed, the
         // tokenizer built, the session made) while the log opens on this
         // thread, so a big log's open costs a start nothing of its own.

@@ -218,7 +218,7 @@ pub(crate) fn open_for_reading(data: &std::path::Path) -> anyhow::Result<Log> {
 
 /// A JetStream backend that shows a progress bar (on a terminal) while a
 /// first open fetches a long stream: a new device's first command.
-fn with_fetch_bar(backend: engram::storage::LogBackend) -> engram::storage::LogBackend {
+pub(crate) fn with_fetch_bar(backend: engram::storage::LogBackend) -> engram::storage::LogBackend {
     use engram::storage::LogBackend;
     match backend {
         LogBackend::JetStream(mut js) => {

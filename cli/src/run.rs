@@ -48,7 +48,9 @@ pub struct Args {
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(data)?;
-    let mut builder = Runtime::builder().data_dir(data).config(config);
+    // A new device's first start fetches the stream: with a progress bar.
+    let backend = crate::with_fetch_bar(config.storage.backend().map_err(anyhow::Error::msg)?);
+    let mut builder = Runtime::builder().data_dir(data).config(config).log_backend(backend);
     if args.offline {
         builder = builder.offline();
     }
