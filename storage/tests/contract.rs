@@ -6,8 +6,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
@@ -34,30 +33,24 @@ impl Backend for Sled {
     }
 }
 
-/// One server for the whole test binary; a stream of its own per test.
+/// A `nats-server` of the test's own (stopped when the test ends: a server
+/// kept in a static would outlive the test binary).
 struct JetStream {
-    stream: String,
-}
-
-fn server() -> &'static NatsServer {
-    static SERVER: OnceLock<NatsServer> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        let store = tempfile::tempdir().unwrap().keep();
-        NatsServer::start(&store).expect("nats-server starts")
-    })
+    server: NatsServer,
+    _store: tempfile::TempDir,
 }
 
 impl JetStream {
     fn new() -> JetStream {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        JetStream { stream: format!("contract{}", NEXT.fetch_add(1, Ordering::Relaxed)) }
+        let store = tempfile::tempdir().unwrap();
+        JetStream { server: NatsServer::start(store.path()).expect("nats-server starts"), _store: store }
     }
 }
 
 impl Backend for JetStream {
     type Log = JetStreamLog;
     fn open(&self, dir: &Path, config: LogConfig) -> Result<JetStreamLog, LogError> {
-        let js = JetStreamConfig { url: server().url(), stream: self.stream.clone(), ..JetStreamConfig::default() };
+        let js = JetStreamConfig { url: self.server.url(), ..JetStreamConfig::default() };
         JetStreamLog::open(dir, config, js)
     }
 }
