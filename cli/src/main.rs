@@ -188,14 +188,21 @@ pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::lear
     Ok(Config::load(path.as_deref(), std::env::vars())?)
 }
 
-/// Opens the log of an existing data dir (read commands never create one;
-/// on a shared JetStream stream, a new data dir is a new device reading it).
-pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
-    let backend = load_config(data)?.storage.backend;
-    if backend == engram::learning::config::StorageBackend::Sled && !data.join("log.sled").is_dir() {
+/// The configured backend of an existing data dir (read commands never
+/// create one; on a shared JetStream stream, a new data dir is a new device
+/// reading it).
+fn existing_backend(data: &std::path::Path) -> anyhow::Result<engram::storage::LogBackend> {
+    let storage = load_config(data)?.storage;
+    if storage.backend == engram::learning::config::StorageBackend::Sled && !data.join("log.sled").is_dir() {
         anyhow::bail!("{}: no engram data here (nothing imported yet? pass --data DIR)", data.display());
     }
-    open_log(data)
+    Ok(with_fetch_bar(storage.backend().map_err(anyhow::Error::msg)?))
+}
+
+/// Opens the log of an existing data dir (see [`existing_backend`]).
+pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
+    let backend = existing_backend(data)?;
+    Ok(open_waiting(|| backend.open(data, LogConfig::default()), |e| Some(e))?)
 }
 
 /// [`open_existing`] for commands that only read (`export`, `stats`,
@@ -204,11 +211,7 @@ pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
 /// stderr, rather than fail — a laptop away from its server still shows
 /// what it knows.
 pub(crate) fn open_for_reading(data: &std::path::Path) -> anyhow::Result<Log> {
-    let storage = load_config(data)?.storage;
-    if storage.backend == engram::learning::config::StorageBackend::Sled {
-        return open_existing(data);
-    }
-    let backend = with_fetch_bar(storage.backend().map_err(anyhow::Error::msg)?);
+    let backend = existing_backend(data)?;
     let (log, unreachable) = open_waiting(|| backend.open_for_reading(data, LogConfig::default()), |e| Some(e))?;
     if let Some(why) = unreachable {
         eprintln!("engram: {why}; reading {}", log.describe());
