@@ -162,9 +162,7 @@ impl JetStreamLog {
     /// server, creates the stream if it is missing, checks rules 1 and 2,
     /// and fetches whatever the copy lacks before it returns.
     pub fn open(dir: &Path, local: LogConfig, config: JetStreamConfig) -> Result<Self, LogError> {
-        // Rule 2: the copy is written relaxed, its tail fetched again.
-        let local = LogConfig { durability: Durability::Relaxed { flush_every_ms: 100 }, ..local };
-        let log = Arc::new(SledLog::open(dir, local)?);
+        let log = Arc::new(SledLog::open(dir, copy_config(local))?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("engram-nats")
@@ -214,6 +212,12 @@ impl JetStreamLog {
     fn block_on<T: Send>(&self, f: impl std::future::Future<Output = T> + Send) -> T {
         run_blocking(self.runtime.as_ref().expect("the runtime lives as long as the log"), f)
     }
+}
+
+/// How the data dir's copy is opened (rule 2): relaxed, since what a crash
+/// takes from it is fetched again from the stream.
+fn copy_config(local: LogConfig) -> LogConfig {
+    LogConfig { durability: Durability::Relaxed { flush_every_ms: 100 }, ..local }
 }
 
 /// Runs `f` on the log's runtime from a synchronous caller — which may be

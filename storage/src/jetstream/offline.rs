@@ -9,7 +9,6 @@ use engram_events::{Envelope, EventId, EventKind, Seq};
 
 use super::JetStreamConfig;
 use crate::backend::{AppendTicket, EventLog};
-use crate::durability::Durability;
 use crate::error::LogError;
 use crate::log::{LogConfig, SledLog};
 use crate::subscription::{Filter, Subscription};
@@ -31,8 +30,7 @@ impl OfflineCopy {
         if !dir.join("log.sled").is_dir() {
             return Err(none_yet());
         }
-        let local = LogConfig { durability: Durability::Relaxed { flush_every_ms: 100 }, ..local };
-        let copy = SledLog::open(dir, local)?;
+        let copy = SledLog::open(dir, super::copy_config(local))?;
         if copy.head() == Seq(0) {
             return Err(none_yet());
         }
