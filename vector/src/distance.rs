@@ -24,6 +24,10 @@ pub type DotFn = fn(&[f32], &[f32]) -> f32;
 /// `out[i] = dot(query, rows[i * dim..(i + 1) * dim])`.
 pub type DotRowsFn = fn(&[f32], &[f32], &mut [f32]);
 
+/// The dot product of two equally long `i8` slices, exact in `i32` (the
+/// graph walk's coded rows, [`crate::quantized`]).
+pub type DotI8Fn = fn(&[i8], &[i8]) -> i32;
+
 /// The instruction set a [`Kernel`] was built for (reported by benches).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Isa {
@@ -44,6 +48,7 @@ pub struct Kernel {
     isa: Isa,
     dot: DotFn,
     dot_rows: DotRowsFn,
+    dot_i8: DotI8Fn,
 }
 
 impl Kernel {
@@ -53,10 +58,10 @@ impl Kernel {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
-                return Kernel { isa: Isa::Avx512, dot: x86::dot_avx512, dot_rows: x86::dot_rows_avx512 };
+                return Kernel::for_isa(Isa::Avx512).unwrap_or_else(Kernel::portable);
             }
             if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                return Kernel { isa: Isa::Avx2Fma, dot: x86::dot_avx2, dot_rows: x86::dot_rows_avx2 };
+                return Kernel::for_isa(Isa::Avx2Fma).unwrap_or_else(Kernel::portable);
             }
         }
         Kernel::portable()
@@ -69,13 +74,13 @@ impl Kernel {
             Isa::Portable => Some(Kernel::portable()),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => {
-                Some(Kernel { isa, dot: x86::dot_avx512, dot_rows: x86::dot_rows_avx512 })
+                Some(Kernel { isa, dot: x86::dot_avx512, dot_rows: x86::dot_rows_avx512, dot_i8: x86::best_dot_i8() })
             }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2Fma
                 if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") =>
             {
-                Some(Kernel { isa, dot: x86::dot_avx2, dot_rows: x86::dot_rows_avx2 })
+                Some(Kernel { isa, dot: x86::dot_avx2, dot_rows: x86::dot_rows_avx2, dot_i8: x86::best_dot_i8() })
             }
             _ => None,
         }
@@ -83,7 +88,7 @@ impl Kernel {
 
     /// The portable kernel, available everywhere.
     pub fn portable() -> Kernel {
-        Kernel { isa: Isa::Portable, dot: dot_portable, dot_rows: dot_rows_portable }
+        Kernel { isa: Isa::Portable, dot: dot_portable, dot_rows: dot_rows_portable, dot_i8: dot_i8_portable }
     }
 
     /// Which instruction set this kernel uses.
@@ -107,6 +112,13 @@ impl Kernel {
     pub fn dot_rows(&self, query: &[f32], rows: &[f32], out: &mut [f32]) {
         assert_eq!(rows.len(), query.len() * out.len(), "rows are not out.len() vectors of the query's length");
         (self.dot_rows)(query, rows, out)
+    }
+
+    /// `a · b` of two code rows, exact. Panics if the lengths differ.
+    #[inline]
+    pub fn dot_i8(&self, a: &[i8], b: &[i8]) -> i32 {
+        assert_eq!(a.len(), b.len(), "dot product of slices of different lengths");
+        (self.dot_i8)(a, b)
     }
 }
 
@@ -135,6 +147,12 @@ pub fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
     sum
 }
 
+/// `a · b` of `i8` slices in `i32` (auto-vectorised: integer sums may be
+/// reordered).
+pub fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
+    a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
+}
+
 fn dot_rows_portable(query: &[f32], rows: &[f32], out: &mut [f32]) {
     let dim = query.len();
     if dim == 0 {
@@ -149,6 +167,113 @@ fn dot_rows_portable(query: &[f32], rows: &[f32], out: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
+
+    /// The fastest `i8` dot product this CPU runs: the code rows' kernel
+    /// does not follow the float one's ISA (AVX-512F without BW has no
+    /// 512-bit integer multiply-add).
+    pub(super) fn best_dot_i8() -> super::DotI8Fn {
+        if is_x86_feature_detected!("avx512bw") {
+            dot_i8_avx512
+        } else if is_x86_feature_detected!("avx2") {
+            dot_i8_avx2
+        } else {
+            super::dot_i8_portable
+        }
+    }
+
+    /// Every `i8` kernel this CPU runs, for the tests.
+    #[cfg(test)]
+    pub(super) fn dot_i8_kernels() -> Vec<(&'static str, super::DotI8Fn)> {
+        let mut out: Vec<(&'static str, super::DotI8Fn)> = vec![("portable", super::dot_i8_portable)];
+        if is_x86_feature_detected!("avx2") {
+            out.push(("avx2", dot_i8_avx2));
+        }
+        if is_x86_feature_detected!("avx512bw") {
+            out.push(("avx512bw", dot_i8_avx512));
+        }
+        out
+    }
+
+    fn dot_i8_avx512(a: &[i8], b: &[i8]) -> i32 {
+        // SAFETY: only chosen by `best_dot_i8` when AVX-512BW is present.
+        unsafe { dot_i8_avx512_impl(a, b) }
+    }
+
+    fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+        // SAFETY: only chosen by `best_dot_i8` when AVX2 is present.
+        unsafe { dot_i8_avx2_impl(a, b) }
+    }
+
+    /// 32 codes an iteration: widened to `i16`, multiplied and summed in
+    /// pairs into `i32` lanes (`vpmaddwd`), so the sum is exact.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn dot_i8_avx512_impl(a: &[i8], b: &[i8]) -> i32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc0 = _mm512_setzero_si512();
+        let mut acc1 = _mm512_setzero_si512();
+        let mut i = 0;
+        // SAFETY (all loads): i + width <= n, and both slices hold n codes.
+        unsafe {
+            while i + 64 <= n {
+                let x0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pa.add(i) as *const __m256i));
+                let y0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pb.add(i) as *const __m256i));
+                let x1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pa.add(i + 32) as *const __m256i));
+                let y1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pb.add(i + 32) as *const __m256i));
+                acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(x0, y0));
+                acc1 = _mm512_add_epi32(acc1, _mm512_madd_epi16(x1, y1));
+                i += 64;
+            }
+            while i + 32 <= n {
+                let x = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pa.add(i) as *const __m256i));
+                let y = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pb.add(i) as *const __m256i));
+                acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(x, y));
+                i += 32;
+            }
+        }
+        let mut sum = _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1));
+        for j in i..n {
+            sum += a[j] as i32 * b[j] as i32;
+        }
+        sum
+    }
+
+    /// 16 codes an iteration, as the AVX-512 kernel does it.
+    #[target_feature(enable = "avx2")]
+    unsafe fn dot_i8_avx2_impl(a: &[i8], b: &[i8]) -> i32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc0 = _mm256_setzero_si256();
+        let mut acc1 = _mm256_setzero_si256();
+        let mut i = 0;
+        // SAFETY (all loads): i + width <= n, and both slices hold n codes.
+        unsafe {
+            while i + 32 <= n {
+                let x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pa.add(i) as *const __m128i));
+                let y0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i) as *const __m128i));
+                let x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pa.add(i + 16) as *const __m128i));
+                let y1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i + 16) as *const __m128i));
+                acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(x0, y0));
+                acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(x1, y1));
+                i += 32;
+            }
+            while i + 16 <= n {
+                let x = _mm256_cvtepi8_epi16(_mm_loadu_si128(pa.add(i) as *const __m128i));
+                let y = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i) as *const __m128i));
+                acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(x, y));
+                i += 16;
+            }
+        }
+        let acc = _mm256_add_epi32(acc0, acc1);
+        let s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256::<1>(acc));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b0100_1110>(s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b1011_0001>(s));
+        let mut sum = _mm_cvtsi128_si32(s);
+        for j in i..n {
+            sum += a[j] as i32 * b[j] as i32;
+        }
+        sum
+    }
 
     /// Safe entry point: only reachable through a [`crate::Kernel`] built
     /// after `avx2` and `fma` were detected.
@@ -412,6 +537,27 @@ mod tests {
                         assert!((*o as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()), "{isa:?} n={n} row {r}");
                     }
                 }
+            }
+        }
+    }
+
+    /// The `i8` kernels are exact: equal to an `i64` sum at every length
+    /// (the tails after the last full vector included) and at the extremes
+    /// of the code range, where a 16-bit intermediate would overflow.
+    #[test]
+    fn every_i8_kernel_is_exact() {
+        #[cfg(target_arch = "x86_64")]
+        let kernels = x86::dot_i8_kernels();
+        #[cfg(not(target_arch = "x86_64"))]
+        let kernels: Vec<(&str, DotI8Fn)> = vec![("portable", dot_i8_portable)];
+        for n in [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 96, 384, 385, 1000] {
+            let a: Vec<i8> = pseudo(n, 3 + n as u32).iter().map(|x| (x * 127.0) as i8).collect();
+            let b: Vec<i8> = pseudo(n, 9 + n as u32).iter().map(|x| (x * 127.0) as i8).collect();
+            let extreme = vec![-127i8; n];
+            for (name, f) in &kernels {
+                let want: i64 = a.iter().zip(&b).map(|(x, y)| *x as i64 * *y as i64).sum();
+                assert_eq!(f(&a, &b) as i64, want, "{name} n={n}");
+                assert_eq!(f(&extreme, &extreme) as i64, 127 * 127 * n as i64, "{name} n={n} at the extremes");
             }
         }
     }

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::distance::Kernel;
+use crate::quantized::{CodedQuery, Codes};
 use crate::rng::Rng;
 
 /// Highest layer a node can be drawn on (`m = 16` reaches 8 layers at ~4
@@ -151,6 +152,10 @@ pub struct Rows<'a> {
     pub dim: usize,
     /// The dot-product kernel.
     pub kernel: Kernel,
+    /// The rows' int8 codes, when the caller keeps them (as
+    /// [`crate::VectorIndex`] does): a search then walks the graph on them
+    /// and re-scores its candidates on `data`. Building always uses `data`.
+    pub codes: Option<&'a Codes>,
 }
 
 impl Rows<'_> {
@@ -184,6 +189,49 @@ impl Rows<'_> {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = node;
+    }
+}
+
+/// How a walk scores nodes against its query: on the rows themselves (the
+/// build, and searches without codes) or on their int8 codes.
+trait Scorer {
+    /// `1 − cosine` of the query and `node` (approximate for codes).
+    fn dist(&self, node: u32) -> f32;
+    /// Asks for `node`'s row ahead of scoring it.
+    fn prefetch(&self, node: u32);
+}
+
+/// Scores on the `f32` rows.
+struct Exact<'a> {
+    rows: Rows<'a>,
+    q: &'a [f32],
+}
+
+impl Scorer for Exact<'_> {
+    #[inline]
+    fn dist(&self, node: u32) -> f32 {
+        self.rows.dist(self.q, node)
+    }
+    #[inline]
+    fn prefetch(&self, node: u32) {
+        self.rows.prefetch(node)
+    }
+}
+
+/// Scores on the int8 codes.
+struct Coded<'a> {
+    codes: &'a Codes,
+    q: CodedQuery,
+}
+
+impl Scorer for Coded<'_> {
+    #[inline]
+    fn dist(&self, node: u32) -> f32 {
+        1.0 - self.q.dot(self.codes, node)
+    }
+    #[inline]
+    fn prefetch(&self, node: u32) {
+        self.codes.prefetch(node)
     }
 }
 
@@ -398,11 +446,12 @@ impl Hnsw {
             None
         };
 
+        let exact = Exact { rows, q };
         let mut cur = Cand { dist: rows.dist(q, ep), node: ep };
         let mut buf = Vec::with_capacity(self.m0);
         let mut l = top;
         while l > level {
-            cur = self.greedy(q, cur, l, rows, &mut buf);
+            cur = self.greedy(&exact, cur, l, &mut buf);
             l -= 1;
         }
         let mut l = level.min(top) as i32;
@@ -410,7 +459,7 @@ impl Hnsw {
             let layer = l as u8;
             let found = SCRATCH.with(|s| {
                 let mut s = s.borrow_mut();
-                self.search_layer(q, &[cur], self.params.ef_construction, layer, rows, &mut s, |_| false)
+                self.search_layer(&exact, &[cur], self.params.ef_construction, layer, &mut s, |_| false)
             });
             let found: Vec<Cand> = found.into_iter().filter(|c| c.node != node).collect();
             let chosen = self.select(&found, self.params.m, rows);
@@ -448,12 +497,12 @@ impl Hnsw {
 
     /// Greedy descent on one upper layer: move to the nearest neighbour
     /// until none is nearer.
-    fn greedy(&self, q: &[f32], mut cur: Cand, level: u8, rows: Rows<'_>, buf: &mut Vec<u32>) -> Cand {
+    fn greedy(&self, sc: &impl Scorer, mut cur: Cand, level: u8, buf: &mut Vec<u32>) -> Cand {
         loop {
             self.read_links(cur.node, level, buf);
             let mut moved = false;
             for &nb in buf.iter() {
-                let d = rows.dist(q, nb);
+                let d = sc.dist(nb);
                 if d < cur.dist {
                     cur = Cand { dist: d, node: nb };
                     moved = true;
@@ -513,14 +562,12 @@ impl Hnsw {
     /// nearest nodes for which `skip` is false (skipped nodes are still
     /// walked through: a tombstone keeps routing). Returns them nearest
     /// first.
-    #[allow(clippy::too_many_arguments)]
     fn search_layer(
         &self,
-        q: &[f32],
+        sc: &impl Scorer,
         entries: &[Cand],
         ef: usize,
         level: u8,
-        rows: Rows<'_>,
         s: &mut Scratch,
         skip: impl Fn(u32) -> bool,
     ) -> Vec<Cand> {
@@ -553,13 +600,13 @@ impl Hnsw {
             }
             let ahead = PREFETCH_AHEAD;
             for &nb in pending.iter().take(ahead) {
-                rows.prefetch(nb);
+                sc.prefetch(nb);
             }
             for (i, &nb) in pending.iter().enumerate() {
                 if let Some(&next) = pending.get(i + ahead) {
-                    rows.prefetch(next);
+                    sc.prefetch(next);
                 }
-                let d = rows.dist(q, nb);
+                let d = sc.dist(nb);
                 if d < bound || s.top.len() < ef {
                     s.cands.push(Near(std::cmp::Reverse(Cand { dist: d, node: nb })));
                     if !skip(nb) {
@@ -595,16 +642,46 @@ impl Hnsw {
         if ep == NONE || k == 0 {
             return Vec::new();
         }
-        let mut cur = Cand { dist: rows.dist(query, ep), node: ep };
+        match rows.codes.filter(|c| c.len() >= self.len()) {
+            Some(codes) => {
+                let coded = Coded { codes, q: CodedQuery::new(query, rows.kernel) };
+                let found = self.walk(&coded, ep, top, ef.max(k), skip);
+                // Re-score the walk's candidates on the rows: the answer's
+                // order and cosines are full precision.
+                let exact = Exact { rows, q: query };
+                found.iter().take(PREFETCH_AHEAD).for_each(|c| exact.prefetch(c.node));
+                let mut rescored: Vec<Cand> = found
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if let Some(next) = found.get(i + PREFETCH_AHEAD) {
+                            exact.prefetch(next.node);
+                        }
+                        Cand { dist: exact.dist(c.node), node: c.node }
+                    })
+                    .collect();
+                rescored.sort_unstable();
+                rescored.into_iter().take(k).map(|c| (c.node, 1.0 - c.dist)).collect()
+            }
+            None => {
+                let found = self.walk(&Exact { rows, q: query }, ep, top, ef.max(k), skip);
+                found.into_iter().take(k).map(|c| (c.node, 1.0 - c.dist)).collect()
+            }
+        }
+    }
+
+    /// Descends the upper layers greedily from `ep`, then searches layer 0
+    /// keeping `ef` candidates, nearest first.
+    fn walk(&self, sc: &impl Scorer, ep: u32, top: u8, ef: usize, skip: impl Fn(u32) -> bool) -> Vec<Cand> {
+        let mut cur = Cand { dist: sc.dist(ep), node: ep };
         let mut buf = Vec::with_capacity(self.m0);
         for l in (1..=top).rev() {
-            cur = self.greedy(query, cur, l, rows, &mut buf);
+            cur = self.greedy(sc, cur, l, &mut buf);
         }
-        let found = SCRATCH.with(|s| {
+        SCRATCH.with(|s| {
             let mut s = s.borrow_mut();
-            self.search_layer(query, &[cur], ef.max(k), 0, rows, &mut s, skip)
-        });
-        found.into_iter().take(k).map(|c| (c.node, 1.0 - c.dist)).collect()
+            self.search_layer(sc, &[cur], ef, 0, &mut s, skip)
+        })
     }
 
     /// The graph as plain integers, for persistence: per node its level,
@@ -695,7 +772,7 @@ mod tests {
 
     fn recall(g: &Hnsw, scan: &ExactScan, queries: &[f32], k: usize, ef: usize) -> f64 {
         let dim = scan.dim();
-        let rows = Rows { data: scan.as_flat(), dim, kernel: scan.kernel() };
+        let rows = Rows { data: scan.as_flat(), dim, kernel: scan.kernel(), codes: None };
         let mut hit = 0;
         let mut total = 0;
         for q in queries.chunks_exact(dim) {
@@ -714,13 +791,13 @@ mod tests {
         let scan = ExactScan::from_flat(spec.dim, gen.base(spec.n));
         let queries = gen.base(100);
         let mut g = Hnsw::new(HnswParams { m: 12, ef_construction: 100, ..HnswParams::default() });
-        g.extend(Rows { data: scan.as_flat(), dim: spec.dim, kernel: scan.kernel() }, 2);
+        g.extend(Rows { data: scan.as_flat(), dim: spec.dim, kernel: scan.kernel(), codes: None }, 2);
         assert_eq!(g.len(), spec.n);
         let r = recall(&g, &scan, &queries, 10, 64);
         assert!(r >= 0.95, "recall@10 {r}");
 
         let back = Hnsw::from_words(g.params(), &g.to_words()).unwrap();
-        let rows = Rows { data: scan.as_flat(), dim: spec.dim, kernel: scan.kernel() };
+        let rows = Rows { data: scan.as_flat(), dim: spec.dim, kernel: scan.kernel(), codes: None };
         for q in queries.chunks_exact(spec.dim) {
             assert_eq!(g.search(q, 10, 32, rows, |_| false), back.search(q, 10, 32, rows, |_| false));
         }
@@ -729,6 +806,38 @@ mod tests {
         words[last] = 0;
         words.push(7);
         assert!(Hnsw::from_words(g.params(), &words).is_none());
+    }
+
+    /// A search over the int8 codes finds what the float walk finds, and
+    /// answers in full precision: every cosine is the rows' own dot product
+    /// (a walk that returned its coded scores would be off by ~1e-3) and
+    /// the answer is in that order.
+    #[test]
+    fn the_coded_walk_recalls_as_well_and_answers_in_full_precision() {
+        let spec = SyntheticSpec { n: 3_000, dim: 96, latent: 24, noise: 0.4, ..SyntheticSpec::default() };
+        let mut gen = Synthetic::new(&spec);
+        let scan = ExactScan::from_flat(spec.dim, gen.base(spec.n));
+        let queries = gen.base(100);
+        let codes = Codes::from_rows(spec.dim, scan.as_flat());
+        let rows = Rows { data: scan.as_flat(), dim: spec.dim, kernel: scan.kernel(), codes: None };
+        let coded = Rows { codes: Some(&codes), ..rows };
+        let mut g = Hnsw::new(HnswParams { m: 12, ef_construction: 100, ..HnswParams::default() });
+        g.extend(rows, 1);
+        let (mut hit_float, mut hit_coded, mut total) = (0, 0, 0);
+        for q in queries.chunks_exact(spec.dim) {
+            let want: Vec<u32> = scan.search(q, 10).into_iter().map(|x| x.0).collect();
+            let float = g.search(q, 10, 48, rows, |_| false);
+            let got = g.search(q, 10, 48, coded, |_| false);
+            hit_float += float.iter().filter(|x| want.contains(&x.0)).count();
+            hit_coded += got.iter().filter(|x| want.contains(&x.0)).count();
+            total += want.len();
+            for (node, cosine) in &got {
+                assert_eq!(*cosine, 1.0 - (1.0 - scan.kernel().dot(q, scan.row(*node))), "node {node}");
+            }
+            assert!(got.windows(2).all(|w| w[0].1 >= w[1].1), "best first: {got:?}");
+        }
+        let (rf, rc) = (hit_float as f64 / total as f64, hit_coded as f64 / total as f64);
+        assert!(rc >= 0.95 && rc >= rf - 0.01, "recall@10: coded {rc}, float {rf}");
     }
 }
 
@@ -759,7 +868,7 @@ mod reach {
     fn a_node_nothing_links_to_is_linked_again() {
         let spec = SyntheticSpec { n: 3_000, dim: 32, latent: 16, ..SyntheticSpec::default() };
         let scan = ExactScan::from_flat(spec.dim, Synthetic::new(&spec).base(spec.n));
-        let rows = Rows { data: scan.as_flat(), dim: spec.dim, kernel: scan.kernel() };
+        let rows = Rows { data: scan.as_flat(), dim: spec.dim, kernel: scan.kernel(), codes: None };
         let mut g = Hnsw::new(HnswParams { m: 8, ef_construction: 64, ..HnswParams::default() });
         g.extend(rows, 2);
         assert!(unreachable(&g).is_empty(), "a parallel build leaves every node reachable");

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::exact::ExactScan;
 use crate::hnsw::{Hnsw, HnswParams, Rows};
+use crate::quantized::Codes;
 
 /// Below this many stored vectors the index answers with the exact scan
 /// and keeps no graph.
@@ -162,6 +163,9 @@ pub struct Hit<K> {
 pub struct VectorIndex<K = u64> {
     config: VectorConfig,
     arena: ExactScan,
+    /// The arena's int8 codes, which the graph walks (kept level with the
+    /// arena while there is a graph; empty below the crossover).
+    codes: Codes,
     /// Slot → key; `None` is a tombstone.
     keys: Vec<Option<K>>,
     slot_of: HashMap<K, u32>,
@@ -177,6 +181,7 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
         }
         Ok(VectorIndex {
             arena: ExactScan::new(config.dim),
+            codes: Codes::new(config.dim),
             config,
             keys: Vec::new(),
             slot_of: HashMap::new(),
@@ -258,13 +263,16 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
     }
 
     fn rows(&self) -> Rows<'_> {
-        Rows { data: self.arena.as_flat(), dim: self.config.dim, kernel: self.arena.kernel() }
+        Rows { data: self.arena.as_flat(), dim: self.config.dim, kernel: self.arena.kernel(), codes: Some(&self.codes) }
     }
 
     /// Brings the graph in line with the arena: builds it (in parallel) once
     /// the index reaches the crossover, extends it otherwise.
     fn sync_graph(&mut self) {
         let threads = self.config.threads();
+        if self.graph.is_some() || self.arena.len() >= self.config.exact_below {
+            self.codes.extend_from(self.arena.as_flat());
+        }
         match self.graph.take() {
             Some(mut g) => {
                 let rows = self.rows();
@@ -344,6 +352,7 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
             }
         }
         self.arena = arena;
+        self.codes = Codes::new(self.config.dim);
         self.keys = keys;
         self.dead = 0;
         self.graph = None;
@@ -538,7 +547,16 @@ impl<K: Clone + Eq + Hash + Serialize + DeserializeOwned> VectorIndex<K> {
             }
             Some(g)
         };
-        Ok(VectorIndex { arena: ExactScan::from_flat(dim, data), config: header.config, keys, slot_of, dead, graph })
+        let codes = if graph.is_some() { Codes::from_rows(dim, &data) } else { Codes::new(dim) };
+        Ok(VectorIndex {
+            arena: ExactScan::from_flat(dim, data),
+            codes,
+            config: header.config,
+            keys,
+            slot_of,
+            dead,
+            graph,
+        })
     }
 }
 

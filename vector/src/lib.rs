@@ -14,6 +14,8 @@
 //! * [`exact`] — the exact scan over a contiguous arena with a bounded
 //!   top-k: the answer below the crossover, and the ground truth above it;
 //! * [`hnsw`] — a compact HNSW graph over that same arena;
+//! * [`quantized`] — int8 codes of the rows, which the graph walks before
+//!   re-scoring its candidates in full precision;
 //! * [`index`] — [`VectorIndex`]: exact below [`DEFAULT_EXACT_BELOW`] rows,
 //!   HNSW above, tombstones, compaction, dump/load;
 //! * [`fvecs`] — the `.fvecs` reader/writer of the standard ANN data sets;
@@ -25,15 +27,16 @@
 //! [`hnsw`]'s module docs make the case for a graph of our own.
 //!
 //! All similarity is cosine on L2-normalised `f32` vectors (the index
-//! normalises on the way in), i.e. a dot product. Nothing is quantised:
-//! at the fast path's sizes full precision is affordable, and it keeps
-//! the exact scan exact.
+//! normalises on the way in), i.e. a dot product. The exact scan and every
+//! similarity returned are full precision; only the graph walk ranks on
+//! int8 codes ([`quantized`]), and its candidates are scored again in `f32`.
 
 pub mod distance;
 pub mod exact;
 pub mod fvecs;
 pub mod hnsw;
 pub mod index;
+pub mod quantized;
 pub mod rng;
 pub mod synthetic;
 

@@ -1,0 +1,189 @@
+//! Int8 copies of the arena's rows, for the graph walk.
+//!
+//! An HNSW query scores ≈ 1 000 rows it reaches by links, i.e. in no
+//! order memory likes: at 20k × 384 `f32` (30 MB, more than this machine's
+//! cache) the walk waits on memory more than it computes. These codes are a
+//! quarter of the size (one byte a dimension, plus a scale a row), so the
+//! walk reads a quarter of the bytes, and their integer dot product is
+//! exact and identical on every kernel. The walk ranks by these codes; the
+//! `ef` candidates it keeps are then scored again in full precision
+//! ([`crate::Hnsw::search`]), so the cosines a caller sees and the final
+//! order are those of the `f32` rows. The exact scan never uses them.
+//!
+//! Quantisation is symmetric, per row: `code = round(x / scale)` with
+//! `scale = max |x| / 127`, so every row uses the whole `i8` range whatever
+//! its spread (a unit vector of 384 dimensions has `|x|` around 0.05; a
+//! fixed scale would leave most codes at 0). The dot product of two rows is
+//! then `scale_a · scale_b · Σ code_a · code_b`, off the `f32` one by a few
+//! thousandths at most for unit vectors — below the gaps the walk decides on,
+//! and the re-scoring removes it from the answer.
+
+use crate::distance::Kernel;
+
+/// The largest code: codes span `-127..=127` (symmetric, so negation is exact).
+const CODE_MAX: f32 = 127.0;
+
+/// Int8 codes and per-row scales, row `i` beside arena row `i`.
+#[derive(Clone, Debug, Default)]
+pub struct Codes {
+    dim: usize,
+    codes: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl Codes {
+    /// No rows, `dim` codes a row.
+    pub fn new(dim: usize) -> Self {
+        Codes { dim, codes: Vec::new(), scales: Vec::new() }
+    }
+
+    /// The codes of every row of `data` (`dim` floats each).
+    pub fn from_rows(dim: usize, data: &[f32]) -> Self {
+        let mut c = Codes::new(dim);
+        c.extend_from(data);
+        c
+    }
+
+    /// Encodes the rows of `data` from row `len()` on: what an arena grew
+    /// by since the codes last caught up with it.
+    pub fn extend_from(&mut self, data: &[f32]) {
+        if self.dim == 0 {
+            return;
+        }
+        let rows = data.len() / self.dim;
+        if rows <= self.len() {
+            return;
+        }
+        self.codes.reserve((rows - self.len()) * self.dim);
+        for row in data[self.len() * self.dim..rows * self.dim].chunks_exact(self.dim) {
+            let start = self.codes.len();
+            self.codes.resize(start + self.dim, 0);
+            let scale = encode(row, &mut self.codes[start..]);
+            self.scales.push(scale);
+        }
+    }
+
+    /// Rows encoded.
+    pub fn len(&self) -> usize {
+        self.scales.len()
+    }
+
+    /// True when no row is encoded.
+    pub fn is_empty(&self) -> bool {
+        self.scales.is_empty()
+    }
+
+    /// Codes a row.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Row `node`'s codes and scale.
+    #[inline]
+    pub fn row(&self, node: u32) -> (&[i8], f32) {
+        let s = node as usize * self.dim;
+        (&self.codes[s..s + self.dim], self.scales[node as usize])
+    }
+
+    /// Asks the CPU for row `node`'s codes ahead of scoring it.
+    #[inline]
+    pub fn prefetch(&self, node: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let s = node as usize * self.dim;
+            if s + self.dim <= self.codes.len() {
+                let p = self.codes[s..].as_ptr();
+                for line in 0..self.dim.div_ceil(64) {
+                    // SAFETY: prefetching never faults, and every address
+                    // is inside the row's cache lines.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * line)) };
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = node;
+    }
+}
+
+/// Writes `row`'s codes into `out` (as long as `row`) and returns its scale.
+pub fn encode(row: &[f32], out: &mut [i8]) -> f32 {
+    let max = row.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        out.fill(0);
+        return 0.0;
+    }
+    let inv = CODE_MAX / max;
+    for (o, x) in out.iter_mut().zip(row) {
+        *o = (x * inv).round().clamp(-CODE_MAX, CODE_MAX) as i8;
+    }
+    max / CODE_MAX
+}
+
+/// A query encoded for [`Codes`]: its codes, scale and the kernel.
+pub struct CodedQuery {
+    codes: Vec<i8>,
+    scale: f32,
+    kernel: Kernel,
+}
+
+impl CodedQuery {
+    /// Encodes unit vector `q`.
+    pub fn new(q: &[f32], kernel: Kernel) -> Self {
+        let mut codes = vec![0i8; q.len()];
+        let scale = encode(q, &mut codes);
+        CodedQuery { codes, scale, kernel }
+    }
+
+    /// The approximate dot product with row `node` of `codes`.
+    #[inline]
+    pub fn dot(&self, codes: &Codes, node: u32) -> f32 {
+        let (row, scale) = codes.row(node);
+        self.kernel.dot_i8(&self.codes, row) as f32 * (self.scale * scale)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{Synthetic, SyntheticSpec};
+
+    /// Over structured unit vectors the coded dot product stays within a
+    /// few thousandths of the `f32` one: the error bound the module docs
+    /// state, and what the walk's decisions rely on.
+    #[test]
+    fn coded_dot_products_track_the_float_ones() {
+        let spec = SyntheticSpec { n: 300, dim: 384, ..SyntheticSpec::default() };
+        let mut gen = Synthetic::new(&spec);
+        let (base, queries) = (gen.base(300), gen.base(20));
+        let kernel = Kernel::detect();
+        let codes = Codes::from_rows(spec.dim, &base);
+        assert_eq!(codes.len(), 300);
+        let mut worst = 0f32;
+        for q in queries.chunks_exact(spec.dim) {
+            let cq = CodedQuery::new(q, kernel);
+            for (i, row) in base.chunks_exact(spec.dim).enumerate() {
+                let exact = kernel.dot(q, row);
+                worst = worst.max((cq.dot(&codes, i as u32) - exact).abs());
+            }
+        }
+        assert!(worst < 0.005, "coded dot product off by {worst}");
+        assert!(worst > 0.0, "codes are not the floats");
+    }
+
+    #[test]
+    fn a_zero_row_codes_to_zero_and_extend_catches_up() {
+        let mut out = [1i8; 4];
+        assert_eq!(encode(&[0.0; 4], &mut out), 0.0);
+        assert_eq!(out, [0; 4]);
+        let scale = encode(&[0.5, -1.0, 0.25, 0.0], &mut out);
+        assert_eq!(out, [64, -127, 32, 0]);
+        assert!((scale - 1.0 / 127.0).abs() < 1e-7);
+
+        let data = [0.5f32, -1.0, 0.25, 0.0, 1.0, 0.0, 0.0, 0.0];
+        let mut codes = Codes::from_rows(4, &data[..4]);
+        codes.extend_from(&data);
+        assert_eq!(codes.len(), 2);
+        assert_eq!(codes.row(1).0, &[127, 0, 0, 0]);
+    }
+}
