@@ -195,8 +195,14 @@ impl<L: EventLog + ?Sized> EventLog for std::sync::Arc<L> {
     fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
         (**self).submit(events)
     }
+    fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        (**self).append(events)
+    }
     fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
         (**self).submit_deferred(events)
+    }
+    fn append_deferred(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        (**self).append_deferred(events)
     }
     fn head(&self) -> Seq {
         (**self).head()

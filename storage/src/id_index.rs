@@ -5,29 +5,40 @@
 //! sled copies a leaf on every insert, ≈ 4–5 µs per id, more than
 //! everything else an append costs together (relaxed appends ran at 0.45×
 //! SQLite's rate with the applier busy inserting ids). So ids are kept in
-//! **buckets**:
+//! **buckets**, one per millisecond of id time, split further only where a
+//! millisecond holds many ids:
 //!
-//! | key (7 bytes) | value |
+//! | key | value |
 //! |---|---|
-//! | the id's 48-bit timestamp (ms), then the top 4 bits of its randomness | entries of 24 bytes: id (16, big-endian), `seq` (8, big-endian), in the order they were added |
+//! | the id's 48-bit timestamp (ms), then `depth` bytes of its randomness (6 + depth bytes) | entries of 24 bytes: id (16, big-endian), `seq` (8, big-endian), in the order they were added — or [`SPLIT`], one byte: this bucket's ids are in the buckets one byte deeper |
 //!
 //! Ids are ULIDs whose time is the event's (live ids) or its cause's
 //! (derived and imported ids), so the events of one group commit share a
-//! few buckets, and the applier writes each bucket once per batch: one
-//! sled insert per bucket instead of one per event. The 4 bits of
-//! randomness spread the events of one millisecond over up to 16 buckets,
-//! so that even a file of events that all carry the same time (an import)
-//! keeps buckets of a few thousand entries, not one bucket of them all.
+//! few milliseconds, and the applier writes each bucket once per batch: one
+//! sled insert per bucket instead of one per event. A bucket of
+//! [`SPLIT_ABOVE`] entries splits into up to 256 by the next byte of
+//! randomness, so that a millisecond that holds a flood of ids (a file of
+//! events that all carry one time) keeps buckets of a few hundred entries:
+//! an insert rewrites, and a lookup scans, a bounded bucket.
+//!
+//! Why not always split (format 2 split every millisecond 16 ways): the
+//! events a turn derives share their cause's millisecond, so 16 ways put
+//! most of them in buckets of their own, and an import wrote one bucket per
+//! event (measured, 40 000 turn records: 82 k events/s with 16-way buckets,
+//! 129 k with one bucket per millisecond).
 //!
 //! Invariants:
 //!
 //! 1. Only one thread writes the index at a time (the applier, or the log's
 //!    open before it starts); a bucket is read, extended and written back
-//!    inside one sled batch with every other bucket of the group commit.
+//!    inside one sled batch with every other bucket of the group commit,
+//!    and a split writes its marker and the deeper buckets in that batch.
 //! 2. An entry is added only after its segment is written (sled recovers
 //!    a prefix of its log), so an entry never points past the segments.
 //! 3. An id has at most one entry: the writer checks the index (and the
 //!    ids not applied yet) before giving an event a position.
+//! 4. A key holds entries or [`SPLIT`], never both; an id's entry is in the
+//!    first bucket down its path (key depth 0, 1, …) that is not [`SPLIT`].
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -35,18 +46,28 @@ use engram_events::{EventId, Seq};
 
 use crate::error::LogError;
 
-/// Bytes of a bucket key.
-const KEY_BYTES: usize = 7;
+/// Bytes of a bucket key at depth 0: the id's millisecond.
+const MS_BYTES: usize = 6;
+/// Deepest bucket: a 4-byte path gives 2^32 buckets per millisecond, which
+/// no log reaches; a bucket at this depth grows without splitting.
+const MAX_DEPTH: usize = 4;
 /// Bytes of one entry in a bucket.
 const ENTRY_BYTES: usize = 24;
+/// A bucket with more entries than this splits (12 KiB of entries: an
+/// insert's rewrite and a lookup's scan stay within a few µs).
+pub(crate) const SPLIT_ABOVE: usize = 512;
+/// The value of a bucket that has split. One byte, so never a whole number
+/// of entries.
+pub(crate) const SPLIT: &[u8] = b"S";
 
-/// The bucket key of `id`.
-fn key(id: EventId) -> [u8; KEY_BYTES] {
+/// A bucket key: the id's millisecond and up to [`MAX_DEPTH`] bytes of its
+/// randomness.
+type Key = Vec<u8>;
+
+/// The key of `id`'s bucket at `depth`.
+fn key(id: EventId, depth: usize) -> Key {
     let bytes = id.0 .0.to_be_bytes();
-    let mut key = [0; KEY_BYTES];
-    key[..6].copy_from_slice(&bytes[..6]);
-    key[6] = bytes[6] >> 4;
-    key
+    bytes[..MS_BYTES + depth].to_vec()
 }
 
 fn entries(bucket: &[u8]) -> impl Iterator<Item = (EventId, Seq)> + '_ {
@@ -62,60 +83,113 @@ fn push(bucket: &mut Vec<u8>, id: EventId, seq: Seq) {
     bucket.extend_from_slice(&seq.0.to_be_bytes());
 }
 
-/// Entries grouped by bucket, buckets in key order.
-fn by_bucket(entries: impl Iterator<Item = (EventId, Seq)>) -> BTreeMap<[u8; KEY_BYTES], Vec<(EventId, Seq)>> {
-    let mut grouped: BTreeMap<[u8; KEY_BYTES], Vec<(EventId, Seq)>> = BTreeMap::new();
+/// Entries grouped by their bucket key at `depth`, in key order.
+fn by_key(depth: usize, entries: impl Iterator<Item = (EventId, Seq)>) -> BTreeMap<Key, Vec<(EventId, Seq)>> {
+    let mut grouped: BTreeMap<Key, Vec<(EventId, Seq)>> = BTreeMap::new();
     for (id, seq) in entries {
-        grouped.entry(key(id)).or_default().push((id, seq));
+        grouped.entry(key(id, depth)).or_default().push((id, seq));
     }
     grouped
 }
 
-/// Where `id` is, if the index has it.
-pub(crate) fn get(tree: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogError> {
-    let Some(bucket) = tree.get(key(id))? else { return Ok(None) };
-    let found = entries(&bucket).find(|(found, _)| *found == id).map(|(_, seq)| seq);
-    Ok(found)
+/// The key and contents of the bucket that holds (or would hold) `id`
+/// (invariant 4); `None` contents if there is no such bucket yet.
+fn leaf(tree: &sled::Tree, id: EventId) -> Result<(Key, Option<sled::IVec>), LogError> {
+    let mut depth = 0;
+    loop {
+        let k = key(id, depth);
+        match tree.get(&k)? {
+            Some(v) if v.as_ref() == SPLIT && depth < MAX_DEPTH => depth += 1,
+            found => return Ok((k, found)),
+        }
+    }
 }
 
-/// Adds every entry whose id the index lacks, one sled insert per bucket,
-/// as one atomic batch (invariant 1). Ids already there are left as they
-/// are, so adding a record again (the write-ahead records re-applied at
-/// open) adds nothing (invariant 3).
+/// Where `id` is, if the index has it.
+pub(crate) fn get(tree: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogError> {
+    let (_, bucket) = leaf(tree, id)?;
+    Ok(bucket.and_then(|b| entries(&b).find(|(found, _)| *found == id).map(|(_, seq)| seq)))
+}
+
+/// Adds every entry whose id the index lacks, one sled insert per bucket
+/// written, as one atomic batch (invariant 1). Ids already there are left
+/// as they are, so adding a record again (the write-ahead records
+/// re-applied at open) adds nothing (invariant 3).
 pub(crate) fn insert_all(tree: &sled::Tree, added: impl Iterator<Item = (EventId, Seq)>) -> Result<(), LogError> {
     let mut batch = sled::Batch::default();
-    for (key, added) in by_bucket(added) {
-        let mut bucket = tree.get(key)?.map(|b| b.to_vec()).unwrap_or_default();
-        let mut present: HashSet<EventId> = entries(&bucket).map(|(id, _)| id).collect();
-        let before = bucket.len();
-        bucket.reserve(added.len() * ENTRY_BYTES);
-        for (id, seq) in added {
-            if present.insert(id) {
-                push(&mut bucket, id, seq);
-            }
-        }
-        if bucket.len() > before {
-            batch.insert(&key, bucket);
-        }
+    for (key, added) in by_key(0, added) {
+        insert_at(tree, &mut batch, key, added)?;
     }
     tree.apply_batch(batch)?;
     Ok(())
 }
 
+/// Adds `added` (all of whose keys at this depth are `key`) under `key`,
+/// following or making splits.
+fn insert_at(tree: &sled::Tree, batch: &mut sled::Batch, key: Key, added: Vec<(EventId, Seq)>) -> Result<(), LogError> {
+    let depth = key.len() - MS_BYTES;
+    let old = tree.get(&key)?;
+    if old.as_deref() == Some(SPLIT) && depth < MAX_DEPTH {
+        for (deeper, added) in by_key(depth + 1, added.into_iter()) {
+            insert_at(tree, batch, deeper, added)?;
+        }
+        return Ok(());
+    }
+    let mut bucket = old.map(|b| b.to_vec()).unwrap_or_default();
+    let mut present: HashSet<EventId> = entries(&bucket).map(|(id, _)| id).collect();
+    let before = bucket.len();
+    bucket.reserve(added.len() * ENTRY_BYTES);
+    for (id, seq) in added {
+        if present.insert(id) {
+            push(&mut bucket, id, seq);
+        }
+    }
+    if bucket.len() == before {
+        return Ok(());
+    }
+    write_bucket(batch, key, bucket);
+    Ok(())
+}
+
+/// Writes `bucket` at `key` (which nothing deeper exists under), splitting
+/// it while it is over [`SPLIT_ABOVE`] entries.
+fn write_bucket(batch: &mut sled::Batch, key: Key, bucket: Vec<u8>) {
+    let depth = key.len() - MS_BYTES;
+    if bucket.len() / ENTRY_BYTES <= SPLIT_ABOVE || depth >= MAX_DEPTH {
+        batch.insert(key, bucket);
+        return;
+    }
+    batch.insert(key, SPLIT);
+    let mut deeper: BTreeMap<Key, Vec<u8>> = BTreeMap::new();
+    for (id, seq) in entries(&bucket) {
+        push(deeper.entry(self::key(id, depth + 1)).or_default(), id, seq);
+    }
+    for (k, b) in deeper {
+        write_bucket(batch, k, b);
+    }
+}
+
 /// Removes the entries of these ids that point at these positions, as one
-/// atomic batch.
+/// atomic batch. An emptied bucket goes; a split stays split.
 pub(crate) fn remove_all(tree: &sled::Tree, removed: impl Iterator<Item = (EventId, Seq)>) -> Result<(), LogError> {
+    /// A leaf bucket as read, and the entries to remove from it.
+    type Removal = (Option<sled::IVec>, Vec<(EventId, Seq)>);
+    let mut leaves: BTreeMap<Key, Removal> = BTreeMap::new();
+    for (id, seq) in removed {
+        let (k, bucket) = leaf(tree, id)?;
+        leaves.entry(k).or_insert((bucket, Vec::new())).1.push((id, seq));
+    }
     let mut batch = sled::Batch::default();
-    for (key, removed) in by_bucket(removed) {
-        let Some(old) = tree.get(key)? else { continue };
+    for (key, (old, removed)) in leaves {
+        let Some(old) = old else { continue };
         let mut bucket = Vec::with_capacity(old.len());
         for (id, seq) in entries(&old).filter(|e| !removed.contains(e)) {
             push(&mut bucket, id, seq);
         }
         if bucket.is_empty() {
-            batch.remove(&key);
+            batch.remove(key);
         } else {
-            batch.insert(&key, bucket);
+            batch.insert(key, bucket);
         }
     }
     tree.apply_batch(batch)?;
@@ -123,7 +197,8 @@ pub(crate) fn remove_all(tree: &sled::Tree, removed: impl Iterator<Item = (Event
 }
 
 /// Every entry, in bucket order. Also reads the index of a format-1 log
-/// (one key of 16 bytes per id), for `engram repair`.
+/// (one key of 16 bytes per id) and of a format-2 log (7-byte keys, whose
+/// values are entries too), for `engram repair`.
 pub(crate) fn all(tree: &sled::Tree) -> impl Iterator<Item = Result<(EventId, Seq), LogError>> + '_ {
     tree.iter().flat_map(|item| -> Vec<Result<(EventId, Seq), LogError>> {
         match item {
@@ -133,6 +208,7 @@ pub(crate) fn all(tree: &sled::Tree) -> impl Iterator<Item = Result<(EventId, Se
                 let seq = u64::from_be_bytes(v.as_ref().try_into().expect("8 bytes"));
                 vec![Ok((EventId(engram_events::ulid::Ulid(id)), Seq(seq)))]
             }
+            Ok((_, v)) if v.as_ref() == SPLIT => Vec::new(),
             Ok((_, v)) => entries(&v).map(Ok).collect(),
         }
     })
@@ -163,7 +239,7 @@ mod tests {
         // Same millisecond, same and different top bits; another ms.
         let ids = [id(7, 1), id(7, 2), id(7, 1 << 79), id(8, 1), id(7, 3)];
         insert_all(&tree, ids.iter().enumerate().map(|(i, id)| (*id, Seq(i as u64 + 1)))).unwrap();
-        assert_eq!(tree.len(), 3, "ms 7 low bits, ms 7 high bits, ms 8");
+        assert_eq!(tree.len(), 2, "one bucket per millisecond: ms 7, ms 8");
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(get(&tree, *id).unwrap(), Some(Seq(i as u64 + 1)));
         }
@@ -179,10 +255,64 @@ mod tests {
         remove_all(&tree, [(id(7, 1), Seq(1)), (id(8, 1), Seq(4)), (id(7, 2), Seq(99))].into_iter()).unwrap();
         assert_eq!(get(&tree, id(7, 1)).unwrap(), None);
         assert_eq!(get(&tree, id(7, 2)).unwrap(), Some(Seq(2)), "only an entry at that seq is removed");
-        assert_eq!(tree.len(), 2, "an emptied bucket goes");
+        assert_eq!(tree.len(), 1, "an emptied bucket goes");
         let mut listed: Vec<_> = all(&tree).map(Result::unwrap).collect();
         listed.sort();
         assert_eq!(listed.len(), 4);
+    }
+
+    /// Largest bucket in entries, and how many buckets have split.
+    fn shape(tree: &sled::Tree) -> (usize, usize) {
+        let (mut largest, mut splits) = (0, 0);
+        for item in tree.iter() {
+            let (_, v) = item.unwrap();
+            if v.as_ref() == SPLIT {
+                splits += 1;
+            } else {
+                assert_eq!(v.len() % ENTRY_BYTES, 0, "a bucket holds whole entries");
+                largest = largest.max(v.len() / ENTRY_BYTES);
+            }
+        }
+        (largest, splits)
+    }
+
+    /// A millisecond holding a flood of ids (one batch of thousands, then
+    /// batches that land in buckets already split) keeps every bucket at or
+    /// under the split size, and every id is found where it was put.
+    #[test]
+    fn a_crowded_millisecond_splits_and_every_id_stays_found() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let tree = db.open_tree("ids").unwrap();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u128;
+        let mut next = || {
+            rng = rng.wrapping_mul(0x2545_F491_4F6C_DD1D).wrapping_add(0x1234_5678_9ABC_DEF1);
+            rng >> 48
+        };
+        let ids: Vec<EventId> = (0..6_000).map(|_| id(42, next())).collect();
+        insert_all(&tree, ids[..3_000].iter().enumerate().map(|(i, id)| (*id, Seq(i as u64 + 1)))).unwrap();
+        for chunk in (3_000..6_000).collect::<Vec<_>>().chunks(250) {
+            insert_all(&tree, chunk.iter().map(|&i| (ids[i], Seq(i as u64 + 1)))).unwrap();
+        }
+        let (largest, splits) = shape(&tree);
+        assert!(largest <= SPLIT_ABOVE, "a bucket of {largest} entries");
+        assert!(splits >= 1, "the millisecond split");
+        assert_eq!(count(&tree).unwrap(), 6_000);
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(get(&tree, *id).unwrap(), Some(Seq(i as u64 + 1)), "id {i}");
+        }
+        assert_eq!(get(&tree, id(42, next())).unwrap(), None, "an id the split buckets lack");
+        // Again: nothing added. Then removing half leaves the other half.
+        insert_all(&tree, ids.iter().enumerate().map(|(i, id)| (*id, Seq(i as u64 + 1)))).unwrap();
+        assert_eq!(count(&tree).unwrap(), 6_000);
+        remove_all(&tree, ids.iter().enumerate().step_by(2).map(|(i, id)| (*id, Seq(i as u64 + 1)))).unwrap();
+        assert_eq!(count(&tree).unwrap(), 3_000);
+        for (i, id) in ids.iter().enumerate() {
+            let want = (i % 2 == 1).then_some(Seq(i as u64 + 1));
+            assert_eq!(get(&tree, *id).unwrap(), want, "id {i}");
+        }
+        let mut listed: Vec<_> = all(&tree).map(Result::unwrap).collect();
+        listed.sort();
+        assert_eq!(listed.len(), 3_000);
     }
 
     #[test]
@@ -191,5 +321,53 @@ mod tests {
         let tree = db.open_tree("ids").unwrap();
         tree.insert(id(5, 5).0 .0.to_be_bytes(), &7u64.to_be_bytes()).unwrap();
         assert_eq!(all(&tree).map(Result::unwrap).collect::<Vec<_>>(), vec![(id(5, 5), Seq(7))]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        /// The index against a map: ids crowded into three milliseconds
+        /// (so buckets split, at various depths and batch boundaries),
+        /// added in batches with repeats, some removed. Every id's entry is
+        /// what the map says, `all` and `count` agree with it, and no bucket
+        /// outgrows the split size.
+        #[test]
+        fn the_index_agrees_with_a_map(
+            ops in proptest::collection::vec(
+                (0u64..3, proptest::prelude::any::<u128>(), proptest::prelude::any::<bool>(), 0usize..400),
+                1..40,
+            )
+        ) {
+            let db = sled::Config::new().temporary(true).open().unwrap();
+            let tree = db.open_tree("ids").unwrap();
+            let mut model: std::collections::HashMap<EventId, Seq> = std::collections::HashMap::new();
+            let mut seq = 0u64;
+            for (ms, seed, remove, n) in ops {
+                let batch: Vec<(EventId, Seq)> = (0..n as u128)
+                    .map(|i| {
+                        let r = seed.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)) >> 48;
+                        seq += 1;
+                        (id(ms, r), Seq(seq))
+                    })
+                    .collect();
+                if remove {
+                    let gone: Vec<(EventId, Seq)> =
+                        model.iter().filter(|(id, _)| id.0 .0 % 3 == 0).map(|(id, s)| (*id, *s)).collect();
+                    remove_all(&tree, gone.iter().copied()).unwrap();
+                    gone.iter().for_each(|(id, _)| { model.remove(id); });
+                }
+                insert_all(&tree, batch.iter().copied()).unwrap();
+                for (id, s) in batch {
+                    model.entry(id).or_insert(s);
+                }
+            }
+            for (id, s) in &model {
+                proptest::prop_assert_eq!(get(&tree, *id).unwrap(), Some(*s));
+            }
+            proptest::prop_assert_eq!(count(&tree).unwrap(), model.len() as u64);
+            let listed: std::collections::HashMap<EventId, Seq> = all(&tree).map(Result::unwrap).collect();
+            proptest::prop_assert_eq!(listed, model);
+            proptest::prop_assert!(shape(&tree).0 <= SPLIT_ABOVE);
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! | tree   | key                    | value                                   |
 //! |--------|------------------------|-----------------------------------------|
 //! | `log`  | first `seq` (u64 BE)   | a segment: frames of consecutive events |
-//! | `ids`  | id bucket (7 B: ms, 4 bits) | entries: id (16 B), `seq` (u64 BE)  |
+//! | `ids`  | id bucket (ms, 6 B + depth) | entries: id (16 B), `seq` (u64 BE), or split |
 //! | `meta` | `format`               | log format version (u32 BE)             |
 //!
 //! Alongside, `<data dir>/log.wal/` holds the write-ahead files ([`wal`]).
@@ -46,8 +46,16 @@ use crate::wal::{self, Wal};
 /// The log format this build writes and reads.
 /// Format 2 added the write-ahead files (`log.wal/`), which an engram of
 /// format 1 would not read (it is refused such a log), and keeps the id
-/// index in buckets ([`id_index`]); a format-1 log is upgraded at open.
-pub const LOG_FORMAT: u32 = 2;
+/// index in buckets ([`id_index`]). Format 3 keeps one bucket per
+/// millisecond, split only where it is crowded, where format 2 split every
+/// millisecond 16 ways; an engram of format 2 would not find ids in it.
+/// A log of an older format is upgraded at open: its id index is rebuilt
+/// from the segments.
+pub const LOG_FORMAT: u32 = 3;
+
+/// The `meta` key present while an upgrade rebuilds the id index: a crash
+/// in the middle leaves it, and the next open rebuilds again.
+const REBUILDING_IDS: &str = "rebuilding_ids";
 
 /// Under the durable policy, how long a deferred append waits for a
 /// durable one (or a flush) before the writer flushes it on its own.
@@ -184,9 +192,16 @@ impl SledLog {
         };
         let log = db.open_tree("log")?;
         let ids = db.open_tree("ids")?;
-        if on_disk < 2 {
-            // Format 1 kept one index key per id; format 2 keeps buckets.
+        if on_disk < 3 || meta.contains_key(REBUILDING_IDS)? {
+            // Format 1 kept one index key per id, format 2 buckets of
+            // another layout. The new format is recorded first (an older
+            // engram must not read the new layout), with the mark that
+            // the rebuild is under way; sled recovers a prefix of its
+            // writes, so a crash leaves the mark if it left any of it.
+            meta.insert(REBUILDING_IDS, &[])?;
+            meta.insert("format", &LOG_FORMAT.to_be_bytes())?;
             rebuild_id_index(&log, &ids)?;
+            meta.remove(REBUILDING_IDS)?;
         }
         // Rule 6 of the write-ahead log: damage in its files refuses the
         // open, as damage sled would cut at does.
@@ -421,14 +436,25 @@ impl EventLog for SledLog {
         if let Some(fault) = &self.tail_fault {
             return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
         }
+        // The writer thread commits it: the caller has more to do before
+        // it waits (an import converts its next batch meanwhile).
+        let (ack, rx) = bounded(1);
+        self.send(WriterMsg::Append { events, ack, durable: true })?;
+        Ok(AppendTicket::new(rx))
+    }
+
+    fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        if let Some(fault) = &self.tail_fault {
+            return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
+        }
+        // The caller waits at once: when the writer is idle, committing
+        // here saves the two thread hops (see `commit_here`).
         let (ack, rx) = bounded(1);
         let msg = WriterMsg::Append { events, ack, durable: true };
-        let msg = match self.commit_here(msg) {
-            Ok(()) => return Ok(AppendTicket::new(rx)),
-            Err(msg) => msg,
-        };
-        self.send(msg)?;
-        Ok(AppendTicket::new(rx))
+        if let Err(msg) = self.commit_here(msg) {
+            self.send(msg)?;
+        }
+        AppendTicket::new(rx).wait()
     }
 
     fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
@@ -656,7 +682,7 @@ fn rebuild_id_index(log: &sled::Tree, ids: &sled::Tree) -> Result<(), LogError> 
         }
     }
     id_index::insert_all(ids, chunk.into_iter())?;
-    tracing::info!("rebuilt the id index in its format-2 layout");
+    tracing::info!("rebuilt the id index in its format-{LOG_FORMAT} layout");
     Ok(())
 }
 
