@@ -516,11 +516,13 @@ fn an_import_killed_part_way_completes_on_rerun() {
     for attempt in 0..3 {
         let data = tmp.path().join(format!("killed-{attempt}"));
         // Attempt 0 dies at a random early moment (maybe still validating);
-        // the others once the appends have started, at a random point of them.
+        // the others once the appends have started, at a random point of
+        // them. The appends are under half of an import (it converts every
+        // record in its dry run first), so the point is within a tenth.
         let (delay, from_open) = if attempt == 0 {
             (Duration::from_millis(rng.random_range(0..=append_ms / 3)), false)
         } else {
-            (Duration::from_millis(rng.random_range(0..=append_ms / 4)), true)
+            (Duration::from_millis(rng.random_range(0..=append_ms / 10)), true)
         };
         killed_import(&data, &file, delay, from_open);
         let mut partial = events_in(&data);
@@ -532,7 +534,7 @@ fn an_import_killed_part_way_completes_on_rerun() {
         }
         if attempt == 2 && partial < full {
             // Kill the resumed import too.
-            killed_import(&data, &file, Duration::from_millis(rng.random_range(0..=append_ms / 4)), true);
+            killed_import(&data, &file, Duration::from_millis(rng.random_range(0..=append_ms / 10)), true);
             let again = events_in(&data);
             assert!(again >= partial, "a second kill loses nothing acknowledged");
             partial = again;

@@ -32,7 +32,8 @@ pub struct Args {
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(data)?;
-    let plan = import::validate(&args.file)?;
+    // The dry run's scratch file goes beside the log, on its disk.
+    let plan = import::validate(&args.file)?.spool_in(data);
     let log = crate::open_log(data)?;
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let bar = output::progress(plan.records as u64, "importing");

@@ -186,6 +186,15 @@ impl<'a> FrameView<'a> {
     }
 }
 
+/// The whole length of the frame whose first [`FRAME_HEADER_LEN`] bytes
+/// are `fixed` (what a reader of a stream of frames needs to read next);
+/// `None` if it overflows `usize`. Nothing is checked but the arithmetic:
+/// the frame's CRC is checked when it is split.
+pub fn frame_len(fixed: &[u8]) -> Option<usize> {
+    let u32_at = |i: usize| u32::from_le_bytes([fixed[i], fixed[i + 1], fixed[i + 2], fixed[i + 3]]) as usize;
+    FRAME_HEADER_LEN.checked_add(u32_at(6))?.checked_add(u32_at(10))
+}
+
 /// Splits the first frame off `bytes`, checking its length and CRC.
 /// Returns the frame and the rest.
 pub fn split_frame(bytes: &[u8]) -> Result<(RawFrame<'_>, &[u8]), DecodeError> {
@@ -198,10 +207,7 @@ pub fn split_frame(bytes: &[u8]) -> Result<(RawFrame<'_>, &[u8]), DecodeError> {
     let u16_at = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]);
     let u32_at = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
     let header_len = u32_at(6) as usize;
-    let payload_len = u32_at(10) as usize;
-    let total = FRAME_HEADER_LEN
-        .checked_add(header_len)
-        .and_then(|n| n.checked_add(payload_len))
+    let total = frame_len(&bytes[..FRAME_HEADER_LEN])
         .ok_or(DecodeError::Truncated { needed: usize::MAX, available: bytes.len() })?;
     if bytes.len() < total {
         return Err(DecodeError::Truncated { needed: total, available: bytes.len() });

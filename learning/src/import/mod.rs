@@ -10,19 +10,20 @@
 //!    a session the log has ended, or takes a `(session, turn)` the log
 //!    holds as another turn — the rule `engram run` keeps for live turns;
 //! 3. **dry run** (the start of [`run`]): every record is turned into its
-//!    events, through reactors of their own, exactly as the append pass
-//!    will; a panic there (a bug, never an input's fault once 1 passed) is
-//!    reported at its line and nothing is appended.
+//!    events, through the reactors, into a scratch file ([`spool`]); a
+//!    panic there (a bug, never an input's fault once 1 passed) is reported
+//!    at its line and nothing is appended.
 //!
 //! Each bad line is reported as `FILE:LINE: FIELD: what is wrong`. Then the
-//! append pass turns the lines into envelopes and appends them in file
-//! order, in pipelined batches.
+//! append pass reads the dry run's envelopes back and appends them in file
+//! order, in pipelined batches: each record is converted once.
 //!
 //! Ids are derived from the records, so the log dedupes a second import of
 //! the same file (nothing is appended) and an import killed half-way and run
 //! again appends exactly what is missing: batches commit in order, so the log
 //! always holds a prefix of the file's events.
 
+pub mod spool;
 pub mod turn_events;
 pub mod turn_record;
 
@@ -90,6 +91,16 @@ pub enum ImportError {
         /// How many bad lines in all.
         total: usize,
     },
+    /// The scratch file that holds the dry run's events could not be
+    /// written or read back; nothing was appended from it.
+    #[error("{dir}: the import's scratch file: {source}")]
+    Spool {
+        /// Where it was.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// Appending failed part-way; what was appended stays (and a rerun
     /// completes it).
     #[error(transparent)]
@@ -140,6 +151,9 @@ pub struct Plan {
     turns: HashMap<(SessionId, u32), (usize, EventId)>,
     /// Standard input, read once.
     stdin: Option<Vec<u8>>,
+    /// Where the dry run keeps its events for the append pass (the
+    /// system's temporary directory unless [`Plan::spool_in`] says).
+    spool_dir: Option<PathBuf>,
 }
 
 /// A line's number and its text, or why it cannot be read.
@@ -315,10 +329,18 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
         sessions,
         turns: seen_turns,
         stdin: None,
+        spool_dir: None,
     })
 }
 
 impl Plan {
+    /// Keeps the dry run's events in `dir` (the data dir: the disk the log
+    /// is on) rather than the system's temporary directory.
+    pub fn spool_in(mut self, dir: &Path) -> Self {
+        self.spool_dir = Some(dir.to_owned());
+        self
+    }
+
     /// Step 2 (see the module docs): the file's turns against the log's.
     /// A record whose first event the log already holds is the same record
     /// imported before (ids are derived), and passes.
@@ -421,11 +443,12 @@ pub fn reactors(projector: &Projector, config: &Config) -> Vec<Box<dyn Reactor>>
 /// Checks the file against the log, dry-runs it, then appends its events
 /// through `log` (steps 2 and 3 of the module docs, then the append pass).
 /// Turn records also go through reactors — `reactors()` makes a set warmed
-/// up from the log's projections; it is called twice, once for the dry run
-/// and once for the append — which insert the events the live runtime
-/// would derive (day activations, …) right after their causes; envelope
-/// files are taken as they are. `progress` is called with the number of
-/// records appended.
+/// up from the log's projections — which insert the events the live
+/// runtime would derive (day activations, …) right after their causes;
+/// envelope files are taken as they are. The dry run keeps what it
+/// converted in a scratch file ([`spool`]) and the append pass appends
+/// that, so each record is converted once. `progress` is called with the
+/// number of records appended.
 pub fn run(
     plan: &Plan,
     log: &dyn EventLog,
@@ -433,16 +456,16 @@ pub fn run(
     mut progress: impl FnMut(usize),
 ) -> Result<ImportStats, ImportError> {
     plan.check_log(log)?;
-    // The dry run: the same conversion as the append pass, into nothing.
+    let dir = plan.spool_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let mut spool = spool::Spool::create(&dir)?;
+    // The dry run: the whole conversion, into the scratch file only.
     let line = std::cell::Cell::new(0usize);
     let dry = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let mut reactors = reactors();
-        convert(plan, log, &mut reactors, &line, &mut |_, _| Ok(()))
+        convert(plan, log, &mut reactors, &line, &mut |events, group| spool.push(&events, group))
     }));
-    match dry {
-        Ok(result) => {
-            result?;
-        }
+    let skipped = match dry {
+        Ok(result) => result?,
         Err(panic) => {
             let what = panic
                 .downcast_ref::<String>()
@@ -459,13 +482,12 @@ pub fn run(
                 total: 1,
             });
         }
-    }
+    };
     let mut stats = ImportStats::default();
     let mut pipeline =
         Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
-    let mut reactors = reactors();
     let mut done = 0usize;
-    let skipped = convert(plan, log, &mut reactors, &line, &mut |events, group| {
+    spool.replay(|events, group| {
         pipeline.push(events, group, &mut stats)?;
         done += 1;
         if done.is_multiple_of(256) {
@@ -539,7 +561,7 @@ fn convert(
 }
 
 /// How a group of events counts in [`ImportStats`].
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Group {
     Turn,
     Envelope { is_turn: bool },
