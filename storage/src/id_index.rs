@@ -10,13 +10,13 @@
 //!
 //! | key | value |
 //! |---|---|
-//! | the id's 48-bit timestamp (ms), then `depth` bytes of its randomness (6 + depth bytes) | entries of 24 bytes: id (16, big-endian), `seq` (8, big-endian), in the order they were added — or [`SPLIT`], one byte: this bucket's ids are in the buckets one byte deeper |
+//! | the id's 48-bit timestamp (ms), then `depth` bytes of its randomness (6 + depth bytes) | entries of 24 bytes: id (16, big-endian), `seq` (8, big-endian), in the order they were added — or `SPLIT`, one byte: this bucket's ids are in the buckets one byte deeper |
 //!
 //! Ids are ULIDs whose time is the event's (live ids) or its cause's
 //! (derived and imported ids), so the events of one group commit share a
 //! few milliseconds, and the applier writes each bucket once per batch: one
 //! sled insert per bucket instead of one per event. A bucket of
-//! [`SPLIT_ABOVE`] entries splits into up to 256 by the next byte of
+//! `SPLIT_ABOVE` entries splits into up to 256 by the next byte of
 //! randomness, so that a millisecond that holds a flood of ids (a file of
 //! events that all carry one time) keeps buckets of a few hundred entries:
 //! an insert rewrites, and a lookup scans, a bounded bucket.
@@ -37,8 +37,8 @@
 //!    a prefix of its log), so an entry never points past the segments.
 //! 3. An id has at most one entry: the writer checks the index (and the
 //!    ids not applied yet) before giving an event a position.
-//! 4. A key holds entries or [`SPLIT`], never both; an id's entry is in the
-//!    first bucket down its path (key depth 0, 1, …) that is not [`SPLIT`].
+//! 4. A key holds entries or `SPLIT`, never both; an id's entry is in the
+//!    first bucket down its path (key depth 0, 1, …) that is not `SPLIT`.
 
 use std::collections::{BTreeMap, HashSet};
 
