@@ -83,11 +83,11 @@ fn push(bucket: &mut Vec<u8>, id: EventId, seq: Seq) {
     bucket.extend_from_slice(&seq.0.to_be_bytes());
 }
 
-/// Entries grouped by their bucket key at `depth`, in key order.
-fn by_key(depth: usize, entries: impl Iterator<Item = (EventId, Seq)>) -> BTreeMap<Key, Vec<(EventId, Seq)>> {
-    let mut grouped: BTreeMap<Key, Vec<(EventId, Seq)>> = BTreeMap::new();
-    for (id, seq) in entries {
-        grouped.entry(key(id, depth)).or_default().push((id, seq));
+/// Items grouped by the bucket key at `depth` of their id, in key order.
+fn by_key<T>(depth: usize, items: impl Iterator<Item = T>, id: impl Fn(&T) -> EventId) -> BTreeMap<Key, Vec<T>> {
+    let mut grouped: BTreeMap<Key, Vec<T>> = BTreeMap::new();
+    for item in items {
+        grouped.entry(key(id(&item), depth)).or_default().push(item);
     }
     grouped
 }
@@ -111,13 +111,52 @@ pub(crate) fn get(tree: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogErro
     Ok(bucket.and_then(|b| entries(&b).find(|(found, _)| *found == id).map(|(_, seq)| seq)))
 }
 
+/// Where each of `ids` is, added to `found` for those the index has. Each
+/// bucket is read once for all the ids it may hold: a group commit's ids
+/// share few milliseconds, so this is a read per few events, where
+/// [`get`] of each would be one per event.
+pub(crate) fn get_many(
+    tree: &sled::Tree,
+    ids: &[EventId],
+    found: &mut std::collections::HashMap<EventId, Seq>,
+) -> Result<(), LogError> {
+    for (key, ids) in by_key(0, ids.iter().copied(), |id| *id) {
+        find_at(tree, key, ids, found)?;
+    }
+    Ok(())
+}
+
+/// [`get_many`] below `key` (all of `ids` are under it).
+fn find_at(
+    tree: &sled::Tree,
+    key: Key,
+    ids: Vec<EventId>,
+    found: &mut std::collections::HashMap<EventId, Seq>,
+) -> Result<(), LogError> {
+    let depth = key.len() - MS_BYTES;
+    let Some(bucket) = tree.get(&key)? else { return Ok(()) };
+    if bucket.as_ref() == SPLIT && depth < MAX_DEPTH {
+        for (deeper, ids) in by_key(depth + 1, ids.into_iter(), |id| *id) {
+            find_at(tree, deeper, ids, found)?;
+        }
+        return Ok(());
+    }
+    let wanted: HashSet<EventId> = ids.into_iter().collect();
+    for (id, seq) in entries(&bucket) {
+        if wanted.contains(&id) {
+            found.insert(id, seq);
+        }
+    }
+    Ok(())
+}
+
 /// Adds every entry whose id the index lacks, one sled insert per bucket
 /// written, as one atomic batch (invariant 1). Ids already there are left
 /// as they are, so adding a record again (the write-ahead records
 /// re-applied at open) adds nothing (invariant 3).
 pub(crate) fn insert_all(tree: &sled::Tree, added: impl Iterator<Item = (EventId, Seq)>) -> Result<(), LogError> {
     let mut batch = sled::Batch::default();
-    for (key, added) in by_key(0, added) {
+    for (key, added) in by_key(0, added, |e| e.0) {
         insert_at(tree, &mut batch, key, added)?;
     }
     tree.apply_batch(batch)?;
@@ -130,7 +169,7 @@ fn insert_at(tree: &sled::Tree, batch: &mut sled::Batch, key: Key, added: Vec<(E
     let depth = key.len() - MS_BYTES;
     let old = tree.get(&key)?;
     if old.as_deref() == Some(SPLIT) && depth < MAX_DEPTH {
-        for (deeper, added) in by_key(depth + 1, added.into_iter()) {
+        for (deeper, added) in by_key(depth + 1, added.into_iter(), |e| e.0) {
             insert_at(tree, batch, deeper, added)?;
         }
         return Ok(());
@@ -364,6 +403,12 @@ mod tests {
             for (id, s) in &model {
                 proptest::prop_assert_eq!(get(&tree, *id).unwrap(), Some(*s));
             }
+            // All at once, with ids the index lacks among them.
+            let mut asked: Vec<EventId> = model.keys().copied().collect();
+            asked.extend((0..50u128).map(|r| id(r as u64 % 4, r << 60 | 0xABCDEF)));
+            let mut found = std::collections::HashMap::new();
+            get_many(&tree, &asked, &mut found).unwrap();
+            proptest::prop_assert_eq!(&found, &model);
             proptest::prop_assert_eq!(count(&tree).unwrap(), model.len() as u64);
             let listed: std::collections::HashMap<EventId, Seq> = all(&tree).map(Result::unwrap).collect();
             proptest::prop_assert_eq!(listed, model);

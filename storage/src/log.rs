@@ -144,6 +144,27 @@ impl Shared {
         id_index::get(&self.ids, id)
     }
 
+    /// [`Shared::seq_of`] of many ids at once (the writer's check of a
+    /// group commit): the pending ones under one lock, the rest with one
+    /// read per index bucket. Returns the ids found.
+    fn seq_of_many(&self, ids: &[EventId]) -> Result<HashMap<EventId, Seq>, LogError> {
+        let mut found = HashMap::with_capacity(ids.len());
+        let mut rest = Vec::with_capacity(ids.len());
+        {
+            let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            for id in ids {
+                match pending.get(id) {
+                    Some(&seq) => {
+                        found.insert(*id, seq);
+                    }
+                    None => rest.push(*id),
+                }
+            }
+        }
+        id_index::get_many(&self.ids, &rest, &mut found)?;
+        Ok(found)
+    }
+
     /// Waits until sled holds every acknowledged event.
     fn caught_up(&self) -> Result<(), LogError> {
         self.applied.wait_for(Seq(self.head.load(Ordering::Acquire)), &self.hurry)
@@ -868,12 +889,18 @@ impl Writer {
             self.make_durable()
         };
         match committed {
-            Ok(fresh) => {
+            Ok(written) => {
+                // The events written move on to the subscribers (an event
+                // marked existing was not written: its seq is another's).
+                let mut fresh = Vec::new();
                 for (events, ack) in appends.drain(..) {
                     let _ = ack.send(Ok(outcomes_of(&events)));
+                    if written {
+                        fresh.extend(events.into_iter().filter(|e| e.seq.0 & EXISTING_BIT == 0));
+                    }
                 }
-                if let Some(fresh) = fresh {
-                    self.shared.hub.publish(fresh);
+                if written {
+                    self.shared.hub.publish(fresh.into());
                 }
             }
             Err(e) => {
@@ -923,13 +950,13 @@ impl Writer {
         &mut self,
         appends: &mut [(Vec<Envelope>, Ack)],
         sync_needed: impl FnOnce(bool) -> bool,
-    ) -> Result<Option<Arc<[Envelope]>>, LogError> {
+    ) -> Result<bool, LogError> {
         if let Some(why) = self.poisoned.clone().or_else(|| self.shared.applied.failure()) {
             return Err(LogError::Transaction(why));
         }
         let prepared = self.prepare(appends)?;
         let sync = sync_needed(prepared.is_some());
-        if let Some((record, _)) = &prepared {
+        if let Some(record) = &prepared {
             let Some(wal) = self.wal.as_mut() else { return Err(LogError::WriterStopped) };
             if let Err(e) = wal.append(&record.segments) {
                 return Err(self.poison(e));
@@ -938,7 +965,7 @@ impl Writer {
         if sync {
             self.make_durable()?;
         }
-        let Some((record, fresh)) = prepared else { return Ok(None) };
+        let Some(record) = prepared else { return Ok(false) };
         // Visible from here: readers find the ids among the pending ones,
         // and wait for the applier before reading the trees.
         {
@@ -961,23 +988,23 @@ impl Writer {
                 Err(e) => return Err(self.poison(e)),
             }
         }
-        Ok(Some(fresh.into()))
+        Ok(true)
     }
 
     /// Positions, duplicates and segments of a group commit.
-    fn prepare(&self, appends: &mut [(Vec<Envelope>, Ack)]) -> Result<Option<(Record, Vec<Envelope>)>, LogError> {
+    fn prepare(&self, appends: &mut [(Vec<Envelope>, Ack)]) -> Result<Option<Record>, LogError> {
         let head = Seq(self.shared.head.load(Ordering::Acquire));
         let mut next = head.next();
-        let mut in_batch: HashMap<EventId, Seq> = HashMap::new();
+        // Every id of the group looked up at once: each bucket is read
+        // once, not once per event (a turn's events share a bucket).
+        let ids: Vec<EventId> = appends.iter().flat_map(|(events, _)| events.iter().map(|e| e.id)).collect();
+        let mut known = self.shared.seq_of_many(&ids)?;
         let mut builder = SegmentBuilder::new(self.config.segment_bytes);
         let mut index = Vec::new();
-        let mut fresh = Vec::new();
+        let mut fresh = 0usize;
         for (events, _) in appends.iter_mut() {
             for env in events.iter_mut() {
-                let existing = match in_batch.get(&env.id) {
-                    Some(&seq) => Some(seq),
-                    None => self.shared.seq_of(env.id)?,
-                };
+                let existing = known.get(&env.id).copied();
                 match existing {
                     Some(seq) => {
                         // Marked as existing: seq set, but not re-appended.
@@ -985,19 +1012,19 @@ impl Writer {
                     }
                     None => {
                         env.seq = next;
-                        in_batch.insert(env.id, next);
+                        known.insert(env.id, next);
                         builder.push(env);
                         index.push((env.id, next));
-                        fresh.push(env.clone());
+                        fresh += 1;
                         next = next.next();
                     }
                 }
             }
         }
-        if fresh.is_empty() {
+        if fresh == 0 {
             return Ok(None);
         }
-        Ok(Some((Record { segments: builder.finish(), index, last: Seq(next.0 - 1) }, fresh)))
+        Ok(Some(Record { segments: builder.finish(), index, last: Seq(next.0 - 1) }))
     }
 
     /// On close: everything durable in sled, and the write-ahead files
