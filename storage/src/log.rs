@@ -219,6 +219,12 @@ impl SledLog {
             // engram must not read the new layout), with the mark that
             // the rebuild is under way; sled recovers a prefix of its
             // writes, so a crash leaves the mark if it left any of it.
+            // A pause of seconds on a long log, once: say why.
+            tracing::warn!(
+                "{}: upgrading the log from format {on_disk} to {LOG_FORMAT}: rebuilding its id index from the \
+                 segments, once (≈ 7 s per million events)",
+                dir.display()
+            );
             meta.insert(REBUILDING_IDS, &[])?;
             meta.insert("format", &LOG_FORMAT.to_be_bytes())?;
             rebuild_id_index(&log, &ids)?;
