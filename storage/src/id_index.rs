@@ -92,6 +92,12 @@ fn by_key<T>(depth: usize, items: impl Iterator<Item = T>, id: impl Fn(&T) -> Ev
     grouped
 }
 
+/// Whether `bucket`, read at `depth`, sends its ids one byte deeper
+/// (invariant 4).
+fn is_split(bucket: &[u8], depth: usize) -> bool {
+    bucket == SPLIT && depth < MAX_DEPTH
+}
+
 /// The key and contents of the bucket that holds (or would hold) `id`
 /// (invariant 4); `None` contents if there is no such bucket yet.
 fn leaf(tree: &sled::Tree, id: EventId) -> Result<(Key, Option<sled::IVec>), LogError> {
@@ -99,10 +105,31 @@ fn leaf(tree: &sled::Tree, id: EventId) -> Result<(Key, Option<sled::IVec>), Log
     loop {
         let k = key(id, depth);
         match tree.get(&k)? {
-            Some(v) if v.as_ref() == SPLIT && depth < MAX_DEPTH => depth += 1,
+            Some(v) if is_split(&v, depth) => depth += 1,
             found => return Ok((k, found)),
         }
     }
+}
+
+/// [`leaf`] for many items at once: groups them by bucket from `depth`
+/// down, reading each bucket once, and calls `at_leaf` with each leaf's
+/// key, its contents (`None`: no bucket yet) and the items under it, in
+/// key order. A group commit's ids share few milliseconds, so this is a
+/// read per few events where [`leaf`] of each would be one per event.
+fn for_each_leaf<T>(
+    tree: &sled::Tree,
+    depth: usize,
+    items: impl Iterator<Item = T>,
+    id: &impl Fn(&T) -> EventId,
+    at_leaf: &mut impl FnMut(Key, Option<sled::IVec>, Vec<T>) -> Result<(), LogError>,
+) -> Result<(), LogError> {
+    for (key, items) in by_key(depth, items, id) {
+        match tree.get(&key)? {
+            Some(v) if is_split(&v, depth) => for_each_leaf(tree, depth + 1, items.into_iter(), id, at_leaf)?,
+            bucket => at_leaf(key, bucket, items)?,
+        }
+    }
+    Ok(())
 }
 
 /// Where `id` is, if the index has it.
@@ -111,43 +138,19 @@ pub(crate) fn get(tree: &sled::Tree, id: EventId) -> Result<Option<Seq>, LogErro
     Ok(bucket.and_then(|b| entries(&b).find(|(found, _)| *found == id).map(|(_, seq)| seq)))
 }
 
-/// Where each of `ids` is, added to `found` for those the index has. Each
-/// bucket is read once for all the ids it may hold: a group commit's ids
-/// share few milliseconds, so this is a read per few events, where
-/// [`get`] of each would be one per event.
+/// Where each of `ids` is, added to `found` for those the index has, each
+/// bucket read once ([`for_each_leaf`]).
 pub(crate) fn get_many(
     tree: &sled::Tree,
     ids: &[EventId],
     found: &mut std::collections::HashMap<EventId, Seq>,
 ) -> Result<(), LogError> {
-    for (key, ids) in by_key(0, ids.iter().copied(), |id| *id) {
-        find_at(tree, key, ids, found)?;
-    }
-    Ok(())
-}
-
-/// [`get_many`] below `key` (all of `ids` are under it).
-fn find_at(
-    tree: &sled::Tree,
-    key: Key,
-    ids: Vec<EventId>,
-    found: &mut std::collections::HashMap<EventId, Seq>,
-) -> Result<(), LogError> {
-    let depth = key.len() - MS_BYTES;
-    let Some(bucket) = tree.get(&key)? else { return Ok(()) };
-    if bucket.as_ref() == SPLIT && depth < MAX_DEPTH {
-        for (deeper, ids) in by_key(depth + 1, ids.into_iter(), |id| *id) {
-            find_at(tree, deeper, ids, found)?;
-        }
-        return Ok(());
-    }
-    let wanted: HashSet<EventId> = ids.into_iter().collect();
-    for (id, seq) in entries(&bucket) {
-        if wanted.contains(&id) {
-            found.insert(id, seq);
-        }
-    }
-    Ok(())
+    for_each_leaf(tree, 0, ids.iter().copied(), &|id| *id, &mut |_, bucket, ids| {
+        let Some(bucket) = bucket else { return Ok(()) };
+        let wanted: HashSet<EventId> = ids.into_iter().collect();
+        found.extend(entries(&bucket).filter(|(id, _)| wanted.contains(id)));
+        Ok(())
+    })
 }
 
 /// Adds every entry whose id the index lacks, one sled insert per bucket
@@ -156,37 +159,22 @@ fn find_at(
 /// re-applied at open) adds nothing (invariant 3).
 pub(crate) fn insert_all(tree: &sled::Tree, added: impl Iterator<Item = (EventId, Seq)>) -> Result<(), LogError> {
     let mut batch = sled::Batch::default();
-    for (key, added) in by_key(0, added, |e| e.0) {
-        insert_at(tree, &mut batch, key, added)?;
-    }
+    for_each_leaf(tree, 0, added, &|e| e.0, &mut |key, old, added| {
+        let mut bucket = old.map(|b| b.to_vec()).unwrap_or_default();
+        let mut present: HashSet<EventId> = entries(&bucket).map(|(id, _)| id).collect();
+        let before = bucket.len();
+        bucket.reserve(added.len() * ENTRY_BYTES);
+        for (id, seq) in added {
+            if present.insert(id) {
+                push(&mut bucket, id, seq);
+            }
+        }
+        if bucket.len() > before {
+            write_bucket(&mut batch, key, bucket);
+        }
+        Ok(())
+    })?;
     tree.apply_batch(batch)?;
-    Ok(())
-}
-
-/// Adds `added` (all of whose keys at this depth are `key`) under `key`,
-/// following or making splits.
-fn insert_at(tree: &sled::Tree, batch: &mut sled::Batch, key: Key, added: Vec<(EventId, Seq)>) -> Result<(), LogError> {
-    let depth = key.len() - MS_BYTES;
-    let old = tree.get(&key)?;
-    if old.as_deref() == Some(SPLIT) && depth < MAX_DEPTH {
-        for (deeper, added) in by_key(depth + 1, added.into_iter(), |e| e.0) {
-            insert_at(tree, batch, deeper, added)?;
-        }
-        return Ok(());
-    }
-    let mut bucket = old.map(|b| b.to_vec()).unwrap_or_default();
-    let mut present: HashSet<EventId> = entries(&bucket).map(|(id, _)| id).collect();
-    let before = bucket.len();
-    bucket.reserve(added.len() * ENTRY_BYTES);
-    for (id, seq) in added {
-        if present.insert(id) {
-            push(&mut bucket, id, seq);
-        }
-    }
-    if bucket.len() == before {
-        return Ok(());
-    }
-    write_bucket(batch, key, bucket);
     Ok(())
 }
 
@@ -211,16 +199,9 @@ fn write_bucket(batch: &mut sled::Batch, key: Key, bucket: Vec<u8>) {
 /// Removes the entries of these ids that point at these positions, as one
 /// atomic batch. An emptied bucket goes; a split stays split.
 pub(crate) fn remove_all(tree: &sled::Tree, removed: impl Iterator<Item = (EventId, Seq)>) -> Result<(), LogError> {
-    /// A leaf bucket as read, and the entries to remove from it.
-    type Removal = (Option<sled::IVec>, Vec<(EventId, Seq)>);
-    let mut leaves: BTreeMap<Key, Removal> = BTreeMap::new();
-    for (id, seq) in removed {
-        let (k, bucket) = leaf(tree, id)?;
-        leaves.entry(k).or_insert((bucket, Vec::new())).1.push((id, seq));
-    }
     let mut batch = sled::Batch::default();
-    for (key, (old, removed)) in leaves {
-        let Some(old) = old else { continue };
+    for_each_leaf(tree, 0, removed, &|e| e.0, &mut |key, old, removed| {
+        let Some(old) = old else { return Ok(()) };
         let mut bucket = Vec::with_capacity(old.len());
         for (id, seq) in entries(&old).filter(|e| !removed.contains(e)) {
             push(&mut bucket, id, seq);
@@ -230,7 +211,8 @@ pub(crate) fn remove_all(tree: &sled::Tree, removed: impl Iterator<Item = (Event
         } else {
             batch.insert(key, bucket);
         }
-    }
+        Ok(())
+    })?;
     tree.apply_batch(batch)?;
     Ok(())
 }
