@@ -55,10 +55,10 @@ const MAX_DEPTH: usize = 4;
 const ENTRY_BYTES: usize = 24;
 /// A bucket with more entries than this splits (12 KiB of entries: an
 /// insert's rewrite and a lookup's scan stay within a few µs).
-pub(crate) const SPLIT_ABOVE: usize = 512;
+const SPLIT_ABOVE: usize = 512;
 /// The value of a bucket that has split. One byte, so never a whole number
 /// of entries.
-pub(crate) const SPLIT: &[u8] = b"S";
+const SPLIT: &[u8] = b"S";
 
 /// A bucket key: the id's millisecond and up to [`MAX_DEPTH`] bytes of its
 /// randomness.

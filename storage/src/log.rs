@@ -456,24 +456,33 @@ impl SledLog {
         }
         Ok(())
     }
+
+    /// Refuses appends to a log whose tail could not be recovered at open.
+    fn appendable(&self) -> Result<(), LogError> {
+        match &self.tail_fault {
+            Some(fault) => Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") }),
+            None => Ok(()),
+        }
+    }
+
+    /// Hands a batch to the writer thread.
+    fn queue(&self, events: Vec<Envelope>, durable: bool) -> Result<AppendTicket, LogError> {
+        self.appendable()?;
+        let (ack, rx) = bounded(1);
+        self.send(WriterMsg::Append { events, ack, durable })?;
+        Ok(AppendTicket::new(rx))
+    }
 }
 
 impl EventLog for SledLog {
     fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
-        if let Some(fault) = &self.tail_fault {
-            return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
-        }
         // The writer thread commits it: the caller has more to do before
         // it waits (an import converts its next batch meanwhile).
-        let (ack, rx) = bounded(1);
-        self.send(WriterMsg::Append { events, ack, durable: true })?;
-        Ok(AppendTicket::new(rx))
+        self.queue(events, true)
     }
 
     fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
-        if let Some(fault) = &self.tail_fault {
-            return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
-        }
+        self.appendable()?;
         // The caller waits at once: when the writer is idle, committing
         // here saves the two thread hops (see `commit_here`).
         let (ack, rx) = bounded(1);
@@ -485,12 +494,7 @@ impl EventLog for SledLog {
     }
 
     fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
-        if let Some(fault) = &self.tail_fault {
-            return Err(LogError::Inconsistent { seq: Seq(0), what: format!("{fault}; run `engram verify`") });
-        }
-        let (ack, rx) = bounded(1);
-        self.send(WriterMsg::Append { events, ack, durable: false })?;
-        Ok(AppendTicket::new(rx))
+        self.queue(events, false)
     }
 
     fn head(&self) -> Seq {
