@@ -34,7 +34,7 @@ pub(crate) struct Spool {
 impl Spool {
     /// An empty spool in `dir`.
     pub(super) fn create(dir: &Path) -> Result<Self, ImportError> {
-        let file = tempfile::tempfile_in(dir).map_err(|source| ImportError::Spool { dir: dir.to_owned(), source })?;
+        let file = tempfile::tempfile_in(dir).map_err(|source| error(dir, source))?;
         Ok(Spool {
             dir: dir.to_owned(),
             file: BufWriter::with_capacity(1 << 20, file),
@@ -43,17 +43,13 @@ impl Spool {
         })
     }
 
-    fn error(&self, source: std::io::Error) -> ImportError {
-        ImportError::Spool { dir: self.dir.clone(), source }
-    }
-
     /// Writes one group of events.
     pub(super) fn push(&mut self, events: &[Envelope], group: Group) -> Result<(), ImportError> {
         self.buf.clear();
         for env in events {
             binary::encode_into(env, &mut self.buf);
         }
-        self.file.write_all(&self.buf).map_err(|e| self.error(e))?;
+        self.file.write_all(&self.buf).map_err(|e| error(&self.dir, e))?;
         self.groups.push((group, events.len()));
         Ok(())
     }
@@ -64,7 +60,7 @@ impl Spool {
         mut sink: impl FnMut(Vec<Envelope>, Group) -> Result<(), ImportError>,
     ) -> Result<(), ImportError> {
         let Spool { dir, file, groups, mut buf } = self;
-        let error = |source: std::io::Error| ImportError::Spool { dir: dir.clone(), source };
+        let error = |source| error(&dir, source);
         let mut file = file.into_inner().map_err(|e| error(e.into_error()))?;
         file.seek(SeekFrom::Start(0)).map_err(error)?;
         let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -86,6 +82,11 @@ impl Spool {
         }
         Ok(())
     }
+}
+
+/// What went wrong with the scratch file in `dir`.
+fn error(dir: &Path, source: std::io::Error) -> ImportError {
+    ImportError::Spool { dir: dir.to_owned(), source }
 }
 
 #[cfg(test)]
