@@ -235,6 +235,21 @@ impl Scorer for Coded<'_> {
     }
 }
 
+/// Scores `nodes` in order, handing each `(node, distance)` to `f`, with
+/// each row asked for [`PREFETCH_AHEAD`] nodes before it is scored.
+#[inline]
+fn score_ahead(sc: &impl Scorer, nodes: &[u32], mut f: impl FnMut(u32, f32)) {
+    for &nb in nodes.iter().take(PREFETCH_AHEAD) {
+        sc.prefetch(nb);
+    }
+    for (i, &nb) in nodes.iter().enumerate() {
+        if let Some(&next) = nodes.get(i + PREFETCH_AHEAD) {
+            sc.prefetch(next);
+        }
+        f(nb, sc.dist(nb));
+    }
+}
+
 /// The graph: layers of links over nodes `0..len()`, node = arena slot.
 #[derive(Debug)]
 pub struct Hnsw {
@@ -598,15 +613,7 @@ impl Hnsw {
                     pending.push(nb);
                 }
             }
-            let ahead = PREFETCH_AHEAD;
-            for &nb in pending.iter().take(ahead) {
-                sc.prefetch(nb);
-            }
-            for (i, &nb) in pending.iter().enumerate() {
-                if let Some(&next) = pending.get(i + ahead) {
-                    sc.prefetch(next);
-                }
-                let d = sc.dist(nb);
+            score_ahead(sc, &pending, |nb, d| {
                 if d < bound || s.top.len() < ef {
                     s.cands.push(Near(std::cmp::Reverse(Cand { dist: d, node: nb })));
                     if !skip(nb) {
@@ -619,7 +626,7 @@ impl Hnsw {
                         }
                     }
                 }
-            }
+            });
             s.pending = pending;
         }
         let mut out: Vec<Cand> = s.top.drain().collect();
@@ -648,18 +655,9 @@ impl Hnsw {
                 let found = self.walk(&coded, ep, top, ef.max(k), skip);
                 // Re-score the walk's candidates on the rows: the answer's
                 // order and cosines are full precision.
-                let exact = Exact { rows, q: query };
-                found.iter().take(PREFETCH_AHEAD).for_each(|c| exact.prefetch(c.node));
-                let mut rescored: Vec<Cand> = found
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        if let Some(next) = found.get(i + PREFETCH_AHEAD) {
-                            exact.prefetch(next.node);
-                        }
-                        Cand { dist: exact.dist(c.node), node: c.node }
-                    })
-                    .collect();
+                let nodes: Vec<u32> = found.iter().map(|c| c.node).collect();
+                let mut rescored = Vec::with_capacity(nodes.len());
+                score_ahead(&Exact { rows, q: query }, &nodes, |node, dist| rescored.push(Cand { dist, node }));
                 rescored.sort_unstable();
                 rescored.into_iter().take(k).map(|c| (c.node, 1.0 - c.dist)).collect()
             }
