@@ -567,10 +567,8 @@ mod tests {
     /// CI failure this rule was written for: a killed log refused).
     #[test]
     fn a_cut_write_over_a_reused_segments_leftovers_is_no_damage() {
-        // Whether the newest segment has a message to cut, and whether the
-        // older segment's bytes there differ from it, depends on how sled's
-        // flusher laid its buffers out: a few logs are written until one
-        // does (the checks below do not change).
+        // A layout ([`laid_out`]) whose newest segment has a message to
+        // cut, and an older segment whose bytes there differ from it.
         let attempt = || {
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path();
@@ -613,7 +611,7 @@ mod tests {
             std::fs::write(sled_dir.join("db"), &bytes).unwrap();
             Some((tmp, all))
         };
-        let (tmp, all) = (0..8).find_map(|_| attempt()).expect("a log with a message to cut, in 8 tries");
+        let (tmp, all) = laid_out("a log with a message to cut", attempt);
         let dir = tmp.path();
         let sled_dir = dir.join("log.sled");
         assert_eq!(find_damage(&sled_dir).unwrap(), None, "a cut write is no damage");
@@ -627,7 +625,9 @@ mod tests {
 
     /// (segment offset, position, end, followed at once by a sound message)
     /// of messages.
-    type Spans = Vec<(u64, u64, u64, bool)>;
+    type Spans = Vec<Span>;
+    /// One of [`Spans`].
+    type Span = (u64, u64, u64, bool);
 
     /// The messages of the replayed segments whose body spans pages, in
     /// the walk's order, as (segment's offset, position, end, whether a
@@ -660,25 +660,30 @@ mod tests {
         (found, segs.last().unwrap().1, bytes)
     }
 
+    /// How many logs a test writes looking for the layout it needs.
+    const LAYOUT_TRIES: usize = 8;
+
+    /// The first layout `attempt` finds, writing up to [`LAYOUT_TRIES`]
+    /// logs. Whether sled's flusher laid its buffers out as a test needs
+    /// depends on timing (a machine busy with other tests lays them out
+    /// otherwise); the checks made on the layout found do not change.
+    fn laid_out<T>(what: &str, mut attempt: impl FnMut() -> Option<T>) -> T {
+        (0..LAYOUT_TRIES).find_map(|_| attempt()).unwrap_or_else(|| panic!("{what}, in {LAYOUT_TRIES} tries"))
+    }
+
     /// A fresh log of `n` events whose spanning messages (see [`spanning`])
-    /// include one `pick` accepts, with that message. Whether sled's
-    /// flusher laid its buffers out so depends on timing (a machine busy
-    /// with other tests lays them out otherwise), so a few logs are
-    /// written until one has it; the checks made on it do not change.
-    #[allow(clippy::type_complexity)]
+    /// include one `pick` accepts, with that message ([`laid_out`]).
     fn log_with_spanning(
         n: u32,
-        pick: impl Fn(&(u64, u64, u64, bool), u64) -> bool,
-    ) -> (tempfile::TempDir, Vec<Envelope>, (u64, u64, u64, bool), Vec<u8>) {
-        for _ in 0..8 {
+        pick: impl Fn(&Span, u64) -> bool,
+    ) -> (tempfile::TempDir, Vec<Envelope>, Span, Vec<u8>) {
+        laid_out("a log with the spanning message wanted", || {
             let tmp = tempfile::tempdir().unwrap();
             let all = log_with(tmp.path(), n);
             let (found, newest, bytes) = spanning(&tmp.path().join("log.sled"));
-            if let Some(&m) = found.iter().find(|m| pick(m, newest)) {
-                return (tmp, all, m, bytes);
-            }
-        }
-        panic!("no log of {n} events had the spanning message wanted, in 8 tries");
+            let m = *found.iter().find(|m| pick(m, newest))?;
+            Some((tmp, all, m, bytes))
+        })
     }
 
     /// Noise that is neither zeros, frames nor sled messages.
