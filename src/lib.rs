@@ -18,12 +18,16 @@
 //!   rules, the pattern store's math, intent and memory rules, the reactors,
 //!   the projections, the importers, `engram.toml`;
 //! * [`vector`] — nearest neighbours by cosine (exact scan, HNSW);
-//! * [`storage`] — the event log engine and the projection framework;
+//! * [`local_state`] — what a data dir keeps beside its log: projections'
+//!   persistence, snapshots, checkpoints, the embedding memo;
+//! * [`storage`] — the event log: the trait, the sled log, the JetStream
+//!   backend, recovery, repair, verify;
 //! * [`events`] — the event catalog and its codecs.
 
 pub use engram_actors as actors;
 pub use engram_events as events;
 pub use engram_learning as learning;
+pub use engram_local_state as local_state;
 pub use engram_storage as storage;
 pub use engram_vector as vector;
 

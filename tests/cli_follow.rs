@@ -73,7 +73,7 @@ fn ended(i: u32) -> Envelope {
 fn follows_a_live_owner_and_later_owners() {
     let dir = tempfile::tempdir().unwrap();
     // An owner in this process, with a backlog.
-    let owner = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    let owner = SledLog::open(dir.path(), LogConfig { serve_followers: true, ..LogConfig::default() }).unwrap();
     owner.append((0..5).map(ended).collect()).unwrap();
     let follower = Follower::start(dir.path(), &["--from", "2"]);
     let first = follower.take(4);
@@ -108,7 +108,7 @@ fn follows_a_live_owner_and_later_owners() {
 #[test]
 fn follow_filters_by_kind() {
     let dir = tempfile::tempdir().unwrap();
-    let owner = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+    let owner = SledLog::open(dir.path(), LogConfig { serve_followers: true, ..LogConfig::default() }).unwrap();
     let follower = Follower::start(dir.path(), &["--kind", "session.*", "--session", "f-3"]);
     owner.append((0..6).map(ended).collect()).unwrap();
     let got = follower.take(1);

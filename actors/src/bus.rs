@@ -18,76 +18,62 @@
 use std::sync::Arc;
 
 use engram_events::{Envelope, EventId, EventKind, Seq, SessionId, TurnId};
-use engram_storage::snapshot::{SnapshotDir, SnapshotError, SnapshotReader, SnapshotWriter};
-use engram_storage::{AppendOutcome, EventLog, LogError, SledLog};
-
-/// The sled tree of the actors' checkpoints (`projection.actor_checkpoints`).
-const CHECKPOINTS: &str = "actor_checkpoints";
-
-/// A checkpoint as stored: its seq, big-endian (a value that is not 8
-/// bytes reads as 0: the actor folds from seq 1).
-fn stored_seq(v: &[u8]) -> Seq {
-    Seq(u64::from_be_bytes(v.try_into().unwrap_or([0; 8])))
-}
-
-/// The data dir's record of the turns and sessions spoken to this runtime
-/// (`device.origin`): `t` + turn ULID, `s` + session id.
-const ORIGIN: &str = "origin";
+use engram_local_state::snapshot::{SnapshotDir, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::{ActorCheckpoints, Origins};
+use engram_storage::{AppendOutcome, EventLog, LocalDb, LogError, OpenLog};
 
 /// The log plus the actors' checkpoints and snapshots.
 pub struct Bus {
     log: Arc<dyn EventLog>,
     /// On a shared log, the turns and sessions spoken to this runtime;
     /// `None`: the log is this runtime's alone, and so is every turn.
-    origin: Option<sled::Tree>,
+    origin: Option<Origins>,
     /// Where appends and lags are counted, if metrics are on.
     metrics: Option<Arc<crate::metrics::Metrics>>,
-    checkpoints: sled::Tree,
+    checkpoints: ActorCheckpoints,
     snapshots: SnapshotDir,
     snapshot_every: u64,
+    local_db: LocalDb,
 }
 
 impl Bus {
-    /// Opens the checkpoint tree of `log`.
-    pub fn new(log: Arc<dyn EventLog>) -> Result<Bus, LogError> {
-        let checkpoints = log.local().projection_tree(CHECKPOINTS)?;
-        let snapshots = SnapshotDir::new(log.local().dir());
-        let origin = if log.shared() { Some(log.local().device_tree(ORIGIN)?) } else { None };
-        Ok(Bus { log, checkpoints, snapshots, origin, metrics: None, snapshot_every: 4096 })
+    /// The bus of an opened data dir: its log, and the actors' checkpoints,
+    /// snapshots and (on a shared log) origins kept beside it.
+    pub fn new(log: &OpenLog) -> Result<Bus, LogError> {
+        let checkpoints = ActorCheckpoints::open(log.local_db())?;
+        let snapshots = SnapshotDir::new(log.local_db().dir());
+        let origin = if log.shared() { Some(Origins::open(log.local_db())?) } else { None };
+        Ok(Bus {
+            log: log.log().clone(),
+            checkpoints,
+            snapshots,
+            origin,
+            metrics: None,
+            snapshot_every: 4096,
+            local_db: log.local_db().clone(),
+        })
     }
 
     /// Records that `turn` of `session` was spoken to this runtime, durably,
     /// before its utterance is appended (a no-op on a log of its own).
     pub fn record_origin(&self, session: &SessionId, turn: TurnId) -> Result<(), LogError> {
-        let Some(tree) = &self.origin else { return Ok(()) };
-        tree.insert(origin_key(b't', &turn.ulid().to_bytes()), &[])?;
-        tree.insert(origin_key(b's', session.as_str().as_bytes()), &[])?;
-        tree.flush()?;
-        Ok(())
+        match &self.origin {
+            Some(origin) => origin.record(session, turn),
+            None => Ok(()),
+        }
     }
 
     /// Whether this runtime acts on `env` (derives from it), rather than
-    /// only folding it: always on a log of its own; on a shared one, for
-    /// the events of turns spoken to it, of its sessions (events of no
-    /// turn), and of no session at all (what every runtime derives alike,
-    /// with the same ids).
+    /// only folding it: always on a log of its own; on a shared one, see
+    /// [`Origins::acts_on`].
     pub fn acts_on(&self, env: &Envelope) -> bool {
-        let Some(tree) = &self.origin else { return true };
-        let key = match (&env.turn, &env.session) {
-            (Some(turn), _) => origin_key(b't', &turn.ulid().to_bytes()),
-            (None, Some(session)) => origin_key(b's', session.as_str().as_bytes()),
-            (None, None) => return true,
-        };
-        // A lookup that fails (an I/O error) acts: an answer twice is
-        // better than none.
-        tree.contains_key(key).unwrap_or(true)
+        self.origin.as_ref().is_none_or(|origin| origin.acts_on(env))
     }
 
     /// Whether `session` was started on this runtime (always, on a log of
     /// its own): only its owner ends it when idle.
     pub fn owns_session(&self, session: &SessionId) -> bool {
-        let Some(tree) = &self.origin else { return true };
-        tree.contains_key(origin_key(b's', session.as_str().as_bytes())).unwrap_or(true)
+        self.origin.as_ref().is_none_or(|origin| origin.owns_session(session))
     }
 
     /// This bus counting its appends (and its actors their lag) in
@@ -126,7 +112,7 @@ impl Bus {
     }
 
     /// Restores `owner`'s state from its snapshot, if it has one that
-    /// passes every check ([`engram_storage::snapshot`], rule 2) with
+    /// passes every check ([`engram_local_state::snapshot`], rule 2) with
     /// `upto` as its checkpoint; `restore` reads the body. Returns the seq
     /// the restored state is folded up to, or `None` — then nothing usable
     /// was found, `restore` may have left the state half-read, and the
@@ -198,6 +184,11 @@ impl Bus {
         &self.log
     }
 
+    /// The data dir's database, where what it keeps beside the log lives.
+    pub fn local_db(&self) -> &LocalDb {
+        &self.local_db
+    }
+
     /// Appends `events` in one batch (durably, under the log's policy).
     pub fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
         self.counted(events, |log, events| log.append(events))
@@ -245,24 +236,16 @@ impl Bus {
     }
 
     /// The last `seq` an actor handled (0: none), never past the log's
-    /// head: a checkpoint beyond it names events a power loss took back
-    /// (the log keeps only whole write-ahead records; see
-    /// `engram_storage::wal`, rule 5), and the events that take those
-    /// positions next are new work.
+    /// head (see [`ActorCheckpoints::get`]).
     pub fn checkpoint(&self, actor: &str) -> Result<Seq, LogError> {
-        let stored = match self.checkpoints.get(actor.as_bytes())? {
-            Some(v) => stored_seq(&v),
-            None => Seq(0),
-        };
-        Ok(stored.min(self.log.head()))
+        self.checkpoints.get(actor, self.log.head())
     }
 
     /// Records that `actor` handled everything up to `seq`. Not flushed on
     /// its own: a checkpoint that lags after a crash only makes the actor
     /// handle a few events again, which derivation by causation id absorbs.
     pub fn set_checkpoint(&self, actor: &str, seq: Seq) -> Result<(), LogError> {
-        self.checkpoints.insert(actor.as_bytes(), &seq.0.to_be_bytes())?;
-        Ok(())
+        self.checkpoints.set(actor, seq)
     }
 
     /// Gives `actor` a checkpoint at `seq` if it has none: an actor new to a
@@ -270,49 +253,16 @@ impl Bus {
     /// before (an imported history, or one lived before the actor existed)
     /// without acting on it again. Returns its checkpoint.
     pub fn start_checkpoint(&self, actor: &str, seq: Seq) -> Result<Seq, LogError> {
-        let prev = self.checkpoints.compare_and_swap(actor.as_bytes(), None::<&[u8]>, Some(&seq.0.to_be_bytes()))?;
-        match prev {
-            Ok(()) => Ok(seq),
-            Err(_) => self.checkpoint(actor),
+        if self.checkpoints.set_if_missing(actor, seq)? {
+            Ok(seq)
+        } else {
+            self.checkpoint(actor)
         }
-    }
-
-    /// Moves every actor checkpoint that stood at `from` to `to`: events
-    /// appended in between by someone else than the runtime (`engram
-    /// import`, which derives what the live actors would have) are history
-    /// to fold, not work to do. Checkpoints behind `from` (an actor that had
-    /// not finished) are left alone.
-    pub fn advance_checkpoints(log: &SledLog, from: Seq, to: Seq) -> Result<usize, LogError> {
-        let tree = log.projection_tree(CHECKPOINTS)?;
-        let mut moved = 0;
-        for entry in tree.iter() {
-            let (k, v) = entry?;
-            if v.as_ref() == from.0.to_be_bytes() {
-                tree.insert(k, &to.0.to_be_bytes())?;
-                moved += 1;
-            }
-        }
-        tree.flush()?;
-        Ok(moved)
-    }
-
-    /// How many actors have a checkpoint behind `head`: work left from an
-    /// earlier run (a crash), which only a runtime with that run's
-    /// configuration should do.
-    pub fn checkpoints_behind(log: &SledLog, head: Seq) -> Result<usize, LogError> {
-        let tree = log.projection_tree(CHECKPOINTS)?;
-        let mut behind = 0;
-        for entry in tree.iter() {
-            let (_, v) = entry?;
-            behind += usize::from(stored_seq(&v) < head);
-        }
-        Ok(behind)
     }
 
     /// Flushes the checkpoints (at shutdown).
     pub fn flush_checkpoints(&self) -> Result<(), LogError> {
-        self.checkpoints.flush()?;
-        Ok(())
+        self.checkpoints.flush()
     }
 
     /// The events with `from <= seq <= to`, in order.
@@ -340,14 +290,6 @@ impl Bus {
     pub fn head(&self) -> Seq {
         self.log.head()
     }
-}
-
-/// A key of the origin tree: a tag, then the id's bytes.
-fn origin_key(tag: u8, id: &[u8]) -> Vec<u8> {
-    let mut key = Vec::with_capacity(1 + id.len());
-    key.push(tag);
-    key.extend_from_slice(id);
-    key
 }
 
 /// The kinds of the events of an append that were new (an id already in

@@ -14,7 +14,7 @@ use engram_learning::fast_path::decision::Changes;
 use engram_learning::fast_path::decision::VectorSearch;
 use engram_learning::fast_path::{Decision, FastPath};
 use engram_learning::projections::{CanonicalQueries, Pipelines};
-use engram_storage::embedding_cache::EmbeddingCache;
+use engram_local_state::embedding_cache::EmbeddingCache;
 use engram_storage::LogError;
 use engram_vector::index::{VectorConfig, VectorIndex};
 

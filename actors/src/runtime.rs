@@ -33,8 +33,8 @@ use engram_learning::config::Config;
 use engram_learning::intent::IntentMode;
 use engram_learning::projections::PatternOutcomes;
 use engram_learning::reactors::PatternReactor;
-use engram_storage::embedding_cache::{CacheCaps, EmbeddingCache};
-use engram_storage::projector::Projection;
+use engram_local_state::embedding_cache::{CacheCaps, EmbeddingCache};
+use engram_local_state::projector::Projection;
 use engram_storage::{EventLog, LogConfig};
 
 use crate::metrics::{Metrics, MetricsServer, TimedEmbedder};
@@ -100,6 +100,7 @@ pub struct RuntimeBuilder {
     turn_timeout: Option<Duration>,
     registry: Option<prometheus::Registry>,
     backend: Option<engram_storage::LogBackend>,
+    serve_followers: bool,
 }
 
 impl RuntimeBuilder {
@@ -166,6 +167,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Serves the log to followers in other processes (`engram replay
+    /// --follow`) on the data dir's socket while the runtime runs (off by
+    /// default: see [`LogConfig::serve_followers`]).
+    pub fn serve_followers(mut self, on: bool) -> Self {
+        self.serve_followers = on;
+        self
+    }
+
     /// Registers the runtime's metrics ([`crate::metrics`]) in the host's
     /// own registry, to serve with its other metrics; `[metrics] listen`,
     /// if set, serves this registry too.
@@ -200,7 +209,8 @@ impl RuntimeBuilder {
                 Some(thread)
             }
         };
-        let log = backend.open(&dir, LogConfig { durability, ..LogConfig::default() })?;
+        let log = backend
+            .open(&dir, LogConfig { durability, serve_followers: self.serve_followers, ..LogConfig::default() })?;
         let embedder: Arc<dyn Embedder> = match (self.embedder, loading) {
             (Some(e), _) => e,
             (None, Some(thread)) => Arc::new(thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??),
@@ -225,9 +235,8 @@ impl RuntimeBuilder {
             Some(m) => Arc::new(TimedEmbedder::new(embedder, m.clone())),
             None => embedder,
         };
-        let bus = Arc::new(
-            Bus::new(log.clone())?.with_snapshot_every(config.runtime.snapshot_every).with_metrics(metrics.clone()),
-        );
+        let bus =
+            Arc::new(Bus::new(&log)?.with_snapshot_every(config.runtime.snapshot_every).with_metrics(metrics.clone()));
         // Every cosine threshold the configuration leaves unset is the one
         // calibrated for the model these vectors come from.
         config.calibrate_for(embedder.model_id());
@@ -247,7 +256,7 @@ impl RuntimeBuilder {
         let tools = Arc::new(registry.specs());
         let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
         let offset = self.offset.unwrap_or_else(|| *chrono::Local::now().offset());
-        let cache = EmbeddingCache::new(log.local().cache_tree("embeddings")?, CacheCaps::default());
+        let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
         config.llm.check().map_err(RuntimeError::Config)?;
         let default_model = match &llm {
             Some(_) if !config.llm.model.is_empty() => config.llm.model.clone(),
@@ -651,6 +660,12 @@ impl Runtime {
         self.bus.log()
     }
 
+    /// The data dir's database, where what it keeps beside the log lives
+    /// (the embedding memo, the projections' trees: `engram_local_state`).
+    pub fn local_db(&self) -> &engram_storage::LocalDb {
+        self.bus.local_db()
+    }
+
     /// Whether a model server is configured (false: offline mode).
     pub fn is_online(&self) -> bool {
         self.online
@@ -672,7 +687,7 @@ impl Runtime {
     }
 
     /// Per actor: the seq of the snapshot its last warm-up restored (0: it
-    /// folded the log from seq 1; see [`engram_storage::snapshot`]).
+    /// folded the log from seq 1; see [`engram_local_state::snapshot`]).
     pub fn restored_snapshots(&self) -> Vec<(&'static str, u64)> {
         self.actors.iter().map(|a| (a.name, a.status.restored.load(Ordering::Acquire))).collect()
     }
@@ -689,7 +704,7 @@ impl Runtime {
         if self.settle(Duration::from_secs(10)) {
             // Every actor has handled all it wants up to the head: its
             // checkpoint is the head (an import before the next start then
-            // counts as history to every actor; see Bus::advance_checkpoints).
+            // counts as history to every actor; see `ActorCheckpoints::advance`).
             let head = self.bus.head();
             for a in &self.actors {
                 self.bus.set_checkpoint(a.name, head)?;

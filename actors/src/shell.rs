@@ -6,7 +6,7 @@
 //!   Events arrive from a subscription; a gap (after a restart, or a
 //!   subscriber that fell behind) is filled from the log itself.
 //! * **Warm-up.** A role starts empty, restores its snapshot when it has a
-//!   usable one ([`engram_storage::snapshot`]), and *observes* (folds
+//!   usable one ([`engram_local_state::snapshot`]), and *observes* (folds
 //!   without deriving) the rest of the log up to its checkpoint, then
 //!   *handles* what follows.
 //! * **Snapshots.** The shell saves the role's state every
@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use engram_events::{Envelope, EventId, EventKind, Seq};
-use engram_storage::snapshot::{SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_storage::LogError;
 
 use crate::bus::Bus;
@@ -69,7 +69,7 @@ pub trait Role: Send + 'static {
     }
 
     /// The version of the state [`Role::save`] writes (rule 5 of
-    /// [`engram_storage::snapshot`]). 0, the default: the role keeps no
+    /// [`engram_local_state::snapshot`]). 0, the default: the role keeps no
     /// snapshot and folds the log from seq 1 at every start.
     fn snapshot_version(&self) -> u32 {
         0
@@ -242,7 +242,7 @@ impl Shell {
 
     /// Saves the role's state as its snapshot at the position, when that
     /// state is exactly the fold of the log up to it (rule 3 of
-    /// [`engram_storage::snapshot`]): every event the role derived and
+    /// [`engram_local_state::snapshot`]): every event the role derived and
     /// folded ahead of the log has come back and been skipped.
     fn save_snapshot(&mut self) {
         let Some(role) = self.role.as_ref() else { return };

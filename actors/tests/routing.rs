@@ -20,7 +20,7 @@ use engram_events::{Envelope, Event, EventId, Seq, SessionId, TurnId};
 use engram_learning::config::{Config, ModelPriceSection, ModelServerSection};
 use engram_learning::patterns::{Embedding, Fingerprint};
 use engram_learning::projections::PatternOutcomes;
-use engram_storage::projector::Projection;
+use engram_local_state::projector::Projection;
 use engram_storage::EventLog;
 use serde_json::json;
 use support::llm_server::{Recorded, Reply, Server};

@@ -715,7 +715,7 @@ fn offline_directives_apply_by_rule() {
 fn a_model_change_re_embeds_the_pattern_stores_fingerprints_once() {
     use engram_learning::embedding_model::EmbeddingModel;
     use engram_learning::projections::PatternOutcomes;
-    use engram_storage::projector::Projection;
+    use engram_local_state::projector::Projection;
 
     let f = fixture();
     let minilm: Arc<dyn Embedder> = Arc::new(

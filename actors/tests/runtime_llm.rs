@@ -735,7 +735,7 @@ fn the_llm_summariser_graph_and_judge_write_the_session_down() {
     // The later, model's verdict is the one that stands: its eval id is the
     // greater, and the projections fold it.
     assert!(llm.eval_id > heuristic.eval_id, "{verdicts:?}");
-    let mut p = engram_storage::projector::Projector::in_memory(vec![Box::new(
+    let mut p = engram_local_state::projector::Projector::in_memory(vec![Box::new(
         engram_learning::projections::Sessions::default(),
     )]);
     p.catch_up(rt.log().as_ref(), |_, _| {}).unwrap();

@@ -16,9 +16,9 @@ use engram_actors::Runtime;
 use engram_events::{Envelope, EventKind, Seq, SessionId};
 use engram_learning::config::{Config, StorageBackend};
 use engram_learning::projections;
+use engram_local_state::projector::Projector;
 use engram_storage::jetstream::server::NatsServer;
-use engram_storage::projector::Projector;
-use engram_storage::{EventLog, JetStreamConfig, JetStreamLog, LogConfig};
+use engram_storage::{EventLog, JetStreamConfig, LogBackend, LogConfig};
 
 fn embedder() -> Arc<dyn Embedder> {
     static E: OnceLock<Arc<OnnxEmbedder>> = OnceLock::new();
@@ -97,7 +97,7 @@ fn two_live_runtimes_on_one_stream_answer_their_own_turns_and_derive_once() {
     // The projections each data dir keeps reach the same digests.
     let digests = |dir: &std::path::Path| {
         let js = JetStreamConfig { url: server.url(), ..JetStreamConfig::default() };
-        let log = JetStreamLog::open(dir, LogConfig::default(), js).unwrap();
+        let log = LogBackend::JetStream(js).open(dir, LogConfig::default()).unwrap();
         let projector = Projector::open(&log, projections::all(), |_, _| {}).unwrap();
         projector.status().into_iter().map(|s| (s.name, s.digest)).collect::<Vec<_>>()
     };

@@ -667,7 +667,7 @@ impl Corpus {
         use engram::events::payloads::CanonicalRecorded;
         use engram::events::{ActorKind, Envelope};
         use engram::learning::fast_path::placeholder;
-        use engram::storage::projector::Projection;
+        use engram::local_state::projector::Projection;
         let min_uses = Config::default().fast_path.canonical_query_min_uses;
         let mut samples = Vec::with_capacity(LEARNT_ROWS);
         for (j, code) in std::mem::take(&mut self.unlearnt).into_iter().enumerate() {

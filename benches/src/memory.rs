@@ -38,7 +38,7 @@ use engram::actors::roles::profile::Profile;
 use engram::actors::roles::recollection::Recollection;
 use engram::events::payloads::{ExtractorKind, GraphBranch, GraphFactAdded, SummariserKind, SummaryWritten};
 use engram::learning::memory::{enrich_by_rule, should_recall};
-use engram::storage::embedding_cache::{CacheCaps, EmbeddingCache};
+use engram::local_state::embedding_cache::{CacheCaps, EmbeddingCache};
 use engram::{ActorKind, Envelope, LogConfig, SessionId, SledLog};
 
 /// `engram bench memory` options.
@@ -139,7 +139,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
     let embedder: Arc<dyn Embedder> = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default())?);
     let tmp = tempfile::tempdir()?;
     let log = SledLog::open(tmp.path(), LogConfig::default())?;
-    let cache = EmbeddingCache::new(log.cache_tree("embeddings")?, CacheCaps::default());
+    let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
     let offset = FixedOffset::east_opt(3600).expect("an offset");
     let mut recollection = Recollection::new(offset, Some((embedder.clone(), Some(cache))));
     let mut profile = Profile::default();

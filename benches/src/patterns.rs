@@ -49,7 +49,7 @@ use engram::learning::patterns::{
 };
 use engram::learning::projections::PatternOutcomes;
 use engram::learning::reactors::{derive_all, PatternReactor, Reactor};
-use engram::storage::projector::{digest, Projection, Projector};
+use engram::local_state::projector::{digest, Projection, Projector};
 use engram::storage::{EventLog, SledLog};
 
 /// Cluster size (outcome rows), as in [`PatternConfig::default`].

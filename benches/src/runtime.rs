@@ -30,8 +30,8 @@ use engram::events::{Seq, SessionId};
 use engram::learning::config::Config;
 use engram::learning::fast_path::l0::L0Table;
 use engram::learning::projections::{CanonicalQueries, Pipelines};
-use engram::storage::embedding_cache::{CacheCaps, EmbeddingCache};
-use engram::storage::projector::Projector;
+use engram::local_state::embedding_cache::{CacheCaps, EmbeddingCache};
+use engram::local_state::projector::Projector;
 use serde::Serialize;
 
 use crate::percentile_us;
@@ -282,7 +282,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
         // The same embedding memo the runtime's router reads (a request's
         // canonical form is embedded once, then memoised).
-        let cache = EmbeddingCache::new(rt.log().local().cache_tree("embeddings")?, CacheCaps::default());
+        let cache = EmbeddingCache::open(rt.local_db(), CacheCaps::default())?;
         let fast = FastPathService::build(&config, &canonical, &pipelines, embedder.clone(), Some(cache))?;
         let tool = echo();
         let mut direct = Vec::with_capacity(opts.turns);

@@ -162,7 +162,7 @@ pub fn run(o: &Options) -> anyhow::Result<Report> {
     let mut cold = Vec::new();
     for i in 0..o.cold_runs {
         progress(o.json, &format!("without snapshots {}/{}", i + 1, o.cold_runs));
-        std::fs::remove_dir_all(long.join(engram::storage::snapshot::DIR_NAME))?;
+        std::fs::remove_dir_all(long.join(engram::local_state::snapshot::DIR_NAME))?;
         cold.push(timed(|| engram(&exe, scratch.path(), &long, &once))?);
     }
     let events = engram::storage::SledLog::open(&long, Default::default())

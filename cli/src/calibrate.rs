@@ -11,7 +11,6 @@ use engram::events::chrono::{DateTime, FixedOffset};
 use engram::events::{Event, EventKind};
 use engram::learning::fast_path::calibrate::{calibrate, evaluate, Operating, Pair};
 use engram::learning::fast_path::{canonical, gate, placeholder};
-use engram::storage::EventLog;
 use serde_json::json;
 
 use crate::output;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use engram::events::codec::json;
-use engram::{EventLog, Seq};
+use engram::Seq;
 
 /// Print every envelope as JSON Lines (the format `engram import` reads).
 ///

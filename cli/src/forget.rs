@@ -42,9 +42,9 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     };
     let log = crate::open_existing(data)?;
     let (seq, m): (Option<u64>, MemoryForgotten) = if args.dry_run {
-        (None, Memory::from_log(&log)?.retraction(&what)?)
+        (None, Memory::from_log(log.log())?.retraction(&what)?)
     } else {
-        let env = forget::forget(&log, &what, ActorKind::Cli)?;
+        let env = forget::forget(log.log(), &what, ActorKind::Cli)?;
         let engram::Event::MemoryForgotten(m) = env.event else { unreachable!("forget appends memory.forgotten") };
         (Some(env.seq.0), m)
     };

@@ -5,8 +5,7 @@ use std::process::ExitCode;
 
 use engram::learning::import;
 use engram::learning::projections;
-use engram::storage::projector::Projector;
-use engram::storage::EventLog;
+use engram::local_state::projector::Projector;
 
 use crate::output;
 
@@ -40,17 +39,17 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let before = log.head();
     let started = std::time::Instant::now();
     let stats =
-        import::run(&plan, &log, || import::reactors(&projector, &config), |done| bar.set_position(done as u64))?;
+        import::run(&plan, log.log(), || import::reactors(&projector, &config), |done| bar.set_position(done as u64))?;
     // Durable before the rate is taken: the rate is of events on disk.
     log.flush()?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     // What import appended is history to the runtime's actors (it derived
     // what they would have), not work: move their checkpoints past it.
-    engram::actors::bus::Bus::advance_checkpoints(log.local(), before, log.head())?;
+    engram::local_state::ActorCheckpoints::open(log.local_db())?.advance(before, log.head())?;
     // An actor still behind (a crash of an earlier run) has live work to
     // do, which an offline start here must not do in its place.
-    let behind = engram::actors::bus::Bus::checkpoints_behind(log.local(), log.head())?;
+    let behind = engram::local_state::ActorCheckpoints::open(log.local_db())?.behind(log.head())?;
     let per_second = stats.events_appended as f64 / seconds.max(1e-9);
     let peak_rss = peak_rss_bytes();
     drop(projector);

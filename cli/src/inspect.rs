@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use engram::learning::projections::{self, ActiveDays, CanonicalQueries, Graph, PatternOutcomes, Pipelines, Sessions};
-use engram::storage::projector::Projector;
+use engram::local_state::projector::Projector;
 use serde_json::json;
 
 use crate::output;

@@ -176,8 +176,14 @@ pub(crate) fn open_log(data: &std::path::Path) -> anyhow::Result<Log> {
     open_log_with(data, Durability::Durable)
 }
 
+/// How every command opens a log: serving it to `engram replay --follow`
+/// in other processes while the command holds the data dir.
+fn served() -> LogConfig {
+    LogConfig { serve_followers: true, ..LogConfig::default() }
+}
+
 /// A data dir's log, on whichever backend.
-pub(crate) type Log = std::sync::Arc<dyn engram::EventLog>;
+pub(crate) type Log = engram::storage::OpenLog;
 
 /// The configuration for `data`: its `engram.toml` (see
 /// [`Config::locate`](engram::learning::config::Config::locate)) with
@@ -202,7 +208,7 @@ fn existing_backend(data: &std::path::Path) -> anyhow::Result<engram::storage::L
 /// Opens the log of an existing data dir (see [`existing_backend`]).
 pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
     let backend = existing_backend(data)?;
-    Ok(open_waiting(|| backend.open(data, LogConfig::default()), |e| Some(e))?)
+    Ok(open_waiting(|| backend.open(data, served()), |e| Some(e))?)
 }
 
 /// [`open_existing`] for commands that only read (`export`, `stats`,
@@ -212,7 +218,7 @@ pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
 /// what it knows.
 pub(crate) fn open_for_reading(data: &std::path::Path) -> anyhow::Result<Log> {
     let backend = existing_backend(data)?;
-    let (log, unreachable) = open_waiting(|| backend.open_for_reading(data, LogConfig::default()), |e| Some(e))?;
+    let (log, unreachable) = open_waiting(|| backend.open_for_reading(data, served()), |e| Some(e))?;
     if let Some(why) = unreachable {
         eprintln!("engram: {why}; reading {}", log.describe());
     }
@@ -273,5 +279,5 @@ pub(crate) fn open_waiting<T, E>(
 /// Opens the log in `data` with a given durability policy.
 pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<Log> {
     let backend = with_fetch_bar(load_config(data)?.storage.backend().map_err(anyhow::Error::msg)?);
-    Ok(open_waiting(|| backend.open(data, LogConfig { durability, ..LogConfig::default() }), |e| Some(e))?)
+    Ok(open_waiting(|| backend.open(data, LogConfig { durability, ..served() }), |e| Some(e))?)
 }

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use engram::learning::projections;
-use engram::storage::projector::{hex, Projector};
-use engram::storage::snapshot::SnapshotDir;
+use engram::local_state::projector::{hex, Projector};
+use engram::local_state::snapshot::SnapshotDir;
 use serde_json::json;
 
 use crate::output;
@@ -29,7 +29,7 @@ pub struct Args {
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let log = crate::open_existing(data)?;
-    let head = engram::EventLog::head(&log).0;
+    let head = log.head().0;
     let bar = output::progress(head, "rebuilding");
     let names: Vec<&str> = args.projection.iter().map(String::as_str).collect();
     // The old rows are dropped unread: a rebuild repairs a damaged store.

@@ -8,7 +8,7 @@ use anyhow::Context;
 use engram::events::payloads::StructuralFeatures;
 use engram::learning::patterns::{Fingerprint, PatternConfig, Recommendation};
 use engram::learning::projections::{self, PatternOutcomes};
-use engram::storage::projector::Projector;
+use engram::local_state::projector::Projector;
 use serde_json::json;
 
 use crate::output;

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use engram::events::EventId;
 use engram::learning::reactors;
 use engram::learning::{import, projections};
-use engram::storage::projector::Projector;
+use engram::local_state::projector::Projector;
+use engram::local_state::snapshot::SnapshotDir;
 use engram::storage::repair;
 use engram::storage::verify;
-use engram::EventLog;
 use serde_json::json;
 
 use crate::output;
@@ -42,7 +42,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     if data.join("log.sled").is_dir() && !pending {
         // A log that opens and verifies needs nothing.
         if let Ok(log) = crate::open_log(data) {
-            let report = verify::verify(log.local(), |_| {});
+            let report = verify::verify(log.records(), |_| {});
             if report.ok() {
                 if args.json {
                     output::print_json(&json!({"repaired": false, "ok": true, "events": report.events}))?;
@@ -55,19 +55,19 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     } else if !data.join("log.sled").is_dir() && !pending {
         anyhow::bail!("{}: no engram data here (pass --data DIR)", data.display());
     }
-    let report = repair::salvage(data)?;
+    let report = repair::salvage(data, &|dir| SnapshotDir::new(dir).remove_all())?;
     // Derived events among the lost: derived again, from their causes.
     let log = crate::open_log(data)?;
     let wanted: HashSet<EventId> = report.lost_ids.iter().filter_map(|id| id.parse().ok()).collect();
     let config = crate::load_config(data)?;
     // Fresh reactors: they see the whole log from its first record.
     let mut derivers = import::reactors(&Projector::in_memory(projections::all()), &config);
-    let rederived = reactors::rederive(&log, &mut derivers, &wanted)?;
+    let rederived = reactors::rederive(log.log(), &mut derivers, &wanted)?;
     let rederived_ids: Vec<String> = rederived.iter().map(|e| e.id.to_string()).collect();
     if !rederived.is_empty() {
         log.append(rederived)?;
     }
-    let check = verify::verify(log.local(), |_| {});
+    let check = verify::verify(log.records(), |_| {});
     drop(log);
     let lost: Vec<serde_json::Value> = report.lost.iter().map(|(a, b)| json!({"first": a, "last": b})).collect();
     if args.json {
@@ -124,7 +124,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
 /// lived beside it are rebuilt from the log.
 fn refetch(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     if let Ok(log) = crate::open_log(data) {
-        let report = verify::verify(log.local(), |_| {});
+        let report = verify::verify(log.records(), |_| {});
         if report.ok() && log.verify_remote()?.is_none() {
             if args.json {
                 output::print_json(&json!({"repaired": false, "ok": true, "events": report.events}))?;
@@ -147,7 +147,7 @@ fn refetch(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let log = crate::open_log(data)?;
-    let check = verify::verify(log.local(), |_| {});
+    let check = verify::verify(log.records(), |_| {});
     let ok = check.ok() && log.verify_remote()?.is_none();
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     drop(projector);

@@ -10,8 +10,8 @@ use engram::actors::fast_path_service::{embedder_config, FastPathService};
 use engram::events::chrono::{DateTime, FixedOffset, Local};
 use engram::learning::fast_path::{Decision, L0Table};
 use engram::learning::projections::{self, CanonicalQueries, Pipelines};
-use engram::storage::embedding_cache::{CacheCaps, EmbeddingCache};
-use engram::storage::projector::Projector;
+use engram::local_state::embedding_cache::{CacheCaps, EmbeddingCache};
+use engram::local_state::projector::Projector;
 use serde_json::json;
 
 use crate::output;
@@ -57,7 +57,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
         let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
         let embedder = Arc::new(OnnxEmbedder::open(&embedder_config(&config.embedder))?);
-        let cache = EmbeddingCache::new(log.local().cache_tree("embeddings")?, CacheCaps::default());
+        let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
         let service = FastPathService::build(&config, &canonical, &pipelines, embedder, Some(cache))?;
         service.route(&args.text, now)?
     };

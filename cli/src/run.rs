@@ -50,7 +50,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(data)?;
     // A new device's first start fetches the stream: with a progress bar.
     let backend = crate::with_fetch_bar(config.storage.backend().map_err(anyhow::Error::msg)?);
-    let mut builder = Runtime::builder().data_dir(data).config(config).log_backend(backend);
+    let mut builder = Runtime::builder().data_dir(data).serve_followers(true).config(config).log_backend(backend);
     if args.offline {
         builder = builder.offline();
     }

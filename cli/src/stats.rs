@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use engram::learning::embedding_model::EmbeddingModel;
 use engram::learning::projections::{self, PatternOutcomes};
-use engram::storage::projector::{hex, Projector};
-use engram::storage::snapshot::SnapshotDir;
-use engram::{EventKind, EventLog, Seq};
+use engram::local_state::projector::{hex, Projector};
+use engram::local_state::snapshot::SnapshotDir;
+use engram::{EventKind, Seq};
 use serde_json::json;
 
 use crate::output;
@@ -40,7 +40,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut sessions: HashSet<String> = HashSet::new();
     // Counting needs no payloads: read the records in place.
-    let viewed = log.local().for_each_view(Seq::FIRST, |view| {
+    let viewed = log.records().for_each_view(Seq::FIRST, |view| {
         *by_kind.entry(view.kind().name()).or_default() += 1;
         if let Some(s) = view.session() {
             if !sessions.contains(s) {
@@ -99,7 +99,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let stale: u64 = vectors.iter().filter(|(m, _)| **m != configured.name()).map(|(_, n)| n).sum();
-    let record_bytes: u64 = log.local().segments().map(|s| s.map(|(_, b)| b.len() as u64)).sum::<Result<u64, _>>()?;
+    let record_bytes: u64 = log.records().segments().map(|s| s.map(|(_, b)| b.len() as u64)).sum::<Result<u64, _>>()?;
     let disk_bytes = dir_bytes(data);
     let snapshots = SnapshotDir::new(data).list();
     let ratio = if record_bytes > 0 { disk_bytes as f64 / record_bytes as f64 } else { 0.0 };

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use engram::learning::projections;
-use engram::storage::projector::{hex, Projector};
+use engram::local_state::projector::{hex, Projector};
 use engram::storage::verify;
 use serde_json::json;
 
@@ -22,8 +22,8 @@ pub struct Args {
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let log = crate::open_existing(data)?;
-    let bar = output::progress(engram::EventLog::head(&log).0, "verifying");
-    let mut report = verify::verify(log.local(), |n| bar.set_position(n));
+    let bar = output::progress(log.head().0, "verifying");
+    let mut report = verify::verify(log.records(), |n| bar.set_position(n));
     bar.finish_and_clear();
     // A shared log's copy, event for event against the stream.
     if report.ok() {
@@ -36,7 +36,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     if report.ok() {
         let live = Projector::open(&log, projections::all(), |_, _| {})?;
         let mut rebuilt = Projector::in_memory(projections::all());
-        rebuilt.catch_up(&log, |_, _| {})?;
+        rebuilt.catch_up(log.log(), |_, _| {})?;
         for (l, r) in live.status().into_iter().zip(rebuilt.status()) {
             if l.digest != r.digest {
                 report.faults.push(engram::LogError::Projection {

@@ -43,6 +43,7 @@ use serde_json::Value;
 
 use crate::embedding_model::{Calibration, EmbeddingModel};
 use crate::patterns::{PatternCaps, PatternConfig};
+pub use engram_storage::{StorageBackend, StorageSection};
 
 /// The `ENGRAM_*` variables that are not configuration keys: the data dir,
 /// the configuration file, the log filter, and where the embedding model
@@ -581,100 +582,6 @@ impl LlmSection {
     /// `judge_model` names a model.
     pub fn judge_enabled(&self) -> bool {
         !self.judge_model.trim().is_empty()
-    }
-}
-
-/// `[storage]`: where the log is and how durable an acknowledgement is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct StorageSection {
-    /// `durable` (fsync before acknowledging) or `relaxed` (the sled log;
-    /// a JetStream log is acknowledged by the server, see
-    /// `docs/distributed.md`).
-    pub durability: String,
-    /// For `relaxed`: flush at least this often.
-    pub flush_every_ms: u64,
-    /// `sled` (the embedded log, the default) or `jetstream` (a NATS
-    /// JetStream stream several runtimes share; the data dir keeps a local
-    /// copy beside its projections).
-    pub backend: StorageBackend,
-    /// For `jetstream`: the server, or servers comma-separated.
-    pub nats_url: String,
-    /// For `jetstream`: the stream's name (its subject is `<stream>.events`).
-    pub stream: String,
-    /// For `jetstream`: replicas of the stream when engram creates it (3 on
-    /// a cluster).
-    pub replicas: usize,
-    /// For `jetstream`: the environment variable holding the credentials
-    /// (a token, `user:password`, or a `.creds` file's contents); empty:
-    /// none. Secrets stay out of the file and the log.
-    pub credentials_env: String,
-}
-
-/// `[storage] backend`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StorageBackend {
-    /// The embedded sled log.
-    #[default]
-    Sled,
-    /// A NATS JetStream stream.
-    Jetstream,
-}
-
-impl Default for StorageSection {
-    fn default() -> Self {
-        let js = engram_storage::JetStreamConfig::default();
-        StorageSection {
-            durability: "durable".into(),
-            flush_every_ms: 100,
-            backend: StorageBackend::Sled,
-            nats_url: js.url,
-            stream: js.stream,
-            replicas: js.replicas,
-            credentials_env: String::new(),
-        }
-    }
-}
-
-impl StorageSection {
-    /// `durability` as a policy.
-    pub fn durability(&self) -> Result<engram_storage::Durability, String> {
-        match self.durability.as_str() {
-            "relaxed" => Ok(engram_storage::Durability::Relaxed { flush_every_ms: self.flush_every_ms }),
-            "durable" => Ok(engram_storage::Durability::Durable),
-            other => Err(format!("[storage] durability = {other:?}: expected \"durable\" or \"relaxed\"")),
-        }
-    }
-
-    /// The log this section chooses; the credentials are read from their
-    /// variable here.
-    pub fn backend(&self) -> Result<engram_storage::LogBackend, String> {
-        Ok(match self.backend {
-            StorageBackend::Sled => engram_storage::LogBackend::Sled,
-            StorageBackend::Jetstream => {
-                if self.stream.is_empty() || self.stream.contains(['.', ' ', '*', '>']) {
-                    return Err(format!(
-                        "[storage] stream = {:?}: a JetStream stream name, without dots, spaces or wildcards",
-                        self.stream
-                    ));
-                }
-                let credentials = match self.credentials_env.trim() {
-                    "" => None,
-                    var => Some(
-                        engram_storage::jetstream::Credentials::from_env(var)
-                            .map_err(|e| format!("[storage] credentials_env: {e}"))?,
-                    ),
-                };
-                engram_storage::LogBackend::JetStream(engram_storage::JetStreamConfig {
-                    url: self.nats_url.clone(),
-                    stream: self.stream.clone(),
-                    replicas: self.replicas.max(1),
-                    credentials,
-                    ..engram_storage::JetStreamConfig::default()
-                })
-            }
-        })
     }
 }
 

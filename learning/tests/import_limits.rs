@@ -10,7 +10,7 @@ use engram_learning::config::Config;
 use engram_learning::import::{self, turn_events, turn_record, ImportError};
 use engram_learning::projections;
 use engram_learning::reactors::Reactor;
-use engram_storage::projector::Projector;
+use engram_local_state::projector::Projector;
 use engram_storage::{EventLog, LogConfig, SledLog};
 use proptest::prelude::*;
 use serde_json::{json, Value};

@@ -12,7 +12,7 @@ use engram_events::payloads::{
 use engram_events::{ActorKind, Envelope, Event, EventId, SessionId, TurnId};
 use engram_learning::projections::Graph;
 use engram_learning::reactors::{derive_all, GraphReactor, JudgeReactor, Reactor, SummaryReactor};
-use engram_storage::projector::{digest, Projection};
+use engram_local_state::projector::{digest, Projection};
 use proptest::prelude::*;
 use rust_decimal::Decimal;
 

@@ -20,9 +20,9 @@ use engram_learning::patterns::outcome::{score_nanos, to_micros};
 use engram_learning::patterns::{Fingerprint, OutcomeRow, PatternCaps, PatternConfig};
 use engram_learning::projections::PatternOutcomes;
 use engram_learning::reactors::{derive_all, PatternReactor, Reactor};
-use engram_storage::projector::{digest, Projection, Projector};
-use engram_storage::snapshot::{SnapshotReader, SnapshotWriter};
-use engram_storage::{EventLog, LogConfig, SledLog};
+use engram_local_state::projector::{digest, Projection, Projector};
+use engram_local_state::snapshot::{SnapshotReader, SnapshotWriter};
+use engram_storage::{LogConfig, OpenLog, SledLog};
 use proptest::prelude::*;
 use rust_decimal::Decimal;
 use ulid::Ulid;
@@ -1143,7 +1143,8 @@ fn two_data_dirs_do_not_see_each_other_and_reopen_identically() {
     let f2 = feats(&["doc"], &[".md"]);
     let logs = [derived_log(history("one", &f1, "m:a", 0.9)), derived_log(history("two", &f2, "m:b", 0.7))];
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let sleds: Vec<SledLog> = dirs.iter().map(|d| SledLog::open(d.path(), LogConfig::default()).unwrap()).collect();
+    let sleds: Vec<OpenLog> =
+        dirs.iter().map(|d| OpenLog::from_sled(SledLog::open(d.path(), LogConfig::default()).unwrap())).collect();
     for (log, events) in sleds.iter().zip(&logs) {
         let unassigned: Vec<Envelope> = events
             .iter()
@@ -1156,7 +1157,7 @@ fn two_data_dirs_do_not_see_each_other_and_reopen_identically() {
         log.append(unassigned).unwrap();
         assert_eq!(log.head(), Seq(events.len() as u64));
     }
-    let open = |log: &SledLog| {
+    let open = |log: &OpenLog| {
         let ps: Vec<Box<dyn Projection>> = vec![Box::new(PatternOutcomes::default())];
         Projector::open(log, ps, |_, _| {}).unwrap()
     };

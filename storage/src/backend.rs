@@ -1,241 +1,231 @@
-//! The log behind a trait, so a distributed backend (NATS JetStream, Kafka)
-//! can replace sled when a deployment outgrows one machine. [`SledLog`] is
-//! the embedded default.
+//! Opening a data dir's log on whichever backend it is configured for
+//! (`[storage]` in `engram.toml`: [`StorageSection`]): the factory the rest
+//! of engram opens logs through, so that the [`EventLog`] trait itself
+//! knows no implementation.
 //!
-//! [`SledLog`]: crate::log::SledLog
+//! What is opened is an [`OpenLog`]: the log to append to and read (any
+//! backend, as `Arc<dyn EventLog>`), and the sled log in the data dir —
+//! the log itself for the embedded backend, the local copy of the stream
+//! for a remote one. The sled log's database also holds what the data dir
+//! keeps beside the events (projections, caches, checkpoints: the
+//! `engram-local-state` crate), and its records are what `engram verify`
+//! and `stats` read.
 
-use crossbeam_channel::Receiver;
-use engram_events::{Envelope, EventId, EventKind, Seq};
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
+use crate::durability::Durability;
 use crate::error::LogError;
-use crate::log::SledLog;
-use crate::subscription::{Filter, Subscription};
+use crate::event_log::EventLog;
+use crate::local_db::LocalDb;
+use crate::log::{LogConfig, SledLog};
 
-/// What happened to one appended envelope.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AppendOutcome {
-    /// Newly written at this position.
-    Appended(Seq),
-    /// Its id was already in the log, at this position; nothing written.
-    Existing(Seq),
+/// `[storage]`: where the log is and how durable an acknowledgement is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSection {
+    /// `durable` (fsync before acknowledging) or `relaxed` (the sled log;
+    /// a JetStream log is acknowledged by the server, see
+    /// `docs/distributed.md`).
+    pub durability: String,
+    /// For `relaxed`: flush at least this often.
+    pub flush_every_ms: u64,
+    /// `sled` (the embedded log, the default) or `jetstream` (a NATS
+    /// JetStream stream several runtimes share; the data dir keeps a local
+    /// copy beside its projections).
+    pub backend: StorageBackend,
+    /// For `jetstream`: the server, or servers comma-separated.
+    pub nats_url: String,
+    /// For `jetstream`: the stream's name (its subject is `<stream>.events`).
+    pub stream: String,
+    /// For `jetstream`: replicas of the stream when engram creates it (3 on
+    /// a cluster).
+    pub replicas: usize,
+    /// For `jetstream`: the environment variable holding the credentials
+    /// (a token, `user:password`, or a `.creds` file's contents); empty:
+    /// none. Secrets stay out of the file and the log.
+    pub credentials_env: String,
 }
 
-impl AppendOutcome {
-    /// The position, new or existing.
-    pub fn seq(self) -> Seq {
-        match self {
-            AppendOutcome::Appended(s) | AppendOutcome::Existing(s) => s,
-        }
-    }
-
-    /// Was it newly written?
-    pub fn is_new(self) -> bool {
-        matches!(self, AppendOutcome::Appended(_))
-    }
-}
-
-/// A submitted batch; [`AppendTicket::wait`] blocks until it is
-/// acknowledged under the log's durability policy.
-#[must_use = "an append is only acknowledged once the ticket is waited on"]
-pub struct AppendTicket {
-    rx: Receiver<Result<Vec<AppendOutcome>, LogError>>,
-}
-
-impl AppendTicket {
-    pub(crate) fn new(rx: Receiver<Result<Vec<AppendOutcome>, LogError>>) -> Self {
-        AppendTicket { rx }
-    }
-
-    /// Waits for the acknowledgement: one outcome per submitted envelope,
-    /// in order.
-    pub fn wait(self) -> Result<Vec<AppendOutcome>, LogError> {
-        self.rx.recv().map_err(|_| LogError::WriterStopped)?
-    }
-}
-
-/// An append-only, totally ordered, durable event log.
-///
-/// Guarantees every backend must keep: positions start at 1 and are
-/// gap-free; an envelope whose id is already present is not appended again;
-/// an acknowledged append survives a process crash (and, under the durable
-/// policy, a power loss); a subscription sees every event from its start, in
-/// order, exactly once.
-pub trait EventLog: Send + Sync {
-    /// Queues a batch (atomic: all of it or none) and returns at once.
-    /// Batches are committed in submission order.
-    fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError>;
-
-    /// Appends a batch and waits for the acknowledgement.
-    fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
-        self.submit(events)?.wait()
-    }
-
-    /// Like [`EventLog::submit`], but acknowledged once committed, before
-    /// it is durable: the next durable append (or [`EventLog::flush`], or a
-    /// short interval) makes it durable together with everything before
-    /// it. For events that can be derived again from durable ones — an
-    /// actor's derivations, re-derived with the same ids after a crash — so
-    /// a turn pays one fsync, not one per actor. Backends without the
-    /// distinction make it durable at once.
-    fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
-        self.submit(events)
-    }
-
-    /// [`EventLog::submit_deferred`] and wait for the acknowledgement.
-    fn append_deferred(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
-        self.submit_deferred(events)?.wait()
-    }
-
-    /// The last assigned position (`Seq(0)` when empty).
-    fn head(&self) -> Seq;
-
-    /// Every envelope from `from` to the current end, in order. A damaged
-    /// record (or run of records) is one [`LogError::Lost`] item naming its
-    /// seqs, after which the iteration goes on with the next readable
-    /// record: a caller that stops at the first error (`?`) stops there, a
-    /// caller that reads around damage (`engram export`, projection
-    /// catch-up, `engram repair`) reads everything else.
-    fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_>;
-
-    /// Like [`EventLog::read_from`], only the given kinds. Backends that can
-    /// tell a record's kind without decoding it skip the others cheaply.
-    fn read_kinds(
-        &self,
-        from: Seq,
-        kinds: &[EventKind],
-    ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
-        let kinds: Vec<EventKind> = kinds.to_vec();
-        Box::new(self.read_from(from).filter(move |e| e.as_ref().map_or(true, |e| kinds.contains(&e.kind()))))
-    }
-
-    /// Backlog from `from`, then live events, filtered.
-    fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError>;
-
-    /// Where `id` is in the log, if it is.
-    fn seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError>;
-
-    /// Makes everything acknowledged so far durable (a no-op under the
-    /// durable policy, which already is).
-    fn flush(&self) -> Result<(), LogError>;
-
-    /// The data dir's sled log: the log itself for the embedded backend,
-    /// the local copy of the stream for a remote one. What lives beside
-    /// the events — projections, caches, checkpoints — is in its database,
-    /// and `engram verify` / `stats` read its records. Appending to it
-    /// directly would bypass a remote backend: append through `self`.
-    fn local(&self) -> &SledLog;
-
-    /// What the log is, for a report: `sled`, or the stream and server.
-    fn describe(&self) -> String {
-        "sled".to_owned()
-    }
-
-    /// Whether other runtimes may append to this log too (a shared
-    /// remote log): then a runtime acts only on the turns spoken to it.
-    fn shared(&self) -> bool {
-        false
-    }
-
-    /// A remote backend's own check (`engram verify`): the local copy
-    /// against the remote log, event for event; the first position that
-    /// differs. The embedded log has nothing remote to compare with.
-    fn verify_remote(&self) -> Result<Option<(Seq, String)>, LogError> {
-        Ok(None)
-    }
-}
-
-/// Which log a data dir runs on: what `[storage] backend` chooses.
-#[derive(Clone, Debug, Default)]
-pub enum LogBackend {
-    /// The embedded sled log (the default).
+/// `[storage] backend`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    /// The embedded sled log.
     #[default]
     Sled,
-    /// A NATS JetStream stream, with its local copy in the data dir.
-    JetStream(crate::jetstream::JetStreamConfig),
+    /// A NATS JetStream stream.
+    Jetstream,
 }
 
-impl LogBackend {
-    /// For reading only: [`LogBackend::open`], except that a JetStream
-    /// data dir whose server cannot be reached opens its copy of the
-    /// stream read-only ([`crate::jetstream::OfflineCopy`]) instead of
-    /// failing. `Ok((log, None))` is the log itself; `Ok((copy,
-    /// Some(why)))` the copy, with why the server was not used.
-    pub fn open_for_reading(
-        &self,
-        dir: &std::path::Path,
-        config: crate::log::LogConfig,
-    ) -> Result<(std::sync::Arc<dyn EventLog>, Option<LogError>), LogError> {
-        match (self, self.open(dir, config.clone())) {
-            (LogBackend::JetStream(js), Err(unreachable @ LogError::Remote { .. })) => {
-                let copy = crate::jetstream::OfflineCopy::open(dir, config, js.clone())?;
-                Ok((std::sync::Arc::new(copy), Some(unreachable)))
-            }
-            (_, opened) => opened.map(|log| (log, None)),
+/// `[storage] nats_url` by default (`jetstream::JetStreamConfig`'s too).
+const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
+
+/// `[storage] stream` by default.
+const DEFAULT_STREAM: &str = "engram";
+
+impl Default for StorageSection {
+    fn default() -> Self {
+        StorageSection {
+            durability: "durable".into(),
+            flush_every_ms: 100,
+            backend: StorageBackend::Sled,
+            nats_url: DEFAULT_NATS_URL.to_owned(),
+            stream: DEFAULT_STREAM.to_owned(),
+            replicas: 1,
+            credentials_env: String::new(),
+        }
+    }
+}
+
+impl StorageSection {
+    /// `durability` as a policy.
+    pub fn durability(&self) -> Result<Durability, String> {
+        match self.durability.as_str() {
+            "relaxed" => Ok(Durability::Relaxed { flush_every_ms: self.flush_every_ms }),
+            "durable" => Ok(Durability::Durable),
+            other => Err(format!("[storage] durability = {other:?}: expected \"durable\" or \"relaxed\"")),
         }
     }
 
-    /// Opens the log in `dir` (taking the data dir's lock).
-    pub fn open(
-        &self,
-        dir: &std::path::Path,
-        config: crate::log::LogConfig,
-    ) -> Result<std::sync::Arc<dyn EventLog>, LogError> {
-        Ok(match self {
-            LogBackend::Sled => std::sync::Arc::new(SledLog::open(dir, config)?),
-            LogBackend::JetStream(js) => {
-                std::sync::Arc::new(crate::jetstream::JetStreamLog::open(dir, config, js.clone())?)
+    /// The log this section chooses; the credentials are read from their
+    /// variable here.
+    pub fn backend(&self) -> Result<LogBackend, String> {
+        Ok(match self.backend {
+            StorageBackend::Sled => LogBackend::Sled,
+            #[cfg(not(feature = "jetstream"))]
+            StorageBackend::Jetstream => {
+                return Err(
+                    "[storage] backend = \"jetstream\": this engram was built without the `jetstream` feature".into()
+                )
+            }
+            #[cfg(feature = "jetstream")]
+            StorageBackend::Jetstream => {
+                if self.stream.is_empty() || self.stream.contains(['.', ' ', '*', '>']) {
+                    return Err(format!(
+                        "[storage] stream = {:?}: a JetStream stream name, without dots, spaces or wildcards",
+                        self.stream
+                    ));
+                }
+                let credentials = match self.credentials_env.trim() {
+                    "" => None,
+                    var => Some(
+                        crate::jetstream::Credentials::from_env(var)
+                            .map_err(|e| format!("[storage] credentials_env: {e}"))?,
+                    ),
+                };
+                LogBackend::JetStream(crate::jetstream::JetStreamConfig {
+                    url: self.nats_url.clone(),
+                    stream: self.stream.clone(),
+                    replicas: self.replicas.max(1),
+                    credentials,
+                    ..crate::jetstream::JetStreamConfig::default()
+                })
             }
         })
     }
 }
 
-/// A shared log is a log: what a command or an actor holds is an
-/// `Arc<dyn EventLog>` of whichever backend the data dir runs on.
-impl<L: EventLog + ?Sized> EventLog for std::sync::Arc<L> {
-    fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
-        (**self).submit(events)
+/// Which log a data dir runs on: what `[storage] backend` chooses.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub enum LogBackend {
+    /// The embedded sled log (the default).
+    #[default]
+    Sled,
+    /// A NATS JetStream stream, with its local copy in the data dir.
+    #[cfg(feature = "jetstream")]
+    JetStream(crate::jetstream::JetStreamConfig),
+}
+
+impl LogBackend {
+    /// Opens the log in `dir` (taking the data dir's lock).
+    pub fn open(&self, dir: &Path, config: LogConfig) -> Result<OpenLog, LogError> {
+        match self {
+            LogBackend::Sled => Ok(OpenLog::from_sled(SledLog::open(dir, config)?)),
+            #[cfg(feature = "jetstream")]
+            LogBackend::JetStream(js) => {
+                let log = Arc::new(crate::jetstream::JetStreamLog::open(dir, config, js.clone())?);
+                let sled = log.copy().clone();
+                Ok(OpenLog { log, sled })
+            }
+        }
     }
-    fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
-        (**self).append(events)
+
+    /// For reading only: [`LogBackend::open`], except that a JetStream
+    /// data dir whose server cannot be reached opens its copy of the
+    /// stream read-only (`jetstream::OfflineCopy`) instead of failing.
+    /// `Ok((log, None))` is the log itself; `Ok((copy, Some(why)))` the
+    /// copy, with why the server was not used.
+    pub fn open_for_reading(&self, dir: &Path, config: LogConfig) -> Result<(OpenLog, Option<LogError>), LogError> {
+        match (self, self.open(dir, config.clone())) {
+            #[cfg(feature = "jetstream")]
+            (LogBackend::JetStream(js), Err(unreachable @ LogError::Remote { .. })) => {
+                let copy = Arc::new(crate::jetstream::OfflineCopy::open(dir, config, js.clone())?);
+                let sled = copy.copy().clone();
+                Ok((OpenLog { log: copy, sled }, Some(unreachable)))
+            }
+            (_, opened) => opened.map(|log| (log, None)),
+        }
     }
-    fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
-        (**self).submit_deferred(events)
+}
+
+/// A data dir's log, opened by [`LogBackend::open`]: dereferences to the
+/// log (append and read through it, whatever the backend), and holds the
+/// data dir's sled log beside it ([`OpenLog::sled`]).
+#[derive(Clone)]
+pub struct OpenLog {
+    log: Arc<dyn EventLog>,
+    sled: Arc<SledLog>,
+}
+
+impl OpenLog {
+    /// A sled log of its own: the embedded backend.
+    pub fn from_sled(log: SledLog) -> OpenLog {
+        let sled = Arc::new(log);
+        OpenLog { log: sled.clone(), sled }
     }
-    fn append_deferred(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
-        (**self).append_deferred(events)
+
+    /// The log, to hand to whatever appends or reads (an actor, a
+    /// projection's catch-up): any backend.
+    pub fn log(&self) -> &Arc<dyn EventLog> {
+        &self.log
     }
-    fn head(&self) -> Seq {
-        (**self).head()
+
+    /// The data dir's sled log: the log itself for the embedded backend,
+    /// the local copy of the stream for a remote one. `engram verify` and
+    /// `stats` read its records. Appending to it directly would bypass a
+    /// remote backend: append through the log.
+    pub fn records(&self) -> &SledLog {
+        &self.sled
     }
-    fn read_from(&self, from: Seq) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
-        (**self).read_from(from)
+
+    /// The data dir's database, where what it keeps beside the events
+    /// lives.
+    pub fn local_db(&self) -> &LocalDb {
+        self.sled.local_db()
     }
-    fn read_kinds(
-        &self,
-        from: Seq,
-        kinds: &[EventKind],
-    ) -> Box<dyn Iterator<Item = Result<Envelope, LogError>> + Send + '_> {
-        (**self).read_kinds(from, kinds)
+}
+
+impl Deref for OpenLog {
+    type Target = dyn EventLog;
+
+    fn deref(&self) -> &(dyn EventLog + 'static) {
+        &*self.log
     }
-    fn subscribe(&self, from: Seq, filter: Filter) -> Result<Subscription, LogError> {
-        (**self).subscribe(from, filter)
-    }
-    fn seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError> {
-        (**self).seq_of(id)
-    }
-    fn flush(&self) -> Result<(), LogError> {
-        (**self).flush()
-    }
-    fn local(&self) -> &SledLog {
-        (**self).local()
-    }
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    fn shared(&self) -> bool {
-        (**self).shared()
-    }
-    fn verify_remote(&self) -> Result<Option<(Seq, String)>, LogError> {
-        (**self).verify_remote()
+}
+
+#[cfg(all(test, feature = "jetstream"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sections_defaults_are_the_backends() {
+        let js = crate::jetstream::JetStreamConfig::default();
+        let section = StorageSection::default();
+        assert_eq!((section.nats_url, section.stream, section.replicas), (js.url, js.stream, js.replicas));
     }
 }

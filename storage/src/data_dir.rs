@@ -76,9 +76,16 @@ pub fn create_private_dir(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The log's sled database, inside the data dir ([`crate::log`]).
+pub const LOG_DIR: &str = "log.sled";
+
+/// The directory of the write-ahead files, inside the data dir
+/// ([`crate::wal`]).
+pub const WAL_DIR: &str = "log.wal";
+
 /// The entries of a data dir engram writes: each must be the user's own
 /// and not a symbolic link.
-const ENTRIES: &[&str] = &["engram.lock", "engram.sock", "log.sled", crate::wal::WAL_DIR];
+const ENTRIES: &[&str] = &["engram.lock", "engram.sock", LOG_DIR, WAL_DIR];
 
 /// Checks a data dir before engram uses it, and tightens what it finds:
 ///
@@ -106,7 +113,7 @@ pub fn guard(dir: &Path) -> Result<(), crate::LogError> {
             return Err(unsafe_entry(dir, format!("owned by uid {}, not by you (uid {me})", meta.uid())));
         }
         let mut paths: Vec<std::path::PathBuf> = ENTRIES.iter().map(|e| dir.join(e)).collect();
-        for below in ["log.sled", crate::wal::WAL_DIR] {
+        for below in [LOG_DIR, WAL_DIR] {
             let below = dir.join(below);
             if std::fs::symlink_metadata(&below).is_ok_and(|m| m.is_dir()) {
                 entries_below(&below, &mut paths).map_err(|e| crate::LogError::io(&below, e))?;

@@ -36,11 +36,11 @@ use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
-use engram_events::codec::binary::{self, FORMAT_VERSION};
+use engram_events::codec::binary;
 use engram_events::{Envelope, EventId, Seq};
 
-use crate::backend::EventLog;
 use crate::error::LogError;
+use crate::event_log::EventLog;
 use crate::log::{LogConfig, SledLog};
 
 /// Where the new log is built before it takes the old one's place.
@@ -84,7 +84,13 @@ impl RepairReport {
 
 /// Salvages the log of `dir` (see the module docs). The caller must not
 /// hold the data dir open.
-pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
+///
+/// `outdated` removes what the data dir keeps outside the log's database
+/// that was folded from the old log (the actors' snapshots: the salvage
+/// may have changed positions). It runs once the new log is in place,
+/// before the data dir's lock is released, so nothing can read the new
+/// log together with state of the old one.
+pub fn salvage(dir: &Path, outdated: &dyn Fn(&Path) -> std::io::Result<()>) -> Result<RepairReport, LogError> {
     crate::data_dir::guard(dir)?;
     let lock = crate::lock::DataDirLock::acquire(dir)?;
     let staging = dir.join(STAGING);
@@ -104,7 +110,7 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
     } else if staging.join("new").join(COMPLETE).exists() {
         // Stopped after the new log was complete: only the move is left.
         let report = RepairReport { read_with: "an interrupted repair, finished".into(), ..Default::default() };
-        return install(dir, &staging, report, lock);
+        return install(dir, &staging, report, lock, outdated);
     } else {
         // Stopped before: start again from the copy put aside.
         interrupted(dir).pop().ok_or_else(|| {
@@ -113,9 +119,9 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
     };
     // The write-ahead files go aside with the store (a repair interrupted
     // between the two moves finishes the second here).
-    let wal_dir = dir.join(crate::wal::WAL_DIR);
-    if wal_dir.exists() && !aside.join(crate::wal::WAL_DIR).exists() {
-        std::fs::rename(&wal_dir, aside.join(crate::wal::WAL_DIR)).map_err(io(&wal_dir))?;
+    let wal_dir = dir.join(crate::data_dir::WAL_DIR);
+    if wal_dir.exists() && !aside.join(crate::data_dir::WAL_DIR).exists() {
+        std::fs::rename(&wal_dir, aside.join(crate::data_dir::WAL_DIR)).map_err(io(&wal_dir))?;
     }
     let source = aside.join("log.sled");
     if staging.exists() {
@@ -124,7 +130,7 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
     // Every frame in the damaged files, whatever sled makes of them: what
     // fills the gaps sled leaves (or everything, when sled cannot open).
     // The write-ahead files hold whole frames too: what sled never got.
-    let raw = RawIndex::scan(&[source.clone(), aside.join(crate::wal::WAL_DIR)])?;
+    let raw = RawIndex::scan(&[source.clone(), aside.join(crate::data_dir::WAL_DIR)])?;
     // sled may write to a log it opens (its recovery): it gets a copy.
     let copy = staging.join("old.sled");
     crate::data_dir::copy_tree(&source, &copy).map_err(io(&copy))?;
@@ -157,7 +163,7 @@ pub fn salvage(dir: &Path) -> Result<RepairReport, LogError> {
     drop(new);
     std::fs::write(staging.join("new").join(COMPLETE), b"").map_err(io(&staging))?;
     let _ = std::fs::remove_file(aside.join(REPAIRING));
-    install(dir, &staging, report, lock)
+    install(dir, &staging, report, lock, outdated)
 }
 
 /// Whether a repair of `dir` was interrupted (a run of `engram repair`
@@ -189,12 +195,13 @@ fn install(
     staging: &Path,
     report: RepairReport,
     lock: crate::lock::DataDirLock,
+    outdated: &dyn Fn(&Path) -> std::io::Result<()>,
 ) -> Result<RepairReport, LogError> {
     let log_dir = dir.join("log.sled");
     std::fs::rename(staging.join("new").join("log.sled"), &log_dir).map_err(|e| LogError::io(&log_dir, e))?;
     // The new log's write-ahead files (one empty file after its close).
-    let wal_dir = dir.join(crate::wal::WAL_DIR);
-    let new_wal = staging.join("new").join(crate::wal::WAL_DIR);
+    let wal_dir = dir.join(crate::data_dir::WAL_DIR);
+    let new_wal = staging.join("new").join(crate::data_dir::WAL_DIR);
     if new_wal.exists() {
         if wal_dir.exists() {
             // Left by a repair interrupted after this move: the new log's.
@@ -202,10 +209,10 @@ fn install(
         }
         std::fs::rename(&new_wal, &wal_dir).map_err(|e| LogError::io(&wal_dir, e))?;
     }
-    // The actors' snapshots were folded from the old log, whose positions
-    // the salvage may have changed: the next start folds the new one.
-    let snapshots = crate::snapshot::SnapshotDir::new(dir);
-    snapshots.remove_all().map_err(|e| LogError::io(snapshots.dir(), e))?;
+    // What was folded from the old log, whose positions the salvage may
+    // have changed (the actors' snapshots): the next start folds the new
+    // one.
+    outdated(dir).map_err(|e| LogError::io(dir, e))?;
     let _ = std::fs::remove_dir_all(staging);
     drop(lock);
     Ok(report)
@@ -231,7 +238,7 @@ impl RawIndex {
         let mut frames: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
         for (i, path) in files.iter().enumerate() {
             let bytes = std::fs::read(path).map_err(|e| LogError::io(path, e))?;
-            for (seq, offset) in find_frames(&bytes) {
+            for (seq, offset) in crate::segment::find_frames(&bytes) {
                 frames.entry(seq.0).or_insert((i, offset));
             }
         }
@@ -429,26 +436,4 @@ fn sled_reader(old: &Path, tx: &crossbeam_channel::Sender<FromSled>) {
         }
     }));
     let _ = tx.send(FromSled::Index(index));
-}
-
-/// Every frame in `bytes` that checks out (CRC) and decodes, with its seq
-/// and offset, in file order: what the raw scan finds in one file. Bytes
-/// between frames (sled's own structures, damage) are skipped a byte at a
-/// time; a frame found is skipped whole.
-pub fn find_frames(bytes: &[u8]) -> Vec<(Seq, usize)> {
-    let mut found = Vec::new();
-    let mut p = 0;
-    while p < bytes.len() {
-        if bytes[p] == FORMAT_VERSION {
-            if let Ok((frame, rest)) = binary::split_frame(&bytes[p..]) {
-                if let (Ok(seq), Ok(_)) = (frame.seq(), frame.decode()) {
-                    found.push((seq, p));
-                    p = bytes.len() - rest.len();
-                    continue;
-                }
-            }
-        }
-        p += 1;
-    }
-    found
 }

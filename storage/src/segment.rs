@@ -8,7 +8,7 @@
 //! entries) stay under its blob threshold (segment size / 4 ≈ 128 KiB) and
 //! are written inline in its log.
 
-use engram_events::codec::binary::{self, RawFrame};
+use engram_events::codec::binary::{self, RawFrame, FORMAT_VERSION};
 use engram_events::{Envelope, Seq};
 
 use crate::error::LogError;
@@ -83,4 +83,26 @@ pub fn for_each_frame<'a>(
         return Err(LogError::Inconsistent { seq: first, what: "empty segment".to_owned() });
     }
     Ok(expected)
+}
+
+/// Every frame in `bytes` that checks out (CRC) and decodes, with its seq
+/// and offset, in file order: what the raw scan finds in one file. Bytes
+/// between frames (sled's own structures, damage) are skipped a byte at a
+/// time; a frame found is skipped whole.
+pub fn find_frames(bytes: &[u8]) -> Vec<(Seq, usize)> {
+    let mut found = Vec::new();
+    let mut p = 0;
+    while p < bytes.len() {
+        if bytes[p] == FORMAT_VERSION {
+            if let Ok((frame, rest)) = binary::split_frame(&bytes[p..]) {
+                if let (Ok(seq), Ok(_)) = (frame.seq(), frame.decode()) {
+                    found.push((seq, p));
+                    p = bytes.len() - rest.len();
+                    continue;
+                }
+            }
+        }
+        p += 1;
+    }
+    found
 }

@@ -244,7 +244,7 @@ fn cut(segment: &[u8], pos: u64, end: u64, number: u64, lid: u64) -> Cut {
     // writes concurrently and which may end while this one is cut.
     let zero_cut = zeros_from.is_some_and(|b| !followed || end - b >= MIN_CUT_ZEROS);
     let body = &segment[pos as usize..end as usize];
-    let out_of_order = || crate::repair::find_frames(body).windows(2).any(|w| w[1].0 < w[0].0);
+    let out_of_order = || crate::segment::find_frames(body).windows(2).any(|w| w[1].0 < w[0].0);
     let stale = || (first_boundary..end).any(|q| stale_message_at(segment, q, number));
     if zero_cut || out_of_order() || stale() {
         Cut::Yes
@@ -383,7 +383,7 @@ pub fn disarm(sled_dir: &Path) -> std::io::Result<usize> {
 /// them, or a frame-shaped run of bytes (its lengths add up, its CRC does
 /// not) just before the first or just after the last.
 fn damage_at(offset: u64, body: &[u8], fix: Fix) -> Damage {
-    let found = crate::repair::find_frames(body);
+    let found = crate::segment::find_frames(body);
     let holds = found.first().zip(found.last()).map(|(a, b)| (a.0, b.0));
     let gap = found.windows(2).find(|w| w[1].0 .0 > w[0].0 .0 + 1).map(|w| Seq(w[0].0 .0 + 1));
     let edge = || {
@@ -441,7 +441,7 @@ fn stable_lsn(sled_dir: &Path) -> std::io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::EventLog;
+    use crate::event_log::EventLog;
     use crate::log::{LogConfig, SledLog};
     use engram_events::codec::binary;
     use engram_events::payloads::{SessionEndReason, SessionEnded};
@@ -463,7 +463,7 @@ mod tests {
             log.append(chunk.to_vec()).unwrap();
         }
         let all: Vec<_> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
-        let wal = dir.join(crate::wal::WAL_DIR);
+        let wal = dir.join(crate::data_dir::WAL_DIR);
         let kept = dir.join("wal.kept");
         crate::data_dir::copy_tree(&wal, &kept).unwrap();
         drop(log);
@@ -533,7 +533,7 @@ mod tests {
         drop(log);
         // Without them (checkpointed since), every record but the damaged
         // one reads.
-        std::fs::remove_dir_all(dir.join(crate::wal::WAL_DIR)).unwrap();
+        std::fs::remove_dir_all(dir.join(crate::data_dir::WAL_DIR)).unwrap();
         let log = SledLog::open(dir, LogConfig::default()).unwrap();
         let read: Vec<Result<Envelope, crate::LogError>> = log.read_from(Seq::FIRST).collect();
         let good: Vec<Seq> = read.iter().filter_map(|r| r.as_ref().ok().map(|e| e.seq)).collect();

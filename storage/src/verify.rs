@@ -112,7 +112,7 @@ pub fn verify(log: &SledLog, mut progress: impl FnMut(u64)) -> VerifyReport {
     // The write-ahead files (`wal`): every record whole and chained, and
     // each of its segments in the store byte for byte (the open applied
     // them; a checkpoint deletes them once the store has them durably).
-    match crate::wal::recover(&log.dir().join(crate::wal::WAL_DIR)) {
+    match crate::wal::recover(&log.dir().join(crate::data_dir::WAL_DIR)) {
         Ok(recovered) => {
             for (first, frames) in recovered.records.iter().flatten() {
                 report.wal_segments += 1;

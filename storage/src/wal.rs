@@ -70,9 +70,6 @@ use engram_events::Seq;
 
 use crate::error::LogError;
 
-/// The directory of the write-ahead files, inside the data dir.
-pub const WAL_DIR: &str = "log.wal";
-
 /// A file is closed, and a checkpoint asked for, once it holds this many
 /// bytes: what a crash may leave to re-apply at the next open (≈ 20 000
 /// events of 200 bytes, re-applied in well under a second).

@@ -14,22 +14,19 @@ mod common;
 use common::{event, turns_of};
 use engram_events::{Envelope, EventId, EventKind, Seq, SessionId};
 use engram_storage::jetstream::server::NatsServer;
-use engram_storage::{
-    AppendOutcome, Durability, EventLog, Filter, JetStreamConfig, JetStreamLog, LogConfig, LogError, SledLog,
-};
+use engram_storage::{AppendOutcome, Durability, Filter, JetStreamConfig, LogBackend, LogConfig, LogError, OpenLog};
 
-/// A backend under test: how to open its log on a data dir.
+/// A backend under test: how to open its log on a data dir (through the
+/// factory, as engram does).
 trait Backend {
-    type Log: EventLog + 'static;
-    fn open(&self, dir: &Path, config: LogConfig) -> Result<Self::Log, LogError>;
+    fn open(&self, dir: &Path, config: LogConfig) -> Result<OpenLog, LogError>;
 }
 
 struct Sled;
 
 impl Backend for Sled {
-    type Log = SledLog;
-    fn open(&self, dir: &Path, config: LogConfig) -> Result<SledLog, LogError> {
-        SledLog::open(dir, config)
+    fn open(&self, dir: &Path, config: LogConfig) -> Result<OpenLog, LogError> {
+        LogBackend::Sled.open(dir, config)
     }
 }
 
@@ -48,10 +45,9 @@ impl JetStream {
 }
 
 impl Backend for JetStream {
-    type Log = JetStreamLog;
-    fn open(&self, dir: &Path, config: LogConfig) -> Result<JetStreamLog, LogError> {
+    fn open(&self, dir: &Path, config: LogConfig) -> Result<OpenLog, LogError> {
         let js = JetStreamConfig { url: self.server.url(), ..JetStreamConfig::default() };
-        JetStreamLog::open(dir, config, js)
+        LogBackend::JetStream(js).open(dir, config)
     }
 }
 
@@ -131,7 +127,7 @@ fn reopening_keeps_everything_and_continues_positions(b: &impl Backend) {
     assert_eq!(log.head(), Seq(501));
     assert_eq!(log.append(vec![first]).unwrap(), vec![AppendOutcome::Existing(Seq(501))]);
     assert_eq!(log.append(vec![event(9)]).unwrap(), vec![AppendOutcome::Appended(Seq(502))]);
-    let report = engram_storage::verify::verify(log.local(), |_| {});
+    let report = engram_storage::verify::verify(log.records(), |_| {});
     assert!(report.ok(), "{:?}", report.faults);
     assert_eq!(report.events, 502);
     assert!(report.segments > 1, "500 events span several segments");
@@ -256,7 +252,7 @@ fn zero_copy_views_match_decoded_envelopes(b: &impl Backend) {
     let decoded: Vec<Envelope> = log.read_from(Seq(41)).map(Result::unwrap).collect();
     let mut viewed = Vec::new();
     let visited = log
-        .local()
+        .records()
         .for_each_view(Seq(41), |v| {
             assert_eq!(v.kind(), EventKind::SessionEnded);
             viewed.push((v.seq(), v.id(), v.session().map(str::to_owned), v.at_micros()));

@@ -54,7 +54,7 @@ fn entries_open_to_others_are_made_owner_only() {
         let open = if p.is_dir() { 0o777 } else { 0o666 };
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(open)).unwrap();
     }
-    let log = SledLog::open(&data, LogConfig::default()).unwrap();
+    let log = SledLog::open(&data, LogConfig { serve_followers: true, ..LogConfig::default() }).unwrap();
     for p in &all {
         let want = if p.is_dir() { 0o700 } else { 0o600 };
         assert_eq!(mode(p), want, "{}", p.display());

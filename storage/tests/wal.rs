@@ -7,7 +7,8 @@ use std::path::Path;
 
 use engram_events::payloads::{SessionEndReason, SessionEnded};
 use engram_events::{ActorKind, Envelope, Seq, SessionId};
-use engram_storage::wal::{self, WAL_DIR};
+use engram_storage::data_dir::WAL_DIR;
+use engram_storage::wal;
 use engram_storage::{AppendOutcome, EventLog, LogConfig, LogError, SledLog};
 
 fn event(i: u32) -> Envelope {
@@ -156,7 +157,7 @@ fn damage_in_the_write_ahead_files_is_refused_and_repaired() {
     assert!(text.contains(".wal") && text.contains("byte 32") && text.contains("engram repair"), "{text}");
     assert_eq!(std::fs::read(&file).unwrap(), bytes, "nothing written to the files");
 
-    let report = engram_storage::repair::salvage(&dir).unwrap();
+    let report = engram_storage::repair::salvage(&dir, &|_| Ok(())).unwrap();
     assert_eq!(report.lost, vec![(1, 1)], "{report:?}");
     assert_eq!(report.salvaged, 19);
     let log = SledLog::open(&dir, LogConfig::default()).unwrap();

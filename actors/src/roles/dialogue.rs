@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use chrono::{DateTime, Duration, Utc};
 use engram_events::payloads::ToolArgs;
 use engram_events::{Envelope, Event, EventKind, SessionId, TurnId};
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;

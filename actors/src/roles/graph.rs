@@ -16,7 +16,7 @@ use engram_events::payloads::{ExtractorKind, SummaryWritten};
 use engram_events::{ActorKind, Envelope, Event, EventKind};
 use engram_learning::projections::Graph as GraphProjection;
 use engram_learning::reactors::{GraphReactor, Reactor};
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::ContextLlm;
 use crate::bus::Bus;

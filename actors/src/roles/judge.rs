@@ -17,7 +17,7 @@ use engram_events::derived;
 use engram_events::payloads::{EvalCompleted, JudgeKind, TurnCompleted};
 use engram_events::{ActorKind, Envelope, EvalId, Event, EventKind, TurnId};
 use engram_learning::reactors::{JudgeReactor, Reactor};
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::ContextLlm;
 use crate::bus::Bus;

@@ -30,7 +30,7 @@ use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventId, EventKind, Seq, SessionId, TurnId};
 use engram_learning::intent::{IntentMode, RuleIntentJudge};
 use engram_learning::reactors::{DayReactor, Reactor};
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_storage::LogError;
 
 use super::ContextLlm;
@@ -71,7 +71,7 @@ struct SessionState {
     transcript: VecDeque<(DateTime<Utc>, String)>,
 }
 
-/// The listener's snapshot ([`engram_storage::snapshot`]): its name and
+/// The listener's snapshot ([`engram_local_state::snapshot`]): its name and
 /// the version of the state it saves.
 const SNAPSHOT_NAME: &str = "listener";
 const SNAPSHOT_VERSION: u32 = 1;

@@ -36,7 +36,7 @@ use engram_events::payloads::{LlmCallCompleted, LlmContext, LlmOutcome};
 use engram_events::{Envelope, EventKind};
 use engram_learning::config::LlmSection;
 use engram_learning::reactors::Reactor;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::bus::Bus;
 use crate::llm::{self, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceTable, ToolSpec};
@@ -179,7 +179,7 @@ mod tests {
 
     use engram_events::payloads::*;
     use engram_events::{ActorKind, Event, EventKind, SessionId, TurnId};
-    use engram_storage::{LogConfig, SledLog};
+    use engram_storage::{LogConfig, OpenLog, SledLog};
     use rust_decimal::Decimal;
 
     use super::*;
@@ -291,7 +291,7 @@ mod tests {
         ];
         for (name, make, before, cause, actor) in cases {
             let dir = tempfile::tempdir().unwrap();
-            let bus = Bus::new(Arc::new(SledLog::open(dir.path(), LogConfig::default()).unwrap())).unwrap();
+            let bus = Bus::new(&OpenLog::from_sled(SledLog::open(dir.path(), LogConfig::default()).unwrap())).unwrap();
             bus.append(before.iter().chain([cause]).cloned().collect()).unwrap();
             let calls = client.0.load(Ordering::SeqCst);
             assert!(!called_already(&bus, cause), "{name}");

@@ -32,7 +32,7 @@ use crate::bus::Bus;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
 use crate::shell::Role;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// What the planner needs.
 #[derive(Clone)]

@@ -13,8 +13,8 @@
 use engram_events::payloads::GraphBranch;
 use engram_events::{Envelope, Event, EventKind};
 use engram_learning::projections::Graph;
-use engram_storage::projector::Projection;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::projector::Projection;
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;

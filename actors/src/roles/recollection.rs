@@ -22,8 +22,8 @@ use chrono::{FixedOffset, NaiveDate};
 use engram_events::Envelope;
 use engram_learning::embedding_model::EmbeddingModel;
 use engram_learning::memory::{recall::content_set, Diary, Enrichment};
-use engram_storage::embedding_cache::EmbeddingCache;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::embedding_cache::EmbeddingCache;
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_vector::{VectorConfig, VectorIndex};
 
 use crate::embedder::Embedder;

@@ -21,9 +21,9 @@ use engram_learning::features;
 use engram_learning::patterns::{Embedding, Fingerprint, Recommendation};
 use engram_learning::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
 use engram_learning::reactors::{FastPathReactor, Reactor};
-use engram_storage::embedding_cache::EmbeddingCache;
-use engram_storage::projector::Projection;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::embedding_cache::EmbeddingCache;
+use engram_local_state::projector::Projection;
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::bus::Bus;
 use crate::embedder::Embedder;

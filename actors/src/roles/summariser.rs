@@ -21,7 +21,7 @@ use engram_events::payloads::{SummariserKind, SummaryWritten};
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId};
 use engram_learning::memory::{Diary, TurnText};
 use engram_learning::reactors::{Reactor, SummaryReactor};
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::ContextLlm;
 use crate::bus::Bus;

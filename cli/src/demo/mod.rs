@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let embedder = config.embedder.model.spec().id;
     route(&data, config)?;
     let log = crate::open_existing(&data)?;
-    let report = report::Report::from_log(log.local(), wall, &data, embedder, args.keep.is_some())?;
+    let report = report::Report::from_log(log.records(), wall, &data, embedder, args.keep.is_some())?;
     if args.json {
         output::print_json(&report)?;
     } else {
@@ -89,7 +89,7 @@ fn route(data: &Path, config: Config) -> anyhow::Result<()> {
     let files = data.join(FILES_DIR);
     let url = models::serve()?;
     let config = models::config(config, &url);
-    let mut builder = Runtime::builder().data_dir(data).config(config).turn_timeout(TURN_TIMEOUT);
+    let mut builder = Runtime::builder().data_dir(data).serve_followers(true).config(config).turn_timeout(TURN_TIMEOUT);
     for tool in tools::all(&files) {
         builder = builder.tool(tool);
     }
@@ -103,7 +103,8 @@ fn route(data: &Path, config: Config) -> anyhow::Result<()> {
 /// through it; returns once every actor has settled and the log is flushed.
 fn drive(data: &Path, steps: &[Step], config: Config) -> anyhow::Result<()> {
     let files = data.join(FILES_DIR);
-    let mut builder = Runtime::builder().data_dir(data).offline().config(config).turn_timeout(TURN_TIMEOUT);
+    let mut builder =
+        Runtime::builder().data_dir(data).serve_followers(true).offline().config(config).turn_timeout(TURN_TIMEOUT);
     let rt = {
         // Owner-only, as the runtime would create it: the files go inside.
         engram::storage::data_dir::create_private_dir(data).with_context(|| format!("creating {}", data.display()))?;

@@ -10,7 +10,7 @@ use engram::learning::config::Config;
 use engram::learning::features;
 use engram::learning::patterns::Fingerprint;
 use engram::learning::projections::PatternOutcomes;
-use engram::storage::projector::Projector;
+use engram::local_state::projector::Projector;
 use engram::{Event, EventLog, Seq, SledLog};
 use serde::Serialize;
 

@@ -529,7 +529,7 @@ mod tests {
     fn recorded(canonical: &mut CanonicalQueries, text: &str, tool: &str, times: usize) {
         use engram_events::payloads::CanonicalRecorded;
         use engram_events::{ActorKind, Envelope};
-        use engram_storage::projector::Projection;
+        use engram_local_state::projector::Projection;
         for _ in 0..times {
             let e = CanonicalRecorded {
                 canonical: text.into(),

@@ -38,9 +38,9 @@ use engram_events::{codec, Envelope, Event, EventId, EventKind, Seq, SessionId};
 use crate::config::Config;
 use crate::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
 use crate::reactors::{self, DayReactor, FastPathReactor, PatternReactor, Reactor};
-use engram_storage::backend::{AppendTicket, EventLog};
-use engram_storage::projector::Projector;
+use engram_local_state::projector::Projector;
 use engram_storage::LogError;
+use engram_storage::{AppendTicket, EventLog};
 use turn_record::FieldError;
 
 /// What kind of lines a file holds.

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use chrono::{FixedOffset, NaiveDate};
 use engram_events::payloads::SummariserKind;
 use engram_events::{Envelope, Event, SessionId};
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Longest entry kept (characters): appended extractive summaries of a
 /// busy day keep their newest part.
@@ -206,7 +206,7 @@ fn without(text: &str, phrases: &[String]) -> String {
 
 /// The summaries by day, the entries folded from them and the forgotten
 /// phrases. Summaries are filed under the user's local date, so the
-/// offset is part of the fold (rule 4 of `engram_storage::snapshot`).
+/// offset is part of the fold (rule 4 of `engram_local_state::snapshot`).
 impl Snapshot for Diary {
     fn save(&self, w: &mut SnapshotWriter) {
         w.put(&self.offset.local_minus_utc());

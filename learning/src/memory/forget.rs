@@ -22,7 +22,7 @@ use chrono::FixedOffset;
 
 use engram_events::payloads::{ForgottenFact, MemoryForgotten};
 use engram_events::{Envelope, Event, EventKind, SessionId};
-use engram_storage::projector::Projection;
+use engram_local_state::projector::Projection;
 
 use super::Diary;
 use crate::projections::Graph;

@@ -6,7 +6,7 @@
 
 use engram_events::{Envelope, Event, EventKind};
 
-use engram_storage::projector::{Projection, Table, TableRows};
+use engram_local_state::projector::{Projection, Table, TableRows};
 
 /// The `active_days` projection.
 #[derive(Clone)]

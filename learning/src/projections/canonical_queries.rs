@@ -9,7 +9,7 @@ use engram_events::payloads::ToolArgs;
 use engram_events::{Envelope, Event, EventKind};
 use serde::{Deserialize, Serialize};
 
-use engram_storage::projector::{Projection, Table, TableRows};
+use engram_local_state::projector::{Projection, Table, TableRows};
 
 /// One canonical query.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

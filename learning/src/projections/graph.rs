@@ -8,7 +8,7 @@ use engram_events::payloads::GraphBranch;
 use engram_events::{Envelope, Event, EventKind};
 use serde::{Deserialize, Serialize};
 
-use engram_storage::projector::{Projection, Table, TableRows};
+use engram_local_state::projector::{Projection, Table, TableRows};
 
 /// One node: where it is and its facts, oldest first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ pub mod pattern_outcomes;
 pub mod pipelines;
 pub mod sessions;
 
-use engram_storage::projector::Projection;
+use engram_local_state::projector::Projection;
 
 pub use active_days::ActiveDays;
 pub use canonical_queries::CanonicalQueries;

@@ -34,7 +34,7 @@ use ulid::Ulid;
 
 use crate::patterns::recommend::score_cluster;
 use crate::patterns::{Embedding, Fingerprint, KnnIndex, Neighbor, OutcomeRow, PatternConfig, Recommendation, Stage};
-use engram_storage::projector::{Projection, Table, TableRows};
+use engram_local_state::projector::{Projection, Table, TableRows};
 
 /// A stored fingerprint.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

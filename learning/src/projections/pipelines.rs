@@ -10,7 +10,7 @@ use engram_events::payloads::PlanStep;
 use engram_events::{Envelope, Event, EventKind};
 use serde::{Deserialize, Serialize};
 
-use engram_storage::projector::{Projection, Table, TableRows};
+use engram_local_state::projector::{Projection, Table, TableRows};
 
 /// One pipeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

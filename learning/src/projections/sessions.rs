@@ -9,7 +9,7 @@ use engram_events::{Envelope, Event, EventKind};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-use engram_storage::projector::{Projection, Table, TableRows};
+use engram_local_state::projector::{Projection, Table, TableRows};
 
 /// One session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

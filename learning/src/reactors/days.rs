@@ -10,7 +10,7 @@ use engram_events::{ActorKind, Envelope, Event, EventId};
 
 use super::Reactor;
 use crate::projections::ActiveDays;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Derives `day.activated` from `utterance.received`.
 #[derive(Default)]

@@ -28,8 +28,8 @@ use crate::config::MultiToolConfig;
 use crate::fast_path::{canonical, pipeline_id, placeholder};
 use crate::projections::{ActiveDays, CanonicalQueries, Pipelines};
 use engram_events::derived;
-use engram_storage::projector::Projection;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::projector::Projection;
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Derives `canonical.recorded`, `pipeline.recorded/.expired/.promoted`.
 pub struct FastPathReactor {

@@ -30,8 +30,8 @@ use crate::memory::facts::{extract_facts, Fact, SINGLE_VALUED};
 use crate::projections::Graph;
 use crate::text::normalize;
 use engram_events::derived;
-use engram_storage::projector::Projection;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::projector::Projection;
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// The node of a branch for facts no rule places more precisely.
 pub const GENERAL: &str = "general";

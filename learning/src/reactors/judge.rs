@@ -26,7 +26,7 @@ use super::Reactor;
 use crate::text::normalize;
 use chrono::{DateTime, Utc};
 use engram_events::derived;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// (score, confidence) of a turn whose tool failed: a failure is plain to
 /// see, so the verdict is confident.

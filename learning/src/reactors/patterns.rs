@@ -38,8 +38,8 @@ use super::Reactor;
 use crate::patterns::{Embedding, Fingerprint, PatternCaps, PatternConfig};
 use crate::projections::pattern_outcomes::{AgeKey, PatternOutcomes, PendingTurn};
 use engram_events::derived;
-use engram_storage::projector::Projection;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::projector::Projection;
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Derives `pattern.recorded` / `pattern.evicted`.
 pub struct PatternReactor {

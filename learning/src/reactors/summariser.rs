@@ -15,7 +15,7 @@ use engram_events::{ActorKind, Envelope, Event, SessionId, TurnId};
 use super::Reactor;
 use crate::memory::{summarise, TurnText};
 use engram_events::derived;
-use engram_storage::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
+use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Turns kept per open session: a summary is ≤ 200 words, so older turns
 /// of a very long session would not make it in anyway.

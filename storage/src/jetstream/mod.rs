@@ -51,10 +51,12 @@
 //! subscription sees another runtime's events as soon as they reach it,
 //! backlog then live, with the local log's no-gap, no-duplicate guarantee.
 
+mod follower;
 mod offline;
 mod publisher;
 mod remote;
 mod replica;
+#[cfg(feature = "test-support")]
 pub mod server;
 
 use std::path::Path;
@@ -63,9 +65,9 @@ use std::time::Duration;
 
 use engram_events::{Envelope, EventId, EventKind, Seq};
 
-use crate::backend::{AppendTicket, EventLog};
 use crate::durability::Durability;
 use crate::error::LogError;
+use crate::event_log::{AppendTicket, EventLog};
 use crate::log::{LogConfig, SledLog};
 use crate::subscription::{Filter, Subscription};
 
@@ -173,7 +175,7 @@ impl JetStreamLog {
         let remote = Arc::new(run_blocking(&runtime, remote::Remote::connect(config))?);
         let replica = Arc::new(replica::Replica::new(log));
         let end = run_blocking(&runtime, remote.attach(&replica))?;
-        replica::Follower::start(&runtime, remote.clone(), replica.clone());
+        follower::Follower::start(&runtime, remote.clone(), replica.clone());
         let start = replica.local().head();
         let report = |head: Seq| {
             if let Some(p) = &progress {
@@ -183,6 +185,12 @@ impl JetStreamLog {
         run_blocking(&runtime, replica.wait_for_reporting(end, replica::CATCH_UP_STALL, &report))?;
         let publisher = publisher::Publisher::start(&runtime, remote.clone(), replica.clone());
         Ok(JetStreamLog { replica, publisher, remote, runtime: Some(runtime) })
+    }
+
+    /// The data dir's copy of the stream: a sled log at the same
+    /// positions (rule 2).
+    pub fn copy(&self) -> &Arc<SledLog> {
+        self.replica.local()
     }
 
     /// The stream's name.
@@ -262,10 +270,6 @@ impl EventLog for JetStreamLog {
     fn flush(&self) -> Result<(), LogError> {
         // Acknowledged events are the server's; this makes the copy durable.
         self.replica.local().flush()
-    }
-
-    fn local(&self) -> &SledLog {
-        self.replica.local()
     }
 
     fn describe(&self) -> String {

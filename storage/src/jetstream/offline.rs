@@ -4,18 +4,19 @@
 //! It appends nothing — positions are the stream's to give.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use engram_events::{Envelope, EventId, EventKind, Seq};
 
 use super::JetStreamConfig;
-use crate::backend::{AppendTicket, EventLog};
 use crate::error::LogError;
+use crate::event_log::{AppendTicket, EventLog};
 use crate::log::{LogConfig, SledLog};
 use crate::subscription::{Filter, Subscription};
 
 /// A JetStream data dir's copy, opened without its server, read-only.
 pub struct OfflineCopy {
-    copy: SledLog,
+    copy: Arc<SledLog>,
     config: JetStreamConfig,
 }
 
@@ -30,11 +31,16 @@ impl OfflineCopy {
         if !dir.join("log.sled").is_dir() {
             return Err(none_yet());
         }
-        let copy = SledLog::open(dir, super::copy_config(local))?;
+        let copy = Arc::new(SledLog::open(dir, super::copy_config(local))?);
         if copy.head() == Seq(0) {
             return Err(none_yet());
         }
         Ok(OfflineCopy { copy, config })
+    }
+
+    /// The data dir's copy of the stream.
+    pub fn copy(&self) -> &Arc<SledLog> {
+        &self.copy
     }
 }
 
@@ -73,10 +79,6 @@ impl EventLog for OfflineCopy {
 
     fn flush(&self) -> Result<(), LogError> {
         self.copy.flush()
-    }
-
-    fn local(&self) -> &SledLog {
-        &self.copy
     }
 
     fn describe(&self) -> String {

@@ -15,8 +15,8 @@ use tokio::time::Instant;
 use super::remote::Remote;
 use super::replica::{Incoming, Replica, CATCH_UP_STALL};
 use super::{BATCH_LEFT_HEADER, BATCH_WAIT};
-use crate::backend::{AppendOutcome, AppendTicket, EventLog};
 use crate::error::LogError;
+use crate::event_log::{AppendOutcome, AppendTicket, EventLog};
 
 /// Most events one round of publishing takes from the queue.
 const MAX_GROUP_EVENTS: usize = 16_384;

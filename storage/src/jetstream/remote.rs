@@ -16,8 +16,8 @@ use futures_util::StreamExt;
 
 use super::replica::Replica;
 use super::{JetStreamConfig, BATCH_LEFT_HEADER};
-use crate::backend::EventLog;
 use crate::error::LogError;
+use crate::event_log::EventLog;
 
 /// How the client authenticates, read from the environment variable the
 /// configuration names (`[storage] credentials_env`), never from a file the

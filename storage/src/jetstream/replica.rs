@@ -1,26 +1,20 @@
-//! The local copy of the stream (rule 2) and the follower that keeps it
-//! current.
+//! The local copy of the stream (rule 2): a sled log at the stream's
+//! positions, which the follower (`super::follower`) keeps current.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engram_events::codec::binary;
 use engram_events::{Envelope, Seq};
-use futures_util::StreamExt;
 use tokio::sync::watch;
 
-use super::remote::{batch_left, Remote};
-use crate::backend::{AppendOutcome, EventLog};
 use crate::error::LogError;
+use crate::event_log::{AppendOutcome, EventLog};
 use crate::log::SledLog;
 
 /// How long a wait for the copy to reach a position may go without the
 /// copy moving at all before it fails (the stream is big: a catch-up of a
 /// long log goes on as long as it moves).
 pub(super) const CATCH_UP_STALL: Duration = Duration::from_secs(30);
-
-/// Most events the follower applies in one local append.
-const APPLY_CHUNK: usize = 4096;
 
 /// An event read from the stream, at its stream sequence.
 pub(super) struct Incoming {
@@ -49,7 +43,7 @@ impl Replica {
     }
 
     /// The local copy.
-    pub(super) fn local(&self) -> &SledLog {
+    pub(super) fn local(&self) -> &Arc<SledLog> {
         &self.local
     }
 
@@ -102,7 +96,7 @@ impl Replica {
     }
 
     /// Records why the follower stopped, and wakes every waiter.
-    fn fail(&self, error: &LogError) {
+    pub(super) fn fail(&self, error: &LogError) {
         tracing::error!(%error, "the local copy of the stream stopped following it");
         *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
         self.head.send_modify(|_| {});
@@ -166,88 +160,5 @@ impl Replica {
             }
         }
         self.local.head() != start
-    }
-}
-
-/// Keeps the copy current: an ordered consumer from the copy's head,
-/// recreated (after a pause) whenever it fails.
-pub(super) struct Follower;
-
-impl Follower {
-    pub(super) fn start(runtime: &tokio::runtime::Runtime, remote: Arc<Remote>, replica: Arc<Replica>) {
-        runtime.spawn(follow(remote, replica));
-    }
-}
-
-async fn follow(remote: Arc<Remote>, replica: Arc<Replica>) {
-    let mut pause = Duration::from_millis(100);
-    loop {
-        let from = replica.local().head().next();
-        match remote.ordered(from).await {
-            Ok(messages) => {
-                let mut chunks = messages.ready_chunks(APPLY_CHUNK);
-                while let Some(chunk) = chunks.next().await {
-                    let mut incoming = Vec::with_capacity(chunk.len());
-                    let mut broken = None;
-                    for message in chunk {
-                        let message = match message {
-                            Ok(m) => m,
-                            Err(e) => {
-                                broken = Some(e.to_string());
-                                break;
-                            }
-                        };
-                        let seq = match message.info() {
-                            Ok(info) => Seq(info.stream_sequence),
-                            Err(e) => {
-                                broken = Some(format!("a message without its position: {e}"));
-                                break;
-                            }
-                        };
-                        match binary::decode(&message.payload) {
-                            Ok(event) if event.seq != seq && event.seq != Seq(0) => {
-                                replica.fail(&LogError::Inconsistent {
-                                    seq,
-                                    what: format!("the stream's message here says it is seq {}", event.seq),
-                                });
-                                return;
-                            }
-                            Ok(event) => {
-                                incoming.push(Incoming { seq, event, batch_left: batch_left(message.headers.as_ref()) })
-                            }
-                            Err(source) => {
-                                replica.fail(&LogError::Corrupt { seq, source });
-                                return;
-                            }
-                        }
-                    }
-                    if !incoming.is_empty() {
-                        let replica2 = replica.clone();
-                        let applied = tokio::task::spawn_blocking(move || replica2.apply(incoming)).await;
-                        match applied {
-                            Ok(Ok(())) => pause = Duration::from_millis(100),
-                            Ok(Err(e)) => {
-                                replica.fail(&e);
-                                return;
-                            }
-                            Err(e) => {
-                                replica.fail(&LogError::Inconsistent {
-                                    seq: replica.local().head().next(),
-                                    what: format!("applying the stream's events panicked: {e}"),
-                                });
-                                return;
-                            }
-                        }
-                    }
-                    if let Some(why) = broken {
-                        tracing::warn!(%why, "reading the stream failed; following it again");
-                        break;
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot follow the stream yet"),
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(2));
     }
 }

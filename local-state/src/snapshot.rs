@@ -58,7 +58,7 @@ use engram_events::{EventId, Seq};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::backend::EventLog;
+use engram_storage::EventLog;
 
 /// The snapshot file format (the header and the body's encoding).
 pub const FORMAT: u32 = 1;
@@ -289,7 +289,7 @@ impl SnapshotDir {
         if fs::symlink_metadata(&self.dir).is_ok_and(|m| !m.is_dir()) {
             return Err(SnapshotError::Damaged(format!("{} is not a directory", self.dir.display())));
         }
-        crate::data_dir::create_private_dir(&self.dir).map_err(|source| self.io(&self.dir, source))?;
+        engram_storage::data_dir::create_private_dir(&self.dir).map_err(|source| self.io(&self.dir, source))?;
         let mut header = Vec::with_capacity(HEADER_LEN);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&FORMAT.to_le_bytes());

@@ -1,10 +1,10 @@
 //! Snapshots against a real log: one is used only while the log still has,
 //! at its `seq`, the event it was folded up to, and only up to its owner's
-//! checkpoint (rule 2 of `engram_storage::snapshot`).
+//! checkpoint (rule 2 of `engram_local_state::snapshot`).
 
 use engram_events::payloads::{SessionEndReason, SessionEnded};
 use engram_events::{ActorKind, Envelope, Seq, SessionId};
-use engram_storage::snapshot::{SnapshotDir, SnapshotError};
+use engram_local_state::snapshot::{SnapshotDir, SnapshotError};
 use engram_storage::{EventLog, LogConfig, SledLog};
 
 fn event(i: u32) -> Envelope {

@@ -15,7 +15,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::error::LogError;
+use engram_storage::local_db::{LocalDb, Namespace};
+use engram_storage::LogError;
 
 /// Caps of the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,9 +87,9 @@ fn vector(v: &[u8]) -> Vec<f32> {
 }
 
 impl EmbeddingCache {
-    /// The cache in `tree` (see `SledLog::cache_tree`).
-    pub fn new(tree: sled::Tree, caps: CacheCaps) -> Self {
-        EmbeddingCache { tree, caps }
+    /// The cache kept in `db` (its `cache.embeddings` tree).
+    pub fn open(db: &LocalDb, caps: CacheCaps) -> Result<Self, LogError> {
+        Ok(EmbeddingCache { tree: db.tree(Namespace::Cache, "embeddings")?, caps })
     }
 
     /// Number of cached vectors.
@@ -200,7 +201,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::open(dir.path()).unwrap();
         let tree = db.open_tree("cache.embeddings").unwrap();
-        (dir, EmbeddingCache::new(tree, CacheCaps { max_rows, max_age_days: 180 }))
+        (dir, EmbeddingCache { tree, caps: CacheCaps { max_rows, max_age_days: 180 } })
     }
 
     #[test]

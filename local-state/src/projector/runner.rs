@@ -5,8 +5,8 @@ use std::time::Instant;
 use engram_events::{Envelope, EventKind, Seq};
 
 use super::{digest, Change, Projection};
-use crate::backend::EventLog;
-use crate::error::LogError;
+use engram_storage::local_db::Namespace;
+use engram_storage::{EventLog, LogError, OpenLog};
 
 /// The key of a projection's checkpoint in its tree (rows use prefixes
 /// below 0xFF, so it sorts after every row).
@@ -98,7 +98,7 @@ impl Projector {
     /// Loads each projection from its tree and catches it up with `log`.
     /// `progress` gets (events folded, head) during catch-up.
     pub fn open(
-        log: &dyn EventLog,
+        log: &OpenLog,
         projections: Vec<Box<dyn Projection>>,
         progress: impl FnMut(u64, u64),
     ) -> Result<Self, LogError> {
@@ -110,14 +110,14 @@ impl Projector {
     /// without reading their old rows, so a damaged tree is repaired rather
     /// than refused. `None` clears nothing.
     pub fn open_clearing(
-        log: &dyn EventLog,
+        log: &OpenLog,
         projections: Vec<Box<dyn Projection>>,
         clear: Option<&[&str]>,
         progress: impl FnMut(u64, u64),
     ) -> Result<Self, LogError> {
         let mut entries = Vec::with_capacity(projections.len());
         for mut projection in projections {
-            let tree = log.local().projection_tree(projection.name())?;
+            let tree = log.local_db().tree(Namespace::Projection, projection.name())?;
             if clear.is_some_and(|names| names.is_empty() || names.contains(&projection.name())) {
                 tree.clear()?;
             }
@@ -136,7 +136,7 @@ impl Projector {
             entries.push(Entry { projection, tree: Some(tree), last_seq, folded: 0 });
         }
         let mut projector = Projector { entries };
-        projector.catch_up(log, progress)?;
+        projector.catch_up(&**log, progress)?;
         Ok(projector)
     }
 
@@ -298,9 +298,9 @@ impl Projector {
 mod tests {
     use super::*;
     use crate::projector::{Table, TableRows};
-    use crate::{LogConfig, SledLog};
     use engram_events::payloads::{SessionEndReason, SessionEnded};
     use engram_events::ActorKind;
+    use engram_storage::{LogConfig, SledLog};
 
     /// Counts the events it folded, in one row.
     struct Count {
@@ -326,7 +326,7 @@ mod tests {
         }
     }
 
-    fn open(log: &SledLog, version: u32) -> (u64, u64) {
+    fn open(log: &OpenLog, version: u32) -> (u64, u64) {
         let p = Projector::open(log, vec![Box::new(Count { rows: Table::new(1), version })], |_, _| {}).unwrap();
         let count = p.get::<Count>("count").unwrap().rows.get(b"n").copied().unwrap_or(0);
         (count, p.folded("count").unwrap())
@@ -335,12 +335,12 @@ mod tests {
     #[test]
     fn stored_rows_that_are_damaged_or_of_another_version_are_rebuilt_not_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        let log = OpenLog::from_sled(SledLog::open(dir.path(), LogConfig::default()).unwrap());
         let end = |i| Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i });
         log.append((0..5).map(end).collect()).unwrap();
         assert_eq!(open(&log, 1), (5, 5), "folded from seq 1");
         assert_eq!(open(&log, 1), (5, 0), "loaded, nothing folded again");
-        let tree = log.projection_tree("count").unwrap();
+        let tree = log.local_db().tree(Namespace::Projection, "count").unwrap();
         tree.insert(b"\x01n", b"not a number".to_vec()).unwrap();
         assert_eq!(open(&log, 1), (5, 5), "damaged rows: folded again");
         assert_eq!(open(&log, 2), (5, 5), "another version: folded again");
