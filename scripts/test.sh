@@ -26,11 +26,30 @@ cargo fmt --all -- --check
 if command -v python3 >/dev/null; then python3 scripts/gen-events-doc.py --check; fi
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # What a host compiles (the facade `engram`) carries nothing of the CLI or
-# the benchmarks: those are engram-cli and engram-bench.
-if cargo tree -e normal -p engram --locked --prefix none | grep -E '^(rusqlite|clap|indicatif|criterion|hnsw_rs|tracing-subscriber|globset|engram-cli|engram-bench) '; then
-  echo "test: the host facade (engram) depends on a CLI or benchmark crate (above)" >&2
+# the benchmarks (those are engram-cli and engram-bench), with its default
+# features and without them; without them it is the runtime on the sled log
+# with the host's own embedder and LLM client: none of the optional adapters,
+# and at most 120 crates.
+cli_crates='^(rusqlite|clap|indicatif|criterion|hnsw_rs|tracing-subscriber|globset|engram-cli|engram-bench) '
+adapters='^(async-nats|rustls|ort|tokenizers|ureq|prometheus|tiny_http|engram-cli|engram-bench) '
+for features in "" "--no-default-features"; do
+  # shellcheck disable=SC2086 # $features is one flag or none
+  if cargo tree -e normal -p engram $features --locked --prefix none | grep -E "$cli_crates"; then
+    echo "test: the host facade (engram ${features:-with default features}) depends on a CLI or benchmark crate (above)" >&2
+    exit 1
+  fi
+done
+if cargo tree -e normal -p engram --no-default-features --locked --prefix none | grep -E "$adapters"; then
+  echo "test: engram --no-default-features depends on an optional adapter (above)" >&2
   exit 1
 fi
+crates=$(cargo tree -e normal -p engram --no-default-features --locked --prefix none | awk '{print $1}' | sort -u | wc -l)
+if [ "$crates" -gt 120 ]; then
+  echo "test: engram --no-default-features compiles $crates crates (at most 120)" >&2
+  exit 1
+fi
+cargo check -p engram --no-default-features --locked --quiet
+cargo check -p engram --locked --quiet
 cargo test --workspace --all-targets --locked
 cargo test --workspace --doc --locked
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet

@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use engram::actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
-use engram::learning::embedding_model::EmbeddingModel;
+use engram::actors::onnx_embedder::OnnxEmbedder;
+use engram::learning::embedder::EmbeddingModel;
+use engram::learning::embedder::{Embedder, EmbedderConfig};
 use engram_bench::labelled;
 
 fn embedder(model: EmbeddingModel) -> Arc<dyn Embedder> {

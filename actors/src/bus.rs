@@ -22,6 +22,16 @@ use engram_local_state::snapshot::{SnapshotDir, SnapshotError, SnapshotReader, S
 use engram_local_state::{ActorCheckpoints, Origins};
 use engram_storage::{AppendOutcome, EventLog, LocalDb, LogError, OpenLog};
 
+/// What the bus tells whoever counts it (the runtime's Prometheus metrics,
+/// feature `metrics`): a trait, so the bus knows nothing of what counts.
+pub trait BusObserver: Send + Sync {
+    /// An append, acknowledged after `took`, that added events of `kinds`.
+    fn appended(&self, kinds: &mut dyn Iterator<Item = EventKind>, took: std::time::Duration);
+
+    /// `actor` is `behind` events behind the log's head.
+    fn lag(&self, actor: &str, behind: u64);
+}
+
 /// The log plus the actors' checkpoints and snapshots.
 pub struct Bus {
     log: Arc<dyn EventLog>,
@@ -29,7 +39,7 @@ pub struct Bus {
     /// `None`: the log is this runtime's alone, and so is every turn.
     origin: Option<Origins>,
     /// Where appends and lags are counted, if metrics are on.
-    metrics: Option<Arc<crate::metrics::Metrics>>,
+    observer: Option<Arc<dyn BusObserver>>,
     checkpoints: ActorCheckpoints,
     snapshots: SnapshotDir,
     snapshot_every: u64,
@@ -48,7 +58,7 @@ impl Bus {
             checkpoints,
             snapshots,
             origin,
-            metrics: None,
+            observer: None,
             snapshot_every: 4096,
             local_db: log.local_db().clone(),
         })
@@ -76,16 +86,16 @@ impl Bus {
         self.origin.as_ref().is_none_or(|origin| origin.owns_session(session))
     }
 
-    /// This bus counting its appends (and its actors their lag) in
-    /// `metrics`.
-    pub fn with_metrics(mut self, metrics: Option<Arc<crate::metrics::Metrics>>) -> Bus {
-        self.metrics = metrics;
+    /// This bus telling `observer` of its appends (and its actors of
+    /// their lag).
+    pub fn with_observer(mut self, observer: Option<Arc<dyn BusObserver>>) -> Bus {
+        self.observer = observer;
         self
     }
 
-    /// The metrics, if they are on.
-    pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
-        self.metrics.as_deref()
+    /// Who is told of appends and lags, if anyone.
+    pub fn observer(&self) -> Option<&dyn BusObserver> {
+        self.observer.as_deref()
     }
 
     /// This bus with its actors saving a snapshot every `every` events (0:
@@ -202,8 +212,8 @@ impl Bus {
         self.counted(events, |log, events| log.append_deferred(events))
     }
 
-    /// Runs `append` on a non-empty batch, counting it in the metrics (its
-    /// new events by kind, its time to the acknowledgement) when they are on.
+    /// Runs `append` on a non-empty batch, telling the observer (its new
+    /// events by kind, its time to the acknowledgement) if there is one.
     fn counted(
         &self,
         events: Vec<Envelope>,
@@ -212,11 +222,11 @@ impl Bus {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        let Some(m) = &self.metrics else { return append(&*self.log, events) };
+        let Some(observer) = &self.observer else { return append(&*self.log, events) };
         let kinds: Vec<EventKind> = events.iter().map(Envelope::kind).collect();
         let start = std::time::Instant::now();
         let outcomes = append(&*self.log, events)?;
-        m.appended(new_kinds(&kinds, &outcomes), start.elapsed());
+        observer.appended(&mut new_kinds(&kinds, &outcomes), start.elapsed());
         Ok(outcomes)
     }
 

@@ -8,12 +8,16 @@ pub enum RuntimeError {
     /// The builder was not told where the data lives.
     #[error("no data dir: call RuntimeBuilder::data_dir")]
     NoDataDir,
+    /// No embedder was given, and this build has no local one (the `onnx`
+    /// feature is off).
+    #[error("no embedder: give one with RuntimeBuilder::embedder, or build engram with the `onnx` feature")]
+    NoEmbedder,
     /// The log failed.
     #[error(transparent)]
     Log(#[from] LogError),
     /// The embedder could not be opened.
     #[error(transparent)]
-    Embed(#[from] crate::embedder::EmbedError),
+    Embed(#[from] engram_learning::embedder::EmbedError),
     /// The configuration is unusable.
     #[error("config: {0}")]
     Config(String),

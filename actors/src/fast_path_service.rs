@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use engram_learning::config::{Config, EmbedderSection};
+use engram_learning::config::Config;
 use engram_learning::fast_path::decision::Changes;
 use engram_learning::fast_path::decision::VectorSearch;
 use engram_learning::fast_path::{Decision, FastPath};
@@ -18,7 +18,7 @@ use engram_local_state::embedding_cache::EmbeddingCache;
 use engram_storage::LogError;
 use engram_vector::index::{VectorConfig, VectorIndex};
 
-use crate::embedder::{EmbedError, Embedder, EmbedderConfig};
+use engram_learning::embedder::{EmbedError, Embedder};
 
 /// Why the fast path could not be built or could not decide.
 #[derive(Debug, thiserror::Error)]
@@ -29,22 +29,6 @@ pub enum FastPathError {
     /// The embedding cache could not be read or written.
     #[error("embedding cache: {0}")]
     Cache(#[from] LogError),
-}
-
-/// The embedder configuration a `[embedder]` section asks for (unset keys
-/// keep [`EmbedderConfig::default`]'s environment-aware defaults).
-pub fn embedder_config(section: &EmbedderSection) -> EmbedderConfig {
-    let mut c = EmbedderConfig { model: section.model, ..EmbedderConfig::default() };
-    if let Some(dir) = &section.models_dir {
-        c.models_dir = dir.clone();
-    }
-    if let Some(lib) = &section.ort_library {
-        c.ort_library = Some(lib.clone());
-    }
-    if section.threads > 0 {
-        c.threads = section.threads;
-    }
-    c
 }
 
 /// A layer's rows in the vector index (exact below its measured

@@ -19,18 +19,21 @@
 pub mod bridge;
 pub mod bus;
 pub mod dispatch;
-pub mod embedder;
 pub mod error;
 pub mod fast_path_service;
 pub mod llm;
+#[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod offline_planner;
+#[cfg(feature = "onnx")]
+pub mod onnx_embedder;
 pub mod roles;
 pub mod runtime;
 pub mod shell;
 pub mod tools;
 
-pub use embedder::{EmbedError, Embedder, EmbedderConfig, OnnxEmbedder};
 pub use error::RuntimeError;
+#[cfg(feature = "onnx")]
+pub use onnx_embedder::OnnxEmbedder;
 pub use runtime::{Reply, Runtime, RuntimeBuilder};
 pub use tools::{fence_untrusted, BuiltinConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, UndoAction};

@@ -38,9 +38,9 @@ use prometheus::{
 };
 use rust_decimal::prelude::ToPrimitive;
 
-use crate::bus::Bus;
-use crate::embedder::{EmbedError, Embedder};
+use crate::bus::{Bus, BusObserver};
 use crate::error::RuntimeError;
+use engram_learning::embedder::{EmbedError, Embedder};
 
 /// Every metric of the runtime, registered in one registry.
 pub struct Metrics {
@@ -133,19 +133,6 @@ impl Metrics {
         Ok(Arc::new(m))
     }
 
-    /// An append, acknowledged after `took`, that added events of `kinds`.
-    pub fn appended(&self, kinds: impl Iterator<Item = EventKind>, took: Duration) {
-        self.append_seconds.observe(took.as_secs_f64());
-        for kind in kinds {
-            self.events_appended.with_label_values(&[kind.name()]).inc();
-        }
-    }
-
-    /// `actor` is `behind` events behind the log's head.
-    pub fn lag(&self, actor: &str, behind: u64) {
-        self.lag.with_label_values(&[actor]).set(i64::try_from(behind).unwrap_or(i64::MAX));
-    }
-
     /// One embedding computed in `took`.
     pub fn embedded(&self, took: Duration) {
         self.embedding_seconds.observe(took.as_secs_f64());
@@ -184,6 +171,19 @@ impl Metrics {
             }
             _ => {}
         }
+    }
+}
+
+impl BusObserver for Metrics {
+    fn appended(&self, kinds: &mut dyn Iterator<Item = EventKind>, took: Duration) {
+        self.append_seconds.observe(took.as_secs_f64());
+        for kind in kinds {
+            self.events_appended.with_label_values(&[kind.name()]).inc();
+        }
+    }
+
+    fn lag(&self, actor: &str, behind: u64) {
+        self.lag.with_label_values(&[actor]).set(i64::try_from(behind).unwrap_or(i64::MAX));
     }
 }
 
@@ -247,6 +247,27 @@ pub fn observe_log(
             }
         })
         .map_err(RuntimeError::Thread)
+}
+
+/// What a runtime runs for its metrics: the metrics, and the endpoint when
+/// `[metrics] listen` asks for one.
+pub(crate) struct MetricsSetup {
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) server: Option<MetricsServer>,
+}
+
+/// The metrics of a runtime: in the host's `registry`, or in one of the
+/// runtime's own when `listen` (`[metrics] listen`) asks for the endpoint;
+/// `None` when neither asks.
+pub(crate) fn setup(listen: &str, registry: Option<Registry>) -> Result<Option<MetricsSetup>, RuntimeError> {
+    let listen = listen.trim();
+    let Some(registry) = registry.or_else(|| (!listen.is_empty()).then(Registry::new)) else { return Ok(None) };
+    let metrics = Metrics::register(&registry).map_err(|e| RuntimeError::Config(format!("[metrics]: {e}")))?;
+    let server = match listen.is_empty() {
+        true => None,
+        false => Some(MetricsServer::start(listen, registry).map_err(|e| RuntimeError::Config(e.to_string()))?),
+    };
+    Ok(Some(MetricsSetup { metrics, server }))
 }
 
 /// `registry` in Prometheus's text format.

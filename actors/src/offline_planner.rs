@@ -26,11 +26,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, ToolArgs};
-use engram_learning::embedding_model::EmbeddingModel;
+use engram_learning::embedder::EmbeddingModel;
 use engram_learning::fast_path::extract::{extract, SlotKind};
 use engram_learning::fast_path::gate::effectful_actions;
 
-use crate::embedder::{EmbedError, Embedder};
+use engram_learning::embedder::{EmbedError, Embedder};
 
 /// The model id plans made here carry (`plan.created.model`,
 /// `turn.completed.model`): the pattern store scores it like any model.

@@ -37,16 +37,17 @@ use engram_local_state::embedding_cache::{CacheCaps, EmbeddingCache};
 use engram_local_state::projector::Projection;
 use engram_storage::{EventLog, LogConfig};
 
-use crate::metrics::{Metrics, MetricsServer, TimedEmbedder};
+#[cfg(feature = "metrics")]
+use crate::metrics::TimedEmbedder;
 
 use crate::bridge::Bridge;
-use crate::bus::Bus;
+use crate::bus::{Bus, BusObserver};
 use crate::dispatch::{self, Feed};
-use crate::embedder::{Embedder, OnnxEmbedder};
 use crate::error::RuntimeError;
-use crate::fast_path_service::embedder_config;
 use crate::llm::{LlmClient, PriceTable};
 use crate::offline_planner::{OfflinePlanner, OFFLINE_MODEL};
+#[cfg(feature = "onnx")]
+use crate::onnx_embedder::OnnxEmbedder;
 use crate::roles::graph::Graph;
 use crate::roles::judge::Judge;
 use crate::roles::listener::{Heard, HostInput, Listener, LISTENER_KINDS};
@@ -58,6 +59,7 @@ use crate::roles::tool_router::ToolRouter;
 use crate::roles::{ContextLlm, ReactorRole};
 use crate::shell::{Deliver, RoleFactory, SaveSnapshot, Shell, ShellStatus};
 use crate::tools::{BuiltinConfig, Tool, ToolRegistry};
+use engram_learning::embedder::Embedder;
 
 /// How long a host call waits for its turn by default.
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(120);
@@ -98,6 +100,7 @@ pub struct RuntimeBuilder {
     offset: Option<FixedOffset>,
     mode: Option<IntentMode>,
     turn_timeout: Option<Duration>,
+    #[cfg(feature = "metrics")]
     registry: Option<prometheus::Registry>,
     backend: Option<engram_storage::LogBackend>,
     serve_followers: bool,
@@ -178,6 +181,7 @@ impl RuntimeBuilder {
     /// Registers the runtime's metrics ([`crate::metrics`]) in the host's
     /// own registry, to serve with its other metrics; `[metrics] listen`,
     /// if set, serves this registry too.
+    #[cfg(feature = "metrics")]
     pub fn metrics_registry(mut self, registry: prometheus::Registry) -> Self {
         self.registry = Some(registry);
         self
@@ -200,43 +204,25 @@ impl RuntimeBuilder {
         // is left to finish on its own.)
         let loading = match &self.embedder {
             Some(_) => None,
-            None => {
-                let embedder = embedder_config(&config.embedder);
-                let thread = std::thread::Builder::new()
-                    .name("engram-embedder-load".into())
-                    .spawn(move || OnnxEmbedder::open(&embedder))
-                    .map_err(RuntimeError::Thread)?;
-                Some(thread)
-            }
+            None => Some(load_embedder(config.embedder.clone())?),
         };
         let log = backend
             .open(&dir, LogConfig { durability, serve_followers: self.serve_followers, ..LogConfig::default() })?;
         let embedder: Arc<dyn Embedder> = match (self.embedder, loading) {
             (Some(e), _) => e,
-            (None, Some(thread)) => Arc::new(thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??),
+            (None, Some(thread)) => thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??,
             (None, None) => unreachable!("the model is loaded when no embedder is given"),
         };
-        // Metrics: in the host's registry, or in one of our own when
-        // `[metrics] listen` asks for the endpoint.
-        let listen = config.metrics.listen.trim().to_owned();
-        let registry = self.registry.or_else(|| (!listen.is_empty()).then(prometheus::Registry::new));
-        let metrics = registry
-            .as_ref()
-            .map(Metrics::register)
-            .transpose()
-            .map_err(|e| RuntimeError::Config(format!("[metrics]: {e}")))?;
-        let metrics_server = match (&registry, listen.is_empty()) {
-            (Some(registry), false) => {
-                Some(MetricsServer::start(&listen, registry.clone()).map_err(|e| RuntimeError::Config(e.to_string()))?)
-            }
-            _ => None,
+        #[cfg(feature = "metrics")]
+        let metrics = crate::metrics::setup(&config.metrics.listen, self.registry)?;
+        #[cfg(feature = "metrics")]
+        let (embedder, observer): (Arc<dyn Embedder>, Option<Arc<dyn BusObserver>>) = match &metrics {
+            Some(m) => (Arc::new(TimedEmbedder::new(embedder, m.metrics.clone())), Some(m.metrics.clone())),
+            None => (embedder, None),
         };
-        let embedder: Arc<dyn Embedder> = match &metrics {
-            Some(m) => Arc::new(TimedEmbedder::new(embedder, m.clone())),
-            None => embedder,
-        };
-        let bus =
-            Arc::new(Bus::new(&log)?.with_snapshot_every(config.runtime.snapshot_every).with_metrics(metrics.clone()));
+        #[cfg(not(feature = "metrics"))]
+        let observer = without_metrics(&config.metrics)?;
+        let bus = Arc::new(Bus::new(&log)?.with_snapshot_every(config.runtime.snapshot_every).with_observer(observer));
         // Every cosine threshold the configuration leaves unset is the one
         // calibrated for the model these vectors come from.
         config.calibrate_for(embedder.model_id());
@@ -358,20 +344,53 @@ impl RuntimeBuilder {
             .with_llm_judge(intent_llm)
             .with_idle_timeout(idle)
             .with_utc_offset(offset);
+        #[cfg(feature = "metrics")]
         let observe_from = bus.head().next();
         let mut runtime =
             Runtime::launch(bus, listener, factories, self.turn_timeout.unwrap_or(TURN_TIMEOUT), llm.is_some())?;
         runtime.candidates = candidates;
+        #[cfg(feature = "metrics")]
         if let Some(m) = metrics {
-            runtime.threads.push(crate::metrics::observe_log(
-                runtime.bus.clone(),
-                m,
-                observe_from,
-                runtime.stop.clone(),
-            )?);
+            let observing =
+                crate::metrics::observe_log(runtime.bus.clone(), m.metrics, observe_from, runtime.stop.clone());
+            runtime.threads.push(observing?);
+            runtime.metrics_server = m.server;
         }
-        runtime.metrics_server = metrics_server;
         Ok(runtime)
+    }
+}
+
+/// The loading of the local embedder (feature `onnx`), on a thread of its
+/// own.
+type EmbedderLoad = JoinHandle<Result<Arc<dyn Embedder>, engram_learning::embedder::EmbedError>>;
+
+/// Starts loading the local ONNX embedder `config` names.
+#[cfg(feature = "onnx")]
+fn load_embedder(config: engram_learning::embedder::EmbedderConfig) -> Result<EmbedderLoad, RuntimeError> {
+    std::thread::Builder::new()
+        .name("engram-embedder-load".into())
+        .spawn(move || OnnxEmbedder::open(&config).map(|e| Arc::new(e) as Arc<dyn Embedder>))
+        .map_err(RuntimeError::Thread)
+}
+
+/// Without the `onnx` feature there is no local embedder: the host gives
+/// one ([`RuntimeBuilder::embedder`]).
+#[cfg(not(feature = "onnx"))]
+fn load_embedder(_: engram_learning::embedder::EmbedderConfig) -> Result<EmbedderLoad, RuntimeError> {
+    Err(RuntimeError::NoEmbedder)
+}
+
+/// Without the `metrics` feature nothing counts: `[metrics] listen` is
+/// refused rather than silently not served.
+#[cfg(not(feature = "metrics"))]
+fn without_metrics(
+    section: &engram_learning::config::MetricsSection,
+) -> Result<Option<Arc<dyn BusObserver>>, RuntimeError> {
+    match section.listen.trim() {
+        "" => Ok(None),
+        listen => Err(RuntimeError::Config(format!(
+            "[metrics] listen = {listen:?}: this engram was built without the `metrics` feature"
+        ))),
     }
 }
 
@@ -405,7 +424,8 @@ pub struct Runtime {
     /// Every actor and the listener, to save their snapshots at shutdown.
     snapshots: Vec<Recipient<SaveSnapshot>>,
     /// The `/metrics` endpoint, when `[metrics] listen` is set.
-    metrics_server: Option<MetricsServer>,
+    #[cfg(feature = "metrics")]
+    metrics_server: Option<crate::metrics::MetricsServer>,
 }
 
 impl Runtime {
@@ -489,6 +509,7 @@ impl Runtime {
             online,
             candidates: Vec::new(),
             snapshots,
+            #[cfg(feature = "metrics")]
             metrics_server: None,
         })
     }
@@ -696,8 +717,9 @@ impl Runtime {
     /// and flushes.
     /// Where `/metrics` is served (`[metrics] listen`; the port the OS
     /// picked for `:0`).
+    #[cfg(feature = "metrics")]
     pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
-        self.metrics_server.as_ref().map(MetricsServer::addr)
+        self.metrics_server.as_ref().map(crate::metrics::MetricsServer::addr)
     }
 
     pub fn shutdown(mut self) -> Result<(), RuntimeError> {

@@ -344,7 +344,7 @@ impl Shell {
     fn advance(&mut self, seq: Seq) {
         self.position = seq;
         self.status.position.store(seq.0, Ordering::Release);
-        if let Some(m) = self.bus.metrics() {
+        if let Some(m) = self.bus.observer() {
             m.lag(self.name, self.bus.head().0.saturating_sub(seq.0));
         }
         if let Err(e) = self.bus.set_checkpoint(self.name, seq) {

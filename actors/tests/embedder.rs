@@ -5,10 +5,9 @@
 
 use std::sync::OnceLock;
 
-use engram_actors::embedder::{
-    EmbedError, Embedder, EmbedderConfig, OnnxEmbedder, BATCH_ROWS, FETCH_HINT, MODEL_FILE, TOKENIZER_FILE,
-};
-use engram_learning::embedding_model::EmbeddingModel;
+use engram_actors::onnx_embedder::{OnnxEmbedder, BATCH_ROWS};
+use engram_learning::embedder::EmbeddingModel;
+use engram_learning::embedder::{EmbedError, Embedder, EmbedderConfig, FETCH_HINT, MODEL_FILE, TOKENIZER_FILE};
 
 fn open(config: &EmbedderConfig) -> OnnxEmbedder {
     OnnxEmbedder::open(config).unwrap_or_else(|e| panic!("the embedder tests need the real model: {e}"))

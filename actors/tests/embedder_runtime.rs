@@ -4,8 +4,9 @@
 //! and leaves nothing behind; the real one then loads; another path after
 //! that is refused.
 
-use engram_actors::embedder::{
-    EmbedError, Embedder, EmbedderConfig, OnnxEmbedder, FETCH_HINT, MODEL_FILE, ORT_LIBRARY_FILE, TOKENIZER_FILE,
+use engram_actors::onnx_embedder::OnnxEmbedder;
+use engram_learning::embedder::{
+    EmbedError, Embedder, EmbedderConfig, FETCH_HINT, MODEL_FILE, ORT_LIBRARY_FILE, TOKENIZER_FILE,
 };
 
 #[test]

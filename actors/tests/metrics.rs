@@ -9,10 +9,11 @@ use std::net::TcpStream;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use engram_actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
+use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::Runtime;
 use engram_events::SessionId;
 use engram_learning::config::Config;
+use engram_learning::embedder::{Embedder, EmbedderConfig};
 
 fn embedder() -> Arc<dyn Embedder> {
     static E: OnceLock<Arc<OnnxEmbedder>> = OnceLock::new();

@@ -11,13 +11,14 @@ mod support;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use engram_actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
+use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::roles::router::{exploration, Exploring};
 use engram_actors::tools::{FnTool, Tool, ToolOutput};
 use engram_actors::{Runtime, RuntimeError};
 use engram_events::payloads::*;
 use engram_events::{Envelope, Event, EventId, Seq, SessionId, TurnId};
 use engram_learning::config::{Config, ModelPriceSection, ModelServerSection};
+use engram_learning::embedder::{Embedder, EmbedderConfig};
 use engram_learning::patterns::{Embedding, Fingerprint};
 use engram_learning::projections::PatternOutcomes;
 use engram_local_state::projector::Projection;

@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use engram_actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
+use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::tools::{args, FnTool, ToolError, ToolOutput};
 use engram_actors::Runtime;
 use engram_events::payloads::{FeedbackRating, RouteLayer};
 use engram_events::{Envelope, Event, EventKind, Seq, SessionId};
+use engram_learning::embedder::{Embedder, EmbedderConfig};
 use engram_storage::EventLog;
 
 fn embedder() -> Arc<dyn Embedder> {
@@ -310,10 +311,10 @@ impl Embedder for PanicsOnce {
     fn dim(&self) -> usize {
         self.inner.dim()
     }
-    fn embed(&self, text: &str) -> Result<Vec<f32>, engram_actors::EmbedError> {
+    fn embed(&self, text: &str) -> Result<Vec<f32>, engram_learning::embedder::EmbedError> {
         self.embed_batch(&[text]).map(|mut v| v.remove(0))
     }
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, engram_actors::EmbedError> {
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, engram_learning::embedder::EmbedError> {
         if texts.iter().any(|t| t.contains("boom")) && !self.fired.swap(true, Ordering::SeqCst) {
             panic!("injected fault");
         }
@@ -713,7 +714,7 @@ fn offline_directives_apply_by_rule() {
 /// derives nothing more.
 #[test]
 fn a_model_change_re_embeds_the_pattern_stores_fingerprints_once() {
-    use engram_learning::embedding_model::EmbeddingModel;
+    use engram_learning::embedder::EmbeddingModel;
     use engram_learning::projections::PatternOutcomes;
     use engram_local_state::projector::Projection;
 

@@ -23,8 +23,8 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use engram::actors::embedder::{EmbedError, Embedder};
 use engram::events::payloads::RouteLayer;
+use engram::learning::embedder::{EmbedError, Embedder};
 use engram_bench::fast_path::{l0_requests, now, Harness};
 
 /// L1 rows in the table.

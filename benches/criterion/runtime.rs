@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use engram::actors::embedder::{Embedder, EmbedderConfig, OnnxEmbedder};
+use engram::actors::onnx_embedder::OnnxEmbedder;
 use engram::events::payloads::RouteLayer;
+use engram::learning::embedder::{Embedder, EmbedderConfig};
 use engram::SessionId;
 use engram_bench::runtime::{l1_text, start};
 

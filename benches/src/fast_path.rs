@@ -66,14 +66,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use chrono::{DateTime, FixedOffset};
-use engram::learning::embedding_model::EmbeddingModel;
+use engram::learning::embedder::EmbeddingModel;
 
 use crate::labelled;
 use crate::patterns::Rng;
 use crate::percentile_us;
-use engram::actors::embedder::{EmbedError, Embedder, EmbedderConfig, OnnxEmbedder};
+use engram::actors::onnx_embedder::OnnxEmbedder;
 use engram::events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use engram::learning::config::Config;
+use engram::learning::embedder::{EmbedError, Embedder, EmbedderConfig};
 use engram::learning::fast_path::decision::VectorSearch;
 use engram::learning::fast_path::{canonical, gate, l0, Decision, FastPath};
 use engram::learning::projections::{CanonicalQueries, Pipelines};
@@ -1178,7 +1179,7 @@ pub fn run_model(opts: &Options, model: EmbeddingModel) -> anyhow::Result<Report
     progress(opts, &format!("opening the embedding model {model}"));
     let mut harness = Harness::open(model, opts.threads, opts.distinct, opts.seed)?;
     let embedder = Arc::clone(&harness.embedder);
-    let threads = if opts.threads == 0 { engram::actors::embedder::DEFAULT_THREADS } else { opts.threads };
+    let threads = if opts.threads == 0 { engram::learning::embedder::DEFAULT_THREADS } else { opts.threads };
 
     let (mut l0, mut embed) = (None, None);
     let (mut l1, mut l2, mut miss, mut tables) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -17,12 +17,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
-use engram::actors::embedder::Embedder;
 use engram::actors::fast_path_service::FastPathService;
 use engram::actors::offline_planner::OfflinePlanner;
 use engram::actors::tools::{BuiltinConfig, ToolRegistry};
 use engram::events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use engram::learning::config::Config;
+use engram::learning::embedder::Embedder;
 
 /// The fast path's labelled pairs (JSON Lines: lang, same, candidate, tool,
 /// args, request).

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use engram::actors::embedder::{Embedder, OnnxEmbedder};
-use engram::actors::fast_path_service::embedder_config;
+use engram::actors::onnx_embedder::OnnxEmbedder;
 use engram::events::chrono::{DateTime, FixedOffset};
 use engram::events::{Event, EventKind};
+use engram::learning::embedder::Embedder;
 use engram::learning::fast_path::calibrate::{calibrate, evaluate, Operating, Pair};
 use engram::learning::fast_path::{canonical, gate, placeholder};
 use serde_json::json;
@@ -49,7 +49,7 @@ struct Sample {
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(data)?;
-    let embedder = OnnxEmbedder::open(&embedder_config(&config.embedder))?;
+    let embedder = OnnxEmbedder::open(&config.embedder)?;
     let (l1, l2) = match &args.pairs {
         Some(file) => (labelled(file, &embedder)?, Vec::new()),
         None => from_log(data, &embedder, args.max_requests)?,

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use engram::actors::embedder::OnnxEmbedder;
-use engram::actors::fast_path_service::{embedder_config, FastPathService};
+use engram::actors::fast_path_service::FastPathService;
+use engram::actors::onnx_embedder::OnnxEmbedder;
 use engram::events::chrono::{DateTime, FixedOffset, Local};
 use engram::learning::fast_path::{Decision, L0Table};
 use engram::learning::projections::{self, CanonicalQueries, Pipelines};
@@ -56,7 +56,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         projector.persist()?;
         let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
         let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
-        let embedder = Arc::new(OnnxEmbedder::open(&embedder_config(&config.embedder))?);
+        let embedder = Arc::new(OnnxEmbedder::open(&config.embedder)?);
         let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
         let service = FastPathService::build(&config, &canonical, &pipelines, embedder, Some(cache))?;
         service.route(&args.text, now)?

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
-use engram::learning::embedding_model::EmbeddingModel;
+use engram::learning::embedder::EmbeddingModel;
 use engram::learning::projections::{self, PatternOutcomes};
 use engram::local_state::projector::{hex, Projector};
 use engram::local_state::snapshot::SnapshotDir;

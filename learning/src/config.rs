@@ -41,7 +41,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::embedding_model::{Calibration, EmbeddingModel};
+use crate::embedder::{Calibration, EmbeddingModel};
 use crate::patterns::{PatternCaps, PatternConfig};
 pub use engram_storage::{StorageBackend, StorageSection};
 
@@ -255,24 +255,6 @@ impl PatternSection {
             max_age_days: self.max_age_days,
         }
     }
-}
-
-/// `[embedder]`: which sentence-embedding model, and where it and ONNX
-/// Runtime are.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EmbedderSection {
-    /// The model (`use-multilingual-v3`, the default, or `minilm-l6-v2`).
-    /// Changing it makes every stored vector stale: the runtime re-embeds
-    /// what it folds from the log, and `engram stats` says which model the
-    /// data dir's vectors come from.
-    pub model: EmbeddingModel,
-    /// Models dir (default `$XDG_DATA_HOME/engram/models`).
-    pub models_dir: Option<PathBuf>,
-    /// The ONNX Runtime library (default: in the models dir).
-    pub ort_library: Option<PathBuf>,
-    /// Inference threads (0: the embedder's default).
-    pub threads: usize,
 }
 
 /// `[llm]`: the model server (none: offline mode), its prices and the
@@ -668,7 +650,7 @@ pub struct Config {
     /// The pattern store.
     pub pattern: PatternSection,
     /// The embedder.
-    pub embedder: EmbedderSection,
+    pub embedder: crate::embedder::EmbedderConfig,
     /// The LLM.
     pub llm: LlmSection,
     /// The log.

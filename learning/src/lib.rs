@@ -29,7 +29,7 @@
 //! * [`config`] — `engram.toml` with `ENGRAM_*` overrides.
 
 pub mod config;
-pub mod embedding_model;
+pub mod embedder;
 pub mod fast_path;
 pub mod features;
 pub mod import;

@@ -12,6 +12,16 @@
 //! no use for them, so whether negations count is the caller's
 //! [`Negations`] choice rather than a second list.
 
+/// Cuts `text` to at most `max` characters (not bytes), marking a cut
+/// with an ellipsis: how anything quoted into a prompt or a summary is
+/// kept to its budget.
+pub fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
 /// Normalises `text`: lowercase; typographic apostrophes straightened and
 /// kept inside words (`what's`, `l'ora`); every other punctuation mark
 /// becomes a space; whitespace runs collapse to one space, trimmed.
@@ -119,6 +129,12 @@ const STOP_WORDS_IT: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn truncate_cuts_on_characters() {
+        assert_eq!(truncate("héllo", 2), "hé…");
+        assert_eq!(truncate("hé", 2), "hé");
+    }
 
     #[test]
     fn stop_word_lists_are_sorted_normalised_and_disjoint_from_negations() {

@@ -399,7 +399,7 @@ pub fn parse_digest(text: &str, max_chars: usize) -> Result<Option<String>, Cont
     if text.trim_matches(|c: char| !c.is_alphanumeric()).eq_ignore_ascii_case("none") {
         return Ok(None);
     }
-    Ok(Some(crate::llm::http::truncate(text, max_chars)))
+    Ok(Some(engram_learning::text::truncate(text, max_chars)))
 }
 
 // ------------------------------------------------------------ summariser

@@ -80,7 +80,7 @@ impl Transport {
             if status == 400 && tools_offered && body.to_lowercase().contains("tool") {
                 return Err(LlmError::ToolsNotSupported);
             }
-            return Err(LlmError::Http { status, body: truncate(&body, ERROR_BODY_CHARS) });
+            return Err(LlmError::Http { status, body: engram_learning::text::truncate(&body, ERROR_BODY_CHARS) });
         }
         Ok(Lines { reader: BufReader::new(reader), timeout, line_no: 0, buf: Vec::new(), key: self.api_key.clone() })
     }
@@ -151,14 +151,6 @@ fn io_error(e: std::io::Error, timeout: Duration) -> LlmError {
     }
 }
 
-/// Cuts `text` to at most `max` characters, marking the cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
-}
-
 /// The lines of a streamed body, numbered from 1 for error messages.
 pub(crate) struct Lines {
     reader: BufReader<ureq::BodyReader<'static>>,
@@ -214,11 +206,5 @@ mod tests {
         ] {
             assert!(!is_loopback(url), "{url}");
         }
-    }
-
-    #[test]
-    fn truncate_cuts_on_characters() {
-        assert_eq!(truncate("héllo", 2), "hé…");
-        assert_eq!(truncate("hé", 2), "hé");
     }
 }

@@ -3,32 +3,39 @@
 //!
 //! * [`LlmClient`] is what actors call; [`client_from_config`] builds one
 //!   from `[llm]` (or none: offline mode).
-//! * [`ollama`] and [`openai`] speak the two streaming protocols over one
-//!   blocking transport; [`text_tools`] is the fallback for models without native
-//!   tool calling.
+//! * `ollama` and `openai` (feature `llm-http`) speak the two streaming
+//!   protocols over one blocking transport; [`text_tools`] is the fallback
+//!   for models without native tool calling.
 //! * [`pricing`] and [`record`] turn a call into an `llm.call_completed`
 //!   event; [`contexts`] holds the prompts and output parsers of seed 002's
 //!   contexts.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use engram_events::payloads::{LlmContext, LlmOutcome};
-use engram_learning::config::LlmSection;
 
 pub mod contexts;
+#[cfg(feature = "llm-http")]
 pub(crate) mod http;
+#[cfg(feature = "llm-http")]
 pub mod ollama;
+#[cfg(feature = "llm-http")]
 pub mod openai;
 pub mod pricing;
 pub mod record;
+#[cfg(feature = "llm-http")]
+mod servers;
 pub mod text_tools;
 
 pub use contexts::{ContextError, IntentJudgment};
+#[cfg(feature = "llm-http")]
 pub use ollama::OllamaClient;
+#[cfg(feature = "llm-http")]
 pub use openai::OpenAiClient;
 pub use pricing::{ModelPrice, PriceTable};
 pub use record::call_completed;
+#[cfg(feature = "llm-http")]
+pub use servers::{client_from_config, client_from_config_with_env};
 
 /// Who wrote a chat message; the adapters map it to each wire format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -274,89 +281,17 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
-/// Builds the client `[llm]` describes: `None` for an empty provider
-/// (offline mode). The API key comes from the environment variable named by
-/// `api_key_env`.
-pub fn client_from_config(section: &LlmSection) -> Result<Option<Arc<dyn LlmClient>>, LlmError> {
-    client_from_config_with_env(section, |name| std::env::var(name).ok())
-}
-
-/// [`client_from_config`] with the environment as a function, so tests need
-/// not mutate the process environment.
-pub fn client_from_config_with_env(
-    section: &LlmSection,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Option<Arc<dyn LlmClient>>, LlmError> {
-    let default = server(&section.provider, &section.base_url, &section.api_key_env, "llm", &env)?;
-    if section.models.is_empty() {
-        return Ok(default);
-    }
-    let mut by_model = std::collections::HashMap::new();
-    for (name, m) in &section.models {
-        let client = server(&m.provider, &m.base_url, &m.api_key_env, &format!("llm.models.{name}"), &env)?
-            .ok_or_else(|| LlmError::Config(format!("llm.models.{name}.provider is empty")))?;
-        by_model.insert(name.clone(), client);
-    }
-    Ok(Some(Arc::new(ModelServers { default, by_model })))
-}
-
-/// One server's client: `None` for an empty provider (offline). `key`
-/// names the config section in errors.
-fn server(
-    provider: &str,
-    base_url: &str,
-    api_key_env: &str,
-    section: &str,
-    env: &impl Fn(&str) -> Option<String>,
-) -> Result<Option<Arc<dyn LlmClient>>, LlmError> {
-    let provider = provider.trim();
-    if provider.is_empty() {
-        return Ok(None);
-    }
-    let key = match api_key_env.trim() {
-        "" => None,
-        var => Some(env(var).and_then(ApiKey::new).ok_or_else(|| {
-            LlmError::Config(format!("{section}.api_key_env names {var}, which is not set in the environment"))
-        })?),
-    };
-    let base = base_url.trim();
-    match provider {
-        "ollama" => {
-            let base = if base.is_empty() { ollama::DEFAULT_BASE_URL } else { base };
-            Ok(Some(Arc::new(OllamaClient::new(base, key)?)))
-        }
-        "openai" => {
-            if base.is_empty() {
-                return Err(LlmError::Config(format!("{section}.base_url is required for provider \"openai\"")));
-            }
-            Ok(Some(Arc::new(OpenAiClient::new(base, key)?)))
-        }
-        other => Err(LlmError::Config(format!(
-            "unknown {section}.provider {other:?} (expected \"ollama\", \"openai\" or empty for offline mode)"
-        ))),
-    }
-}
-
-/// The clients of several servers behind one: each request goes to the
-/// server of its model (`[llm.models.NAME]`), any other model to the
-/// `[llm]` server.
-struct ModelServers {
-    default: Option<Arc<dyn LlmClient>>,
-    by_model: std::collections::HashMap<String, Arc<dyn LlmClient>>,
-}
-
-impl LlmClient for ModelServers {
-    fn provider(&self) -> &str {
-        self.default.as_ref().map_or("mixed", |c| c.provider())
-    }
-
-    fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        match self.by_model.get(&req.model).or(self.default.as_ref()) {
-            Some(client) => client.chat(req),
-            None => Err(LlmError::Config(format!(
-                "model {:?} has no server: [llm] has no provider and there is no [llm.models.{:?}]",
-                req.model, req.model
-            ))),
-        }
+/// Without the `llm-http` feature there is no client to build: an `[llm]`
+/// that names a server is refused rather than silently offline; a host may
+/// still give its own client ([`crate::RuntimeBuilder::llm`]).
+#[cfg(not(feature = "llm-http"))]
+pub fn client_from_config(
+    section: &engram_learning::config::LlmSection,
+) -> Result<Option<std::sync::Arc<dyn LlmClient>>, LlmError> {
+    match section.provider.trim().is_empty() && section.models.is_empty() {
+        true => Ok(None),
+        false => Err(LlmError::Config(
+            "[llm] names a model server, and this engram was built without the `llm-http` feature".to_owned(),
+        )),
     }
 }

@@ -16,8 +16,8 @@ use engram_learning::projections::Graph;
 use engram_local_state::projector::Projection;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
-use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;
+use engram_learning::text::truncate;
 
 /// The kinds a role folds for its [`Profile`].
 pub const PROFILE_KINDS: &[EventKind] =

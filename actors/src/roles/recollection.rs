@@ -20,16 +20,16 @@ use std::sync::Arc;
 
 use chrono::{FixedOffset, NaiveDate};
 use engram_events::Envelope;
-use engram_learning::embedding_model::EmbeddingModel;
+use engram_learning::embedder::EmbeddingModel;
 use engram_learning::memory::{recall::content_set, Diary, Enrichment};
 use engram_local_state::embedding_cache::EmbeddingCache;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_vector::{VectorConfig, VectorIndex};
 
-use crate::embedder::Embedder;
 use crate::fast_path_service::embed_text;
-use crate::llm::http::truncate;
 use crate::tools::fence_untrusted;
+use engram_learning::embedder::Embedder;
+use engram_learning::text::truncate;
 
 /// Most diary entries in a prompt.
 pub const MAX_DAYS: usize = 3;

@@ -38,11 +38,11 @@ use super::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::contexts;
-use crate::llm::http::truncate;
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
 use crate::offline_planner::ToolDescription;
 use crate::shell::Role;
 use crate::tools::{fence_untrusted, ToolContext, ToolRegistry};
+use engram_learning::text::truncate;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// Most characters of a tool's output kept in `tool.completed`.
@@ -70,8 +70,10 @@ pub struct ReplySetup {
     pub dialogue: (u64, usize),
     /// What embeds diary entries and requests for recall (the fast path's
     /// embedder and memo); none: keywords alone rank the diary.
-    pub embed:
-        Option<(Arc<dyn crate::embedder::Embedder>, Option<engram_local_state::embedding_cache::EmbeddingCache>)>,
+    pub embed: Option<(
+        Arc<dyn engram_learning::embedder::Embedder>,
+        Option<engram_local_state::embedding_cache::EmbeddingCache>,
+    )>,
     /// The memory enrichment extractor (seed 002 #3); none: the rule.
     pub enrichment: Option<super::ContextLlm>,
     /// The digests (seed 002 #4, #5, #6); none: what they would digest

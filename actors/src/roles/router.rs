@@ -26,9 +26,9 @@ use engram_local_state::projector::Projection;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::bus::Bus;
-use crate::embedder::Embedder;
 use crate::fast_path_service::FastPathService;
 use crate::shell::Role;
+use engram_learning::embedder::Embedder;
 
 /// What the router needs besides the log.
 #[derive(Clone)]

