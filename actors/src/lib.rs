@@ -24,16 +24,17 @@ pub mod fast_path_service;
 pub mod llm;
 #[cfg(feature = "metrics")]
 pub mod metrics;
-pub mod offline_planner;
 #[cfg(feature = "onnx")]
 pub mod onnx_embedder;
+pub mod recollection;
 pub mod roles;
 pub mod runtime;
 pub mod shell;
+pub mod tool_router;
 pub mod tools;
 
 pub use error::RuntimeError;
 #[cfg(feature = "onnx")]
 pub use onnx_embedder::OnnxEmbedder;
 pub use runtime::{Reply, Runtime, RuntimeBuilder};
-pub use tools::{fence_untrusted, BuiltinConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, UndoAction};
+pub use tools::{BuiltinConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, UndoAction};

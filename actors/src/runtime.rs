@@ -44,22 +44,23 @@ use crate::bridge::Bridge;
 use crate::bus::{Bus, BusObserver};
 use crate::dispatch::{self, Feed};
 use crate::error::RuntimeError;
+use crate::llm::ContextLlm;
 use crate::llm::{LlmClient, PriceTable};
-use crate::offline_planner::{OfflinePlanner, OFFLINE_MODEL};
 #[cfg(feature = "onnx")]
 use crate::onnx_embedder::OnnxEmbedder;
-use crate::roles::graph::Graph;
+use crate::roles::graph::GraphWriter;
 use crate::roles::judge::Judge;
 use crate::roles::listener::{Heard, HostInput, Listener, LISTENER_KINDS};
 use crate::roles::planner::{Planner, PlannerSetup};
 use crate::roles::reply_loop::{Digests, ReplyLoop, ReplySetup};
 use crate::roles::router::{Router, RouterSetup};
 use crate::roles::summariser::Summariser;
-use crate::roles::tool_router::ToolRouter;
-use crate::roles::{ContextLlm, ReactorRole};
+use crate::roles::ReactorRole;
 use crate::shell::{Deliver, RoleFactory, SaveSnapshot, Shell, ShellStatus};
+use crate::tool_router::ToolRouter;
 use crate::tools::{BuiltinConfig, Tool, ToolRegistry};
 use engram_learning::embedder::Embedder;
+use engram_learning::offline_planner::{OfflinePlanner, OFFLINE_MODEL};
 
 /// How long a host call waits for its turn by default.
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(120);
@@ -335,7 +336,7 @@ impl RuntimeBuilder {
             ),
             ("judge", Box::new(move || Box::new(Judge::new(judge_llm.clone())))),
             ("summariser", Box::new(move || Box::new(Summariser::new(summary_llm.clone(), offset)))),
-            ("graph", Box::new(move || Box::new(Graph::new(graph_llm.clone())))),
+            ("graph", Box::new(move || Box::new(GraphWriter::new(graph_llm.clone())))),
         ];
         let mode = self.mode.unwrap_or(IntentMode::Chat);
         let idle =

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
-use engram_actors::offline_planner::OfflinePlanner;
 use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::tools::{BuiltinConfig, ToolRegistry};
 use engram_learning::embedder::EmbedderConfig;
+use engram_learning::offline_planner::OfflinePlanner;
 
 fn now() -> DateTime<FixedOffset> {
     DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap()

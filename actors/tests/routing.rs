@@ -12,7 +12,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use engram_actors::onnx_embedder::OnnxEmbedder;
-use engram_actors::roles::router::{exploration, Exploring};
 use engram_actors::tools::{FnTool, Tool, ToolOutput};
 use engram_actors::{Runtime, RuntimeError};
 use engram_events::payloads::*;
@@ -21,6 +20,7 @@ use engram_learning::config::{Config, ModelPriceSection, ModelServerSection};
 use engram_learning::embedder::{Embedder, EmbedderConfig};
 use engram_learning::patterns::{Embedding, Fingerprint};
 use engram_learning::projections::PatternOutcomes;
+use engram_learning::routing::{exploration, Exploring};
 use engram_local_state::projector::Projection;
 use engram_storage::EventLog;
 use serde_json::json;

@@ -261,7 +261,7 @@ fn session_end_records_patterns_and_feedback_updates_them() {
     // replacing the heuristic score.
     let last = recorded.iter().rev().find(|p| p.turn == Some(counted.turn)).unwrap();
     assert_eq!(last.success_score, Some(1.0), "{recorded:?}");
-    assert_eq!(recorded[0].primary_model, engram_actors::offline_planner::OFFLINE_MODEL);
+    assert_eq!(recorded[0].primary_model, engram_learning::offline_planner::OFFLINE_MODEL);
     rt.shutdown().unwrap();
 }
 
@@ -472,13 +472,13 @@ fn a_routing_rule_wins_over_the_pattern_store() {
     // store, asked all the same, had a recommendation — deferred, with it.
     let s = SessionId::new("s-rule");
     let r = rt.handle_utterance(&s, "describe the words of ~/a.txt").unwrap();
-    assert_eq!(r.model.as_deref(), Some(engram_actors::offline_planner::OFFLINE_MODEL), "{r:?}");
+    assert_eq!(r.model.as_deref(), Some(engram_learning::offline_planner::OFFLINE_MODEL), "{r:?}");
     assert!(rt.settle(Duration::from_secs(10)));
     let chain = chain_of(r.turn);
     assert_eq!(slot(&chain, RoutePolicy::Rule).verdict, ChainVerdict::Chosen, "{chain:?}");
     let pattern = slot(&chain, RoutePolicy::Pattern);
     assert_eq!(pattern.verdict, ChainVerdict::Deferred, "{chain:?}");
-    assert_eq!(pattern.model.as_deref(), Some(engram_actors::offline_planner::OFFLINE_MODEL));
+    assert_eq!(pattern.model.as_deref(), Some(engram_learning::offline_planner::OFFLINE_MODEL));
     assert_eq!(slot(&chain, RoutePolicy::Default).verdict, ChainVerdict::Deferred, "{chain:?}");
     let decided = events(&rt)
         .into_iter()
@@ -527,7 +527,7 @@ fn the_pattern_store_routes_similar_turns_once_it_has_evidence() {
         })
         .collect();
     assert_eq!(matched.len(), 1, "slot 4 chose the model for the new turn");
-    assert_eq!(matched[0].chosen_model, engram_actors::offline_planner::OFFLINE_MODEL);
+    assert_eq!(matched[0].chosen_model, engram_learning::offline_planner::OFFLINE_MODEL);
     assert!(matched[0].sample_size >= 5, "{:?}", matched[0]);
     let chain = all
         .iter()

@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
 use engram::actors::fast_path_service::FastPathService;
-use engram::actors::offline_planner::OfflinePlanner;
 use engram::actors::tools::{BuiltinConfig, ToolRegistry};
 use engram::events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use engram::learning::config::Config;
 use engram::learning::embedder::Embedder;
+use engram::learning::offline_planner::OfflinePlanner;
 
 /// The fast path's labelled pairs (JSON Lines: lang, same, candidate, tool,
 /// args, request).

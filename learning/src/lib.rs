@@ -18,8 +18,16 @@
 //!   hot window), the listener's fallback when no LLM judge is configured.
 //! * [`memory`] — the offline summariser and graph fact extractor, the
 //!   fallbacks of seed 002 #9 and #10.
+//! * [`fence`] — the fence around untrusted text (a tool's output, a fact
+//!   the user said) before a model reads it.
+//! * [`step_resolver`] — the arguments a planned step leaves to the
+//!   conversation (seed 002 #13).
 //! * [`text`] — the one text normalisation and stop-word list all of the
 //!   above share.
+//! * [`routing`] — the routing chain of a planner turn and its exploration
+//!   rule (seed 001 §9).
+//! * [`offline_planner`] — the plan of a turn when no model plans it: the
+//!   tools nearest the request in meaning, arguments from the extractor.
 //! * [`reactors`] — events derived from events (day activation, fast-path
 //!   learning, pattern recording, verdicts, summaries, graph facts).
 //! * [`projections`] — the folds the runtime and the CLI read: sessions,
@@ -32,11 +40,15 @@ pub mod config;
 pub mod embedder;
 pub mod fast_path;
 pub mod features;
+pub mod fence;
 pub mod import;
 pub mod intent;
 pub mod lang;
 pub mod memory;
+pub mod offline_planner;
 pub mod patterns;
 pub mod projections;
 pub mod reactors;
+pub mod routing;
+pub mod step_resolver;
 pub mod text;

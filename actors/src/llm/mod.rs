@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use engram_events::payloads::{LlmContext, LlmOutcome};
 
+pub mod context_llm;
 pub mod contexts;
 #[cfg(feature = "llm-http")]
 pub(crate) mod http;
@@ -27,6 +28,7 @@ pub mod record;
 mod servers;
 pub mod text_tools;
 
+pub use context_llm::ContextLlm;
 pub use contexts::{ContextError, IntentJudgment};
 #[cfg(feature = "llm-http")]
 pub use ollama::OllamaClient;
@@ -39,7 +41,7 @@ pub use servers::{client_from_config, client_from_config_with_env};
 
 /// Who wrote a chat message; the adapters map it to each wire format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Role {
+pub enum MessageRole {
     /// Instructions to the model.
     System,
     /// The user (or tool results in text tool-call mode).
@@ -50,14 +52,14 @@ pub enum Role {
     Tool,
 }
 
-impl Role {
+impl MessageRole {
     /// The role's name on the wire (the same in both protocols).
     pub fn as_str(self) -> &'static str {
         match self {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
+            MessageRole::System => "system",
+            MessageRole::User => "user",
+            MessageRole::Assistant => "assistant",
+            MessageRole::Tool => "tool",
         }
     }
 }
@@ -66,7 +68,7 @@ impl Role {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatMessage {
     /// Who wrote it.
-    pub role: Role,
+    pub role: MessageRole,
     /// The text.
     pub content: String,
     /// Tool calls the assistant made in this message (assistant only), so a
@@ -77,28 +79,28 @@ pub struct ChatMessage {
 }
 
 impl ChatMessage {
-    fn new(role: Role, content: impl Into<String>) -> Self {
+    fn new(role: MessageRole, content: impl Into<String>) -> Self {
         ChatMessage { role, content: content.into(), tool_calls: Vec::new(), tool_name: None }
     }
 
     /// A system message: instructions.
     pub fn system(content: impl Into<String>) -> Self {
-        ChatMessage::new(Role::System, content)
+        ChatMessage::new(MessageRole::System, content)
     }
 
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
-        ChatMessage::new(Role::User, content)
+        ChatMessage::new(MessageRole::User, content)
     }
 
     /// An assistant message without tool calls (add them to `tool_calls`).
     pub fn assistant(content: impl Into<String>) -> Self {
-        ChatMessage::new(Role::Assistant, content)
+        ChatMessage::new(MessageRole::Assistant, content)
     }
 
     /// A tool's result, naming the tool so the model can tell results apart.
     pub fn tool(name: impl Into<String>, content: impl Into<String>) -> Self {
-        ChatMessage { tool_name: Some(name.into()), ..ChatMessage::new(Role::Tool, content) }
+        ChatMessage { tool_name: Some(name.into()), ..ChatMessage::new(MessageRole::Tool, content) }
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::http::{Lines, Transport};
 use super::text_tools::chat_with_fallback;
-use super::{ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, Role, ToolCall, ToolSpec};
+use super::{ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, MessageRole, ToolCall, ToolSpec};
 
 /// Where Ollama listens when `llm.base_url` is empty.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434";
@@ -79,11 +79,11 @@ pub fn request_body(req: &ChatRequest) -> Value {
 
 fn message(m: &ChatMessage) -> Value {
     let mut out = json!({ "role": m.role.as_str(), "content": m.content });
-    if m.role == Role::Assistant && !m.tool_calls.is_empty() {
+    if m.role == MessageRole::Assistant && !m.tool_calls.is_empty() {
         out["tool_calls"] =
             m.tool_calls.iter().map(|c| json!({ "function": { "name": c.name, "arguments": c.arguments } })).collect();
     }
-    if let (Role::Tool, Some(name)) = (m.role, &m.tool_name) {
+    if let (MessageRole::Tool, Some(name)) = (m.role, &m.tool_name) {
         out["tool_name"] = Value::from(name.as_str());
     }
     out

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::http::{Lines, Transport};
 use super::text_tools::chat_with_fallback;
-use super::{ApiKey, ChatRequest, ChatResponse, LlmClient, LlmError, Role, ToolCall, ToolSpec};
+use super::{ApiKey, ChatRequest, ChatResponse, LlmClient, LlmError, MessageRole, ToolCall, ToolSpec};
 
 /// A client for one OpenAI-compatible server.
 pub struct OpenAiClient {
@@ -79,7 +79,7 @@ pub fn request_body(req: &ChatRequest) -> Value {
     for (i, m) in req.messages.iter().enumerate() {
         let mut out = json!({ "role": m.role.as_str(), "content": m.content });
         match m.role {
-            Role::Assistant if !m.tool_calls.is_empty() => {
+            MessageRole::Assistant if !m.tool_calls.is_empty() => {
                 pending.clear();
                 let calls: Vec<Value> = m
                     .tool_calls
@@ -97,7 +97,7 @@ pub fn request_body(req: &ChatRequest) -> Value {
                     .collect();
                 out["tool_calls"] = Value::Array(calls);
             }
-            Role::Tool => {
+            MessageRole::Tool => {
                 out["tool_call_id"] = Value::from(pending.pop_front().unwrap_or_else(|| format!("call_{i}")));
             }
             _ => {}

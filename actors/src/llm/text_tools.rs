@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::{ChatMessage, ChatRequest, ChatResponse, LlmError, Role, ToolCall, ToolSpec};
+use super::{ChatMessage, ChatRequest, ChatResponse, LlmError, MessageRole, ToolCall, ToolSpec};
 
 /// The fence tag that opens a text tool call.
 pub const FENCE: &str = "```tool_call";
@@ -69,12 +69,12 @@ pub fn text_mode_request(req: &ChatRequest) -> ChatRequest {
         .messages
         .iter()
         .map(|m| match m.role {
-            Role::Assistant if !m.tool_calls.is_empty() => {
+            MessageRole::Assistant if !m.tool_calls.is_empty() => {
                 let blocks: Vec<String> = m.tool_calls.iter().map(render_tool_call).collect();
                 let content = [m.content.trim(), &blocks.join("\n")].join("\n\n").trim().to_owned();
                 ChatMessage::assistant(content)
             }
-            Role::Tool => ChatMessage::user(format!(
+            MessageRole::Tool => ChatMessage::user(format!(
                 "Result of tool `{}`:\n{}",
                 m.tool_name.as_deref().unwrap_or("unknown"),
                 m.content
@@ -82,7 +82,7 @@ pub fn text_mode_request(req: &ChatRequest) -> ChatRequest {
             _ => m.clone(),
         })
         .collect();
-    match messages.iter_mut().find(|m| m.role == Role::System) {
+    match messages.iter_mut().find(|m| m.role == MessageRole::System) {
         Some(system) => system.content = format!("{}\n\n{guidance}", system.content),
         None => messages.insert(0, ChatMessage::system(guidance)),
     }
@@ -236,12 +236,12 @@ mod tests {
         };
         let t = text_mode_request(&req);
         assert!(t.tools.is_empty());
-        assert_eq!(t.messages[0].role, Role::System, "a system message is added when there is none");
+        assert_eq!(t.messages[0].role, MessageRole::System, "a system message is added when there is none");
         assert!(t.messages[0].content.contains("get_weather: Weather for a city"));
         assert!(t.messages[0].content.contains("\"city\""));
         assert!(t.messages[2].tool_calls.is_empty() && t.messages[2].content.contains(FENCE));
         assert_eq!(parse_tool_blocks(&t.messages[2].content).1, vec![call("get_weather", json!({"city": "Oslo"}))]);
-        assert_eq!(t.messages[3].role, Role::User);
+        assert_eq!(t.messages[3].role, MessageRole::User);
         assert!(t.messages[3].content.contains("get_weather") && t.messages[3].content.ends_with("rain"));
     }
 

@@ -18,21 +18,21 @@ use engram_learning::projections::Graph as GraphProjection;
 use engram_learning::reactors::{GraphReactor, Reactor};
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
-use super::ContextLlm;
 use crate::bus::Bus;
 use crate::llm::contexts;
+use crate::llm::ContextLlm;
 use crate::shell::Role;
 
 /// The graph actor's role.
-pub struct Graph {
+pub struct GraphWriter {
     rules: GraphReactor,
     llm: Option<ContextLlm>,
 }
 
-impl Graph {
+impl GraphWriter {
     /// The rule extractor, with the LLM one in front when `llm` is given.
-    pub fn new(llm: Option<ContextLlm>) -> Graph {
-        Graph { rules: GraphReactor::from_projection(&GraphProjection::default()), llm }
+    pub fn new(llm: Option<ContextLlm>) -> GraphWriter {
+        GraphWriter { rules: GraphReactor::from_projection(&GraphProjection::default()), llm }
     }
 
     fn extract(&mut self, llm: &ContextLlm, env: &Envelope, s: &SummaryWritten, bus: &Bus) -> Vec<Envelope> {
@@ -58,7 +58,7 @@ impl Graph {
     }
 }
 
-impl Role for Graph {
+impl Role for GraphWriter {
     fn snapshot_version(&self) -> u32 {
         1
     }

@@ -19,9 +19,9 @@ use engram_events::{ActorKind, Envelope, EvalId, Event, EventKind, TurnId};
 use engram_learning::reactors::{JudgeReactor, Reactor};
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
-use super::ContextLlm;
 use crate::bus::Bus;
 use crate::llm::contexts;
+use crate::llm::ContextLlm;
 use crate::shell::Role;
 
 /// The ordinal of the LLM verdict among the judge's `eval.completed` from

@@ -33,10 +33,10 @@ use engram_learning::reactors::{DayReactor, Reactor};
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_storage::LogError;
 
-use super::ContextLlm;
 use crate::bus::Bus;
 use crate::error::RuntimeError;
 use crate::llm::contexts;
+use crate::llm::ContextLlm;
 use crate::shell::{Deliver, SaveSnapshot};
 
 /// How far back the transcript the LLM intent judge reads goes (seed 002

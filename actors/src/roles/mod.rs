@@ -16,110 +16,32 @@
 //! Every LLM call fails open to the offline logic (seed 002): a failed or
 //! unparseable answer costs the turn nothing but the call's record.
 
-pub mod dialogue;
 pub mod graph;
 pub mod judge;
 pub mod listener;
 pub mod planner;
-pub mod profile;
-pub mod recollection;
 pub mod reply_loop;
 pub mod router;
-pub mod step_resolver;
 pub mod summariser;
-pub mod tool_router;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use engram_events::payloads::{LlmCallCompleted, LlmContext, LlmOutcome};
 use engram_events::{Envelope, EventKind};
-use engram_learning::config::LlmSection;
 use engram_learning::reactors::Reactor;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use crate::bus::Bus;
-use crate::llm::{self, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceTable, ToolSpec};
-use crate::offline_planner::ToolDescription;
 use crate::shell::Role;
 
 /// `kinds` and what a role that prompts a model folds for the prompt's
 /// context (the conversation, the warm profile), each once.
 fn with_prompt_context(mut kinds: Vec<EventKind>) -> Vec<EventKind> {
-    for k in dialogue::DIALOGUE_KINDS.iter().chain(profile::PROFILE_KINDS) {
+    for k in
+        engram_learning::memory::dialogue::DIALOGUE_KINDS.iter().chain(engram_learning::memory::profile::PROFILE_KINDS)
+    {
         if !kinds.contains(k) {
             kinds.push(*k);
         }
     }
     kinds
-}
-
-/// A model server set up for one LLM context: which model, under which
-/// timeout, priced how.
-#[derive(Clone)]
-pub struct ContextLlm {
-    /// The server.
-    pub client: Arc<dyn LlmClient>,
-    /// The context the calls serve (recorded in `llm.call_completed`).
-    pub context: LlmContext,
-    /// The model (`[llm]`'s `model_for(context)`).
-    pub model: String,
-    /// The context's timeout (`[llm]`'s `timeout(context)`).
-    pub timeout: Duration,
-    /// Prices of calls.
-    pub prices: Arc<PriceTable>,
-}
-
-impl ContextLlm {
-    /// `client` for `context` as `[llm]` configures it.
-    pub fn new(client: Arc<dyn LlmClient>, section: &LlmSection, context: LlmContext, prices: Arc<PriceTable>) -> Self {
-        ContextLlm {
-            client,
-            context,
-            model: section.model_for(context).to_owned(),
-            timeout: section.timeout(context),
-            prices,
-        }
-    }
-
-    /// One call with `messages` (no tools), its answer checked by `parse`.
-    /// Returns the call's record and the parsed value or why there is none.
-    /// An answer that breaks the context's contract is recorded as
-    /// `malformed` with its tokens and cost: the call was paid for.
-    pub(crate) fn ask<T, E: std::fmt::Display>(
-        &self,
-        messages: Vec<ChatMessage>,
-        parse: impl FnOnce(&str) -> Result<T, E>,
-    ) -> (LlmCallCompleted, Result<T, String>) {
-        let request = ChatRequest {
-            model: self.model.clone(),
-            messages,
-            tools: Vec::new(),
-            context: self.context,
-            timeout: self.timeout,
-        };
-        ask(&*self.client, &request, &self.prices, |r| parse(&r.content))
-    }
-}
-
-/// Sends `request`, records it and parses its answer (see [`ContextLlm::ask`]).
-pub(crate) fn ask<T, E: std::fmt::Display>(
-    client: &dyn LlmClient,
-    request: &ChatRequest,
-    prices: &PriceTable,
-    parse: impl FnOnce(&ChatResponse) -> Result<T, E>,
-) -> (LlmCallCompleted, Result<T, String>) {
-    let t0 = Instant::now();
-    let result = client.chat(request);
-    let mut record = llm::call_completed(request, &result, t0.elapsed(), prices);
-    let parsed = match &result {
-        Ok(r) => parse(r).map_err(|e| {
-            record.outcome = LlmOutcome::Malformed;
-            format!("answer rejected: {e}")
-        }),
-        Err(e) => Err(e.to_string()),
-    };
-    (record, parsed)
 }
 
 /// Whether the model was asked about `cause` already (before a restart):
@@ -161,18 +83,6 @@ impl<R: Reactor + Snapshot + 'static> Role for ReactorRole<R> {
     }
 }
 
-/// The tools as a model is told about them.
-pub(crate) fn llm_specs(tools: &[ToolDescription]) -> Vec<ToolSpec> {
-    tools
-        .iter()
-        .map(|(name, description, parameters)| ToolSpec {
-            name: name.clone(),
-            description: description.clone(),
-            parameters: parameters.clone(),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -183,7 +93,9 @@ mod tests {
     use rust_decimal::Decimal;
 
     use super::*;
-    use crate::llm::LlmError;
+    use crate::llm::{ChatRequest, ChatResponse, ContextLlm, LlmClient, LlmError, PriceTable};
+    use engram_learning::config::LlmSection;
+    use std::sync::Arc;
 
     /// A server that times out, counting the calls.
     #[derive(Default)]
@@ -283,7 +195,7 @@ mod tests {
             ),
             (
                 "graph",
-                Box::new(move || Box::new(graph::Graph::new(graph_llm.clone()))),
+                Box::new(move || Box::new(graph::GraphWriter::new(graph_llm.clone()))),
                 &[],
                 &summary,
                 ActorKind::Graph,

@@ -24,14 +24,14 @@ use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 
-use super::dialogue::Dialogue;
-use super::profile::Profile;
-use super::tool_router::ToolRouter;
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
-use crate::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
 use crate::shell::Role;
+use crate::tool_router::ToolRouter;
+use engram_learning::memory::dialogue::Dialogue;
+use engram_learning::memory::profile::Profile;
+use engram_learning::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// What the planner needs.
@@ -172,7 +172,7 @@ impl Planner {
                     };
                     allowed = Some(router.with_kept(picked, &self.dialogue.last_failed_tools(env)));
                 }
-                let specs: Vec<_> = super::llm_specs(&self.setup.tools)
+                let specs: Vec<_> = crate::llm::context_llm::llm_specs(&self.setup.tools)
                     .into_iter()
                     .filter(|s| allowed.as_ref().is_none_or(|a| a.contains(&s.name)))
                     .collect();
@@ -192,7 +192,7 @@ impl Planner {
                     timeout: self.setup.timeout,
                 };
                 let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
-                let (record, parsed) = super::ask(&*client, &request, &self.setup.prices, |r| {
+                let (record, parsed) = crate::llm::context_llm::ask(&*client, &request, &self.setup.prices, |r| {
                     llm::contexts::parse_plan_after(&r.content, &names, done.len())
                 });
                 out.push(derived(env, ActorKind::Planner, record, 0));
@@ -220,7 +220,7 @@ impl Planner {
                 // try again with what the conversation last worked on.
                 if steps.is_empty() {
                     let earlier = self.dialogue.earlier_calls(env);
-                    if let Some(resolved) = super::step_resolver::substitute_pronoun(&query, &earlier) {
+                    if let Some(resolved) = engram_learning::step_resolver::substitute_pronoun(&query, &earlier) {
                         tracing::debug!(%resolved, "offline planner: the pronoun resolved from the turn before");
                         steps = plan(&resolved);
                     }

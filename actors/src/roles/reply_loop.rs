@@ -30,18 +30,19 @@ use engram_learning::lang;
 use engram_learning::memory::{directives, enrich_by_rule, should_recall};
 use rust_decimal::Decimal;
 
-use super::dialogue::{Call, Dialogue, CARRY_CHARS};
-use super::profile::Profile;
-use super::recollection::{Recalled, Recollection};
-use super::step_resolver;
-use super::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::contexts;
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
-use crate::offline_planner::ToolDescription;
+use crate::recollection::{Recalled, Recollection};
 use crate::shell::Role;
-use crate::tools::{fence_untrusted, ToolContext, ToolRegistry};
+use crate::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
+use crate::tools::{ToolContext, ToolRegistry};
+use engram_learning::fence::fence_untrusted;
+use engram_learning::memory::dialogue::{Call, Dialogue, CARRY_CHARS};
+use engram_learning::memory::profile::Profile;
+use engram_learning::offline_planner::ToolDescription;
+use engram_learning::step_resolver;
 use engram_learning::text::truncate;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
@@ -75,16 +76,16 @@ pub struct ReplySetup {
         Option<engram_local_state::embedding_cache::EmbeddingCache>,
     )>,
     /// The memory enrichment extractor (seed 002 #3); none: the rule.
-    pub enrichment: Option<super::ContextLlm>,
+    pub enrichment: Option<crate::llm::ContextLlm>,
     /// The digests (seed 002 #4, #5, #6); none: what they would digest
     /// goes in as it is.
     pub digests: Digests,
     /// The step resolver (seed 002 #13), asked for a small turn model's
     /// steps that are not concrete; none (or a large model): the rule.
-    pub step_resolver: Option<super::ContextLlm>,
+    pub step_resolver: Option<crate::llm::ContextLlm>,
     /// The tool router, for `search_tools` (seed 002 #8) when the plan's
     /// catalogue was narrowed.
-    pub router: Option<super::tool_router::ToolRouter>,
+    pub router: Option<crate::tool_router::ToolRouter>,
 }
 
 /// The digest contexts (seed 002 #4, #5, #6), each failing open to what it
@@ -92,11 +93,11 @@ pub struct ReplySetup {
 #[derive(Clone, Default)]
 pub struct Digests {
     /// #4: recalled memory condensed for the request.
-    pub memory: Option<super::ContextLlm>,
+    pub memory: Option<crate::llm::ContextLlm>,
     /// #5: a long tool result condensed for the request.
-    pub tool: Option<super::ContextLlm>,
+    pub tool: Option<crate::llm::ContextLlm>,
     /// #6: the reply when the loop ran out of turns without one.
-    pub max_turn: Option<super::ContextLlm>,
+    pub max_turn: Option<crate::llm::ContextLlm>,
     /// `[llm] memory_digest`; unset: for a small turn model only.
     pub memory_on: Option<bool>,
     /// `[llm] tool_result_digest`; unset: for a small turn model only.
@@ -105,12 +106,12 @@ pub struct Digests {
 
 impl Digests {
     /// The memory digest, if it runs for a turn on `model`.
-    fn memory_for(&self, model: &str) -> Option<&super::ContextLlm> {
+    fn memory_for(&self, model: &str) -> Option<&crate::llm::ContextLlm> {
         self.memory.as_ref().filter(|_| self.memory_on.unwrap_or_else(|| is_small_model(model)))
     }
 
     /// The tool-result digest, if it runs for a turn on `model`.
-    fn tool_for(&self, model: &str) -> Option<&super::ContextLlm> {
+    fn tool_for(&self, model: &str) -> Option<&crate::llm::ContextLlm> {
         self.tool.as_ref().filter(|_| self.tool_on.unwrap_or_else(|| is_small_model(model)))
     }
 }
@@ -578,7 +579,7 @@ impl ReplyLoop {
         let mut searches = 0;
         let mut specs = match router {
             Some(r) => r.specs(&offered),
-            None => super::llm_specs(&self.setup.tools),
+            None => crate::llm::context_llm::llm_specs(&self.setup.tools),
         };
         // What earlier sessions taught (the warm profile), the
         // conversation so far (seed 002 #1), then this request.
@@ -607,8 +608,9 @@ impl ReplyLoop {
                 context: LlmContext::ReplyLoop,
                 timeout: self.setup.chat_timeout,
             };
-            let (record, result) =
-                super::ask(&**client, &request, &self.setup.prices, |r| Ok::<_, std::convert::Infallible>(r.clone()));
+            let (record, result) = crate::llm::context_llm::ask(&**client, &request, &self.setup.prices, |r| {
+                Ok::<_, std::convert::Infallible>(r.clone())
+            });
             run.record_call(record);
             messages = request.messages;
             match result {

@@ -1,5 +1,6 @@
 //! The router: fast path first, then the routing chain with the pattern
-//! store's recommendation as slot 4 (seed 001 §9); and, from every
+//! store's recommendation as slot 4 (seed 001 §9; the chain and its
+//! exploration rule are [`engram_learning::routing`]); and, from every
 //! completed turn, what the fast path learns.
 //!
 //! Consumes `intent.judged` (directed, not stop) and emits `route.decided`
@@ -18,9 +19,10 @@ use engram_events::{ActorKind, Envelope, Event, EventKind, FingerprintId, Seq, S
 use engram_learning::config::Config;
 use engram_learning::fast_path::Decision;
 use engram_learning::features;
-use engram_learning::patterns::{Embedding, Fingerprint, Recommendation};
+use engram_learning::patterns::{Embedding, Fingerprint};
 use engram_learning::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
 use engram_learning::reactors::{FastPathReactor, Reactor};
+use engram_learning::routing::{fast_path_chain, route_chain, Exploring, Slots};
 use engram_local_state::embedding_cache::EmbeddingCache;
 use engram_local_state::projector::Projection;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
@@ -253,280 +255,131 @@ impl Router {
         self.fast.as_ref()
     }
 
-    fn route(&mut self, env: &Envelope, intent: &IntentJudged) -> Vec<Envelope> {
-        let now = chrono::Utc::now().with_timezone(&self.setup.offset);
+    /// The fast path's decision for `intent`, sent to the planner when it
+    /// would replay a tool this runtime does not have.
+    fn decide(&mut self, intent: &IntentJudged, now: chrono::DateTime<FixedOffset>) -> Decision {
         let decision = match self.fast_path().map(|f| f.route(&intent.query, now)) {
             Some(Ok(d)) => d,
             Some(Err(e)) => Decision::planner(format!("fast path failed: {e}"), None),
             None => Decision::planner("fast path unavailable".into(), None),
         };
-        let decision = match decision.steps.iter().find(|s| !self.setup.tools.contains(&s.tool)) {
+        match decision.steps.iter().find(|s| !self.setup.tools.contains(&s.tool)) {
             Some(step) if decision.layer != RouteLayer::Planner => Decision::planner(
                 format!("{:?} replay needs tool {:?}, which is not registered", decision.layer, step.tool),
                 decision.similarity,
             ),
             _ => decision,
-        };
+        }
+    }
+
+    fn route(&mut self, env: &Envelope, intent: &IntentJudged) -> Vec<Envelope> {
+        let now = chrono::Utc::now().with_timezone(&self.setup.offset);
+        let decision = self.decide(intent, now);
         let history = env.session.as_ref().and_then(|s| self.history.get(s)).copied().unwrap_or(false);
         let features =
             features::for_turn_with(&intent.query, &decision.steps, history, &self.setup.config.pattern.intent_tags);
-        let mut out = Vec::with_capacity(3);
+        let hit = |decision: &Decision, residual| FastPathHit {
+            layer: decision.layer,
+            matched: decision.matched.clone().unwrap_or_default(),
+            similarity: decision.similarity,
+            steps: decision.steps.clone(),
+            residual,
+        };
         // A chained request: the fast path replays its known prefix, the
         // planner plans the rest in the same turn, with a model chosen as
-        // for any planner turn (slots 2-5 below).
+        // for any planner turn.
         let chained = decision.layer != RouteLayer::Planner && decision.residual.is_some();
         if decision.layer != RouteLayer::Planner && !chained {
-            let chain = vec![entry(RoutePolicy::FastPath, ChainVerdict::Chosen, None, decision.similarity, None)];
-            out.push(derived(
-                env,
-                ActorKind::Router,
-                RouteDecided {
-                    layer: decision.layer,
-                    chosen_model: None,
-                    chain,
-                    features,
-                    workload: None,
-                    embedding: None,
-                },
-                0,
-            ));
-            out.push(derived(
-                env,
-                ActorKind::Router,
-                FastPathHit {
-                    layer: decision.layer,
-                    matched: decision.matched.unwrap_or_default(),
-                    similarity: decision.similarity,
-                    steps: decision.steps,
-                    residual: None,
-                },
-                0,
-            ));
-            return out;
-        }
-        // Slots 1-5 (seed 001 §9): the user's override for this utterance,
-        // the session's sticky choice, a rule, the store, the default. Each
-        // is asked whatever won above it: an answer a higher slot beat is
-        // `deferred`, no answer `not_applicable`.
-        let mut chain =
-            vec![entry(RoutePolicy::FastPath, ChainVerdict::NotApplicable, None, decision.similarity, None)];
-        let (utterance, sticky) = env.turn.and_then(|t| self.choices.remove(&t)).unwrap_or_default();
-        let rule = self.setup.rules.iter().find(|(tag, _)| features.intent_tags.contains(tag)).map(|(_, m)| m.clone());
-        let mut chosen: Option<String> = None;
-        for (policy, answer) in
-            [(RoutePolicy::UserOverride, utterance), (RoutePolicy::Sticky, sticky), (RoutePolicy::Rule, rule)]
-        {
-            chain.push(match answer {
-                Some(m) if chosen.is_none() => {
-                    chosen = Some(m.clone());
-                    entry(policy, ChainVerdict::Chosen, Some(m), Some(1.0), None)
-                }
-                Some(m) => entry(policy, ChainVerdict::Deferred, Some(m), Some(1.0), None),
-                None => entry(policy, ChainVerdict::NotApplicable, None, None, None),
-            });
-        }
-        // The hybrid fingerprint (seed 001 §16): the request's embedding —
-        // the one the fast path computed, else one through the memo —
-        // beside the structural features; it travels in `route.decided`,
-        // so the store's rebuild never runs the model.
-        let embedding = if self.setup.config.pattern.fingerprint_version >= 2 {
-            let vector = match decision.query.clone() {
-                Some(v) => Some(v),
-                None => self.fast.as_ref().and_then(|f| f.embed_request(&intent.query, now).ok().flatten()),
+            let route = RouteDecided {
+                layer: decision.layer,
+                chosen_model: None,
+                chain: fast_path_chain(decision.similarity),
+                features,
+                workload: None,
+                embedding: None,
             };
-            vector.map(|vector| QueryEmbedding { provider: self.setup.embedder.model_id().to_owned(), vector })
-        } else {
-            None
-        };
+            return vec![
+                derived(env, ActorKind::Router, route, 0),
+                derived(env, ActorKind::Router, hit(&decision, None), 0),
+            ];
+        }
+        let embedding = self.request_embedding(&decision, intent, now);
         // A route-time query: what the turn will run is not known yet, and
         // the store's similarity skips it (seed 001 §5.3 renormalised).
         let fingerprint = Fingerprint::structural(features.clone().normalized())
             .with_embedding(embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())))
             .at_route();
-        let mut matched = None;
         let pattern = self.setup.config.pattern.config();
         // Only a candidate can be routed to (the store may know models from
         // imported history, or an earlier configuration, that this
         // assistant does not run): the store ranks the candidates alone.
         let candidates = &self.setup.candidates;
         let rec = self.patterns.recommend_among(&fingerprint, &pattern, |m| candidates.iter().any(|c| c == m));
-        let alternatives = Some(rec.alternatives.clone()).filter(|a| !a.is_empty());
-        // Exploration (part of slot 4, asked before the store's choice):
-        // while no candidate has won here against another with evidence —
-        // the store has no choice, or an uncontested one (a single model
-        // clears the gate with nothing to beat) — a share of the turns
-        // nothing above decided goes to a candidate with too few samples in
-        // this cluster.
+        let (user_override, sticky) = env.turn.and_then(|t| self.choices.remove(&t)).unwrap_or_default();
         let exploring = Exploring {
-            candidates: &self.setup.candidates,
+            candidates,
             default_model: &self.setup.default_model,
             share: self.setup.config.pattern.explore,
             pattern: &pattern,
         };
-        let explore = match (&chosen, env.turn) {
-            (None, Some(turn)) => exploration(turn, &rec, &exploring),
-            _ => None,
-        };
-        chain.push(match &explore {
-            Some((model, samples)) => {
-                chosen = Some(model.clone());
-                entry(RoutePolicy::Explore, ChainVerdict::Chosen, Some(model.clone()), Some(*samples as f64), None)
-            }
-            None => entry(RoutePolicy::Explore, ChainVerdict::NotApplicable, None, None, None),
+        let routed = route_chain(Slots {
+            fast_path_similarity: decision.similarity,
+            user_override,
+            sticky,
+            rule: self.setup.rules.iter().find(|(tag, _)| features.intent_tags.contains(tag)).map(|(_, m)| m.clone()),
+            turn: env.turn,
+            recommendation: &rec,
+            fingerprint: &fingerprint,
+            exploring: &exploring,
         });
-        match (&chosen, &rec.chosen_model) {
-            (Some(_), Some(model)) => chain.push(entry(
-                RoutePolicy::Pattern,
-                ChainVerdict::Deferred,
-                Some(model.clone()),
-                Some(rec.confidence),
-                alternatives,
-            )),
-            (_, None) => chain.push(entry(
-                RoutePolicy::Pattern,
-                ChainVerdict::NotApplicable,
-                None,
-                Some(rec.confidence),
-                alternatives,
-            )),
-            (None, Some(model)) => {
-                chosen = Some(model.clone());
-                chain.push(entry(
-                    RoutePolicy::Pattern,
-                    ChainVerdict::Chosen,
-                    Some(model.clone()),
-                    Some(rec.confidence),
-                    alternatives,
-                ));
-                matched = Some(PatternMatched {
-                    fingerprint_id: fingerprint.id(),
-                    fingerprint_kind: fingerprint.kind(),
-                    chosen_model: model.clone(),
-                    confidence: rec.confidence,
-                    sample_size: rec.sample_size,
-                    k_cluster_size: rec.k_cluster_size as u32,
-                    alternatives_count: rec.alternatives.len() as u32,
-                });
-            }
-        }
-        let default = self.setup.default_model.clone();
-        chain.push(match &chosen {
-            Some(_) => entry(RoutePolicy::Default, ChainVerdict::Deferred, Some(default.clone()), None, None),
-            None => entry(RoutePolicy::Default, ChainVerdict::Chosen, Some(default.clone()), None, None),
-        });
+        let mut out = Vec::with_capacity(3);
         if chained {
             // Before the route: the planner and the reply loop know the
             // prefix when the planner turn starts.
-            out.push(derived(
-                env,
-                ActorKind::Router,
-                FastPathHit {
-                    layer: decision.layer,
-                    matched: decision.matched.clone().unwrap_or_default(),
-                    similarity: decision.similarity,
-                    steps: decision.steps.clone(),
-                    residual: decision.residual.clone(),
-                },
-                0,
-            ));
+            out.push(derived(env, ActorKind::Router, hit(&decision, decision.residual.clone()), 0));
         }
-        out.push(derived(
-            env,
-            ActorKind::Router,
-            RouteDecided {
-                layer: RouteLayer::Planner,
-                chosen_model: Some(chosen.unwrap_or(default)),
-                chain,
-                features,
-                workload: None,
-                embedding,
-            },
-            0,
-        ));
+        let route = RouteDecided {
+            layer: RouteLayer::Planner,
+            chosen_model: Some(routed.model),
+            chain: routed.chain,
+            features,
+            workload: None,
+            embedding,
+        };
+        out.push(derived(env, ActorKind::Router, route, 0));
         if !chained {
-            out.push(derived(
-                env,
-                ActorKind::Router,
-                FastPathMissed {
-                    best_similarity: decision.similarity,
-                    best_candidate: decision.matched,
-                    reason: decision.reason,
-                },
-                0,
-            ));
+            let missed = FastPathMissed {
+                best_similarity: decision.similarity,
+                best_candidate: decision.matched,
+                reason: decision.reason,
+            };
+            out.push(derived(env, ActorKind::Router, missed, 0));
         }
-        if let Some(m) = matched {
+        if let Some(m) = routed.matched {
             out.push(derived(env, ActorKind::Router, m, 0));
         }
         out
     }
-}
 
-/// What exploration needs to know besides the store's answer.
-pub struct Exploring<'a> {
-    /// The models a turn may be routed to.
-    pub candidates: &'a [String],
-    /// Slot 5's model (never explored: it gets the other turns).
-    pub default_model: &'a str,
-    /// `[pattern] explore`: the share of open turns.
-    pub share: f64,
-    /// The store's knobs (`min_sample_size`).
-    pub pattern: &'a engram_learning::patterns::PatternConfig,
-}
-
-/// The exploration rule (`docs/patterns.md`): `Some((candidate, its
-/// samples in the cluster))` for a turn nothing above slot 4 decided, when
-/// the store's choice `rec` is not contested (no model won there against
-/// another with `min_sample_size` samples), a candidate other than the
-/// default has fewer than `min_sample_size` samples among the cluster's
-/// models and is not already losing there (success half a point under a
-/// proven model's), and the turn's draw falls under the share — every
-/// turn, when no proven model succeeds in the cluster. The fewest samples
-/// first, ties in `candidates` order. A pure function of the turn id and
-/// the store's answer, so a store rebuilt from the log reproduces every
-/// choice (`actors/tests/routing.rs` re-derives them).
-pub fn exploration(turn: TurnId, rec: &Recommendation, x: &Exploring<'_>) -> Option<(String, u64)> {
-    let (alternatives, min) = (&rec.alternatives, x.pattern.min_sample_size);
-    let contested = rec.chosen_model.is_some() && alternatives.iter().filter(|a| a.sample_size >= min).count() >= 2;
-    if contested || x.share <= 0.0 || x.candidates.len() < 2 {
-        return None;
+    /// The hybrid fingerprint's half of meaning (seed 001 §16): the
+    /// request's embedding — the one the fast path computed, else one
+    /// through the memo — which travels in `route.decided`, so the store's
+    /// rebuild never runs the model.
+    fn request_embedding(
+        &self,
+        decision: &Decision,
+        intent: &IntentJudged,
+        now: chrono::DateTime<FixedOffset>,
+    ) -> Option<QueryEmbedding> {
+        if self.setup.config.pattern.fingerprint_version < 2 {
+            return None;
+        }
+        let vector = match decision.query.clone() {
+            Some(v) => Some(v),
+            None => self.fast.as_ref().and_then(|f| f.embed_request(&intent.query, now).ok().flatten()),
+        };
+        vector.map(|vector| QueryEmbedding { provider: self.setup.embedder.model_id().to_owned(), vector })
     }
-    // No model with enough evidence here succeeds (success under one
-    // half): leaving them costs nothing in expectation, so every open turn
-    // explores.
-    let proven: Vec<&ModelOption> = alternatives.iter().filter(|a| a.sample_size >= min).collect();
-    let share = if !proven.is_empty() && proven.iter().all(|a| a.success_score_mean < 0.5) { 1.0 } else { x.share };
-    let samples = |m: &str| alternatives.iter().filter(|a| a.model == m).map(|a| a.sample_size).sum::<u64>();
-    // A candidate whose samples here already lose to a proven model by
-    // half the scale is not worth more of the user's turns.
-    let best_proven = proven.iter().map(|a| a.success_score_mean).fold(f64::NEG_INFINITY, f64::max);
-    let losing = |m: &str| {
-        alternatives.iter().any(|a| a.model == m && a.sample_size > 0 && a.success_score_mean + 0.5 < best_proven)
-    };
-    let (model, n) = x
-        .candidates
-        .iter()
-        .filter(|c| c.as_str() != x.default_model && !losing(c))
-        .map(|c| (c, samples(c)))
-        .filter(|(_, n)| *n < min)
-        .min_by_key(|(_, n)| *n)?;
-    // The turn id's bits, mixed (splitmix64), as a uniform draw.
-    let mut h = (turn.0 .0 as u64) ^ ((turn.0 .0 >> 64) as u64);
-    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    h ^= h >> 31;
-    let draw = (h >> 11) as f64 / (1u64 << 53) as f64;
-    (draw < share).then(|| (model.clone(), n))
-}
-
-fn entry(
-    policy: RoutePolicy,
-    verdict: ChainVerdict,
-    model: Option<String>,
-    confidence: Option<f64>,
-    pattern_alternatives: Option<Vec<ModelOption>>,
-) -> ChainEntry {
-    ChainEntry { policy, verdict, model, confidence, pattern_alternatives }
 }
 
 impl Role for Router {

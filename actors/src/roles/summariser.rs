@@ -23,9 +23,9 @@ use engram_learning::memory::{Diary, TurnText};
 use engram_learning::reactors::{Reactor, SummaryReactor};
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
-use super::ContextLlm;
 use crate::bus::Bus;
 use crate::llm::contexts;
+use crate::llm::ContextLlm;
 use crate::shell::Role;
 
 /// The summariser actor's role.

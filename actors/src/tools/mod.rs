@@ -20,7 +20,7 @@
 //!
 //! Output that comes from outside (files, the web, a host's tool marked
 //! so) is [`ToolOutput::untrusted`]: it must pass through
-//! [`fence_untrusted`] before any LLM sees it ([`ToolOutput::for_llm`]
+//! [`fence_untrusted`](engram_learning::fence::fence_untrusted) before any LLM sees it ([`ToolOutput::for_llm`]
 //! does that), so that instructions planted in a file are read as data.
 
 use std::collections::BTreeMap;
@@ -34,7 +34,6 @@ use engram_learning::config::ToolsSection;
 
 pub mod args;
 pub mod clock;
-pub mod fence;
 pub mod files;
 pub mod function;
 pub mod location;
@@ -42,7 +41,6 @@ pub mod memory;
 pub mod undo;
 
 pub use clock::{GetDate, GetNow};
-pub use fence::{fence_untrusted, is_fenced};
 pub use files::{FileRoots, ListDir, ReadFile, DEFAULT_READ_MAX_BYTES};
 pub use function::FnTool;
 pub use location::GetLocation;
@@ -115,7 +113,7 @@ pub struct ToolOutput {
     /// The result as text.
     pub text: String,
     /// Content from outside the assistant (files, web pages): data an LLM
-    /// must see only inside [`fence_untrusted`]'s fence.
+    /// must see only inside [`fence_untrusted`](engram_learning::fence::fence_untrusted)'s fence.
     pub untrusted: bool,
     /// How to revert the call, for tools with side effects.
     /// [`ToolRegistry::call`] moves it onto the session's undo stack (the
@@ -144,7 +142,7 @@ impl ToolOutput {
     /// `read_file notes/todo.md`) when untrusted, as it is otherwise.
     pub fn for_llm(&self, source: &str) -> String {
         if self.untrusted {
-            fence_untrusted(source, &self.text)
+            engram_learning::fence::fence_untrusted(source, &self.text)
         } else {
             self.text.clone()
         }
@@ -355,6 +353,6 @@ mod tests {
     fn for_llm_fences_only_untrusted_text() {
         assert_eq!(ToolOutput::trusted("14:05").for_llm("get_now"), "14:05");
         let fenced = ToolOutput::untrusted("hello").for_llm("read_file a.txt");
-        assert!(is_fenced(&fenced) && fenced.contains("hello"), "{fenced}");
+        assert!(engram_learning::fence::is_fenced(&fenced) && fenced.contains("hello"), "{fenced}");
     }
 }

@@ -1,18 +1,22 @@
-//! Memory without an LLM: the extractive summariser (fallback of seed 002
-//! #9), the rule-based knowledge-graph fact extractor (fallback of #10),
-//! the day-by-day diary both summarisers write into, and the rules that
-//! decide when and what to recall from it (#3b, #3's fallback), and what
-//! a user's "forget this" retracts.
+//! Memory, as folds and rules: the active conversation ([`dialogue`],
+//! seed 002 #1) and the warm profile ([`profile`], #4) that every prompt
+//! carries; the extractive summariser (fallback of #9), the rule-based
+//! knowledge-graph fact extractor (fallback of #10), the day-by-day diary
+//! both summarisers write into, the rules that decide when and what to
+//! recall from it (#3b, #3's fallback), and what a user's "forget this"
+//! retracts.
 //!
 //! Both work on sentences, so they agree on what one is: the summariser
 //! keeps the user's first-person sentences verbatim precisely so that the
 //! extractor finds them again in the summary.
 
+pub mod dialogue;
 pub mod diary;
 pub mod directives;
 pub mod extractive;
 pub mod facts;
 pub mod forget;
+pub mod profile;
 pub mod recall;
 
 pub use diary::{DayEntry, Diary};

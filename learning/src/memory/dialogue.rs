@@ -27,8 +27,8 @@ use engram_events::payloads::ToolArgs;
 use engram_events::{Envelope, Event, EventKind, SessionId, TurnId};
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
-use crate::tools::fence_untrusted;
-use engram_learning::text::truncate;
+use crate::fence::fence_untrusted;
+use crate::text::truncate;
 
 /// Longest text of one side of a turn in a prompt (characters).
 pub const ENTRY_CHARS: usize = 1_000;

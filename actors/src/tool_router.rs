@@ -17,10 +17,10 @@ use std::sync::Arc;
 use engram_events::payloads::LlmCallCompleted;
 use serde_json::json;
 
-use super::ContextLlm;
+use crate::llm::ContextLlm;
 use crate::llm::{contexts, ToolSpec};
-use crate::offline_planner::{OfflinePlanner, ToolDescription};
 use crate::tools::memory::RECALL;
+use engram_learning::offline_planner::{OfflinePlanner, ToolDescription};
 
 /// The tool searcher's name, as the reply loop's model calls it.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -120,8 +120,10 @@ impl ToolRouter {
     /// The specs of `names` for a model request, catalogue order, with
     /// `search_tools` when the catalogue was narrowed.
     pub fn specs(&self, names: &[String]) -> Vec<ToolSpec> {
-        let mut specs: Vec<ToolSpec> =
-            super::llm_specs(&self.catalogue).into_iter().filter(|s| names.contains(&s.name)).collect();
+        let mut specs: Vec<ToolSpec> = crate::llm::context_llm::llm_specs(&self.catalogue)
+            .into_iter()
+            .filter(|s| names.contains(&s.name))
+            .collect();
         if self.narrows() {
             specs.push(search_spec());
         }

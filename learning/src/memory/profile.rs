@@ -10,14 +10,14 @@
 //! text the user did not mean as an instruction. Directives are the user's
 //! standing instructions and are given as such, one short line each.
 
+use crate::projections::Graph;
 use engram_events::payloads::GraphBranch;
 use engram_events::{Envelope, Event, EventKind};
-use engram_learning::projections::Graph;
 use engram_local_state::projector::Projection;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
-use crate::tools::fence_untrusted;
-use engram_learning::text::truncate;
+use crate::fence::fence_untrusted;
+use crate::text::truncate;
 
 /// The kinds a role folds for its [`Profile`].
 pub const PROFILE_KINDS: &[EventKind] =

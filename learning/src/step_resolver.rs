@@ -19,7 +19,7 @@
 use engram_events::payloads::{PlanStep, ToolArgs};
 use serde_json::Value;
 
-use super::dialogue::Call;
+use crate::memory::dialogue::Call;
 
 /// Words of a request that point back at something said before.
 const PRONOUNS: &[&str] = &["it", "that", "this", "them", "those", "lo", "la", "questo", "questa", "quello", "quella"];

@@ -27,8 +27,8 @@ use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, Snap
 use engram_vector::{VectorConfig, VectorIndex};
 
 use crate::fast_path_service::embed_text;
-use crate::tools::fence_untrusted;
 use engram_learning::embedder::Embedder;
+use engram_learning::fence::fence_untrusted;
 use engram_learning::text::truncate;
 
 /// Most diary entries in a prompt.

@@ -24,13 +24,13 @@
 
 use std::sync::Arc;
 
+use crate::embedder::EmbeddingModel;
+use crate::fast_path::extract::{extract, SlotKind};
+use crate::fast_path::gate::effectful_actions;
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, ToolArgs};
-use engram_learning::embedder::EmbeddingModel;
-use engram_learning::fast_path::extract::{extract, SlotKind};
-use engram_learning::fast_path::gate::effectful_actions;
 
-use engram_learning::embedder::{EmbedError, Embedder};
+use crate::embedder::{EmbedError, Embedder};
 
 /// The model id plans made here carry (`plan.created.model`,
 /// `turn.completed.model`): the pattern store scores it like any model.

@@ -1,0 +1,11 @@
+//! Which model takes a planner turn: the routing chain ([`chain`]) and its
+//! exploration rule ([`explore`]) — pure functions of the turn, the user's
+//! choices, the configured rules and the pattern store's answer, so that a
+//! store rebuilt from the log reproduces every choice. The router actor
+//! (`engram_actors::roles::router`) asks them and records the chain.
+
+pub mod chain;
+pub mod explore;
+
+pub use chain::{fast_path_chain, route_chain, Routed, Slots};
+pub use explore::{exploration, Exploring};
