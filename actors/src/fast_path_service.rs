@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use engram_learning::config::Config;
+use crate::config::Config;
 use engram_learning::fast_path::decision::Changes;
 use engram_learning::fast_path::decision::VectorSearch;
 use engram_learning::fast_path::{Decision, FastPath};

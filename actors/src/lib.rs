@@ -18,6 +18,7 @@
 
 pub mod bridge;
 pub mod bus;
+pub mod config;
 pub mod dispatch;
 pub mod error;
 pub mod fast_path_service;

@@ -25,11 +25,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::config::Config;
 use actix::prelude::*;
 use chrono::FixedOffset;
 use engram_events::payloads::{FeedbackRating, LlmContext, PlanStep, RouteLayer, SessionEndReason, UtteranceSource};
 use engram_events::{ActorKind, Envelope, Seq, SessionId, TurnId};
-use engram_learning::config::Config;
 use engram_learning::intent::IntentMode;
 use engram_learning::projections::PatternOutcomes;
 use engram_learning::reactors::PatternReactor;
@@ -87,6 +87,51 @@ pub struct Reply {
     pub tools_ok: bool,
     /// From utterance to reply, as the reply loop measured it.
     pub latency_ms: u64,
+}
+
+/// `[runtime]`: the live runtime's own knobs (seed 002).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RuntimeSection {
+    /// Most model turns of the reply loop per reply (seed 002 #1: 8).
+    pub agentic_max_turns: u32,
+    /// A session with no utterance for this long is ended (`session.ended`
+    /// with reason `idle`), so the pattern store records it and the
+    /// summariser writes its summary; 0 never ends one on its own.
+    pub session_idle_secs: u64,
+    /// Routing rules (slot 3 of the chain, above the pattern store's
+    /// recommendation): intent tag → model, e.g. `{ doc = "qwen3:32b" }`.
+    pub model_rules: std::collections::BTreeMap<String, String>,
+    /// The conversation the planner and the reply loop see (seed 002 #1):
+    /// a session's exchanges no older than this (a longer pause starts a
+    /// new conversation); 0: none.
+    pub dialogue_window_secs: u64,
+    /// Most exchanges of that conversation per prompt.
+    pub dialogue_max_turns: usize,
+    /// Most tools a planner prompt lists: a bigger catalogue (a host that
+    /// registers 200 tools) is narrowed to this many by the tool router
+    /// (seed 002 #7), and the reply loop's model may find more with
+    /// `search_tools` (#8).
+    pub planner_max_tools: usize,
+    /// How often, in events of the log, each actor saves a snapshot of
+    /// its folded state, so a start reads the state and the log's tail
+    /// instead of folding the log from seq 1 (a shutdown saves one too once
+    /// a quarter of this has passed); 0: never.
+    pub snapshot_every: u64,
+}
+
+impl Default for RuntimeSection {
+    fn default() -> Self {
+        RuntimeSection {
+            agentic_max_turns: 8,
+            session_idle_secs: 30 * 60,
+            model_rules: std::collections::BTreeMap::new(),
+            dialogue_window_secs: 300,
+            dialogue_max_turns: 8,
+            planner_max_tools: 12,
+            snapshot_every: 4096,
+        }
+    }
 }
 
 /// Builds a [`Runtime`].
@@ -384,9 +429,7 @@ fn load_embedder(_: engram_learning::embedder::EmbedderConfig) -> Result<Embedde
 /// Without the `metrics` feature nothing counts: `[metrics] listen` is
 /// refused rather than silently not served.
 #[cfg(not(feature = "metrics"))]
-fn without_metrics(
-    section: &engram_learning::config::MetricsSection,
-) -> Result<Option<Arc<dyn BusObserver>>, RuntimeError> {
+fn without_metrics(section: &crate::config::MetricsSection) -> Result<Option<Arc<dyn BusObserver>>, RuntimeError> {
     match section.listen.trim() {
         "" => Ok(None),
         listen => Err(RuntimeError::Config(format!(

@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
+use engram_actors::config::Config;
 use engram_actors::fast_path_service::FastPathService;
 use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs};
-use engram_learning::config::Config;
 use engram_learning::embedder::EmbedderConfig;
 use engram_learning::projections::{CanonicalQueries, Pipelines};
 

@@ -8,12 +8,12 @@ mod support;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use engram_actors::llm::LlmSection;
 use engram_actors::llm::{
     call_completed, client_from_config_with_env, ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError,
     ModelPrice, OllamaClient, OpenAiClient, PriceTable, ToolCall, ToolSpec,
 };
 use engram_events::payloads::{LlmContext, LlmOutcome};
-use engram_learning::config::LlmSection;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use support::llm_server::{refused_url, Reply, Server};
@@ -412,7 +412,7 @@ fn cost_is_exact_decimal_arithmetic() {
 #[test]
 fn price_table_comes_from_config() {
     let toml = "[llm]\nprovider = \"openai\"\npricing_version = \"2026-11\"\n\n[llm.prices.gpt-5-mini]\ninput_per_mtok = \"0.15\"\noutput_per_mtok = \"0.60\"\n";
-    let config = engram_learning::config::Config::from_toml(toml, std::path::Path::new("engram.toml")).unwrap();
+    let config = engram_actors::config::Config::from_toml(toml, std::path::Path::new("engram.toml")).unwrap();
     assert_eq!(PriceTable::from_config(&config.llm), prices());
 }
 

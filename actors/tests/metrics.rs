@@ -9,10 +9,10 @@ use std::net::TcpStream;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use engram_actors::config::Config;
 use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::Runtime;
 use engram_events::SessionId;
-use engram_learning::config::Config;
 use engram_learning::embedder::{Embedder, EmbedderConfig};
 
 fn embedder() -> Arc<dyn Embedder> {

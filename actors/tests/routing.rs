@@ -11,12 +11,13 @@ mod support;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use engram_actors::config::Config;
+use engram_actors::llm::{ModelPriceSection, ModelServerSection};
 use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::tools::{FnTool, Tool, ToolOutput};
 use engram_actors::{Runtime, RuntimeError};
 use engram_events::payloads::*;
 use engram_events::{Envelope, Event, EventId, Seq, SessionId, TurnId};
-use engram_learning::config::{Config, ModelPriceSection, ModelServerSection};
 use engram_learning::embedder::{Embedder, EmbedderConfig};
 use engram_learning::patterns::{Embedding, Fingerprint};
 use engram_learning::projections::PatternOutcomes;
@@ -460,7 +461,7 @@ fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
             _ => None,
         })
         .collect();
-    let pattern = engram_learning::config::Config::default().pattern.config();
+    let pattern = engram_actors::config::Config::default().pattern.config();
     let candidates = ["small".to_owned(), "big".to_owned()];
     let exploring = Exploring { candidates: &candidates, default_model: "small", share: 0.5, pattern: &pattern };
     let mut store = PatternOutcomes::default();

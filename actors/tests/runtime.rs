@@ -146,7 +146,7 @@ fn a_multi_step_request_becomes_an_l2_hit_with_new_arguments() {
 #[test]
 fn a_chained_request_replays_its_known_part_and_plans_the_rest() {
     let f = fixture();
-    let mut config = engram_learning::config::Config::default();
+    let mut config = engram_actors::config::Config::default();
     config.multi_tool_fast_path.chain_to_planner = true;
     let rt = Runtime::builder()
         .data_dir(&f.data)
@@ -354,7 +354,7 @@ fn an_actor_panic_is_survived_and_the_turn_completes_once() {
 #[test]
 fn an_idle_session_is_ended_and_summarised() {
     let f = fixture();
-    let mut config = engram_learning::config::Config::default();
+    let mut config = engram_actors::config::Config::default();
     config.runtime.session_idle_secs = 1;
     let rt = Runtime::builder()
         .data_dir(&f.data)
@@ -420,7 +420,7 @@ fn a_panicking_tool_fails_its_step_not_the_turn() {
 fn a_routing_rule_wins_over_the_pattern_store() {
     use engram_events::payloads::{ChainEntry, ChainVerdict, RoutePolicy};
     let f = fixture();
-    let mut config = engram_learning::config::Config::default();
+    let mut config = engram_actors::config::Config::default();
     config.runtime.model_rules.insert("doc".into(), "local:doc-model".into());
     let rt = Runtime::builder()
         .data_dir(&f.data)

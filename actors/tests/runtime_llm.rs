@@ -17,13 +17,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use engram_actors::config::Config;
+use engram_actors::llm::ModelPriceSection;
 use engram_actors::llm::{client_from_config_with_env, LlmClient};
 use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::tools::{FnTool, ToolError, ToolOutput};
 use engram_actors::Runtime;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, Seq, SessionId, TurnId};
-use engram_learning::config::{Config, ModelPriceSection};
 use engram_learning::embedder::{Embedder, EmbedderConfig};
 use engram_learning::fence::is_fenced;
 use engram_learning::fence::{BEGIN_MARKER, END_MARKER};

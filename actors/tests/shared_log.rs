@@ -10,15 +10,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use engram_actors::config::Config;
 use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::tools::{FnTool, ToolOutput};
 use engram_actors::Runtime;
 use engram_events::{Envelope, EventKind, Seq, SessionId};
-use engram_learning::config::{Config, StorageBackend};
 use engram_learning::embedder::{Embedder, EmbedderConfig};
 use engram_learning::projections;
 use engram_local_state::projector::Projector;
 use engram_storage::jetstream::server::NatsServer;
+use engram_storage::StorageBackend;
 use engram_storage::{EventLog, JetStreamConfig, LogBackend, LogConfig};
 
 fn embedder() -> Arc<dyn Embedder> {

@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use engram_actors::config::Config;
 use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::tools::{args, FnTool, ToolError, ToolOutput};
 use engram_actors::Runtime;
 use engram_events::payloads::FeedbackRating;
 use engram_events::SessionId;
-use engram_learning::config::Config;
 use engram_learning::embedder::{Embedder, EmbedderConfig};
 
 /// Every actor that keeps a snapshot, and the listener.

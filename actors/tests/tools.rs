@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use engram_actors::tools::ToolsSection;
 use engram_actors::tools::{FnTool, DEFAULT_READ_MAX_BYTES};
 use engram_actors::{BuiltinConfig, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use engram_events::chrono::DateTime;
 use engram_events::payloads::{SideEffectClass, ToolArgs};
 use engram_events::SessionId;
-use engram_learning::config::ToolsSection;
 use engram_learning::fence::{fence_untrusted, is_fenced, BEGIN_MARKER, END_MARKER};
 use engram_storage::data_dir::create_private_dir;
 

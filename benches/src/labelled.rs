@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
+use engram::actors::config::Config;
 use engram::actors::fast_path_service::FastPathService;
 use engram::actors::tools::{BuiltinConfig, ToolRegistry};
 use engram::events::payloads::{PlanStep, RouteLayer, ToolArgs};
-use engram::learning::config::Config;
 use engram::learning::embedder::Embedder;
 use engram::learning::offline_planner::OfflinePlanner;
 

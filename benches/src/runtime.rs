@@ -21,13 +21,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::Utc;
+use engram::actors::config::Config;
 use engram::actors::fast_path_service::FastPathService;
 use engram::actors::onnx_embedder::OnnxEmbedder;
 use engram::actors::tools::{FnTool, Tool, ToolContext, ToolOutput};
 use engram::actors::Runtime;
 use engram::events::payloads::ToolArgs;
 use engram::events::{Seq, SessionId};
-use engram::learning::config::Config;
 use engram::learning::embedder::{Embedder, EmbedderConfig};
 use engram::learning::fast_path::l0::L0Table;
 use engram::learning::projections::{CanonicalQueries, Pipelines};

@@ -38,8 +38,12 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let bar = output::progress(plan.records as u64, "importing");
     let before = log.head();
     let started = std::time::Instant::now();
-    let stats =
-        import::run(&plan, log.log(), || import::reactors(&projector, &config), |done| bar.set_position(done as u64))?;
+    let stats = import::run(
+        &plan,
+        log.log(),
+        || import::reactors(&projector, &config.multi_tool_fast_path, &config.pattern),
+        |done| bar.set_position(done as u64),
+    )?;
     // Durable before the rate is taken: the rate is of events on disk.
     log.flush()?;
     let seconds = started.elapsed().as_secs_f64();
@@ -100,7 +104,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
 /// checkpoint is at the head (the caller checks), and no session is ended
 /// for being idle. Returns the seconds it took, or `None` with a warning when the
 /// runtime cannot start (the import itself stands).
-fn prepare_snapshots(data: &Path, mut config: engram::learning::config::Config) -> Option<f64> {
+fn prepare_snapshots(data: &Path, mut config: engram::actors::config::Config) -> Option<f64> {
     let started = std::time::Instant::now();
     config.runtime.session_idle_secs = 0;
     // The import's own log was closed a moment ago: sled may still hold its

@@ -186,10 +186,10 @@ fn served() -> LogConfig {
 pub(crate) type Log = engram::storage::OpenLog;
 
 /// The configuration for `data`: its `engram.toml` (see
-/// [`Config::locate`](engram::learning::config::Config::locate)) with
+/// [`Config::locate`](engram::actors::config::Config::locate)) with
 /// `ENGRAM_*` overrides.
-pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::learning::config::Config> {
-    use engram::learning::config::Config;
+pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::actors::config::Config> {
+    use engram::actors::config::Config;
     let path = Config::locate(data);
     Ok(Config::load(path.as_deref(), std::env::vars())?)
 }
@@ -199,7 +199,7 @@ pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::lear
 /// reading it).
 fn existing_backend(data: &std::path::Path) -> anyhow::Result<engram::storage::LogBackend> {
     let storage = load_config(data)?.storage;
-    if storage.backend == engram::learning::config::StorageBackend::Sled && !data.join("log.sled").is_dir() {
+    if storage.backend == engram::storage::StorageBackend::Sled && !data.join("log.sled").is_dir() {
         anyhow::bail!("{}: no engram data here (nothing imported yet? pass --data DIR)", data.display());
     }
     Ok(with_fetch_bar(storage.backend().map_err(anyhow::Error::msg)?))

@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    if crate::load_config(data)?.storage.backend == engram::learning::config::StorageBackend::Jetstream {
+    if crate::load_config(data)?.storage.backend == engram::storage::StorageBackend::Jetstream {
         return refetch(data, args);
     }
     let pending = repair::pending(data);
@@ -61,7 +61,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let wanted: HashSet<EventId> = report.lost_ids.iter().filter_map(|id| id.parse().ok()).collect();
     let config = crate::load_config(data)?;
     // Fresh reactors: they see the whole log from its first record.
-    let mut derivers = import::reactors(&Projector::in_memory(projections::all()), &config);
+    let mut derivers =
+        import::reactors(&Projector::in_memory(projections::all()), &config.multi_tool_fast_path, &config.pattern);
     let rederived = reactors::rederive(log.log(), &mut derivers, &wanted)?;
     let rederived_ids: Vec<String> = rederived.iter().map(|e| e.id.to_string()).collect();
     if !rederived.is_empty() {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::bail;
 use engram::events::codec::json;
-use engram::learning::config::StorageBackend;
 use engram::storage::follow;
+use engram::storage::StorageBackend;
 use engram::{Envelope, EventKind, EventLog, Filter, LogError, Seq, SessionId, SledLog};
 
 use crate::output;

@@ -2,7 +2,7 @@
 //! the value of a key that looks like a secret.
 #![no_main]
 
-use engram_learning::config::Config;
+use engram_actors::config::Config;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -7,7 +7,7 @@ use engram_events::codec::binary;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    for (seq, offset) in engram_storage::repair::find_frames(data) {
+    for (seq, offset) in engram_storage::segment::find_frames(data) {
         let (frame, _) = binary::split_frame(&data[offset..]).expect("a reported frame splits");
         let env = frame.decode().expect("a reported frame decodes");
         assert_eq!(env.seq, seq);

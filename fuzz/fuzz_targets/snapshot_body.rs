@@ -6,8 +6,8 @@
 
 use engram_learning::memory::Diary;
 use engram_learning::projections::PatternOutcomes;
-use engram_storage::projector::Projection;
-use engram_storage::snapshot::{Snapshot, SnapshotReader};
+use engram_local_state::projector::Projection;
+use engram_local_state::snapshot::{Snapshot, SnapshotReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

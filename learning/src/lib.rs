@@ -34,9 +34,7 @@
 //!   active days, canonical queries, pipelines, pattern outcomes, graph.
 //! * [`import`] — turn records and envelopes into the log, validated
 //!   first, with deterministic ids, through the same reactors.
-//! * [`config`] — `engram.toml` with `ENGRAM_*` overrides.
 
-pub mod config;
 pub mod embedder;
 pub mod fast_path;
 pub mod features;

@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use engram_events::{Event, EventKind, Seq};
-use engram_learning::config::Config;
 use engram_learning::import::{self, turn_events, turn_record, ImportError};
 use engram_learning::projections;
 use engram_learning::reactors::Reactor;
@@ -19,7 +18,7 @@ use serde_json::{json, Value};
 fn reactors(log: &SledLog) -> Vec<Box<dyn Reactor>> {
     let mut p = Projector::in_memory(projections::all());
     p.catch_up(log, |_, _| {}).unwrap();
-    import::reactors(&p, &Config::default())
+    import::reactors(&p, &Default::default(), &Default::default())
 }
 
 fn import_file(log: &SledLog, path: &Path) -> Result<import::ImportStats, ImportError> {

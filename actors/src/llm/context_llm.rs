@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::llm::LlmSection;
 use engram_events::payloads::{LlmCallCompleted, LlmContext, LlmOutcome};
-use engram_learning::config::LlmSection;
 use engram_learning::offline_planner::ToolDescription;
 
 use super::{call_completed, ChatMessage, ChatRequest, ChatResponse, LlmClient, PriceTable, ToolSpec};

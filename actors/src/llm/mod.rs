@@ -24,6 +24,7 @@ pub mod ollama;
 pub mod openai;
 pub mod pricing;
 pub mod record;
+pub mod section;
 #[cfg(feature = "llm-http")]
 mod servers;
 pub mod text_tools;
@@ -36,6 +37,7 @@ pub use ollama::OllamaClient;
 pub use openai::OpenAiClient;
 pub use pricing::{ModelPrice, PriceTable};
 pub use record::call_completed;
+pub use section::{is_small_model, LlmSection, ModelPriceSection, ModelServerSection};
 #[cfg(feature = "llm-http")]
 pub use servers::{client_from_config, client_from_config_with_env};
 
@@ -287,9 +289,7 @@ impl std::fmt::Debug for ApiKey {
 /// that names a server is refused rather than silently offline; a host may
 /// still give its own client ([`crate::RuntimeBuilder::llm`]).
 #[cfg(not(feature = "llm-http"))]
-pub fn client_from_config(
-    section: &engram_learning::config::LlmSection,
-) -> Result<Option<std::sync::Arc<dyn LlmClient>>, LlmError> {
+pub fn client_from_config(section: &crate::llm::LlmSection) -> Result<Option<std::sync::Arc<dyn LlmClient>>, LlmError> {
     match section.provider.trim().is_empty() && section.models.is_empty() {
         true => Ok(None),
         false => Err(LlmError::Config(

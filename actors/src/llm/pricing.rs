@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use engram_learning::config::LlmSection;
+use crate::llm::LlmSection;
 use rust_decimal::Decimal;
 
 /// Providers that run on this machine: their calls cost nothing.

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use engram_learning::config::LlmSection;
+use crate::llm::LlmSection;
 
 use super::ollama::{self, OllamaClient};
 use super::openai::OpenAiClient;

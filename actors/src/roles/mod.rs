@@ -93,8 +93,8 @@ mod tests {
     use rust_decimal::Decimal;
 
     use super::*;
+    use crate::llm::LlmSection;
     use crate::llm::{ChatRequest, ChatResponse, ContextLlm, LlmClient, LlmError, PriceTable};
-    use engram_learning::config::LlmSection;
     use std::sync::Arc;
 
     /// A server that times out, counting the calls.

@@ -20,11 +20,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::llm::is_small_model;
 use chrono::{DateTime, FixedOffset, SubsecRound, Utc};
 use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
-use engram_learning::config::is_small_model;
 use engram_learning::fast_path::templates::l0_answer;
 use engram_learning::lang;
 use engram_learning::memory::{directives, enrich_by_rule, should_recall};

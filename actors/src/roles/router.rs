@@ -12,11 +12,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::config::Config;
 use chrono::FixedOffset;
 use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, FingerprintId, Seq, SessionId, TurnId};
-use engram_learning::config::Config;
 use engram_learning::fast_path::Decision;
 use engram_learning::features;
 use engram_learning::patterns::{Embedding, Fingerprint};

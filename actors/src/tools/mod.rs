@@ -30,7 +30,6 @@ use std::sync::Arc;
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{SideEffectClass, ToolArgs};
 use engram_events::SessionId;
-use engram_learning::config::ToolsSection;
 
 pub mod args;
 pub mod clock;
@@ -45,6 +44,24 @@ pub use files::{FileRoots, ListDir, ReadFile, DEFAULT_READ_MAX_BYTES};
 pub use function::FnTool;
 pub use location::GetLocation;
 pub use undo::{Undo, UndoStack};
+
+/// `[tools]`: what the built-in tools may know and touch.
+///
+/// `location` is a string rather than an option so that
+/// `ENGRAM_TOOLS_LOCATION` can set it like any other scalar; empty means
+/// "not configured" (`get_location` then says how to configure it).
+/// `file_roots` are the only dirs `list_dir` / `read_file` may look into;
+/// empty (the default) means the file tools refuse everything.
+/// `ENGRAM_TOOLS_FILE_ROOTS` takes a JSON array or a `:`-separated list.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsSection {
+    /// Where the user is, as they want it said ("Rome, Italy"); empty: unset.
+    pub location: String,
+    /// Dirs the file tools are confined to; relative paths in tool
+    /// arguments resolve against the first.
+    pub file_roots: Vec<PathBuf>,
+}
 
 /// A function the assistant can call.
 ///

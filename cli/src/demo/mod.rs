@@ -13,9 +13,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use engram::actors::config::Config;
 use engram::actors::Runtime;
 use engram::events::SessionId;
-use engram::learning::config::Config;
 
 use crate::output;
 use workload::Step;

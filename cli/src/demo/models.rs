@@ -21,10 +21,11 @@ use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use anyhow::Context;
+use engram::actors::config::Config;
+use engram::actors::llm::ModelPriceSection;
 use engram::actors::Runtime;
 use engram::events::payloads::FeedbackRating;
 use engram::events::SessionId;
-use engram::learning::config::{Config, ModelPriceSection};
 use serde_json::{json, Value};
 
 /// The two stand-in models: (name, the tool it always plans).

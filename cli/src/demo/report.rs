@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
+use engram::actors::config::Config;
 use engram::events::payloads::{GraphBranch, RouteLayer};
-use engram::learning::config::Config;
 use engram::learning::features;
 use engram::learning::patterns::Fingerprint;
 use engram::learning::projections::PatternOutcomes;

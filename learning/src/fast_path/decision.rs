@@ -16,7 +16,7 @@ use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
 
 use super::{canonical, gate, placeholder, Extracted, L0Table};
-use crate::config::{FastPathConfig, MultiToolConfig};
+use crate::fast_path::{FastPathConfig, MultiToolConfig};
 use crate::projections::{CanonicalQueries, Pipelines};
 
 /// Nearest-neighbour search over a layer's row vectors (unit length), kept

@@ -123,7 +123,7 @@ impl L0Table {
     }
 
     /// The table `[fast_path]` asks for: the built-ins plus `l0_extra`.
-    pub fn from_config(fast: &crate::config::FastPathConfig) -> Self {
+    pub fn from_config(fast: &crate::fast_path::FastPathConfig) -> Self {
         L0Table::with_extra(fast.l0_extra.iter().map(|(k, v)| (k.as_str(), v.clone())))
     }
 

@@ -14,6 +14,9 @@
 //! * [`lexicon`] — Italian content words as their English concept, so the
 //!   gate lets a request learnt in one language serve its twin in the other.
 //!
+//! Its configuration is `[fast_path]` ([`FastPathConfig`], L0 and L1) and
+//! `[multi_tool_fast_path]` ([`MultiToolConfig`], L2) of `engram.toml`.
+//!
 //! Text is normalised by [`crate::text`], the one normalisation the L0
 //! table, canonical texts and the gate share. What the router *learns*
 //! (`canonical.recorded`, `pipeline.recorded`, …) is
@@ -34,7 +37,12 @@ pub use decision::{Decision, FastPath, VectorSearch};
 pub use extract::{extract, Extracted, SlotKind};
 pub use l0::L0Table;
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, FixedOffset};
+use serde::{Deserialize, Serialize};
+
+use crate::embedder::EmbeddingModel;
 
 /// A request's canonical form — normalised, with the values it carries
 /// masked (`download URL and describe it`) — and those values.
@@ -55,4 +63,82 @@ pub fn pipeline_id(canonical: &str, steps: &[engram_events::payloads::PlanStep])
         h.update(&[0]);
     }
     h.finalize().to_hex()[..24].to_owned()
+}
+
+/// `[fast_path]`: L0 and L1 (seed 000).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FastPathConfig {
+    /// L1 on.
+    pub canonical_query_enabled: bool,
+    /// Observations before a canonical query is a candidate.
+    pub canonical_query_min_uses: u32,
+    /// Smallest cosine for an L1 match. Unset: the embedding model's own
+    /// calibration ([`Calibration::l1`](crate::embedder::Calibration::l1); `engram calibrate` derives one).
+    pub canonical_query_threshold: Option<f64>,
+    /// LLM argument extraction fallback (off: the rules cover ~90%).
+    pub canonical_query_args_llm: bool,
+    /// Extra L0 phrases: phrase → executor.
+    pub l0_extra: BTreeMap<String, String>,
+}
+
+impl Default for FastPathConfig {
+    fn default() -> Self {
+        FastPathConfig {
+            canonical_query_enabled: true,
+            canonical_query_min_uses: 3,
+            canonical_query_threshold: None,
+            canonical_query_args_llm: false,
+            l0_extra: BTreeMap::new(),
+        }
+    }
+}
+
+impl FastPathConfig {
+    /// The L1 threshold: the configured one, else the default model's
+    /// calibration (a runtime first fills it from its own model's with
+    /// `Config::calibrate_for`).
+    pub fn l1_threshold(&self) -> f64 {
+        self.canonical_query_threshold.unwrap_or(EmbeddingModel::default().spec().calibration.l1)
+    }
+}
+
+/// `[multi_tool_fast_path]`: L2 (seed 000).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MultiToolConfig {
+    /// L2 on (engram's default; the replay gate makes it safe).
+    pub enabled: bool,
+    /// Hand the rest of a multi-verb request to the planner after the replay.
+    pub chain_to_planner: bool,
+    /// Smallest cosine for an L2 match. Unset: the embedding model's own
+    /// calibration ([`Calibration::l2`](crate::embedder::Calibration::l2)).
+    pub threshold: Option<f64>,
+    /// Identical passes before a pipeline is a candidate.
+    pub min_uses: u32,
+    /// Active days without use after which a pipeline expires.
+    pub ttl_active_days: u32,
+    /// Uses at which a pipeline is promoted to a synthesis candidate.
+    pub k_synth: u32,
+}
+
+impl Default for MultiToolConfig {
+    fn default() -> Self {
+        MultiToolConfig {
+            enabled: true,
+            chain_to_planner: false,
+            threshold: None,
+            min_uses: 3,
+            ttl_active_days: 30,
+            k_synth: 50,
+        }
+    }
+}
+
+impl MultiToolConfig {
+    /// The L2 threshold: the configured one, else the default model's
+    /// calibration (see [`FastPathConfig::l1_threshold`]).
+    pub fn l2_threshold(&self) -> f64 {
+        self.threshold.unwrap_or(EmbeddingModel::default().spec().calibration.l2)
+    }
 }

@@ -35,7 +35,8 @@ use std::path::{Path, PathBuf};
 
 use engram_events::{codec, Envelope, Event, EventId, EventKind, Seq, SessionId};
 
-use crate::config::Config;
+use crate::fast_path::MultiToolConfig;
+use crate::patterns::PatternSection;
 use crate::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
 use crate::reactors::{self, DayReactor, FastPathReactor, PatternReactor, Reactor};
 use engram_local_state::projector::Projector;
@@ -423,11 +424,16 @@ const BATCH: usize = 2048;
 /// Batches in flight at once (the writer commits them in order).
 const IN_FLIGHT: usize = 4;
 
-/// The reactors an import runs — day activation, fast-path learning,
-/// pattern recording — warmed up from `projector`'s projections (empty
-/// ones: fresh reactors). The judge, summariser and graph reactors only run
+/// The reactors an import runs — day activation, fast-path learning
+/// (configured by `[multi_tool_fast_path]`), pattern recording (by
+/// `[pattern]`) — warmed up from `projector`'s projections (empty ones:
+/// fresh reactors). The judge, summariser and graph reactors only run
 /// live. `engram repair` derives lost events again with the same set.
-pub fn reactors(projector: &Projector, config: &Config) -> Vec<Box<dyn Reactor>> {
+pub fn reactors(
+    projector: &Projector,
+    multi_tool: &MultiToolConfig,
+    pattern: &PatternSection,
+) -> Vec<Box<dyn Reactor>> {
     let active = projector.get::<ActiveDays>("active_days").cloned().unwrap_or_default();
     let patterns = projector.get::<PatternOutcomes>("pattern_outcomes").cloned().unwrap_or_default();
     let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
@@ -435,8 +441,8 @@ pub fn reactors(projector: &Projector, config: &Config) -> Vec<Box<dyn Reactor>>
     let utc = chrono::FixedOffset::east_opt(0).expect("UTC");
     vec![
         Box::new(DayReactor::from_projection(&active)),
-        Box::new(FastPathReactor::new(canonical, pipelines, &active, config.multi_tool_fast_path.clone(), utc)),
-        Box::new(PatternReactor::new(patterns, config.pattern.config(), config.pattern.caps())),
+        Box::new(FastPathReactor::new(canonical, pipelines, &active, multi_tool.clone(), utc)),
+        Box::new(PatternReactor::new(patterns, pattern.config(), pattern.caps())),
     ]
 }
 

@@ -13,6 +13,8 @@
 //! * [`outcome`] — the `(fingerprint, model)` accumulator;
 //! * [`knn`] — the fast exact K-nearest search;
 //! * [`recommend`] — scoring a cluster, with the confidence and sample gates.
+//!
+//! Its configuration is `[pattern]` of `engram.toml` ([`PatternSection`]).
 
 pub mod fingerprint;
 pub mod knn;
@@ -24,6 +26,12 @@ pub use fingerprint::{Embedding, Fingerprint, Stage};
 pub use knn::{KnnIndex, Neighbor};
 pub use outcome::OutcomeRow;
 pub use recommend::{PatternConfig, Recommendation};
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::embedder::EmbeddingModel;
 
 /// Per-store caps (seed 001 §6): the soft cap signals, the hard cap evicts,
 /// and rows idle longer than `max_age_days` go first.
@@ -41,5 +49,93 @@ pub struct PatternCaps {
 impl Default for PatternCaps {
     fn default() -> Self {
         PatternCaps { soft_cap_rows: 5_000, hard_cap_rows: 10_000, max_age_days: 180 }
+    }
+}
+
+/// `[pattern]`: the pattern store's knobs and caps (seed 001).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PatternSection {
+    /// See [`PatternConfig::cost_weight`].
+    pub cost_weight: f64,
+    /// See [`PatternConfig::min_confidence`].
+    pub min_confidence: f64,
+    /// See [`PatternConfig::min_sample_size`].
+    pub min_sample_size: u64,
+    /// See [`PatternConfig::min_eval_confidence`].
+    pub min_eval_confidence: f64,
+    /// Cluster size over outcome rows.
+    pub k: usize,
+    /// Cosine weight for hybrid fingerprints.
+    pub embedding_alpha: f64,
+    /// See [`PatternConfig::min_hybrid_similarity`]. Unset: the embedding
+    /// model's calibration ([`Calibration::hybrid_floor`](crate::embedder::Calibration::hybrid_floor)).
+    pub min_hybrid_similarity: Option<f64>,
+    /// See [`PatternCaps::soft_cap_rows`].
+    pub soft_cap_rows: u64,
+    /// See [`PatternCaps::hard_cap_rows`].
+    pub hard_cap_rows: u64,
+    /// See [`PatternCaps::max_age_days`].
+    pub max_age_days: u32,
+    /// Exploration: the share of planner turns, in a cluster where no
+    /// candidate has cleared the store's gate, that go to a candidate with
+    /// fewer than `min_sample_size` samples there, so the store gets
+    /// evidence for it at all (0 disables). Deterministic: drawn from the
+    /// turn's id. See `docs/patterns.md`.
+    pub explore: f64,
+    /// More intent tags for live fingerprints: tag → the words that signal
+    /// it (matched as whole words, any case), beside the built-in EN/IT set
+    /// (`learning/src/features.rs`), e.g. `travel = ["flight", "train"]`.
+    pub intent_tags: BTreeMap<String, Vec<String>>,
+    /// 2 (the default): hybrid fingerprints — the request's embedding beside
+    /// the structural features, blended by `embedding_alpha` — whenever the
+    /// runtime has an embedder; 1: structural only (seed 001 §16).
+    pub fingerprint_version: u32,
+}
+
+impl Default for PatternSection {
+    fn default() -> Self {
+        let (c, caps) = (PatternConfig::default(), PatternCaps::default());
+        PatternSection {
+            cost_weight: c.cost_weight,
+            min_confidence: c.min_confidence,
+            min_sample_size: c.min_sample_size,
+            min_eval_confidence: c.min_eval_confidence,
+            k: c.k,
+            embedding_alpha: c.alpha,
+            min_hybrid_similarity: None,
+            soft_cap_rows: caps.soft_cap_rows,
+            hard_cap_rows: caps.hard_cap_rows,
+            max_age_days: caps.max_age_days,
+            explore: 0.25,
+            intent_tags: BTreeMap::new(),
+            fingerprint_version: 2,
+        }
+    }
+}
+
+impl PatternSection {
+    /// The recommendation knobs.
+    pub fn config(&self) -> PatternConfig {
+        PatternConfig {
+            cost_weight: self.cost_weight,
+            min_confidence: self.min_confidence,
+            min_sample_size: self.min_sample_size,
+            min_eval_confidence: self.min_eval_confidence,
+            k: self.k,
+            alpha: self.embedding_alpha,
+            min_hybrid_similarity: self
+                .min_hybrid_similarity
+                .unwrap_or(EmbeddingModel::default().spec().calibration.hybrid_floor),
+        }
+    }
+
+    /// The caps.
+    pub fn caps(&self) -> PatternCaps {
+        PatternCaps {
+            soft_cap_rows: self.soft_cap_rows,
+            hard_cap_rows: self.hard_cap_rows,
+            max_age_days: self.max_age_days,
+        }
     }
 }

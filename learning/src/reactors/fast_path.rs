@@ -24,7 +24,7 @@ use engram_events::{ActorKind, Envelope, Event, TurnId};
 use std::collections::HashMap;
 
 use super::Reactor;
-use crate::config::MultiToolConfig;
+use crate::fast_path::MultiToolConfig;
 use crate::fast_path::{canonical, pipeline_id, placeholder};
 use crate::projections::{ActiveDays, CanonicalQueries, Pipelines};
 use engram_events::derived;
