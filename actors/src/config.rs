@@ -172,9 +172,9 @@ impl Config {
     /// A threshold the user set is kept: it is theirs.
     pub fn calibrate_for(&mut self, model_id: &str) {
         let cal: Calibration = EmbeddingModel::calibration_for_id(model_id);
-        self.fast_path.canonical_query_threshold.get_or_insert(cal.l1);
-        self.multi_tool_fast_path.threshold.get_or_insert(cal.l2);
-        self.pattern.min_hybrid_similarity.get_or_insert(cal.hybrid_floor);
+        self.fast_path.calibrate(&cal);
+        self.multi_tool_fast_path.calibrate(&cal);
+        self.pattern.calibrate(&cal);
     }
 
     /// Parses TOML text (`path` names it in errors), without overrides.

@@ -9,10 +9,11 @@
 
 use std::sync::Arc;
 
-use crate::config::Config;
+use engram_learning::embedder::EmbeddingModel;
 use engram_learning::fast_path::decision::Changes;
 use engram_learning::fast_path::decision::VectorSearch;
 use engram_learning::fast_path::{Decision, FastPath};
+use engram_learning::fast_path::{FastPathConfig, MultiToolConfig};
 use engram_learning::projections::{CanonicalQueries, Pipelines};
 use engram_local_state::embedding_cache::EmbeddingCache;
 use engram_storage::LogError;
@@ -111,22 +112,25 @@ pub struct FastPathService {
 }
 
 impl FastPathService {
-    /// Builds the fast path from the projections' candidates, with the
-    /// thresholds calibrated for `embedder`'s model where `config` sets none.
+    /// Builds the fast path from the projections' candidates, configured
+    /// by `[fast_path]` and `[multi_tool_fast_path]`, with the thresholds
+    /// calibrated for `embedder`'s model where they set none.
     pub fn build(
-        config: &Config,
+        (fast, multi_tool): (&FastPathConfig, &MultiToolConfig),
         canonical: &CanonicalQueries,
         pipelines: &Pipelines,
         embedder: Arc<dyn Embedder>,
         cache: Option<EmbeddingCache>,
     ) -> Result<FastPathService, FastPathError> {
         // Thresholds the configuration leaves unset are the embedder's own.
-        let mut config = config.clone();
-        config.calibrate_for(embedder.model_id());
+        let cal = EmbeddingModel::calibration_for_id(embedder.model_id());
+        let (mut fast, mut multi_tool) = (fast.clone(), multi_tool.clone());
+        fast.calibrate(&cal);
+        multi_tool.calibrate(&cal);
         let mut failure: Option<FastPathError> = None;
         let built = {
             let mut embed = memo_embed(embedder.as_ref(), cache.as_ref(), &mut failure);
-            FastPath::build(&config.fast_path, &config.multi_tool_fast_path, canonical, pipelines, &mut embed, &index)
+            FastPath::build(&fast, &multi_tool, canonical, pipelines, &mut embed, &index)
         };
         match built {
             Ok(fast_path) => Ok(FastPathService { fast_path, embedder, cache }),

@@ -40,7 +40,7 @@ fn step(tool: &str, args: &str) -> PlanStep {
 
 fn service(turns: &[(&str, Vec<PlanStep>)], times: u32) -> FastPathService {
     let (c, p) = learn(turns, times);
-    FastPathService::build(&Config::default(), &c, &p, embedder(), None).unwrap()
+    FastPathService::build((&Default::default(), &Default::default()), &c, &p, embedder(), None).unwrap()
 }
 
 #[test]

@@ -284,7 +284,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         // The same embedding memo the runtime's router reads (a request's
         // canonical form is embedded once, then memoised).
         let cache = EmbeddingCache::open(rt.local_db(), CacheCaps::default())?;
-        let fast = FastPathService::build(&config, &canonical, &pipelines, embedder.clone(), Some(cache))?;
+        let fast = FastPathService::build((&config.fast_path, &config.multi_tool_fast_path), &canonical, &pipelines, embedder.clone(), Some(cache))?;
         let tool = echo();
         let mut direct = Vec::with_capacity(opts.turns);
         for i in 0..opts.turns {

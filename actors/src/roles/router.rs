@@ -12,13 +12,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::config::Config;
 use chrono::FixedOffset;
 use engram_events::derived;
 use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, FingerprintId, Seq, SessionId, TurnId};
 use engram_learning::fast_path::Decision;
+use engram_learning::fast_path::{FastPathConfig, MultiToolConfig};
 use engram_learning::features;
+use engram_learning::patterns::PatternSection;
 use engram_learning::patterns::{Embedding, Fingerprint};
 use engram_learning::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipelines};
 use engram_learning::reactors::{FastPathReactor, Reactor};
@@ -35,8 +36,12 @@ use engram_learning::embedder::Embedder;
 /// What the router needs besides the log.
 #[derive(Clone)]
 pub struct RouterSetup {
-    /// The whole configuration (fast-path thresholds, pattern knobs).
-    pub config: Config,
+    /// `[fast_path]`: L0 and L1.
+    pub fast_path: FastPathConfig,
+    /// `[multi_tool_fast_path]`: L2.
+    pub multi_tool: MultiToolConfig,
+    /// `[pattern]`: the store's knobs, exploration, fingerprints.
+    pub pattern: PatternSection,
     /// The embedder the fast path compares requests with.
     pub embedder: Arc<dyn Embedder>,
     /// The embedding memo (a sled tree).
@@ -82,7 +87,7 @@ impl Router {
             CanonicalQueries::default(),
             Pipelines::default(),
             &ActiveDays::default(),
-            setup.config.multi_tool_fast_path.clone(),
+            setup.multi_tool.clone(),
             setup.offset,
         );
         Router {
@@ -108,7 +113,7 @@ impl Router {
     /// only after a model change); one whose request is not in the log any
     /// more keeps its vector and is compared on structure, with a warning.
     fn reembed(&mut self, cause: &Envelope, bus: &Bus) -> Vec<Envelope> {
-        if std::mem::replace(&mut self.checked_vectors, true) || self.setup.config.pattern.fingerprint_version < 2 {
+        if std::mem::replace(&mut self.checked_vectors, true) || self.setup.pattern.fingerprint_version < 2 {
             return Vec::new();
         }
         let model = self.setup.embedder.model_id().to_owned();
@@ -243,7 +248,13 @@ impl Router {
             Some(_) => {}
             None => {
                 let s = &self.setup;
-                match FastPathService::build(&s.config, canonical, pipelines, s.embedder.clone(), s.cache.clone()) {
+                match FastPathService::build(
+                    (&s.fast_path, &s.multi_tool),
+                    canonical,
+                    pipelines,
+                    s.embedder.clone(),
+                    s.cache.clone(),
+                ) {
                     Ok(f) => {
                         self.fast = Some(f);
                         self.learnt.clear();
@@ -277,7 +288,7 @@ impl Router {
         let decision = self.decide(intent, now);
         let history = env.session.as_ref().and_then(|s| self.history.get(s)).copied().unwrap_or(false);
         let features =
-            features::for_turn_with(&intent.query, &decision.steps, history, &self.setup.config.pattern.intent_tags);
+            features::for_turn_with(&intent.query, &decision.steps, history, &self.setup.pattern.intent_tags);
         let hit = |decision: &Decision, residual| FastPathHit {
             layer: decision.layer,
             matched: decision.matched.clone().unwrap_or_default(),
@@ -309,7 +320,7 @@ impl Router {
         let fingerprint = Fingerprint::structural(features.clone().normalized())
             .with_embedding(embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone())))
             .at_route();
-        let pattern = self.setup.config.pattern.config();
+        let pattern = self.setup.pattern.config();
         // Only a candidate can be routed to (the store may know models from
         // imported history, or an earlier configuration, that this
         // assistant does not run): the store ranks the candidates alone.
@@ -319,7 +330,7 @@ impl Router {
         let exploring = Exploring {
             candidates,
             default_model: &self.setup.default_model,
-            share: self.setup.config.pattern.explore,
+            share: self.setup.pattern.explore,
             pattern: &pattern,
         };
         let routed = route_chain(Slots {
@@ -371,7 +382,7 @@ impl Router {
         intent: &IntentJudged,
         now: chrono::DateTime<FixedOffset>,
     ) -> Option<QueryEmbedding> {
-        if self.setup.config.pattern.fingerprint_version < 2 {
+        if self.setup.pattern.fingerprint_version < 2 {
             return None;
         }
         let vector = match decision.query.clone() {

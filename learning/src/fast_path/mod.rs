@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, FixedOffset};
 use serde::{Deserialize, Serialize};
 
-use crate::embedder::EmbeddingModel;
+use crate::embedder::{Calibration, EmbeddingModel};
 
 /// A request's canonical form — normalised, with the values it carries
 /// masked (`download URL and describe it`) — and those values.
@@ -74,7 +74,7 @@ pub struct FastPathConfig {
     /// Observations before a canonical query is a candidate.
     pub canonical_query_min_uses: u32,
     /// Smallest cosine for an L1 match. Unset: the embedding model's own
-    /// calibration ([`Calibration::l1`](crate::embedder::Calibration::l1); `engram calibrate` derives one).
+    /// calibration ([`Calibration::l1`]; `engram calibrate` derives one).
     pub canonical_query_threshold: Option<f64>,
     /// LLM argument extraction fallback (off: the rules cover ~90%).
     pub canonical_query_args_llm: bool,
@@ -101,6 +101,12 @@ impl FastPathConfig {
     pub fn l1_threshold(&self) -> f64 {
         self.canonical_query_threshold.unwrap_or(EmbeddingModel::default().spec().calibration.l1)
     }
+
+    /// Fills the L1 threshold, if the configuration leaves it unset, with
+    /// the calibration of the model whose vectors it will compare.
+    pub fn calibrate(&mut self, cal: &Calibration) {
+        self.canonical_query_threshold.get_or_insert(cal.l1);
+    }
 }
 
 /// `[multi_tool_fast_path]`: L2 (seed 000).
@@ -112,7 +118,7 @@ pub struct MultiToolConfig {
     /// Hand the rest of a multi-verb request to the planner after the replay.
     pub chain_to_planner: bool,
     /// Smallest cosine for an L2 match. Unset: the embedding model's own
-    /// calibration ([`Calibration::l2`](crate::embedder::Calibration::l2)).
+    /// calibration ([`Calibration::l2`]).
     pub threshold: Option<f64>,
     /// Identical passes before a pipeline is a candidate.
     pub min_uses: u32,
@@ -140,5 +146,11 @@ impl MultiToolConfig {
     /// calibration (see [`FastPathConfig::l1_threshold`]).
     pub fn l2_threshold(&self) -> f64 {
         self.threshold.unwrap_or(EmbeddingModel::default().spec().calibration.l2)
+    }
+
+    /// Fills the L2 threshold, if the configuration leaves it unset, with
+    /// the calibration of the model whose vectors it will compare.
+    pub fn calibrate(&mut self, cal: &Calibration) {
+        self.threshold.get_or_insert(cal.l2);
     }
 }

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::embedder::EmbeddingModel;
+use crate::embedder::{Calibration, EmbeddingModel};
 
 /// Per-store caps (seed 001 §6): the soft cap signals, the hard cap evicts,
 /// and rows idle longer than `max_age_days` go first.
@@ -69,7 +69,7 @@ pub struct PatternSection {
     /// Cosine weight for hybrid fingerprints.
     pub embedding_alpha: f64,
     /// See [`PatternConfig::min_hybrid_similarity`]. Unset: the embedding
-    /// model's calibration ([`Calibration::hybrid_floor`](crate::embedder::Calibration::hybrid_floor)).
+    /// model's calibration ([`Calibration::hybrid_floor`]).
     pub min_hybrid_similarity: Option<f64>,
     /// See [`PatternCaps::soft_cap_rows`].
     pub soft_cap_rows: u64,
@@ -128,6 +128,12 @@ impl PatternSection {
                 .min_hybrid_similarity
                 .unwrap_or(EmbeddingModel::default().spec().calibration.hybrid_floor),
         }
+    }
+
+    /// Fills the hybrid floor, if the configuration leaves it unset, with
+    /// the calibration of the model whose vectors it will compare.
+    pub fn calibrate(&mut self, cal: &Calibration) {
+        self.min_hybrid_similarity.get_or_insert(cal.hybrid_floor);
     }
 
     /// The caps.

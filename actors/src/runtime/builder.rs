@@ -1,0 +1,402 @@
+//! [`RuntimeBuilder`]: what a host says about the runtime it wants, and
+//! how `start` puts it together — the log and the embedder opened side by
+//! side, the bus, the shared pieces every role is built from
+//! ([`Wiring`]), one factory per role, the listener — before
+//! [`Runtime::launch`](super::Runtime) starts the actors.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use chrono::FixedOffset;
+use engram_events::payloads::LlmContext;
+use engram_learning::embedder::{EmbedError, Embedder, EmbedderConfig};
+use engram_learning::intent::IntentMode;
+use engram_learning::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
+use engram_learning::projections::PatternOutcomes;
+use engram_learning::reactors::PatternReactor;
+use engram_local_state::embedding_cache::{CacheCaps, EmbeddingCache};
+use engram_local_state::projector::Projection;
+use engram_storage::{LogConfig, OpenLog};
+
+use super::{Runtime, TURN_TIMEOUT};
+use crate::bus::{Bus, BusObserver};
+use crate::config::Config;
+use crate::error::RuntimeError;
+use crate::llm::{ContextLlm, LlmClient, PriceTable};
+#[cfg(feature = "metrics")]
+use crate::metrics::TimedEmbedder;
+#[cfg(feature = "onnx")]
+use crate::onnx_embedder::OnnxEmbedder;
+use crate::roles::graph::GraphWriter;
+use crate::roles::judge::Judge;
+use crate::roles::listener::Listener;
+use crate::roles::planner::{Planner, PlannerSetup};
+use crate::roles::reply_loop::{Digests, ReplyLoop, ReplySetup};
+use crate::roles::router::{Router, RouterSetup};
+use crate::roles::summariser::Summariser;
+use crate::roles::ReactorRole;
+use crate::shell::RoleFactory;
+use crate::tool_router::ToolRouter;
+use crate::tools::{BuiltinConfig, Tool, ToolRegistry};
+
+/// Builds a [`Runtime`].
+#[derive(Default)]
+pub struct RuntimeBuilder {
+    data_dir: Option<PathBuf>,
+    config: Option<Config>,
+    llm: Option<Arc<dyn LlmClient>>,
+    offline: bool,
+    embedder: Option<Arc<dyn Embedder>>,
+    tools: Vec<Arc<dyn Tool>>,
+    offset: Option<FixedOffset>,
+    mode: Option<IntentMode>,
+    turn_timeout: Option<Duration>,
+    #[cfg(feature = "metrics")]
+    registry: Option<prometheus::Registry>,
+    backend: Option<engram_storage::LogBackend>,
+    serve_followers: bool,
+}
+
+impl RuntimeBuilder {
+    /// Where the log and its trees live (created owner-only).
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// The configuration (default: [`Config::default`], offline).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// The model server (default: from `[llm]`; none there: offline mode).
+    pub fn llm(mut self, llm: Arc<dyn LlmClient>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// Offline mode even if `[llm]` names a server.
+    pub fn offline(mut self) -> Self {
+        self.offline = true;
+        self
+    }
+
+    /// The embedder (default: the local ONNX model of `[embedder]`).
+    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// A host tool, besides the built-ins (same name: the host's wins).
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// The user's UTC offset (default: the machine's local offset now).
+    pub fn utc_offset(mut self, offset: FixedOffset) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    /// Typed chat (every utterance is for the assistant; the default) or
+    /// voice (wake word or hot window needed).
+    pub fn intent_mode(mut self, mode: IntentMode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// How long a host call waits for its turn (default [`TURN_TIMEOUT`]).
+    pub fn turn_timeout(mut self, timeout: Duration) -> Self {
+        self.turn_timeout = Some(timeout);
+        self
+    }
+
+    /// The log to run on, instead of the one `[storage]` chooses (a host
+    /// that builds its own [`engram_storage::JetStreamConfig`], with a
+    /// progress callback for a first fetch, say).
+    pub fn log_backend(mut self, backend: engram_storage::LogBackend) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Serves the log to followers in other processes (`engram replay
+    /// --follow`) on the data dir's socket while the runtime runs (off by
+    /// default: see [`LogConfig::serve_followers`]).
+    pub fn serve_followers(mut self, on: bool) -> Self {
+        self.serve_followers = on;
+        self
+    }
+
+    /// Registers the runtime's metrics ([`crate::metrics`]) in the host's
+    /// own registry, to serve with its other metrics; `[metrics] listen`,
+    /// if set, serves this registry too.
+    #[cfg(feature = "metrics")]
+    pub fn metrics_registry(mut self, registry: prometheus::Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Opens the log, starts every actor and catches each up from its
+    /// checkpoint.
+    pub fn start(mut self) -> Result<Runtime, RuntimeError> {
+        let dir = self.data_dir.take().ok_or(RuntimeError::NoDataDir)?;
+        let mut config = self.config.take().unwrap_or_default();
+        let (log, embedder) = self.open(&dir, &config)?;
+        #[cfg(feature = "metrics")]
+        let metrics = crate::metrics::setup(&config.metrics.listen, self.registry.take())?;
+        #[cfg(feature = "metrics")]
+        let (embedder, observer): (Arc<dyn Embedder>, Option<Arc<dyn BusObserver>>) = match &metrics {
+            Some(m) => (Arc::new(TimedEmbedder::new(embedder, m.metrics.clone())), Some(m.metrics.clone())),
+            None => (embedder, None),
+        };
+        #[cfg(not(feature = "metrics"))]
+        let observer = without_metrics(&config.metrics)?;
+        let bus = Arc::new(Bus::new(&log)?.with_snapshot_every(config.runtime.snapshot_every).with_observer(observer));
+        // Every cosine threshold the configuration leaves unset is the one
+        // calibrated for the model these vectors come from.
+        config.calibrate_for(embedder.model_id());
+        let wiring = self.wiring(config, embedder, &log)?;
+        let idle = Some(Duration::from_secs(wiring.config.runtime.session_idle_secs)).filter(|d| !d.is_zero());
+        let listener = Listener::start(bus.clone(), self.mode.unwrap_or(IntentMode::Chat))?
+            .with_llm_judge(wiring.context_llm(LlmContext::IntentJudge, wiring.config.llm.intent_judge_enabled()))
+            .with_idle_timeout(idle)
+            .with_utc_offset(wiring.offset);
+        #[cfg(feature = "metrics")]
+        let observe_from = bus.head().next();
+        let online = wiring.llm.is_some();
+        let turn_timeout = self.turn_timeout.unwrap_or(TURN_TIMEOUT);
+        let mut runtime = Runtime::launch(bus, listener, wiring.factories(), turn_timeout, online)?;
+        runtime.candidates = wiring.candidates;
+        #[cfg(feature = "metrics")]
+        if let Some(m) = metrics {
+            let observing =
+                crate::metrics::observe_log(runtime.bus.clone(), m.metrics, observe_from, runtime.stop.clone());
+            runtime.threads.push(observing?);
+            runtime.metrics_server = m.server;
+        }
+        Ok(runtime)
+    }
+
+    /// Opens the log in `dir` and the embedder, side by side: the embedding
+    /// model loads (hundreds of ms: its files hashed, the tokenizer built,
+    /// the session made) while the log opens on this thread, so a big
+    /// log's open costs a start nothing of its own. (A log that does not
+    /// open is reported at once; the loading thread is left to finish on
+    /// its own.)
+    fn open(&mut self, dir: &Path, config: &Config) -> Result<(OpenLog, Arc<dyn Embedder>), RuntimeError> {
+        let durability = config.storage.durability().map_err(RuntimeError::Config)?;
+        let backend = match self.backend.take() {
+            Some(backend) => backend,
+            None => config.storage.backend().map_err(RuntimeError::Config)?,
+        };
+        let loading = match &self.embedder {
+            Some(_) => None,
+            None => Some(load_embedder(config.embedder.clone())?),
+        };
+        let log = backend
+            .open(dir, LogConfig { durability, serve_followers: self.serve_followers, ..LogConfig::default() })?;
+        let embedder: Arc<dyn Embedder> = match (self.embedder.take(), loading) {
+            (Some(e), _) => e,
+            (None, Some(thread)) => thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??,
+            (None, None) => unreachable!("the model is loaded when no embedder is given"),
+        };
+        Ok((log, embedder))
+    }
+
+    /// The pieces every role is built from: the model server (none:
+    /// offline), the tools (the built-ins and the host's), the offline
+    /// planner over them, the embedding memo, and what planner turns may
+    /// be routed to.
+    fn wiring(&mut self, config: Config, embedder: Arc<dyn Embedder>, log: &OpenLog) -> Result<Wiring, RuntimeError> {
+        let llm = match (self.offline, self.llm.take()) {
+            (true, _) => None,
+            (false, Some(l)) => Some(l),
+            (false, None) => {
+                crate::llm::client_from_config(&config.llm).map_err(|e| RuntimeError::Llm(e.to_string()))?
+            }
+        };
+        let mut registry = ToolRegistry::with_builtins(BuiltinConfig::from_section(&config.tools));
+        for t in std::mem::take(&mut self.tools) {
+            registry.register(t);
+        }
+        let tools = Arc::new(registry.specs());
+        let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
+        let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
+        config.llm.check().map_err(RuntimeError::Config)?;
+        let default_model = match &llm {
+            Some(_) if !config.llm.model.is_empty() => config.llm.model.clone(),
+            _ => OFFLINE_MODEL.to_owned(),
+        };
+        // What planner turns may be routed to: the configured candidates
+        // with a server to ask, else the default alone.
+        let candidates = match &llm {
+            Some(_) if !config.llm.candidate_models().is_empty() => config.llm.candidate_models(),
+            _ => vec![default_model.clone()],
+        };
+        Ok(Wiring {
+            prices: Arc::new(PriceTable::from_config(&config.llm)),
+            offset: self.offset.unwrap_or_else(|| *chrono::Local::now().offset()),
+            registry: Arc::new(registry),
+            config,
+            embedder,
+            llm,
+            tools,
+            offline,
+            cache,
+            default_model,
+            candidates,
+        })
+    }
+}
+
+/// What `start` puts together once and every role is built from.
+struct Wiring {
+    config: Config,
+    embedder: Arc<dyn Embedder>,
+    /// The model server; `None`: offline.
+    llm: Option<Arc<dyn LlmClient>>,
+    prices: Arc<PriceTable>,
+    registry: Arc<ToolRegistry>,
+    tools: Arc<Vec<ToolDescription>>,
+    offline: Arc<OfflinePlanner>,
+    offset: FixedOffset,
+    cache: EmbeddingCache,
+    /// Slot 5 of the routing chain.
+    default_model: String,
+    candidates: Vec<String>,
+}
+
+impl Wiring {
+    /// The model server set up for one background context, with its model
+    /// and timeout; `None` offline, or when `[llm]` does not opt in (the
+    /// judges: a call per turn or utterance).
+    fn context_llm(&self, context: LlmContext, enabled: bool) -> Option<ContextLlm> {
+        self.llm.clone().filter(|_| enabled).map(|c| ContextLlm::new(c, &self.config.llm, context, self.prices.clone()))
+    }
+
+    fn dialogue(&self) -> (u64, usize) {
+        (self.config.runtime.dialogue_window_secs, self.config.runtime.dialogue_max_turns)
+    }
+
+    fn router(&self) -> RouterSetup {
+        RouterSetup {
+            fast_path: self.config.fast_path.clone(),
+            multi_tool: self.config.multi_tool_fast_path.clone(),
+            pattern: self.config.pattern.clone(),
+            embedder: self.embedder.clone(),
+            cache: Some(self.cache.clone()),
+            offset: self.offset,
+            default_model: self.default_model.clone(),
+            candidates: self.candidates.clone(),
+            rules: self.config.runtime.model_rules.iter().map(|(t, m)| (t.clone(), m.clone())).collect(),
+            tools: self.tools.iter().map(|t| t.0.clone()).collect(),
+        }
+    }
+
+    fn planner(&self, tool_router: &ToolRouter) -> PlannerSetup {
+        PlannerSetup {
+            llm: self.llm.clone(),
+            prices: self.prices.clone(),
+            timeout: self.config.llm.timeout(LlmContext::Planner),
+            offline: self.offline.clone(),
+            tools: self.tools.clone(),
+            offset: self.offset,
+            dialogue: self.dialogue(),
+            router: Some(tool_router.clone()),
+            enabled: self.config.llm.planner_enabled,
+        }
+    }
+
+    fn reply(&self, tool_router: ToolRouter) -> ReplySetup {
+        let llm = &self.config.llm;
+        ReplySetup {
+            registry: self.registry.clone(),
+            tools: self.tools.clone(),
+            llm: self.llm.clone(),
+            prices: self.prices.clone(),
+            chat_timeout: llm.timeout(LlmContext::ReplyLoop),
+            agentic_max_turns: self.config.runtime.agentic_max_turns,
+            offset: self.offset,
+            dialogue: self.dialogue(),
+            embed: Some((self.embedder.clone(), Some(self.cache.clone()))),
+            enrichment: self.context_llm(LlmContext::Enrichment, true),
+            digests: Digests {
+                memory: self.context_llm(LlmContext::MemoryDigest, true),
+                tool: self.context_llm(LlmContext::ToolDigest, true),
+                max_turn: self.context_llm(LlmContext::LoopDigest, true),
+                memory_on: llm.memory_digest,
+                tool_on: llm.tool_result_digest,
+            },
+            step_resolver: self.context_llm(LlmContext::StepResolver, true),
+            router: Some(tool_router),
+        }
+    }
+
+    /// One factory per role the runtime runs in a shell, by actor name.
+    fn factories(&self) -> Vec<(&'static str, RoleFactory)> {
+        let tool_router = ToolRouter::new(
+            self.offline.clone(),
+            self.tools.clone(),
+            self.config.runtime.planner_max_tools,
+            self.context_llm(LlmContext::ToolRouter, true),
+        );
+        let (router, planner) = (self.router(), self.planner(&tool_router));
+        let reply = self.reply(tool_router);
+        let judge_llm = self.context_llm(LlmContext::Judge, self.config.llm.judge_enabled());
+        let summary_llm = self.context_llm(LlmContext::Summariser, true);
+        let graph_llm = self.context_llm(LlmContext::GraphExtract, true);
+        let (pattern, caps) = (self.config.pattern.config(), self.config.pattern.caps());
+        let offset = self.offset;
+        vec![
+            ("router", Box::new(move || Box::new(Router::new(router.clone())))),
+            ("planner", Box::new(move || Box::new(Planner::new(planner.clone())))),
+            ("reply_loop", Box::new(move || Box::new(ReplyLoop::new(reply.clone())))),
+            (
+                "pattern_store",
+                Box::new(move || {
+                    let kinds = PatternOutcomes::default().kinds().map(<[_]>::to_vec);
+                    Box::new(ReactorRole(PatternReactor::new(PatternOutcomes::default(), pattern.clone(), caps), kinds))
+                }),
+            ),
+            ("judge", Box::new(move || Box::new(Judge::new(judge_llm.clone())))),
+            ("summariser", Box::new(move || Box::new(Summariser::new(summary_llm.clone(), offset)))),
+            ("graph", Box::new(move || Box::new(GraphWriter::new(graph_llm.clone())))),
+        ]
+    }
+}
+
+/// The loading of the local embedder (feature `onnx`), on a thread of its
+/// own.
+type EmbedderLoad = JoinHandle<Result<Arc<dyn Embedder>, EmbedError>>;
+
+/// Starts loading the local ONNX embedder `config` names.
+#[cfg(feature = "onnx")]
+fn load_embedder(config: EmbedderConfig) -> Result<EmbedderLoad, RuntimeError> {
+    std::thread::Builder::new()
+        .name("engram-embedder-load".into())
+        .spawn(move || OnnxEmbedder::open(&config).map(|e| Arc::new(e) as Arc<dyn Embedder>))
+        .map_err(RuntimeError::Thread)
+}
+
+/// Without the `onnx` feature there is no local embedder: the host gives
+/// one ([`RuntimeBuilder::embedder`]).
+#[cfg(not(feature = "onnx"))]
+fn load_embedder(_: EmbedderConfig) -> Result<EmbedderLoad, RuntimeError> {
+    Err(RuntimeError::NoEmbedder)
+}
+
+/// Without the `metrics` feature nothing counts: `[metrics] listen` is
+/// refused rather than silently not served.
+#[cfg(not(feature = "metrics"))]
+fn without_metrics(section: &crate::config::MetricsSection) -> Result<Option<Arc<dyn BusObserver>>, RuntimeError> {
+    match section.listen.trim() {
+        "" => Ok(None),
+        listen => Err(RuntimeError::Config(format!(
+            "[metrics] listen = {listen:?}: this engram was built without the `metrics` feature"
+        ))),
+    }
+}

@@ -1,0 +1,102 @@
+//! Starting the actors: the actix system on a thread of its own, one
+//! arbiter (thread) per role under a supervisor, the listener on its own,
+//! and the dispatcher that hands each of them the log's events from where
+//! their catch-up leaves off.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+
+use super::{ActorEntry, Runtime};
+use crate::bridge::Bridge;
+use crate::bus::Bus;
+use crate::dispatch::{self, Feed};
+use crate::error::RuntimeError;
+use crate::roles::listener::{Listener, LISTENER_KINDS};
+use crate::shell::{Deliver, RoleFactory, SaveSnapshot, Shell, ShellStatus};
+
+impl Runtime {
+    /// Starts the listener and a supervised shell per factory, and the
+    /// dispatcher; every actor new to the data dir starts at the head.
+    pub(super) fn launch(
+        bus: Arc<Bus>,
+        listener: Listener,
+        factories: Vec<(&'static str, RoleFactory)>,
+        turn_timeout: Duration,
+        online: bool,
+    ) -> Result<Runtime, RuntimeError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        // Subscriptions start where the actors' catch-up will have read to
+        // at least: nothing falls between the two.
+        let head = bus.head();
+        let from = head.next();
+        // An actor new to this data dir starts at the head: it folds the
+        // history before it and derives from what comes next.
+        for (name, _) in &factories {
+            bus.start_checkpoint(name, head)?;
+        }
+        let bridge = Bridge::new();
+        let statuses: Vec<(&'static str, Arc<ShellStatus>)> =
+            factories.iter().map(|(n, _)| (*n, Arc::new(ShellStatus::dispatching_after(head)))).collect();
+        let kinds: Vec<_> = factories.iter().map(|(_, f)| f().kinds()).collect();
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let sys_bus = bus.clone();
+        let sys_statuses = statuses.clone();
+        let sys_kinds = kinds.clone();
+        let system_thread = std::thread::Builder::new()
+            .name("engram-actors".into())
+            .spawn(move || {
+                let sys = System::new();
+                let started = sys.block_on(async move {
+                    let listener_arbiter = Arbiter::new();
+                    let listener = Listener::start_in_arbiter(&listener_arbiter.handle(), move |_| listener);
+                    let mut addrs = Vec::new();
+                    for (((name, factory), kinds), (_, status)) in
+                        factories.into_iter().zip(sys_kinds).zip(sys_statuses)
+                    {
+                        let arbiter = Arbiter::new();
+                        let bus = sys_bus.clone();
+                        let addr = Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
+                            Shell::new(name, bus, factory, kinds, status)
+                        });
+                        addrs.push((addr.clone().recipient::<Deliver>(), addr.recipient::<SaveSnapshot>()));
+                    }
+                    (System::current(), listener, addrs)
+                });
+                let _ = tx.send(started);
+                sys.run().ok();
+            })
+            .map_err(RuntimeError::Thread)?;
+        let (system, listener, addrs) = rx.recv().map_err(|_| RuntimeError::ActorFailed("system"))?;
+        let mut snapshots: Vec<Recipient<SaveSnapshot>> = vec![listener.clone().recipient()];
+        // The listener's feed comes first: the dispatcher hands it each
+        // event before any shell counts that event as seen, so once the
+        // shells have settled the listener has been handed everything too
+        // (its snapshot at shutdown relies on it).
+        let mut feeds =
+            vec![Feed { kinds: Some(LISTENER_KINDS.to_vec()), addr: listener.clone().recipient(), status: None }];
+        for (((deliver, save), kinds), (_, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
+            feeds.push(Feed { kinds, addr: deliver, status: Some(status.clone()) });
+            snapshots.push(save);
+        }
+        let threads = vec![dispatch::start(&bus, from, feeds, bridge.clone(), stop.clone())?];
+        let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();
+        Ok(Runtime {
+            bus,
+            listener,
+            actors,
+            bridge,
+            stop,
+            threads,
+            system: Some((system, system_thread)),
+            turn_timeout,
+            online,
+            candidates: Vec::new(),
+            snapshots,
+            #[cfg(feature = "metrics")]
+            metrics_server: None,
+        })
+    }
+}

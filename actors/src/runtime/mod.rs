@@ -1,0 +1,426 @@
+//! The runtime a host embeds: [`Runtime::builder`] → [`Runtime`], whose
+//! handle takes utterances, feedback and session ends and returns replies.
+//!
+//! ```no_run
+//! use engram_actors::runtime::Runtime;
+//! use engram_events::SessionId;
+//!
+//! let rt = Runtime::builder().data_dir("/tmp/engram-host").start()?;
+//! let session = SessionId::new("s-1");
+//! let reply = rt.handle_utterance(&session, "what time is it")?;
+//! println!("{} ({:?})", reply.text, reply.layer);
+//! rt.end_session(&session)?;
+//! rt.shutdown()?;
+//! # Ok::<(), engram_actors::RuntimeError>(())
+//! ```
+//!
+//! Inside, each role runs as an actix actor on its own arbiter (thread),
+//! under a supervisor; actors talk only through the log (see [`crate::shell`]).
+//! The host's calls block until their turn's `turn.completed` is in the
+//! log; hosts on an async runtime call them from a blocking task.
+
+mod builder;
+mod launch;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use actix::{Addr, Recipient, System};
+use engram_events::payloads::{FeedbackRating, PlanStep, RouteLayer, SessionEndReason, UtteranceSource};
+use engram_events::{ActorKind, Envelope, Seq, SessionId, TurnId};
+use engram_storage::EventLog;
+
+use crate::bridge::Bridge;
+use crate::bus::Bus;
+use crate::error::RuntimeError;
+use crate::roles::listener::{Heard, HostInput, Listener};
+use crate::shell::{SaveSnapshot, ShellStatus};
+
+pub use builder::RuntimeBuilder;
+
+/// `[runtime]`: the live runtime's own knobs (seed 002).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RuntimeSection {
+    /// Most model turns of the reply loop per reply (seed 002 #1: 8).
+    pub agentic_max_turns: u32,
+    /// A session with no utterance for this long is ended (`session.ended`
+    /// with reason `idle`), so the pattern store records it and the
+    /// summariser writes its summary; 0 never ends one on its own.
+    pub session_idle_secs: u64,
+    /// Routing rules (slot 3 of the chain, above the pattern store's
+    /// recommendation): intent tag → model, e.g. `{ doc = "qwen3:32b" }`.
+    pub model_rules: std::collections::BTreeMap<String, String>,
+    /// The conversation the planner and the reply loop see (seed 002 #1):
+    /// a session's exchanges no older than this (a longer pause starts a
+    /// new conversation); 0: none.
+    pub dialogue_window_secs: u64,
+    /// Most exchanges of that conversation per prompt.
+    pub dialogue_max_turns: usize,
+    /// Most tools a planner prompt lists: a bigger catalogue (a host that
+    /// registers 200 tools) is narrowed to this many by the tool router
+    /// (seed 002 #7), and the reply loop's model may find more with
+    /// `search_tools` (#8).
+    pub planner_max_tools: usize,
+    /// How often, in events of the log, each actor saves a snapshot of
+    /// its folded state, so a start reads the state and the log's tail
+    /// instead of folding the log from seq 1 (a shutdown saves one too once
+    /// a quarter of this has passed); 0: never.
+    pub snapshot_every: u64,
+}
+
+impl Default for RuntimeSection {
+    fn default() -> Self {
+        RuntimeSection {
+            agentic_max_turns: 8,
+            session_idle_secs: 30 * 60,
+            model_rules: std::collections::BTreeMap::new(),
+            dialogue_window_secs: 300,
+            dialogue_max_turns: 8,
+            planner_max_tools: 12,
+            snapshot_every: 4096,
+        }
+    }
+}
+
+/// How long a host call waits for its turn by default.
+pub const TURN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long shutdown waits for the actors to save their snapshots.
+pub const SNAPSHOT_WAIT: Duration = Duration::from_secs(10);
+
+/// What the host gets back for an utterance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    /// The turn the utterance opened.
+    pub turn: TurnId,
+    /// How the listener judged it.
+    pub heard: Heard,
+    /// The reply (empty when the utterance was not for the assistant).
+    pub text: String,
+    /// Which layer answered (`None`: not directed, or a stop).
+    pub layer: Option<RouteLayer>,
+    /// The model that planned the turn, if any.
+    pub model: Option<String>,
+    /// The steps run.
+    pub steps: Vec<PlanStep>,
+    /// Did every tool succeed.
+    pub tools_ok: bool,
+    /// From utterance to reply, as the reply loop measured it.
+    pub latency_ms: u64,
+}
+
+/// A host's session id, checked ([`SessionId::parse`]) before it reaches
+/// the log.
+fn checked(session: &SessionId) -> Result<(), RuntimeError> {
+    SessionId::parse(session.as_str())
+        .map(drop)
+        .map_err(|reason| RuntimeError::BadSession { id: session.as_str().to_owned(), reason })
+}
+
+/// An actor's name and progress.
+struct ActorEntry {
+    name: &'static str,
+    status: Arc<ShellStatus>,
+}
+
+/// The running runtime (see the module docs).
+pub struct Runtime {
+    bus: Arc<Bus>,
+    listener: Addr<Listener>,
+    actors: Vec<ActorEntry>,
+    bridge: Arc<Bridge>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    system: Option<(System, JoinHandle<()>)>,
+    turn_timeout: Duration,
+    online: bool,
+    /// The models a user may choose (`[llm] candidates`).
+    candidates: Vec<String>,
+    /// Every actor and the listener, to save their snapshots at shutdown.
+    snapshots: Vec<Recipient<SaveSnapshot>>,
+    /// The `/metrics` endpoint, when `[metrics] listen` is set.
+    #[cfg(feature = "metrics")]
+    metrics_server: Option<crate::metrics::MetricsServer>,
+}
+
+impl Runtime {
+    /// A builder.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// Takes one utterance of `session` through every actor and returns the
+    /// reply (typed chat).
+    pub fn handle_utterance(&self, session: &SessionId, text: &str) -> Result<Reply, RuntimeError> {
+        self.handle_from(session, text, UtteranceSource::Chat)
+    }
+
+    /// [`Runtime::handle_utterance`] for speech (the intent judge then
+    /// wants a wake word or the hot window, in voice mode).
+    pub fn handle_from(&self, session: &SessionId, text: &str, source: UtteranceSource) -> Result<Reply, RuntimeError> {
+        self.handle_input(session, text, source, None)
+    }
+
+    /// [`Runtime::handle_utterance`] with the model the user chose for this
+    /// utterance alone (routing slot 1, above everything but the fast
+    /// path): one of `[llm] candidates`.
+    pub fn handle_with_model(&self, session: &SessionId, text: &str, model: &str) -> Result<Reply, RuntimeError> {
+        self.check_candidate(model)?;
+        self.handle_input(session, text, UtteranceSource::Chat, Some(model.to_owned()))
+    }
+
+    /// Sets the session's sticky model (routing slot 2: every later planner
+    /// turn of the session uses it, unless an utterance names its own), or
+    /// clears it with `None`. The choice is recorded on each utterance.
+    pub fn use_model(&self, session: &SessionId, model: Option<&str>) -> Result<(), RuntimeError> {
+        checked(session)?;
+        if let Some(m) = model {
+            self.check_candidate(m)?;
+        }
+        self.listener.do_send(HostInput::UseModel { session: session.clone(), model: model.map(str::to_owned) });
+        Ok(())
+    }
+
+    /// The models a user may choose (`[llm] candidates`).
+    pub fn candidates(&self) -> &[String] {
+        &self.candidates
+    }
+
+    fn check_candidate(&self, model: &str) -> Result<(), RuntimeError> {
+        if self.candidates.iter().any(|c| c == model) {
+            Ok(())
+        } else {
+            Err(RuntimeError::UnknownModel { model: model.to_owned(), candidates: self.candidates.clone() })
+        }
+    }
+
+    fn handle_input(
+        &self,
+        session: &SessionId,
+        text: &str,
+        source: UtteranceSource,
+        model: Option<String>,
+    ) -> Result<Reply, RuntimeError> {
+        checked(session)?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.listener.do_send(HostInput::Utterance {
+            session: session.clone(),
+            text: text.to_owned(),
+            source,
+            model,
+            reply: tx,
+        });
+        let heard = rx.recv().map_err(|_| RuntimeError::Stopped)??;
+        let mut reply = Reply {
+            turn: heard.turn,
+            heard: heard.clone(),
+            text: String::new(),
+            layer: None,
+            model: None,
+            steps: Vec::new(),
+            tools_ok: true,
+            latency_ms: 0,
+        };
+        if !heard.intent.directed || heard.intent.stop || heard.intent.query.trim().is_empty() {
+            return Ok(reply);
+        }
+        let done = self.bridge.wait(heard.turn, self.turn_timeout).ok_or_else(|| RuntimeError::TurnTimeout {
+            turn: heard.turn.to_string(),
+            secs: self.turn_timeout.as_secs(),
+        })?;
+        reply.text = done.text;
+        reply.layer = Some(done.layer);
+        reply.model = done.model;
+        reply.steps = done.steps;
+        reply.tools_ok = done.tools_ok;
+        reply.latency_ms = done.latency_ms;
+        Ok(reply)
+    }
+
+    /// The user's feedback on the session's last turn (the judge turns it
+    /// into a verdict). Returns the turn it is about; `None` when the
+    /// session has no turn yet, and then nothing is appended.
+    pub fn feedback(
+        &self,
+        session: &SessionId,
+        rating: FeedbackRating,
+        text: Option<&str>,
+    ) -> Result<Option<TurnId>, RuntimeError> {
+        checked(session)?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.listener.do_send(HostInput::Feedback {
+            session: session.clone(),
+            rating,
+            text: text.map(str::to_owned),
+            reply: tx,
+        });
+        rx.recv().map_err(|_| RuntimeError::Stopped)?
+    }
+
+    /// Ends a session: the pattern store records its turns, the summariser
+    /// writes its summary. Returns its number of turns.
+    ///
+    /// Waits (up to 5 s) for the actors to finish what is in the log first,
+    /// so the session's verdicts precede its end and are recorded with it
+    /// rather than as re-evaluations a moment later.
+    pub fn end_session(&self, session: &SessionId) -> Result<u32, RuntimeError> {
+        checked(session)?;
+        self.settle(Duration::from_secs(5));
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.listener.do_send(HostInput::End { session: session.clone(), reason: SessionEndReason::Host, reply: tx });
+        rx.recv().map_err(|_| RuntimeError::Stopped)?
+    }
+
+    /// Waits until every actor has handled everything in the log (or
+    /// `timeout` passes); true when they have.
+    pub fn settle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let head = self.bus.head();
+            if self.actors.iter().all(|a| a.status.settled_at(head)) && self.bus.head() == head {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                for a in &self.actors {
+                    tracing::warn!(
+                        actor = a.name,
+                        head = head.0,
+                        seen = a.status.seen.load(Ordering::Acquire),
+                        forwarded = a.status.forwarded.load(Ordering::Acquire),
+                        position = a.status.position.load(Ordering::Acquire),
+                        "not settled"
+                    );
+                }
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Retracts what the assistant learnt (a fact, by a text it holds, or
+    /// everything a session taught): one `memory.forgotten`, which every
+    /// actor folds before its next prompt — the fact reaches no model call
+    /// again, and a restart or `engram rebuild` keeps it retracted. Returns
+    /// the event as appended; [`engram_learning::memory::ForgetError`] when
+    /// nothing matches (then nothing is appended). Waits (up to 5 s) for
+    /// the actors to fold it.
+    pub fn forget(&self, what: &engram_learning::memory::Forget) -> Result<Envelope, RuntimeError> {
+        self.settle(Duration::from_secs(5));
+        let env = engram_learning::memory::forget::forget(self.log().as_ref(), what, ActorKind::Host)?;
+        self.settle(Duration::from_secs(5));
+        Ok(env)
+    }
+
+    /// The log (to read what happened).
+    pub fn log(&self) -> &Arc<dyn EventLog> {
+        self.bus.log()
+    }
+
+    /// The data dir's database, where what it keeps beside the log lives
+    /// (the embedding memo, the projections' trees: `engram_local_state`).
+    pub fn local_db(&self) -> &engram_storage::LocalDb {
+        self.bus.local_db()
+    }
+
+    /// Whether a model server is configured (false: offline mode).
+    pub fn is_online(&self) -> bool {
+        self.online
+    }
+
+    /// Per actor: (name, last seq handled, panics caught, restarts).
+    pub fn actor_status(&self) -> Vec<(&'static str, u64, u64, u64)> {
+        self.actors
+            .iter()
+            .map(|a| {
+                (
+                    a.name,
+                    a.status.position.load(Ordering::Acquire),
+                    a.status.panics.load(Ordering::Relaxed),
+                    a.status.restarts.load(Ordering::Relaxed),
+                )
+            })
+            .collect()
+    }
+
+    /// Per actor: the seq of the snapshot its last warm-up restored (0: it
+    /// folded the log from seq 1; see [`engram_local_state::snapshot`]).
+    pub fn restored_snapshots(&self) -> Vec<(&'static str, u64)> {
+        self.actors.iter().map(|a| (a.name, a.status.restored.load(Ordering::Acquire))).collect()
+    }
+
+    /// Lets the actors finish what is in the log (up to 10 s), stops them
+    /// and flushes.
+    /// Where `/metrics` is served (`[metrics] listen`; the port the OS
+    /// picked for `:0`).
+    #[cfg(feature = "metrics")]
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_server.as_ref().map(crate::metrics::MetricsServer::addr)
+    }
+
+    pub fn shutdown(mut self) -> Result<(), RuntimeError> {
+        if self.settle(Duration::from_secs(10)) {
+            // Every actor has handled all it wants up to the head: its
+            // checkpoint is the head (an import before the next start then
+            // counts as history to every actor; see `ActorCheckpoints::advance`).
+            let head = self.bus.head();
+            for a in &self.actors {
+                self.bus.set_checkpoint(a.name, head)?;
+            }
+            self.save_snapshots(head);
+        } else {
+            tracing::warn!("shutdown: actors still busy after 10 s; they resume from their checkpoints next start");
+        }
+        self.stop_all();
+        self.bus.flush_checkpoints()?;
+        self.bus.log().flush()?;
+        Ok(())
+    }
+
+    /// Has every actor and the listener save its state, folded up to
+    /// `head`, as its snapshot, so the next start folds nothing (waits up
+    /// to [`SNAPSHOT_WAIT`]; a snapshot not saved costs that start time,
+    /// nothing else).
+    fn save_snapshots(&self, head: Seq) {
+        let (done, saved) = crossbeam_channel::unbounded();
+        for r in &self.snapshots {
+            r.do_send(SaveSnapshot { upto: head, done: done.clone() });
+        }
+        drop(done);
+        let deadline = Instant::now() + SNAPSHOT_WAIT;
+        for _ in &self.snapshots {
+            if saved.recv_deadline(deadline).is_err() {
+                tracing::warn!("shutdown: not every actor saved its snapshot; the next start folds more of the log");
+                break;
+            }
+        }
+    }
+
+    fn stop_all(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Some((system, thread)) = self.system.take() {
+            system.stop();
+            let _ = thread.join();
+        }
+        // The actors' arbiters wind down on threads of their own, each
+        // dropping its actor's handle on the bus as it goes: wait for them,
+        // so that the log (and the data dir's lock) is released when
+        // `shutdown` returns and the data dir can be opened again at once.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&self.bus) > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop_all();
+        let _ = self.bus.flush_checkpoints();
+    }
+}
