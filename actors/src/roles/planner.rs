@@ -156,79 +156,12 @@ impl Planner {
             // plan, and the reply loop's model goes on without one.
             Some(_) if model != OFFLINE_MODEL && skip => (PlannerKind::Llm, Vec::new()),
             Some(client) if model != OFFLINE_MODEL => {
-                // A catalogue too big for the prompt: the router's picks
-                // (its call recorded), a tool that just failed kept.
-                if let Some(router) = self.setup.router.clone().filter(|r| r.narrows()) {
-                    let picked = match self.routed(env, &query) {
-                        Some(cached) => cached,
-                        None => {
-                            let (picked, record) = router.pick(&query);
-                            if let Some(record) = record {
-                                out.push(derived(env, ActorKind::Planner, record, 1));
-                            }
-                            self.remember_route(env, &query, picked.clone());
-                            picked
-                        }
-                    };
-                    allowed = Some(router.with_kept(picked, &self.dialogue.last_failed_tools(env)));
-                }
-                let specs: Vec<_> = crate::llm::context_llm::llm_specs(&self.setup.tools)
-                    .into_iter()
-                    .filter(|s| allowed.as_ref().is_none_or(|a| a.contains(&s.name)))
-                    .collect();
-                // The conversation so far (seed 002 #1), this turn aside.
-                let dialogue = self.dialogue.before(env);
-                let request = ChatRequest {
-                    model: model.clone(),
-                    messages: llm::contexts::planner_messages(
-                        &query,
-                        &specs,
-                        &dialogue,
-                        &done,
-                        self.profile.render().as_deref(),
-                    ),
-                    tools: Vec::new(),
-                    context: LlmContext::Planner,
-                    timeout: self.setup.timeout,
-                };
-                let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
-                let (record, parsed) = crate::llm::context_llm::ask(&*client, &request, &self.setup.prices, |r| {
-                    llm::contexts::parse_plan_after(&r.content, &names, done.len())
-                });
-                out.push(derived(env, ActorKind::Planner, record, 0));
-                // parse_plan keeps at most MAX_PLAN_STEPS (seed 002 #12).
-                let steps = match parsed {
-                    Ok(steps) => steps,
-                    Err(e) => {
-                        // Fail-open (seed 002 #12): an empty plan, the turn goes on.
-                        tracing::warn!(model = %model, "planner failed open: {e}");
-                        Vec::new()
-                    }
-                };
-                (PlannerKind::Llm, steps)
+                allowed = self.narrowed_tools(env, &query, &mut out);
+                let planned = self.plan_with_model(env, &*client, &model, &query, &done, allowed.as_deref());
+                out.push(planned.0);
+                (PlannerKind::Llm, planned.1)
             }
-            _ => {
-                let now = chrono::Utc::now().with_timezone(&self.setup.offset);
-                let plan = |q: &str| {
-                    self.setup.offline.plan(q, now).unwrap_or_else(|e| {
-                        tracing::warn!("offline planner failed open: {e}");
-                        Vec::new()
-                    })
-                };
-                let mut steps = plan(&query);
-                // "how big is it?": the pronoun hid what a tool would match;
-                // try again with what the conversation last worked on.
-                if steps.is_empty() {
-                    let earlier = self.dialogue.earlier_calls(env);
-                    if let Some(resolved) = engram_learning::step_resolver::substitute_pronoun(&query, &earlier) {
-                        tracing::debug!(%resolved, "offline planner: the pronoun resolved from the turn before");
-                        steps = plan(&resolved);
-                    }
-                }
-                // Its plan numbers results from $0: after the prefix.
-                rebase(&mut steps, done.len());
-                (PlannerKind::Offline, steps)
-            }
+            _ => (PlannerKind::Offline, self.plan_offline(env, &query, done.len())),
         };
         // The model that actually planned: offline, whatever the route
         // chose (no server to ask), so outcomes are scored against it.
@@ -250,6 +183,88 @@ impl Planner {
         // sees the plan, and must have folded the planner's cost by then.
         out.push(derived(env, ActorKind::Planner, plan, 0));
         out
+    }
+
+    /// A catalogue too big for the prompt: the tool router's picks (its
+    /// call recorded in `out`), a tool that just failed kept; `None`: every
+    /// tool.
+    fn narrowed_tools(&mut self, env: &Envelope, query: &str, out: &mut Vec<Envelope>) -> Option<Vec<String>> {
+        let router = self.setup.router.clone().filter(|r| r.narrows())?;
+        let picked = match self.routed(env, query) {
+            Some(cached) => cached,
+            None => {
+                let (picked, record) = router.pick(query);
+                if let Some(record) = record {
+                    out.push(derived(env, ActorKind::Planner, record, 1));
+                }
+                self.remember_route(env, query, picked.clone());
+                picked
+            }
+        };
+        Some(router.with_kept(picked, &self.dialogue.last_failed_tools(env)))
+    }
+
+    /// Asks `model` for the plan of `query` after the replayed prefix
+    /// `done`, among the `allowed` tools (`None`: all): the call's record,
+    /// and the steps — none when the answer is unusable (seed 002 #12 fails
+    /// open: an empty plan, the turn goes on).
+    fn plan_with_model(
+        &self,
+        env: &Envelope,
+        client: &dyn LlmClient,
+        model: &str,
+        query: &str,
+        done: &[PlanStep],
+        allowed: Option<&[String]>,
+    ) -> (Envelope, Vec<PlanStep>) {
+        let specs: Vec<_> = crate::llm::context_llm::llm_specs(&self.setup.tools)
+            .into_iter()
+            .filter(|s| allowed.is_none_or(|a| a.contains(&s.name)))
+            .collect();
+        // The conversation so far (seed 002 #1), this turn aside.
+        let dialogue = self.dialogue.before(env);
+        let profile = self.profile.render();
+        let request = ChatRequest {
+            model: model.to_owned(),
+            messages: llm::contexts::planner_messages(query, &specs, &dialogue, done, profile.as_deref()),
+            tools: Vec::new(),
+            context: LlmContext::Planner,
+            timeout: self.setup.timeout,
+        };
+        let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
+        let (record, parsed) = crate::llm::context_llm::ask(client, &request, &self.setup.prices, |r| {
+            llm::contexts::parse_plan_after(&r.content, &names, done.len())
+        });
+        // parse_plan keeps at most MAX_PLAN_STEPS (seed 002 #12).
+        let steps = parsed.unwrap_or_else(|e| {
+            tracing::warn!(model = %model, "planner failed open: {e}");
+            Vec::new()
+        });
+        (derived(env, ActorKind::Planner, record, 0), steps)
+    }
+
+    /// The offline planner's plan of `query`, numbered after `done` replayed
+    /// steps; a pronoun that hid what a tool would match ("how big is it?")
+    /// is resolved from what the conversation last worked on.
+    fn plan_offline(&self, env: &Envelope, query: &str, done: usize) -> Vec<PlanStep> {
+        let now = chrono::Utc::now().with_timezone(&self.setup.offset);
+        let plan = |q: &str| {
+            self.setup.offline.plan(q, now).unwrap_or_else(|e| {
+                tracing::warn!("offline planner failed open: {e}");
+                Vec::new()
+            })
+        };
+        let mut steps = plan(query);
+        if steps.is_empty() {
+            let earlier = self.dialogue.earlier_calls(env);
+            if let Some(resolved) = engram_learning::step_resolver::substitute_pronoun(query, &earlier) {
+                tracing::debug!(%resolved, "offline planner: the pronoun resolved from the turn before");
+                steps = plan(&resolved);
+            }
+        }
+        // Its plan numbers results from $0: after the prefix.
+        rebase(&mut steps, done);
+        steps
     }
 }
 

@@ -26,169 +26,26 @@ use crate::features;
 /// The events of one turn. `has_history`: did an earlier turn of the
 /// session call tools (a structural feature when the record has none).
 pub fn turn_events(r: &TurnRecord, has_history: bool) -> Vec<Envelope> {
-    let turn_id = TurnId::for_turn(&r.session, r.turn, r.at);
-    let planned_at = after(r.at, r.planner_ms);
-    let done_at = after(r.at, r.latency_ms);
     let layer = match (&r.model, r.steps.len()) {
         (Some(_), _) => RouteLayer::Planner,
         (None, 0) => RouteLayer::L0,
         (None, 1) => RouteLayer::L1,
         (None, _) => RouteLayer::L2,
     };
-    let fast = layer != RouteLayer::Planner;
-    let mut b = TurnBuilder { r, turn_id, out: Vec::new() };
-
-    b.push(
-        r.at,
-        ActorKind::Listener,
-        UtteranceReceived {
-            text: r.text.clone(),
-            turn_number: r.turn,
-            source: UtteranceSource::Import,
-            lang: None,
-            model: None,
-            sticky_model: None,
-        },
-    );
-    b.push(
-        r.at,
-        ActorKind::Listener,
-        IntentJudged { directed: true, query: r.text.clone(), stop: false, confidence: 1.0, judge: JudgeKind::Import },
-    );
-    let features = r.features.clone().unwrap_or_else(|| features::for_turn(&r.text, &r.steps, has_history));
-    b.push(
-        r.at,
-        ActorKind::Router,
-        RouteDecided {
-            layer,
-            chosen_model: r.model.clone(),
-            chain: vec![
-                ChainEntry {
-                    policy: RoutePolicy::FastPath,
-                    verdict: if fast { ChainVerdict::Chosen } else { ChainVerdict::NotApplicable },
-                    model: None,
-                    confidence: None,
-                    pattern_alternatives: None,
-                },
-                ChainEntry {
-                    policy: RoutePolicy::Default,
-                    verdict: if fast { ChainVerdict::Deferred } else { ChainVerdict::Chosen },
-                    model: r.model.clone(),
-                    confidence: None,
-                    pattern_alternatives: None,
-                },
-            ],
-            features,
-            workload: r.workload.clone(),
-            embedding: None,
-        },
-    );
-    if fast {
-        b.push(
-            r.at,
-            ActorKind::Router,
-            FastPathHit { layer, matched: r.text.clone(), similarity: None, steps: r.steps.clone(), residual: None },
-        );
+    let mut b = TurnBuilder { r, turn_id: TurnId::for_turn(&r.session, r.turn, r.at), out: Vec::new() };
+    b.heard();
+    b.routed(layer, has_history);
+    if layer != RouteLayer::Planner {
+        let hit =
+            FastPathHit { layer, matched: r.text.clone(), similarity: None, steps: r.steps.clone(), residual: None };
+        b.push(r.at, ActorKind::Router, hit);
     } else {
-        let model = r.model.clone().unwrap_or_default();
-        b.push(
-            r.at,
-            ActorKind::Router,
-            FastPathMissed {
-                best_similarity: None,
-                best_candidate: None,
-                reason: "imported turn: answered by the planner".to_owned(),
-            },
-        );
-        b.push(
-            planned_at,
-            ActorKind::Planner,
-            PlanCreated {
-                planner: PlannerKind::Import,
-                model: Some(model.clone()),
-                steps: r.steps.clone(),
-                planner_ms: r.planner_ms,
-                tools: Vec::new(),
-            },
-        );
-        b.push(
-            planned_at,
-            ActorKind::Planner,
-            LlmCallCompleted {
-                model,
-                context: LlmContext::Planner,
-                input_tokens: 0,
-                output_tokens: 0,
-                cost_usd: r.cost_usd,
-                pricing_version: r.pricing_version.clone(),
-                latency_ms: r.planner_ms,
-                outcome: LlmOutcome::Ok,
-            },
-        );
+        b.planned();
     }
-    for (i, step) in r.steps.iter().enumerate() {
-        b.push(
-            planned_at,
-            ActorKind::ReplyLoop,
-            ToolCalled {
-                step: i as u32,
-                tool: step.tool.clone(),
-                args: step.args.clone(),
-                served_by: fast.then_some(layer),
-                side_effect: None,
-            },
-        );
-        b.push(
-            planned_at,
-            ActorKind::ReplyLoop,
-            ToolCompleted {
-                step: i as u32,
-                tool: step.tool.clone(),
-                ok: true,
-                output: String::new(),
-                error: None,
-                duration_ms: 0,
-            },
-        );
-    }
-    b.push(done_at, ActorKind::ReplyLoop, ReplyDelivered { text: String::new(), layer, latency_ms: r.latency_ms });
-    let completed = b.push(
-        done_at,
-        ActorKind::ReplyLoop,
-        TurnCompleted {
-            turn_number: r.turn,
-            text: r.text.clone(),
-            layer,
-            model: r.model.clone(),
-            steps: r.steps.clone(),
-            tools_ok: true,
-            planner_ms: r.planner_ms,
-            latency_ms: r.latency_ms,
-            cost_usd: r.cost_usd,
-            pricing_version: r.pricing_version.clone(),
-        },
-    );
+    b.ran_steps(layer);
+    let completed = b.delivered(layer);
     if let Some(score) = r.score {
-        let eval_id = EvalId::derive(done_at, &[b"import-eval", &turn_id.0 .0.to_be_bytes()]);
-        let ordinal = b.out.len();
-        let eval = Envelope::at(
-            b.id(done_at, ordinal),
-            done_at,
-            ActorKind::Judge,
-            EvalCompleted {
-                eval_id,
-                subject_turn: turn_id,
-                score,
-                confidence: r.score_confidence,
-                judge: JudgeKind::Import,
-                rubric: None,
-                judge_pricing_version: None,
-            },
-        )
-        .with_session(r.session.clone())
-        .with_turn(turn_id)
-        .caused_by(completed);
-        b.out.push(eval);
+        b.evaluated(score, completed);
     }
     b.out
 }
@@ -235,5 +92,153 @@ impl TurnBuilder<'_> {
         let id = self.id(at, self.out.len());
         self.out.push(Envelope::at(id, at, actor, event).with_session(self.r.session.clone()).with_turn(self.turn_id));
         id
+    }
+
+    /// The listener's two: the utterance, judged directed.
+    fn heard(&mut self) {
+        let r = self.r;
+        let utterance = UtteranceReceived {
+            text: r.text.clone(),
+            turn_number: r.turn,
+            source: UtteranceSource::Import,
+            lang: None,
+            model: None,
+            sticky_model: None,
+        };
+        self.push(r.at, ActorKind::Listener, utterance);
+        let judged = IntentJudged {
+            directed: true,
+            query: r.text.clone(),
+            stop: false,
+            confidence: 1.0,
+            judge: JudgeKind::Import,
+        };
+        self.push(r.at, ActorKind::Listener, judged);
+    }
+
+    /// The router's `route.decided`: the fast path, else the record's
+    /// model as the default slot.
+    fn routed(&mut self, layer: RouteLayer, has_history: bool) {
+        let r = self.r;
+        let fast = layer != RouteLayer::Planner;
+        let features = r.features.clone().unwrap_or_else(|| features::for_turn(&r.text, &r.steps, has_history));
+        let slot = |policy, verdict, model| ChainEntry {
+            policy,
+            verdict,
+            model,
+            confidence: None,
+            pattern_alternatives: None,
+        };
+        let chain = vec![
+            slot(RoutePolicy::FastPath, if fast { ChainVerdict::Chosen } else { ChainVerdict::NotApplicable }, None),
+            slot(
+                RoutePolicy::Default,
+                if fast { ChainVerdict::Deferred } else { ChainVerdict::Chosen },
+                r.model.clone(),
+            ),
+        ];
+        let route = RouteDecided {
+            layer,
+            chosen_model: r.model.clone(),
+            chain,
+            features,
+            workload: r.workload.clone(),
+            embedding: None,
+        };
+        self.push(r.at, ActorKind::Router, route);
+    }
+
+    /// A planner turn's miss, plan and the planner call's record.
+    fn planned(&mut self) {
+        let r = self.r;
+        let planned_at = after(r.at, r.planner_ms);
+        let model = r.model.clone().unwrap_or_default();
+        let missed = FastPathMissed {
+            best_similarity: None,
+            best_candidate: None,
+            reason: "imported turn: answered by the planner".to_owned(),
+        };
+        self.push(r.at, ActorKind::Router, missed);
+        let plan = PlanCreated {
+            planner: PlannerKind::Import,
+            model: Some(model.clone()),
+            steps: r.steps.clone(),
+            planner_ms: r.planner_ms,
+            tools: Vec::new(),
+        };
+        self.push(planned_at, ActorKind::Planner, plan);
+        let call = LlmCallCompleted {
+            model,
+            context: LlmContext::Planner,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_usd: r.cost_usd,
+            pricing_version: r.pricing_version.clone(),
+            latency_ms: r.planner_ms,
+            outcome: LlmOutcome::Ok,
+        };
+        self.push(planned_at, ActorKind::Planner, call);
+    }
+
+    /// Each step's call and completion (all succeeded).
+    fn ran_steps(&mut self, layer: RouteLayer) {
+        let r = self.r;
+        let planned_at = after(r.at, r.planner_ms);
+        let served_by = (layer != RouteLayer::Planner).then_some(layer);
+        for (i, step) in r.steps.iter().enumerate() {
+            let (tool, step_no) = (step.tool.clone(), i as u32);
+            let called =
+                ToolCalled { step: step_no, tool: tool.clone(), args: step.args.clone(), served_by, side_effect: None };
+            self.push(planned_at, ActorKind::ReplyLoop, called);
+            let completed =
+                ToolCompleted { step: step_no, tool, ok: true, output: String::new(), error: None, duration_ms: 0 };
+            self.push(planned_at, ActorKind::ReplyLoop, completed);
+        }
+    }
+
+    /// The reply and `turn.completed`, whose id it returns.
+    fn delivered(&mut self, layer: RouteLayer) -> EventId {
+        let r = self.r;
+        let done_at = after(r.at, r.latency_ms);
+        self.push(
+            done_at,
+            ActorKind::ReplyLoop,
+            ReplyDelivered { text: String::new(), layer, latency_ms: r.latency_ms },
+        );
+        let completed = TurnCompleted {
+            turn_number: r.turn,
+            text: r.text.clone(),
+            layer,
+            model: r.model.clone(),
+            steps: r.steps.clone(),
+            tools_ok: true,
+            planner_ms: r.planner_ms,
+            latency_ms: r.latency_ms,
+            cost_usd: r.cost_usd,
+            pricing_version: r.pricing_version.clone(),
+        };
+        self.push(done_at, ActorKind::ReplyLoop, completed)
+    }
+
+    /// The record's score as the judge's `eval.completed`, caused by the
+    /// turn's completion.
+    fn evaluated(&mut self, score: f64, completed: EventId) {
+        let r = self.r;
+        let done_at = after(r.at, r.latency_ms);
+        let eval_id = EvalId::derive(done_at, &[b"import-eval", &self.turn_id.0 .0.to_be_bytes()]);
+        let eval = EvalCompleted {
+            eval_id,
+            subject_turn: self.turn_id,
+            score,
+            confidence: r.score_confidence,
+            judge: JudgeKind::Import,
+            rubric: None,
+            judge_pricing_version: None,
+        };
+        let env = Envelope::at(self.id(done_at, self.out.len()), done_at, ActorKind::Judge, eval)
+            .with_session(r.session.clone())
+            .with_turn(self.turn_id)
+            .caused_by(completed);
+        self.out.push(env);
     }
 }

@@ -170,98 +170,23 @@ pub fn parse_line(line: &str) -> Result<TurnRecord, Vec<FieldError>> {
         }
     }
     let mut v = Validator { obj: &obj, errors: &mut errors };
-    let session = v.required_string("session");
-    match session.as_deref() {
-        Some("") => v.errors.push(FieldError::new("session", "must not be empty")),
-        Some(id) => {
-            if let Err(e) = SessionId::parse(id) {
-                v.errors.push(FieldError::new("session", e.to_string()));
-            }
-        }
-        None => {}
-    }
-    let turn = v.required("turn").and_then(|x| match x.as_u64() {
-        Some(n) if (1..=u32::MAX as u64).contains(&n) => Some(n as u32),
-        _ if x.is_number() => {
-            v.errors.push(FieldError::new("turn", format!("must be an integer >= 1, got {x}")));
-            None
-        }
-        _ => {
-            v.errors.push(expected("turn", "an integer >= 1", x));
-            None
-        }
-    });
-    let at = v.required_string("at").and_then(|s| match DateTime::parse_from_rfc3339(&s) {
-        Ok(t) if t < limits::min_at() => {
-            v.errors.push(FieldError::new("at", format!("before 1970-01-01T00:00:00Z: {s:?}")));
-            None
-        }
-        Ok(t) if t > limits::max_at() => {
-            v.errors.push(FieldError::new("at", format!("after 9999-12-31T23:59:59.999Z: {s:?}")));
-            None
-        }
-        Ok(t) => Some(t.with_timezone(&Utc)),
-        Err(e) => {
-            v.errors.push(FieldError::new("at", format!("not an RFC 3339 timestamp ({e}): {s:?}")));
-            None
-        }
-    });
-    let text = v.required_string("text");
-    if let Some(t) = &text {
-        if t.len() > limits::MAX_TEXT_BYTES {
-            v.errors
-                .push(FieldError::new("text", format!("longer than {} bytes ({})", limits::MAX_TEXT_BYTES, t.len())));
-        }
-    }
+    let session = v.session();
+    let turn = v.turn();
+    let at = v.at();
+    let text = v.text();
     let steps = v.required("steps").and_then(|x| parse_steps(x, v.errors));
     let model = v.optional_name("model");
     let planner_ms = v.optional_duration("planner_ms");
     let latency_ms = v.optional_duration("latency_ms");
-    // The times a turn's events carry are `at` plus these: they must stay
-    // within what an event's time can be.
     if let Some(at) = at {
-        for (field, ms) in [("planner_ms", &planner_ms), ("latency_ms", &latency_ms)] {
-            let Some(Some(ms)) = ms else { continue };
-            if after(at, *ms) > limits::max_at() {
-                v.errors.push(FieldError::new(field, format!("at + {field} is after 9999-12-31T23:59:59.999Z")));
-            }
-        }
+        v.check_ends(at, [("planner_ms", &planner_ms), ("latency_ms", &latency_ms)]);
     }
-    let cost_usd = match obj.get("cost_usd") {
-        None | Some(Value::Null) => Some(Decimal::ZERO),
-        Some(Value::String(s)) => match Decimal::from_str(s) {
-            Ok(d) if d.is_sign_negative() && !d.is_zero() => {
-                v.errors.push(FieldError::new("cost_usd", format!("must not be negative, got {s:?}")));
-                None
-            }
-            Ok(d) if d > limits::MAX_COST_USD => {
-                v.errors
-                    .push(FieldError::new("cost_usd", format!("more than {} per turn: {s:?}", limits::MAX_COST_USD)));
-                None
-            }
-            Ok(d) => Some(d),
-            Err(e) => {
-                v.errors.push(FieldError::new("cost_usd", format!("not a decimal number ({e}): {s:?}")));
-                None
-            }
-        },
-        Some(x) => {
-            v.errors.push(expected("cost_usd", "a decimal string such as \"0.0012\"", x));
-            None
-        }
-    };
+    let cost_usd = v.cost_usd();
     let pricing_version = v.optional_name("pricing_version");
     let score = v.optional_unit("score");
     let score_confidence = v.optional_unit("score_confidence");
     let workload = v.optional_name("workload");
-    let features = match obj.get("features") {
-        None | Some(Value::Null) => Some(None),
-        Some(Value::Object(f)) => parse_features(f, v.errors).map(Some),
-        Some(x) => {
-            v.errors.push(expected("features", "an object", x));
-            None
-        }
-    };
+    let features = v.features();
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -286,6 +211,126 @@ pub fn parse_line(line: &str) -> Result<TurnRecord, Vec<FieldError>> {
             })
         }
         _ => Err(vec![FieldError::new("-", "invalid record")]),
+    }
+}
+
+/// The fields of a record, each checked on its own; every problem is
+/// pushed to `errors` and its field comes back `None`.
+impl Validator<'_> {
+    /// `session`: a non-empty id a host may use.
+    fn session(&mut self) -> Option<String> {
+        let session = self.required_string("session");
+        match session.as_deref() {
+            Some("") => self.errors.push(FieldError::new("session", "must not be empty")),
+            Some(id) => {
+                if let Err(e) = SessionId::parse(id) {
+                    self.errors.push(FieldError::new("session", e.to_string()));
+                }
+            }
+            None => {}
+        }
+        session
+    }
+
+    /// `turn`: an integer from 1.
+    fn turn(&mut self) -> Option<u32> {
+        let x = self.required("turn")?;
+        match x.as_u64() {
+            Some(n) if (1..=u32::MAX as u64).contains(&n) => Some(n as u32),
+            _ if x.is_number() => {
+                self.errors.push(FieldError::new("turn", format!("must be an integer >= 1, got {x}")));
+                None
+            }
+            _ => {
+                self.errors.push(expected("turn", "an integer >= 1", x));
+                None
+            }
+        }
+    }
+
+    /// `at`: an RFC 3339 time an event can carry.
+    fn at(&mut self) -> Option<DateTime<Utc>> {
+        let s = self.required_string("at")?;
+        match DateTime::parse_from_rfc3339(&s) {
+            Ok(t) if t < limits::min_at() => {
+                self.errors.push(FieldError::new("at", format!("before 1970-01-01T00:00:00Z: {s:?}")));
+                None
+            }
+            Ok(t) if t > limits::max_at() => {
+                self.errors.push(FieldError::new("at", format!("after 9999-12-31T23:59:59.999Z: {s:?}")));
+                None
+            }
+            Ok(t) => Some(t.with_timezone(&Utc)),
+            Err(e) => {
+                self.errors.push(FieldError::new("at", format!("not an RFC 3339 timestamp ({e}): {s:?}")));
+                None
+            }
+        }
+    }
+
+    /// `text`, within [`limits::MAX_TEXT_BYTES`] (reported, and still
+    /// returned: the line fails on the error).
+    fn text(&mut self) -> Option<String> {
+        let text = self.required_string("text");
+        if let Some(t) = &text {
+            if t.len() > limits::MAX_TEXT_BYTES {
+                let message = format!("longer than {} bytes ({})", limits::MAX_TEXT_BYTES, t.len());
+                self.errors.push(FieldError::new("text", message));
+            }
+        }
+        text
+    }
+
+    /// The times a turn's events carry are `at` plus these durations: they
+    /// must stay within what an event's time can be.
+    fn check_ends(&mut self, at: DateTime<Utc>, durations: [(&str, &Option<Option<u64>>); 2]) {
+        for (field, ms) in durations {
+            let Some(Some(ms)) = ms else { continue };
+            if after(at, *ms) > limits::max_at() {
+                self.errors.push(FieldError::new(field, format!("at + {field} is after 9999-12-31T23:59:59.999Z")));
+            }
+        }
+    }
+
+    /// `cost_usd`: a decimal string, not negative, within
+    /// [`limits::MAX_COST_USD`]; absent: zero.
+    fn cost_usd(&mut self) -> Option<Decimal> {
+        match self.obj.get("cost_usd") {
+            None | Some(Value::Null) => Some(Decimal::ZERO),
+            Some(Value::String(s)) => match Decimal::from_str(s) {
+                Ok(d) if d.is_sign_negative() && !d.is_zero() => {
+                    self.errors.push(FieldError::new("cost_usd", format!("must not be negative, got {s:?}")));
+                    None
+                }
+                Ok(d) if d > limits::MAX_COST_USD => {
+                    let message = format!("more than {} per turn: {s:?}", limits::MAX_COST_USD);
+                    self.errors.push(FieldError::new("cost_usd", message));
+                    None
+                }
+                Ok(d) => Some(d),
+                Err(e) => {
+                    self.errors.push(FieldError::new("cost_usd", format!("not a decimal number ({e}): {s:?}")));
+                    None
+                }
+            },
+            Some(x) => {
+                self.errors.push(expected("cost_usd", "a decimal string such as \"0.0012\"", x));
+                None
+            }
+        }
+    }
+
+    /// `features`: the structural features, when the record gives them
+    /// (`Some(None)`: it does not).
+    fn features(&mut self) -> Option<Option<StructuralFeatures>> {
+        match self.obj.get("features") {
+            None | Some(Value::Null) => Some(None),
+            Some(Value::Object(f)) => parse_features(f, self.errors).map(Some),
+            Some(x) => {
+                self.errors.push(expected("features", "an object", x));
+                None
+            }
+        }
     }
 }
 
