@@ -3,13 +3,12 @@
 //! The archived form of each is a fixed, documented encoding that must never
 //! change without a new schema version: ULIDs as `u128`, timestamps as `i64`
 //! microseconds since the Unix epoch, `Decimal` as its own exact 16-byte
-//! encoding, tool arguments as canonical (sorted-key) JSON text.
+//! encoding. (Tool arguments, a type of engram's own, have their layout
+//! beside it: `payloads::common::ToolArgsDef`.)
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use ulid::Ulid;
-
-use crate::payloads::ToolArgs;
 
 /// Archived layout of [`Ulid`]: its 128-bit value.
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -52,21 +51,5 @@ pub struct TimestampDef {
 impl From<TimestampDef> for DateTime<Utc> {
     fn from(value: TimestampDef) -> Self {
         DateTime::<Utc>::from_timestamp_micros(value.micros).unwrap_or_default()
-    }
-}
-
-/// Archived layout of [`ToolArgs`]: canonical JSON text.
-#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
-#[rkyv(remote = ToolArgs)]
-pub struct ToolArgsDef {
-    #[rkyv(getter = ToolArgs::to_json)]
-    json: String,
-}
-
-impl From<ToolArgsDef> for ToolArgs {
-    fn from(value: ToolArgsDef) -> Self {
-        // The text was written by `ToolArgs::to_json` and is covered by the
-        // frame CRC, so it parses; an empty map is the defensive fallback.
-        ToolArgs::from_json(&value.json).unwrap_or_default()
     }
 }

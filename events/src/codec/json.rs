@@ -122,13 +122,5 @@ pub fn from_value(value: serde_json::Value) -> Result<Envelope, DecodeError> {
 }
 
 fn payload_from_value(kind: EventKind, payload: serde_json::Value) -> Result<Event, DecodeError> {
-    Event::payload_from_json(kind, payload).map_err(payload_field_error)
-}
-
-/// A payload deserialisation error as a [`DecodeError::Field`] whose path
-/// starts at `payload` (used for current and legacy schemas alike).
-pub(crate) fn payload_field_error(e: serde_path_to_error::Error<serde_json::Error>) -> DecodeError {
-    let path = e.path().to_string();
-    let field = if path == "." { "payload".to_owned() } else { format!("payload.{path}") };
-    DecodeError::Field { field, message: e.into_inner().to_string() }
+    Event::payload_from_json(kind, payload).map_err(DecodeError::payload_field)
 }

@@ -63,3 +63,13 @@ pub enum DecodeError {
         message: String,
     },
 }
+
+impl DecodeError {
+    /// A payload deserialisation error as a [`DecodeError::Field`] whose
+    /// path starts at `payload` (for current and legacy schemas alike).
+    pub(crate) fn payload_field(e: serde_path_to_error::Error<serde_json::Error>) -> DecodeError {
+        let path = e.path().to_string();
+        let field = if path == "." { "payload".to_owned() } else { format!("payload.{path}") };
+        DecodeError::Field { field, message: e.into_inner().to_string() }
+    }
+}

@@ -4,7 +4,7 @@
 //! struct that decodes it. Arms are only ever added: a log written by any
 //! earlier version of engram must replay unchanged (`tests/fixtures/`).
 
-use crate::codec::{json, DecodeError};
+use crate::codec::DecodeError;
 use crate::event::{Event, EventKind};
 use crate::payloads::{
     FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, PlanCreated, PlanCreatedV1,
@@ -86,31 +86,32 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
 pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value) -> Result<Event, DecodeError> {
     match (kind, version) {
         (EventKind::PatternRecorded, 1) => {
-            let v1: PatternRecordedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            let v1: PatternRecordedV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::from(PatternRecorded::from(v1)))
         }
         (EventKind::FastPathHit, 1) => {
-            let v1: FastPathHitV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            let v1: FastPathHitV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::FastPathHit(FastPathHit::from(v1)))
         }
         (EventKind::UtteranceReceived, 1) => {
-            let v1: UtteranceReceivedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            let v1: UtteranceReceivedV1 =
+                serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::UtteranceReceived(UtteranceReceived::from(v1)))
         }
         (EventKind::PatternRecorded, 2) => {
-            let v2: PatternRecordedV2 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            let v2: PatternRecordedV2 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::from(PatternRecorded::from(v2)))
         }
         (EventKind::RouteDecided, 1) => {
-            let v1: RouteDecidedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            let v1: RouteDecidedV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::from(RouteDecided::from(v1)))
         }
         (EventKind::ToolCalled, 1) => {
-            let v1: ToolCalledV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            let v1: ToolCalledV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::ToolCalled(ToolCalled::from(v1)))
         }
         (EventKind::PlanCreated, 1) => {
-            let v1: PlanCreatedV1 = serde_path_to_error::deserialize(value).map_err(json::payload_field_error)?;
+            let v1: PlanCreatedV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::PlanCreated(PlanCreated::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),

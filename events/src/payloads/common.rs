@@ -57,7 +57,7 @@ payload! {
         pub tool: String,
         /// Arguments; may reference earlier results (`"$0"`).
         #[serde(default)]
-        #[rkyv(with = crate::remote::ToolArgsDef)]
+        #[rkyv(with = crate::payloads::common::ToolArgsDef)]
         pub args: ToolArgs,
     }
 }
@@ -161,5 +161,21 @@ payload! {
         pub avg_cost_usd: Decimal,
         /// Sample-size-weighted success mean.
         pub success_score_mean: f64,
+    }
+}
+
+/// Archived layout of [`ToolArgs`]: canonical JSON text.
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(remote = ToolArgs)]
+pub struct ToolArgsDef {
+    #[rkyv(getter = ToolArgs::to_json)]
+    json: String,
+}
+
+impl From<ToolArgsDef> for ToolArgs {
+    fn from(value: ToolArgsDef) -> Self {
+        // The text was written by `ToolArgs::to_json` and is covered by the
+        // frame CRC, so it parses; an empty map is the defensive fallback.
+        ToolArgs::from_json(&value.json).unwrap_or_default()
     }
 }

@@ -12,7 +12,7 @@ payload! {
         /// The executor chosen.
         pub executor: String,
         /// The argument values actually used.
-        #[rkyv(with = crate::remote::ToolArgsDef)]
+        #[rkyv(with = crate::payloads::common::ToolArgsDef)]
         pub args_observed: ToolArgs,
     }
 }

@@ -320,7 +320,7 @@ payload! {
         /// Tool name.
         pub tool: String,
         /// Arguments after placeholder resolution.
-        #[rkyv(with = crate::remote::ToolArgsDef)]
+        #[rkyv(with = crate::payloads::common::ToolArgsDef)]
         pub args: ToolArgs,
         /// The fast-path layer that served this step, if one did.
         pub served_by: Option<RouteLayer>,
@@ -340,7 +340,7 @@ payload! {
         /// See [`ToolCalled::tool`].
         pub tool: String,
         /// See [`ToolCalled::args`].
-        #[rkyv(with = crate::remote::ToolArgsDef)]
+        #[rkyv(with = crate::payloads::common::ToolArgsDef)]
         pub args: ToolArgs,
         /// See [`ToolCalled::served_by`].
         pub served_by: Option<RouteLayer>,
