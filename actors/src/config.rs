@@ -61,6 +61,7 @@ pub const OTHER_VARS: &[&str] =
 
 /// Configuration errors, naming the file and line or the variable.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
     #[error("{path}: {source}")]

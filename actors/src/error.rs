@@ -4,6 +4,7 @@ use engram_storage::LogError;
 
 /// Why the runtime could not start or could not take a turn.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RuntimeError {
     /// The builder was not told where the data lives.
     #[error("no data dir: call RuntimeBuilder::data_dir")]

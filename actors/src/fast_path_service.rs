@@ -23,6 +23,7 @@ use engram_learning::embedder::{EmbedError, Embedder};
 
 /// Why the fast path could not be built or could not decide.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FastPathError {
     /// The embedder failed (missing assets name `scripts/fetch-models.sh`).
     #[error(transparent)]

@@ -16,6 +16,8 @@
 //!   (`engram_learning::fast_path`) bound to the embedder, the embedding
 //!   cache and the vector index — what the router actor asks.
 
+#![warn(missing_docs)]
+
 pub mod bridge;
 pub mod bus;
 pub mod config;

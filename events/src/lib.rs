@@ -18,6 +18,8 @@
 //! version and keeps a decoder for the old one, so a log written by any
 //! earlier engram replays unchanged.
 
+#![warn(missing_docs)]
+
 mod causation;
 pub mod codec;
 mod envelope;

@@ -35,6 +35,8 @@
 //! * [`import`] — turn records and envelopes into the log, validated
 //!   first, with deterministic ids, through the same reactors.
 
+#![warn(missing_docs)]
+
 pub mod embedder;
 pub mod fast_path;
 pub mod features;

@@ -18,6 +18,8 @@
 //! projections and what the actors fold are `engram-learning`'s and
 //! `engram-actors`'.
 
+#![warn(missing_docs)]
+
 pub mod checkpoints;
 pub mod embedding_cache;
 pub mod origin;

@@ -75,6 +75,7 @@ pub const DIR_NAME: &str = "snapshots";
 
 /// Why a snapshot was not saved or not used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SnapshotError {
     /// The file could not be read or written.
     #[error("{path}: {source}")]

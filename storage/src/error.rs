@@ -6,6 +6,7 @@ use engram_events::{DecodeError, Seq};
 
 /// Why a log operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LogError {
     /// Another process (or another handle in this one) has the data dir open.
     #[error("data dir in use: {path} is locked by {holder} (close it, or pass another --data DIR)")]

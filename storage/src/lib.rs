@@ -30,6 +30,8 @@
 //!   log sled replays at open is found before sled would cut the log at it.
 //! * [`data_dir`] — where the data dir is, and that it stays owner-only.
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod data_dir;
 pub mod durability;

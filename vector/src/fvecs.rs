@@ -16,6 +16,7 @@ pub const MAX_DIM: usize = 1 << 16;
 
 /// What is wrong with `.fvecs` bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FvecsError {
     /// The input ends inside vector `vector` (its header or its values).
     #[error("truncated at vector {vector} (byte offset {offset}): needs {needed} more bytes, {available} left")]
@@ -55,6 +56,7 @@ pub enum FvecsError {
 
 /// A `.fvecs` reading error, with the file it came from.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FvecsFileError {
     /// The file could not be read.
     #[error("reading {path}: {source}")]

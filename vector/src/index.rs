@@ -39,6 +39,7 @@ const VERSION: u32 = 1;
 
 /// Why a vector-index operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VectorError {
     /// A vector or query of the wrong length: a caller mixing embedding
     /// models, which must never be answered with a silent truncation.

@@ -31,6 +31,8 @@
 //! similarity returned are full precision; only the graph walk ranks on
 //! int8 codes ([`quantized`]), and its candidates are scored again in `f32`.
 
+#![warn(missing_docs)]
+
 pub mod distance;
 pub mod exact;
 pub mod fvecs;

@@ -29,6 +29,7 @@ pub const MAX_KEYWORDS: usize = 8;
 
 /// Why a context's output was rejected.
 #[derive(Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ContextError {
     /// No JSON value of the expected kind anywhere in the text.
     #[error("no JSON {expected} in the model output")]

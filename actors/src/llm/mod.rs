@@ -161,6 +161,7 @@ pub struct ChatResponse {
 
 /// Why a call failed. No variant ever holds the API key.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LlmError {
     /// The call did not finish within the request's timeout.
     #[error("LLM call timed out after {after_ms} ms")]

@@ -351,8 +351,6 @@ impl Runtime {
         self.actors.iter().map(|a| (a.name, a.status.restored.load(Ordering::Acquire))).collect()
     }
 
-    /// Lets the actors finish what is in the log (up to 10 s), stops them
-    /// and flushes.
     /// Where `/metrics` is served (`[metrics] listen`; the port the OS
     /// picked for `:0`).
     #[cfg(feature = "metrics")]
@@ -360,6 +358,11 @@ impl Runtime {
         self.metrics_server.as_ref().map(crate::metrics::MetricsServer::addr)
     }
 
+    /// Lets the actors finish what is in the log (up to 10 s), moves every
+    /// settled actor's checkpoint to the head and saves the snapshots that
+    /// are due, stops the actors and flushes the log. Dropping a runtime
+    /// without calling it stops the actors too, without waiting: they
+    /// resume from their checkpoints at the next start.
     pub fn shutdown(mut self) -> Result<(), RuntimeError> {
         if self.settle(Duration::from_secs(10)) {
             // Every actor has handled all it wants up to the head: its

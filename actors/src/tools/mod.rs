@@ -179,6 +179,7 @@ impl std::fmt::Debug for ToolOutput {
 /// Why a tool call failed. Every message names the tool so that it can be
 /// shown to the user or handed back to a planner as it is.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolError {
     /// No tool has this name.
     #[error("unknown tool {0:?}")]

@@ -9,6 +9,7 @@ mod upcast;
 /// Why bytes or a JSON line could not be decoded into an envelope. The log
 /// adds the `seq` and the file adds the line; this says what is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// Fewer bytes than the frame declares.
     #[error("truncated frame: needs {needed} bytes, {available} available")]

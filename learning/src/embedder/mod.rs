@@ -67,6 +67,7 @@ pub trait Embedder: Send + Sync {
 
 /// Why an embedder could not be opened or could not embed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EmbedError {
     /// The models dir itself is not there (nothing was installed yet).
     #[error("the models dir {} does not exist: {FETCH_HINT}", path.display())]

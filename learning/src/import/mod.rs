@@ -66,6 +66,7 @@ pub struct LineError {
 
 /// Why an import did not happen.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ImportError {
     /// The file could not be read.
     #[error("{path}: {source}")]

@@ -47,6 +47,7 @@ impl std::fmt::Display for Forget {
 
 /// Why nothing was forgotten: nothing is appended.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ForgetError {
     /// An empty or blank text would match everything.
     #[error("nothing to forget: the text is empty")]
