@@ -9,12 +9,24 @@
 //!   checkpoint; [`bus`] is the log and the checkpoints they share;
 //!   [`dispatch`] fans the log out to them and to the [`bridge`] that
 //!   wakes the host.
-//! * Adapters: [`embedder`] (local ONNX sentence embeddings), [`llm`]
-//!   (Ollama and OpenAI-compatible servers), [`tools`] (the tool registry
-//!   and built-ins); [`offline_planner`] plans when no LLM is configured.
+//! * [`llm`]: the LLM client trait, seed 002's contexts (prompts and
+//!   parsers), the calls' records; [`tool_router`] narrows a big catalogue
+//!   for a prompt; [`recollection`] finds the past days a request needs.
+//! * [`tools`]: the tool registry and the built-in tools.
 //! * [`fast_path_service`]: the fast path's decision
 //!   (`engram_learning::fast_path`) bound to the embedder, the embedding
 //!   cache and the vector index — what the router actor asks.
+//! * [`config`]: the `engram.toml` / `ENGRAM_*` loader.
+//! * Adapters, each a Cargo feature: `onnx_embedder` (`onnx`: the local
+//!   sentence embedder on ONNX Runtime), `llm::ollama` and `llm::openai`
+//!   (`llm-http`: Ollama and OpenAI-compatible servers), `metrics`
+//!   (`metrics`: Prometheus). Without them a host gives its own
+//!   [`Embedder`](engram_learning::embedder::Embedder) and
+//!   [`LlmClient`](llm::LlmClient).
+//!
+//! What the runtime *decides* — the fast path, the routing chain, the
+//! offline planner, the memory folds — is `engram_learning`: this crate
+//! wires it to the log and does the I/O.
 
 #![warn(missing_docs)]
 

@@ -3,7 +3,7 @@
 //! on the CPU, with no network at run time — by default Universal Sentence
 //! Encoder Multilingual v3 (int8, 512 dimensions, Italian and English in
 //! one space). Everything above it sees only the
-//! [`Embedder`](engram_learning::embedder::Embedder) trait, which a host
+//! [`Embedder`] trait, which a host
 //! may implement itself instead.
 //!
 //! The assets live in one models dir, installed from PyPI by

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | 1 | a step is **concrete** when every required parameter of its tool has a value that is not a stand-in (`it`, `that`, `questo`, `<file>`, …): it runs as planned — no model, no rule |
 //! | 2 | otherwise, with a step-resolver model for the turn (on for a small turn model), the model gets the step, the tool's schema and the earlier calls with the start of their results, and answers one JSON object `{"tool", "args"}` for the same tool, or `null` |
-//! | 3 | without one, or when it fails (timeout, error, another tool, no JSON), each unresolved parameter takes the value of the same-named argument of the newest earlier call: this turn's steps first, then the conversation's (tool carryover, [`super::dialogue`]) |
+//! | 3 | without one, or when it fails (timeout, error, another tool, no JSON), each unresolved parameter takes the value of the same-named argument of the newest earlier call: this turn's steps first, then the conversation's (tool carryover, [`crate::memory::dialogue`]) |
 //! | 4 | what is still missing stays missing: the tool's own error says what it lacks |
 //!
 //! Offline, a request whose pronoun hides the very words a tool would be

@@ -175,7 +175,7 @@ impl LogBackend {
 
 /// A data dir's log, opened by [`LogBackend::open`]: dereferences to the
 /// log (append and read through it, whatever the backend), and holds the
-/// data dir's sled log beside it ([`OpenLog::sled`]).
+/// data dir's sled log beside it ([`OpenLog::records`]).
 #[derive(Clone)]
 pub struct OpenLog {
     log: Arc<dyn EventLog>,

@@ -96,7 +96,7 @@ pub enum LogError {
         what: String,
     },
     /// The NATS server could not be reached, or did not acknowledge in
-    /// time ([`crate::jetstream`]).
+    /// time (`crate::jetstream`, feature `jetstream`).
     #[error("NATS server {url}: {what}")]
     Remote {
         /// The server's URL (empty when the failure is not the

@@ -1,6 +1,6 @@
 //! A model server set up for one of seed 002's contexts ([`ContextLlm`]):
 //! which model, under which timeout, priced how — and the one way a role
-//! asks it something and records the call ([`ask`]), whatever the answer.
+//! asks it something and records the call (`ask`), whatever the answer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

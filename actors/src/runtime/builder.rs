@@ -116,7 +116,7 @@ impl RuntimeBuilder {
     }
 
     /// The log to run on, instead of the one `[storage]` chooses (a host
-    /// that builds its own [`engram_storage::JetStreamConfig`], with a
+    /// that builds its own `JetStreamConfig`, with a
     /// progress callback for a first fetch, say).
     pub fn log_backend(mut self, backend: engram_storage::LogBackend) -> Self {
         self.backend = Some(backend);

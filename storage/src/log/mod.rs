@@ -9,12 +9,12 @@
 //! | `ids`  | id bucket (ms, 6 B + depth) | entries: id (16 B), `seq` (u64 BE), or split |
 //! | `meta` | `format`               | log format version (u32 BE)             |
 //!
-//! Alongside, `<data dir>/log.wal/` holds the write-ahead files ([`wal`]).
+//! Alongside, `<data dir>/log.wal/` holds the write-ahead files ([`crate::wal`]).
 //!
 //! Appenders hand batches to the writer over a crossbeam channel. The writer
 //! takes everything queued (group commit), assigns positions, skips ids
 //! already present, writes the group as one record to the write-ahead file,
-//! makes it durable according to the [`Durability`] policy (one
+//! makes it durable according to the [`Durability`](crate::Durability) policy (one
 //! `fdatasync`), makes it visible (head, pending ids), acknowledges,
 //! publishes it to subscribers, and hands it to the applier thread, which
 //! writes the records it gathers into sled (two atomic batches: segments,

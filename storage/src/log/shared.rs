@@ -23,7 +23,7 @@ use crate::subscription::Hub;
 /// durable one (or a flush) before the writer flushes it on its own.
 pub const DEFERRED_FLUSH: Duration = Duration::from_millis(20);
 
-/// Tuning for [`SledLog`]; the defaults are what engram ships.
+/// Tuning for [`SledLog`](super::SledLog); the defaults are what engram ships.
 #[derive(Clone, Debug)]
 pub struct LogConfig {
     /// When appends are acknowledged.
