@@ -13,16 +13,48 @@
 //!
 //! * [`actors`] — the actix runtime a host embeds: listener, router,
 //!   planner, reply loop, judge, pattern store, summariser and graph actors;
-//!   the LLM adapters, the embedder, the tools;
-//! * [`learning`] — what the assistant learns and decides: the fast path's
-//!   rules, the pattern store's math, intent and memory rules, the reactors,
-//!   the projections, the importers, `engram.toml`;
+//!   the tools, the `engram.toml` loader; the adapters (features `onnx`,
+//!   `llm-http`, `metrics`);
+//! * [`learning`] — every decision: the fast path's rules, the routing
+//!   chain, the pattern store's math, the offline planner, the embedder
+//!   trait, intent and memory rules, the reactors, the projections, the
+//!   importers;
 //! * [`vector`] — nearest neighbours by cosine (exact scan, HNSW);
 //! * [`local_state`] — what a data dir keeps beside its log: projections'
 //!   persistence, snapshots, checkpoints, the embedding memo;
 //! * [`storage`] — the event log: the trait, the sled log, the JetStream
 //!   backend, recovery, repair, verify;
 //! * [`events`] — the event catalog and its codecs.
+//!
+//! A host starts the runtime and hands it utterances (`docs/embedding.md`
+//! has every option; the defaults are offline):
+//!
+//! ```no_run
+//! use engram::actors::config::Config;
+//! use engram::actors::Runtime;
+//! use engram::{EventKind, EventLog, Filter, SessionId};
+//!
+//! let data = std::path::PathBuf::from("/tmp/engram-embed");
+//! // engram.toml (if there is one) with ENGRAM_* overrides.
+//! let config = Config::load(Config::locate(&data).as_deref(), std::env::vars())?;
+//! let rt = Runtime::builder().data_dir(&data).config(config).start()?;
+//! // Verdicts as they are written, from now on.
+//! let mut verdicts = rt.log().subscribe(rt.log().head().next(), Filter::kinds([EventKind::EvalCompleted]))?;
+//! let session = SessionId::new("s-1");
+//! let reply = rt.handle_utterance(&session, "what time is it")?; // blocks until the turn is durable
+//! println!("{} (answered by {:?} in {} ms)", reply.text, reply.layer, reply.latency_ms);
+//! println!("judged: {:?}", verdicts.recv()?.event);
+//! rt.end_session(&session)?;
+//! rt.shutdown()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Features: `onnx` and `llm-http` (the local embedder and the HTTP LLM
+//! clients) are on by default; `metrics`, `jetstream` and `full` are not.
+//! With `default-features = false` the host gives its own embedder and LLM
+//! client.
+
+#![warn(missing_docs)]
 
 pub use engram_actors as actors;
 pub use engram_events as events;
