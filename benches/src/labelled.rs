@@ -93,7 +93,13 @@ pub fn pairs(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<PairScore>> {
         config.multi_tool_fast_path.clone(),
         FixedOffset::east_opt(3600).expect("an offset"),
     );
-    let fast_path = FastPathService::build((&config.fast_path, &config.multi_tool_fast_path), &canonical, &pipelines, embedder, None)?;
+    let fast_path = FastPathService::build(
+        (&config.fast_path, &config.multi_tool_fast_path),
+        &canonical,
+        &pipelines,
+        embedder,
+        None,
+    )?;
     let mut by_lang: BTreeMap<String, PairScore> = BTreeMap::new();
     for r in &rows {
         let (lang, request) = (field(r, "lang")?, field(r, "request")?);

@@ -1,7 +1,8 @@
 //! Benchmarks shared by `benches/` (criterion) and `engram bench`, each
 //! measured beside its peer baseline in the same run.
+#![warn(missing_docs)]
+
 pub mod fast_path;
-pub mod jetstream;
 pub mod knn;
 pub mod labelled;
 pub mod log;
@@ -9,6 +10,9 @@ pub mod memory;
 pub mod patterns;
 pub mod runtime;
 pub mod startup;
+
+/// The JetStream peer of the log bench, at the path it has always had.
+pub use log::jetstream;
 
 /// The machine a report was measured on: cores, CPU model, OS and arch —
 /// figures from a shared 2-core VM and a workstation are not comparable.

@@ -274,17 +274,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         rt.settle(Duration::from_secs(10));
         let (samples, events) = time_turns(&rt, "l1", opts.turns, l1_text)?;
         // Direct: the fast path over the same rows, then the tool.
-        let mut projector =
-            Projector::in_memory(vec![Box::new(CanonicalQueries::default()), Box::new(Pipelines::default())]);
-        for env in rt.log().read_from(Seq(1)) {
-            projector.apply(&env?);
-        }
-        let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
-        let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
-        // The same embedding memo the runtime's router reads (a request's
-        // canonical form is embedded once, then memoised).
-        let cache = EmbeddingCache::open(rt.local_db(), CacheCaps::default())?;
-        let fast = FastPathService::build((&config.fast_path, &config.multi_tool_fast_path), &canonical, &pipelines, embedder.clone(), Some(cache))?;
+        let fast = direct_fast_path(&rt, &config, embedder.clone())?;
         let tool = echo();
         let mut direct = Vec::with_capacity(opts.turns);
         for i in 0..opts.turns {
@@ -298,32 +288,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
 
         progress(opts, &format!("{durability}: throughput"));
         for sessions in [1, opts.concurrency.max(1)] {
-            let per = (opts.turns / sessions).max(10);
-            let t0 = Instant::now();
-            std::thread::scope(|scope| -> anyhow::Result<()> {
-                let handles: Vec<_> = (0..sessions)
-                    .map(|k| {
-                        let rt = &rt;
-                        scope.spawn(move || -> anyhow::Result<()> {
-                            let s = SessionId::new(format!("tp-{sessions}-{k}"));
-                            for _ in 0..per {
-                                rt.handle_utterance(&s, "what time is it")?;
-                            }
-                            Ok(())
-                        })
-                    })
-                    .collect();
-                for h in handles {
-                    h.join().map_err(|_| anyhow::anyhow!("a session thread panicked"))??;
-                }
-                Ok(())
-            })?;
-            let secs = t0.elapsed().as_secs_f64();
-            throughput.push(Throughput {
-                sessions,
-                durability: durability.into(),
-                turns_per_s: round2((sessions * per) as f64 / secs),
-            });
+            throughput.push(time_throughput(&rt, sessions, (opts.turns / sessions).max(10), durability)?);
         }
         rt.shutdown()?;
     }
@@ -334,6 +299,46 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         throughput,
         embed_p50_us: percentile_us(&embed_samples, 50.0),
     })
+}
+
+/// The fast path the runtime's router uses, built by direct calls over the
+/// rows its log holds and the same embedding memo (a request's canonical
+/// form is embedded once, then memoised).
+fn direct_fast_path(rt: &Runtime, config: &Config, embedder: Arc<dyn Embedder>) -> anyhow::Result<FastPathService> {
+    let mut projector =
+        Projector::in_memory(vec![Box::new(CanonicalQueries::default()), Box::new(Pipelines::default())]);
+    for env in rt.log().read_from(Seq(1)) {
+        projector.apply(&env?);
+    }
+    let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
+    let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
+    let cache = EmbeddingCache::open(rt.local_db(), CacheCaps::default())?;
+    let sections = (&config.fast_path, &config.multi_tool_fast_path);
+    Ok(FastPathService::build(sections, &canonical, &pipelines, embedder, Some(cache))?)
+}
+
+/// Turns per second with `sessions` sessions at once, `per` L0 turns each.
+fn time_throughput(rt: &Runtime, sessions: usize, per: usize, durability: &str) -> anyhow::Result<Throughput> {
+    let t0 = Instant::now();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let handles: Vec<_> = (0..sessions)
+            .map(|k| {
+                scope.spawn(move || -> anyhow::Result<()> {
+                    let s = SessionId::new(format!("tp-{sessions}-{k}"));
+                    for _ in 0..per {
+                        rt.handle_utterance(&s, "what time is it")?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| anyhow::anyhow!("a session thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    let secs = t0.elapsed().as_secs_f64();
+    Ok(Throughput { sessions, durability: durability.into(), turns_per_s: round2((sessions * per) as f64 / secs) })
 }
 
 fn progress(opts: &Options, what: &str) {

@@ -1,5 +1,7 @@
 //! `engram` — replay, import, export, verify and inspect an engram data dir.
 
+#![warn(missing_docs)]
+
 mod bench;
 mod calibrate;
 mod demo;

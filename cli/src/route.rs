@@ -58,7 +58,13 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
         let embedder = Arc::new(OnnxEmbedder::open(&config.embedder)?);
         let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
-        let service = FastPathService::build((&config.fast_path, &config.multi_tool_fast_path), &canonical, &pipelines, embedder, Some(cache))?;
+        let service = FastPathService::build(
+            (&config.fast_path, &config.multi_tool_fast_path),
+            &canonical,
+            &pipelines,
+            embedder,
+            Some(cache),
+        )?;
         service.route(&args.text, now)?
     };
     print(&decision, &args)?;

@@ -18,7 +18,8 @@ use engram::events::{Envelope, Seq};
 use engram::storage::jetstream::server::NatsServer;
 use engram::storage::{EventLog, JetStreamConfig, JetStreamLog, LogConfig};
 
-use crate::log::{engram_append, split, workload};
+use super::engram_side::engram_append;
+use super::workload::{split, workload};
 
 /// The server the JetStream figures are measured on.
 pub struct BenchServer {
