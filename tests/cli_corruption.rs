@@ -374,3 +374,101 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `log.sled/db` deleted: damage, not a healthy empty log. `verify` and
+/// every read command exit non-zero naming it, nothing starts a new log in
+/// its place, and `repair` salvages what the other files hold, listing the
+/// rest as lost.
+#[test]
+fn a_deleted_store_file_is_named_by_every_command_and_repair_salvages_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = tmp.path().join("turns.jsonl");
+    std::fs::write(&file, turns(60, 3)).unwrap();
+    ok(engram(&data, &["import", file.to_str().unwrap()]));
+    let events = stdout(&ok(engram(&data, &["export"]))).lines().count() as u64;
+    std::fs::remove_file(data.join("log.sled").join("db")).unwrap();
+    for args in [&["verify"][..], &["export"], &["stats"], &["replay"], &["inspect", "sessions"], &["rebuild"]] {
+        let o = engram(&data, args);
+        assert!(!o.status.success(), "{args:?} must fail: {}", stdout(&o));
+        assert!(stderr(&o).contains("db is missing"), "{args:?}: {}", stderr(&o));
+    }
+    let o = engram(&data, &["run", "--once", "what time is it"]);
+    assert!(!o.status.success(), "no new log in its place: {}", stdout(&o));
+    assert!(!data.join("log.sled").join("db").exists(), "nothing written in its place");
+    let r = json_out(&ok(engram(&data, &["repair", "--json"])));
+    assert_eq!(r["ok"], true, "{r}");
+    let lost: u64 = r["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["last"].as_u64().unwrap() - l["first"].as_u64().unwrap() + 1)
+        .sum();
+    // (Here the other files still hold every frame: nothing is lost.)
+    assert_eq!(r["salvaged"].as_u64().unwrap() + lost, events, "every event salvaged or listed lost: {r}");
+    ok(engram(&data, &["verify"]));
+    ok(engram(&data, &["run", "--once", "what time is it"]));
+}
+
+/// `engram repair` killed (SIGKILL) at many points of its run. In between,
+/// every command either works on the log as it was (the repair had not
+/// begun) or refuses naming the interrupted repair — `run --once` never
+/// starts a new log in its place — and the next `repair` leaves exactly
+/// what an uninterrupted one does.
+#[test]
+fn a_repair_killed_anywhere_is_finished_by_the_next_and_nothing_takes_its_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let damaged = tmp.path().join("damaged");
+    let file = tmp.path().join("turns.jsonl");
+    std::fs::write(&file, turns(1500, 20)).unwrap();
+    ok(engram(&damaged, &["import", file.to_str().unwrap()]));
+    damage_everywhere(&damaged);
+    // What an uninterrupted repair leaves, and how long it takes.
+    let whole = tmp.path().join("whole");
+    copy_tree(&damaged, &whole);
+    let started = std::time::Instant::now();
+    let want = json_out(&ok(engram(&whole, &["repair", "--json"])));
+    let took = started.elapsed();
+    let want_export = stdout(&ok(engram(&whole, &["export"])));
+    let mut interrupted = 0;
+    for i in 0..16u32 {
+        let data = tmp.path().join(format!("kill-{i}"));
+        copy_tree(&damaged, &data);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--data")
+            .arg(&data)
+            .args(["repair", "--json"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(took.mul_f64(f64::from(i) / 14.0));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let pending = data.join(".repair").exists()
+            || std::fs::read_dir(&data).unwrap().flatten().any(|e| e.path().join("REPAIRING").exists());
+        if pending {
+            interrupted += 1;
+            for args in [&["stats"][..], &["export"], &["verify"], &["run", "--once", "what time is it"]] {
+                let o = engram(&data, args);
+                assert!(!o.status.success(), "kill {i}: {args:?} must refuse: {}", stdout(&o));
+                assert!(
+                    stderr(&o).contains("a repair was interrupted: run `engram repair`"),
+                    "kill {i}: {}",
+                    stderr(&o)
+                );
+            }
+        }
+        let r = json_out(&ok(engram(&data, &["repair", "--json"])));
+        if pending {
+            for key in ["lost", "lost_ids", "salvaged", "renumbered_from"] {
+                assert_eq!(r[key], want[key], "kill {i}: {key}: {r}");
+            }
+        }
+        assert_eq!(stdout(&ok(engram(&data, &["export"]))), want_export, "kill {i}: the repaired log");
+        ok(engram(&data, &["verify"]));
+        std::fs::remove_dir_all(&data).unwrap();
+    }
+    assert!(interrupted >= 3, "the kills hit the repair mid-way ({interrupted} of 16)");
+}

@@ -201,6 +201,9 @@ pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::acto
 /// reading it).
 fn existing_backend(data: &std::path::Path) -> anyhow::Result<engram::storage::LogBackend> {
     let storage = load_config(data)?.storage;
+    if engram::storage::data_dir::repair_pending(data) {
+        return Err(engram::storage::LogError::RepairInterrupted { dir: data.to_owned() }.into());
+    }
     if storage.backend == engram::storage::StorageBackend::Sled && !data.join("log.sled").is_dir() {
         anyhow::bail!("{}: no engram data here (nothing imported yet? pass --data DIR)", data.display());
     }

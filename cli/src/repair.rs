@@ -11,6 +11,7 @@ use engram::local_state::projector::Projector;
 use engram::local_state::snapshot::SnapshotDir;
 use engram::storage::repair;
 use engram::storage::verify;
+use engram::EventLog;
 use serde_json::json;
 
 use crate::output;
@@ -55,19 +56,19 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     } else if !data.join("log.sled").is_dir() && !pending {
         anyhow::bail!("{}: no engram data here (pass --data DIR)", data.display());
     }
-    let report = repair::salvage(data, &|dir| SnapshotDir::new(dir).remove_all())?;
-    // Derived events among the lost: derived again, from their causes.
-    let log = crate::open_log(data)?;
-    let wanted: HashSet<EventId> = report.lost_ids.iter().filter_map(|id| id.parse().ok()).collect();
     let config = crate::load_config(data)?;
-    // Fresh reactors: they see the whole log from its first record.
-    let mut derivers =
-        import::reactors(&Projector::in_memory(projections::all()), &config.multi_tool_fast_path, &config.pattern);
-    let rederived = reactors::rederive(log.log(), &mut derivers, &wanted)?;
-    let rederived_ids: Vec<String> = rederived.iter().map(|e| e.id.to_string()).collect();
-    if !rederived.is_empty() {
-        log.append(rederived)?;
-    }
+    // Derived events among the lost: derived again, from their causes, by
+    // fresh reactors that see the whole new log from its first record.
+    let (multi_tool, pattern) = (&config.multi_tool_fast_path, &config.pattern);
+    let rederive = |log: &dyn EventLog, report: &repair::RepairReport| {
+        let wanted: HashSet<EventId> = report.lost_ids.iter().filter_map(|id| id.parse().ok()).collect();
+        let mut derivers = import::reactors(&Projector::in_memory(projections::all()), multi_tool, pattern);
+        reactors::rederive(log, &mut derivers, &wanted)
+    };
+    let steps = repair::RepairSteps { rederive: &rederive, outdated: &|dir| SnapshotDir::new(dir).remove_all() };
+    let report = repair::salvage(data, &steps)?;
+    let rederived_ids = &report.rederived;
+    let log = crate::open_log(data)?;
     let check = verify::verify(log.records(), |_| {});
     drop(log);
     let lost: Vec<serde_json::Value> = report.lost.iter().map(|(a, b)| json!({"first": a, "last": b})).collect();

@@ -83,6 +83,34 @@ pub const LOG_DIR: &str = "log.sled";
 /// ([`crate::wal`]).
 pub const WAL_DIR: &str = "log.wal";
 
+/// Where `engram repair` builds the new log before it takes the old one's
+/// place ([`crate::repair`]).
+pub const REPAIR_STAGING: &str = ".repair";
+
+/// The mark in a damaged log put aside (`damaged-<time>/`) whose repair
+/// has not finished.
+pub const REPAIRING_MARK: &str = "REPAIRING";
+
+/// Whether a repair of `dir` was interrupted: its staging dir is there, or
+/// a damaged log put aside is still marked. Until `engram repair` finishes
+/// it, the log must not be opened — it is not where it belongs, and a log
+/// created in its place would be taken for it.
+pub fn repair_pending(dir: &Path) -> bool {
+    dir.join(REPAIR_STAGING).exists() || !interrupted_repairs(dir).is_empty()
+}
+
+/// The damaged logs put aside whose repair has not finished, oldest first.
+pub fn interrupted_repairs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join(REPAIRING_MARK).exists() && p.join(LOG_DIR).is_dir())
+        .collect();
+    found.sort();
+    found
+}
+
 /// The entries of a data dir engram writes: each must be the user's own
 /// and not a symbolic link.
 const ENTRIES: &[&str] = &["engram.lock", "engram.sock", LOG_DIR, WAL_DIR];

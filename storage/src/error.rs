@@ -74,6 +74,14 @@ pub enum LogError {
         /// What is wrong with it.
         why: String,
     },
+    /// A repair of the data dir was interrupted: its log is not where it
+    /// belongs until `engram repair` finishes it, and nothing may open (or
+    /// create) one in its place.
+    #[error("{dir}: a repair was interrupted: run `engram repair` to finish it")]
+    RepairInterrupted {
+        /// The data dir.
+        dir: PathBuf,
+    },
     /// sled could not open the log (a damaged `conf`, snapshot or page),
     /// or panicked trying.
     #[error("{path}: sled cannot open the log ({what}); `engram repair` salvages its events from the files")]

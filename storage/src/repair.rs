@@ -39,18 +39,16 @@ use std::path::{Path, PathBuf};
 use engram_events::codec::binary;
 use engram_events::{Envelope, EventId, Seq};
 
+use crate::data_dir::{LOG_DIR, REPAIRING_MARK, REPAIR_STAGING};
 use crate::error::LogError;
 use crate::event_log::EventLog;
 use crate::log::{LogConfig, SledLog};
-
-/// Where the new log is built before it takes the old one's place.
-const STAGING: &str = ".repair";
 
 /// Events appended to the new log per batch.
 const BATCH: usize = 4096;
 
 /// What a repair did.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct RepairReport {
     /// How the old log was read: `"sled"`, or `"raw scan"` when sled could
     /// not open it.
@@ -73,6 +71,9 @@ pub struct RepairReport {
     pub renumbered_from: Option<u64>,
     /// Where the damaged files are now.
     pub aside: PathBuf,
+    /// The ids among `lost_ids` derived again from their causes (and
+    /// appended after the salvaged events).
+    pub rederived: Vec<String>,
 }
 
 impl RepairReport {
@@ -82,40 +83,82 @@ impl RepairReport {
     }
 }
 
+/// See [`RepairSteps::rederive`].
+pub type Rederive<'a> = dyn Fn(&dyn EventLog, &RepairReport) -> Result<Vec<Envelope>, LogError> + 'a;
+
+/// What a repair asks of the assistant's side, which the log does not
+/// know: the two steps that depend on what events mean and on what the
+/// data dir keeps beside the log.
+pub struct RepairSteps<'a> {
+    /// Given the new log (salvaged, not yet complete) and what was lost:
+    /// the events to derive again among the lost, which are appended to the
+    /// new log before it is marked complete — so a repair stopped after
+    /// that point never has to derive them again, and one stopped before
+    /// derives them with the rest.
+    pub rederive: &'a Rederive<'a>,
+    /// Removes what the data dir keeps outside the log's database that was
+    /// folded from the old log (the actors' snapshots: the salvage may
+    /// have changed positions). It runs once the new log is in place,
+    /// before the data dir's lock is released, so nothing can read the
+    /// new log together with state of the old one.
+    pub outdated: &'a dyn Fn(&Path) -> std::io::Result<()>,
+}
+
 /// Salvages the log of `dir` (see the module docs). The caller must not
-/// hold the data dir open.
-///
-/// `outdated` removes what the data dir keeps outside the log's database
-/// that was folded from the old log (the actors' snapshots: the salvage
-/// may have changed positions). It runs once the new log is in place,
-/// before the data dir's lock is released, so nothing can read the new
-/// log together with state of the old one.
-pub fn salvage(dir: &Path, outdated: &dyn Fn(&Path) -> std::io::Result<()>) -> Result<RepairReport, LogError> {
+/// hold the data dir open. A repair stopped anywhere (a kill, a full disk)
+/// is finished by the next call, with the same result and report.
+pub fn salvage(dir: &Path, steps: &RepairSteps<'_>) -> Result<RepairReport, LogError> {
+    let outdated = steps.outdated;
     crate::data_dir::guard(dir)?;
     let lock = crate::lock::DataDirLock::acquire(dir)?;
-    let staging = dir.join(STAGING);
-    let log_dir = dir.join("log.sled");
+    let staging = dir.join(REPAIR_STAGING);
+    let log_dir = dir.join(LOG_DIR);
     let io = |path: &Path| {
         let path = path.to_owned();
         move |e| LogError::io(&path, e)
     };
-    // Where the damaged log is (aside, untouched from here on).
-    let aside = if log_dir.exists() {
-        let stamp = engram_events::chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
-        let aside = dir.join(format!("damaged-{stamp}"));
-        crate::data_dir::create_private_dir(&aside).map_err(io(&aside))?;
-        std::fs::write(aside.join(REPAIRING), b"").map_err(io(&aside))?;
-        std::fs::rename(&log_dir, aside.join("log.sled")).map_err(io(&log_dir))?;
-        aside
-    } else if staging.join("new").join(COMPLETE).exists() {
-        // Stopped after the new log was complete: only the move is left.
-        let report = RepairReport { read_with: "an interrupted repair, finished".into(), ..Default::default() };
+    if staging.join("new").join(COMPLETE).exists() {
+        // Stopped after the new log was complete: only its installation is
+        // left, and the report it was complete with says what it did.
+        let report = std::fs::read(staging.join("new").join(REPORT))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<RepairReport>(&bytes).ok())
+            .unwrap_or_else(|| RepairReport {
+                read_with: "an interrupted repair, finished".into(),
+                ..Default::default()
+            });
         return install(dir, &staging, report, lock, outdated);
-    } else {
-        // Stopped before: start again from the copy put aside.
-        interrupted(dir).pop().ok_or_else(|| {
-            LogError::io(&log_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no log to repair"))
-        })?
+    }
+    // Where the damaged log is (aside, untouched from here on). A repair
+    // that stopped before its new log was complete starts again from the
+    // copy it put aside.
+    let aside = match crate::data_dir::interrupted_repairs(dir).pop() {
+        Some(aside) => {
+            if log_dir.exists() {
+                // Only an engram older than the refusal at open could have
+                // made a log here since: kept, beside, never salvaged
+                // instead of the one put aside.
+                let beside = dir.join(format!("superseded-{}", stamp()));
+                crate::data_dir::create_private_dir(&beside).map_err(io(&beside))?;
+                std::fs::rename(&log_dir, beside.join(LOG_DIR)).map_err(io(&log_dir))?;
+                tracing::warn!(
+                    "{}: a log made after a repair was interrupted, kept in {}",
+                    log_dir.display(),
+                    beside.display()
+                );
+            }
+            aside
+        }
+        None if log_dir.exists() => {
+            let aside = dir.join(format!("damaged-{}", stamp()));
+            crate::data_dir::create_private_dir(&aside).map_err(io(&aside))?;
+            std::fs::write(aside.join(REPAIRING_MARK), b"").map_err(io(&aside))?;
+            std::fs::rename(&log_dir, aside.join(LOG_DIR)).map_err(io(&log_dir))?;
+            aside
+        }
+        None => {
+            return Err(LogError::io(&log_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no log to repair")))
+        }
     };
     // The write-ahead files go aside with the store (a repair interrupted
     // between the two moves finishes the second here).
@@ -152,6 +195,11 @@ pub fn salvage(dir: &Path, outdated: &dyn Fn(&Path) -> std::io::Result<()>) -> R
     let sled_read = read_with_sled(&copy, &mut writer);
     writer.fill_to_end()?;
     writer.finish()?;
+    let again = (steps.rederive)(&new, writer.report)?;
+    writer.report.rederived = again.iter().map(|e| e.id.to_string()).collect();
+    if !again.is_empty() {
+        new.append(again)?;
+    }
     let from_raw = writer.from_raw;
     report.read_with = match (&sled_read, from_raw) {
         (Ok(()), 0) => "sled".into(),
@@ -161,33 +209,31 @@ pub fn salvage(dir: &Path, outdated: &dyn Fn(&Path) -> std::io::Result<()>) -> R
     report.sled_error = sled_read.err();
     new.flush()?;
     drop(new);
+    // The report first, then the mark that the new log is complete: a
+    // repair stopped from here on only installs it, and says what this
+    // one found (the lost ids the CLI derives again among them).
+    let json = serde_json::to_vec(&report).map_err(|e| LogError::io(&staging, std::io::Error::other(e)))?;
+    std::fs::write(staging.join("new").join(REPORT), json).map_err(io(&staging))?;
     std::fs::write(staging.join("new").join(COMPLETE), b"").map_err(io(&staging))?;
-    let _ = std::fs::remove_file(aside.join(REPAIRING));
+    let _ = std::fs::remove_file(aside.join(REPAIRING_MARK));
     install(dir, &staging, report, lock, outdated)
+}
+
+/// A UTC time stamp for the name of a dir put aside.
+fn stamp() -> String {
+    engram_events::chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string()
 }
 
 /// Whether a repair of `dir` was interrupted (a run of `engram repair`
 /// finishes it, whatever state the log seems to be in).
 pub fn pending(dir: &Path) -> bool {
-    dir.join(STAGING).exists() || !interrupted(dir).is_empty()
+    crate::data_dir::repair_pending(dir)
 }
 
-/// The damaged logs put aside whose repair has not finished, oldest first.
-fn interrupted(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut found: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join(REPAIRING).exists() && p.join("log.sled").is_dir())
-        .collect();
-    found.sort();
-    found
-}
-
-/// Marks a damaged log put aside whose repair has not finished.
-const REPAIRING: &str = "REPAIRING";
 /// Marks a new log that is complete and only waits to be moved in.
 const COMPLETE: &str = "COMPLETE";
+/// Beside [`COMPLETE`]: the report of the repair that made the new log.
+const REPORT: &str = "REPORT.json";
 
 /// The last step: the new log into the data dir's `log.sled`.
 fn install(
@@ -197,8 +243,12 @@ fn install(
     lock: crate::lock::DataDirLock,
     outdated: &dyn Fn(&Path) -> std::io::Result<()>,
 ) -> Result<RepairReport, LogError> {
-    let log_dir = dir.join("log.sled");
-    std::fs::rename(staging.join("new").join("log.sled"), &log_dir).map_err(|e| LogError::io(&log_dir, e))?;
+    let log_dir = dir.join(LOG_DIR);
+    let new_log = staging.join("new").join(LOG_DIR);
+    if new_log.exists() {
+        // (Gone when a repair stopped after this move: it is in place.)
+        std::fs::rename(&new_log, &log_dir).map_err(|e| LogError::io(&log_dir, e))?;
+    }
     // The new log's write-ahead files (one empty file after its close).
     let wal_dir = dir.join(crate::data_dir::WAL_DIR);
     let new_wal = staging.join("new").join(crate::data_dir::WAL_DIR);

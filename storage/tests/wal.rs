@@ -67,6 +67,11 @@ fn the_wal_file(dir: &Path) -> std::path::PathBuf {
     files.pop().unwrap()
 }
 
+/// A repair's steps that derive nothing again, with `outdated`.
+fn steps<'a>(outdated: &'a dyn Fn(&Path) -> std::io::Result<()>) -> engram_storage::repair::RepairSteps<'a> {
+    engram_storage::repair::RepairSteps { rederive: &|_, _| Ok(Vec::new()), outdated }
+}
+
 fn read_all(log: &SledLog) -> Vec<Envelope> {
     log.read_from(Seq::FIRST).map(Result::unwrap).collect()
 }
@@ -157,12 +162,112 @@ fn damage_in_the_write_ahead_files_is_refused_and_repaired() {
     assert!(text.contains(".wal") && text.contains("byte 32") && text.contains("engram repair"), "{text}");
     assert_eq!(std::fs::read(&file).unwrap(), bytes, "nothing written to the files");
 
-    let report = engram_storage::repair::salvage(&dir, &|_| Ok(())).unwrap();
+    let report = engram_storage::repair::salvage(&dir, &steps(&|_| Ok(()))).unwrap();
     assert_eq!(report.lost, vec![(1, 1)], "{report:?}");
     assert_eq!(report.salvaged, 19);
     let log = SledLog::open(&dir, LogConfig::default()).unwrap();
     let read = read_all(&log);
     assert_eq!(read.iter().map(|e| e.id).collect::<Vec<_>>(), written[1..].iter().map(|e| e.id).collect::<Vec<_>>());
+    assert!(engram_storage::verify::verify(&log, |_| {}).ok());
+}
+
+/// A log whose write-ahead file holds a damaged record: `salvage` finds
+/// record 1 lost and the other 19. Returns the events written.
+fn damaged_in_the_wal(dir: &Path) -> Vec<Envelope> {
+    drop(SledLog::open(dir, LogConfig::default()).unwrap());
+    let mut written = Vec::new();
+    run_and_kill_behind_sled(dir, |log| {
+        log.append(batch(0..10)).unwrap();
+        log.append(batch(10..20)).unwrap();
+        written = read_all(log);
+    });
+    let file = the_wal_file(dir);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[32 + 8 + 12 + 30] ^= 0x40;
+    std::fs::write(&file, &bytes).unwrap();
+    written
+}
+
+#[test]
+fn a_repair_stopped_while_installing_its_log_is_finished_by_the_next_with_its_report() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data");
+    let written = damaged_in_the_wal(&dir);
+    // Stopped after the new log moved in, before the repair was over.
+    let stopped = engram_storage::repair::salvage(&dir, &steps(&|_| Err(std::io::Error::other("killed"))));
+    assert!(stopped.is_err());
+    assert!(engram_storage::repair::pending(&dir));
+    // Nothing opens (or creates) a log in the meantime.
+    let err = SledLog::open(&dir, LogConfig::default()).err().expect("refused while a repair is pending");
+    assert!(matches!(err, LogError::RepairInterrupted { .. }), "{err}");
+    assert!(err.to_string().contains("run `engram repair`"), "{err}");
+    // The next repair installs, and reports what the first one found.
+    let report = engram_storage::repair::salvage(&dir, &steps(&|_| Ok(()))).unwrap();
+    assert_eq!((report.lost.clone(), report.salvaged), (vec![(1, 1)], 19), "{report:?}");
+    assert!(!engram_storage::repair::pending(&dir));
+    let log = SledLog::open(&dir, LogConfig::default()).unwrap();
+    let ids = |events: &[Envelope]| events.iter().map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(ids(&read_all(&log)), ids(&written[1..]));
+    assert!(engram_storage::verify::verify(&log, |_| {}).ok());
+}
+
+#[test]
+fn a_repair_stopped_before_its_log_was_complete_starts_again_from_the_log_it_put_aside() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data");
+    let written = damaged_in_the_wal(&dir);
+    // As a kill leaves it right after the damaged log went aside, with a
+    // half-built new log in the staging dir.
+    let aside = dir.join("damaged-20261126T000000.000Z");
+    std::fs::create_dir(&aside).unwrap();
+    std::fs::write(aside.join(engram_storage::data_dir::REPAIRING_MARK), "").unwrap();
+    std::fs::rename(dir.join("log.sled"), aside.join("log.sled")).unwrap();
+    std::fs::create_dir_all(dir.join(".repair/new/log.sled")).unwrap();
+    assert!(matches!(SledLog::open(&dir, LogConfig::default()), Err(LogError::RepairInterrupted { .. })));
+    assert!(!dir.join("log.sled").exists(), "no new log in its place");
+    let report = engram_storage::repair::salvage(&dir, &steps(&|_| Ok(()))).unwrap();
+    assert_eq!((report.lost.clone(), report.salvaged), (vec![(1, 1)], 19), "{report:?}");
+    assert_eq!(report.aside, aside);
+    let log = SledLog::open(&dir, LogConfig::default()).unwrap();
+    assert_eq!(
+        read_all(&log).iter().map(|e| e.id).collect::<Vec<_>>(),
+        written[1..].iter().map(|e| e.id).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_deleted_store_file_is_damage_and_repair_salvages_what_the_write_ahead_file_holds() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data");
+    drop(SledLog::open(&dir, LogConfig::default()).unwrap());
+    // Ten events sled holds, ten more in the write-ahead file only.
+    let log = SledLog::open(&dir, LogConfig::default()).unwrap();
+    log.append(batch(0..10)).unwrap();
+    drop(log);
+    let mut written = Vec::new();
+    run_and_kill_behind_sled(&dir, |log| {
+        log.append(batch(10..20)).unwrap();
+        written = read_all(log);
+    });
+    assert_eq!(written.len(), 20);
+    std::fs::remove_file(dir.join("log.sled/db")).unwrap();
+    let err = SledLog::open(&dir, LogConfig::default()).err().expect("damage, not a new empty log");
+    assert!(matches!(err, LogError::Unopenable { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("db is missing") && text.contains("engram repair"), "{text}");
+    assert!(!dir.join("log.sled/db").exists(), "nothing written in its place");
+    // An emptied one is the same.
+    std::fs::write(dir.join("log.sled/db"), b"").unwrap();
+    let err = SledLog::open(&dir, LogConfig::default()).err().expect("damage");
+    assert!(err.to_string().contains("db is empty"), "{err}");
+    std::fs::remove_file(dir.join("log.sled/db")).unwrap();
+
+    let report = engram_storage::repair::salvage(&dir, &steps(&|_| Ok(()))).unwrap();
+    assert_eq!(report.lost, vec![(1, 10)], "what only sled held is lost, named: {report:?}");
+    assert_eq!(report.salvaged, 10, "the write-ahead file's ten are salvaged");
+    let log = SledLog::open(&dir, LogConfig::default()).unwrap();
+    let ids: Vec<_> = read_all(&log).iter().map(|e| e.id).collect();
+    assert_eq!(ids, written[10..].iter().map(|e| e.id).collect::<Vec<_>>());
     assert!(engram_storage::verify::verify(&log, |_| {}).ok());
 }
 

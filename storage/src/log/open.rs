@@ -43,6 +43,12 @@ pub(super) const REBUILDING_IDS: &str = "rebuilding_ids";
 impl SledLog {
     /// Opens (creating if needed) the log in `dir`, taking the data-dir lock.
     pub fn open(dir: &Path, config: LogConfig) -> Result<Self, LogError> {
+        // The log of a data dir whose repair was interrupted is aside, not
+        // here: opening one here would create a new, empty log in its
+        // place (and a second repair would salvage that one).
+        if crate::data_dir::repair_pending(dir) {
+            return Err(LogError::RepairInterrupted { dir: dir.to_owned() });
+        }
         crate::data_dir::create_private_dir(dir).map_err(|e| LogError::io(dir, e))?;
         crate::data_dir::guard(dir)?;
         let lock = DataDirLock::acquire(dir)?;
@@ -210,7 +216,7 @@ pub(super) const SLED_LOCK_WAIT: Duration = Duration::from_secs(3);
 /// at open — or a panic inside it, which damaged files can cause — is
 /// [`LogError::Unopenable`], naming `engram repair`.
 pub(super) fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
-    forget_interrupted_creation(dir).map_err(|e| LogError::io(dir, e))?;
+    forget_interrupted_creation(dir)?;
     // sled's recovery would cut the log at a damaged record in what it
     // replays, on disk: refuse first, with the files as they are.
     if let Some(damage) = crate::sled_recovery::find_damage(dir).map_err(|e| LogError::io(dir, e))? {
@@ -238,15 +244,37 @@ pub(super) fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogErr
 /// no `db` bytes yet nothing was ever stored (a log is flushed at open,
 /// before its first append), so such leftovers — `conf`, snapshots — are
 /// removed and sled creates the database again.
-pub(super) fn forget_interrupted_creation(dir: &Path) -> std::io::Result<()> {
+///
+/// Unless the log was created whole once: its write-ahead files are made
+/// at the end of the first open. Then a `db` that is missing or empty is
+/// damage (a deleted or truncated file), and sled must not make a new,
+/// empty database in its place — the open is refused, naming it, and
+/// `engram repair` salvages what the write-ahead files and the rest hold.
+pub(super) fn forget_interrupted_creation(dir: &Path) -> Result<(), LogError> {
     let db_bytes = match std::fs::metadata(dir.join("db")) {
         Ok(m) => m.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(e),
+        Err(e) => return Err(LogError::io(dir, e)),
     };
     if db_bytes > 0 {
         return Ok(());
     }
+    let wal_dir = dir.parent().map(|data| data.join(crate::data_dir::WAL_DIR));
+    let written = wal_dir.as_deref().and_then(|w| std::fs::read_dir(w).ok()).is_some_and(|mut e| e.next().is_some());
+    if written {
+        let state = if dir.join("db").exists() { "empty" } else { "missing" };
+        let what = format!(
+            "its store file db is {state}, while {} holds the write-ahead files of a log that was written",
+            crate::data_dir::WAL_DIR
+        );
+        return Err(LogError::Unopenable { path: dir.to_owned(), what });
+    }
+    remove_creation_leftovers(dir).map_err(|e| LogError::io(dir, e))
+}
+
+/// Removes what an interrupted creation left in `dir` (`conf`,
+/// snapshots).
+fn remove_creation_leftovers(dir: &Path) -> std::io::Result<()> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
     for entry in entries.flatten() {
         let name = entry.file_name();
