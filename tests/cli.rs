@@ -305,3 +305,24 @@ fn files_are_owner_only_whatever_the_umask() {
         assert_eq!(mode & 0o077, 0, "{} is {mode:o}", p.display());
     }
 }
+
+/// A data dir another process holds for a moment (a follower reads the log
+/// holding its lock) is waited for, up to 2 s, by every command — `run`
+/// included — as docs/log.md says; held longer, it is a clear error.
+#[test]
+fn a_data_dir_held_for_a_moment_is_waited_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "t.jsonl", GOOD);
+    let data = tmp.path().join("data");
+    assert!(engram(&data, &["import", file.to_str().unwrap()]).status.success());
+    for args in [&["stats"][..], &["run", "--once", "what time is it"]] {
+        let owner = SledLog::open(&data, LogConfig::default()).unwrap();
+        let holder = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            drop(owner);
+        });
+        let o = engram(&data, args);
+        holder.join().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+}

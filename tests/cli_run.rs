@@ -378,3 +378,56 @@ fn a_restart_starts_from_the_snapshots_and_a_damaged_one_costs_only_a_fold() {
         assert_eq!(listed[owner]["seq"], head, "{owner}: saved afresh: {listed:?}");
     }
 }
+
+/// A file whose text carries terminal control sequences (a title change,
+/// a cleared screen, a reordering mark), read out by `engram run`: the
+/// terminal gets them escaped, the log keeps the text as it was. A reply
+/// over `[runtime] max_reply_bytes` is stored cut, once: the summary the
+/// session ends with does not hold it again.
+#[test]
+fn replies_reach_the_terminal_escaped_and_the_log_capped_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let evil = "hello \u{1b}]0;pwned\u{7}\u{1b}[2J world \u{202e}dlrow";
+    std::fs::write(files.join("evil.txt"), evil).unwrap();
+    let big: String = (0..3000).map(|i| format!("line{i} ")).collect();
+    std::fs::write(files.join("big.txt"), &big).unwrap();
+    let roots = files.to_str().unwrap();
+    let run = |text: &str| {
+        let out = engram(&data)
+            .args(["run", "--once", text])
+            .env("ENGRAM_TOOLS_FILE_ROOTS", roots)
+            .env("ENGRAM_RUNTIME_MAX_REPLY_BYTES", "2000")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let shown = run(&format!("read the file {}/evil.txt", roots));
+    assert!(shown.contains("hello"), "{shown}");
+    assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}') && !shown.contains('\u{202e}'), "{shown:?}");
+    assert!(shown.contains("\\u{1b}]0;pwned\\u{7}") && shown.contains("\\u{202e}"), "{shown}");
+    let replies = |events: &[Envelope]| -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::ReplyDelivered(r) => Some(r.text.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(replies(&export(&data)).iter().any(|r| r.contains(evil)), "the log keeps the text as it was");
+
+    let shown = run(&format!("read the file {}/big.txt", roots));
+    assert!(shown.contains("[cut: ") && shown.contains("max_reply_bytes = 2000"), "{}", &shown[shown.len() - 200..]);
+    let events = export(&data);
+    let big_reply = replies(&events).into_iter().find(|r| r.contains("line0 ")).expect("the big reply");
+    assert!(big_reply.len() < 2100, "stored cut: {} bytes", big_reply.len());
+    for e in &events {
+        if let Event::SummaryWritten(s) = &e.event {
+            assert!(s.summary.len() < 4100 && !s.summary.contains("line2999"), "the summary holds the reply again");
+        }
+    }
+}

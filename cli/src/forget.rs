@@ -59,10 +59,10 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     }
     let verb = if args.dry_run { "would forget" } else { "forgot" };
     for f in &m.facts {
-        println!("{verb} {}/{}: {}", f.branch.as_str(), f.node, f.fact);
+        output::print_line(&format!("{verb} {}/{}: {}", f.branch.as_str(), f.node, f.fact));
     }
     for s in &m.sessions {
-        println!("{verb} the diary's summaries of session {s}");
+        output::print_line(&format!("{verb} the diary's summaries of session {s}"));
     }
     for p in &m.phrases {
         println!("{verb} every diary sentence holding {p:?}");

@@ -111,10 +111,7 @@ fn prepare_snapshots(data: &Path, mut config: engram::actors::config::Config) ->
     // file lock for a moment, as every command's open allows for.
     let prepared = crate::open_waiting(
         || engram::actors::Runtime::builder().data_dir(data).config(config.clone()).offline().start(),
-        |e| match e {
-            engram::actors::RuntimeError::Log(e) => Some(e),
-            _ => None,
-        },
+        crate::runtime_log_error,
     )
     .and_then(|rt| rt.shutdown());
     match prepared {

@@ -281,6 +281,14 @@ pub(crate) fn open_waiting<T, E>(
     }
 }
 
+/// The log's error in a runtime's, for [`open_waiting`] a runtime.
+pub(crate) fn runtime_log_error(e: &engram::actors::RuntimeError) -> Option<&engram::LogError> {
+    match e {
+        engram::actors::RuntimeError::Log(e) => Some(e),
+        _ => None,
+    }
+}
+
 /// Opens the log in `data` with a given durability policy.
 pub(crate) fn open_log_with(data: &std::path::Path, durability: Durability) -> anyhow::Result<Log> {
     let backend = with_fetch_bar(load_config(data)?.storage.backend().map_err(anyhow::Error::msg)?);

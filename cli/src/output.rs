@@ -89,15 +89,44 @@ pub fn damaged_exit() -> std::process::ExitCode {
 
 /// `text` with every control character escaped (`\n`, `\u{1b}`): what a
 /// human-readable line prints of anything that came from outside (ids,
-/// utterances, tool output), so that a terminal never receives a newline
-/// that forges a line or an escape sequence.
+/// utterances, tool output, what the log holds), so that a terminal never
+/// receives a newline that forges a line or an escape sequence (a title
+/// change, a cleared screen, a hyperlink). The characters that reorder
+/// text on screen (bidirectional overrides and isolates) are escaped too:
+/// they make a line show other than what it holds.
 pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    escaped(text, |_| false)
+}
+
+/// [`escape_controls`] for text meant to span lines — a reply, a tool's
+/// output: newlines and tabs are kept, every other control character and
+/// reordering mark is escaped.
+pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c| c == '\n' || c == '\t')
+}
+
+/// `text` with what a terminal would act on escaped, but the characters
+/// `keep` allows.
+fn escaped(text: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() || is_reordering(c)) && !keep(c);
+    if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
     std::borrow::Cow::Owned(
-        text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect(),
+        text.chars().map(|c| if unsafe_char(c) { c.escape_default().to_string() } else { c.to_string() }).collect(),
     )
+}
+
+/// The bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+/// U+2066-U+2069): invisible, and they reorder what follows on screen.
+fn is_reordering(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Prints one human-readable line whose parts may have come from outside,
+/// every control character escaped ([`escape_controls`]).
+pub fn print_line(line: &str) {
+    println!("{}", escape_controls(line));
 }
 
 /// One human-readable line for an envelope:

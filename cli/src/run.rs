@@ -50,11 +50,15 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(data)?;
     // A new device's first start fetches the stream: with a progress bar.
     let backend = crate::with_fetch_bar(config.storage.backend().map_err(anyhow::Error::msg)?);
-    let mut builder = Runtime::builder().data_dir(data).serve_followers(true).config(config).log_backend(backend);
-    if args.offline {
-        builder = builder.offline();
-    }
-    let rt = builder.start().with_context(|| format!("cannot start the runtime in {}", data.display()))?;
+    // Another command holding the data dir for a moment (a follower reads
+    // the log holding its lock) is waited for, as every command does.
+    let start = || {
+        let builder =
+            Runtime::builder().data_dir(data).serve_followers(true).config(config.clone()).log_backend(backend.clone());
+        if args.offline { builder.offline() } else { builder }.start()
+    };
+    let rt = crate::open_waiting(start, crate::runtime_log_error)
+        .with_context(|| format!("cannot start the runtime in {}", data.display()))?;
     let mut session = args.session.clone().unwrap_or_else(|| SessionId::new(new_session_id()));
     let mut out = std::io::stdout().lock();
     if let Some(addr) = rt.metrics_addr() {
@@ -113,12 +117,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
                                 Ok(env) => {
                                     if let engram::Event::MemoryForgotten(m) = &env.event {
                                         for f in &m.facts {
-                                            eprintln!(
-                                                "engram run: forgot {}/{}: {}",
-                                                f.branch.as_str(),
-                                                f.node,
-                                                f.fact
-                                            );
+                                            let fact = format!("{}/{}: {}", f.branch.as_str(), f.node, f.fact);
+                                            eprintln!("engram run: forgot {}", crate::output::escape_controls(&fact));
                                         }
                                     }
                                     eprintln!("engram run: forgot every diary sentence holding {text:?}");
@@ -179,11 +179,14 @@ fn turn(
             }
         }
     } else {
+        // The reply may quote a model, a file or a web page: shown, never
+        // acted on by the terminal.
+        let text = crate::output::terminal_text(&reply.text);
         match reply.layer {
             Some(layer) => match &reply.model {
                 // Which model planned the turn: the routing chain's choice.
-                Some(m) => writeln!(out, "[{} {m} {} ms] {}", layer.as_str(), reply.latency_ms, reply.text)?,
-                None => writeln!(out, "[{} {} ms] {}", layer.as_str(), reply.latency_ms, reply.text)?,
+                Some(m) => writeln!(out, "[{} {m} {} ms] {text}", layer.as_str(), reply.latency_ms)?,
+                None => writeln!(out, "[{} {} ms] {text}", layer.as_str(), reply.latency_ms)?,
             },
             None if reply.heard.intent.stop => writeln!(out, "[stop]")?,
             None => writeln!(out, "[not for the assistant]")?,

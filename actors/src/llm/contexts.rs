@@ -14,6 +14,8 @@
 
 use engram_events::payloads::{GraphBranch, PlanStep, ToolArgs};
 use engram_learning::fence::fence_untrusted;
+use engram_learning::memory::diary::MAX_ENTRY_CHARS;
+use engram_learning::text::truncate;
 use serde_json::{Map, Value};
 
 use super::{ChatMessage, ToolSpec};
@@ -400,7 +402,7 @@ pub fn parse_digest(text: &str, max_chars: usize) -> Result<Option<String>, Cont
     if text.trim_matches(|c: char| !c.is_alphanumeric()).eq_ignore_ascii_case("none") {
         return Ok(None);
     }
-    Ok(Some(engram_learning::text::truncate(text, max_chars)))
+    Ok(Some(truncate(text, max_chars)))
 }
 
 // ------------------------------------------------------------ summariser
@@ -472,6 +474,9 @@ pub fn summary_messages(turns: &[(String, String)], prior_summary: Option<&str>)
     vec![ChatMessage::system(system), ChatMessage::user(user)]
 }
 
+/// Longest topic keyword kept, in characters.
+const MAX_TOPIC_CHARS: usize = 64;
+
 /// Parses `{"summary": text, "topics": [keyword, ...]}`: strict on shape,
 /// lenient on size — a longer summary is cut to [`MAX_SUMMARY_WORDS`] words
 /// and topics to [`MAX_TOPICS`] (trimmed, empty and duplicate ones
@@ -485,15 +490,18 @@ pub fn parse_summary(text: &str) -> Result<(String, Vec<String>), ContextError> 
     if words.is_empty() {
         return Err(ContextError::Shape("empty summary".into()));
     }
-    let summary = words[..words.len().min(MAX_SUMMARY_WORDS)].join(" ");
+    // A "word" with no space in it can be megabytes: the summary is also
+    // cut to what a diary entry holds.
+    let summary = truncate(&words[..words.len().min(MAX_SUMMARY_WORDS)].join(" "), MAX_ENTRY_CHARS);
     let Value::Array(raw) = field(&obj, "topics")? else {
         return Err(ContextError::Shape("\"topics\" is not an array".into()));
     };
     let mut topics: Vec<String> = Vec::new();
     for t in raw {
         let t = t.as_str().ok_or_else(|| ContextError::Shape("a topic is not a string".into()))?.trim();
-        if !t.is_empty() && !topics.iter().any(|k| k.eq_ignore_ascii_case(t)) && topics.len() < MAX_TOPICS {
-            topics.push(t.to_owned());
+        let t = truncate(t, MAX_TOPIC_CHARS);
+        if !t.is_empty() && !topics.iter().any(|k| k.eq_ignore_ascii_case(&t)) && topics.len() < MAX_TOPICS {
+            topics.push(t);
         }
     }
     if topics.is_empty() {

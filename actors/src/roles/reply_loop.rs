@@ -86,6 +86,8 @@ pub struct ReplySetup {
     /// The tool router, for `search_tools` (seed 002 #8) when the plan's
     /// catalogue was narrowed.
     pub router: Option<crate::tool_router::ToolRouter>,
+    /// Most bytes of a reply stored (`[runtime] max_reply_bytes`).
+    pub max_reply_bytes: usize,
 }
 
 /// The digest contexts (seed 002 #4, #5, #6), each failing open to what it
@@ -310,6 +312,7 @@ impl ReplyLoop {
             },
         };
         let latency_ms = (Utc::now() - open.at).num_milliseconds().max(0) as u64;
+        let text = capped(text, self.setup.max_reply_bytes);
         let mut out = run.out;
         out.push(derived(env, ActorKind::ReplyLoop, ReplyDelivered { text, layer, latency_ms }, 0));
         out.push(derived(
@@ -750,6 +753,19 @@ impl Role for ReplyLoop {
         self.fold(env);
         out
     }
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary), saying how
+/// much was cut; as it is when it fits.
+fn capped(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… [cut: {} more bytes; [runtime] max_reply_bytes = {max}]", &text[..end], text.len() - end)
 }
 
 #[cfg(test)]

@@ -85,7 +85,8 @@ impl Summariser {
 
 impl Role for Summariser {
     fn snapshot_version(&self) -> u32 {
-        1
+        // 2: a turn's texts are kept cut to MAX_TEXT_CHARS.
+        2
     }
 
     /// The open sessions' turns and the diary.

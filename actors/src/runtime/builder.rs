@@ -333,6 +333,7 @@ impl Wiring {
             },
             step_resolver: self.context_llm(LlmContext::StepResolver, true),
             router: Some(tool_router),
+            max_reply_bytes: self.config.runtime.max_reply_bytes,
         }
     }
 

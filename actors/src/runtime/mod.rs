@@ -69,6 +69,11 @@ pub struct RuntimeSection {
     /// instead of folding the log from seq 1 (a shutdown saves one too once
     /// a quarter of this has passed); 0: never.
     pub snapshot_every: u64,
+    /// Most bytes of one reply the log stores (and the host gets): a longer
+    /// one — a model's runaway answer, a big file read out — is cut there,
+    /// at a character boundary, saying so. The reply is stored once
+    /// (`reply.delivered`); what remembers it (the summariser) keeps less.
+    pub max_reply_bytes: usize,
 }
 
 impl Default for RuntimeSection {
@@ -81,6 +86,7 @@ impl Default for RuntimeSection {
             dialogue_max_turns: 8,
             planner_max_tools: 12,
             snapshot_every: 4096,
+            max_reply_bytes: 256 * 1024,
         }
     }
 }

@@ -20,7 +20,7 @@ pub(super) fn print(projector: &Projector, opts: &Opts) -> anyhow::Result<()> {
             output::print_json(&json!({"branch": n.branch, "node": n.node, "facts": n.facts}))?;
         } else {
             for fact in &n.facts {
-                println!("{:<10} {:<20} {}", n.branch.as_str(), n.node, fact);
+                output::print_line(&format!("{:<10} {:<20} {}", n.branch.as_str(), n.node, fact));
             }
         }
     }

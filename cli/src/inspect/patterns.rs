@@ -48,18 +48,18 @@ pub(super) fn print_clusters(data: &Path, projector: &Projector, opts: &PatternO
                 rec.confidence, config.min_confidence, rec.sample_size, config.min_sample_size
             ),
         };
-        println!(
+        output::print_line(&format!(
             "{} {} [{}]: {} rows in the cluster; {why}",
             id,
             row.kind.as_str(),
             describe(&row.features, row.workload.as_deref()),
             rec.k_cluster_size
-        );
+        ));
         for m in &rec.alternatives {
-            println!(
+            output::print_line(&format!(
                 "    {:<24} samples {:>5}  success {:.3}  cost ${:.6}  score {:.3}",
                 m.model, m.sample_size, m.success_score_mean, m.avg_cost_usd, m.score
-            );
+            ));
         }
     }
     Ok(())
@@ -94,7 +94,7 @@ pub(super) fn print_outcomes(projector: &Projector, opts: &PatternOpts) -> anyho
             }))?;
         } else {
             let features = fp.map(|f| describe(&f.features, f.workload.as_deref())).unwrap_or_default();
-            println!(
+            output::print_line(&format!(
                 "{:<26} {:<24} {:>7} {:>7} {:>12} {:>7.0}ms  {}",
                 id.to_string(),
                 model,
@@ -103,7 +103,7 @@ pub(super) fn print_outcomes(projector: &Projector, opts: &PatternOpts) -> anyho
                 format!("${:.6}", o.avg_cost_usd()),
                 o.latency_mean_ms,
                 features
-            );
+            ));
         }
     }
     if !opts.json {

@@ -24,14 +24,14 @@ pub(super) fn print(projector: &Projector, opts: &Opts) -> anyhow::Result<()> {
             }))?;
         } else {
             let steps: Vec<String> = r.steps.iter().map(|s| format!("{}{}", s.tool, s.args.to_json())).collect();
-            println!(
+            output::print_line(&format!(
                 "{:>4}  rank {:>4}{}  {:<40}  {}",
                 r.uses,
                 r.last_used_rank,
                 if r.promoted { " promoted" } else { "" },
                 r.canonical,
                 steps.join(" → ")
-            );
+            ));
         }
     }
     Ok(())

@@ -4,7 +4,8 @@
 //!
 //! It keeps the turns of open sessions (request, reply text from
 //! `reply.delivered`, tools run), at most [`MAX_TURNS_PER_SESSION`] per
-//! session (the latest), and forgets a session once summarised. A session
+//! session (the latest), each text cut to [`MAX_TEXT_CHARS`], and forgets
+//! a session once summarised. A session
 //! that ended without a completed turn gets no summary.
 
 use std::collections::{HashMap, VecDeque};
@@ -20,6 +21,12 @@ use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, Snap
 /// Turns kept per open session: a summary is ≤ 200 words, so older turns
 /// of a very long session would not make it in anyway.
 pub const MAX_TURNS_PER_SESSION: usize = 50;
+
+/// Characters kept of a turn's request and of its reply: a summary of
+/// ≤ 200 words needs their gist, not a whole file a reply quoted — and
+/// what is kept goes into the summariser's memory, its snapshot and its
+/// model's prompt, so it is bounded whatever a reply holds.
+pub const MAX_TEXT_CHARS: usize = 2_000;
 
 /// What the summariser keeps of an open session.
 #[derive(Default, serde::Serialize, serde::Deserialize)]
@@ -57,7 +64,8 @@ impl SummaryReactor {
         let Some(session) = &env.session else { return };
         match &env.event {
             Event::ReplyDelivered(r) => {
-                self.sessions.entry(session.clone()).or_default().reply = Some((env.turn, r.text.clone()));
+                let reply = crate::text::truncate(&r.text, MAX_TEXT_CHARS);
+                self.sessions.entry(session.clone()).or_default().reply = Some((env.turn, reply));
             }
             Event::TurnCompleted(t) => {
                 let open = self.sessions.entry(session.clone()).or_default();
@@ -66,7 +74,7 @@ impl SummaryReactor {
                     _ => String::new(),
                 };
                 open.turns.push_back(TurnText {
-                    request: t.text.clone(),
+                    request: crate::text::truncate(&t.text, MAX_TEXT_CHARS),
                     reply,
                     tools: t.steps.iter().map(|s| s.tool.clone()).collect(),
                 });
