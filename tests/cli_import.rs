@@ -825,3 +825,88 @@ fn a_big_import_prepares_the_actors_snapshots_and_appends_nothing_else() {
     assert!(report["snapshots_seconds"].is_null(), "{report}");
     assert!(stderr(&out).contains("work left from an earlier run"), "{}", stderr(&out));
 }
+
+/// A FIFO is read once (it cannot be read again for the later passes) and
+/// imported whole, like standard input.
+#[test]
+fn a_fifo_is_read_once_and_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let fifo = tmp.path().join("turns.fifo");
+    let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    let text = turns(30, 3);
+    let writer = {
+        let (fifo, text) = (fifo.clone(), text.clone());
+        // One writer, as a shell's `engram import <(…)` has.
+        std::thread::spawn(move || std::fs::write(&fifo, text).unwrap())
+    };
+    let started = Instant::now();
+    let r = import(&data, &fifo);
+    writer.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(r["imported_turns"], 30, "{r}");
+    let plain = tmp.path().join("plain");
+    import(&plain, &write(tmp.path(), "turns.jsonl", &text));
+    assert_eq!(export(&data), export(&plain), "the same log as from a file");
+}
+
+/// A record with the session, turn and time of a stored one but other
+/// content is an error naming its line and the stored seq — never dropped
+/// as "already present" — and nothing is appended.
+#[test]
+fn a_conflicting_record_is_an_error_not_already_present() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let first = r#"{"session":"s-1","turn":1,"at":"2026-11-20T09:15:02Z","text":"what time is it","steps":[{"tool":"get_now"}]}"#;
+    import(&data, &write(tmp.path(), "a.jsonl", format!("{first}\n")));
+    let before = export(&data);
+    // The same record again: already present, fine.
+    let again = import(&data, &write(tmp.path(), "b.jsonl", format!("{first}\n")));
+    assert_eq!(again["skipped_existing"], 1, "{again}");
+    for (other, what) in [
+        (first.replace("what time is it", "what day is it"), "its text differs"),
+        (first.replace("get_now", "get_date"), "its steps, model, cost or times differ"),
+    ] {
+        let file = write(tmp.path(), "c.jsonl", format!("{other}\n"));
+        let o = engram(&data, &["import", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let e = stderr(&o);
+        assert!(e.contains("c.jsonl:1: turn:") && e.contains("already in the log (seq ") && e.contains(what), "{e}");
+        assert_eq!(export(&data), before, "nothing appended");
+    }
+}
+
+/// `[storage] durability` is checked by import as by `run`, from the file
+/// and from the environment; a data dir path that is a file says so.
+#[test]
+fn import_checks_storage_settings_and_the_data_dir_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = write(tmp.path(), "t.jsonl", turns(3, 1));
+    let o = bin()
+        .arg("--data")
+        .arg(&data)
+        .args(["import", file.to_str().unwrap()])
+        .env("ENGRAM_STORAGE_DURABILITY", "bogus")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("durability") && stderr(&o).contains("bogus"), "{}", stderr(&o));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("engram.toml"), "[storage]\ndurability = \"yolo\"\n").unwrap();
+    let o = engram(&data, &["import", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("\"yolo\""), "{}", stderr(&o));
+    assert!(!data.join("log.sled").exists(), "nothing created");
+    let a_file = write(tmp.path(), "not-a-dir", "x");
+    for args in [&["import", file.to_str().unwrap()][..], &["stats"]] {
+        let o = engram(&a_file, args);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(
+            stderr(&o).contains("not a directory") && stderr(&o).contains("a file is there"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}

@@ -193,7 +193,11 @@ pub(crate) type Log = engram::storage::OpenLog;
 pub(crate) fn load_config(data: &std::path::Path) -> anyhow::Result<engram::actors::config::Config> {
     use engram::actors::config::Config;
     let path = Config::locate(data);
-    Ok(Config::load(path.as_deref(), std::env::vars())?)
+    let config = Config::load(path.as_deref(), std::env::vars())?;
+    // Checked by every command, not only by the ones that use it: a value
+    // no command would take is an error wherever it is met.
+    config.storage.durability().map_err(anyhow::Error::msg)?;
+    Ok(config)
 }
 
 /// The configured backend of an existing data dir (read commands never
@@ -204,10 +208,24 @@ fn existing_backend(data: &std::path::Path) -> anyhow::Result<engram::storage::L
     if engram::storage::data_dir::repair_pending(data) {
         return Err(engram::storage::LogError::RepairInterrupted { dir: data.to_owned() }.into());
     }
-    if storage.backend == engram::storage::StorageBackend::Sled && !data.join("log.sled").is_dir() {
+    if std::fs::metadata(data).is_ok_and(|m| !m.is_dir()) {
+        anyhow::bail!("{}: not a directory (a file is there; pass the data dir with --data DIR)", data.display());
+    }
+    if storage.backend == engram::storage::StorageBackend::Sled && !is_dir(&data.join("log.sled"))? {
         anyhow::bail!("{}: no engram data here (nothing imported yet? pass --data DIR)", data.display());
     }
     Ok(with_fetch_bar(storage.backend().map_err(anyhow::Error::msg)?))
+}
+
+/// Whether `path` is a directory: `false` when nothing is there, an error
+/// naming it when it cannot be looked at (a data dir of another user says
+/// "permission denied", not "no data here").
+fn is_dir(path: &std::path::Path) -> anyhow::Result<bool> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(m.is_dir()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(anyhow::anyhow!("{}: {e}", path.display())),
+    }
 }
 
 /// Opens the log of an existing data dir (see [`existing_backend`]).

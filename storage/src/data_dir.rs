@@ -61,6 +61,9 @@ pub fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
 /// (they are the user's, e.g. `~/.local/share`). On non-unix platforms the
 /// dir is only created: permissions there are ACLs, not mode bits.
 pub fn create_private_dir(path: &Path) -> io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return Err(io::Error::new(io::ErrorKind::AlreadyExists, "not a directory: a file is there"));
+    }
     if !path.is_dir() {
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true);

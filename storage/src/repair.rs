@@ -112,7 +112,6 @@ pub fn salvage(dir: &Path, steps: &RepairSteps<'_>) -> Result<RepairReport, LogE
     crate::data_dir::guard(dir)?;
     let lock = crate::lock::DataDirLock::acquire(dir)?;
     let staging = dir.join(REPAIR_STAGING);
-    let log_dir = dir.join(LOG_DIR);
     let io = |path: &Path| {
         let path = path.to_owned();
         move |e| LogError::io(&path, e)
@@ -132,34 +131,7 @@ pub fn salvage(dir: &Path, steps: &RepairSteps<'_>) -> Result<RepairReport, LogE
     // Where the damaged log is (aside, untouched from here on). A repair
     // that stopped before its new log was complete starts again from the
     // copy it put aside.
-    let aside = match crate::data_dir::interrupted_repairs(dir).pop() {
-        Some(aside) => {
-            if log_dir.exists() {
-                // Only an engram older than the refusal at open could have
-                // made a log here since: kept, beside, never salvaged
-                // instead of the one put aside.
-                let beside = dir.join(format!("superseded-{}", stamp()));
-                crate::data_dir::create_private_dir(&beside).map_err(io(&beside))?;
-                std::fs::rename(&log_dir, beside.join(LOG_DIR)).map_err(io(&log_dir))?;
-                tracing::warn!(
-                    "{}: a log made after a repair was interrupted, kept in {}",
-                    log_dir.display(),
-                    beside.display()
-                );
-            }
-            aside
-        }
-        None if log_dir.exists() => {
-            let aside = dir.join(format!("damaged-{}", stamp()));
-            crate::data_dir::create_private_dir(&aside).map_err(io(&aside))?;
-            std::fs::write(aside.join(REPAIRING_MARK), b"").map_err(io(&aside))?;
-            std::fs::rename(&log_dir, aside.join(LOG_DIR)).map_err(io(&log_dir))?;
-            aside
-        }
-        None => {
-            return Err(LogError::io(&log_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no log to repair")))
-        }
-    };
+    let aside = damaged_log_aside(dir)?;
     // The write-ahead files go aside with the store (a repair interrupted
     // between the two moves finishes the second here).
     let wal_dir = dir.join(crate::data_dir::WAL_DIR);
@@ -217,6 +189,41 @@ pub fn salvage(dir: &Path, steps: &RepairSteps<'_>) -> Result<RepairReport, LogE
     std::fs::write(staging.join("new").join(COMPLETE), b"").map_err(io(&staging))?;
     let _ = std::fs::remove_file(aside.join(REPAIRING_MARK));
     install(dir, &staging, report, lock, outdated)
+}
+
+/// The damaged log, put aside in `DIR/damaged-<time>/` (marked while its
+/// repair is not over): the one an interrupted repair put there, else the
+/// data dir's `log.sled`, moved there now.
+fn damaged_log_aside(dir: &Path) -> Result<PathBuf, LogError> {
+    let log_dir = dir.join(LOG_DIR);
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |e| LogError::io(&path, e)
+    };
+    if let Some(aside) = crate::data_dir::interrupted_repairs(dir).pop() {
+        if log_dir.exists() {
+            // Only an engram older than the refusal at open could have made
+            // a log here since: kept, beside, never salvaged instead of the
+            // one put aside.
+            let beside = dir.join(format!("superseded-{}", stamp()));
+            crate::data_dir::create_private_dir(&beside).map_err(io(&beside))?;
+            std::fs::rename(&log_dir, beside.join(LOG_DIR)).map_err(io(&log_dir))?;
+            tracing::warn!(
+                "{}: a log made after a repair was interrupted, kept in {}",
+                log_dir.display(),
+                beside.display()
+            );
+        }
+        return Ok(aside);
+    }
+    if !log_dir.exists() {
+        return Err(LogError::io(&log_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no log to repair")));
+    }
+    let aside = dir.join(format!("damaged-{}", stamp()));
+    crate::data_dir::create_private_dir(&aside).map_err(io(&aside))?;
+    std::fs::write(aside.join(REPAIRING_MARK), b"").map_err(io(&aside))?;
+    std::fs::rename(&log_dir, aside.join(LOG_DIR)).map_err(io(&log_dir))?;
+    Ok(aside)
 }
 
 /// A UTC time stamp for the name of a dir put aside.

@@ -175,7 +175,25 @@ struct Run<'a> {
     pricing_version: Option<String>,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// A turn's run, caused by `cause`, carrying what the turn cost before
+    /// it reached the reply loop (the planner's call).
+    fn start(cause: &'a Envelope, open: &OpenTurn, rules: directives::ByRule) -> Run<'a> {
+        Run {
+            cause,
+            out: Vec::new(),
+            results: Vec::new(),
+            plain: Vec::new(),
+            steps_done: Vec::new(),
+            consumed: BTreeSet::new(),
+            rules,
+            tools_ok: true,
+            llm_calls: 0,
+            cost: open.cost,
+            pricing_version: open.pricing_version.clone(),
+        }
+    }
+
     /// Takes in one LLM call of the turn: its cost and price table join
     /// the turn's, its `llm.call_completed` joins the turn's batch.
     fn record_call(&mut self, record: LlmCallCompleted) {
@@ -257,19 +275,7 @@ impl ReplyLoop {
             return Vec::new();
         };
         let session = env.session.clone().unwrap_or_else(|| SessionId::new("unknown"));
-        let mut run = Run {
-            cause: env,
-            out: Vec::new(),
-            results: Vec::new(),
-            plain: Vec::new(),
-            steps_done: Vec::new(),
-            consumed: BTreeSet::new(),
-            rules: directives::by_rule(&self.profile.directives()),
-            tools_ok: true,
-            llm_calls: 0,
-            cost: open.cost,
-            pricing_version: open.pricing_version.clone(),
-        };
+        let mut run = Run::start(env, &open, directives::by_rule(&self.profile.directives()));
         // Past days, when the request needs them (seed 002 #3, #3b): the
         // plan asks for `recall`, or planned nothing (fail-open: the model
         // may need memory to answer at all).

@@ -33,7 +33,7 @@ use std::io::{BufRead, Read};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
-use engram_events::{codec, Envelope, Event, EventId, EventKind, Seq, SessionId};
+use engram_events::{codec, Envelope, Event, EventId, EventKind, Seq, SessionId, TurnId};
 
 use crate::fast_path::MultiToolConfig;
 use crate::patterns::PatternSection;
@@ -148,10 +148,12 @@ pub struct Plan {
     pub records: usize,
     /// Per session: the line of its last record and its number of records.
     sessions: HashMap<SessionId, (usize, u32)>,
-    /// Per `(session, turn)`: its line and the id its first event will have
-    /// (what checking against the log needs, and all it needs).
-    turns: HashMap<(SessionId, u32), (usize, EventId)>,
-    /// Standard input, read once.
+    /// Per `(session, turn)`: its line, the id its first event will have
+    /// and a digest of what it says (what checking against the log needs,
+    /// and all it needs).
+    turns: HashMap<(SessionId, u32), (usize, EventId, TurnContent)>,
+    /// An input that can be read only once (standard input, a FIFO), as
+    /// it was read.
     stdin: Option<Vec<u8>>,
     /// Where the dry run keeps its events for the append pass (the
     /// system's temporary directory unless [`Plan::spool_in`] says).
@@ -253,13 +255,20 @@ fn detect(first_line: &str) -> Format {
 }
 
 /// Pass 1: validates the whole file, a line at a time, keeping only what
-/// the uniqueness checks need (`-`: standard input, kept in memory for the
-/// later passes). Any invalid line fails the import.
+/// the uniqueness checks need. An input that can be read only once —
+/// `-` (standard input), a FIFO, a character device — is read once and
+/// kept in memory for the later passes. Any invalid line fails the import.
 pub fn validate(path: &Path) -> Result<Plan, ImportError> {
-    if path == Path::new("-") {
+    let read_error = |source| ImportError::Read { path: path.to_owned(), source };
+    let once = path == Path::new("-") || std::fs::metadata(path).is_ok_and(|m| !m.file_type().is_file());
+    if once {
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
-            .map_err(|source| ImportError::Read { path: path.to_owned(), source })?;
+        if path == Path::new("-") {
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(read_error)?;
+        } else {
+            std::io::Read::read_to_end(&mut std::fs::File::open(path).map_err(read_error)?, &mut bytes)
+                .map_err(read_error)?;
+        }
         let mut plan = validate_lines(path, open_lines(path, Some(&bytes))?)?;
         plan.stdin = Some(bytes);
         return Ok(plan);
@@ -273,7 +282,7 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
     let mut format = None;
     let mut records = 0usize;
     let mut sessions: HashMap<SessionId, (usize, u32)> = HashMap::new();
-    let mut seen_turns: HashMap<(SessionId, u32), (usize, EventId)> = HashMap::new();
+    let mut seen_turns: HashMap<(SessionId, u32), (usize, EventId, TurnContent)> = HashMap::new();
     while let Some((line, text)) = lines.next_line()? {
         records += 1;
         let text = match text {
@@ -295,7 +304,9 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
             Format::TurnRecords => match turn_record::parse_line(text) {
                 Ok(r) => {
                     let key = (r.session.clone(), r.turn);
-                    if let Some((first, _)) = seen_turns.insert(key, (line, turn_events::utterance_id(&r))) {
+                    if let Some((first, ..)) =
+                        seen_turns.insert(key, (line, turn_events::utterance_id(&r), TurnContent::of_record(&r)))
+                    {
                         vec![FieldError {
                             field: "turn".into(),
                             message: format!("turn {} of session {:?} already at line {first}", r.turn, r.session.0),
@@ -335,7 +346,37 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
     })
 }
 
+/// What a turn record says, as the log keeps it: digests of the payloads
+/// of its `utterance.received` and `turn.completed`. A record whose first
+/// event the log holds (same session, turn and time: the same derived id)
+/// is the same record imported before only when these match too; one that
+/// says something else is a conflict, never silently "already present".
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct TurnContent {
+    utterance: blake3::Hash,
+    completed: blake3::Hash,
+}
+
+impl TurnContent {
+    fn of_record(r: &turn_record::TurnRecord) -> TurnContent {
+        let events = turn_events::turn_events(r, false);
+        let find = |kind: EventKind| {
+            events.iter().find(|e| e.kind() == kind).map(|e| TurnContent::digest(&e.event)).expect("every turn has it")
+        };
+        TurnContent { utterance: find(EventKind::UtteranceReceived), completed: find(EventKind::TurnCompleted) }
+    }
+
+    fn digest(event: &Event) -> blake3::Hash {
+        blake3::hash(codec::json::payload_to_value(event).to_string().as_bytes())
+    }
+}
+
 impl Plan {
+    /// The turn number of the record on `line`.
+    fn turn_number(&self, line: usize) -> Option<u32> {
+        self.turns.iter().find(|(_, (l, ..))| *l == line).map(|((_, turn), _)| *turn)
+    }
+
     /// Keeps the dry run's events in `dir` (the data dir: the disk the log
     /// is on) rather than the system's temporary directory.
     pub fn spool_in(mut self, dir: &Path) -> Self {
@@ -352,24 +393,47 @@ impl Plan {
         }
         let mut errors: BTreeMap<usize, FieldError> = BTreeMap::new();
         let mut ended: HashMap<&SessionId, Seq> = HashMap::new();
-        for env in log.read_kinds(Seq::FIRST, &[EventKind::UtteranceReceived, EventKind::SessionEnded]) {
+        // The turns of the file the log holds already, by turn id: their
+        // line, and what the file says of them.
+        let mut present: HashMap<TurnId, (usize, &TurnContent)> = HashMap::new();
+        let kinds = [EventKind::UtteranceReceived, EventKind::TurnCompleted, EventKind::SessionEnded];
+        for env in log.read_kinds(Seq::FIRST, &kinds) {
             let env = env?;
             let Some(session) = env.session.as_ref() else { continue };
             let Some((session, _)) = self.sessions.get_key_value(session) else { continue };
             match &env.event {
                 Event::UtteranceReceived(u) => {
-                    if let Some(&(line, id)) = self.turns.get(&(session.clone(), u.turn_number)) {
-                        if id != env.id {
-                            errors.entry(line).or_insert_with(|| FieldError {
-                                field: "turn".into(),
-                                message: format!(
-                                    "turn {} of session {:?} is already in the log (seq {}) as another turn",
-                                    u.turn_number,
-                                    session.as_str(),
-                                    env.seq.0
-                                ),
-                            });
-                        }
+                    let Some((line, id, content)) = self.turns.get(&(session.clone(), u.turn_number)) else { continue };
+                    let message = if *id != env.id {
+                        Some("as another turn")
+                    } else if content.utterance != TurnContent::digest(&env.event) {
+                        Some("with other content (its text differs)")
+                    } else {
+                        present.extend(env.turn.map(|t| (t, (*line, content))));
+                        None
+                    };
+                    if let Some(how) = message {
+                        errors.entry(*line).or_insert_with(|| {
+                            let (turn, session, seq) = (u.turn_number, session.as_str(), env.seq.0);
+                            let message =
+                                format!("turn {turn} of session {session:?} is already in the log (seq {seq}) {how}");
+                            FieldError { field: "turn".into(), message }
+                        });
+                    }
+                }
+                Event::TurnCompleted(_) => {
+                    let Some(&(line, content)) = env.turn.as_ref().and_then(|t| present.get(t)) else { continue };
+                    if content.completed != TurnContent::digest(&env.event) {
+                        errors.entry(line).or_insert_with(|| FieldError {
+                            field: "turn".into(),
+                            message: format!(
+                                "turn {} of session {:?} is already in the log (seq {}) with other content (its steps, \
+                                 model, cost or times differ)",
+                                self.turn_number(line).unwrap_or_default(),
+                                session.as_str(),
+                                env.seq.0
+                            ),
+                        });
                     }
                 }
                 Event::SessionEnded(_) => {
@@ -379,7 +443,7 @@ impl Plan {
             }
         }
         if !ended.is_empty() {
-            for ((session, _), &(line, id)) in &self.turns {
+            for ((session, _), &(line, id, _)) in &self.turns {
                 let Some(seq) = ended.get(session) else { continue };
                 if errors.contains_key(&line) || log.seq_of(id)?.is_some() {
                     continue;
