@@ -173,3 +173,73 @@ fn replay_follow_on_another_device_prints_the_turns_live() {
     assert!(after.len() > before);
     assert_eq!(seen, after, "every event of both turns, in order, live");
 }
+
+/// `n` turn records over `sessions` sessions, some with tool steps.
+fn turn_file(n: usize, sessions: usize) -> String {
+    (0..n)
+        .map(|i| {
+            let steps = if i % 2 == 0 { r#"[{"tool":"get_now"}]"# } else { "[]" };
+            format!(
+                r#"{{"session":"s-{:03}","turn":{},"at":"2026-11-20T{:02}:{:02}:{:02}Z","text":"request {}","steps":{steps},"model":"m-{}","latency_ms":{},"score":0.{}}}"#,
+                i % sessions,
+                i / sessions + 1,
+                (i / 3600) % 24,
+                (i / 60) % 60,
+                i % 60,
+                i % 17,
+                i % 3,
+                100 + i,
+                i % 10
+            ) + "\n"
+        })
+        .collect()
+}
+
+/// An import onto a JetStream stream killed (SIGKILL) at many points of its
+/// appends, then run again, gives the stream a clean import gives, event
+/// for event: a writer killed mid-batch leaves a prefix of it on the
+/// stream, which may end inside a turn, and the re-run finishes that turn
+/// instead of taking it for imported.
+#[test]
+fn a_killed_import_on_a_stream_resumes_to_exactly_a_clean_import() {
+    let store = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(store.path()).unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("turns.jsonl");
+    std::fs::write(&file, turn_file(2000, 50)).unwrap();
+    let file = file.to_str().unwrap();
+    let clean = device(&server, "clean");
+    let started = std::time::Instant::now();
+    ok(engram(clean.path(), &["import", file]));
+    let took = started.elapsed();
+    let reference: Vec<_> = export(clean.path()).into_iter().map(|e| (e.seq, e.id)).collect();
+    let mut cut = 0;
+    for attempt in 0..6u32 {
+        let data = device(&server, &format!("killed-{attempt}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--data")
+            .arg(data.path())
+            .args(["import", file])
+            .env_remove("ENGRAM_CONFIG")
+            .env("XDG_CONFIG_HOME", data.path().join("no-config"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(took.mul_f64(0.3 + 0.1 * f64::from(attempt)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let partial = export(data.path()).len();
+        cut += usize::from(partial > 0 && partial < reference.len());
+        let out = engram(data.path(), &["import", file]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "attempt {attempt}: {stderr}");
+        assert!(!stderr.contains("ERROR"), "attempt {attempt}: {stderr}");
+        let got: Vec<_> = export(data.path()).into_iter().map(|e| (e.seq, e.id)).collect();
+        assert_eq!(got, reference, "attempt {attempt}");
+        let report: serde_json::Value =
+            serde_json::from_slice(&engram(data.path(), &["stats", "--json"]).stdout).unwrap();
+        cut += usize::from(report["events"].as_u64().is_some());
+    }
+    assert!(cut > 0);
+}

@@ -311,7 +311,8 @@ fn golden_jsonl_imports_to_the_same_log() {
         let tmp = tempfile::tempdir().unwrap();
         let plan = engram::learning::import::validate(&fixture_dir(f).join("log.jsonl")).unwrap();
         let log = SledLog::open(tmp.path(), LogConfig::default()).unwrap();
-        engram::learning::import::run(&plan, &log, Vec::new, |_| {}).unwrap();
+        let none = engram::local_state::projector::Projector::in_memory(Vec::new());
+        engram::learning::import::run(&plan, &log, &none, |_| Vec::new(), |_| {}).unwrap();
         let lines: Vec<String> = log.read_from(Seq::FIRST).map(|e| json::to_line(&e.unwrap())).collect();
         assert_eq!(lines, expected_lines(f), "{}", f.name);
     }

@@ -41,7 +41,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let stats = import::run(
         &plan,
         log.log(),
-        || import::reactors(&projector, &config.multi_tool_fast_path, &config.pattern),
+        &projector,
+        |p| import::reactors(p, &config.multi_tool_fast_path, &config.pattern),
         |done| bar.set_position(done as u64),
     )?;
     // Durable before the rate is taken: the rate is of events on disk.

@@ -23,6 +23,7 @@ use engram_events::payloads::{SessionEndReason, SessionEnded};
 use engram_events::{ActorKind, Envelope, EventKind, Seq, SessionId};
 use engram_learning::import;
 use engram_learning::reactors::{DayReactor, Reactor};
+use engram_local_state::projector::Projector;
 use engram_storage::verify::verify;
 use engram_storage::{AppendOutcome, EventLog, LogConfig, LogError, SledLog};
 
@@ -64,8 +65,9 @@ fn imported_log(dir: &Path) -> (Vec<Envelope>, Vec<(Seq, usize)>) {
     let data = dir.join("data");
     let log = open(&data);
     let plan = import::validate(&file).unwrap();
-    let reactors = || -> Vec<Box<dyn Reactor>> { vec![Box::new(DayReactor::default())] };
-    let stats = import::run(&plan, &log, reactors, |_| {}).unwrap();
+    let reactors = |_: &Projector| -> Vec<Box<dyn Reactor>> { vec![Box::new(DayReactor::default())] };
+    let none = Projector::in_memory(Vec::new());
+    let stats = import::run(&plan, &log, &none, reactors, |_| {}).unwrap();
     assert_eq!(stats.imported_turns, 120);
     let all: Vec<Envelope> = log.read_from(Seq::FIRST).map(|e| e.unwrap()).collect();
     assert_eq!(all.len() as u64, log.head().0);

@@ -14,16 +14,16 @@ use engram_storage::{EventLog, LogConfig, SledLog};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-/// The reactors `engram import` runs, warmed from the log's projections.
-fn reactors(log: &SledLog) -> Vec<Box<dyn Reactor>> {
-    let mut p = Projector::in_memory(projections::all());
-    p.catch_up(log, |_, _| {}).unwrap();
-    import::reactors(&p, &Default::default(), &Default::default())
+/// The reactors `engram import` runs, warmed from `projector`.
+fn reactors(projector: &Projector) -> Vec<Box<dyn Reactor>> {
+    import::reactors(projector, &Default::default(), &Default::default())
 }
 
 fn import_file(log: &SledLog, path: &Path) -> Result<import::ImportStats, ImportError> {
     let plan = import::validate(path)?;
-    import::run(&plan, log, || reactors(log), |_| {})
+    let mut projector = Projector::in_memory(projections::all());
+    projector.catch_up(log, |_, _| {}).unwrap();
+    import::run(&plan, log, &projector, reactors, |_| {})
 }
 
 fn write(dir: &Path, name: &str, records: &[Value]) -> std::path::PathBuf {
@@ -202,7 +202,8 @@ fn a_panic_while_converting_appends_nothing_and_names_the_line() {
         (1..=5).map(|t| record("s-1", t, "2026-11-23T10:00:00Z", &format!("request {t}"))).collect();
     let path = write(dir.path(), "f.jsonl", &records);
     let plan = import::validate(&path).unwrap();
-    let e = import::run(&plan, &log, || vec![Box::new(PanicsOnThird::default()) as Box<dyn Reactor>], |_| {})
+    let none = Projector::in_memory(Vec::new());
+    let e = import::run(&plan, &log, &none, |_| vec![Box::new(PanicsOnThird::default()) as Box<dyn Reactor>], |_| {})
         .unwrap_err()
         .to_string();
     assert!(e.contains("f.jsonl:3: -:") && e.contains("a bug in a reactor") && e.contains("nothing imported"), "{e}");

@@ -523,7 +523,8 @@ pub fn reactors(
 pub fn run(
     plan: &Plan,
     log: &dyn EventLog,
-    reactors: impl Fn() -> Vec<Box<dyn Reactor>>,
+    projector: &Projector,
+    reactors: impl Fn(&Projector) -> Vec<Box<dyn Reactor>>,
     mut progress: impl FnMut(usize),
 ) -> Result<ImportStats, ImportError> {
     plan.check_log(log)?;
@@ -532,8 +533,11 @@ pub fn run(
     // The dry run: the whole conversion, into the scratch file only.
     let line = std::cell::Cell::new(0usize);
     let dry = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let mut reactors = reactors();
-        convert(plan, log, &mut reactors, &line, &mut |events, group| spool.push(&events, group))
+        let mut warm = reactors(projector);
+        let before = |seq: Seq| reactors_before(log, seq, &reactors);
+        let mut sink = |events: Vec<Envelope>, group: Group| spool.push(&events, group);
+        let mut conversion = Conversion { plan, log, reactors: &mut warm, before: &before, line: &line };
+        conversion.run(&mut sink)
     }));
     let skipped = match dry {
         Ok(result) => result?,
@@ -572,63 +576,132 @@ pub fn run(
     Ok(stats)
 }
 
-/// Turns the file's lines into groups of events, in file order, and hands
-/// each to `sink`; `line` says which line it is at. Returns how many turn
-/// records were skipped because the log holds them already.
-fn convert(
-    plan: &Plan,
+/// The reactors as they were with the log folded up to `seq` (and no
+/// further): what derives a turn a stopped import cut short again, exactly
+/// as the first import derived it.
+fn reactors_before(
     log: &dyn EventLog,
-    reactors: &mut [Box<dyn Reactor>],
-    line_at: &std::cell::Cell<usize>,
-    sink: &mut dyn FnMut(Vec<Envelope>, Group) -> Result<(), ImportError>,
-) -> Result<u64, ImportError> {
-    let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
-    let mut skipped = 0u64;
-    let mut lines = open_lines(&plan.path, plan.stdin.as_deref())?;
-    while let Some((line, text)) = lines.next_line()? {
-        line_at.set(line);
-        // Pass 1 validated every line; a failure here means the file changed.
-        let changed = |what: String| ImportError::Invalid {
-            path: plan.path.clone(),
-            errors: vec![LineError {
-                line,
-                field: "-".into(),
-                message: format!("{what} (file changed during import?)"),
-            }],
-            total: 1,
-        };
-        let text = text.map_err(|e| changed(e.message))?;
-        match plan.format {
-            Format::Envelopes => {
-                let env = codec::json::from_line(text).map_err(|e| changed(e.to_string()))?;
-                let is_turn = env.kind() == EventKind::TurnCompleted;
-                sink(vec![env], Group::Envelope { is_turn })?;
-            }
-            Format::TurnRecords => {
-                let r = turn_record::parse_line(text)
-                    .map_err(|e| changed(e.into_iter().map(|f| format!("{}: {}", f.field, f.message)).collect()))?;
-                let history = tool_history.entry(r.session.clone()).or_insert(false);
-                let mut events = turn_events::turn_events(&r, *history);
-                *history |= !r.steps.is_empty();
-                // A turn's events (and what they derive) are appended in one
-                // batch, all or nothing: if its first event is in the log,
-                // so is the rest, and the reactors' state (warmed up from
-                // the projections) already holds its effects. Feeding it
-                // again would fold it twice.
-                if log.seq_of(events[0].id)?.is_some() {
-                    skipped += 1;
-                    continue;
+    seq: Seq,
+    reactors: &dyn Fn(&Projector) -> Vec<Box<dyn Reactor>>,
+) -> Result<Vec<Box<dyn Reactor>>, ImportError> {
+    let mut projector = Projector::in_memory(crate::projections::all());
+    for env in log.read_from(Seq::FIRST) {
+        let env = env?;
+        if env.seq > seq {
+            break;
+        }
+        projector.apply(&env);
+    }
+    Ok(reactors(&projector))
+}
+
+/// The dry run's conversion of the file's lines into groups of events.
+struct Conversion<'a> {
+    plan: &'a Plan,
+    log: &'a dyn EventLog,
+    /// Warmed up from the log's projections.
+    reactors: &'a mut [Box<dyn Reactor>],
+    /// The reactors as of a seq (see [`reactors_before`]).
+    before: &'a dyn Fn(Seq) -> Result<Vec<Box<dyn Reactor>>, ImportError>,
+    /// The line the conversion is at (for a panic's report).
+    line: &'a std::cell::Cell<usize>,
+}
+
+type Sink<'s> = dyn FnMut(Vec<Envelope>, Group) -> Result<(), ImportError> + 's;
+
+impl Conversion<'_> {
+    /// Turns the file's lines into groups of events, in file order, and
+    /// hands each to `sink`. Returns how many turn records were skipped
+    /// because the log holds them already.
+    fn run(&mut self, sink: &mut Sink<'_>) -> Result<u64, ImportError> {
+        let plan = self.plan;
+        let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
+        let mut skipped = 0u64;
+        let last_present = self.last_present_line()?;
+        let mut lines = open_lines(&plan.path, plan.stdin.as_deref())?;
+        while let Some((line, text)) = lines.next_line()? {
+            self.line.set(line);
+            // Pass 1 validated every line; a failure here means the file changed.
+            let changed = |what: String| ImportError::Invalid {
+                path: plan.path.clone(),
+                errors: vec![LineError {
+                    line,
+                    field: "-".into(),
+                    message: format!("{what} (file changed during import?)"),
+                }],
+                total: 1,
+            };
+            let text = text.map_err(|e| changed(e.message))?;
+            match plan.format {
+                Format::Envelopes => {
+                    let env = codec::json::from_line(text).map_err(|e| changed(e.to_string()))?;
+                    let is_turn = env.kind() == EventKind::TurnCompleted;
+                    sink(vec![env], Group::Envelope { is_turn })?;
                 }
-                if let Some(&(last_line, turns)) = plan.sessions.get(&r.session) {
-                    if last_line == line {
-                        events.push(turn_events::session_ended(&r.session, turns, turn_events::turn_end(&r)));
+                Format::TurnRecords => {
+                    let r = turn_record::parse_line(text)
+                        .map_err(|e| changed(e.into_iter().map(|f| format!("{}: {}", f.field, f.message)).collect()))?;
+                    let history = tool_history.entry(r.session.clone()).or_insert(false);
+                    let mut events = turn_events::turn_events(&r, *history);
+                    *history |= !r.steps.is_empty();
+                    if let Some(&(last_line, turns)) = plan.sessions.get(&r.session) {
+                        if last_line == line {
+                            events.push(turn_events::session_ended(&r.session, turns, turn_events::turn_end(&r)));
+                        }
+                    }
+                    match self.log.seq_of(events[0].id)? {
+                        None => sink(reactors::derive_all(events, self.reactors), Group::Turn)?,
+                        Some(first) if Some(line) == last_present => match self.finish_cut_turn(events, first)? {
+                            Some(rest) => sink(rest, Group::Turn)?,
+                            None => skipped += 1,
+                        },
+                        // In the log, whole: the reactors' state (warmed up
+                        // from the projections) holds its effects already;
+                        // feeding it again would fold it twice.
+                        Some(_) => skipped += 1,
                     }
                 }
-                sink(reactors::derive_all(events, reactors), Group::Turn)?;
             }
         }
+        Ok(skipped)
     }
-    Ok(skipped)
+
+    /// The line of the file's last turn whose first event the log holds:
+    /// the one a stopped import may have left in part. A turn is appended
+    /// in one batch, which the sled log stores whole or not at all; a
+    /// shared JetStream stream stores a prefix of a batch its writer was
+    /// killed in (`docs/distributed.md`), so the last turn an import got
+    /// into the log may lack its end. Every turn before it is whole: the
+    /// log holds a prefix of what the import appended, in file order.
+    fn last_present_line(&self) -> Result<Option<usize>, ImportError> {
+        let mut last = None;
+        for &(line, id, _) in self.plan.turns.values() {
+            if last.is_none_or(|l| line > l) && self.log.seq_of(id)?.is_some() {
+                last = Some(line);
+            }
+        }
+        Ok(last)
+    }
+
+    /// A turn whose first event is in the log at `first`: derived again by
+    /// the reactors as they were before it (so exactly as the first import
+    /// derived it), and, when the log lacks part of it, the whole group —
+    /// the log skips the ids it holds — with the warm reactors folding what
+    /// was missing. `None`: the log holds all of it.
+    fn finish_cut_turn(&mut self, events: Vec<Envelope>, first: Seq) -> Result<Option<Vec<Envelope>>, ImportError> {
+        let mut before = (self.before)(Seq(first.0 - 1))?;
+        let group = reactors::derive_all(events, &mut before);
+        let mut missing = false;
+        for env in &group {
+            if self.log.seq_of(env.id)?.is_none() {
+                missing = true;
+                for r in self.reactors.iter_mut() {
+                    r.observe(env);
+                }
+            }
+        }
+        Ok(missing.then_some(group))
+    }
 }
 
 /// How a group of events counts in [`ImportStats`].

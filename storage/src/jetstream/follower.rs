@@ -78,6 +78,9 @@ async fn follow(remote: Arc<Remote>, replica: Arc<Replica>) {
                                 replica.fail(&e);
                                 return;
                             }
+                            // The log is closing: its runtime cancels the
+                            // task, which is no failure of the copy.
+                            Err(e) if e.is_cancelled() => return,
                             Err(e) => {
                                 replica.fail(&LogError::Inconsistent {
                                     seq: replica.local().head().next(),

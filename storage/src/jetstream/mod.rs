@@ -268,6 +268,12 @@ impl EventLog for JetStreamLog {
     }
 
     fn flush(&self) -> Result<(), LogError> {
+        // A copy that stopped following the stream (a panic applying its
+        // events) fails what ends with a flush — an import, a shutdown —
+        // rather than let it end as a success.
+        if let Some(e) = self.replica.failure() {
+            return Err(e);
+        }
         // Acknowledged events are the server's; this makes the copy durable.
         self.replica.local().flush()
     }
