@@ -4,7 +4,8 @@
 //!
 //! `golden-v1` holds every kind of the first format; each later fixture
 //! holds the kinds added since the one before it (`golden-v2`:
-//! `memory.forgotten`; `golden-v3`: `pattern.reembedded`), so together they
+//! `memory.forgotten`; `golden-v3`: `pattern.reembedded`; `golden-v4`:
+//! `stream.message_skipped` and the actor `log`), so together they
 //! hold every kind. To write a new
 //! one (only ever a *new* fixture directory; an existing one is history and
 //! is never rewritten): add it to [`FIXTURES`], then
@@ -29,10 +30,11 @@ struct Fixture {
 }
 
 /// Every golden log, oldest first.
-const FIXTURES: [Fixture; 3] = [
+const FIXTURES: [Fixture; 4] = [
     Fixture { name: "golden-v1", events: fixture_events },
     Fixture { name: "golden-v2", events: fixture_v2_events },
     Fixture { name: "golden-v3", events: fixture_v3_events },
+    Fixture { name: "golden-v4", events: fixture_v4_events },
 ];
 
 fn fixture_dir(f: &Fixture) -> PathBuf {
@@ -71,6 +73,19 @@ fn fixture_v3_events() -> Vec<Envelope> {
         },
     };
     vec![Envelope::at(id, at, ActorKind::Router, reembedded).with_session(g1).with_turn(turn)]
+}
+
+/// `golden-v4`: the kinds added after `golden-v3`.
+fn fixture_v4_events() -> Vec<Envelope> {
+    let at = engram::events::chrono::DateTime::parse_from_rfc3339("2026-11-26T16:00:00Z").unwrap().to_utc();
+    let id = EventId(derive_ulid(at, &[b"golden-v4", &1u32.to_be_bytes()]));
+    let skipped = StreamMessageSkipped {
+        reason: "not an engram frame (unknown frame format version 110)".into(),
+        payload_bytes: 19,
+        // A fixed digest: the fixture keeps what the field holds, a hex text.
+        payload_blake3: "6b0bd5b1f7b73c3d5c6c0a1f3e1e7a0e7a1b6e0c3b9f2a1d4c7e0b3a6d9f2c5e".into(),
+    };
+    vec![Envelope::at(id, at, ActorKind::Log, skipped)]
 }
 
 /// The fixture's events, built deterministically (fixed ids and times).

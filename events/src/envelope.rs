@@ -31,6 +31,8 @@ closed_enum! {
         Importer => "importer",
         /// An operator command (`engram` CLI maintenance).
         Cli => "cli",
+        /// The log itself (what it found on a shared stream).
+        Log => "log",
     }
 }
 

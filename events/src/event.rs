@@ -178,6 +178,8 @@ catalog! {
     MemoryForgotten(MemoryForgotten) = 26, "memory.forgotten", 1;
     /// `pattern.reembedded`
     PatternReembedded(PatternReembedded) = 27, "pattern.reembedded", 1;
+    /// `stream.message_skipped`
+    StreamMessageSkipped(StreamMessageSkipped) = 28, "stream.message_skipped", 1;
 }
 
 impl std::fmt::Display for EventKind {
@@ -196,7 +198,7 @@ mod tests {
             assert_eq!(EventKind::from_code(kind.code()), Some(kind));
             assert_eq!(EventKind::from_name(kind.name()), Some(kind));
         }
-        assert_eq!(EventKind::ALL.len(), 27);
+        assert_eq!(EventKind::ALL.len(), 28);
         assert_eq!(EventKind::from_code(0), None);
         assert_eq!(EventKind::from_name("session.started"), None);
     }

@@ -520,6 +520,11 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
         EventKind::PatternReembedded => (fingerprint_id(), proptest::option::of(turn_id()), query_embedding())
             .prop_map(|(fingerprint_id, turn, embedding)| PatternReembedded { fingerprint_id, turn, embedding }.into())
             .boxed(),
+        EventKind::StreamMessageSkipped => (text(), any::<u64>(), text())
+            .prop_map(|(reason, payload_bytes, payload_blake3)| {
+                StreamMessageSkipped { reason, payload_bytes, payload_blake3 }.into()
+            })
+            .boxed(),
     }
 }
 
@@ -690,7 +695,7 @@ proptest! {
 fn the_strategy_builds_every_kind() {
     // One envelope per kind, deterministically, each round-tripping both ways.
     let mut runner = TestRunner::deterministic();
-    assert_eq!(EventKind::ALL.len(), 27);
+    assert_eq!(EventKind::ALL.len(), 28);
     for &kind in EventKind::ALL {
         let env = sample(&arb_envelope_with(arb_event(kind)), &mut runner);
         assert_eq!(env.kind(), kind);

@@ -234,18 +234,57 @@ fn a_stream_created_by_the_log_denies_deletes() {
 }
 
 #[test]
-fn a_foreign_message_on_the_subject_is_named_not_followed() {
+fn a_foreign_message_on_the_subject_is_skipped_by_every_device_not_a_dead_end() {
     let s = server();
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = open(da.path(), &s.server, "engram");
     a.append((0..3).map(event).collect()).unwrap();
+    // A stranger publishes on the subject: bytes that are no frame, a frame
+    // of another position, a copy of an event the stream holds.
     with_client(&s.server, async |js| {
+        let frame = |e: &Envelope| engram_events::codec::binary::encode(e);
+        let mut copy = a.read_from(Seq(2)).next().unwrap().unwrap();
         js.publish("engram.events", "not an engram frame".into()).await.unwrap().await.unwrap();
+        js.publish("engram.events", frame(&copy).into()).await.unwrap().await.unwrap();
+        copy.seq = Seq::UNASSIGNED;
+        js.publish("engram.events", frame(&copy).into()).await.unwrap().await.unwrap();
     });
-    match JetStreamLog::open(db.path(), LogConfig::default(), config(&s.server, "engram")) {
-        Err(e) => assert!(e.to_string().contains("seq 4"), "{e}"),
-        Ok(_) => panic!("a stream with a foreign message was followed past it"),
+    // Every device goes on: the first one appends after them, a new one
+    // fetches the whole stream.
+    a.append((3..5).map(event).collect()).unwrap();
+    let b = open(db.path(), &s.server, "engram");
+    assert_eq!(b.head(), Seq(8));
+    for log in [&a, &b] {
+        let events: Vec<Envelope> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
+        let skipped: Vec<(Seq, String)> = events
+            .iter()
+            .filter_map(|e| match &e.event {
+                engram_events::Event::StreamMessageSkipped(s) => Some((e.seq, s.reason.clone())),
+                _ => None,
+            })
+            .collect();
+        let at: Vec<Seq> = skipped.iter().map(|s| s.0).collect();
+        assert_eq!(at, [Seq(4), Seq(5), Seq(6)], "{skipped:?}");
+        assert!(skipped[0].1.contains("not an engram frame"), "{skipped:?}");
+        assert!(skipped[1].1.contains("a frame of seq 2"), "{skipped:?}");
+        assert!(skipped[2].1.contains("a copy of event"), "{skipped:?}");
+        assert_eq!(events.iter().filter(|e| matches!(e.event, engram_events::Event::SessionEnded(_))).count(), 5);
+        assert_eq!(log.compare_with_stream().unwrap(), None, "verify matches the skipped messages by their bytes");
     }
+    let ids = |log: &JetStreamLog| -> Vec<EventId> { log.read_from(Seq::FIRST).map(|e| e.unwrap().id).collect() };
+    assert_eq!(ids(&a), ids(&b), "the same record of them on every device");
+    drop((a, b));
+    // Reopened with a skipped message at its copy's head: rule 2 matches
+    // it by its bytes.
+    with_client(&s.server, async |js| {
+        js.publish("engram.events", "still not a frame".into()).await.unwrap().await.unwrap();
+    });
+    let b = open(db.path(), &s.server, "engram");
+    assert_eq!(b.head(), Seq(9));
+    drop(b);
+    let b = open(db.path(), &s.server, "engram");
+    assert_eq!(b.head(), Seq(9));
+    assert_eq!(b.compare_with_stream().unwrap(), None);
 }
 
 #[test]

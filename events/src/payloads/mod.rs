@@ -71,6 +71,7 @@ mod fast_path;
 mod memory;
 mod pattern;
 mod session;
+mod stream;
 mod turn;
 
 pub use common::*;
@@ -78,4 +79,5 @@ pub use fast_path::*;
 pub use memory::*;
 pub use pattern::*;
 pub use session::*;
+pub use stream::*;
 pub use turn::*;

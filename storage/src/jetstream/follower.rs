@@ -5,10 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use engram_events::chrono::DateTime;
 use engram_events::codec::binary;
 use engram_events::Seq;
 use futures_util::StreamExt;
 
+use super::foreign;
 use super::remote::{batch_left, Remote};
 use super::replica::{Incoming, Replica};
 use crate::error::LogError;
@@ -45,29 +47,28 @@ async fn follow(remote: Arc<Remote>, replica: Arc<Replica>) {
                                 break;
                             }
                         };
-                        let seq = match message.info() {
-                            Ok(info) => Seq(info.stream_sequence),
+                        let (seq, published) = match message.info() {
+                            Ok(info) => {
+                                let nanos = i64::try_from(info.published.unix_timestamp_nanos()).unwrap_or(0);
+                                (Seq(info.stream_sequence), DateTime::from_timestamp_nanos(nanos))
+                            }
                             Err(e) => {
                                 broken = Some(format!("a message without its position: {e}"));
                                 break;
                             }
                         };
-                        match binary::decode(&message.payload) {
-                            Ok(event) if event.seq != seq && event.seq != Seq(0) => {
-                                replica.fail(&LogError::Inconsistent {
-                                    seq,
-                                    what: format!("the stream's message here says it is seq {}", event.seq),
-                                });
-                                return;
+                        // Rule 6: what no engram wrote is recorded as
+                        // skipped, not followed and not a stop.
+                        let event = match binary::decode(&message.payload) {
+                            Ok(event) => match foreign::misplaced(&event, seq) {
+                                None => event,
+                                Some(why) => foreign::skipped(seq, published, &message.payload, why),
+                            },
+                            Err(e) => {
+                                foreign::skipped(seq, published, &message.payload, format!("not an engram frame ({e})"))
                             }
-                            Ok(event) => {
-                                incoming.push(Incoming { seq, event, batch_left: batch_left(message.headers.as_ref()) })
-                            }
-                            Err(source) => {
-                                replica.fail(&LogError::Corrupt { seq, source });
-                                return;
-                            }
-                        }
+                        };
+                        incoming.push(Incoming { seq, event, batch_left: batch_left(message.headers.as_ref()) });
                     }
                     if !incoming.is_empty() {
                         let replica2 = replica.clone();

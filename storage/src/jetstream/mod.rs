@@ -45,6 +45,15 @@
 //!    nothing acknowledged; it `fsync`s its files once a minute, so a power
 //!    loss of a single-node server can lose the last minute. Three replicas
 //!    on three machines are the durable configuration (`docs/distributed.md`).
+//! 6. **A stranger's message stops no device** (`foreign`, `follower`,
+//!    `replica::Replica::apply`): a message on the subject that no engram
+//!    wrote — bytes that are no frame, a frame naming another position, a
+//!    copy of an event the stream holds before — is recorded at its
+//!    position as `stream.message_skipped` (the same event on every device:
+//!    its id comes from the position and the bytes), with a warning naming
+//!    the stream sequence. Rule 2 and `engram verify` match it with the
+//!    message by the bytes' hash. (Deletes being denied, nothing could take
+//!    such a message off the stream: refusing it stopped every device.)
 //!
 //! Reads, `seq_of` and subscriptions are served from the local copy, which
 //! a follower task keeps current with an ordered consumer on the stream: a
@@ -52,6 +61,7 @@
 //! backlog then live, with the local log's no-gap, no-duplicate guarantee.
 
 mod follower;
+mod foreign;
 mod offline;
 mod publisher;
 mod remote;

@@ -11,9 +11,10 @@ use async_nats::jetstream::ErrorCode;
 use async_nats::jetstream::{self, Context};
 use async_nats::{ConnectOptions, Event, ServerAddr};
 use engram_events::codec::binary;
-use engram_events::{Envelope, Seq};
+use engram_events::Seq;
 use futures_util::StreamExt;
 
+use super::foreign;
 use super::replica::Replica;
 use super::{JetStreamConfig, BATCH_LEFT_HEADER};
 use crate::error::LogError;
@@ -213,8 +214,21 @@ impl Remote {
                 local.dir().display()
             )));
         }
-        let ours = local.read_from(head).next().transpose()?.map(|e| e.id);
-        let theirs = self.message(head).await?.id;
+        let ours = local.read_from(head).next().transpose()?;
+        let payload = self.raw_message(head).await?;
+        // A message no engram wrote is matched by its bytes (rule 6).
+        if let Some(same) = ours.as_ref().and_then(|o| foreign::stands_for(o, &payload)) {
+            return match same {
+                true => Ok(()),
+                false => Err(self.stream_error(format!(
+                    "holds other bytes at seq {head} than the data dir {} skipped there: the data dir belongs to \
+                     another log",
+                    local.dir().display()
+                ))),
+            };
+        }
+        let theirs = binary::decode(&payload).map_err(|source| LogError::Corrupt { seq: head, source })?.id;
+        let ours = ours.map(|e| e.id);
         if ours != Some(theirs) {
             return Err(self.stream_error(format!(
                 "holds event {theirs} at seq {head}, where the data dir {} holds {}: the data dir belongs to another log",
@@ -225,11 +239,11 @@ impl Remote {
         Ok(())
     }
 
-    /// The event at `seq`, read from the stream.
-    pub(super) async fn message(&self, seq: Seq) -> Result<Envelope, LogError> {
+    /// The bytes of the stream's message at `seq`.
+    async fn raw_message(&self, seq: Seq) -> Result<Vec<u8>, LogError> {
         let stream = self.js.get_stream_no_info(&self.config.stream).await.map_err(|e| self.error(e))?;
         let message = stream.get_raw_message(seq.0).await.map_err(|e| self.error(format!("reading seq {seq}: {e}")))?;
-        binary::decode(&message.payload).map_err(|source| LogError::Corrupt { seq, source })
+        Ok(message.payload.to_vec())
     }
 
     /// The stream's events from `from` on, in order, as they arrive: an
@@ -266,7 +280,11 @@ impl Remote {
                 Ok(Some(Err(e))) => return Err(self.error(format!("reading seq {seq}: {e}"))),
                 Ok(None) | Err(_) => return Ok(Some((seq, "the stream ends before it".to_owned()))),
             };
-            if binary::encode(&ours) != message.payload.as_ref() {
+            let same = match foreign::stands_for(&ours, &message.payload) {
+                Some(same) => same,
+                None => binary::encode(&ours) == message.payload.as_ref(),
+            };
+            if !same {
                 return Ok(Some((seq, "the data dir's event differs from the stream's".to_owned())));
             }
         }

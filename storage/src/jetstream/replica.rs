@@ -4,9 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use engram_events::codec::binary;
 use engram_events::{Envelope, Seq};
 use tokio::sync::watch;
 
+use super::foreign;
 use crate::error::LogError;
 use crate::event_log::{AppendOutcome, EventLog};
 use crate::log::SledLog;
@@ -76,8 +78,23 @@ impl Replica {
                 });
             }
         }
-        let positions: Vec<(Seq, engram_events::EventId)> = incoming.iter().map(|i| (i.seq, i.event.id)).collect();
-        let outcomes = self.local.append(incoming.into_iter().map(|i| i.event).collect())?;
+        // Rule 6: a copy of an event the stream holds elsewhere (another
+        // program published it again) is recorded as skipped here.
+        let mut seen = std::collections::HashSet::new();
+        let mut events = Vec::with_capacity(incoming.len());
+        for i in incoming {
+            let again = !seen.insert(i.event.id) || self.local.seq_of(i.event.id)?.is_some();
+            events.push(match again {
+                false => i.event,
+                true => {
+                    let why = format!("a copy of event {}, which the stream holds before", i.event.id);
+                    foreign::skipped(i.seq, i.event.at, &binary::encode(&i.event), why)
+                }
+            });
+        }
+        let positions: Vec<(Seq, engram_events::EventId)> =
+            events.iter().enumerate().map(|(k, e)| (Seq(head.0 + 1 + k as u64), e.id)).collect();
+        let outcomes = self.local.append(events)?;
         for ((seq, id), outcome) in positions.into_iter().zip(outcomes) {
             if outcome != AppendOutcome::Appended(seq) {
                 return Err(LogError::Inconsistent {
