@@ -326,3 +326,51 @@ fn a_data_dir_held_for_a_moment_is_waited_for() {
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// On a full disk every command that only reads works — sled writes at
+/// open, so they read a copy of the log made in the temporary directory,
+/// saying so — and a command that writes fails with a clear error; nothing
+/// is lost. Needs a small file system of its own (a tmpfs, mounted as
+/// root); skipped where it cannot be mounted.
+#[test]
+fn reads_work_on_a_full_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let small = tmp.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=24m", "tmpfs"])
+        .arg(&small)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&small);
+    let data = small.join("data");
+    let file = write(tmp.path(), "t.jsonl", GOOD);
+    assert!(engram(&data, &["import", file.to_str().unwrap()]).status.success());
+    let before = stdout(&engram(&data, &["export"]));
+    // Fill the disk.
+    let mut filler = std::fs::File::create(small.join("filler")).unwrap();
+    let block = vec![0u8; 1 << 20];
+    while std::io::Write::write_all(&mut filler, &block).is_ok() {}
+    let _ = std::io::Write::write_all(&mut filler, &[0u8; 4096]);
+    drop(filler);
+    for args in [&["export"][..], &["stats"], &["verify"], &["replay"], &["inspect", "sessions"]] {
+        let o = engram(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("the disk is full"), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(stdout(&engram(&data, &["export"])), before, "every event, as it was");
+    let o = engram(&data, &["run", "--once", "what time is it"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("No space left on device"), "{}", stderr(&o));
+}

@@ -235,15 +235,16 @@ pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
 }
 
 /// [`open_existing`] for commands that only read (`export`, `stats`,
-/// `inspect`, `replay`): on a JetStream data dir whose server cannot be
-/// reached, they read the data dir's copy of the stream, saying so on
-/// stderr, rather than fail — a laptop away from its server still shows
-/// what it knows.
+/// `inspect`, `replay`, `verify`): on a JetStream data dir whose server
+/// cannot be reached, they read the data dir's copy of the stream — a
+/// laptop away from its server still shows what it knows — and on a full
+/// disk, a copy of the log made elsewhere; saying so on stderr, rather than
+/// fail.
 pub(crate) fn open_for_reading(data: &std::path::Path) -> anyhow::Result<Log> {
     let backend = existing_backend(data)?;
-    let (log, unreachable) = open_waiting(|| backend.open_for_reading(data, served()), |e| Some(e))?;
-    if let Some(why) = unreachable {
-        eprintln!("engram: {why}; reading {}", log.describe());
+    let (log, note) = open_waiting(|| backend.open_for_reading(data, served()), |e| Some(e))?;
+    if let Some(note) = note {
+        eprintln!("engram: {note}");
     }
     Ok(log)
 }

@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    let log = crate::open_existing(data)?;
+    let log = crate::open_for_reading(data)?;
     let bar = output::progress(log.head().0, "verifying");
     let mut report = verify::verify(log.records(), |n| bar.set_position(n));
     bar.finish_and_clear();

@@ -150,27 +150,60 @@ impl LogBackend {
             LogBackend::JetStream(js) => {
                 let log = Arc::new(crate::jetstream::JetStreamLog::open(dir, config, js.clone())?);
                 let sled = log.copy().clone();
-                Ok(OpenLog { log, sled })
+                Ok(OpenLog { log, sled, _kept: None })
             }
         }
     }
 
-    /// For reading only: [`LogBackend::open`], except that a JetStream
-    /// data dir whose server cannot be reached opens its copy of the
-    /// stream read-only (`jetstream::OfflineCopy`) instead of failing.
-    /// `Ok((log, None))` is the log itself; `Ok((copy, Some(why)))` the
-    /// copy, with why the server was not used.
-    pub fn open_for_reading(&self, dir: &Path, config: LogConfig) -> Result<(OpenLog, Option<LogError>), LogError> {
+    /// For reading only: [`LogBackend::open`], except where that fails for a
+    /// reason a reader can go around — then what it reads instead, and a
+    /// note saying so (`None`: the log itself):
+    ///
+    /// * a JetStream data dir whose server cannot be reached opens its copy
+    ///   of the stream read-only (`jetstream::OfflineCopy`);
+    /// * a sled log on a full disk (sled's recovery writes at open, and
+    ///   sled has no read-only mode) is read from a copy of its files made
+    ///   in the system's temporary directory, the data dir locked meanwhile
+    ///   so that nothing changes under the copy.
+    pub fn open_for_reading(&self, dir: &Path, config: LogConfig) -> Result<(OpenLog, Option<String>), LogError> {
         match (self, self.open(dir, config.clone())) {
             #[cfg(feature = "jetstream")]
             (LogBackend::JetStream(js), Err(unreachable @ LogError::Remote { .. })) => {
                 let copy = Arc::new(crate::jetstream::OfflineCopy::open(dir, config, js.clone())?);
+                let note = format!("{unreachable}; reading {}", copy.describe());
                 let sled = copy.copy().clone();
-                Ok((OpenLog { log: copy, sled }, Some(unreachable)))
+                Ok((OpenLog { log: copy, sled, _kept: None }, Some(note)))
+            }
+            (LogBackend::Sled, Err(LogError::Io { source, .. })) if crate::data_dir::is_disk_full(&source) => {
+                let (log, tmp) = read_copy(dir, config)?;
+                let note = format!(
+                    "{}: the disk is full ({source}); reading a copy of the log made in {}",
+                    dir.display(),
+                    tmp.path().display()
+                );
+                Ok((OpenLog { _kept: Some(Arc::new(tmp)), ..OpenLog::from_sled(log) }, Some(note)))
             }
             (_, opened) => opened.map(|log| (log, None)),
         }
     }
+}
+
+/// A copy of the sled log of `dir` (its database and write-ahead files),
+/// opened in a temporary directory, and that directory (removed when
+/// dropped). The data dir is locked while its files are copied.
+fn read_copy(dir: &Path, config: LogConfig) -> Result<(SledLog, tempfile::TempDir), LogError> {
+    let lock = crate::lock::DataDirLock::acquire(dir)?;
+    let tmp = tempfile::Builder::new().prefix("engram-read-").tempdir().map_err(|e| LogError::io(dir, e))?;
+    for entry in [crate::data_dir::LOG_DIR, crate::data_dir::WAL_DIR] {
+        let from = dir.join(entry);
+        if from.exists() {
+            let to = tmp.path().join(entry);
+            crate::data_dir::copy_tree(&from, &to).map_err(|e| LogError::io(&to, e))?;
+        }
+    }
+    drop(lock);
+    let log = SledLog::open(tmp.path(), LogConfig { serve_followers: false, ..config })?;
+    Ok((log, tmp))
 }
 
 /// A data dir's log, opened by [`LogBackend::open`]: dereferences to the
@@ -180,13 +213,16 @@ impl LogBackend {
 pub struct OpenLog {
     log: Arc<dyn EventLog>,
     sled: Arc<SledLog>,
+    /// What must live as long as the log (the temporary directory of a
+    /// copy read instead of the log).
+    _kept: Option<Arc<tempfile::TempDir>>,
 }
 
 impl OpenLog {
     /// A sled log of its own: the embedded backend.
     pub fn from_sled(log: SledLog) -> OpenLog {
         let sled = Arc::new(log);
-        OpenLog { log: sled.clone(), sled }
+        OpenLog { log: sled.clone(), sled, _kept: None }
     }
 
     /// The log, to hand to whatever appends or reads (an actor, a

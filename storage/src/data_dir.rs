@@ -86,6 +86,11 @@ pub const LOG_DIR: &str = "log.sled";
 /// ([`crate::wal`]).
 pub const WAL_DIR: &str = "log.wal";
 
+/// Whether `e` says the disk is full (or the user's quota is).
+pub fn is_disk_full(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
+}
+
 /// Where `engram repair` builds the new log before it takes the old one's
 /// place ([`crate::repair`]).
 pub const REPAIR_STAGING: &str = ".repair";

@@ -46,7 +46,15 @@ impl DataDirLock {
         }
         let me = format!("pid {}", std::process::id());
         let write = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| file.write_all(me.as_bytes()));
-        write.map_err(|e| LogError::io(&path, e))?;
+        match write {
+            // The pid only names the holder in another opener's error: on a
+            // full disk the lock is held without it, so that what only
+            // reads still can.
+            Err(e) if crate::data_dir::is_disk_full(&e) => {
+                tracing::debug!("{}: no space to write the pid; the lock is held without it", path.display())
+            }
+            other => other.map_err(|e| LogError::io(&path, e))?,
+        }
         Ok(DataDirLock { file, path })
     }
 

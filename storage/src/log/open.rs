@@ -217,6 +217,7 @@ pub(super) const SLED_LOCK_WAIT: Duration = Duration::from_secs(3);
 /// [`LogError::Unopenable`], naming `engram repair`.
 pub(super) fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
     forget_interrupted_creation(dir)?;
+    remove_unfinished_snapshots(dir).map_err(|e| LogError::io(dir, e))?;
     // sled's recovery would cut the log at a damaged record in what it
     // replays, on disk: refuse first, with the files as they are.
     if let Some(damage) = crate::sled_recovery::find_damage(dir).map_err(|e| LogError::io(dir, e))? {
@@ -270,6 +271,25 @@ pub(super) fn forget_interrupted_creation(dir: &Path) -> Result<(), LogError> {
         return Err(LogError::Unopenable { path: dir.to_owned(), what });
     }
     remove_creation_leftovers(dir).map_err(|e| LogError::io(dir, e))
+}
+
+/// sled writes a snapshot to `snap.<lsn>.generating` and renames it when
+/// whole; one a crash or a full disk cut short (often empty) is left. sled
+/// 0.34 takes the name that sorts last for its newest snapshot — which such
+/// a file is — and refuses the database as corrupt from then on, however
+/// sound the rest. It is never a finished snapshot (the one before it is
+/// still there until the rename), so it is removed before sled looks.
+fn remove_unfinished_snapshots(dir: &Path) -> std::io::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snap.") && name.ends_with(".generating") {
+            tracing::warn!("{}: a snapshot sled did not finish; removed", entry.path().display());
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// Removes what an interrupted creation left in `dir` (`conf`,
