@@ -374,3 +374,30 @@ fn reads_work_on_a_full_disk() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("No space left on device"), "{}", stderr(&o));
 }
+
+/// A data dir of another user is "permission denied", not "no engram data
+/// here" (run as `nobody` through `setpriv`, where the test runs as root).
+#[test]
+fn a_data_dir_of_another_user_says_permission_denied() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: needs root and setpriv to run as another user");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = write(tmp.path(), "t.jsonl", GOOD);
+    assert!(engram(&data, &["import", file.to_str().unwrap()]).status.success());
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_engram"))
+        .arg("--data")
+        .arg(&data)
+        .arg("stats")
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("Permission denied") && !e.contains("no engram data"), "{e}");
+}
