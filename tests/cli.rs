@@ -186,7 +186,11 @@ fn an_import_killed_mid_way_completes_on_rerun() {
     let full = json(&engram(&clean, &["stats", "--json"]))["events"].as_u64().unwrap();
     let mut rng = rand::rng();
     let mut cut_mid_way = false;
-    for attempt in 0..6 {
+    // The window to kill in narrows from what each attempt finds (killed
+    // before appending: later; after the end: sooner), so a loaded machine,
+    // whose import takes longer than the clean one did, still gets a cut.
+    let (mut early, mut late) = (took / 2, took.max(2) * 2);
+    for attempt in 0..10 {
         let data = tmp.path().join(format!("killed-{attempt}"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
             .arg("--data")
@@ -196,12 +200,20 @@ fn an_import_killed_mid_way_completes_on_rerun() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.random_range(took / 2..took.max(2))));
+        let wait = rng.random_range(early..late.max(early + 1));
+        std::thread::sleep(Duration::from_millis(wait));
         child.kill().unwrap();
         child.wait().unwrap();
-        if data.join("log.sled").exists() {
-            let partial = json(&engram(&data, &["stats", "--json"]))["events"].as_u64().unwrap();
-            cut_mid_way |= partial > 0 && partial < full;
+        let partial = if data.join("log.sled").exists() {
+            json(&engram(&data, &["stats", "--json"]))["events"].as_u64().unwrap()
+        } else {
+            0
+        };
+        cut_mid_way |= partial > 0 && partial < full;
+        if partial == 0 {
+            early = wait;
+        } else if partial >= full {
+            late = wait;
         }
         json(&engram(&data, &["import", file.to_str().unwrap(), "--json"]));
         assert_eq!(export(&data), export(&clean), "attempt {attempt}: resumed import equals a clean one");

@@ -5,7 +5,8 @@
 //! `golden-v1` holds every kind of the first format; each later fixture
 //! holds the kinds added since the one before it (`golden-v2`:
 //! `memory.forgotten`; `golden-v3`: `pattern.reembedded`; `golden-v4`:
-//! `stream.message_skipped` and the actor `log`), so together they
+//! `stream.message_skipped` and the actor `log`; `golden-v5`:
+//! `canonical.rejected`, `pipeline.rejected`), so together they
 //! hold every kind. To write a new
 //! one (only ever a *new* fixture directory; an existing one is history and
 //! is never rewritten): add it to [`FIXTURES`], then
@@ -30,11 +31,12 @@ struct Fixture {
 }
 
 /// Every golden log, oldest first.
-const FIXTURES: [Fixture; 4] = [
+const FIXTURES: [Fixture; 5] = [
     Fixture { name: "golden-v1", events: fixture_events },
     Fixture { name: "golden-v2", events: fixture_v2_events },
     Fixture { name: "golden-v3", events: fixture_v3_events },
     Fixture { name: "golden-v4", events: fixture_v4_events },
+    Fixture { name: "golden-v5", events: fixture_v5_events },
 ];
 
 fn fixture_dir(f: &Fixture) -> PathBuf {
@@ -86,6 +88,28 @@ fn fixture_v4_events() -> Vec<Envelope> {
         payload_blake3: "6b0bd5b1f7b73c3d5c6c0a1f3e1e7a0e7a1b6e0c3b9f2a1d4c7e0b3a6d9f2c5e".into(),
     };
     vec![Envelope::at(id, at, ActorKind::Log, skipped)]
+}
+
+/// `golden-v5`: the kinds added after `golden-v4`.
+fn fixture_v5_events() -> Vec<Envelope> {
+    let at = engram::events::chrono::DateTime::parse_from_rfc3339("2026-11-26T17:00:00Z").unwrap().to_utc();
+    let id = |n: u32| EventId(derive_ulid(at, &[b"golden-v5", &n.to_be_bytes()]));
+    let session = SessionId::new("g5");
+    let turn = TurnId(derive_ulid(at, &[b"golden-v5-turn"]));
+    let eval_id = EvalId(derive_ulid(at, &[b"golden-v5-eval"]));
+    let canonical = CanonicalRejected {
+        canonical: "do you remember what city i live in".into(),
+        executor: "get_location".into(),
+        subject_turn: turn,
+        eval_id,
+        score: 0.0,
+    };
+    let pipeline =
+        PipelineRejected { pipeline_id: "0123456789abcdef01234567".into(), subject_turn: turn, eval_id, score: 0.1 };
+    vec![
+        Envelope::at(id(1), at, ActorKind::Router, canonical).with_session(session.clone()).with_turn(turn),
+        Envelope::at(id(2), at, ActorKind::Router, pipeline).with_session(session).with_turn(turn),
+    ]
 }
 
 /// The fixture's events, built deterministically (fixed ids and times).

@@ -121,6 +121,43 @@ fn a_repeated_request_is_served_by_l1_without_the_planner() {
     rt.shutdown().unwrap();
 }
 
+/// Seed 000 replays only what was decided well: an answer the user rated
+/// bad, asked for again and again, reaches the planner every time — before
+/// the learning bar, its third use made it an L1 row that replayed it —
+/// until an answer of the planner is rated well; then it is learnt again.
+#[test]
+fn an_answer_rated_bad_is_not_replayed() {
+    let f = fixture();
+    let rt = start(&f);
+    let s = SessionId::new("s-bad");
+    let ask = |path: &str| rt.handle_utterance(&s, &format!("count the words in ~/{path}")).unwrap();
+    for _ in 0..3 {
+        let r = ask("a.txt");
+        assert_eq!(r.layer, Some(RouteLayer::Planner), "{r:?}");
+        assert!(rt.feedback(&s, FeedbackRating::Negative, None).unwrap().is_some());
+    }
+    // No settle: `feedback` returns once the router knows the verdict.
+    let r = ask("b.txt");
+    assert_eq!(r.layer, Some(RouteLayer::Planner), "rated bad three times, not replayed: {r:?}");
+    assert!(rt.settle(Duration::from_secs(10)));
+    let all = events(&rt);
+    assert_eq!(count(&all, EventKind::CanonicalRejected), 1, "rejected once; the later :bad found it rejected");
+    assert_eq!(count(&all, EventKind::FastPathHit), 0);
+    // Rated well: the planner's answer is learnt again, from one use on.
+    rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+    for _ in 0..2 {
+        assert_eq!(ask("c.txt").layer, Some(RouteLayer::Planner));
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let r = ask("d.txt");
+    assert_eq!(r.layer, Some(RouteLayer::L1), "three uses since it was rated well: {r:?}");
+    assert_eq!(r.text, "5 words");
+    // And a :bad on the replay stops the row serving at once.
+    rt.feedback(&s, FeedbackRating::Negative, None).unwrap();
+    assert_eq!(ask("a.txt").layer, Some(RouteLayer::Planner));
+    rt.shutdown().unwrap();
+}
+
 #[test]
 fn a_multi_step_request_becomes_an_l2_hit_with_new_arguments() {
     let f = fixture();

@@ -180,6 +180,10 @@ catalog! {
     PatternReembedded(PatternReembedded) = 27, "pattern.reembedded", 1;
     /// `stream.message_skipped`
     StreamMessageSkipped(StreamMessageSkipped) = 28, "stream.message_skipped", 1;
+    /// `canonical.rejected`
+    CanonicalRejected(CanonicalRejected) = 29, "canonical.rejected", 1;
+    /// `pipeline.rejected`
+    PipelineRejected(PipelineRejected) = 30, "pipeline.rejected", 1;
 }
 
 impl std::fmt::Display for EventKind {
@@ -198,7 +202,7 @@ mod tests {
             assert_eq!(EventKind::from_code(kind.code()), Some(kind));
             assert_eq!(EventKind::from_name(kind.name()), Some(kind));
         }
-        assert_eq!(EventKind::ALL.len(), 28);
+        assert_eq!(EventKind::ALL.len(), 30);
         assert_eq!(EventKind::from_code(0), None);
         assert_eq!(EventKind::from_name("session.started"), None);
     }

@@ -525,6 +525,16 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 StreamMessageSkipped { reason, payload_bytes, payload_blake3 }.into()
             })
             .boxed(),
+        EventKind::CanonicalRejected => (text(), text(), turn_id(), eval_id(), float())
+            .prop_map(|(canonical, executor, subject_turn, eval_id, score)| {
+                CanonicalRejected { canonical, executor, subject_turn, eval_id, score }.into()
+            })
+            .boxed(),
+        EventKind::PipelineRejected => (text(), turn_id(), eval_id(), float())
+            .prop_map(|(pipeline_id, subject_turn, eval_id, score)| {
+                PipelineRejected { pipeline_id, subject_turn, eval_id, score }.into()
+            })
+            .boxed(),
     }
 }
 
@@ -695,7 +705,7 @@ proptest! {
 fn the_strategy_builds_every_kind() {
     // One envelope per kind, deterministically, each round-tripping both ways.
     let mut runner = TestRunner::deterministic();
-    assert_eq!(EventKind::ALL.len(), 28);
+    assert_eq!(EventKind::ALL.len(), 30);
     for &kind in EventKind::ALL {
         let env = sample(&arb_envelope_with(arb_event(kind)), &mut runner);
         assert_eq!(env.kind(), kind);

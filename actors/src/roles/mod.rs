@@ -5,7 +5,7 @@
 //! | role | consumes | emits |
 //! |---|---|---|
 //! | [`listener`] | the host's utterances, feedback, session ends; `reply.delivered` (hot window) | `utterance.received`, `intent.judged` (+ `llm.call_completed` with the LLM intent judge), `day.activated`, `feedback.received`, `session.ended` |
-//! | [`router`] | `intent.judged`; `turn.completed` | `route.decided`, `fastpath.hit/missed`, `pattern.matched`; `canonical.recorded`, `pipeline.*` |
+//! | [`router`] | `intent.judged`; `turn.completed`, `eval.completed` | `route.decided`, `fastpath.hit/missed`, `pattern.matched`; `canonical.recorded/.rejected`, `pipeline.*` |
 //! | [`planner`] | `route.decided` (planner layer) | `plan.created`, `llm.call_completed` |
 //! | [`reply_loop`] | `fastpath.hit`, `plan.created` | `tool.called/completed`, `llm.call_completed`, `reply.delivered`, `turn.completed` |
 //! | [`judge`] | `turn.completed`, `feedback.received` | `eval.completed` (heuristic, feedback and, when enabled, LLM), `llm.call_completed` |

@@ -5,9 +5,11 @@
 //!
 //! Consumes `intent.judged` (directed, not stop) and emits `route.decided`
 //! with the whole chain, `fastpath.hit` or `fastpath.missed`, and
-//! `pattern.matched` when slot 4 chose the model. Consumes `turn.completed`
-//! and `day.activated` through [`FastPathReactor`] — the code `engram
-//! import` runs — for `canonical.recorded` and `pipeline.*`.
+//! `pattern.matched` when slot 4 chose the model. Consumes `turn.completed`,
+//! `eval.completed` and `day.activated` through [`FastPathReactor`] — the
+//! code `engram import` runs — for `canonical.recorded/.rejected` and
+//! `pipeline.*` (the learning bar: a verdict below it takes back what
+//! served and taught its turn).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -189,8 +191,10 @@ impl Router {
     fn note_learnt(&mut self, env: &Envelope) {
         let text = match &env.event {
             Event::CanonicalRecorded(c) => Some(c.canonical.clone()),
+            Event::CanonicalRejected(c) => Some(c.canonical.clone()),
             Event::PipelineRecorded(p) => Some(p.canonical.clone()),
             Event::PipelineExpired(PipelineExpired { pipeline_id, .. })
+            | Event::PipelineRejected(PipelineRejected { pipeline_id, .. })
             | Event::PipelinePromoted(PipelinePromoted { pipeline_id, .. }) => {
                 self.learn.pipelines().get(pipeline_id).map(|p| p.canonical.clone())
             }
@@ -395,7 +399,7 @@ impl Router {
 
 impl Role for Router {
     fn snapshot_version(&self) -> u32 {
-        1
+        2 // 2: the fast path's recent turns' lessons
     }
 
     /// The fast path's learning state, the pattern store, the sessions'
@@ -424,9 +428,12 @@ impl Role for Router {
             EventKind::TurnCompleted,
             EventKind::DayActivated,
             EventKind::CanonicalRecorded,
+            EventKind::CanonicalRejected,
             EventKind::PipelineRecorded,
             EventKind::PipelineExpired,
             EventKind::PipelinePromoted,
+            EventKind::PipelineRejected,
+            EventKind::EvalCompleted,
             EventKind::SessionEnded,
         ];
         k.extend(self.patterns.kinds().unwrap_or_default());

@@ -118,6 +118,11 @@ pub struct Reply {
     pub latency_ms: u64,
 }
 
+/// How long [`Runtime::feedback`] waits for its verdict to be folded: the
+/// heuristic judge's takes a millisecond; an LLM judge still grading the
+/// turn before is not waited for longer than this.
+pub const FEEDBACK_FOLDED: Duration = Duration::from_secs(2);
+
 /// A host's session id, checked ([`SessionId::parse`]) before it reaches
 /// the log.
 fn checked(session: &SessionId) -> Result<(), RuntimeError> {
@@ -249,6 +254,10 @@ impl Runtime {
     /// The user's feedback on the session's last turn (the judge turns it
     /// into a verdict). Returns the turn it is about; `None` when the
     /// session has no turn yet, and then nothing is appended.
+    ///
+    /// Waits (up to [`FEEDBACK_FOLDED`]) for the judge's verdict and for the
+    /// router to fold it, so the next utterance is routed knowing it: a
+    /// `:bad` answer is not replayed to a host that asks again at once.
     pub fn feedback(
         &self,
         session: &SessionId,
@@ -263,7 +272,31 @@ impl Runtime {
             text: text.map(str::to_owned),
             reply: tx,
         });
-        rx.recv().map_err(|_| RuntimeError::Stopped)?
+        let turn = rx.recv().map_err(|_| RuntimeError::Stopped)??;
+        if turn.is_some() && !self.settle_chain(&["judge", "router"], FEEDBACK_FOLDED) {
+            tracing::debug!("feedback: the verdict is not folded yet; the next turn may be routed without it");
+        }
+        Ok(turn)
+    }
+
+    /// Waits until the actors of `chain` have handled the log up to its
+    /// head, one after the other — each may append what the next consumes
+    /// (the judge a verdict, the router what the verdict takes back) — or
+    /// `timeout` passes; true when they have. Unlike [`Runtime::settle`] it
+    /// waits for no other actor (an LLM summary under way).
+    fn settle_chain(&self, chain: &[&str], timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        for name in chain {
+            let Some(actor) = self.actors.iter().find(|a| a.name == *name) else { continue };
+            let head = self.bus.head();
+            while !actor.status.settled_at(head) {
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        true
     }
 
     /// Ends a session: the pattern store records its turns, the summariser

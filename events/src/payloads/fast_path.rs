@@ -1,7 +1,8 @@
 //! Fast-path learning events (seed 000): canonical queries (L1), pipelines
-//! (L2), their expiry and promotion, and active days.
+//! (L2), their expiry, promotion and rejection, and active days.
 
 use super::{PlanStep, ToolArgs};
+use crate::ids::{EvalId, TurnId};
 
 payload! {
     /// `canonical.recorded`: the planner's first step for a request, as an
@@ -50,6 +51,39 @@ payload! {
         pub pipeline_id: String,
         /// Its use count at promotion.
         pub uses: u32,
+    }
+}
+
+payload! {
+    /// `canonical.rejected`: a verdict below the learning bar (the user's
+    /// `:bad`, a correction, a low judge score) on a turn an L1 row served or
+    /// taught. The row stops serving and is not learnt again from turns
+    /// merely answered — only from one rated well.
+    pub struct CanonicalRejected {
+        /// The row's canonical text.
+        pub canonical: String,
+        /// The row's executor.
+        pub executor: String,
+        /// The turn the verdict was about.
+        pub subject_turn: TurnId,
+        /// The verdict.
+        pub eval_id: EvalId,
+        /// The verdict's score, 0..1.
+        pub score: f64,
+    }
+}
+
+payload! {
+    /// `pipeline.rejected`: [`CanonicalRejected`] for an L2 pipeline.
+    pub struct PipelineRejected {
+        /// The pipeline.
+        pub pipeline_id: String,
+        /// The turn the verdict was about.
+        pub subject_turn: TurnId,
+        /// The verdict.
+        pub eval_id: EvalId,
+        /// The verdict's score, 0..1.
+        pub score: f64,
     }
 }
 

@@ -440,7 +440,7 @@ fn l1_row<'a>(
     if !fast.canonical_query_enabled {
         return None;
     }
-    rows.filter(|r| r.uses >= fast.canonical_query_min_uses)
+    rows.filter(|r| r.uses >= fast.canonical_query_min_uses && !r.rejected)
         .max_by_key(|r| (r.uses, std::cmp::Reverse(r.first_seq)))
         .map(|r| L1Row { executor: r.executor.clone(), args: r.args_observed.clone() })
 }
@@ -471,7 +471,7 @@ fn l2_rows<'a>(
 ) -> HashMap<String, L2Row> {
     let mut out: HashMap<String, L2Row> = HashMap::new();
     if multi.enabled {
-        for p in rows.filter(|p| p.uses >= multi.min_uses) {
+        for p in rows.filter(|p| p.uses >= multi.min_uses && !p.rejected) {
             out.entry(p.canonical.clone()).or_default().push(p.steps.clone());
         }
     }

@@ -3,7 +3,13 @@
 //!
 //! One row per (canonical text, executor): the arguments observed the
 //! first time, and how often the pair was seen. A row is an L1 candidate
-//! once `uses ≥ canonical_query_min_uses`.
+//! once `uses ≥ canonical_query_min_uses`, unless it is rejected.
+//!
+//! `canonical.rejected` (a verdict below the learning bar on a turn the row
+//! served or taught) sets its uses to 0 and marks it rejected: it serves no
+//! more. The next `canonical.recorded` of the pair — which the fast-path
+//! reactor writes for a rejected pair only from a turn rated well — clears
+//! the mark and starts counting again, with that turn's arguments.
 
 use engram_events::payloads::ToolArgs;
 use engram_events::{Envelope, Event, EventKind};
@@ -24,6 +30,9 @@ pub struct CanonicalRow {
     pub uses: u32,
     /// `seq` of its first recording (a stable order for ties).
     pub first_seq: u64,
+    /// A verdict rejected it and no turn rated well has taught it since.
+    #[serde(default)]
+    pub rejected: bool,
 }
 
 /// The `canonical_queries` projection.
@@ -63,9 +72,14 @@ impl CanonicalQueries {
         self.rows.range_prefix(&prefix).map(|(_, v)| v)
     }
 
-    /// Rows seen at least `min_uses` times.
+    /// Rows seen at least `min_uses` times and not rejected.
     pub fn candidates(&self, min_uses: u32) -> impl Iterator<Item = &CanonicalRow> {
-        self.iter().filter(move |r| r.uses >= min_uses)
+        self.iter().filter(move |r| r.uses >= min_uses && !r.rejected)
+    }
+
+    /// Is the pair rejected (see the module docs)?
+    pub fn is_rejected(&self, canonical: &str, executor: &str) -> bool {
+        self.get(canonical, executor).is_some_and(|r| r.rejected)
     }
 
     /// Number of rows.
@@ -84,20 +98,47 @@ impl Projection for CanonicalQueries {
         "canonical_queries"
     }
 
+    fn version(&self) -> u32 {
+        2 // 2: rejection
+    }
+
     fn kinds(&self) -> Option<&'static [EventKind]> {
-        Some(&[EventKind::CanonicalRecorded])
+        Some(&[EventKind::CanonicalRecorded, EventKind::CanonicalRejected])
     }
 
     fn apply(&mut self, env: &Envelope) {
-        if let Event::CanonicalRecorded(c) = &env.event {
-            let row = self.rows.entry(&key(&c.canonical, &c.executor), || CanonicalRow {
-                canonical: c.canonical.clone(),
-                executor: c.executor.clone(),
-                args_observed: c.args_observed.clone(),
-                uses: 0,
-                first_seq: env.seq.get(),
-            });
-            row.uses += 1;
+        match &env.event {
+            Event::CanonicalRecorded(c) => {
+                let row = self.rows.entry(&key(&c.canonical, &c.executor), || CanonicalRow {
+                    canonical: c.canonical.clone(),
+                    executor: c.executor.clone(),
+                    args_observed: c.args_observed.clone(),
+                    uses: 0,
+                    first_seq: env.seq.get(),
+                    rejected: false,
+                });
+                if row.rejected {
+                    row.rejected = false;
+                    row.args_observed = c.args_observed.clone();
+                }
+                row.uses += 1;
+            }
+            Event::CanonicalRejected(c) => {
+                // A row never recorded (a paraphrase's, rejected before its
+                // first lesson) is kept as a mark: it is not learnt from a
+                // turn merely answered either.
+                let row = self.rows.entry(&key(&c.canonical, &c.executor), || CanonicalRow {
+                    canonical: c.canonical.clone(),
+                    executor: c.executor.clone(),
+                    args_observed: ToolArgs::default(),
+                    uses: 0,
+                    first_seq: env.seq.get(),
+                    rejected: true,
+                });
+                row.uses = 0;
+                row.rejected = true;
+            }
+            _ => {}
         }
     }
 

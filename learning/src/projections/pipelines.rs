@@ -5,6 +5,10 @@
 //! argument placeholders. A row is an L2 candidate once its identical
 //! passes reach `min_uses`; it expires (an event the fast-path reactor
 //! writes) after `ttl_active_days` active days unused.
+//!
+//! `pipeline.rejected` sets a pipeline's uses to 0 and marks it rejected
+//! (it serves no more); its next `pipeline.recorded` — written for a
+//! rejected pipeline only from a turn rated well — clears the mark.
 
 use engram_events::payloads::PlanStep;
 use engram_events::{Envelope, Event, EventKind};
@@ -29,6 +33,9 @@ pub struct PipelineRow {
     pub promoted: bool,
     /// `seq` of its first recording.
     pub first_seq: u64,
+    /// A verdict rejected it and no turn rated well has taught it since.
+    #[serde(default)]
+    pub rejected: bool,
 }
 
 /// The `pipelines` projection.
@@ -54,9 +61,14 @@ impl Pipelines {
         self.rows.iter().map(|(_, v)| v)
     }
 
-    /// Pipelines with at least `min_uses` identical passes.
+    /// Pipelines with at least `min_uses` identical passes, not rejected.
     pub fn candidates(&self, min_uses: u32) -> impl Iterator<Item = &PipelineRow> {
-        self.iter().filter(move |r| r.uses >= min_uses)
+        self.iter().filter(move |r| r.uses >= min_uses && !r.rejected)
+    }
+
+    /// Is the pipeline `id` rejected (see the module docs)?
+    pub fn is_rejected(&self, id: &str) -> bool {
+        self.get(id).is_some_and(|r| r.rejected)
     }
 
     /// Number of pipelines.
@@ -75,8 +87,17 @@ impl Projection for Pipelines {
         "pipelines"
     }
 
+    fn version(&self) -> u32 {
+        2 // 2: rejection
+    }
+
     fn kinds(&self) -> Option<&'static [EventKind]> {
-        Some(&[EventKind::PipelineRecorded, EventKind::PipelineExpired, EventKind::PipelinePromoted])
+        Some(&[
+            EventKind::PipelineRecorded,
+            EventKind::PipelineExpired,
+            EventKind::PipelinePromoted,
+            EventKind::PipelineRejected,
+        ])
     }
 
     fn apply(&mut self, env: &Envelope) {
@@ -90,12 +111,20 @@ impl Projection for Pipelines {
                     last_used_rank: p.day_rank,
                     promoted: false,
                     first_seq: env.seq.get(),
+                    rejected: false,
                 });
+                row.rejected = false;
                 row.uses += 1;
                 row.last_used_rank = row.last_used_rank.max(p.day_rank);
             }
             Event::PipelineExpired(p) => {
                 self.rows.remove(p.pipeline_id.as_bytes());
+            }
+            Event::PipelineRejected(p) => {
+                if let Some(row) = self.rows.get_mut(p.pipeline_id.as_bytes()) {
+                    row.uses = 0;
+                    row.rejected = true;
+                }
             }
             Event::PipelinePromoted(p) => {
                 if let Some(row) = self.rows.get_mut(p.pipeline_id.as_bytes()) {

@@ -1,6 +1,7 @@
 //! The fast path's learning (seed 000): what a completed turn teaches L1
-//! and L2, when a pipeline expires and when it is promoted — decided here,
-//! written as events, folded by `canonical_queries` and `pipelines`.
+//! and L2, what a verdict takes back, when a pipeline expires and when it
+//! is promoted — decided here, written as events, folded by
+//! `canonical_queries` and `pipelines`.
 //!
 //! * `turn.completed` with one step, chosen by the planner (or replayed by
 //!   L1) → `canonical.recorded` (canonical text, executor, arguments with
@@ -15,14 +16,46 @@
 //!   prefix, the planner planned the rest) teaches only the prefix — its
 //!   pipeline's use — never the whole request as a pipeline: what the
 //!   planner made of the rest is one turn's answer, not a known route.
+//!
+//! # The learning bar
+//!
+//! Seed 000 replays only what was decided well. A turn teaches when it
+//! completes with its tools ok — the heuristic judge's "answered" verdict —
+//! and every later verdict on it is weighed (the latest wins, as in the
+//! pattern store):
+//!
+//! 1. A verdict **below the bar** — score < [`REJECT_BELOW`] with confidence
+//!    ≥ [`MIN_CONFIDENCE`]: the user's `:bad` or correction, a correction
+//!    in the next turn, a low LLM judge score — rejects what the turn taught
+//!    *and* what served it (the L1 row `fastpath.hit` matched, the L2
+//!    pipelines of its text and tools): `canonical.rejected`,
+//!    `pipeline.rejected`. The row serves no more from that moment.
+//!    A tool's failure is not such a verdict ([`RUBRIC_TOOL_FAILURE`]): a
+//!    missing file says nothing of the route.
+//! 2. A rejected row is not learnt again from a turn merely answered: the
+//!    turn's lesson is held back, and written only when a verdict **rated
+//!    well** arrives — score ≥ [`GOOD_FROM`], confidence ≥
+//!    [`MIN_CONFIDENCE`], from the user or an LLM judge (not the heuristic,
+//!    whose "answered" says nothing of the answer). Then the row counts its
+//!    uses from one again.
+//! 3. A turn's lessons are remembered for the last [`RECENT_TURNS`] turns:
+//!    a verdict on an older turn changes nothing here (the pattern store
+//!    still folds it).
+//!
+//! Everything is decided from the log's events, so a rebuild or an import
+//! agrees: the rejections are events, and the held-back lessons are this
+//! reactor's state (its snapshot, or a warm-up over the log).
 
 use chrono::FixedOffset;
 use engram_events::payloads::{
-    CanonicalRecorded, PipelineExpired, PipelinePromoted, PipelineRecorded, PlanStep, RouteLayer,
+    CanonicalRecorded, CanonicalRejected, EvalCompleted, JudgeKind, PipelineExpired, PipelinePromoted,
+    PipelineRecorded, PipelineRejected, PlanStep, RouteLayer,
 };
 use engram_events::{ActorKind, Envelope, Event, TurnId};
-use std::collections::HashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
 
+use super::judge::RUBRIC_TOOL_FAILURE;
 use super::Reactor;
 use crate::fast_path::MultiToolConfig;
 use crate::fast_path::{canonical, pipeline_id, placeholder};
@@ -31,7 +64,53 @@ use engram_events::derived;
 use engram_local_state::projector::Projection;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
-/// Derives `canonical.recorded`, `pipeline.recorded/.expired/.promoted`.
+/// A verdict scoring below this (confident enough) rejects what served or
+/// taught its turn. The heuristic "answered" is 0.75, a `:bad` 0.0, a
+/// correction 0.1: the bar sits between what the judge calls a failure
+/// and what it calls an answer.
+pub const REJECT_BELOW: f64 = 0.5;
+/// A verdict scoring at least this, from the user or an LLM judge, teaches
+/// a rejected row again (`:good` is 1.0).
+pub const GOOD_FROM: f64 = 0.7;
+/// A verdict less confident than this changes nothing here.
+pub const MIN_CONFIDENCE: f64 = 0.6;
+/// How many recent turns' lessons are remembered for later verdicts.
+pub const RECENT_TURNS: usize = 256;
+
+/// A row a turn was served by or taught.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+enum Target {
+    /// An L1 row.
+    Canonical { canonical: String, executor: String },
+    /// An L2 pipeline.
+    Pipeline(String),
+}
+
+/// What a turn teaches: the event that records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+enum Lesson {
+    Canonical(CanonicalRecorded),
+    Pipeline(PipelineRecorded),
+}
+
+impl Lesson {
+    fn target(&self) -> Target {
+        match self {
+            Lesson::Canonical(c) => Target::Canonical { canonical: c.canonical.clone(), executor: c.executor.clone() },
+            Lesson::Pipeline(p) => Target::Pipeline(p.pipeline_id.clone()),
+        }
+    }
+}
+
+/// One recent turn: what served it, what it teaches.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct TurnLessons {
+    served: Vec<Target>,
+    taught: Vec<Lesson>,
+}
+
+/// Derives `canonical.recorded`, `pipeline.recorded/.expired/.promoted`,
+/// `canonical.rejected` and `pipeline.rejected`.
 pub struct FastPathReactor {
     canonical: CanonicalQueries,
     pipelines: Pipelines,
@@ -41,6 +120,8 @@ pub struct FastPathReactor {
     /// Chained turns under way: the replayed prefix's canonical text and
     /// step count, learnt alone when the turn completes.
     chained: HashMap<TurnId, (String, usize)>,
+    /// The last [`RECENT_TURNS`] turns' lessons, oldest first.
+    recent: VecDeque<(TurnId, TurnLessons)>,
 }
 
 impl FastPathReactor {
@@ -53,7 +134,15 @@ impl FastPathReactor {
         config: MultiToolConfig,
         offset: FixedOffset,
     ) -> Self {
-        FastPathReactor { canonical, pipelines, day_rank: days.current_rank(), config, offset, chained: HashMap::new() }
+        FastPathReactor {
+            canonical,
+            pipelines,
+            day_rank: days.current_rank(),
+            config,
+            offset,
+            chained: HashMap::new(),
+            recent: VecDeque::new(),
+        }
     }
 
     /// The L1 rows the reactor decides from.
@@ -66,48 +155,137 @@ impl FastPathReactor {
         &self.pipelines
     }
 
-    fn on_turn(&self, env: &Envelope, text: &str, layer: RouteLayer, steps: &[PlanStep]) -> Vec<Envelope> {
-        let (canonical, ex) = canonical(text, env.at.with_timezone(&self.offset));
-        if canonical.is_empty() {
+    fn lessons_of(&mut self, turn: TurnId) -> &mut TurnLessons {
+        if let Some(i) = self.recent.iter().rposition(|(t, _)| *t == turn) {
+            return &mut self.recent[i].1;
+        }
+        if self.recent.len() == RECENT_TURNS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((turn, TurnLessons::default()));
+        &mut self.recent.back_mut().expect("just pushed").1
+    }
+
+    /// What a completed turn teaches (before the bar: see [`Self::teach`]).
+    fn lessons(&self, env: &Envelope, text: &str, layer: RouteLayer, steps: &[PlanStep]) -> Vec<Lesson> {
+        let (canon, ex) = canonical(text, env.at.with_timezone(&self.offset));
+        if let Some((prefix, n)) = env.turn.and_then(|turn| self.chained.get(&turn)) {
+            // A chained turn: only the replayed prefix — `prefix` (its
+            // canonical text, as matched) run as the first `n` steps — is a
+            // use of its pipeline.
+            let templated = templated(&steps[..(*n).min(steps.len())], &ex);
+            if templated.len() < 2 {
+                return Vec::new();
+            }
+            return vec![self.pipeline_lesson(prefix.clone(), templated)];
+        }
+        if canon.is_empty() {
             return Vec::new();
         }
         let templated = templated(steps, &ex);
-        let mut out = Vec::new();
         if templated.len() == 1 && matches!(layer, RouteLayer::Planner | RouteLayer::L1) {
             let step = &templated[0];
-            let event = CanonicalRecorded { canonical, executor: step.tool.clone(), args_observed: step.args.clone() };
-            out.push(derived(env, ActorKind::Router, event, 0));
+            vec![Lesson::Canonical(CanonicalRecorded {
+                canonical: canon,
+                executor: step.tool.clone(),
+                args_observed: step.args.clone(),
+            })]
         } else if templated.len() >= 2 {
-            out = self.pipeline_used(env, canonical, templated);
+            vec![self.pipeline_lesson(canon, templated)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn pipeline_lesson(&self, canonical: String, steps: Vec<PlanStep>) -> Lesson {
+        let pipeline_id = pipeline_id(&canonical, &steps);
+        Lesson::Pipeline(PipelineRecorded { pipeline_id, canonical, steps, day_rank: self.day_rank })
+    }
+
+    fn is_rejected(&self, target: &Target) -> bool {
+        match target {
+            Target::Canonical { canonical, executor } => self.canonical.is_rejected(canonical, executor),
+            Target::Pipeline(id) => self.pipelines.is_rejected(id),
+        }
+    }
+
+    /// The events that record `lessons`, caused by `env` (ordinals from
+    /// `first`): a pipeline's use, and its promotion the first time its uses
+    /// reach `k_synth`.
+    fn teach(&self, env: &Envelope, lessons: Vec<Lesson>, first: u32) -> Vec<Envelope> {
+        let mut out = Vec::new();
+        let mut ordinal = first;
+        let mut next = || {
+            ordinal += 1;
+            ordinal - 1
+        };
+        for lesson in lessons {
+            match lesson {
+                Lesson::Canonical(c) => out.push(derived(env, ActorKind::Router, c, next())),
+                Lesson::Pipeline(mut p) => {
+                    p.day_rank = self.day_rank;
+                    let row = self.pipelines.get(&p.pipeline_id);
+                    let uses = row.filter(|r| !r.rejected).map_or(0, |r| r.uses) + 1;
+                    let promoted = row.is_some_and(|r| r.promoted);
+                    let id = p.pipeline_id.clone();
+                    out.push(derived(env, ActorKind::Router, p, next()));
+                    if uses >= self.config.k_synth && !promoted {
+                        out.push(derived(env, ActorKind::Router, PipelinePromoted { pipeline_id: id, uses }, next()));
+                    }
+                }
+            }
         }
         out
     }
 
-    /// A chained turn: only the replayed prefix — `prefix` (its canonical
-    /// text, as matched) run as the first `steps` — is a use of its
-    /// pipeline.
-    fn on_prefix(&self, env: &Envelope, text: &str, prefix: &str, steps: &[PlanStep]) -> Vec<Envelope> {
-        let (_, ex) = canonical(text, env.at.with_timezone(&self.offset));
-        let templated = templated(steps, &ex);
-        if templated.len() < 2 {
+    /// A verdict on a recent turn: below the bar it rejects what served and
+    /// taught the turn; rated well it teaches the turn's held-back lessons.
+    fn on_verdict(&self, env: &Envelope, v: &EvalCompleted) -> Vec<Envelope> {
+        if v.confidence < MIN_CONFIDENCE {
             return Vec::new();
         }
-        self.pipeline_used(env, prefix.to_owned(), templated)
-    }
-
-    /// `pipeline.recorded` (and `pipeline.promoted` the first time its uses
-    /// reach `k_synth`) for one use of `canonical` → `steps`.
-    fn pipeline_used(&self, env: &Envelope, canonical: String, steps: Vec<PlanStep>) -> Vec<Envelope> {
-        let id = pipeline_id(&canonical, &steps);
-        let row = self.pipelines.get(&id);
-        let uses = row.map_or(0, |r| r.uses) + 1;
-        let promoted = row.is_some_and(|r| r.promoted);
-        let event = PipelineRecorded { pipeline_id: id.clone(), canonical, steps, day_rank: self.day_rank };
-        let mut out = vec![derived(env, ActorKind::Router, event, 0)];
-        if uses >= self.config.k_synth && !promoted {
-            out.push(derived(env, ActorKind::Router, PipelinePromoted { pipeline_id: id, uses }, 0));
+        let Some((_, lessons)) = self.recent.iter().rev().find(|(t, _)| *t == v.subject_turn) else {
+            return Vec::new();
+        };
+        if v.score < REJECT_BELOW {
+            if v.rubric.as_deref() == Some(RUBRIC_TOOL_FAILURE) {
+                return Vec::new();
+            }
+            let mut targets: Vec<Target> = lessons.served.clone();
+            for t in lessons.taught.iter().map(Lesson::target) {
+                if !targets.contains(&t) {
+                    targets.push(t);
+                }
+            }
+            return targets
+                .into_iter()
+                .filter(|t| !self.is_rejected(t))
+                .enumerate()
+                .map(|(i, t)| {
+                    let (subject_turn, eval_id, score) = (v.subject_turn, v.eval_id, v.score);
+                    match t {
+                        Target::Canonical { canonical, executor } => derived(
+                            env,
+                            ActorKind::Router,
+                            CanonicalRejected { canonical, executor, subject_turn, eval_id, score },
+                            i as u32,
+                        ),
+                        Target::Pipeline(pipeline_id) => derived(
+                            env,
+                            ActorKind::Router,
+                            PipelineRejected { pipeline_id, subject_turn, eval_id, score },
+                            i as u32,
+                        ),
+                    }
+                })
+                .collect();
         }
-        out
+        let rated_well = v.score >= GOOD_FROM && !matches!(v.judge, JudgeKind::Heuristic | JudgeKind::Rule);
+        if !rated_well {
+            return Vec::new();
+        }
+        let held: Vec<Lesson> = lessons.taught.iter().filter(|l| self.is_rejected(&l.target())).cloned().collect();
+        self.teach(env, held, 0)
     }
 
     fn on_day(&self, env: &Envelope, rank: u32) -> Vec<Envelope> {
@@ -125,6 +303,29 @@ impl FastPathReactor {
             })
             .collect()
     }
+
+    /// The rows a fast-path hit replayed: the L1 row it matched, or the L2
+    /// pipelines of its text with its tools.
+    fn served_by(&self, layer: RouteLayer, matched: &str, steps: &[PlanStep]) -> Vec<Target> {
+        match layer {
+            RouteLayer::L1 => steps
+                .first()
+                .map(|s| Target::Canonical { canonical: matched.to_owned(), executor: s.tool.clone() })
+                .into_iter()
+                .collect(),
+            RouteLayer::L2 => self
+                .pipelines
+                .iter()
+                .filter(|p| {
+                    p.canonical == matched
+                        && p.steps.len() == steps.len()
+                        && p.steps.iter().zip(steps).all(|(a, b)| a.tool == b.tool)
+                })
+                .map(|p| Target::Pipeline(p.pipeline_id.clone()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// The steps with the request's values in their arguments turned into
@@ -141,37 +342,64 @@ impl Reactor for FastPathReactor {
     fn observe(&mut self, env: &Envelope) {
         match &env.event {
             Event::DayActivated(d) => self.day_rank = self.day_rank.max(d.rank),
-            Event::FastPathHit(h) if h.residual.is_some() => {
+            Event::FastPathHit(h) => {
                 if let Some(turn) = env.turn {
-                    self.chained.insert(turn, (h.matched.clone(), h.steps.len()));
+                    let served = self.served_by(h.layer, &h.matched, &h.steps);
+                    self.lessons_of(turn).served = served;
+                    if h.residual.is_some() {
+                        self.chained.insert(turn, (h.matched.clone(), h.steps.len()));
+                    }
                 }
             }
-            Event::TurnCompleted(_) => {
+            Event::TurnCompleted(t) => {
                 if let Some(turn) = env.turn {
+                    let taught = if t.tools_ok && !t.steps.is_empty() {
+                        self.lessons(env, &t.text, t.layer, &t.steps)
+                    } else {
+                        Vec::new()
+                    };
                     self.chained.remove(&turn);
+                    self.lessons_of(turn).taught = taught;
                 }
             }
-            Event::CanonicalRecorded(_) => self.canonical.apply(env),
-            Event::PipelineRecorded(_) | Event::PipelineExpired(_) | Event::PipelinePromoted(_) => {
-                self.pipelines.apply(env)
-            }
+            Event::CanonicalRecorded(_) | Event::CanonicalRejected(_) => self.canonical.apply(env),
+            Event::PipelineRecorded(_)
+            | Event::PipelineExpired(_)
+            | Event::PipelinePromoted(_)
+            | Event::PipelineRejected(_) => self.pipelines.apply(env),
             _ => {}
         }
     }
 
     fn react(&mut self, env: &Envelope) -> Vec<Envelope> {
-        let out = match &env.event {
-            Event::TurnCompleted(t) if t.tools_ok && !t.steps.is_empty() => {
-                match env.turn.and_then(|turn| self.chained.get(&turn)) {
-                    Some((prefix, n)) => self.on_prefix(env, &t.text, prefix, &t.steps[..(*n).min(t.steps.len())]),
-                    None => self.on_turn(env, &t.text, t.layer, &t.steps),
-                }
+        match &env.event {
+            Event::TurnCompleted(_) => {
+                self.observe(env);
+                // What the turn teaches, except what a verdict rejected: that
+                // waits for a verdict rated well (the learning bar, rule 2).
+                let Some(turn) = env.turn else { return Vec::new() };
+                let Some((_, lessons)) = self.recent.iter().rev().find(|(t, _)| *t == turn) else {
+                    return Vec::new();
+                };
+                let now: Vec<Lesson> =
+                    lessons.taught.iter().filter(|l| !self.is_rejected(&l.target())).cloned().collect();
+                self.teach(env, now, 0)
             }
-            Event::DayActivated(d) => self.on_day(env, d.rank),
-            _ => Vec::new(),
-        };
-        self.observe(env);
-        out
+            Event::EvalCompleted(v) => {
+                let out = self.on_verdict(env, v);
+                self.observe(env);
+                out
+            }
+            Event::DayActivated(d) => {
+                let out = self.on_day(env, d.rank);
+                self.observe(env);
+                out
+            }
+            _ => {
+                self.observe(env);
+                Vec::new()
+            }
+        }
     }
 }
 
@@ -229,7 +457,7 @@ pub fn learn<T: AsRef<str>>(
 }
 
 /// The fast path's learning state: its two projections, the active-day
-/// rank and the chained turns under way. The configuration is the
+/// rank, the chained turns under way and the recent turns' lessons. The configuration is the
 /// runtime's, not the state's: the fold does not depend on it.
 impl Snapshot for FastPathReactor {
     fn save(&self, w: &mut SnapshotWriter) {
@@ -237,6 +465,7 @@ impl Snapshot for FastPathReactor {
         self.pipelines.save(w);
         w.put(&self.day_rank);
         w.put_map(&self.chained);
+        w.put(&self.recent);
     }
 
     fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
@@ -244,6 +473,7 @@ impl Snapshot for FastPathReactor {
         self.pipelines.restore(r)?;
         self.day_rank = r.take()?;
         self.chained = r.take_map()?;
+        self.recent = r.take()?;
         Ok(())
     }
 }
@@ -255,6 +485,7 @@ mod tests {
     use chrono::{DateTime, Duration, TimeZone, Utc};
     use engram_events::payloads::{ToolArgs, TurnCompleted, UtteranceReceived, UtteranceSource};
     use engram_events::{EventId, SessionId, TurnId};
+    use engram_local_state::snapshot::{SnapshotReader, SnapshotWriter};
     use rust_decimal::Decimal;
 
     fn turn(at: DateTime<Utc>, n: u32, text: &str, layer: RouteLayer, steps: &[(&str, &str)]) -> Vec<Envelope> {
@@ -394,5 +625,133 @@ mod tests {
             }
         }
         assert_eq!(expired_on, Some(30), "last used at rank 1; day 60 + 30 is rank 32 and 32 − 1 > 30");
+    }
+
+    fn verdict(
+        at: DateTime<Utc>,
+        n: u32,
+        subject: &[Envelope],
+        score: f64,
+        judge: JudgeKind,
+        rubric: &str,
+    ) -> Envelope {
+        let subject_turn = subject[0].turn.unwrap();
+        let event = EvalCompleted {
+            eval_id: engram_events::EvalId::derive(at, &[b"v", &n.to_be_bytes()]),
+            subject_turn,
+            score,
+            confidence: 0.9,
+            judge,
+            rubric: Some(rubric.into()),
+            judge_pricing_version: None,
+        };
+        Envelope::at(EventId::derive(at, &[b"v", &n.to_be_bytes()]), at, ActorKind::Judge, event)
+            .with_session(SessionId::new("s"))
+            .with_turn(subject_turn)
+    }
+
+    fn hit(
+        at: DateTime<Utc>,
+        subject: &[Envelope],
+        layer: RouteLayer,
+        matched: &str,
+        steps: &[(&str, &str)],
+    ) -> Envelope {
+        let steps: Vec<PlanStep> =
+            steps.iter().map(|(t, a)| PlanStep { tool: (*t).into(), args: ToolArgs::from_json(a).unwrap() }).collect();
+        let event = engram_events::payloads::FastPathHit {
+            layer,
+            matched: matched.into(),
+            similarity: Some(0.95),
+            steps,
+            residual: None,
+        };
+        Envelope::at(EventId::derive(at, &[b"h"]), at, ActorKind::Router, event)
+            .with_session(SessionId::new("s"))
+            .with_turn(subject[0].turn.unwrap())
+    }
+
+    /// One fast-path reactor alone (no day reactor): each event reacted to,
+    /// and what it derives in turn, as `derive_all` does.
+    fn feed(fp: &mut FastPathReactor, events: Vec<Envelope>) -> Vec<Envelope> {
+        let mut out = Vec::new();
+        let mut stack: Vec<Envelope> = events.into_iter().rev().collect();
+        while let Some(env) = stack.pop() {
+            let caused = fp.react(&env);
+            out.push(env);
+            stack.extend(caused.into_iter().rev());
+        }
+        out
+    }
+
+    fn reactor() -> FastPathReactor {
+        let cfg = MultiToolConfig { ttl_active_days: 30, k_synth: 50, ..Default::default() };
+        let utc = FixedOffset::east_opt(0).unwrap();
+        FastPathReactor::new(CanonicalQueries::default(), Pipelines::default(), &ActiveDays::default(), cfg, utc)
+    }
+
+    #[test]
+    fn a_verdict_below_the_bar_rejects_and_only_a_good_one_teaches_again() {
+        let mut r = reactor();
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 9, 0, 0).unwrap();
+        let read =
+            |n| turn(t0, n, "read ~/notes.md", RouteLayer::Planner, &[("read_file", r#"{"path":"~/notes.md"}"#)]);
+        let first = read(1);
+        let mut out = feed(&mut r, first.clone());
+        assert_eq!(kinds(&out), ["canonical.recorded"]);
+        // A tool failure is not a verdict on the route.
+        out = feed(&mut r, vec![verdict(t0, 1, &first, 0.15, JudgeKind::Heuristic, RUBRIC_TOOL_FAILURE)]);
+        assert!(kinds(&out).is_empty());
+        assert!(!r.canonical_queries().is_rejected("read path", "read_file"));
+        // The user's :bad: rejected, uses back to 0.
+        out = feed(&mut r, vec![verdict(t0, 2, &first, 0.0, JudgeKind::Feedback, "feedback/negative")]);
+        assert_eq!(kinds(&out), ["canonical.rejected"]);
+        let row = r.canonical_queries().get("read path", "read_file").unwrap();
+        assert_eq!((row.uses, row.rejected), (0, true));
+        // Answered again, merely: held back, whatever the heuristic says.
+        let again = read(2);
+        out = feed(&mut r, again.clone());
+        assert!(kinds(&out).is_empty(), "{:?}", kinds(&out));
+        out = feed(&mut r, vec![verdict(t0, 3, &again, 0.75, JudgeKind::Heuristic, "heuristic/answered")]);
+        assert!(kinds(&out).is_empty());
+        // Rated well by the user: learnt again, from one use.
+        out = feed(&mut r, vec![verdict(t0, 4, &again, 1.0, JudgeKind::Feedback, "feedback/positive")]);
+        assert_eq!(kinds(&out), ["canonical.recorded"]);
+        let row = r.canonical_queries().get("read path", "read_file").unwrap();
+        assert_eq!((row.uses, row.rejected), (1, false));
+    }
+
+    #[test]
+    fn a_bad_replay_rejects_the_row_that_served_it() {
+        let mut r = reactor();
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 9, 0, 0).unwrap();
+        for n in 0..3 {
+            feed(&mut r, turn(t0, n, "download https://a.org and describe it", RouteLayer::Planner, DESCRIBE));
+        }
+        let id = r.pipelines().iter().next().unwrap().pipeline_id.clone();
+        // L2 replays it for a paraphrase; the user corrects it.
+        let replay = turn(t0, 9, "fetch https://b.org and describe it", RouteLayer::L2, DESCRIBE);
+        let h = hit(t0, &replay, RouteLayer::L2, "download url and describe it", DESCRIBE);
+        feed(&mut r, vec![replay[0].clone(), h, replay[1].clone()]);
+        assert_eq!(r.pipelines().len(), 2, "the paraphrase taught a pipeline of its own");
+        let out = feed(&mut r, vec![verdict(t0, 1, &replay, 0.1, JudgeKind::Feedback, "feedback/correction")]);
+        assert_eq!(kinds(&out), ["pipeline.rejected", "pipeline.rejected"], "the row served and the row taught");
+        assert!(r.pipelines().is_rejected(&id));
+        assert_eq!(r.pipelines().candidates(1).count(), 0);
+    }
+
+    #[test]
+    fn lessons_survive_a_snapshot() {
+        let mut r = reactor();
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 9, 0, 0).unwrap();
+        let first = turn(t0, 1, "read ~/notes.md", RouteLayer::Planner, &[("read_file", r#"{"path":"~/x"}"#)]);
+        feed(&mut r, first.clone());
+        let mut w = SnapshotWriter::new();
+        r.save(&mut w);
+        let bytes = w.finish().unwrap();
+        let mut restored = reactor();
+        restored.restore(&mut SnapshotReader::new(&bytes)).unwrap();
+        let out = feed(&mut restored, vec![verdict(t0, 2, &first, 0.0, JudgeKind::Feedback, "feedback/negative")]);
+        assert_eq!(kinds(&out), ["canonical.rejected"]);
     }
 }

@@ -31,6 +31,10 @@ use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, Snap
 /// (score, confidence) of a turn whose tool failed: a failure is plain to
 /// see, so the verdict is confident.
 pub const TOOL_FAILURE: (f64, f64) = (0.15, 0.7);
+/// The rubric of [`TOOL_FAILURE`] verdicts: a tool failed, which says the
+/// world refused (a missing file, a server down), not that the route was
+/// wrong — the fast path does not unlearn from it.
+pub const RUBRIC_TOOL_FAILURE: &str = "heuristic/tool_failure";
 /// (score, confidence) of a turn that ran its plan or replied without a
 /// failure: probably fine, but nothing says the user got what they wanted.
 pub const ANSWERED: (f64, f64) = (0.75, 0.4);
@@ -141,7 +145,7 @@ impl JudgeReactor {
                 let mut out = Vec::new();
                 let replied = open.replied == Some(turn);
                 if !t.tools_ok {
-                    out.push(Verdict::heuristic(turn, TOOL_FAILURE, "heuristic/tool_failure"));
+                    out.push(Verdict::heuristic(turn, TOOL_FAILURE, RUBRIC_TOOL_FAILURE));
                 } else if !t.steps.is_empty() || replied {
                     out.push(Verdict::heuristic(turn, ANSWERED, "heuristic/answered"));
                 }
