@@ -171,6 +171,7 @@ fn expected_by_kind(n: usize, sessions: usize) -> BTreeMap<String, u64> {
     let mut by_kind: BTreeMap<String, u64> = BTreeMap::new();
     let mut add = |k: &str, c: u64| *by_kind.entry(k.to_owned()).or_default() += c;
     let mut days = BTreeSet::new();
+    let mut fast_path = FastPathOracle::default();
     for i in 0..n {
         let r = rec(i, sessions);
         for k in ["utterance.received", "intent.judged", "route.decided", "reply.delivered", "turn.completed"] {
@@ -188,15 +189,65 @@ fn expected_by_kind(n: usize, sessions: usize) -> BTreeMap<String, u64> {
         add("eval.completed", r.scored as u64);
         // Each planner turn feeds the pattern store once its session ends.
         add("pattern.recorded", r.planner as u64);
-        // A one-step turn (planner or L1) feeds an L1 row; two steps, a pipeline.
-        add("canonical.recorded", (r.steps == 1) as u64);
-        add("pipeline.recorded", (r.steps >= 2) as u64);
+        fast_path.turn(i, &r, &mut add);
         days.insert(r.at.date_naive());
     }
     add("session.ended", sessions.min(n) as u64);
     add("day.activated", days.len() as u64);
     by_kind.retain(|_, v| *v > 0);
     by_kind
+}
+
+/// What the fast path learns from the records, by its rules
+/// (`learning/src/reactors/fast_path.rs`): a one-step turn (planner or L1)
+/// teaches an L1 row, two steps a pipeline; a verdict below the bar
+/// (score < 0.5, confidence ≥ 0.6) rejects the row the turn taught; a
+/// rejected row is learnt again only from a turn rated ≥ 0.7.
+#[derive(Default)]
+struct FastPathOracle {
+    /// Rows by (layer, canonical text): (rejected, uses, promoted).
+    rows: BTreeMap<(bool, String), (bool, u32, bool)>,
+}
+
+impl FastPathOracle {
+    fn turn(&mut self, i: usize, r: &Rec, add: &mut impl FnMut(&str, u64)) {
+        if r.steps == 0 {
+            return;
+        }
+        let text = format!("réquest \"{i}\" ✓ {}", "word ".repeat(i % 11));
+        let canonical = engram::learning::fast_path::canonical(&text, r.at.fixed_offset()).0;
+        let pipeline = r.steps >= 2;
+        let (recorded, rejected) = if pipeline {
+            ("pipeline.recorded", "pipeline.rejected")
+        } else {
+            ("canonical.recorded", "canonical.rejected")
+        };
+        let mut learn = |row: &mut (bool, u32, bool), add: &mut dyn FnMut(&str, u64)| {
+            *row = (false, if row.0 { 1 } else { row.1 + 1 }, row.2);
+            add(recorded, 1);
+            if pipeline && row.1 >= 50 && !row.2 {
+                row.2 = true;
+                add("pipeline.promoted", 1);
+            }
+        };
+        // A pipeline's id holds its arguments, and the records' URLs are in
+        // their steps, not their text: every record's pipeline is its own.
+        let key = if pipeline { format!("{canonical}#{i}") } else { canonical };
+        let row = self.rows.entry((pipeline, key)).or_insert((false, 0, false));
+        if !row.0 {
+            learn(row, add);
+        }
+        let (score, confidence) = ((i % 10) as f64 / 10.0, (5 + i % 5) as f64 / 10.0);
+        if !r.scored || confidence < 0.6 {
+            return;
+        }
+        if score < 0.5 && !row.0 {
+            *row = (true, 0, row.2);
+            add(rejected, 1);
+        } else if score >= 0.7 && row.0 {
+            learn(row, add);
+        }
+    }
 }
 
 fn total(by_kind: &BTreeMap<String, u64>) -> u64 {

@@ -486,6 +486,71 @@ fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
     rt.shutdown().unwrap();
 }
 
+/// Two kinds of request that only their meaning separates — translations
+/// and recipes from `tests/fixtures/routing/kinds.jsonl` (written apart from
+/// the code; those the tagger gives any feature are left out, so every
+/// request has one structure: no intent tags, no tools, no files) — with
+/// `small` wrong on translations and `big` wrong on recipes. Trained on the
+/// train split with `:good`/`:bad`, the store routes the held-out split's
+/// requests to the model that gets their kind right. Before fingerprints
+/// carried meaning, every such turn shared one fingerprint and the held-out
+/// requests were routed at chance.
+#[test]
+fn kinds_of_one_structure_are_routed_by_meaning() {
+    let set: Vec<serde_json::Value> = include_str!("../../tests/fixtures/routing/kinds.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["kind"] == "translation" || r["kind"] == "recipe")
+        .filter(|r| {
+            let f =
+                engram_learning::features::for_turn_with(r["text"].as_str().unwrap(), &[], false, &Default::default());
+            f.intent_tags.is_empty() && f.file_extensions.is_empty()
+        })
+        .collect();
+    let right = |kind: &str| if kind == "translation" { "big" } else { "small" };
+    let (a, b) = (scripted(|_| said("[]"), "Done."), scripted(|_| said("[]"), "Done."));
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&a, &b, 0.5);
+    config.runtime.model_rules.clear();
+    let rt = start(dir.path(), config);
+    let split = |name: &'static str| set.iter().filter(move |r| r["split"] == name);
+    let train: Vec<&serde_json::Value> = {
+        // Kinds in turn, so neither has all its evidence first.
+        let (t, r): (Vec<_>, Vec<_>) = split("train").partition(|r| r["kind"] == "translation");
+        let mut out = Vec::new();
+        for i in 0..t.len().max(r.len()) {
+            out.extend(t.get(i).copied());
+            out.extend(r.get(i).copied());
+        }
+        out
+    };
+    assert!(train.len() >= 24, "{} train requests", train.len());
+    for (i, req) in train.iter().enumerate() {
+        let s = SessionId::new(format!("s-train-{i}"));
+        let r = rt.handle_utterance(&s, req["text"].as_str().unwrap()).unwrap();
+        assert_eq!(r.layer, Some(RouteLayer::Planner), "{r:?}");
+        let good = r.model.as_deref() == Some(right(req["kind"].as_str().unwrap()));
+        rt.feedback(&s, if good { FeedbackRating::Positive } else { FeedbackRating::Negative }, None).unwrap();
+        rt.end_session(&s).unwrap();
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let mut routed = Vec::new();
+    for (i, req) in split("test").enumerate() {
+        let s = SessionId::new(format!("s-test-{i}"));
+        let r = rt.handle_utterance(&s, req["text"].as_str().unwrap()).unwrap();
+        let d = route_of(&rt, r.turn);
+        routed.push((req["text"].as_str().unwrap().to_owned(), req["kind"].as_str().unwrap(), d.chosen_model));
+    }
+    let wrong: Vec<_> = routed.iter().filter(|(_, kind, m)| m.as_deref() != Some(right(kind))).collect();
+    assert!(
+        wrong.len() * 5 <= routed.len(),
+        "{} of {} held-out requests routed to the wrong model: {wrong:#?}",
+        wrong.len(),
+        routed.len()
+    );
+    rt.shutdown().unwrap();
+}
+
 /// Two candidates equally right on a kind: the store routes it to the
 /// cheaper one, even when the other is the default (seed 001 §8: cost
 /// efficiency breaks the tie).

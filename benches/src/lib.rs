@@ -5,6 +5,7 @@
 pub mod fast_path;
 pub mod knn;
 pub mod labelled;
+pub mod learning;
 pub mod log;
 pub mod memory;
 pub mod patterns;

@@ -30,6 +30,10 @@ pub enum Command {
     /// warm profile, the recall gate, recall with the real model and the
     /// memory digest's prompt (p50/p99), beside the LLM call it precedes
     Memory(engram_bench::memory::Options),
+    /// Learning on data the code never saw: routing of same-structure kinds
+    /// of request (EN + IT) by meaning beside the structural design, on a
+    /// held-out split
+    Learning(engram_bench::learning::Options),
     /// Start-up: `engram run --offline --once` on a long imported log (the
     /// actors' snapshots in place, then without them) beside a near-empty
     /// data dir, whole processes in pairs
@@ -44,6 +48,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::FastPath(o) => emit(o.json, &engram_bench::fast_path::run(&o)?, |r| r.human()),
         Command::Runtime(o) => emit(o.json, &engram_bench::runtime::run(&o)?, |r| r.human()),
         Command::Memory(o) => emit(o.json, &engram_bench::memory::run(&o)?, |r| r.human()),
+        Command::Learning(o) => emit(o.json, &engram_bench::learning::run(&o)?, |r| r.human()),
         Command::Startup(o) => emit(o.json, &engram_bench::startup::run(&o)?, |r| r.human()),
     }?;
     Ok(ExitCode::SUCCESS)

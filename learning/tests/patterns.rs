@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use engram_events::codec;
 use engram_events::payloads::{
-    EvalCompleted, EvictionTrigger, FingerprintKind, JudgeKind, PatternEvicted, PatternRecorded, SessionEndReason,
-    SessionEnded, StructuralFeatures,
+    EvalCompleted, EvictionTrigger, FingerprintKind, JudgeKind, PatternEvicted, PatternRecorded, QueryEmbedding,
+    SessionEndReason, SessionEnded, StructuralFeatures,
 };
 use engram_events::{ActorKind, Envelope, EvalId, Event, EventId, EventKind, FingerprintId, Seq, SessionId, TurnId};
 use engram_learning::import::turn_events::{session_ended, turn_events};
@@ -1304,6 +1304,90 @@ fn pattern_events_round_trip_through_both_codecs() {
         e.seq = Seq(42 + i as u64);
         assert_round_trips(&e);
     }
+}
+
+// ---------------------------------------------------------------------------
+// 9b. Meaning: hybrid fingerprints are neighbourhoods of meaning.
+
+/// A unit vector at `angle` radians in the plane of the first two axes.
+fn unit(angle: f64) -> Vec<f32> {
+    let mut v = vec![0.0f32; 8];
+    v[0] = angle.cos() as f32;
+    v[1] = angle.sin() as f32;
+    v
+}
+
+/// The events of a one-turn session of shape `f` whose request embeds as
+/// `vector`, answered by `model` and rated `score`.
+fn meaning_session(
+    name: &str,
+    start: i64,
+    f: &StructuralFeatures,
+    vector: Vec<f32>,
+    model: &str,
+    score: f64,
+) -> Vec<Envelope> {
+    let mut s = Sess::new(name, start);
+    s.turn(Some(model), f);
+    let turn = s.tid(1);
+    let mut events = s.turn_events();
+    for e in &mut events {
+        if let Event::RouteDecided(d) = &mut e.event {
+            d.embedding = Some(QueryEmbedding { provider: "p".into(), vector: vector.clone() });
+        }
+    }
+    assert!(events.iter().any(|e| matches!(&e.event, Event::RouteDecided(d) if d.embedding.is_some())));
+    events.push(verdict(
+        turn,
+        eval_id(s.end_at() - Duration::minutes(1), 1),
+        score,
+        0.9,
+        s.end_at() - Duration::minutes(1),
+    ));
+    events.push(s.end());
+    events
+}
+
+#[test]
+fn one_structure_holds_one_fingerprint_per_meaning() {
+    let f = feats(&[], &[]);
+    let cfg = PatternConfig { same_request: 0.8, same_kind: 0.5, min_sample_size: 1, ..Default::default() };
+    let mut h = Harness::new(cfg.clone(), PatternCaps::default());
+    // Two requests of one structure and different meaning (cosine 0.27):
+    // two fingerprints. A rewording of the first (cosine 0.94) joins it.
+    let d1 = h.feed(meaning_session("s1", 0, &f, unit(0.0), "m:a", 1.0));
+    let d2 = h.feed(meaning_session("s2", 7_200, &f, unit(1.3), "m:a", 0.0));
+    let d3 = h.feed(meaning_session("s3", 14_400, &f, unit(0.35), "m:a", 1.0));
+    let (p1, p2, p3) = (recorded(&d1[0]), recorded(&d2[0]), recorded(&d3[0]));
+    assert_ne!(p1.fingerprint_id, p2.fingerprint_id, "unrelated meanings, one structure: two fingerprints");
+    assert_eq!(p3.fingerprint_id, p1.fingerprint_id, "a rewording joins the first");
+    assert!(p1.was_new_fingerprint && p2.was_new_fingerprint && !p3.was_new_fingerprint);
+    assert!(p1.embedding.is_some() && p3.embedding.is_none(), "the founder's vector travels, once");
+    assert_eq!(h.live.fingerprint_count(), 2);
+    assert_eq!(h.row(p1.fingerprint_id, "m:a").sample_size, 2);
+    // A request on the other side of the first, below same_request to it
+    // (cosine 0.76): it founds a third.
+    let d4 = h.feed(meaning_session("s4", 21_600, &f, unit(-0.7), "m:b", 1.0));
+    assert!(recorded(&d4[0]).was_new_fingerprint);
+    assert_eq!(h.live.fingerprint_count(), 3);
+    h.assert_rebuilds();
+    // Asked about the first meaning, the store counts only its
+    // neighbourhood (cosine ≥ same_kind): m:a, rated 1.0 twice — not the
+    // 0.0 of the other request (cosine 0.36)…
+    let q = Fingerprint::structural(f.clone())
+        .with_embedding(Some(engram_learning::patterns::Embedding::new("p", unit(0.1))))
+        .at_route();
+    let rec = h.live.recommend(&q, &cfg);
+    let a = rec.alternatives.iter().find(|o| o.model == "m:a").expect("m:a in the cluster");
+    assert_eq!((a.sample_size, a.success_score_mean), (2, 1.0), "{rec:?}");
+    // …and m:b's row at cosine 0.70: a neighbour of meaning.
+    assert!(rec.alternatives.iter().any(|o| o.model == "m:b"), "{rec:?}");
+    // Without the gate (the design before meaning), the other request's
+    // verdict is in the cluster too: its blended similarity, 0.62, clears
+    // the hybrid floor.
+    let open = PatternConfig { same_kind: -1.0, ..cfg };
+    let a = h.live.recommend(&q, &open).alternatives.into_iter().find(|o| o.model == "m:a").unwrap();
+    assert_eq!(a.sample_size, 3);
 }
 
 // ---------------------------------------------------------------------------

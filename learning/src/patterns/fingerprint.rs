@@ -1,11 +1,22 @@
 //! Fingerprints: the shape of a turn that the pattern store keys outcomes
 //! on (seed 001 §4-§5).
 //!
-//! A fingerprint's identity is its *structural signature* — a BLAKE3 hash of
-//! the canonical (normalized) features and the workload — so every turn of
-//! the same shape lands in the same outcome rows, in every data dir, on
-//! every rebuild. A hybrid fingerprint (v2) also carries an embedding of the
-//! user's request; identity stays `(signature, embedding provider)`.
+//! A structural fingerprint's identity is its *structural signature* — a
+//! BLAKE3 hash of the canonical (normalized) features and the workload — so
+//! every turn of the same shape lands in the same outcome rows, in every
+//! data dir, on every rebuild.
+//!
+//! A hybrid fingerprint (v2) also carries an embedding of the user's
+//! request, and is a *neighbourhood of meaning* inside its **family** (the
+//! turns of one signature whose vectors come from one model,
+//! [`Fingerprint::family`]): two requests of identical structure — no tags,
+//! no tools, no files — that mean different things ("translate good night
+//! into Portuguese", "how do I make risotto") are different fingerprints.
+//! A hybrid's id hashes its family and the vector of the request that
+//! *founded* it; which fingerprint a later turn joins (the nearest of its
+//! family by cosine, if it means the same kind of thing) is decided by the
+//! pattern reactor and written in `pattern.recorded`, so a rebuild folds
+//! ids and never compares vectors (`crate::reactors::patterns`, "Meaning").
 
 use std::sync::Arc;
 
@@ -128,13 +139,32 @@ impl Fingerprint {
         *h.finalize().as_bytes()
     }
 
-    /// The fingerprint's id: its signature (and, for hybrids, the embedding
-    /// provider) folded into a ULID. Equal shapes share one id.
-    pub fn id(&self) -> FingerprintId {
+    /// The fingerprint's family: its signature (and, for hybrids, the
+    /// embedding provider) folded into a ULID. A structural fingerprint's id
+    /// is its family; hybrids of one family are told apart by meaning.
+    pub fn family(&self) -> FingerprintId {
         let mut h = blake3::Hasher::new();
         h.update(&self.signature());
         if let Some(e) = &self.embedding {
             h.update(e.provider.as_bytes());
+        }
+        let bytes: [u8; 16] = h.finalize().as_bytes()[..16].try_into().expect("16 bytes");
+        FingerprintId(Ulid(u128::from_be_bytes(bytes)))
+    }
+
+    /// The fingerprint's id: its [family](Fingerprint::family) for a
+    /// structural one (equal shapes share one id); for a hybrid, the id of
+    /// the neighbourhood this request would *found* — its family and its
+    /// vector hashed. (A turn whose request means what a stored fingerprint
+    /// of its family means joins that one instead: the pattern reactor's
+    /// rule.)
+    pub fn id(&self) -> FingerprintId {
+        let Some(e) = &self.embedding else { return self.family() };
+        let mut h = blake3::Hasher::new();
+        h.update(b"engram.fingerprint.meaning\0");
+        h.update(&self.family().0 .0.to_be_bytes());
+        for x in e.vector.iter() {
+            h.update(&x.to_le_bytes());
         }
         let bytes: [u8; 16] = h.finalize().as_bytes()[..16].try_into().expect("16 bytes");
         FingerprintId(Ulid(u128::from_be_bytes(bytes)))
@@ -159,11 +189,14 @@ mod tests {
         assert_ne!(a.id(), c.id());
         // The workload is part of the shape.
         assert_ne!(a.id(), a.clone().with_workload(Some("w".into())).id());
-        // A hybrid is keyed by (signature, provider), not by its vector.
+        // Hybrids of one signature and provider are one family, and each
+        // meaning founds its own id.
         let h1 = a.clone().with_embedding(Some(Embedding::new("p", vec![1.0, 0.0])));
         let h2 = a.clone().with_embedding(Some(Embedding::new("p", vec![0.0, 1.0])));
-        assert_eq!(h1.id(), h2.id());
-        assert_ne!(h1.id(), a.id());
+        assert_eq!(h1.family(), h2.family());
+        assert_ne!(h1.id(), h2.id());
+        assert_ne!(h1.family(), a.family());
+        assert_eq!(a.id(), a.family());
         assert_eq!(h1.kind(), FingerprintKind::Hybrid);
         assert_eq!(a.kind(), FingerprintKind::Structural);
     }

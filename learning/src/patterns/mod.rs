@@ -71,6 +71,12 @@ pub struct PatternSection {
     /// See [`PatternConfig::min_hybrid_similarity`]. Unset: the embedding
     /// model's calibration ([`Calibration::hybrid_floor`]).
     pub min_hybrid_similarity: Option<f64>,
+    /// See [`PatternConfig::same_request`]. Unset: the embedding model's
+    /// calibration ([`Calibration::same_request`]).
+    pub same_request_similarity: Option<f64>,
+    /// See [`PatternConfig::same_kind`]. Unset: the embedding model's
+    /// calibration ([`Calibration::same_kind`]).
+    pub same_kind_similarity: Option<f64>,
     /// See [`PatternCaps::soft_cap_rows`].
     pub soft_cap_rows: u64,
     /// See [`PatternCaps::hard_cap_rows`].
@@ -104,6 +110,8 @@ impl Default for PatternSection {
             k: c.k,
             embedding_alpha: c.alpha,
             min_hybrid_similarity: None,
+            same_request_similarity: None,
+            same_kind_similarity: None,
             soft_cap_rows: caps.soft_cap_rows,
             hard_cap_rows: caps.hard_cap_rows,
             max_age_days: caps.max_age_days,
@@ -127,6 +135,10 @@ impl PatternSection {
             min_hybrid_similarity: self
                 .min_hybrid_similarity
                 .unwrap_or(EmbeddingModel::default().spec().calibration.hybrid_floor),
+            same_request: self
+                .same_request_similarity
+                .unwrap_or(EmbeddingModel::default().spec().calibration.same_request),
+            same_kind: self.same_kind_similarity.unwrap_or(EmbeddingModel::default().spec().calibration.same_kind),
         }
     }
 
@@ -134,6 +146,8 @@ impl PatternSection {
     /// the calibration of the model whose vectors it will compare.
     pub fn calibrate(&mut self, cal: &Calibration) {
         self.min_hybrid_similarity.get_or_insert(cal.hybrid_floor);
+        self.same_request_similarity.get_or_insert(cal.same_request);
+        self.same_kind_similarity.get_or_insert(cal.same_kind);
     }
 
     /// The caps.

@@ -46,6 +46,17 @@ pub struct PatternConfig {
     /// "what did best on any turn". Structural queries are unaffected
     /// (seed 001 §8 as written).
     pub min_hybrid_similarity: f64,
+    /// The least cosine between two requests for one turn to join the
+    /// hybrid fingerprint the other founded (the same request reworded):
+    /// below it, a turn founds a fingerprint of its own. (−1: every turn of
+    /// a family joins its first fingerprint — the design before meaning.)
+    pub same_request: f64,
+    /// The least cosine between two requests for one to be in the other's
+    /// neighbourhood of meaning: a hybrid query's cluster holds only rows
+    /// whose request is at it, so two kinds of request of one structure are
+    /// two neighbourhoods, each with its own evidence, confidence and
+    /// exploration. (−1: no such gate.)
+    pub same_kind: f64,
 }
 
 impl Default for PatternConfig {
@@ -58,6 +69,8 @@ impl Default for PatternConfig {
             k: 10,
             alpha: super::similarity::DEFAULT_ALPHA,
             min_hybrid_similarity: 0.5,
+            same_request: crate::embedder::EmbeddingModel::default().spec().calibration.same_request,
+            same_kind: crate::embedder::EmbeddingModel::default().spec().calibration.same_kind,
         }
     }
 }

@@ -132,6 +132,9 @@ pub struct PatternOutcomes {
     /// Derived: outcome key → turns in the history that fed it.
     turns_of: HashMap<Vec<u8>, Vec<TurnId>>,
     index: KnnIndex,
+    /// Derived: each hybrid family's fingerprints, oldest first (the
+    /// neighbourhoods of meaning a turn of that family may join).
+    families: HashMap<FingerprintId, Vec<FingerprintId>>,
     /// Derived: every outcome row by (last update, sample size, key) — the
     /// eviction order (idle past the age cap first, then least recently
     /// updated, then thinnest evidence), kept so cap checks never scan.
@@ -152,6 +155,7 @@ impl Default for PatternOutcomes {
             pending_keys: HashMap::new(),
             turns_of: HashMap::new(),
             index: KnnIndex::default(),
+            families: HashMap::new(),
             by_age: BTreeSet::new(),
         }
     }
@@ -215,12 +219,42 @@ impl PatternOutcomes {
         let floor = if fp.embedding.is_some() { cfg.min_hybrid_similarity } else { f64::NEG_INFINITY };
         let rows: Vec<(&str, &OutcomeRow)> = cluster
             .iter()
-            .filter(|n| n.similarity >= floor && allowed(&n.model))
+            .filter(|n| n.similarity >= floor && allowed(&n.model) && self.same_kind(fp, n.fingerprint, cfg.same_kind))
             .filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?)))
             .collect();
         let mut r = score_cluster(rows, cfg);
         r.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
         r
+    }
+
+    /// Whether the stored fingerprint `id` is in the neighbourhood of
+    /// meaning of the query `fp`: the two share an intent tag or a file
+    /// extension (the structure itself says what kind of request both are),
+    /// or else their requests' cosine is at least `same_kind` — two empty
+    /// tag sets match in the structural score, but they say nothing about
+    /// the kind, and most requests have none. A side without a comparable
+    /// vector (a structural fingerprint, another model's) is compared on
+    /// structure alone, as the similarity is.
+    fn same_kind(&self, fp: &Fingerprint, id: FingerprintId, same_kind: f64) -> bool {
+        let Some(q) = &fp.embedding else { return true };
+        let Some(row) = self.fingerprint(id) else { return true };
+        let Some(e) = row.embedding.as_ref() else { return true };
+        if *e.provider != *q.provider || e.vector.len() != q.vector.len() {
+            return true;
+        }
+        let shared = |a: &[String], b: &[String]| a.iter().any(|x| b.contains(x));
+        if shared(&fp.features.intent_tags, &row.features.intent_tags)
+            || shared(&fp.features.file_extensions, &row.features.file_extensions)
+        {
+            return true;
+        }
+        crate::patterns::similarity::cosine(&q.vector, &e.vector).is_some_and(|c| c >= same_kind)
+    }
+
+    /// The fingerprints of the hybrid `family` ([`Fingerprint::family`]),
+    /// oldest first.
+    pub fn family(&self, family: FingerprintId) -> &[FingerprintId] {
+        self.families.get(&family).map_or(&[], Vec::as_slice)
     }
 
     /// The accumulator of `(fp, model)`.
@@ -318,17 +352,18 @@ impl PatternOutcomes {
     fn fold_recorded(&mut self, env: &Envelope, p: &PatternRecorded) {
         let fkey = fp_key(p.fingerprint_id);
         if self.fingerprints.get(&fkey).is_none() {
-            self.fingerprints.insert(
-                fkey.to_vec(),
-                FingerprintRow {
-                    kind: p.fingerprint_kind,
-                    features: p.features.clone().unwrap_or_default().normalized(),
-                    workload: p.workload.clone(),
-                    first_seq: env.seq.get(),
-                    created: env.at,
-                    embedding: p.embedding.clone(),
-                },
-            );
+            let row = FingerprintRow {
+                kind: p.fingerprint_kind,
+                features: p.features.clone().unwrap_or_default().normalized(),
+                workload: p.workload.clone(),
+                first_seq: env.seq.get(),
+                created: env.at,
+                embedding: p.embedding.clone(),
+            };
+            if row.embedding.is_some() {
+                self.families.entry(row.fingerprint().family()).or_default().push(p.fingerprint_id);
+            }
+            self.fingerprints.insert(fkey.to_vec(), row);
         }
         let okey = outcome_key(p.fingerprint_id, &p.primary_model);
         if self.outcomes.get(&okey).is_none() {
@@ -374,7 +409,19 @@ impl PatternOutcomes {
     fn fold_reembedded(&mut self, r: &PatternReembedded) {
         let fkey = fp_key(r.fingerprint_id);
         let Some(mut row) = self.fingerprints.get(&fkey).cloned() else { return };
+        // Another model: the fingerprint moves to that model's family.
+        let old_family = row.fingerprint().family();
         row.embedding = Some(r.embedding.clone());
+        let family = row.fingerprint().family();
+        if family != old_family {
+            if let Some(members) = self.families.get_mut(&old_family) {
+                members.retain(|m| *m != r.fingerprint_id);
+                if members.is_empty() {
+                    self.families.remove(&old_family);
+                }
+            }
+            self.families.entry(family).or_default().push(r.fingerprint_id);
+        }
         self.fingerprints.insert(fkey.to_vec(), row);
         self.index.set_embedding(r.fingerprint_id, Embedding::new(&r.embedding.provider, r.embedding.vector.clone()));
     }
@@ -390,7 +437,17 @@ impl PatternOutcomes {
             }
             let fkey = fp_key(o.fingerprint_id);
             if self.outcomes.range_prefix(&fkey).next().is_none() {
-                self.fingerprints.remove(&fkey);
+                if let Some(row) = self.fingerprints.remove(&fkey) {
+                    if row.embedding.is_some() {
+                        let family = row.fingerprint().family();
+                        if let Some(members) = self.families.get_mut(&family) {
+                            members.retain(|m| *m != o.fingerprint_id);
+                            if members.is_empty() {
+                                self.families.remove(&family);
+                            }
+                        }
+                    }
+                }
             }
         }
     }
@@ -404,13 +461,18 @@ impl PatternOutcomes {
         let mut fps: Vec<(FingerprintId, &FingerprintRow)> = self.fingerprints().collect();
         fps.sort_by_key(|(id, row)| (row.first_seq, *id));
         let mut index = KnnIndex::default();
+        let mut families: HashMap<FingerprintId, Vec<FingerprintId>> = HashMap::new();
         for (id, row) in fps {
             let fp = row.fingerprint();
+            if fp.embedding.is_some() {
+                families.entry(fp.family()).or_default().push(id);
+            }
             for m in self.models_of(id) {
                 index.insert(id, &fp, m);
             }
         }
         self.index = index;
+        self.families = families;
         for (k, _) in self.pending.iter() {
             if k.len() >= 17 {
                 let id: [u8; 16] = k[k.len() - 16..].try_into().expect("16 bytes");

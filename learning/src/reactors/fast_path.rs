@@ -202,6 +202,15 @@ impl FastPathReactor {
         Lesson::Pipeline(PipelineRecorded { pipeline_id, canonical, steps, day_rank: self.day_rank })
     }
 
+    /// Is there a row for `target` (an imported hit names the request it
+    /// answered, not a row)?
+    fn is_known(&self, target: &Target) -> bool {
+        match target {
+            Target::Canonical { canonical, executor } => self.canonical.get(canonical, executor).is_some(),
+            Target::Pipeline(id) => self.pipelines.get(id).is_some(),
+        }
+    }
+
     fn is_rejected(&self, target: &Target) -> bool {
         match target {
             Target::Canonical { canonical, executor } => self.canonical.is_rejected(canonical, executor),
@@ -259,7 +268,7 @@ impl FastPathReactor {
             }
             return targets
                 .into_iter()
-                .filter(|t| !self.is_rejected(t))
+                .filter(|t| self.is_known(t) && !self.is_rejected(t))
                 .enumerate()
                 .map(|(i, t)| {
                     let (subject_turn, eval_id, score) = (v.subject_turn, v.eval_id, v.score);

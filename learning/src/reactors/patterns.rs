@@ -111,11 +111,21 @@ impl PatternReactor {
         }
         // Group by (fingerprint, model), in the order groups first appear.
         let mut groups: Vec<Group> = Vec::new();
+        let mut founded: Vec<(FingerprintId, Fingerprint)> = Vec::new();
         for (turn, p) in turns {
             let embedding = p.embedding.as_ref().map(|e| Embedding::new(&e.provider, e.vector.clone()));
             let fp =
                 Fingerprint::structural(p.features.clone()).with_workload(p.workload.clone()).with_embedding(embedding);
-            let id = fp.id();
+            let id = self.join(&fp, &founded);
+            if fp.embedding.is_some() && id == fp.id() && !founded.iter().any(|(f, _)| *f == id) {
+                founded.push((id, fp.clone()));
+            }
+            // A turn that joined a fingerprint is recorded as its shape: the
+            // first turn's vector and features stay the neighbourhood's.
+            let fp = match founded.iter().find(|(f, _)| *f == id) {
+                Some((_, founder)) => founder.clone(),
+                None => fp,
+            };
             let model = p.model.clone().unwrap_or_default();
             match groups.iter_mut().find(|g| g.1 == id && g.2 == model) {
                 Some(g) => g.3.push((turn, p)),
@@ -184,6 +194,33 @@ impl PatternReactor {
         }
         out.extend(self.caps_events(env, outcomes_before, outcomes, &drafts, &new_fps));
         out
+    }
+
+    /// The fingerprint a turn of shape `fp` is recorded under (module
+    /// docs, "Meaning"): a structural one's id; for a hybrid, the
+    /// fingerprint of its family — stored, or `founded` earlier in the same
+    /// session — whose request is nearest to this one by cosine, if that is
+    /// at least `same_request` (ties: the oldest); otherwise a new one,
+    /// founded by this request.
+    fn join(&self, fp: &Fingerprint, founded: &[(FingerprintId, Fingerprint)]) -> FingerprintId {
+        let Some(e) = &fp.embedding else { return fp.id() };
+        let family = fp.family();
+        let stored = self.store.family(family).iter().filter_map(|id| {
+            let v = self.store.fingerprint(*id)?.embedding.as_ref()?;
+            Some((*id, v.vector.as_slice()))
+        });
+        let fresh = founded
+            .iter()
+            .filter(|(_, f)| f.family() == family)
+            .filter_map(|(id, f)| Some((*id, &*f.embedding.as_ref()?.vector)));
+        let mut best: Option<(FingerprintId, f64)> = None;
+        for (id, v) in stored.chain(fresh) {
+            let Some(c) = crate::patterns::similarity::cosine(&e.vector, v) else { continue };
+            if c >= self.config.same_request && best.is_none_or(|(_, b)| c > b) {
+                best = Some((id, c));
+            }
+        }
+        best.map_or_else(|| fp.id(), |(id, _)| id)
     }
 
     /// The `pattern.evicted` events a session's writes call for.
