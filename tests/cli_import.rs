@@ -222,7 +222,7 @@ impl FastPathOracle {
         } else {
             ("canonical.recorded", "canonical.rejected")
         };
-        let mut learn = |row: &mut (bool, u32, bool), add: &mut dyn FnMut(&str, u64)| {
+        let learn = |row: &mut (bool, u32, bool), add: &mut dyn FnMut(&str, u64)| {
             *row = (false, if row.0 { 1 } else { row.1 + 1 }, row.2);
             add(recorded, 1);
             if pipeline && row.1 >= 50 && !row.2 {
