@@ -117,6 +117,36 @@ impl Recollection {
             .ok()
     }
 
+    /// `facts` (the user's, one line each) nearest to `query` first, by the
+    /// embedding model's cosine; ties and the rest keep their order. Without
+    /// an embedder, or when embedding fails, they stay as they are. So
+    /// "what city do I live in" puts "lives in Turin" before "my name is
+    /// Ada", and an answer cut to its first line ("answer briefly") is
+    /// still the answer.
+    pub fn rank_facts(&self, query: &str, facts: Vec<String>) -> Vec<String> {
+        if facts.len() < 2 {
+            return facts;
+        }
+        let Some((embedder, _)) = self.embed.as_ref() else { return facts };
+        let Some(q) = self.vector(query) else { return facts };
+        let refs: Vec<&str> = facts.iter().map(String::as_str).collect();
+        let vectors = match embedder.embed_batch(&refs) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!("recall: embedding the facts failed ({e}); they keep their order");
+                return facts;
+            }
+        };
+        let mut scored: Vec<(f32, usize, String)> = facts
+            .into_iter()
+            .zip(vectors)
+            .enumerate()
+            .map(|(i, (f, v))| (q.iter().zip(&v).map(|(a, b)| a * b).sum(), i, f))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().map(|(_, _, f)| f).collect()
+    }
+
     /// Brings the words and the index up to date with the diary.
     fn refresh(&mut self) {
         for day in std::mem::take(&mut self.stale) {

@@ -741,6 +741,12 @@ fn offline_directives_apply_by_rule() {
     assert!(r.text.starts_with("It's "), "English, as asked: {r:?}");
     let r = rt.handle_utterance(&later, "what is my name?").unwrap();
     assert!(r.text.contains("Ada") && !r.text.contains('\n'), "one line, as asked: {r:?}");
+    // The one line is the fact asked about, not the first one learnt.
+    for (ask, want) in [("where do I live?", "Turin"), ("e come mi chiamo?", "Ada")] {
+        let r = rt.handle_utterance(&later, ask).unwrap();
+        assert_eq!(r.steps.first().map(|s| s.tool.as_str()), Some("recall"), "{ask}: {r:?}");
+        assert!(r.text.contains(want) && !r.text.contains('\n'), "{ask}: {r:?}");
+    }
     rt.shutdown().unwrap();
 }
 

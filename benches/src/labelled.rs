@@ -29,6 +29,13 @@ use engram::learning::offline_planner::OfflinePlanner;
 pub const PAIRS: &str = include_str!("../../tests/fixtures/fast_path/pairs.jsonl");
 /// The offline planner's labelled requests (JSON Lines: lang, text, tool).
 pub const REQUESTS: &str = include_str!("../../tests/fixtures/offline_planner/requests.jsonl");
+/// The fast path's held-out pairs (same fields as [`PAIRS`]), written
+/// apart from the code and never tuned on.
+pub const HELDOUT_PAIRS: &str = include_str!("../../tests/fixtures/fast_path/heldout_pairs.jsonl");
+/// The offline planner's held-out requests (JSON Lines: lang, text, tool or
+/// null), written apart from the code and never tuned on; a test keeps them
+/// disjoint from every phrase in the planner's code.
+pub const HELDOUT: &str = include_str!("../../tests/fixtures/offline_planner/heldout.jsonl");
 
 /// The instant the sets are routed at (dates in them resolve against it).
 pub fn now() -> DateTime<FixedOffset> {
@@ -73,6 +80,72 @@ fn rows(text: &str) -> anyhow::Result<Vec<serde_json::Value>> {
 
 fn field<'a>(row: &'a serde_json::Value, key: &str) -> anyhow::Result<&'a str> {
     row[key].as_str().ok_or_else(|| anyhow::anyhow!("a labelled row without {key}: {row}"))
+}
+
+/// The held-out pairs ([`HELDOUT_PAIRS`]) through a fast path that learnt
+/// every candidate, per language. The set holds many candidates, some the
+/// others' opposites ("turn on …", "turn off …"), so a request is judged by
+/// the call replayed: a hard negative replayed with its candidate's exact
+/// call is a wrong replay; a paraphrase is served when its candidate's call
+/// is replayed.
+pub fn heldout_pairs(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<PairScore>> {
+    let rows = rows(HELDOUT_PAIRS)?;
+    let fast_path = learnt(embedder, &rows)?;
+    let mut by_lang: BTreeMap<String, PairScore> = BTreeMap::new();
+    for r in &rows {
+        let (lang, request) = (field(r, "lang")?, field(r, "request")?);
+        let want = PlanStep {
+            tool: field(r, "tool")?.to_owned(),
+            args: ToolArgs::from_json(&serde_json::to_string(&r["args"])?)?,
+        };
+        let score =
+            by_lang.entry(lang.to_owned()).or_insert_with(|| PairScore { lang: lang.into(), ..Default::default() });
+        let d = fast_path.route(request, now())?;
+        let replayed = d.layer != RouteLayer::Planner && d.steps.len() == 1 && d.steps[0] == want;
+        if r["same"] == false {
+            score.hard_negatives += 1;
+            if replayed {
+                score.wrong_replays += 1;
+                score.misses.push(format!("{request:?} replayed {:?} ({:?})", d.matched, d.similarity));
+            }
+        } else {
+            score.paraphrases += 1;
+            if replayed {
+                score.served += 1;
+            } else {
+                score
+                    .misses
+                    .push(format!("{request:?}: {:?} {:?} ({:?}): {}", d.layer, d.matched, d.similarity, d.reason));
+            }
+        }
+    }
+    Ok(by_lang.into_values().collect())
+}
+
+/// A fast path that learnt every candidate of `rows` (three uses each).
+fn learnt(embedder: Arc<dyn Embedder>, rows: &[serde_json::Value]) -> anyhow::Result<FastPathService> {
+    let mut candidates: Vec<(String, Vec<PlanStep>)> = Vec::new();
+    for r in rows {
+        let c = field(r, "candidate")?.to_owned();
+        if !candidates.iter().any(|(t, _)| *t == c) {
+            let args = ToolArgs::from_json(&serde_json::to_string(&r["args"])?)?;
+            candidates.push((c, vec![PlanStep { tool: field(r, "tool")?.to_owned(), args }]));
+        }
+    }
+    let config = Config::default();
+    let (canonical, pipelines) = engram::learning::reactors::fast_path::learn(
+        &candidates,
+        3,
+        config.multi_tool_fast_path.clone(),
+        FixedOffset::east_opt(3600).expect("an offset"),
+    );
+    Ok(FastPathService::build(
+        (&config.fast_path, &config.multi_tool_fast_path),
+        &canonical,
+        &pipelines,
+        embedder,
+        None,
+    )?)
 }
 
 /// The pairs through a fast path that learnt every candidate, per language.
@@ -126,9 +199,15 @@ pub fn pairs(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<PairScore>> {
 
 /// The offline planner's tool choice on the labelled requests, per language.
 pub fn choices(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<ChoiceScore>> {
+    choices_on(embedder, REQUESTS)
+}
+
+/// The offline planner's tool choice on `set` (JSON Lines: lang, text, tool
+/// or null), per language.
+pub fn choices_on(embedder: Arc<dyn Embedder>, set: &str) -> anyhow::Result<Vec<ChoiceScore>> {
     let planner = OfflinePlanner::new(embedder, &ToolRegistry::with_builtins(BuiltinConfig::default()).specs())?;
     let mut by_lang: BTreeMap<String, ChoiceScore> = BTreeMap::new();
-    for r in rows(REQUESTS)? {
+    for r in rows(set)? {
         let (lang, text) = (field(&r, "lang")?, field(&r, "text")?);
         let want = r["tool"].as_str();
         let got = planner.plan(text, now())?.first().map(|s| s.tool.clone());

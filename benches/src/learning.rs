@@ -25,6 +25,15 @@
 //! percentile of cosines between requests of different kinds), and printed
 //! beside the value the model's calibration carries; the held-out split is
 //! never tuned on.
+//!
+//! **Paraphrases and hard negatives** — `tests/fixtures/fast_path/
+//! heldout_pairs.jsonl` ([`crate::labelled::heldout_pairs`]): per language
+//! (`en`, `it`, `x` across the two), paraphrases served by L1 with their
+//! candidate's exact call, and hard negatives replayed with it (must be 0).
+//!
+//! **The offline planner** — `tests/fixtures/offline_planner/heldout.jsonl`
+//! ([`crate::labelled::choices_on`]): the tool chosen (or none) per
+//! language, on requests disjoint from every phrase in the planner's code.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -105,6 +114,10 @@ pub struct ModelReport {
     pub same_kind_from_train: f64,
     /// The routing, per design.
     pub routing: Vec<RoutingScore>,
+    /// The held-out pairs through the fast path, per language.
+    pub paraphrases: Vec<crate::labelled::PairScore>,
+    /// The offline planner on the held-out requests, per language.
+    pub planner: Vec<crate::labelled::ChoiceScore>,
 }
 
 /// One design's routing on the held-out split.
@@ -146,7 +159,11 @@ pub fn run(o: &Options) -> anyhow::Result<Report> {
         let embedder: Arc<dyn Embedder> = Arc::new(
             OnnxEmbedder::open(&EmbedderConfig::default().with_model(model)).context("opening the embedding model")?,
         );
-        out.push(model_report(model, embedder.as_ref(), o.explore)?);
+        let mut report = model_report(model, embedder.as_ref(), o.explore)?;
+        crate::progress(o.json, &format!("held-out paraphrases and the offline planner with {model}"));
+        report.paraphrases = crate::labelled::heldout_pairs(embedder.clone())?;
+        report.planner = crate::labelled::choices_on(embedder, crate::labelled::HELDOUT)?;
+        out.push(report);
     }
     Ok(Report { machine: crate::machine(), models: out })
 }
@@ -162,6 +179,8 @@ pub fn model_report(model: EmbeddingModel, embedder: &dyn Embedder, explore: f64
         same_kind_calibrated: cal.same_kind,
         same_kind_from_train: set.same_kind_from_train(),
         routing: vec![routing(&set, "meaning", &meaning, explore), routing(&set, "structure", &structure, explore)],
+        paraphrases: Vec::new(),
+        planner: Vec::new(),
     })
 }
 
@@ -393,6 +412,20 @@ impl Report {
                 let kinds: Vec<String> = r.per_kind.iter().map(|(k, (right, n))| format!("{k} {right}/{n}")).collect();
                 s.push_str(&format!("              {}\n", kinds.join(" · ")));
             }
+            let pairs: Vec<String> = m
+                .paraphrases
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {}/{} served, {} wrong of {}",
+                        p.lang, p.served, p.paraphrases, p.wrong_replays, p.hard_negatives
+                    )
+                })
+                .collect();
+            s.push_str(&format!("    paraphrases (held out): {}\n", pairs.join(" · ")));
+            let planner: Vec<String> =
+                m.planner.iter().map(|c| format!("{} {}/{}", c.lang, c.right, c.requests)).collect();
+            s.push_str(&format!("    offline planner (held out): {}\n", planner.join(" · ")));
         }
         s
     }

@@ -16,7 +16,12 @@
 //!    it wins, no tool is called — "today" alone is no request for the date.
 //! 2. **What the request carries.** A path favours the tools that take one
 //!    ([`PATH_BONUS`]), and more the one whose `path` parameter is the same
-//!    kind: `notes.txt` (an extension) a file, `~/projects` a directory.
+//!    kind — a directory or a file, as the file system says when the path
+//!    exists (`~/.bashrc` is a file, `/var/log` a directory), else by its
+//!    form (`notes.txt` has an extension, `~/projects/` ends with a slash).
+//!    A tool taking a path of the kind the request names is planned however
+//!    the rest of the request is worded: the path is the request's object,
+//!    and "what does /etc/hosts say?" is as plain as "read /etc/hosts".
 //! 3. **I can't do that.** A part that names an effectful action (delete,
 //!    rename, send, move, play, …; `gate::effectful_actions`) is given only
 //!    to a tool whose name or description names it too; with none, the part
@@ -191,7 +196,8 @@ impl OfflinePlanner {
             // Rule 1: small talk nearer than any tool asks for none.
             let chat = nearest(v, &self.small_talk);
             tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
-            if cosine < self.threshold || chat > cosine {
+            let names_its_path = path.is_some() && tool.path == Some(path);
+            if (cosine < self.threshold && !names_its_path) || chat > cosine {
                 continue;
             }
             steps.push(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) });
@@ -200,9 +206,17 @@ impl OfflinePlanner {
     }
 }
 
-/// A path names a file when its last component has an extension
-/// (`notes.txt`), else a directory (`~/projects`, `docs/`).
+/// What a path names: what the file system says when it exists; else a
+/// file when its last component has an extension (`notes.txt`), a
+/// directory otherwise (`~/projects`, `docs/`).
 fn path_kind(path: &str) -> PathKind {
+    let expanded = match path.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(rest)),
+        None => Some(std::path::PathBuf::from(path)),
+    };
+    if let Some(meta) = expanded.and_then(|p| std::fs::metadata(p).ok()) {
+        return if meta.is_dir() { PathKind::Dir } else { PathKind::File };
+    }
     let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
     match last.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() && !path.ends_with('/') => PathKind::File,
@@ -291,6 +305,17 @@ mod tests {
         for dir in ["~/projects", "~/notes/", "/", "~/.config", "docs.d/"] {
             assert!(path_kind(dir) == PathKind::Dir, "{dir}");
         }
+    }
+
+    #[test]
+    fn an_existing_path_is_what_the_file_system_says() {
+        let dir = std::env::temp_dir().join(format!("engram-path-kind-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("photos.d")).unwrap();
+        std::fs::write(dir.join(".bashrc"), "").unwrap();
+        // By form, a dot-file reads as a directory and "photos.d" as a file.
+        assert!(path_kind(dir.join(".bashrc").to_str().unwrap()) == PathKind::File);
+        assert!(path_kind(dir.join("photos.d").to_str().unwrap()) == PathKind::Dir);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -285,8 +285,13 @@ impl ReplyLoop {
         } else {
             Recalled::default()
         };
+        // The user's facts, the one the request asks about first.
+        let facts = match asks_recall {
+            true => self.recollection.rank_facts(&open.text, self.profile.user_facts()),
+            false => self.profile.user_facts(),
+        };
         let ctx = ToolContext::new(session, Utc::now().with_timezone(&self.setup.offset))
-            .with_memory(self.profile.user_facts())
+            .with_memory(facts)
             .with_recollection(recalled.lines());
         let served_by = (layer != RouteLayer::Planner).then_some(layer);
         for step in steps {

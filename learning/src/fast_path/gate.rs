@@ -26,6 +26,15 @@
 //!    in X and then tell me its size", and replaying it would drop the third
 //!    action.
 //!
+//! 6. **mood** — a question about a state ("are the kitchen lights on",
+//!    "is the garage door open", "did mom call", "la luce in cucina è
+//!    accesa") never replays a command ("turn on the kitchen lights"): both
+//!    sides ask, or neither. A side asks when it opens with an English
+//!    auxiliary ([`STATE_QUESTION_OPENERS`]) or names a state with an
+//!    Italian participle of a polarity axis ([`STATE_FORMS`]) — closed
+//!    classes of grammar, not a vocabulary. (Found by the held-out pairs:
+//!    every wrong replay there was a question taken for its command.)
+//!
 //! The gate is deliberately conservative: it costs some paraphrase recall
 //! (measured in `docs/fast-path.md`) to keep wrong replays at zero.
 
@@ -40,6 +49,8 @@ use crate::text::{is_negation, is_stop_word, normalize, words, Negations};
 pub enum Mismatch {
     /// One side is negated, the other is not.
     Negation,
+    /// One side asks about a state, the other commands (rule 6).
+    Mood,
     /// The two sides point opposite ways on an axis.
     Polarity {
         /// The axis (`power`, `open`, …).
@@ -72,6 +83,7 @@ impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Mismatch::Negation => write!(f, "negation differs"),
+            Mismatch::Mood => write!(f, "a question about a state is not the command"),
             Mismatch::Polarity { axis } => write!(f, "polarity differs on the {axis} axis"),
             Mismatch::Action { action } => write!(f, "action '{action}' on one side only"),
             Mismatch::Repeated { word, request, candidate } => {
@@ -128,6 +140,42 @@ const AXES: &[(&str, &[&str], &[&str])] = &[
         &["next", "after", "prossimo", "prossima", "dopo"],
         &["previous", "before", "last", "precedente", "prima", "scorso", "scorsa"],
     ),
+];
+
+/// English auxiliaries that open a yes/no question about a state or an
+/// event ("is the door open", "did mom call"); a polite command opens with
+/// a modal instead ("can you open the door").
+pub const STATE_QUESTION_OPENERS: &[&str] =
+    &["is", "are", "am", "was", "were", "does", "did", "has", "have", "isn't", "aren't", "wasn't", "didn't", "hasn't"];
+
+/// Italian participles and adjectives that name a polarity axis's *state*
+/// (acceso, aperta, …) where the imperative names the change (accendi,
+/// apri): "la luce è accesa" asks, "accendi la luce" commands.
+pub const STATE_FORMS: &[&str] = &[
+    "acceso",
+    "accesa",
+    "accesi",
+    "accese",
+    "spento",
+    "spenta",
+    "spenti",
+    "spente",
+    "aperto",
+    "aperta",
+    "aperti",
+    "aperte",
+    "chiuso",
+    "chiusa",
+    "chiusi",
+    "chiuse",
+    "attivo",
+    "attiva",
+    "attivi",
+    "attive",
+    "bloccato",
+    "bloccata",
+    "sbloccato",
+    "sbloccata",
 ];
 
 /// Action classes: (class, effectful?, words).
@@ -202,6 +250,8 @@ fn fold(word: &str) -> String {
 #[derive(Default)]
 struct Profile {
     negated: bool,
+    /// A question about a state (rule 6).
+    asks: bool,
     poles: BTreeSet<(&'static str, bool)>,
     /// Action class → times named.
     actions: std::collections::BTreeMap<&'static str, usize>,
@@ -212,8 +262,12 @@ struct Profile {
 
 fn profile(canonical: &str) -> Profile {
     let n = lexicon::phrases(&normalize(canonical));
-    let mut p = Profile::default();
+    let mut p =
+        Profile { asks: words(&n).next().is_some_and(|w| STATE_QUESTION_OPENERS.contains(&w)), ..Default::default() };
     for w in words(&n) {
+        if STATE_FORMS.contains(&w) {
+            p.asks = true;
+        }
         if is_negation(w) {
             p.negated = true;
             continue;
@@ -294,6 +348,9 @@ pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
     if r.negated != c.negated {
         return Err(Mismatch::Negation);
     }
+    if r.asks != c.asks {
+        return Err(Mismatch::Mood);
+    }
     if r.poles != c.poles {
         let axis = r.poles.symmetric_difference(&c.poles).next().map(|(a, _)| *a).unwrap_or("polarity");
         return Err(Mismatch::Polarity { axis });
@@ -323,6 +380,22 @@ pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_about_a_state_is_not_its_command() {
+        for (question, command) in [
+            ("are the kitchen lights on", "turn on the kitchen lights"),
+            ("is the garage door open", "open the garage door"),
+            ("did mom call", "call mom"),
+            ("la luce in cucina è accesa", "accendi la luce in cucina"),
+        ] {
+            assert_eq!(check(question, command), Err(Mismatch::Mood), "{question}");
+            assert_eq!(check(command, question), Err(Mismatch::Mood), "{command}");
+        }
+        // A polite command is a command; two questions may match.
+        assert_eq!(check("can you turn on the kitchen lights", "turn on the kitchen lights"), Ok(()));
+        assert_eq!(check("is the garage door open", "is the garage door open"), Ok(()));
+    }
 
     #[test]
     fn a_request_chaining_more_actions_is_not_the_shorter_pipeline() {
