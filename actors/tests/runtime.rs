@@ -158,6 +158,52 @@ fn an_answer_rated_bad_is_not_replayed() {
     rt.shutdown().unwrap();
 }
 
+/// Offline, a host tool's arguments come from its schema: `get_weather
+/// (city)` takes the place the request names — before, only seven slot
+/// names were filled and every offline turn said "argument city: missing".
+/// A request that names no city is answered with one line asking for it,
+/// and the tool is not called.
+#[test]
+fn offline_a_host_tools_arguments_come_from_its_schema() {
+    let f = fixture();
+    let calls = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = calls.clone();
+    let weather = FnTool::new("get_weather", "the current weather forecast for a city", move |a, _ctx| {
+        let city = args::req_str(a, "get_weather", "city")?;
+        seen.lock().unwrap().push(city.to_owned());
+        Ok(ToolOutput::trusted(format!("{city}: 3 C, snow")))
+    })
+    .with_arg("city", "the city");
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .offline()
+        .embedder(embedder())
+        .tool(Arc::new(weather))
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap();
+    let s = SessionId::new("s-schema");
+    for (ask, city) in
+        [("what's the weather forecast in Innsbruck", "Innsbruck"), ("dimmi il meteo a Bologna", "Bologna")]
+    {
+        let r = rt.handle_utterance(&s, ask).unwrap();
+        assert_eq!(r.steps.first().map(|s| s.tool.as_str()), Some("get_weather"), "{ask}: {r:?}");
+        assert_eq!(r.text, format!("{city}: 3 C, snow"), "{ask}: {r:?}");
+    }
+    // In the same conversation the city asked before fills in (a
+    // follow-up); in a new one there is none to take, and the reply asks.
+    let r = rt.handle_utterance(&s, "what's the weather forecast").unwrap();
+    assert_eq!(r.text, "Bologna: 3 C, snow", "{r:?}");
+    let r = rt.handle_utterance(&SessionId::new("s-schema-2"), "what's the weather forecast").unwrap();
+    assert_eq!(r.text, "Which city? (I need it for get_weather)", "{r:?}");
+    assert!(r.steps.is_empty() && r.tools_ok, "nothing called: {r:?}");
+    let r = rt.handle_utterance(&SessionId::new("s-schema-3"), "dimmi il meteo").unwrap();
+    assert!(r.text.starts_with("Quale city?"), "in the request's language: {r:?}");
+    assert_eq!(*calls.lock().unwrap(), ["Innsbruck", "Bologna", "Bologna"]);
+    rt.shutdown().unwrap();
+}
+
 #[test]
 fn a_multi_step_request_becomes_an_l2_hit_with_new_arguments() {
     let f = fixture();

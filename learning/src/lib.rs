@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+pub mod arguments;
 pub mod embedder;
 pub mod fast_path;
 pub mod features;

@@ -3,9 +3,10 @@
 //! Weaker than a model, never fake: it splits a request on conjunctions
 //! ("… and …", "… then …", "… e poi …") and, for each part, picks the tool
 //! whose description (and example phrasings) is nearest in embedding space,
-//! if any is near enough; arguments come from the same slot extractor the
-//! fast path uses (paths, dates, URLs, …), matched to the tool's parameter
-//! names. A request no tool matches gets an empty plan, and the reply says
+//! if any is near enough; arguments are filled from the tool's JSON schema
+//! ([`crate::arguments`]: the fast path's slot extractor for paths, dates,
+//! URLs, …, enum values the request names, numbers, quoted strings, proper
+//! nouns for places and names). A request no tool matches gets an empty plan, and the reply says
 //! so plainly.
 //!
 //! Beside the embedding, a part's own signals decide (numbered, as
@@ -96,7 +97,8 @@ enum PathKind {
 
 struct Profile {
     name: String,
-    params: Vec<String>,
+    /// Its parameters' JSON schema (the arguments are filled from it).
+    schema: serde_json::Value,
     vectors: Vec<Vec<f32>>,
     /// `Some` when it takes a `path`: of which kind, if its description says.
     path: Option<Option<PathKind>>,
@@ -125,7 +127,6 @@ impl OfflinePlanner {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = embedder.embed_batch(&refs)?;
             let properties = parameters.get("properties").and_then(|p| p.as_object());
-            let params = properties.map(|p| p.keys().cloned().collect()).unwrap_or_default();
             let path = properties.and_then(|p| p.get("path")).map(|p| {
                 let d = p.get("description").and_then(|d| d.as_str()).unwrap_or("").to_lowercase();
                 if d.contains("director") || d.contains("folder") {
@@ -137,7 +138,7 @@ impl OfflinePlanner {
                 }
             });
             let actions = effectful_actions(&format!("{} {description}", name.replace('_', " ")));
-            profiles.push(Profile { name: name.clone(), params, vectors, path, actions });
+            profiles.push(Profile { name: name.clone(), schema: parameters.clone(), vectors, path, actions });
         }
         let small_talk = embedder.embed_batch(SMALL_TALK)?;
         // The cosine a part of a request must reach to a tool's phrasing to
@@ -169,7 +170,10 @@ impl OfflinePlanner {
     /// module doc.
     pub fn plan(&self, request: &str, now: DateTime<FixedOffset>) -> Result<Vec<PlanStep>, EmbedError> {
         let parts = split_conjunctions(request);
-        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        // Compared with the tools without the places and names they carry:
+        // those are arguments, not what is asked.
+        let asked: Vec<String> = parts.iter().map(|p| crate::arguments::without_proper_nouns(p)).collect();
+        let refs: Vec<&str> = asked.iter().map(String::as_str).collect();
         let vectors = self.embedder.embed_batch(&refs)?;
         let mut steps = Vec::new();
         for (part, v) in parts.iter().zip(&vectors) {
@@ -234,18 +238,12 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// Arguments for `tool` from the slots of `part` whose kind names one of
-/// the tool's parameters (`path`, `date`, `url`, …).
+/// Arguments for `tool` from `part`, by its schema ([`crate::arguments`]):
+/// slots by name or format, enum values named, numbers, quoted strings,
+/// proper nouns for places and names. A required argument left unfilled is
+/// left out: the reply loop asks for it rather than call the tool.
 fn args_for(tool: &Profile, part: &str, now: DateTime<FixedOffset>) -> ToolArgs {
-    let ex = extract(part, now);
-    let mut args = ToolArgs::default();
-    for param in &tool.params {
-        let Some(kind) = SlotKind::from_name(param) else { continue };
-        if let Some(v) = ex.of(kind).next() {
-            args.0.insert(param.clone(), v.clone());
-        }
-    }
-    args
+    crate::arguments::fill(&tool.schema, part, now).args
 }
 
 /// The parts of a request joined by conjunctions (EN + IT), trimmed, empty
