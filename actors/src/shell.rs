@@ -427,7 +427,17 @@ impl Handler<SaveSnapshot> for Shell {
         // event slipped in since, which `seen` and `forwarded` show.
         let settled = self.status.settled_at(msg.upto) && self.position <= msg.upto;
         if settled && self.bus.snapshot_due_at_rest(self.snapshot_at, msg.upto) {
+            // The checkpoint moves with the position: a snapshot folded past
+            // the actor's checkpoint is stale at the next start (the events
+            // in between were of kinds it does not want, so nothing is lost
+            // either way, but the snapshot would not be used).
             self.position = msg.upto;
+            self.status.position.store(msg.upto.0, Ordering::Release);
+            if let Err(e) = self.bus.set_checkpoint(self.name, msg.upto) {
+                tracing::warn!(actor = self.name, "checkpoint not written: {e}; the snapshot is not saved");
+                let _ = msg.done.send(());
+                return;
+            }
             self.save_snapshot();
         }
         let _ = msg.done.send(());
