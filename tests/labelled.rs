@@ -96,7 +96,7 @@ fn the_offline_planner_on_held_out_requests() {
     let scores = labelled::choices_on(embedder(EmbeddingModel::default()), labelled::HELDOUT).unwrap();
     let (right, asked) = scores.iter().fold((0, 0), |(r, a), s| (r + s.right, a + s.requests));
     eprintln!("held out: {right}/{asked}: {scores:#?}");
-    assert!(right * 100 >= asked * 75, "{right}/{asked}: {scores:#?}");
+    assert!(right * 100 >= asked * 80, "{right}/{asked}: {scores:#?}");
 }
 
 /// The held-out pairs (`tests/fixtures/fast_path/heldout_pairs.jsonl`,

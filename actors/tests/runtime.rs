@@ -717,7 +717,8 @@ fn offline_a_later_session_recalls_what_an_earlier_one_taught() {
 /// Offline, a follow-up's "it" (seed 002 #13 by rule): "how big is it?"
 /// matches no tool as it is; the offline planner plans it again with "it"
 /// replaced by the path the turn before used. In a new conversation there
-/// is nothing to take it from, and the reply says so plainly.
+/// is nothing to take it from: the reply asks for the path, and nothing
+/// is called.
 #[test]
 fn offline_a_follow_up_takes_it_from_the_turn_before() {
     let f = fixture();
@@ -733,7 +734,7 @@ fn offline_a_follow_up_takes_it_from_the_turn_before() {
     let other = SessionId::new("s-it-new");
     let r = rt.handle_utterance(&other, "how big is it?").unwrap();
     assert!(r.steps.is_empty(), "nothing earlier to take the path from: {r:?}");
-    assert_eq!(r.text, "I don't know how to do that yet.");
+    assert_eq!(r.text, "Which path? (I need it for file_size)");
     rt.shutdown().unwrap();
 }
 

@@ -853,6 +853,15 @@ mod tests {
     /// A reply composed from the results answers with what the plan was
     /// for: a lookup another step took as its argument is left out.
     #[test]
+    fn a_missing_argument_is_asked_for_in_the_requests_language() {
+        assert_eq!(ask_for("get_weather", &["city".into()], lang::Lang::En), "Which city? (I need it for get_weather)");
+        assert_eq!(
+            ask_for("send_message", &["contact".into(), "message_text".into()], lang::Lang::It),
+            "Quale contact e message text? (mi serve per send_message)"
+        );
+    }
+
+    #[test]
     fn a_composed_reply_leaves_out_the_lookups_on_the_way() {
         let cause = Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: 0 });
         let step = |tool: &str| PlanStep { tool: tool.into(), args: ToolArgs::default() };
@@ -868,6 +877,7 @@ mod tests {
             llm_calls: 0,
             cost: Decimal::ZERO,
             pricing_version: None,
+            ask: None,
         };
         assert_eq!(compose(&run), "Turin\nTurin: 9 C, fog\n14:05");
         run.consumed.insert(0);

@@ -72,7 +72,10 @@ pub struct Calibration {
     /// `[multi_tool_fast_path] threshold`: least cosine for an L2 match.
     pub l2: f64,
     /// The offline planner's least cosine between a request (or one of its
-    /// parts) and a tool's description or phrasings.
+    /// parts) and a tool's description or phrasings. Rule: the lowest bar
+    /// (from 0.30, in steps of 0.05) at which the planner's own request set
+    /// (`tests/fixtures/offline_planner/requests.jsonl`) is answered best,
+    /// plus 0.05 of margin; the held-out set is never tuned on.
     pub offline_planner: f32,
     /// Recall's least cosine for a diary entry with no keyword in common.
     pub recall: f32,
@@ -142,7 +145,8 @@ const USE_MULTILINGUAL_V3: ModelSpec = ModelSpec {
     calibration: Calibration {
         l1: 0.80,
         l2: 0.80,
-        offline_planner: 0.5,
+        // 56 of 58 from 0.30 to 0.50 on the planner's own set: 0.30 + 0.05.
+        offline_planner: 0.35,
         recall: 0.35,
         hybrid_floor: 0.5,
         same_request: 0.80,
