@@ -740,7 +740,8 @@ fn offline_a_follow_up_takes_it_from_the_turn_before() {
 
 /// Seed 000: L0 answers through a small EN/IT template in the request's
 /// language — not the executor's raw output — and the listener records
-/// the language it heard.
+/// the language it heard; a planner turn running the same built-in
+/// answers the same way.
 #[test]
 fn l0_answers_in_the_requests_language() {
     let f = fixture();
@@ -767,6 +768,11 @@ fn l0_answers_in_the_requests_language() {
         .collect();
     let want = ["en", "it", "en", "it"].map(|l| Some(l.to_owned()));
     assert_eq!(langs, want);
+    // Past L0 too: the planner's answer with a built-in is in the request's
+    // language (it was the tool's English output).
+    let r = rt.handle_utterance(&s, "scusa, mi sai dire l'ora esatta adesso?").unwrap();
+    assert_eq!((r.layer, r.steps.first().map(|s| s.tool.as_str())), (Some(RouteLayer::Planner), Some("get_now")));
+    assert!(r.text.starts_with("Sono le ") || r.text.starts_with("È "), "{r:?}");
     rt.shutdown().unwrap();
 }
 

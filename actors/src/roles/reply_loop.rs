@@ -310,9 +310,12 @@ impl ReplyLoop {
                 let prompt = Prompt { query: &open.text, dialogue: &dialogue, recalled: memory.as_deref(), offered };
                 self.agentic(&mut run, &client, model, prompt, &ctx)
             }
-            // L0 answers through its EN/IT templates (seed 000).
             _ => match (layer, run.steps_done.as_slice(), run.tools_ok, &run.ask) {
-                (RouteLayer::L0, [step], true, None) => {
+                // L0 answers through its EN/IT templates (seed 000), and so
+                // does any other turn that ran one built-in of theirs with no
+                // arguments: the reply is in the request's language, however
+                // the request was served.
+                (layer, [step], true, None) if layer == RouteLayer::L0 || step.args.0.is_empty() => {
                     let lang = run.rules.lang.unwrap_or_else(|| lang::detect(&open.text));
                     l0_answer(&step.tool, &run.plain[0], ctx.now, lang).unwrap_or_else(|| compose(&run))
                 }
