@@ -20,9 +20,10 @@
 //!    kind — a directory or a file, as the file system says when the path
 //!    exists (`~/.bashrc` is a file, `/var/log` a directory), else by its
 //!    form (`notes.txt` has an extension, `~/projects/` ends with a slash).
-//!    A tool taking a path of the kind the request names is planned however
-//!    the rest of the request is worded: the path is the request's object,
-//!    and "what does /etc/hosts say?" is as plain as "read /etc/hosts".
+//!    When some tool takes a path of the kind the request names, only such
+//!    a tool is planned, however the rest of the request is worded: the
+//!    path is the request's object, and "what does /etc/hosts say?" is as
+//!    plain as "read /etc/hosts".
 //! 3. **I can't do that.** A part that names an effectful action (delete,
 //!    rename, send, move, play, …; `gate::effectful_actions`) is given only
 //!    to a tool whose name or description names it too; with none, the part
@@ -179,9 +180,12 @@ impl OfflinePlanner {
         for (part, v) in parts.iter().zip(&vectors) {
             let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
             let wanted = effectful_actions(part);
+            // Rule 2: a path of a kind some tool takes goes to such a tool.
+            let exact = path.filter(|k| self.tools.iter().any(|t| t.path == Some(Some(*k))));
             let best = self
                 .tools
                 .iter()
+                .filter(|t| exact.is_none_or(|k| t.path == Some(Some(k))))
                 // Rule 3: an effectful action only to a tool that does it.
                 .filter(|t| wanted.is_subset(&t.actions))
                 .map(|t| {
@@ -285,11 +289,36 @@ pub fn split_conjunctions(request: &str) -> Vec<String> {
             })
             .collect();
     }
-    parts
+    let parts: Vec<String> = parts
         .into_iter()
         .map(|p| p.trim().trim_matches(|c: char| c == ',' || c == '.').trim().to_owned())
         .filter(|p| !p.is_empty())
-        .collect()
+        .collect();
+    // A part of one word asks nothing alone ("open and read the file"): it
+    // joins the part after it (the one before, when it is the last).
+    let mut out: Vec<String> = Vec::with_capacity(parts.len());
+    let mut pending: Option<String> = None;
+    for p in parts {
+        let p = match pending.take() {
+            Some(word) => format!("{word} {p}"),
+            None => p,
+        };
+        if p.split_whitespace().count() < 2 {
+            pending = Some(p);
+        } else {
+            out.push(p);
+        }
+    }
+    if let Some(word) = pending {
+        match out.last_mut() {
+            Some(last) => {
+                last.push(' ');
+                last.push_str(&word);
+            }
+            None => out.push(word),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -324,5 +353,8 @@ mod tests {
         assert_eq!(split_conjunctions("  hello  "), vec!["hello"]);
         assert!(split_conjunctions("   ").is_empty());
         assert_eq!(split_conjunctions("read a.txt and , and list b"), vec!["read a.txt", "list b"]);
+        // A one-word part joins its neighbour: it asks nothing alone.
+        assert_eq!(split_conjunctions("open and read the file a.md"), vec!["open read the file a.md"]);
+        assert_eq!(split_conjunctions("read a.txt and undo"), vec!["read a.txt undo"]);
     }
 }
