@@ -157,6 +157,11 @@ impl FastPathService {
         updated.map_err(|()| failure.expect("the embed closure records its failure"))
     }
 
+    /// See [`FastPath::raise_bar`].
+    pub fn raise_bar(&mut self, rejected: Option<f64>) {
+        self.fast_path.raise_bar(rejected);
+    }
+
     /// The decision for `text` said at `now`.
     pub fn route(&self, text: &str, now: chrono::DateTime<chrono::FixedOffset>) -> Result<Decision, FastPathError> {
         self.fast_path.route(text, now, &mut |t: &str| self.embed_one(t))

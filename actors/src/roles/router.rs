@@ -267,6 +267,10 @@ impl Router {
                 }
             }
         }
+        let rejected = self.learn.rejected_replay();
+        if let Some(f) = &mut self.fast {
+            f.raise_bar(rejected);
+        }
         self.fast.as_ref()
     }
 
@@ -399,7 +403,7 @@ impl Router {
 
 impl Role for Router {
     fn snapshot_version(&self) -> u32 {
-        2 // 2: the fast path's recent turns' lessons
+        3 // 2: the fast path's recent turns' lessons; 3: their cosines
     }
 
     /// The fast path's learning state, the pattern store, the sessions'

@@ -233,7 +233,16 @@ pub struct FastPath {
     multi: MultiToolConfig,
     l1: Layer<L1Row>,
     l2: Layer<L2Row>,
+    /// The highest cosine of a replay the user rejected (the log's own
+    /// outcomes; [`FastPath::raise_bar`]).
+    rejected: Option<f64>,
 }
+
+/// How far above a rejected replay's cosine the bar goes.
+pub const BAR_STEP: f64 = 0.01;
+/// The highest the log may raise the bar: a repeat (cosine 1) is still
+/// replayed.
+pub const BAR_CAP: f64 = 0.97;
 
 impl FastPath {
     /// Builds the tables: L0 from the built-ins plus `fast.l0_extra`; L1 and
@@ -253,6 +262,7 @@ impl FastPath {
             multi: multi.clone(),
             l1: Layer::new(make_index),
             l2: Layer::new(make_index),
+            rejected: None,
         };
         fp.update(canonical, pipelines, embed)?;
         Ok(fp)
@@ -299,6 +309,26 @@ impl FastPath {
             .collect();
         let b = self.l2.apply(l2, embed)?;
         Ok(a + b)
+    }
+
+    /// Adjusts the layers' bars from the log's own outcomes: `rejected` is
+    /// the highest cosine of a paraphrase replay (not an exact repeat) the
+    /// user rejected. The bar of each layer becomes the higher of its
+    /// calibration and that cosine plus [`BAR_STEP`], at most [`BAR_CAP`] —
+    /// what this user's requests showed unsafe is not served again at that
+    /// cosine, by any row. The calibration stays the floor: an accepted
+    /// replay never lowers it.
+    pub fn raise_bar(&mut self, rejected: Option<f64>) {
+        self.rejected = rejected;
+    }
+
+    /// A layer's bar: its calibration, raised by the log (see
+    /// [`FastPath::raise_bar`]).
+    fn bar(&self, calibrated: f64) -> f64 {
+        match self.rejected {
+            Some(c) => calibrated.max((c + BAR_STEP).min(BAR_CAP)),
+            None => calibrated,
+        }
     }
 
     /// L1 rows and L2 pipelines held.
@@ -359,7 +389,7 @@ impl FastPath {
     }
 
     fn try_l1(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
-        let threshold = self.fast.l1_threshold();
+        let threshold = self.bar(self.fast.l1_threshold());
         for (text, r, cos) in self.l1.candidates(canon, q) {
             let cos = f64::from(cos);
             if cos < threshold {
@@ -391,7 +421,7 @@ impl FastPath {
     }
 
     fn try_l2(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
-        let threshold = self.multi.l2_threshold();
+        let threshold = self.bar(self.multi.l2_threshold());
         for (text, pipelines, cos) in self.l2.candidates(canon, q) {
             let cos = f64::from(cos);
             if cos < threshold {
@@ -545,6 +575,38 @@ mod tests {
     fn toy(text: &str) -> Vec<f32> {
         let axis = ["describe", "summarize", "open", "print"].iter().position(|w| text.starts_with(w)).unwrap_or(3);
         (0..4).map(|i| if i == axis { 1.0 } else { 0.0 }).collect()
+    }
+
+    #[test]
+    fn a_rejected_replay_raises_the_bar_above_its_cosine_and_repeats_still_serve() {
+        let mut canonical = CanonicalQueries::default();
+        recorded(&mut canonical, "describe path", "describe_file", 3);
+        // "please describe …" sits at cosine 0.95 of "describe …".
+        let embed_one = |t: &str| -> Vec<f32> {
+            match t.starts_with("please") {
+                true => vec![0.95, 0.312_25, 0.0, 0.0],
+                false => toy(t),
+            }
+        };
+        let mut embed = |texts: &[&str]| Ok::<_, ()>(texts.iter().map(|t| embed_one(t)).collect());
+        let make = || -> Box<dyn VectorSearch> { Box::<Scan>::default() };
+        let (fast, multi) = (FastPathConfig::default(), MultiToolConfig::default());
+        let mut fp = FastPath::build(&fast, &multi, &canonical, &Pipelines::default(), &mut embed, &make).unwrap();
+        let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
+        let route = |fp: &FastPath, text: &str| fp.route(text, now, &mut |t| Ok::<_, ()>(embed_one(t))).unwrap();
+        assert_eq!(route(&fp, "please describe ~/x.md").layer, RouteLayer::L1, "0.95 clears the calibrated bar");
+        // The user rejected a replay at 0.95: the bar rises above it.
+        fp.raise_bar(Some(0.95));
+        let d = route(&fp, "please describe ~/x.md");
+        assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+        assert!(d.reason.contains("< 0.96"), "{}", d.reason);
+        // A repeat of the row's own request still serves.
+        assert_eq!(route(&fp, "describe ~/y.md").layer, RouteLayer::L1);
+        // A rejection below the calibration never lowers it.
+        fp.raise_bar(Some(0.5));
+        assert_eq!(fp.bar(0.8), 0.8);
+        fp.raise_bar(Some(0.999));
+        assert_eq!(fp.bar(0.8), BAR_CAP);
     }
 
     #[test]

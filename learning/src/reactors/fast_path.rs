@@ -102,10 +102,11 @@ impl Lesson {
     }
 }
 
-/// One recent turn: what served it, what it teaches.
+/// One recent turn: what served it (and at what cosine), what it teaches.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct TurnLessons {
     served: Vec<Target>,
+    similarity: Option<f64>,
     taught: Vec<Lesson>,
 }
 
@@ -122,6 +123,10 @@ pub struct FastPathReactor {
     chained: HashMap<TurnId, (String, usize)>,
     /// The last [`RECENT_TURNS`] turns' lessons, oldest first.
     recent: VecDeque<(TurnId, TurnLessons)>,
+    /// The highest cosine of a paraphrase replay (not an exact repeat) a
+    /// verdict rejected: the log's own outcome, which raises the fast
+    /// path's bar ([`crate::fast_path::FastPath::raise_bar`]).
+    rejected_replay: Option<f64>,
 }
 
 impl FastPathReactor {
@@ -142,6 +147,7 @@ impl FastPathReactor {
             offset,
             chained: HashMap::new(),
             recent: VecDeque::new(),
+            rejected_replay: None,
         }
     }
 
@@ -153,6 +159,21 @@ impl FastPathReactor {
     /// The L2 rows the reactor decides from.
     pub fn pipelines(&self) -> &Pipelines {
         &self.pipelines
+    }
+
+    /// The highest cosine of a paraphrase replay a verdict rejected, if
+    /// any: what the fast path's bar rises above.
+    pub fn rejected_replay(&self) -> Option<f64> {
+        self.rejected_replay
+    }
+
+    /// Notes a rejection's turn: when a paraphrase replay served it, its
+    /// cosine is a bar this user showed unsafe.
+    fn note_rejected(&mut self, turn: TurnId) {
+        let sim = self.recent.iter().rev().find(|(t, _)| *t == turn).and_then(|(_, l)| l.similarity);
+        if let Some(sim) = sim.filter(|s| *s < 1.0 - 1e-9) {
+            self.rejected_replay = Some(self.rejected_replay.map_or(sim, |r| r.max(sim)));
+        }
     }
 
     fn lessons_of(&mut self, turn: TurnId) -> &mut TurnLessons {
@@ -354,7 +375,9 @@ impl Reactor for FastPathReactor {
             Event::FastPathHit(h) => {
                 if let Some(turn) = env.turn {
                     let served = self.served_by(h.layer, &h.matched, &h.steps);
-                    self.lessons_of(turn).served = served;
+                    let lessons = self.lessons_of(turn);
+                    lessons.served = served;
+                    lessons.similarity = h.similarity;
                     if h.residual.is_some() {
                         self.chained.insert(turn, (h.matched.clone(), h.steps.len()));
                     }
@@ -371,11 +394,18 @@ impl Reactor for FastPathReactor {
                     self.lessons_of(turn).taught = taught;
                 }
             }
-            Event::CanonicalRecorded(_) | Event::CanonicalRejected(_) => self.canonical.apply(env),
-            Event::PipelineRecorded(_)
-            | Event::PipelineExpired(_)
-            | Event::PipelinePromoted(_)
-            | Event::PipelineRejected(_) => self.pipelines.apply(env),
+            Event::CanonicalRecorded(_) => self.canonical.apply(env),
+            Event::CanonicalRejected(c) => {
+                self.note_rejected(c.subject_turn);
+                self.canonical.apply(env)
+            }
+            Event::PipelineRejected(p) => {
+                self.note_rejected(p.subject_turn);
+                self.pipelines.apply(env)
+            }
+            Event::PipelineRecorded(_) | Event::PipelineExpired(_) | Event::PipelinePromoted(_) => {
+                self.pipelines.apply(env)
+            }
             _ => {}
         }
     }
@@ -475,6 +505,7 @@ impl Snapshot for FastPathReactor {
         w.put(&self.day_rank);
         w.put_map(&self.chained);
         w.put(&self.recent);
+        w.put(&self.rejected_replay);
     }
 
     fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
@@ -483,6 +514,7 @@ impl Snapshot for FastPathReactor {
         self.day_rank = r.take()?;
         self.chained = r.take_map()?;
         self.recent = r.take()?;
+        self.rejected_replay = r.take()?;
         Ok(())
     }
 }
@@ -747,6 +779,25 @@ mod tests {
         assert_eq!(kinds(&out), ["pipeline.rejected", "pipeline.rejected"], "the row served and the row taught");
         assert!(r.pipelines().is_rejected(&id));
         assert_eq!(r.pipelines().candidates(1).count(), 0);
+    }
+
+    #[test]
+    fn a_rejected_paraphrase_replay_is_remembered_by_its_cosine() {
+        let mut r = reactor();
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 9, 0, 0).unwrap();
+        for n in 0..3 {
+            feed(&mut r, turn(t0, n, "read ~/notes.md", RouteLayer::Planner, &[("read_file", r#"{"path":"~/x"}"#)]));
+        }
+        // L1 replays "read path" for a paraphrase at 0.9; the user says :bad.
+        let replay = turn(t0, 9, "read ~/notes.md please", RouteLayer::L1, &[("read_file", r#"{"path":"~/x"}"#)]);
+        let mut h = hit(t0, &replay, RouteLayer::L1, "read path", &[("read_file", r#"{"path":"~/x"}"#)]);
+        if let Event::FastPathHit(hit) = &mut h.event {
+            hit.similarity = Some(0.9);
+        }
+        feed(&mut r, vec![replay[0].clone(), h, replay[1].clone()]);
+        assert_eq!(r.rejected_replay(), None);
+        feed(&mut r, vec![verdict(t0, 1, &replay, 0.0, JudgeKind::Feedback, "feedback/negative")]);
+        assert_eq!(r.rejected_replay(), Some(0.9));
     }
 
     #[test]
