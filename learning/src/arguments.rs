@@ -8,7 +8,7 @@
 //! 1. **A slot of its name or format.** `path`, `url`, `email`, `date`,
 //!    `window`, `ext`, `number` by name; `format: "date"`, `"email"`,
 //!    `"uri"` by format — from the deterministic extractor
-//!    ([`crate::fast_path::extract`]).
+//!    ([`extract`](mod@crate::fast_path::extract)).
 //! 2. **An enum value the request names.** `{"enum": ["celsius",
 //!    "fahrenheit"]}` takes the first value the request says as a whole
 //!    word, any case ("in fahrenheit").
