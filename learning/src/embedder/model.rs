@@ -82,6 +82,14 @@ pub struct Calibration {
     /// `[pattern] min_hybrid_similarity`: least hybrid similarity for a past
     /// turn to join a route-time cluster.
     pub hybrid_floor: f64,
+    /// `[fast_path] gate_word_similarity`: least cosine between two content
+    /// words for the replay gate to take them as the same word. Measured
+    /// for the multilingual model on word pairs: translations 0.79–0.96
+    /// (most ≥ 0.83), synonyms 0.57–0.94, sibling words 0.42–0.73 (mom/dad
+    /// 0.67, on/off 0.73 — which polarity handles); 0.85 keeps every sibling
+    /// out with margin. `engram bench learning` measures it on held-out
+    /// pairs.
+    pub same_word: f64,
     /// `[pattern] same_request_similarity`: least cosine between two
     /// requests for a turn to join the hybrid fingerprint the other founded
     /// — the same request reworded (the L1 bar).
@@ -149,6 +157,7 @@ const USE_MULTILINGUAL_V3: ModelSpec = ModelSpec {
         offline_planner: 0.35,
         recall: 0.35,
         hybrid_floor: 0.5,
+        same_word: 0.85,
         same_request: 0.80,
         same_kind: 0.27,
     },
@@ -174,6 +183,7 @@ const MINILM_L6_V2: ModelSpec = ModelSpec {
         offline_planner: 0.5,
         recall: 0.35,
         hybrid_floor: 0.5,
+        same_word: 0.85,
         same_request: 0.85,
         same_kind: 0.49,
     },

@@ -363,17 +363,17 @@ impl FastPath {
             d.query = Some(q.clone());
             d
         };
-        if let Some(d) = self.try_l1(&canon, &ex, &q, &mut refusals) {
+        if let Some(d) = self.try_l1(&canon, &ex, &q, &mut refusals, embed) {
             return Ok(finish(d, &refusals, &canon));
         }
-        if let Some(d) = self.try_l2(&canon, &ex, &q, &mut refusals) {
+        if let Some(d) = self.try_l2(&canon, &ex, &q, &mut refusals, embed) {
             return Ok(finish(d, &refusals, &canon));
         }
         if self.multi.chain_to_planner && !self.l2.is_empty() {
             if let Some((prefix, rest)) = split_continuation(text) {
                 let (pcanon, pex) = canonical(&prefix, now);
                 let pq = embed(&pcanon)?;
-                if let Some(mut d) = self.try_l2(&pcanon, &pex, &pq, &mut refusals) {
+                if let Some(mut d) = self.try_l2(&pcanon, &pex, &pq, &mut refusals, embed) {
                     d.reason = format!("{}; the rest goes to the planner", d.reason);
                     d.residual = Some(rest);
                     return Ok(finish(d, &refusals, &canon));
@@ -388,7 +388,35 @@ impl FastPath {
         Ok(finish(d, &refusals, &canon))
     }
 
-    fn try_l1(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
+    /// The gate for replaying `text` for `canon`, content words spelt
+    /// differently compared by the model (gate rule 4): two words are the
+    /// same when their vectors' cosine reaches the word bar. A word that
+    /// cannot be embedded is not the same (fail closed).
+    fn gate<E>(
+        &self,
+        canon: &str,
+        text: &str,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Result<(), gate::Mismatch> {
+        let bar = self.fast.word_threshold();
+        if bar >= 1.0 {
+            return gate::check(canon, text);
+        }
+        let mut same = |a: &str, b: &str| match (embed(a), embed(b)) {
+            (Ok(x), Ok(y)) => f64::from(x.iter().zip(&y).map(|(p, q)| p * q).sum::<f32>()) >= bar,
+            _ => false,
+        };
+        gate::check_with(canon, text, &mut same)
+    }
+
+    fn try_l1<E>(
+        &self,
+        canon: &str,
+        ex: &Extracted,
+        q: &[f32],
+        refusals: &mut Vec<(f64, String)>,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Option<Decision> {
         let threshold = self.bar(self.fast.l1_threshold());
         for (text, r, cos) in self.l1.candidates(canon, q) {
             let cos = f64::from(cos);
@@ -396,7 +424,7 @@ impl FastPath {
                 refusals.push((cos, format!("L1: best match {text:?} at cosine {cos:.3} < {threshold}")));
                 break;
             }
-            if let Err(m) = gate::check(canon, text) {
+            if let Err(m) = self.gate(canon, text, embed) {
                 refusals.push((cos, format!("L1: {text:?} refused by the gate: {m}")));
                 continue;
             }
@@ -420,7 +448,14 @@ impl FastPath {
         None
     }
 
-    fn try_l2(&self, canon: &str, ex: &Extracted, q: &[f32], refusals: &mut Vec<(f64, String)>) -> Option<Decision> {
+    fn try_l2<E>(
+        &self,
+        canon: &str,
+        ex: &Extracted,
+        q: &[f32],
+        refusals: &mut Vec<(f64, String)>,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Option<Decision> {
         let threshold = self.bar(self.multi.l2_threshold());
         for (text, pipelines, cos) in self.l2.candidates(canon, q) {
             let cos = f64::from(cos);
@@ -428,7 +463,7 @@ impl FastPath {
                 refusals.push((cos, format!("L2: best match {text:?} at cosine {cos:.3} < {threshold}")));
                 break;
             }
-            if let Err(m) = gate::check(canon, text) {
+            if let Err(m) = self.gate(canon, text, embed) {
                 refusals.push((cos, format!("L2: {text:?} refused by the gate: {m}")));
                 continue;
             }

@@ -16,9 +16,13 @@
 //!    describe) may differ, since replaying one for another does no harm;
 //! 4. **content words** — every remaining word (stop words, action verbs and
 //!    masked values aside; simple plurals folded, Italian words read as
-//!    their English concept by [`lexicon`]) appears on both
-//!    sides, so "the baptism photos" never replays "the wedding photos" and
-//!    "la luce della cucina" is "the kitchen light";
+//!    their English concept by [`lexicon`], a small override) appears on
+//!    both sides, or — with [`check_with`], as the fast path runs it — is
+//!    the same word by the embedding model's own measure (word vectors at
+//!    a cosine a translation or a synonym reaches and a sibling word does
+//!    not: "cartella" is "folder", "baptism" is not "wedding"), so "the
+//!    baptism photos" never replays "the wedding photos" and "la luce
+//!    della cucina" is "the kitchen light";
 //! 5. **repeats** — an action or content word both sides name, named as
 //!    many times on each:
 //!    "count the words in X and then tell me its size and then count the
@@ -342,8 +346,20 @@ pub fn continuations(text: &str) -> Vec<(usize, usize)> {
 }
 
 /// Checks that replaying `candidate` for `request` is safe (both canonical:
-/// values masked, any case and punctuation).
+/// values masked, any case and punctuation), content words compared by the
+/// lexicon alone.
 pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
+    check_with(request, candidate, &mut |_, _| false)
+}
+
+/// [`check`], with content words that differ in spelling compared by
+/// `same` too (rule 4): each word only the request names must be `same` as
+/// a word only the candidate names, and each of those as one of the
+/// request's. The fast path's `same` is the embedding model's cosine
+/// between the two words ([`crate::fast_path::FastPathConfig::gate_word_similarity`]):
+/// "cartella" is "folder" in any language the model knows, while "mom" is
+/// not "dad" nor "jazz" "rock".
+pub fn check_with(request: &str, candidate: &str, same: &mut dyn FnMut(&str, &str) -> bool) -> Result<(), Mismatch> {
     let (r, c) = (profile(request), profile(candidate));
     if r.negated != c.negated {
         return Err(Mismatch::Negation);
@@ -368,18 +384,37 @@ pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
             return Err(Mismatch::Repeated { word: word.to_owned(), request: n, candidate: m });
         }
     }
-    if !r.content.keys().eq(c.content.keys()) {
-        return Err(Mismatch::Content {
-            request_only: r.content.keys().filter(|w| !c.content.contains_key(*w)).cloned().collect(),
-            candidate_only: c.content.keys().filter(|w| !r.content.contains_key(*w)).cloned().collect(),
-        });
+    let request_only: Vec<String> = r.content.keys().filter(|w| !c.content.contains_key(*w)).cloned().collect();
+    let candidate_only: Vec<String> = c.content.keys().filter(|w| !r.content.contains_key(*w)).cloned().collect();
+    if request_only.is_empty() && candidate_only.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let matched = !request_only.is_empty()
+        && !candidate_only.is_empty()
+        && request_only.iter().all(|w| candidate_only.iter().any(|v| same(w, v)))
+        && candidate_only.iter().all(|v| request_only.iter().any(|w| same(w, v)));
+    if matched {
+        return Ok(());
+    }
+    Err(Mismatch::Content { request_only, candidate_only })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn content_words_the_model_calls_the_same_pass_and_others_do_not() {
+        // A stand-in for the model: the pairs it would put above the bar.
+        let mut same = |a: &str, b: &str| matches!((a, b), ("ascoltare", "listen") | ("listen", "ascoltare"));
+        assert_eq!(check_with("ascoltare the radio", "listen the radio", &mut same), Ok(()));
+        assert!(check("ascoltare the radio", "listen the radio").is_err(), "the lexicon alone does not know it");
+        // Every differing word must find its match, both ways.
+        let err = check_with("ascoltare the jazz radio", "listen the radio", &mut same);
+        assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
+        let mut never = |_: &str, _: &str| false;
+        assert!(check_with("find the baptism photos", "find the wedding photos", &mut never).is_err());
+    }
 
     #[test]
     fn a_question_about_a_state_is_not_its_command() {

@@ -80,6 +80,11 @@ pub struct FastPathConfig {
     pub canonical_query_args_llm: bool,
     /// Extra L0 phrases: phrase → executor.
     pub l0_extra: BTreeMap<String, String>,
+    /// The replay gate's bar for two content words spelt differently to be
+    /// the same word: their cosine by the embedding model (gate rule 4).
+    /// Unset: the model's calibration ([`Calibration::same_word`]); 1.0:
+    /// the lexicon alone.
+    pub gate_word_similarity: Option<f64>,
 }
 
 impl Default for FastPathConfig {
@@ -90,6 +95,7 @@ impl Default for FastPathConfig {
             canonical_query_threshold: None,
             canonical_query_args_llm: false,
             l0_extra: BTreeMap::new(),
+            gate_word_similarity: None,
         }
     }
 }
@@ -102,10 +108,18 @@ impl FastPathConfig {
         self.canonical_query_threshold.unwrap_or(EmbeddingModel::default().spec().calibration.l1)
     }
 
-    /// Fills the L1 threshold, if the configuration leaves it unset, with
-    /// the calibration of the model whose vectors it will compare.
+    /// The gate's word bar: the configured one, else the default model's
+    /// calibration.
+    pub fn word_threshold(&self) -> f64 {
+        self.gate_word_similarity.unwrap_or(EmbeddingModel::default().spec().calibration.same_word)
+    }
+
+    /// Fills the L1 threshold and the gate's word bar, if the configuration
+    /// leaves them unset, with the calibration of the model whose vectors
+    /// they will compare.
     pub fn calibrate(&mut self, cal: &Calibration) {
         self.canonical_query_threshold.get_or_insert(cal.l1);
+        self.gate_word_similarity.get_or_insert(cal.same_word);
     }
 }
 
