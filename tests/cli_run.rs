@@ -431,3 +431,53 @@ fn replies_reach_the_terminal_escaped_and_the_log_capped_once() {
         }
     }
 }
+
+/// A session `engram run` opened itself and the runtime ended by idleness
+/// is replaced on the next line, said on stderr, and the line is answered
+/// (it used to exit 1 with "has ended"); a session named by `--session`
+/// keeps the error — the user asked for that one.
+#[test]
+fn an_idle_session_is_replaced_unless_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    std::fs::write(data.join("engram.toml"), "[runtime]\nsession_idle_secs = 1\n").unwrap();
+    let spawn = |extra: &[&str]| {
+        engram(data)
+            .arg("run")
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let talk = |mut child: std::process::Child| {
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"what time is it\n").unwrap();
+        // The first reply (the runtime has started), then long enough for
+        // the listener's idle check (every 250 ms here) to end the session.
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        std::thread::sleep(Duration::from_secs(3));
+        stdin.write_all(b"che ore sono\n").unwrap();
+        drop(stdin);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status, first + &rest, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+
+    let (status, stdout, err) = talk(spawn(&[]));
+    assert!(status.success(), "{err}");
+    assert!(err.contains("ended while idle; new session cli-"), "{err}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("[L0 ")).count(), 2, "{stdout}");
+    let events = export(data);
+    let sessions: std::collections::BTreeSet<_> =
+        events.iter().filter(|e| e.kind() == EventKind::TurnCompleted).filter_map(|e| e.session.clone()).collect();
+    assert_eq!(sessions.len(), 2, "one turn in each session: {sessions:?}");
+
+    let (status, stdout, err) = talk(spawn(&["--session", "s-named"]));
+    assert!(!status.success(), "{err}{stdout}");
+    assert!(err.contains("session \"s-named\" has ended"), "{err}");
+}

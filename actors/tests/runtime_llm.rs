@@ -299,20 +299,37 @@ fn an_llm_plan_runs_its_tool_and_every_call_is_priced_exactly() {
     rt.shutdown().unwrap();
 }
 
+/// Fail towards offline: a planner model that times out, fails or
+/// answers no plan costs the turn its model, not its answer — the offline
+/// planner plans it (the weather tool runs, as `--offline` would run it),
+/// no reply-loop call is made, and the reply says why it is plainer. It
+/// used to fall open to an empty plan, so the reply loop's model (or "I
+/// don't know how to do that yet") answered a request a tool serves.
 #[test]
-fn a_failing_planner_fails_open_to_an_empty_plan_and_the_turn_goes_on() {
+fn a_failing_planner_fails_towards_offline_and_the_turn_goes_on() {
     // A failed call costs nothing; an answer that is not a plan was still
     // counted and paid for (30 in, 7 out).
-    let cases: [(&str, Reply, LlmOutcome, &str); 4] = [
-        ("timeout", slow(weather_plan(), Duration::from_millis(1_500)), LlmOutcome::Timeout, "0"),
-        ("http 500", http_500(), LlmOutcome::HttpError, "0"),
-        ("garbage stream", garbage_stream(), LlmOutcome::Malformed, "0"),
-        ("prose instead of a plan", said("I would look at the sky.", (30, 7)), LlmOutcome::Malformed, "0.0000087"),
+    let cases: [(&str, Reply, LlmOutcome, &str, &str); 4] = [
+        (
+            "timeout",
+            slow(weather_plan(), Duration::from_millis(1_500)),
+            LlmOutcome::Timeout,
+            "0",
+            "did not answer in time",
+        ),
+        ("http 500", http_500(), LlmOutcome::HttpError, "0", "answered with an error"),
+        ("garbage stream", garbage_stream(), LlmOutcome::Malformed, "0", "gave no usable plan"),
+        (
+            "prose instead of a plan",
+            said("I would look at the sky.", (30, 7)),
+            LlmOutcome::Malformed,
+            "0.0000087",
+            "gave no usable plan",
+        ),
     ];
-    for (name, planner_reply, outcome, cost) in cases {
+    for (name, planner_reply, outcome, cost, why) in cases {
         let server = server(move |c| match c {
             Ctx::Planner => planner_reply.clone(),
-            Ctx::ReplyLoop => said("I cannot check right now.", (40, 6)),
             other => panic!("no {other:?} call expected"),
         });
         let f = fixture();
@@ -320,17 +337,18 @@ fn a_failing_planner_fails_open_to_an_empty_plan_and_the_turn_goes_on() {
         let t0 = Instant::now();
         let r = rt.handle_utterance(&SessionId::new("s-fail"), "how is the weather in Oslo").unwrap();
         assert!(t0.elapsed() < Duration::from_millis(1_400), "{name}: the planner's 300 ms timeout bounds the wait");
-        assert_eq!(r.text, "I cannot check right now.", "{name}");
-        assert!(r.steps.is_empty(), "{name}: {r:?}");
-        assert_eq!(f.weather_calls.load(Ordering::SeqCst), 0, "{name}");
+        assert_eq!(r.text, format!("{WEATHER}\n(The model {why}: answered without it.)"), "{name}");
+        assert_eq!(r.steps.iter().map(|s| s.tool.as_str()).collect::<Vec<_>>(), ["get_weather"], "{name}: {r:?}");
+        assert_eq!(f.weather_calls.load(Ordering::SeqCst), 1, "{name}");
         let all = events(&rt);
         let plan = plan_of(&all, r.turn);
-        assert_eq!((plan.planner, plan.steps.len()), (PlannerKind::Llm, 0), "{name}");
+        assert_eq!((plan.planner, plan.steps.len()), (PlannerKind::Offline, 1), "{name}");
         let planner = llm_calls(&all, ActorKind::Planner);
         assert_eq!(planner.len(), 1, "{name}");
         assert_eq!(planner[0].outcome, outcome, "{name}");
         assert_eq!(planner[0].cost_usd, dec(cost), "{name}");
-        assert_eq!(completed(&all, r.turn).cost_usd, dec(cost) + dec("0.0000096"), "{name}: + the reply's call");
+        assert!(llm_calls(&all, ActorKind::ReplyLoop).is_empty(), "{name}: the offline plan needs no model");
+        assert_eq!(completed(&all, r.turn).cost_usd, dec(cost), "{name}");
         assert_eq!(count(&all, EventKind::TurnCompleted), 1, "{name}");
         rt.shutdown().unwrap();
     }
@@ -346,7 +364,8 @@ fn a_failing_reply_model_fails_open_to_the_tool_results() {
     let f = fixture();
     let rt = start(&f, config(&server));
     let r = rt.handle_utterance(&SessionId::new("s-reply-fail"), "how is the weather in Oslo").unwrap();
-    assert_eq!(r.text, WEATHER, "the reply is the tool's result");
+    let text = format!("{WEATHER}\n(The model answered with an error: answered without it.)");
+    assert_eq!(r.text, text, "the reply is the tool's result, and says why");
     assert!(r.tools_ok);
     let all = events(&rt);
     let replies = llm_calls(&all, ActorKind::ReplyLoop);
@@ -569,7 +588,8 @@ fn the_api_key_is_sent_to_the_server_and_never_stored() {
     let rt = builder(&f, config).llm(client).start().unwrap();
     let s = SessionId::new("s-key");
     let r = rt.handle_utterance(&s, "how is the weather in Oslo").unwrap();
-    assert_eq!(r.text, WEATHER, "401 on the reply turn: the tool results");
+    let text = format!("{WEATHER}\n(The model answered with an error: answered without it.)");
+    assert_eq!(r.text, text, "401 on the reply turn: the tool results");
     rt.end_session(&s).unwrap();
     assert!(rt.settle(Duration::from_secs(10)));
     let bearer = format!("Bearer {secret}");
@@ -1224,7 +1244,9 @@ fn two_hundred_tools_are_routed_to_a_prompt_that_fits() {
     // The first request again, in the same conversation: its picks are
     // cached — no router call — and the planner sees them again.
     rt.handle_utterance(&s, "How is the weather in Oslo?").unwrap();
-    assert_eq!(requests(&server, Ctx::Router).len(), 2, "no third router call");
+    // Two calls so far: one answered, one failed with a 500 (tried three
+    // times: a 5xx is retried twice, llm/health.rs).
+    assert_eq!(requests(&server, Ctx::Router).len(), 1 + 3, "no third router call");
     let listed = planner_tools(requests(&server, Ctx::Planner).last().unwrap());
     assert!(listed.contains(&"fetch_page".to_string()), "the cached picks: {listed:?}");
     rt.shutdown().unwrap();
@@ -1360,5 +1382,122 @@ fn slow_enrichment_and_step_resolver_fall_open_on_timeout() {
             "{context:?}: {calls:?}"
         );
     }
+    rt.shutdown().unwrap();
+}
+
+/// A server that is not there: every turn still gets the offline answer,
+/// with a line saying the model could not be reached — the first within
+/// the planner's retries (two, with backoff), the next ones at once, since
+/// the model is skipped for a while (llm/health.rs). Before, the turn got
+/// an empty plan, then a reply-loop call to the same dead server, then "I
+/// don't know how to do that yet".
+#[test]
+fn a_server_that_is_down_costs_the_model_not_the_answer() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut config = Config::default();
+    config.llm.provider = "ollama".into();
+    config.llm.base_url = format!("http://127.0.0.1:{port}");
+    config.llm.model = MODEL.into();
+    config.llm.planner_timeout_ms = 6_000;
+    let f = fixture();
+    let rt = start(&f, config);
+    let s = SessionId::new("s-down");
+    let note = "(The model could not be reached: answered without it.)";
+    let t0 = Instant::now();
+    let r = rt.handle_utterance(&s, "how is the weather in Oslo").unwrap();
+    assert_eq!(r.text, format!("{WEATHER}\n{note}"));
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let t1 = Instant::now();
+    let r = rt.handle_utterance(&s, "what's the weather in Oslo now").unwrap();
+    assert_eq!(r.text, format!("{WEATHER}\n{note}"));
+    assert!(t1.elapsed() < Duration::from_secs(2), "skipped, not retried: {:?}", t1.elapsed());
+    let all = events(&rt);
+    let planner = llm_calls(&all, ActorKind::Planner);
+    assert!(planner.iter().all(|c| c.outcome == LlmOutcome::Unreachable), "{planner:?}");
+    assert_eq!(plan_of(&all, r.turn).planner, PlannerKind::Offline);
+    assert!(llm_calls(&all, ActorKind::ReplyLoop).is_empty(), "no reply-loop call to a dead server");
+    rt.shutdown().unwrap();
+}
+
+/// The reply loop's model turns share one budget (`reply_budget_ms`): a
+/// model that hangs costs the budget, not 8 × `chat_timeout_ms`; with no
+/// tool run yet (the planner's `[]`), the offline planner's plan answers.
+#[test]
+fn a_hanging_reply_model_costs_its_budget_and_the_offline_plan_answers() {
+    let server = server(|c| match c {
+        Ctx::Planner => said("[]", (10, 2)),
+        Ctx::ReplyLoop => slow(said("Too late.", (1, 1)), Duration::from_secs(5)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let mut config = config(&server);
+    config.llm.chat_timeout_ms = 3_000;
+    config.llm.reply_budget_ms = 800;
+    let rt = start(&f, config);
+    let t0 = Instant::now();
+    let r = rt.handle_utterance(&SessionId::new("s-hang"), "how is the weather in Oslo").unwrap();
+    let took = t0.elapsed();
+    assert_eq!(r.text, format!("{WEATHER}\n(The model did not answer in time: answered without it.)"));
+    assert!(took < Duration::from_millis(2_500), "the budget bounds the turn, not chat_timeout_ms: {took:?}");
+    assert_eq!(f.weather_calls.load(Ordering::SeqCst), 1);
+    let replies = llm_calls(&events(&rt), ActorKind::ReplyLoop);
+    assert_eq!(replies.iter().map(|c| c.outcome).collect::<Vec<_>>(), [LlmOutcome::Timeout]);
+    rt.shutdown().unwrap();
+}
+
+/// Seed 002 #1: the local time and the configured place reach the reply
+/// loop's system prompt and the planner's prompt on every turn.
+#[test]
+fn every_model_turn_knows_the_time_and_the_place() {
+    let server = server(|c| match c {
+        Ctx::Planner => said("[]", (10, 2)),
+        Ctx::ReplyLoop => said("It is evening in Rome.", (10, 2)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let mut config = config(&server);
+    config.tools.location = "Rome, Italy".into();
+    let rt = start(&f, config);
+    let s = SessionId::new("s-where");
+    for request in ["is it late to call my sister?", "what should I wear today?"] {
+        rt.handle_utterance(&s, request).unwrap();
+    }
+    let today = chrono::Local::now().format("%-d %B %Y").to_string();
+    let replies = requests(&server, Ctx::ReplyLoop);
+    assert_eq!(replies.len(), 2);
+    for r in &replies {
+        let system = system_messages(r);
+        assert!(
+            system[0].contains("Now: ") && system[0].contains(&today) && system[0].contains("Rome, Italy"),
+            "{system:?}"
+        );
+    }
+    let planned = requests(&server, Ctx::Planner);
+    let prompt = planned.last().unwrap().body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(prompt.contains(&today) && prompt.contains("The user's location: Rome, Italy."), "{prompt}");
+    rt.shutdown().unwrap();
+}
+
+/// A host's own client (`RuntimeBuilder::llm`) plans even when `[llm]
+/// model` is unset: it used to be ignored for planning (the offline
+/// planner planned) while `is_online()` said true.
+#[test]
+fn a_hosts_client_plans_without_a_configured_model() {
+    let server = server(|c| match c {
+        Ctx::Planner => weather_plan(),
+        Ctx::ReplyLoop => said("Light rain in Oslo.", (10, 2)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let host = config(&server);
+    let client: Arc<dyn LlmClient> = client_from_config_with_env(&host.llm, |_| None).unwrap().unwrap();
+    let f = fixture();
+    let rt = builder(&f, Config::default()).llm(client).start().unwrap();
+    assert!(rt.is_online());
+    let r = rt.handle_utterance(&SessionId::new("s-host"), "how is the weather in Oslo").unwrap();
+    assert_eq!(r.text, "Light rain in Oslo.");
+    let all = events(&rt);
+    assert_eq!(plan_of(&all, r.turn).planner, PlannerKind::Llm);
+    assert_eq!(requests(&server, Ctx::Planner)[0].body["model"], "default");
     rt.shutdown().unwrap();
 }

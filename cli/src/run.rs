@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use engram::actors::Runtime;
+use engram::actors::{Runtime, RuntimeError};
 use engram::events::codec::json;
 use engram::events::payloads::FeedbackRating;
 use engram::{Seq, SessionId};
@@ -34,7 +34,9 @@ pub struct Args {
     /// writes them) instead of the reply
     #[arg(long)]
     json: bool,
-    /// The session id [default: a new one]
+    /// The session id [default: a new one]. A session given here that ends
+    /// by idleness (`[runtime] session_idle_secs`) is an error on the next
+    /// line; a default one is replaced by a new session, said on stderr
     #[arg(long, value_name = "ID", value_parser = |s: &str| SessionId::parse(s))]
     session: Option<SessionId>,
     /// Leave the session open at the end (a later `engram run --session ID`
@@ -60,6 +62,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let rt = crate::open_waiting(start, crate::runtime_log_error)
         .with_context(|| format!("cannot start the runtime in {}", data.display()))?;
     let mut session = args.session.clone().unwrap_or_else(|| SessionId::new(new_session_id()));
+    let explicit = args.session.is_some();
     let mut out = std::io::stdout().lock();
     if let Some(addr) = rt.metrics_addr() {
         eprintln!("engram run: metrics at http://{addr}/metrics");
@@ -97,7 +100,10 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
                         (":correct", rest) => feedback(&rt, &session, FeedbackRating::Correction, rest)?,
                         (":model", rest) => match rest.split_once(' ').map(|(m, t)| (m, t.trim())) {
                             Some((model, text)) if !text.is_empty() => {
-                                if let Err(e) = turn(&rt, &session, text, Some(model), args.json, &mut out) {
+                                let r = renewing(&mut session, explicit, |s| {
+                                    turn(&rt, s, text, Some(model), args.json, &mut out)
+                                });
+                                if let Err(e) = r {
                                     eprintln!("engram run: {e}");
                                 }
                             }
@@ -127,7 +133,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
                             }
                         }
                         (c, _) if c.starts_with(':') => eprintln!("engram run: unknown command {c}"),
-                        _ => turn(&rt, &session, line, None, args.json, &mut out)?,
+                        _ => renewing(&mut session, explicit, |s| turn(&rt, s, line, None, args.json, &mut out))?,
                     }
                 }
             }
@@ -140,6 +146,26 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     rt.shutdown()?;
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `take` (a turn) in `session`; if the runtime ended that session by
+/// idleness meanwhile and the user did not name it (`--session`), opens a
+/// new one, says so on stderr and takes the turn there — an interactive
+/// `engram run` left alone for half an hour goes on, as a chat would. A
+/// session the user named keeps the error: they asked for that one.
+fn renewing(
+    session: &mut SessionId,
+    explicit: bool,
+    mut take: impl FnMut(&SessionId) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    match take(session) {
+        Err(e) if !explicit && matches!(e.downcast_ref(), Some(RuntimeError::SessionEnded(_))) => {
+            let old = std::mem::replace(session, SessionId::new(new_session_id()));
+            eprintln!("engram run: session {} ended while idle; new session {}", old.as_str(), session.as_str());
+            take(session)
+        }
+        r => r,
+    }
 }
 
 fn new_session_id() -> String {

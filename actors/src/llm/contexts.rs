@@ -98,13 +98,15 @@ fn render_dialogue(dialogue: &[(String, String)]) -> String {
 /// `done`: steps already chosen for this request (a fast-path replay of its
 /// known first part); the model plans only what is left, numbering results
 /// on from them (see [`parse_plan_after`]). `memory`: the warm profile
-/// (what earlier sessions taught about the user), first in the message.
+/// (what earlier sessions taught about the user), first in the message;
+/// `situation`: the local time and place ([`situation`]), after it.
 pub fn planner_messages(
     query: &str,
     tools: &[ToolSpec],
     dialogue: &[(String, String)],
     done: &[PlanStep],
     memory: Option<&str>,
+    situation: &str,
 ) -> Vec<ChatMessage> {
     let catalogue: Vec<String> =
         tools.iter().map(|t| format!("- {}: {} (arguments: {})", t.name, t.description, t.parameters)).collect();
@@ -119,6 +121,7 @@ pub fn planner_messages(
     if let Some(memory) = memory {
         user.push_str(&format!("{memory}\n\n"));
     }
+    user.push_str(&format!("{situation}\n\n"));
     if !dialogue.is_empty() {
         user.push_str(&format!("Recent conversation:\n{}\n\n", render_dialogue(dialogue)));
     }
@@ -135,6 +138,20 @@ pub fn planner_messages(
         ));
     }
     vec![ChatMessage::system(system), ChatMessage::user(user)]
+}
+
+/// Seed 002 #1's time and location context, re-injected every turn: the
+/// user's local date and time (weekday, offset) and, when `[tools]
+/// location` is set, where they are — so "what's on tomorrow", "is it late
+/// to call" or "weather here" need no tool call to place them. Built per
+/// turn and never part of what the fast path learns (its rows key on the
+/// request alone).
+pub fn situation(now: chrono::DateTime<chrono::FixedOffset>, location: Option<&str>) -> String {
+    let time = now.format("%A %-d %B %Y, %H:%M (UTC%:z)");
+    match location {
+        Some(place) => format!("Now: {time}. The user's location: {place}."),
+        None => format!("Now: {time}."),
+    }
 }
 
 /// The step an argument value refers to: `"$N"` is the result of step N
@@ -606,9 +623,27 @@ mod tests {
             description: "Weather for a city".into(),
             parameters: json!({"type": "object"}),
         }];
-        let m = planner_messages("and tomorrow?", &tools, &[("user".into(), "weather in Oslo".into())], &[], None);
+        let m = planner_messages(
+            "and tomorrow?",
+            &tools,
+            &[("user".into(), "weather in Oslo".into())],
+            &[],
+            None,
+            "Now: Thursday 26 November 2026, 18:05 (UTC+01:00).",
+        );
         assert!(m[0].content.contains("- get_weather: Weather for a city") && m[0].content.contains("\"$0\""));
         assert!(m[1].content.contains("user: weather in Oslo") && m[1].content.ends_with("Request: and tomorrow?"));
+        assert!(m[1].content.contains("Now: Thursday 26 November 2026, 18:05"), "{}", m[1].content);
+    }
+
+    #[test]
+    fn the_situation_names_the_local_time_and_the_place() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-26T18:05:00+01:00").unwrap();
+        assert_eq!(
+            situation(now, Some("Rome, Italy")),
+            "Now: Thursday 26 November 2026, 18:05 (UTC+01:00). The user's location: Rome, Italy."
+        );
+        assert_eq!(situation(now, None), "Now: Thursday 26 November 2026, 18:05 (UTC+01:00).");
     }
 
     #[test]

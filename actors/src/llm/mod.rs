@@ -16,6 +16,7 @@ use engram_events::payloads::{LlmContext, LlmOutcome};
 
 pub mod context_llm;
 pub mod contexts;
+pub mod health;
 #[cfg(feature = "llm-http")]
 pub(crate) mod http;
 #[cfg(feature = "llm-http")]
@@ -31,6 +32,7 @@ pub mod text_tools;
 
 pub use context_llm::ContextLlm;
 pub use contexts::{ContextError, IntentJudgment};
+pub use health::Guarded;
 #[cfg(feature = "llm-http")]
 pub use ollama::OllamaClient;
 #[cfg(feature = "llm-http")]

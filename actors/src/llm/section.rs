@@ -71,8 +71,14 @@ pub struct LlmSection {
     /// the empty plan and the reply loop's model calls tools as it goes.
     /// (A request under 4 characters is never planned by the model.)
     pub planner_enabled: bool,
-    /// Main reply loop (#1) timeout.
+    /// Main reply loop (#1) timeout, per model turn.
     pub chat_timeout_ms: u64,
+    /// The reply loop's budget for one reply, all its model turns together:
+    /// each call gets what is left of it (at most `chat_timeout_ms`), and a
+    /// reply that runs out answers from what the tools found, or from the
+    /// offline planner's plan when no tool ran — a turn is bounded in
+    /// seconds even when the model hangs.
+    pub reply_budget_ms: u64,
     /// Intent judge (#2) and evaluator judge timeout.
     pub judge_timeout_ms: u64,
     /// Summariser (#9) timeout.
@@ -193,6 +199,7 @@ impl Default for LlmSection {
             planner_timeout_ms: 6_000,
             planner_enabled: true,
             chat_timeout_ms: 45_000,
+            reply_budget_ms: 20_000,
             judge_timeout_ms: 15_000,
             summary_timeout_ms: 30_000,
             enrichment_timeout_ms: 8_000,

@@ -49,6 +49,9 @@ pub struct PlannerSetup {
     pub tools: Arc<Vec<ToolDescription>>,
     /// The user's UTC offset.
     pub offset: FixedOffset,
+    /// `[tools] location`, for the time and place line of the prompt
+    /// (seed 002 #1).
+    pub location: Option<String>,
     /// The conversation's window and per-prompt cap (`[runtime]
     /// dialogue_window_secs`, `dialogue_max_turns`).
     pub dialogue: (u64, usize),
@@ -157,9 +160,19 @@ impl Planner {
             Some(_) if model != OFFLINE_MODEL && skip => (PlannerKind::Llm, Vec::new()),
             Some(client) if model != OFFLINE_MODEL => {
                 allowed = self.narrowed_tools(env, &query, &mut out);
-                let planned = self.plan_with_model(env, &*client, &model, &query, &done, allowed.as_deref());
-                out.push(planned.0);
-                (PlannerKind::Llm, planned.1)
+                let (record, planned) = self.plan_with_model(env, &*client, &model, &query, &done, allowed.as_deref());
+                out.push(record);
+                match planned {
+                    Some(steps) => (PlannerKind::Llm, steps),
+                    // Fail towards offline: a server that cannot be reached
+                    // or a plan that cannot be used costs the turn its
+                    // model, not its answer — the offline planner plans it
+                    // (the call's record says why; the reply says so).
+                    None => {
+                        allowed = None;
+                        (PlannerKind::Offline, self.plan_offline(env, &query, done.len()))
+                    }
+                }
             }
             _ => (PlannerKind::Offline, self.plan_offline(env, &query, done.len())),
         };
@@ -206,8 +219,11 @@ impl Planner {
 
     /// Asks `model` for the plan of `query` after the replayed prefix
     /// `done`, among the `allowed` tools (`None`: all): the call's record,
-    /// and the steps — none when the answer is unusable (seed 002 #12 fails
-    /// open: an empty plan, the turn goes on).
+    /// and the steps — `None` when there is no usable answer (the server
+    /// failed, or the plan broke the contract), which the caller takes to
+    /// the offline planner. (Seed 002 #12 fails open to an empty plan; an
+    /// empty plan answers "list the files in ~/Notes" worse than the
+    /// offline planner does, so engram fails towards offline instead.)
     fn plan_with_model(
         &self,
         env: &Envelope,
@@ -216,7 +232,7 @@ impl Planner {
         query: &str,
         done: &[PlanStep],
         allowed: Option<&[String]>,
-    ) -> (Envelope, Vec<PlanStep>) {
+    ) -> (Envelope, Option<Vec<PlanStep>>) {
         let specs: Vec<_> = crate::llm::context_llm::llm_specs(&self.setup.tools)
             .into_iter()
             .filter(|s| allowed.is_none_or(|a| a.contains(&s.name)))
@@ -224,9 +240,11 @@ impl Planner {
         // The conversation so far (seed 002 #1), this turn aside.
         let dialogue = self.dialogue.before(env);
         let profile = self.profile.render();
+        let now = env.at.with_timezone(&self.setup.offset);
+        let situation = llm::contexts::situation(now, self.setup.location.as_deref());
         let request = ChatRequest {
             model: model.to_owned(),
-            messages: llm::contexts::planner_messages(query, &specs, &dialogue, done, profile.as_deref()),
+            messages: llm::contexts::planner_messages(query, &specs, &dialogue, done, profile.as_deref(), &situation),
             tools: Vec::new(),
             context: LlmContext::Planner,
             timeout: self.setup.timeout,
@@ -236,10 +254,11 @@ impl Planner {
             llm::contexts::parse_plan_after(&r.content, &names, done.len())
         });
         // parse_plan keeps at most MAX_PLAN_STEPS (seed 002 #12).
-        let steps = parsed.unwrap_or_else(|e| {
-            tracing::warn!(model = %model, "planner failed open: {e}");
-            Vec::new()
-        });
+        let steps = parsed
+            .map_err(
+                |e| tracing::warn!(model = %model, "planner model failed ({e}); the offline planner plans the turn"),
+            )
+            .ok();
         (derived(env, ActorKind::Planner, record, 0), steps)
     }
 

@@ -28,6 +28,7 @@ use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use engram_learning::fast_path::templates::l0_answer;
 use engram_learning::lang;
 use engram_learning::memory::{directives, enrich_by_rule, should_recall};
+use engram_learning::offline_planner::OFFLINE_MODEL;
 use rust_decimal::Decimal;
 
 use super::with_prompt_context;
@@ -62,10 +63,19 @@ pub struct ReplySetup {
     pub prices: Arc<PriceTable>,
     /// Timeout of one model turn (seed 002: 45 s).
     pub chat_timeout: Duration,
+    /// All the model turns of one reply together (`[llm]
+    /// reply_budget_ms`).
+    pub reply_budget: Duration,
+    /// The offline planner: what plans a turn whose model failed before
+    /// any tool ran (fail towards offline).
+    pub offline: Arc<engram_learning::offline_planner::OfflinePlanner>,
     /// Most model turns per reply (seed 002: 8).
     pub agentic_max_turns: u32,
     /// The user's UTC offset.
     pub offset: FixedOffset,
+    /// `[tools] location`, for the time and place line of every model
+    /// turn (seed 002 #1).
+    pub location: Option<String>,
     /// The conversation's window and per-prompt cap (`[runtime]
     /// dialogue_window_secs`, `dialogue_max_turns`).
     pub dialogue: (u64, usize),
@@ -126,6 +136,9 @@ struct OpenTurn {
     planner_ms: u64,
     cost: Decimal,
     pricing_version: Option<String>,
+    /// How the planner's model call failed, if it did: the offline planner
+    /// planned the turn instead, and the reply says so.
+    planner_failed: Option<LlmOutcome>,
 }
 
 /// The reply loop's state: the turns under way.
@@ -232,6 +245,7 @@ impl ReplyLoop {
                     planner_ms: 0,
                     cost: Decimal::ZERO,
                     pricing_version: None,
+                    planner_failed: None,
                 };
                 self.turns.insert(turn, open);
             }
@@ -252,6 +266,9 @@ impl ReplyLoop {
                 if let Some(t) = self.turns.get_mut(&turn) {
                     t.cost = t.cost.saturating_add(c.cost_usd);
                     t.pricing_version = Some(c.pricing_version.clone());
+                    if c.context == LlmContext::Planner && c.outcome != LlmOutcome::Ok {
+                        t.planner_failed = Some(c.outcome);
+                    }
                 }
             }
             Event::TurnCompleted(_) => {
@@ -310,25 +327,14 @@ impl ReplyLoop {
                 let prompt = Prompt { query: &open.text, dialogue: &dialogue, recalled: memory.as_deref(), offered };
                 self.agentic(&mut run, &client, model, prompt, &ctx)
             }
-            _ => match (layer, run.steps_done.as_slice(), run.tools_ok, &run.ask) {
-                // L0 answers through its EN/IT templates (seed 000), and so
-                // does any other turn that ran one built-in of theirs with no
-                // arguments: the reply is in the request's language, however
-                // the request was served.
-                (layer, [step], true, None) if layer == RouteLayer::L0 || step.args.0.is_empty() => {
-                    let lang = run.rules.lang.unwrap_or_else(|| lang::detect(&open.text));
-                    l0_answer(&step.tool, &run.plain[0], ctx.now, lang).unwrap_or_else(|| compose(&run))
-                }
-                (_, _, _, Some((tool, missing))) => {
-                    let lang = run.rules.lang.unwrap_or_else(|| lang::detect(&open.text));
-                    let question = ask_for(tool, missing, lang);
-                    match run.steps_done.is_empty() {
-                        true => question,
-                        false => format!("{}\n{question}", compose(&run)),
-                    }
-                }
-                _ => compose(&run),
-            },
+            _ => offline_reply(&run, layer, &open.text, ctx.now),
+        };
+        let text = match open.planner_failed.filter(|_| !agentic) {
+            Some(outcome) => {
+                let lang = run.rules.lang.unwrap_or_else(|| lang::detect(&open.text));
+                format!("{text}\n{}", offline_note(outcome, lang))
+            }
+            None => text,
         };
         let latency_ms = (Utc::now() - open.at).num_milliseconds().max(0) as u64;
         let text = capped(text, self.setup.max_reply_bytes);
@@ -588,6 +594,22 @@ impl ReplyLoop {
     /// The reply when the loop ran out of turns without one (#6): the model
     /// writes it, caveat first, from what the loop did; fails open to the
     /// results as [`compose`] puts them.
+    /// The reply when the model failed mid-loop (`outcome`) — fail
+    /// towards offline, as the planner does: from what the tools found so
+    /// far, or, when none ran, from the offline planner's plan of `query`
+    /// run now; with a line saying the model failed.
+    fn without_model(&self, run: &mut Run<'_>, query: &str, ctx: &ToolContext, outcome: LlmOutcome) -> String {
+        if run.steps_done.is_empty() {
+            let steps = self.setup.offline.plan(query, ctx.now).unwrap_or_else(|e| {
+                tracing::warn!("offline planner failed open: {e}");
+                Vec::new()
+            });
+            self.run_steps(run, &steps, (None, false), Some(OFFLINE_MODEL), ctx);
+        }
+        let lang = run.rules.lang.unwrap_or_else(|| lang::detect(query));
+        format!("{}\n{}", offline_reply(run, RouteLayer::Planner, query, ctx.now), offline_note(outcome, lang))
+    }
+
     fn max_turn_reply(&self, run: &mut Run<'_>, query: &str) -> String {
         let Some(llm) = &self.setup.digests.max_turn else { return compose(run) };
         let activity: Vec<String> = run
@@ -641,7 +663,11 @@ impl ReplyLoop {
         };
         // What earlier sessions taught (the warm profile), the
         // conversation so far (seed 002 #1), then this request.
-        let mut messages = vec![ChatMessage::system(SYSTEM_PROMPT)];
+        // The time and place re-injected every turn (seed 002 #1), in the
+        // system prompt itself: one system message opens the conversation,
+        // as every chat template accepts.
+        let situation = contexts::situation(ctx.now, self.setup.location.as_deref());
+        let mut messages = vec![ChatMessage::system(format!("{SYSTEM_PROMPT}\n{situation}"))];
         if let Some(memory) = self.profile.render() {
             messages.push(ChatMessage::system(memory));
         }
@@ -658,17 +684,24 @@ impl ReplyLoop {
         for i in 0..run.steps_done.len() {
             messages.push(self.tool_message(run, query, model, i));
         }
+        let deadline = Instant::now() + self.setup.reply_budget;
         for _ in 0..self.setup.agentic_max_turns {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!(model, "reply loop: the reply's budget is spent; answering without the model");
+                return self.without_model(run, query, ctx, LlmOutcome::Timeout);
+            }
             let request = ChatRequest {
                 model: model.to_owned(),
                 messages: std::mem::take(&mut messages),
                 tools: specs.clone(),
                 context: LlmContext::ReplyLoop,
-                timeout: self.setup.chat_timeout,
+                timeout: self.setup.chat_timeout.min(left),
             };
             let (record, result) = crate::llm::context_llm::ask(&**client, &request, &self.setup.prices, |r| {
                 Ok::<_, std::convert::Infallible>(r.clone())
             });
+            let outcome = record.outcome;
             run.record_call(record);
             messages = request.messages;
             match result {
@@ -705,8 +738,8 @@ impl ReplyLoop {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(model, "reply loop: model failed ({e}); answering from tool results");
-                    return compose(run);
+                    tracing::warn!(model, "reply loop: model failed ({e}); answering without it");
+                    return self.without_model(run, query, ctx, outcome);
                 }
             }
         }
@@ -740,6 +773,45 @@ fn ask_for(tool: &str, missing: &[String], lang: lang::Lang) -> String {
     format!("{which} {list}? ({needs} {tool})")
 }
 
+/// The reply no model writes (offline, the fast path, a model that
+/// failed) to `request`, served by `layer`. L0 answers through its EN/IT
+/// templates (seed 000), and so does any other turn that ran one built-in
+/// of theirs with no arguments: the reply is in the request's language,
+/// however the request was served. A call left waiting for arguments asks
+/// for them; anything else is composed from the results.
+fn offline_reply(run: &Run<'_>, layer: RouteLayer, request: &str, now: DateTime<FixedOffset>) -> String {
+    let lang = run.rules.lang.unwrap_or_else(|| lang::detect(request));
+    match (layer, run.steps_done.as_slice(), run.tools_ok, &run.ask) {
+        (layer, [step], true, None) if layer == RouteLayer::L0 || step.args.0.is_empty() => {
+            l0_answer(&step.tool, &run.plain[0], now, lang).unwrap_or_else(|| compose(run))
+        }
+        (_, _, _, Some((tool, missing))) => {
+            let question = ask_for(tool, missing, lang);
+            match run.steps_done.is_empty() {
+                true => question,
+                false => format!("{}\n{question}", compose(run)),
+            }
+        }
+        _ => compose(run),
+    }
+}
+
+/// The line a reply ends with when the model failed and the offline
+/// planner answered instead (fail towards offline): the user learns why the
+/// answer may be plainer than usual, in their language.
+fn offline_note(outcome: LlmOutcome, lang: lang::Lang) -> String {
+    let (en, it) = match outcome {
+        LlmOutcome::Timeout => ("did not answer in time", "non ha risposto in tempo"),
+        LlmOutcome::Unreachable => ("could not be reached", "non è raggiungibile"),
+        LlmOutcome::HttpError => ("answered with an error", "ha risposto con un errore"),
+        _ => ("gave no usable plan", "non ha dato un piano utilizzabile"),
+    };
+    match lang {
+        lang::Lang::It => format!("(Il modello {it}: ho risposto senza.)"),
+        _ => format!("(The model {en}: answered without it.)"),
+    }
+}
+
 fn compose(run: &Run<'_>) -> String {
     if run.steps_done.is_empty() {
         return "I don't know how to do that yet.".to_owned();
@@ -770,8 +842,9 @@ fn resolve_references(args: &mut ToolArgs, results: &[String]) -> Vec<usize> {
 }
 
 impl Role for ReplyLoop {
+    /// 2: an open turn knows how its planner call failed.
     fn snapshot_version(&self) -> u32 {
-        1
+        2
     }
 
     /// The turns under way, the dialogue, the profile and the diary.

@@ -219,6 +219,9 @@ impl RuntimeBuilder {
                 crate::llm::client_from_config(&config.llm).map_err(|e| RuntimeError::Llm(e.to_string()))?
             }
         };
+        // Every call retries what may pass and skips a server that is down
+        // (llm/health.rs), so turns fall towards offline fast.
+        let llm = llm.map(|l| Arc::new(crate::llm::Guarded::new(l)) as Arc<dyn LlmClient>);
         let mut registry = ToolRegistry::with_builtins(BuiltinConfig::from_section(&config.tools));
         for t in std::mem::take(&mut self.tools) {
             registry.register(t);
@@ -229,7 +232,17 @@ impl RuntimeBuilder {
         config.llm.check().map_err(RuntimeError::Config)?;
         let default_model = match &llm {
             Some(_) if !config.llm.model.is_empty() => config.llm.model.clone(),
-            _ => OFFLINE_MODEL.to_owned(),
+            // A host's own client with no `[llm] model`: it plans, under
+            // the model name it is asked for (it used to be ignored for
+            // planning while `is_online` said true).
+            Some(l) => {
+                tracing::info!(
+                    provider = l.provider(),
+                    "the host's LLM client plans as model {HOST_MODEL:?} ([llm] model is unset)"
+                );
+                HOST_MODEL.to_owned()
+            }
+            None => OFFLINE_MODEL.to_owned(),
         };
         // What planner turns may be routed to: the configured candidates
         // with a server to ask, else the default alone.
@@ -252,6 +265,10 @@ impl RuntimeBuilder {
         })
     }
 }
+
+/// The model a host's own client (`RuntimeBuilder::llm`) is asked for
+/// when `[llm] model` is unset: the client decides what it means.
+pub const HOST_MODEL: &str = "default";
 
 /// What `start` puts together once and every role is built from.
 struct Wiring {
@@ -276,6 +293,11 @@ impl Wiring {
     /// judges: a call per turn or utterance).
     fn context_llm(&self, context: LlmContext, enabled: bool) -> Option<ContextLlm> {
         self.llm.clone().filter(|_| enabled).map(|c| ContextLlm::new(c, &self.config.llm, context, self.prices.clone()))
+    }
+
+    /// `[tools] location` as the built-ins read it (blank: none).
+    fn location(&self) -> Option<String> {
+        BuiltinConfig::from_section(&self.config.tools).location
     }
 
     fn dialogue(&self) -> (u64, usize) {
@@ -305,6 +327,7 @@ impl Wiring {
             offline: self.offline.clone(),
             tools: self.tools.clone(),
             offset: self.offset,
+            location: self.location(),
             dialogue: self.dialogue(),
             router: Some(tool_router.clone()),
             enabled: self.config.llm.planner_enabled,
@@ -319,8 +342,11 @@ impl Wiring {
             llm: self.llm.clone(),
             prices: self.prices.clone(),
             chat_timeout: llm.timeout(LlmContext::ReplyLoop),
+            reply_budget: Duration::from_millis(llm.reply_budget_ms),
+            offline: self.offline.clone(),
             agentic_max_turns: self.config.runtime.agentic_max_turns,
             offset: self.offset,
+            location: self.location(),
             dialogue: self.dialogue(),
             embed: Some((self.embedder.clone(), Some(self.cache.clone()))),
             enrichment: self.context_llm(LlmContext::Enrichment, true),
