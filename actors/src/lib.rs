@@ -32,6 +32,7 @@
 
 pub mod bridge;
 pub mod bus;
+pub mod catalogue;
 pub mod config;
 pub mod dispatch;
 pub mod error;

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use engram_events::payloads::LlmCallCompleted;
 use serde_json::json;
 
+use crate::catalogue::Catalogue;
 use crate::llm::ContextLlm;
 use crate::llm::{contexts, ToolSpec};
 use crate::tools::memory::RECALL;
-use engram_learning::offline_planner::{OfflinePlanner, ToolDescription};
 
 /// The tool searcher's name, as the reply loop's model calls it.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -29,37 +29,37 @@ pub const MAX_SEARCHES: usize = 3;
 /// Tools one search returns.
 const FOUND: usize = 5;
 
-/// The router over one catalogue.
+/// The router over the catalogue, as it is at each call.
 #[derive(Clone)]
 pub struct ToolRouter {
-    ranker: Arc<OfflinePlanner>,
-    catalogue: Arc<Vec<ToolDescription>>,
+    catalogue: Arc<Catalogue>,
     max: usize,
     llm: Option<ContextLlm>,
 }
 
 impl ToolRouter {
     /// Narrows `catalogue` to `max` tools (rule 1), asking `llm` when given
-    /// (rule 2), else ranking with `ranker` (rule 3).
-    pub fn new(
-        ranker: Arc<OfflinePlanner>,
-        catalogue: Arc<Vec<ToolDescription>>,
-        max: usize,
-        llm: Option<ContextLlm>,
-    ) -> ToolRouter {
-        ToolRouter { ranker, catalogue, max: max.max(1), llm }
+    /// (rule 2), else ranking with the offline planner's vectors (rule 3).
+    pub fn new(catalogue: Arc<Catalogue>, max: usize, llm: Option<ContextLlm>) -> ToolRouter {
+        ToolRouter { catalogue, max: max.max(1), llm }
     }
 
     /// Whether the catalogue is too big for a prompt (rule 1).
     pub fn narrows(&self) -> bool {
-        self.catalogue.len() > self.max
+        self.catalogue.view().tools.len() > self.max
+    }
+
+    /// The version of the catalogue the router sees now: picks cached for
+    /// another version are stale (an MCP server's tools changed).
+    pub fn version(&self) -> u64 {
+        self.catalogue.view().version
     }
 
     /// The tools for `query`, with `also` (rule 4) — every tool when the
     /// catalogue is small — and the router call's record, if one was made.
     pub fn route(&self, query: &str, also: &[String]) -> (Vec<String>, Option<LlmCallCompleted>) {
         if !self.narrows() {
-            return (self.catalogue.iter().map(|t| t.0.clone()).collect(), None);
+            return (self.catalogue.view().tools.iter().map(|t| t.0.clone()).collect(), None);
         }
         let (picked, record) = self.pick(query);
         (self.with_kept(picked, also), record)
@@ -71,8 +71,9 @@ impl ToolRouter {
     pub fn pick(&self, query: &str) -> (Vec<String>, Option<LlmCallCompleted>) {
         match &self.llm {
             Some(llm) => {
-                let listed: Vec<(String, String)> = self.catalogue.iter().map(|t| (t.0.clone(), t.1.clone())).collect();
-                let names: Vec<&str> = self.catalogue.iter().map(|t| t.0.as_str()).collect();
+                let view = self.catalogue.view();
+                let listed: Vec<(String, String)> = view.tools.iter().map(|t| (t.0.clone(), t.1.clone())).collect();
+                let names: Vec<&str> = view.tools.iter().map(|t| t.0.as_str()).collect();
                 let (call, parsed) =
                     llm.ask(contexts::router_messages(query, &listed), |t| contexts::parse_router(t, &names));
                 let picked = parsed.unwrap_or_else(|e| {
@@ -87,8 +88,9 @@ impl ToolRouter {
 
     /// `picked` with rule 4's tools: `recall` and `also`.
     pub fn with_kept(&self, mut picked: Vec<String>, also: &[String]) -> Vec<String> {
+        let view = self.catalogue.view();
         for name in also.iter().map(String::as_str).chain([RECALL]) {
-            if self.catalogue.iter().any(|t| t.0 == name) && !picked.iter().any(|p| p == name) {
+            if view.has(name) && !picked.iter().any(|p| p == name) {
                 picked.push(name.to_owned());
             }
         }
@@ -97,7 +99,7 @@ impl ToolRouter {
 
     /// The `n` tools nearest `query` (rule 3); none when embedding fails.
     fn ranked(&self, query: &str, n: usize) -> Vec<String> {
-        match self.ranker.rank(query) {
+        match self.catalogue.view().offline.rank(query) {
             Ok(ranked) => ranked.into_iter().take(n).map(|(name, _)| name).collect(),
             Err(e) => {
                 tracing::warn!("tool router: ranking failed ({e}); no tool offered");
@@ -109,18 +111,19 @@ impl ToolRouter {
     /// `search_tools` (#8): the best matches of `query` not in `known`, as
     /// `(name, description)`.
     pub fn search(&self, query: &str, known: &[String]) -> Vec<(String, String)> {
-        self.ranked(query, self.catalogue.len())
+        let view = self.catalogue.view();
+        self.ranked(query, view.tools.len())
             .into_iter()
             .filter(|n| !known.contains(n))
             .take(FOUND)
-            .filter_map(|n| self.catalogue.iter().find(|t| t.0 == n).map(|t| (t.0.clone(), t.1.clone())))
+            .filter_map(|n| view.tools.iter().find(|t| t.0 == n).map(|t| (t.0.clone(), t.1.clone())))
             .collect()
     }
 
     /// The specs of `names` for a model request, catalogue order, with
     /// `search_tools` when the catalogue was narrowed.
     pub fn specs(&self, names: &[String]) -> Vec<ToolSpec> {
-        let mut specs: Vec<ToolSpec> = crate::llm::context_llm::llm_specs(&self.catalogue)
+        let mut specs: Vec<ToolSpec> = crate::llm::context_llm::llm_specs(&self.catalogue.view().tools)
             .into_iter()
             .filter(|s| names.contains(&s.name))
             .collect();

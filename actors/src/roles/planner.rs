@@ -26,12 +26,13 @@ use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 
 use super::with_prompt_context;
 use crate::bus::Bus;
+use crate::catalogue::Catalogue;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
 use crate::shell::Role;
 use crate::tool_router::ToolRouter;
 use engram_learning::memory::dialogue::Dialogue;
 use engram_learning::memory::profile::Profile;
-use engram_learning::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
+use engram_learning::offline_planner::OFFLINE_MODEL;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 /// What the planner needs.
@@ -43,10 +44,9 @@ pub struct PlannerSetup {
     pub prices: Arc<PriceTable>,
     /// The planner call's timeout (seed 002: 6 s).
     pub timeout: Duration,
-    /// The offline planner (always built: it is the fallback too).
-    pub offline: Arc<OfflinePlanner>,
-    /// The tools the plan may use.
-    pub tools: Arc<Vec<ToolDescription>>,
+    /// The tools the plan may use, and the offline planner over them
+    /// (always built: it is the fallback too), as they are at each turn.
+    pub catalogue: Arc<Catalogue>,
     /// The user's UTC offset.
     pub offset: FixedOffset,
     /// `[tools] location`, for the time and place line of the prompt
@@ -79,7 +79,7 @@ pub struct Planner {
     profile: Profile,
     /// The tool router's picks per session for the conversation it is in
     /// (seed 002 #7's cache), by normalised request.
-    routes: HashMap<SessionId, HashMap<String, Vec<String>>>,
+    routes: HashMap<SessionId, (u64, HashMap<String, Vec<String>>)>,
 }
 
 impl Planner {
@@ -96,22 +96,30 @@ impl Planner {
         }
     }
 
-    /// The router's picks for `query` earlier in this conversation. A turn
-    /// that starts a conversation (the dialogue's: after a pause longer
-    /// than its window, a stop, the session's end) drops the session's.
-    fn routed(&mut self, env: &Envelope, query: &str) -> Option<Vec<String>> {
+    /// The router's picks for `query` earlier in this conversation, on
+    /// the catalogue of `version`. A turn that starts a conversation (the
+    /// dialogue's: after a pause longer than its window, a stop, the
+    /// session's end) drops the session's, and so does a catalogue that
+    /// changed (an MCP server's tools: seed 002 #7).
+    fn routed(&mut self, env: &Envelope, query: &str, version: u64) -> Option<Vec<String>> {
         let session = env.session.as_ref()?;
-        if !self.dialogue.continues(env) {
+        if !self.dialogue.continues(env) || self.routes.get(session).is_some_and(|(v, _)| *v != version) {
             self.routes.remove(session);
             return None;
         }
-        self.routes.get(session)?.get(&engram_learning::text::normalize(query)).cloned()
+        self.routes.get(session)?.1.get(&engram_learning::text::normalize(query)).cloned()
     }
 
-    /// Keeps the router's picks for `query` for the conversation.
-    fn remember_route(&mut self, env: &Envelope, query: &str, picks: Vec<String>) {
+    /// Keeps the router's picks for `query` for the conversation, on the
+    /// catalogue of `version`.
+    fn remember_route(&mut self, env: &Envelope, query: &str, picks: Vec<String>, version: u64) {
         if let Some(session) = env.session.clone() {
-            self.routes.entry(session).or_default().insert(engram_learning::text::normalize(query), picks);
+            let (v, routes) = self.routes.entry(session).or_insert_with(|| (version, HashMap::new()));
+            if *v != version {
+                *v = version;
+                routes.clear();
+            }
+            routes.insert(engram_learning::text::normalize(query), picks);
         }
     }
 
@@ -203,14 +211,15 @@ impl Planner {
     /// tool.
     fn narrowed_tools(&mut self, env: &Envelope, query: &str, out: &mut Vec<Envelope>) -> Option<Vec<String>> {
         let router = self.setup.router.clone().filter(|r| r.narrows())?;
-        let picked = match self.routed(env, query) {
+        let version = router.version();
+        let picked = match self.routed(env, query, version) {
             Some(cached) => cached,
             None => {
                 let (picked, record) = router.pick(query);
                 if let Some(record) = record {
                     out.push(derived(env, ActorKind::Planner, record, 1));
                 }
-                self.remember_route(env, query, picked.clone());
+                self.remember_route(env, query, picked.clone(), version);
                 picked
             }
         };
@@ -233,7 +242,8 @@ impl Planner {
         done: &[PlanStep],
         allowed: Option<&[String]>,
     ) -> (Envelope, Option<Vec<PlanStep>>) {
-        let specs: Vec<_> = crate::llm::context_llm::llm_specs(&self.setup.tools)
+        let view = self.setup.catalogue.view();
+        let specs: Vec<_> = crate::llm::context_llm::llm_specs(&view.tools)
             .into_iter()
             .filter(|s| allowed.is_none_or(|a| a.contains(&s.name)))
             .collect();
@@ -249,7 +259,7 @@ impl Planner {
             context: LlmContext::Planner,
             timeout: self.setup.timeout,
         };
-        let names: Vec<&str> = self.setup.tools.iter().map(|t| t.0.as_str()).collect();
+        let names: Vec<&str> = view.tools.iter().map(|t| t.0.as_str()).collect();
         let (record, parsed) = crate::llm::context_llm::ask(client, &request, &self.setup.prices, |r| {
             llm::contexts::parse_plan_after(&r.content, &names, done.len())
         });
@@ -268,7 +278,7 @@ impl Planner {
     fn plan_offline(&self, env: &Envelope, query: &str, done: usize) -> Vec<PlanStep> {
         let now = chrono::Utc::now().with_timezone(&self.setup.offset);
         let plan = |q: &str| {
-            self.setup.offline.plan(q, now).unwrap_or_else(|e| {
+            self.setup.catalogue.view().offline.plan(q, now).unwrap_or_else(|e| {
                 tracing::warn!("offline planner failed open: {e}");
                 Vec::new()
             })

@@ -33,16 +33,16 @@ use rust_decimal::Decimal;
 
 use super::with_prompt_context;
 use crate::bus::Bus;
+use crate::catalogue::Catalogue;
 use crate::llm::contexts;
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
 use crate::recollection::{Recalled, Recollection};
 use crate::shell::Role;
 use crate::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::ToolContext;
 use engram_learning::fence::fence_untrusted;
 use engram_learning::memory::dialogue::{Call, Dialogue, CARRY_CHARS};
 use engram_learning::memory::profile::Profile;
-use engram_learning::offline_planner::ToolDescription;
 use engram_learning::step_resolver;
 use engram_learning::text::truncate;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
@@ -53,10 +53,9 @@ pub const OUTPUT_CHARS: usize = 4096;
 /// What the reply loop needs.
 #[derive(Clone)]
 pub struct ReplySetup {
-    /// The tools.
-    pub registry: Arc<ToolRegistry>,
-    /// Their descriptions (for the model).
-    pub tools: Arc<Vec<ToolDescription>>,
+    /// The tools (they run the calls), their descriptions (for the model)
+    /// and the offline planner over them, as they are at each turn.
+    pub catalogue: Arc<Catalogue>,
     /// The model server, if any.
     pub llm: Option<Arc<dyn LlmClient>>,
     /// Prices of LLM calls.
@@ -66,9 +65,6 @@ pub struct ReplySetup {
     /// All the model turns of one reply together (`[llm]
     /// reply_budget_ms`).
     pub reply_budget: Duration,
-    /// The offline planner: what plans a turn whose model failed before
-    /// any tool ran (fail towards offline).
-    pub offline: Arc<engram_learning::offline_planner::OfflinePlanner>,
     /// Most model turns per reply (seed 002: 8).
     pub agentic_max_turns: u32,
     /// The user's UTC offset.
@@ -387,11 +383,8 @@ impl ReplyLoop {
             };
             if !agentic {
                 let missing = self
-                    .setup
-                    .tools
-                    .iter()
-                    .find(|t| t.0 == step.tool)
-                    .map(|(_, _, schema)| step_resolver::unresolved(&step.args, schema))
+                    .schema(&step.tool)
+                    .map(|schema| step_resolver::unresolved(&step.args, &schema))
                     .unwrap_or_default();
                 if !missing.is_empty() {
                     run.ask = Some((step.tool.clone(), missing));
@@ -400,6 +393,11 @@ impl ReplyLoop {
             }
             self.call_tool(run, step, served_by, ctx);
         }
+    }
+
+    /// The JSON schema of `tool`'s arguments, if it is offered.
+    fn schema(&self, tool: &str) -> Option<serde_json::Value> {
+        self.setup.catalogue.registry().get(tool).map(|t| t.parameters())
     }
 
     fn call_tool(&self, run: &mut Run<'_>, mut step: PlanStep, served_by: Option<RouteLayer>, ctx: &ToolContext) {
@@ -413,14 +411,14 @@ impl ReplyLoop {
                 tool: step.tool.clone(),
                 args: step.args.clone(),
                 served_by,
-                side_effect: self.setup.registry.get(&step.tool).map(|t| t.side_effect()),
+                side_effect: self.setup.catalogue.registry().get(&step.tool).map(|t| t.side_effect()),
             },
             n,
         ));
         let t0 = Instant::now();
         // A tool that panics fails its step, not the turn (nor the actor).
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.setup.registry.call(&step.tool, &step.args, ctx)
+            self.setup.catalogue.registry().call(&step.tool, &step.args, ctx)
         }))
         .unwrap_or_else(|_| Err(crate::tools::ToolError::Failed(format!("{} panicked", step.tool))));
         let duration_ms = t0.elapsed().as_millis() as u64;
@@ -461,7 +459,8 @@ impl ReplyLoop {
     /// in ([`step_resolver`]'s rules): the model's resolution for a small
     /// turn model, else — or when it fails — the rule's.
     fn resolve_step(&self, run: &mut Run<'_>, mut step: PlanStep, model: Option<&str>) -> PlanStep {
-        let Some((_, _, schema)) = self.setup.tools.iter().find(|t| t.0 == step.tool) else { return step };
+        let Some(schema) = self.schema(&step.tool) else { return step };
+        let schema = &schema;
         let missing = step_resolver::unresolved(&step.args, schema);
         if missing.is_empty() {
             return step; // rule 1
@@ -600,7 +599,7 @@ impl ReplyLoop {
     /// run now; with a line saying the model failed.
     fn without_model(&self, run: &mut Run<'_>, query: &str, ctx: &ToolContext, outcome: LlmOutcome) -> String {
         if run.steps_done.is_empty() {
-            let steps = self.setup.offline.plan(query, ctx.now).unwrap_or_else(|e| {
+            let steps = self.setup.catalogue.view().offline.plan(query, ctx.now).unwrap_or_else(|e| {
                 tracing::warn!("offline planner failed open: {e}");
                 Vec::new()
             });
@@ -659,7 +658,7 @@ impl ReplyLoop {
         let mut searches = 0;
         let mut specs = match router {
             Some(r) => r.specs(&offered),
-            None => crate::llm::context_llm::llm_specs(&self.setup.tools),
+            None => crate::llm::context_llm::llm_specs(&self.setup.catalogue.view().tools),
         };
         // What earlier sessions taught (the warm profile), the
         // conversation so far (seed 002 #1), then this request.

@@ -57,10 +57,11 @@ pub struct RouterSetup {
     pub candidates: Vec<String>,
     /// Models an explicit rule pins (slot 3), by intent tag.
     pub rules: Vec<(String, String)>,
-    /// The tools the reply loop can run: a replay naming another (learnt
-    /// from an import, or from a host tool no longer registered) goes to
-    /// the planner instead.
-    pub tools: Vec<String>,
+    /// The tools the reply loop can run, as they are at each turn: a
+    /// replay naming another (learnt from an import, from a host tool no
+    /// longer registered, or from an MCP server's tool that is gone) goes
+    /// to the planner instead.
+    pub catalogue: Arc<crate::catalogue::Catalogue>,
 }
 
 /// The router's state.
@@ -282,7 +283,8 @@ impl Router {
             Some(Err(e)) => Decision::planner(format!("fast path failed: {e}"), None),
             None => Decision::planner("fast path unavailable".into(), None),
         };
-        match decision.steps.iter().find(|s| !self.setup.tools.contains(&s.tool)) {
+        let view = self.setup.catalogue.view();
+        match decision.steps.iter().find(|s| !view.has(&s.tool)) {
             Some(step) if decision.layer != RouteLayer::Planner => Decision::planner(
                 format!("{:?} replay needs tool {:?}, which is not registered", decision.layer, step.tool),
                 decision.similarity,

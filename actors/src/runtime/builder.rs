@@ -13,7 +13,7 @@ use chrono::FixedOffset;
 use engram_events::payloads::LlmContext;
 use engram_learning::embedder::{EmbedError, Embedder, EmbedderConfig};
 use engram_learning::intent::IntentMode;
-use engram_learning::offline_planner::{OfflinePlanner, ToolDescription, OFFLINE_MODEL};
+use engram_learning::offline_planner::OFFLINE_MODEL;
 use engram_learning::projections::PatternOutcomes;
 use engram_learning::reactors::PatternReactor;
 use engram_local_state::embedding_cache::{CacheCaps, EmbeddingCache};
@@ -22,6 +22,7 @@ use engram_storage::{LogConfig, OpenLog};
 
 use super::{Runtime, TURN_TIMEOUT};
 use crate::bus::{Bus, BusObserver};
+use crate::catalogue::Catalogue;
 use crate::config::Config;
 use crate::error::RuntimeError;
 use crate::llm::{ContextLlm, LlmClient, PriceTable};
@@ -226,8 +227,7 @@ impl RuntimeBuilder {
         for t in std::mem::take(&mut self.tools) {
             registry.register(t);
         }
-        let tools = Arc::new(registry.specs());
-        let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
+        let catalogue = Arc::new(Catalogue::new(Arc::new(registry), embedder.clone())?);
         let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
         config.llm.check().map_err(RuntimeError::Config)?;
         let default_model = match &llm {
@@ -253,12 +253,10 @@ impl RuntimeBuilder {
         Ok(Wiring {
             prices: Arc::new(PriceTable::from_config(&config.llm)),
             offset: self.offset.unwrap_or_else(|| *chrono::Local::now().offset()),
-            registry: Arc::new(registry),
             config,
             embedder,
             llm,
-            tools,
-            offline,
+            catalogue,
             cache,
             default_model,
             candidates,
@@ -277,9 +275,8 @@ struct Wiring {
     /// The model server; `None`: offline.
     llm: Option<Arc<dyn LlmClient>>,
     prices: Arc<PriceTable>,
-    registry: Arc<ToolRegistry>,
-    tools: Arc<Vec<ToolDescription>>,
-    offline: Arc<OfflinePlanner>,
+    /// The tools, as they are now (built-ins, the host's, MCP servers').
+    catalogue: Arc<Catalogue>,
     offset: FixedOffset,
     cache: EmbeddingCache,
     /// Slot 5 of the routing chain.
@@ -315,7 +312,7 @@ impl Wiring {
             default_model: self.default_model.clone(),
             candidates: self.candidates.clone(),
             rules: self.config.runtime.model_rules.iter().map(|(t, m)| (t.clone(), m.clone())).collect(),
-            tools: self.tools.iter().map(|t| t.0.clone()).collect(),
+            catalogue: self.catalogue.clone(),
         }
     }
 
@@ -324,8 +321,7 @@ impl Wiring {
             llm: self.llm.clone(),
             prices: self.prices.clone(),
             timeout: self.config.llm.timeout(LlmContext::Planner),
-            offline: self.offline.clone(),
-            tools: self.tools.clone(),
+            catalogue: self.catalogue.clone(),
             offset: self.offset,
             location: self.location(),
             dialogue: self.dialogue(),
@@ -337,13 +333,11 @@ impl Wiring {
     fn reply(&self, tool_router: ToolRouter) -> ReplySetup {
         let llm = &self.config.llm;
         ReplySetup {
-            registry: self.registry.clone(),
-            tools: self.tools.clone(),
+            catalogue: self.catalogue.clone(),
             llm: self.llm.clone(),
             prices: self.prices.clone(),
             chat_timeout: llm.timeout(LlmContext::ReplyLoop),
             reply_budget: Duration::from_millis(llm.reply_budget_ms),
-            offline: self.offline.clone(),
             agentic_max_turns: self.config.runtime.agentic_max_turns,
             offset: self.offset,
             location: self.location(),
@@ -366,8 +360,7 @@ impl Wiring {
     /// One factory per role the runtime runs in a shell, by actor name.
     fn factories(&self) -> Vec<(&'static str, RoleFactory)> {
         let tool_router = ToolRouter::new(
-            self.offline.clone(),
-            self.tools.clone(),
+            self.catalogue.clone(),
             self.config.runtime.planner_max_tools,
             self.context_llm(LlmContext::ToolRouter, true),
         );

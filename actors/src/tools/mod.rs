@@ -267,15 +267,46 @@ impl BuiltinConfig {
     }
 }
 
-/// The tools by name, and the undo stacks of the sessions that called them.
+/// Where a tool comes from: what `engram tools` lists, and what decides a
+/// clash of names.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ToolSource {
+    /// One of engram's own ([`ToolRegistry::with_builtins`]).
+    Builtin,
+    /// Registered by the host in Rust ([`ToolRegistry::register`]).
+    Host,
+    /// Listed by the MCP server of this name (`[mcp.servers.NAME]`).
+    Mcp(String),
+}
+
+impl std::fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolSource::Builtin => f.write_str("builtin"),
+            ToolSource::Host => f.write_str("host"),
+            ToolSource::Mcp(server) => write!(f, "mcp:{server}"),
+        }
+    }
+}
+
+/// The tools by name, each with its source, and the undo stacks of the
+/// sessions that called them.
 ///
 /// Registering a tool under a name that is already taken *replaces* the
 /// old one: a host that knows better than a built-in (a GPS-backed
 /// `get_location`, a richer `read_file`) overrides it without a separate
 /// switch, and every plan or pipeline naming the tool follows. The
 /// replacement is logged.
+///
+/// A source's tools can be replaced while the runtime runs
+/// ([`ToolRegistry::set_source`]: an MCP server listed new tools, died or
+/// came back), so the map sits behind a lock; calls clone the tool out and
+/// run without holding it. Names of different sources never replace each
+/// other there: a built-in or host tool keeps its name, and an MCP tool
+/// whose name is taken — by them or by a server earlier in name order — is
+/// offered as `SERVER_NAME` (logged), so no server can shadow `read_file`.
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    tools: std::sync::RwLock<BTreeMap<String, (Arc<dyn Tool>, ToolSource)>>,
     undo: UndoStack,
 }
 
@@ -285,52 +316,133 @@ impl Default for ToolRegistry {
     }
 }
 
+/// A tool under another name: an MCP tool whose own name was taken.
+struct Renamed {
+    name: String,
+    tool: Arc<dyn Tool>,
+}
+
+impl Tool for Renamed {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        self.tool.description()
+    }
+    fn parameters(&self) -> serde_json::Value {
+        self.tool.parameters()
+    }
+    fn side_effect(&self) -> SideEffectClass {
+        self.tool.side_effect()
+    }
+    fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.tool.call(args, ctx)
+    }
+}
+
 impl ToolRegistry {
     /// A registry with no tools (and an empty undo stack).
     pub fn new() -> Self {
-        ToolRegistry { tools: BTreeMap::new(), undo: UndoStack::default() }
+        ToolRegistry { tools: Default::default(), undo: UndoStack::default() }
     }
 
     /// A registry with every built-in: `get_now`, `get_date`,
     /// `get_location`, `recall`, `undo`, `list_dir`, `read_file`. `~` in file paths
     /// expands to `$HOME` (still confined to the roots).
     pub fn with_builtins(config: BuiltinConfig) -> Self {
-        let mut r = ToolRegistry::new();
+        let r = ToolRegistry::new();
         let roots = FileRoots::new(config.file_roots).with_home(std::env::var_os("HOME").map(PathBuf::from));
-        r.register(Arc::new(GetNow));
-        r.register(Arc::new(GetDate));
-        r.register(Arc::new(GetLocation::new(config.location)));
-        r.register(Arc::new(memory::Recall));
-        r.register(Arc::new(Undo::new(r.undo.clone())));
-        r.register(Arc::new(ListDir::new(roots.clone())));
-        r.register(Arc::new(ReadFile::new(roots)));
+        let builtins: [Arc<dyn Tool>; 7] = [
+            Arc::new(GetNow),
+            Arc::new(GetDate),
+            Arc::new(GetLocation::new(config.location)),
+            Arc::new(memory::Recall),
+            Arc::new(Undo::new(r.undo.clone())),
+            Arc::new(ListDir::new(roots.clone())),
+            Arc::new(ReadFile::new(roots)),
+        ];
+        for tool in builtins {
+            r.write().insert(tool.name().to_owned(), (tool, ToolSource::Builtin));
+        }
         r
     }
 
-    /// Adds `tool`, replacing (and returning) a tool of the same name.
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, (Arc<dyn Tool>, ToolSource)>> {
+        self.tools.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, (Arc<dyn Tool>, ToolSource)>> {
+        self.tools.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds the host's `tool`, replacing (and returning) a tool of the
+    /// same name.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Option<Arc<dyn Tool>> {
         let name = tool.name().to_owned();
-        let old = self.tools.insert(name.clone(), tool);
+        let old = self.write().insert(name.clone(), (tool, ToolSource::Host));
         if old.is_some() {
             tracing::info!(tool = %name, "a registered tool replaces the one of the same name");
         }
-        old
+        old.map(|(t, _)| t)
+    }
+
+    /// Replaces every tool of `source` with `tools` (none: the source is
+    /// gone), renaming a tool whose name another source holds (see the
+    /// type's docs). Returns the names now offered for `source`.
+    pub fn set_source(&self, source: &ToolSource, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
+        let mut map = self.write();
+        map.retain(|_, (_, s)| s != source);
+        let mut offered = Vec::new();
+        for tool in tools {
+            let mut name = tool.name().to_owned();
+            if map.contains_key(&name) {
+                let prefix = match source {
+                    ToolSource::Mcp(server) => server.clone(),
+                    other => other.to_string(),
+                };
+                let renamed = format!("{prefix}_{name}");
+                tracing::warn!(tool = %name, source = %source, offered_as = %renamed, "a tool name is taken; offered under another");
+                name = renamed;
+            }
+            if map.contains_key(&name) {
+                tracing::warn!(tool = %name, source = %source, "a tool name is taken twice; the tool is left out");
+                continue;
+            }
+            let tool: Arc<dyn Tool> = match name == tool.name() {
+                true => tool,
+                false => Arc::new(Renamed { name: name.clone(), tool }),
+            };
+            map.insert(name.clone(), (tool, source.clone()));
+            offered.push(name);
+        }
+        offered
     }
 
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.get(name).cloned()
+        self.read().get(name).map(|(t, _)| t.clone())
+    }
+
+    /// Where the tool called `name` comes from.
+    pub fn source(&self, name: &str) -> Option<ToolSource> {
+        self.read().get(name).map(|(_, s)| s.clone())
     }
 
     /// Every tool's name, sorted.
     pub fn names(&self) -> Vec<String> {
-        self.tools.keys().cloned().collect()
+        self.read().keys().cloned().collect()
     }
 
     /// `(name, description, parameters)` of every tool, sorted by name:
     /// what a planner is shown.
     pub fn specs(&self) -> Vec<(String, String, serde_json::Value)> {
-        self.tools.values().map(|t| (t.name().to_owned(), t.description().to_owned(), t.parameters())).collect()
+        self.read().values().map(|(t, _)| (t.name().to_owned(), t.description().to_owned(), t.parameters())).collect()
+    }
+
+    /// Every tool with its source, sorted by name: what `engram tools`
+    /// lists.
+    pub fn listing(&self) -> Vec<(Arc<dyn Tool>, ToolSource)> {
+        self.read().values().cloned().collect()
     }
 
     /// The undo stacks (shared with the `undo` built-in).
@@ -340,8 +452,9 @@ impl ToolRegistry {
 
     /// Calls the tool `name`. An undo action in its output moves onto
     /// `ctx.session`'s undo stack; the returned output's `undo` is `None`.
+    /// The registry's lock is not held while the tool runs.
     pub fn call(&self, name: &str, args: &ToolArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let tool = self.tools.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))?;
+        let tool = self.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))?;
         let mut out = tool.call(args, ctx)?;
         if let Some(action) = out.undo.take() {
             self.undo.push(&ctx.session, name, action);

@@ -1,0 +1,102 @@
+//! The tool catalogue: what the assistant can call *now*, as every role
+//! sees it.
+//!
+//! Built-in and host tools are fixed at start; an MCP server's come and go
+//! while the runtime runs (it lists new ones, dies, restarts). So the
+//! roles never hold a list of tools of their own: they hold the
+//! [`Catalogue`] and take its current [`CatalogueView`] once per turn —
+//! the tools' descriptions and schemas, and the offline planner over them
+//! (its vectors of each description) — and a turn planned on one view is
+//! run on that view's tools even if the catalogue changes meanwhile.
+//!
+//! Rules:
+//!
+//! 1. **One view per change.** [`Catalogue::refresh`] rebuilds the view
+//!    from the registry (re-embedding the descriptions: a few ms per
+//!    tool, through the embedding cache) and swaps it in whole; a reader
+//!    never sees half a catalogue.
+//! 2. **The version names the catalogue.** Each view has a version, bumped
+//!    by every refresh that changed the tools; the tool router's
+//!    per-conversation cache is kept with it and dropped when it differs
+//!    (seed 002 #7: "a mid-conversation MCP refresh invalidates the
+//!    cache").
+//! 3. **A failed refresh keeps the old view** (the embedder failed): the
+//!    error is logged, and the next change tries again.
+
+use std::sync::{Arc, RwLock};
+
+use engram_learning::embedder::{EmbedError, Embedder};
+use engram_learning::offline_planner::{OfflinePlanner, ToolDescription};
+
+use crate::tools::{Tool, ToolRegistry, ToolSource};
+
+/// The tools as one turn sees them.
+pub struct CatalogueView {
+    /// Bumped by every refresh that changed the tools (rule 2).
+    pub version: u64,
+    /// `(name, description, parameters)`, sorted by name.
+    pub tools: Arc<Vec<ToolDescription>>,
+    /// The offline planner (and the tool router's ranking) over `tools`.
+    pub offline: Arc<OfflinePlanner>,
+}
+
+impl CatalogueView {
+    /// Whether a tool called `name` is offered.
+    pub fn has(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.0 == name)
+    }
+}
+
+/// The registry and its current view (see the module docs).
+pub struct Catalogue {
+    registry: Arc<ToolRegistry>,
+    embedder: Arc<dyn Embedder>,
+    view: RwLock<Arc<CatalogueView>>,
+}
+
+impl Catalogue {
+    /// The catalogue of `registry`'s tools, their descriptions embedded
+    /// with `embedder`.
+    pub fn new(registry: Arc<ToolRegistry>, embedder: Arc<dyn Embedder>) -> Result<Catalogue, EmbedError> {
+        let tools = Arc::new(registry.specs());
+        let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
+        let view = CatalogueView { version: 1, tools, offline };
+        Ok(Catalogue { registry, embedder, view: RwLock::new(Arc::new(view)) })
+    }
+
+    /// The current view: take it once per turn.
+    pub fn view(&self) -> Arc<CatalogueView> {
+        self.view.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The registry the views are built from (it runs the calls).
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// Replaces `source`'s tools with `tools` and refreshes the view
+    /// (rule 1); returns the names offered for `source`.
+    pub fn set_source(&self, source: &ToolSource, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
+        let offered = self.registry.set_source(source, tools);
+        self.refresh();
+        offered
+    }
+
+    /// Rebuilds the view from the registry if its tools changed (rules 1–3).
+    pub fn refresh(&self) {
+        let tools = self.registry.specs();
+        let current = self.view();
+        if *current.tools == tools {
+            return;
+        }
+        match OfflinePlanner::new(self.embedder.clone(), &tools) {
+            Ok(offline) => {
+                let view =
+                    CatalogueView { version: current.version + 1, tools: Arc::new(tools), offline: Arc::new(offline) };
+                tracing::info!(version = view.version, tools = view.tools.len(), "the tool catalogue changed");
+                *self.view.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(view);
+            }
+            Err(e) => tracing::warn!("the tool catalogue keeps its last view: embedding the new tools failed: {e}"),
+        }
+    }
+}
