@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use engram_actors::llm::LlmSection;
 use engram_actors::llm::{
     call_completed, client_from_config_with_env, ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError,
-    ModelPrice, OllamaClient, OpenAiClient, PriceTable, ToolCall, ToolSpec,
+    ModelPrice, NativeTools, OllamaClient, OpenAiClient, PriceTable, ToolCall, ToolSpec,
 };
 use engram_events::payloads::{LlmContext, LlmOutcome};
 use rust_decimal::Decimal;
@@ -178,15 +178,51 @@ fn clients(server: &Server) -> Vec<Box<dyn LlmClient>> {
     vec![Box::new(ollama(server)), Box::new(openai(server, None))]
 }
 
+/// A 400 is that call's error, whatever its body says about tools: the
+/// next call with tools goes natively again, for both protocols (the old
+/// client read "tool" in a 400 as "no native tools" and went text-only for
+/// the rest of the process, hiding a strict server's protocol errors).
 #[test]
-fn tools_not_supported_switches_to_text_tool_calls_for_good() {
+fn a_400_is_an_error_for_that_call_and_never_switches_to_text_tools() {
+    let refusals = [
+        r#"{"error":"registry.ollama.ai/library/gemma:2b does not support tools"}"#,
+        r#"{"error":{"message":"messages with role 'tool' must be a response to a preceding message with 'tool_calls'","type":"invalid_request_error"}}"#,
+    ];
+    for refusal in refusals {
+        for provider in ["ollama", "openai"] {
+            let ok = match provider {
+                "ollama" => Reply::ndjson(&[OLLAMA_DONE]),
+                _ => Reply::sse(&[r#"{"choices":[{"index":0,"delta":{"content":"ok"}}]}"#, "[DONE]"]),
+            };
+            let server = Server::start(vec![Reply::status(400, refusal), ok]);
+            let client: Box<dyn LlmClient> = match provider {
+                "ollama" => Box::new(ollama(&server)),
+                _ => Box::new(openai(&server, None)),
+            };
+            let err = client.chat(&request(weather_tool())).unwrap_err();
+            assert!(matches!(err, LlmError::Http { status: 400, .. }), "{provider}: {err:?}");
+            assert_eq!(err.outcome(), LlmOutcome::HttpError);
+            let resp = client.chat(&request(weather_tool())).unwrap();
+            assert!(!resp.text_tool_fallback, "{provider}: a 400 switched the client to text tools");
+            let sent = server.requests();
+            assert_eq!(sent.len(), 2, "{provider}: no silent retry in text mode");
+            for r in &sent {
+                assert!(r.body.get("tools").is_some(), "{provider}: tools went natively: {}", r.body);
+            }
+        }
+    }
+}
+
+/// `native_tools = "auto"` on Ollama asks `/api/show` once per model (then
+/// trusts the answer for a while): a model whose capabilities list no
+/// `tools` gets them as text guidance, with the calls parsed back out.
+#[test]
+fn ollama_auto_sends_tools_as_text_when_the_model_lists_no_tools_capability() {
     let text_answer =
         "Let me look.\n```tool_call\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n```";
     let done = OLLAMA_DONE.replace("\"content\":\"\"", &format!("\"content\":{}", json!(text_answer)));
-    let server = Server::start(vec![
-        Reply::status(400, r#"{"error":"registry.ollama.ai/library/gemma:2b does not support tools"}"#),
-        Reply::ndjson(&[&done]),
-    ]);
+    let server = Server::start(vec![Reply::ndjson(&[&done])]);
+    server.set_capabilities(&["completion"]);
     let client = ollama(&server);
     for round in 0..2 {
         let resp = client.chat(&request(weather_tool())).unwrap();
@@ -197,38 +233,60 @@ fn tools_not_supported_switches_to_text_tool_calls_for_good() {
             vec![ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Oslo"})) }]
         );
     }
-    assert!(client.text_tools(), "sticky");
-    let sent = server.requests();
-    assert_eq!(sent.len(), 3, "one refused native call, then text mode only");
-    assert!(sent[0].body.get("tools").is_some());
-    for retry in &sent[1..] {
-        assert!(retry.body.get("tools").is_none(), "{}", retry.body);
-        let system = retry.body["messages"][0]["content"].as_str().unwrap();
+    let probes = server.probes();
+    assert_eq!(probes.len(), 1, "the probe's answer is remembered");
+    assert_eq!(probes[0].request_line, "POST /api/show HTTP/1.1");
+    assert_eq!(probes[0].body, json!({"model": "gemma4:e2b"}));
+    for sent in server.requests() {
+        assert!(sent.body.get("tools").is_none(), "{}", sent.body);
+        let system = sent.body["messages"][0]["content"].as_str().unwrap();
         assert!(system.starts_with("be brief"), "guidance joins the existing system message");
         assert!(system.contains("```tool_call") && system.contains("get_weather: Current weather for a city"));
     }
-    // Without tools there is nothing to fall back from: no guidance.
+    // Without tools there is nothing to probe, and no guidance.
     let plain = client.chat(&request(vec![])).unwrap();
     assert!(!plain.text_tool_fallback);
-    assert!(!server.requests()[3].body["messages"][0]["content"].as_str().unwrap().contains("tool_call"));
+    assert!(!server.requests()[2].body["messages"][0]["content"].as_str().unwrap().contains("tool_call"));
+    assert_eq!(server.probes().len(), 1);
+
+    // A model with tools: native, one probe of its own.
+    let native = Server::start(vec![Reply::ndjson(&[OLLAMA_DONE])]);
+    let client = ollama(&native);
+    assert!(!client.chat(&request(weather_tool())).unwrap().text_tool_fallback);
+    assert!(native.requests()[0].body.get("tools").is_some());
+    assert_eq!(native.probes().len(), 1);
 }
 
+/// `native_tools` set explicitly is obeyed without a probe: `on` sends the
+/// tools natively, `off` as text, for both protocols; and the section key
+/// reaches the clients `[llm]` builds.
 #[test]
-fn openai_tools_not_supported_falls_back_too() {
-    let server = Server::start(vec![
-        Reply::status(
-            400,
-            r#"{"error":{"message":"tools are not supported by this model","type":"invalid_request_error"}}"#,
-        ),
-        Reply::sse(&[
-            r#"{"choices":[{"index":0,"delta":{"content":"```tool_call\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Rome\"}}\n```"}}]}"#,
-            "[DONE]",
-        ]),
-    ]);
-    let resp = openai(&server, None).chat(&request(weather_tool())).unwrap();
-    assert!(resp.text_tool_fallback);
-    assert_eq!(resp.content, "");
-    assert_eq!(resp.tool_calls[0].arguments, args(json!({"city": "Rome"})));
+fn native_tools_on_and_off_are_obeyed_without_a_probe() {
+    let ok_text = r#"{"choices":[{"index":0,"delta":{"content":"```tool_call\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Rome\"}}\n```"}}]}"#;
+    for (mode, native) in [(NativeTools::On, true), (NativeTools::Off, false)] {
+        let server = Server::start(vec![Reply::ndjson(&[OLLAMA_DONE])]);
+        server.set_capabilities(&["completion"]);
+        let resp = ollama(&server).with_native_tools(mode).chat(&request(weather_tool())).unwrap();
+        assert_eq!(resp.text_tool_fallback, !native, "{mode:?}");
+        assert_eq!(server.requests()[0].body.get("tools").is_some(), native, "{mode:?}");
+        assert!(server.probes().is_empty(), "{mode:?}: no probe");
+
+        let server = Server::start(vec![Reply::sse(&[ok_text, "[DONE]"])]);
+        let section = LlmSection {
+            provider: "openai".into(),
+            base_url: server.url(),
+            model: "gpt-5-mini".into(),
+            native_tools: mode,
+            ..LlmSection::default()
+        };
+        let client = client_from_config_with_env(&section, |_| None).unwrap().unwrap();
+        let resp = client.chat(&request(weather_tool())).unwrap();
+        assert_eq!(resp.text_tool_fallback, !native, "openai {mode:?}");
+        assert_eq!(server.requests()[0].body.get("tools").is_some(), native, "openai {mode:?}");
+        if !native {
+            assert_eq!(resp.tool_calls[0].arguments, args(json!({"city": "Rome"})));
+        }
+    }
 }
 
 #[test]

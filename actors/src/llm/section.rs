@@ -115,6 +115,27 @@ pub struct LlmSection {
     /// Candidates served elsewhere than `provider` / `base_url`: model name
     /// → its server.
     pub models: BTreeMap<String, ModelServerSection>,
+    /// How tools reach the model: natively, as text, or as the server says
+    /// ([`NativeTools`]). Decided from this key or an explicit probe, never
+    /// from an error message.
+    pub native_tools: NativeTools,
+}
+
+/// `[llm] native_tools`: whether tools go to the model natively (the
+/// protocol's `tools` field) or as text guidance ([`crate::llm::text_tools`]).
+/// A server's 400 never changes it: that is an error for that call only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NativeTools {
+    /// As the server says: Ollama's `/api/show` lists the model's
+    /// capabilities (probed per model, logged, re-asked after a while);
+    /// OpenAI-compatible servers have no such signal, so native.
+    #[default]
+    Auto,
+    /// Always native.
+    On,
+    /// Always as text: for a server or model without tool calling.
+    Off,
 }
 
 /// Whether `model` is small — at most 7 billion parameters by the size its
@@ -151,6 +172,8 @@ pub struct ModelServerSection {
     pub base_url: String,
     /// Name of the environment variable holding this server's API key.
     pub api_key_env: String,
+    /// This server's `native_tools`; unset: `[llm]`'s.
+    pub native_tools: Option<NativeTools>,
 }
 
 /// One model's price per million tokens, as decimal strings (`"0.15"`), so
@@ -207,6 +230,7 @@ impl Default for LlmSection {
             prices: BTreeMap::new(),
             candidates: Vec::new(),
             models: BTreeMap::new(),
+            native_tools: NativeTools::Auto,
         }
     }
 }

@@ -33,7 +33,7 @@ use rust_decimal::Decimal;
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::llm::contexts;
-use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
+use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable, ToolCall};
 use crate::recollection::{Recalled, Recollection};
 use crate::shell::Role;
 use crate::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
@@ -655,6 +655,10 @@ impl ReplyLoop {
             });
         }
         messages.push(ChatMessage::user(query.to_owned()));
+        // The planned steps already run, as the calls their results answer.
+        if !run.steps_done.is_empty() {
+            messages.push(ChatMessage::assistant_calls("", planned_calls(&run.steps_done)));
+        }
         for i in 0..run.steps_done.len() {
             messages.push(self.tool_message(run, query, model, i));
         }
@@ -679,7 +683,7 @@ impl ReplyLoop {
                     return compose(run);
                 }
                 Ok(r) => {
-                    messages.push(ChatMessage::assistant(r.content.clone()));
+                    messages.push(ChatMessage::assistant_calls(r.content.clone(), r.tool_calls.clone()));
                     for call in r.tool_calls {
                         if let (Some(router), true) = (router, call.name == SEARCH_TOOLS) {
                             searches += 1;
@@ -712,6 +716,12 @@ impl ReplyLoop {
         }
         self.max_turn_reply(run, query)
     }
+}
+
+/// The planned steps as the model's tool calls, so their results (tool
+/// messages) answer calls, as the chat protocol requires.
+fn planned_calls(steps: &[PlanStep]) -> Vec<ToolCall> {
+    steps.iter().map(|s| ToolCall { name: s.tool.clone(), arguments: s.args.0.clone() }).collect()
 }
 
 /// The system prompt of a model turn (seed 002 #1, reduced to what engram
