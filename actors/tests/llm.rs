@@ -16,7 +16,7 @@ use engram_actors::llm::{
 use engram_events::payloads::{LlmContext, LlmOutcome};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
-use support::llm_server::{refused_url, Reply, Server};
+use support::llm_server::{post_json, refused_url, Reply, Server};
 
 const KEY: &str = "sk-test-SECRET-4242";
 
@@ -158,6 +158,203 @@ fn openai_history_pairs_tool_results_with_call_ids() {
     assert_ne!(id0, id1);
     assert_eq!(m[2]["tool_calls"][0]["function"]["arguments"], r#"{"city":"Oslo"}"#, "arguments go as a string");
     assert_eq!((&m[3]["tool_call_id"], &m[4]["tool_call_id"]), (id0, id1));
+}
+
+/// The bodies the old client sent, which strict servers refuse: planned
+/// steps' results as `tool` messages no assistant call precedes, and the
+/// model's own calls echoed as an assistant message without `tool_calls`.
+/// The strict test server answers them 400 with the server's error body.
+#[test]
+fn the_strict_server_refuses_the_old_unpaired_bodies() {
+    let server = Server::start(vec![Reply::sse(&["[DONE]"])]);
+    let planned = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "tool", "content": "rain", "tool_call_id": "call_1"},
+    ]});
+    let own = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "assistant", "content": ""},
+        {"role": "tool", "content": "rain", "tool_call_id": "call_2"},
+    ]});
+    let unanswered = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]},
+        {"role": "user", "content": "well?"},
+    ]});
+    let object_arguments = json!({"model": "m", "stream": true, "messages": [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function",
+            "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+        {"role": "tool", "content": "rain", "tool_call_id": "a"},
+    ]});
+    for (name, body) in [("planned", &planned), ("own", &own), ("unanswered", &unanswered), ("args", &object_arguments)]
+    {
+        let (status, answer) = post_json(&server.url(), "/v1/chat/completions", body);
+        assert_eq!(status, 400, "{name}: {answer}");
+        assert!(answer.contains("invalid_request_error"), "{name}: an OpenAI error body: {answer}");
+    }
+    let ollama_planned = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "tool", "content": "rain", "tool_name": "get_weather"},
+    ]});
+    let (status, answer) = post_json(&server.url(), "/api/chat", &ollama_planned);
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.contains("\"error\":\"") && answer.contains("answers no call"), "{answer}");
+    assert_eq!(server.rejections().len(), 5);
+
+    // The same conversations as the client now sends them are accepted.
+    let paired = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1_0", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]},
+        {"role": "tool", "content": "rain", "tool_call_id": "call_1_0"},
+    ]});
+    let (status, answer) = post_json(&server.url(), "/v1/chat/completions", &paired);
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// A history as the reply loop builds it — the planned steps as one
+/// assistant message's calls with their results, then the model's own
+/// call and its result — reaches both servers paired as their protocols
+/// require, and the strict server accepts it.
+#[test]
+fn planned_steps_and_the_models_own_calls_go_paired_to_both_servers() {
+    let mut req = request(weather_tool());
+    let planned = vec![
+        ToolCall { name: "get_location".into(), arguments: args(json!({})) },
+        ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Oslo"})) },
+    ];
+    req.messages.push(ChatMessage::assistant_calls("", planned));
+    req.messages.push(ChatMessage::tool("get_location", "Oslo"));
+    req.messages.push(ChatMessage::tool("get_weather", "rain"));
+    let own = vec![ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Bergen"})) }];
+    req.messages.push(ChatMessage::assistant_calls("And Bergen?", own));
+    req.messages.push(ChatMessage::tool("get_weather", "sun"));
+
+    let server = Server::start(vec![Reply::sse(&[r#"{"choices":[{"index":0,"delta":{"content":"ok"}}]}"#, "[DONE]"])]);
+    openai(&server, None).chat(&req).unwrap();
+    assert_eq!(server.rejections(), Vec::<String>::new());
+    let m = &server.requests()[0].body["messages"];
+    assert_eq!(m[2]["role"], "assistant");
+    assert_eq!(m[2]["tool_calls"][1]["type"], "function");
+    assert_eq!(m[2]["tool_calls"][1]["function"], json!({"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}));
+    assert_eq!(m[3]["tool_call_id"], m[2]["tool_calls"][0]["id"]);
+    assert_eq!(m[4]["tool_call_id"], m[2]["tool_calls"][1]["id"]);
+    assert_eq!(m[5]["content"], "And Bergen?");
+    assert_eq!(m[6]["tool_call_id"], m[5]["tool_calls"][0]["id"]);
+    let ids: std::collections::HashSet<&Value> = [&m[3], &m[4], &m[6]].iter().map(|t| &t["tool_call_id"]).collect();
+    assert_eq!(ids.len(), 3, "ids are unique within the request");
+    assert!(m.as_array().unwrap().iter().all(|x| x.get("tool_name").is_none()), "no Ollama fields");
+
+    // The same ids in the next request: the history's ids are stable.
+    req.messages.push(ChatMessage::user("thanks"));
+    openai(&server, None).chat(&req).unwrap();
+    assert_eq!(server.requests()[1].body["messages"][2]["tool_calls"], m[2]["tool_calls"]);
+
+    let server = Server::start(vec![Reply::ndjson(&[OLLAMA_DONE])]);
+    ollama(&server).chat(&req).unwrap();
+    assert_eq!(server.rejections(), Vec::<String>::new());
+    let m = &server.requests()[0].body["messages"];
+    assert_eq!(m[2]["tool_calls"][1], json!({"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}));
+    assert_eq!(m[3], json!({"role": "tool", "content": "Oslo", "tool_name": "get_location"}));
+    assert_eq!(m[4], json!({"role": "tool", "content": "rain", "tool_name": "get_weather"}));
+    assert_eq!(m[6], json!({"role": "tool", "content": "sun", "tool_name": "get_weather"}));
+}
+
+/// A history the protocol forbids is the caller's bug: refused with
+/// [`LlmError::Protocol`] before anything is sent, in native and text mode.
+#[test]
+fn an_unpaired_history_is_refused_before_it_is_sent() {
+    let orphan = {
+        let mut r = request(weather_tool());
+        r.messages.push(ChatMessage::tool("get_weather", "rain"));
+        r
+    };
+    let unanswered = {
+        let mut r = request(weather_tool());
+        let call = ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Oslo"})) };
+        r.messages.push(ChatMessage::assistant_calls("", vec![call]));
+        r.messages.push(ChatMessage::user("well?"));
+        r
+    };
+    let wrong_tool = {
+        let mut r = request(weather_tool());
+        let call = ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Oslo"})) };
+        r.messages.push(ChatMessage::assistant_calls("", vec![call]));
+        r.messages.push(ChatMessage::tool("get_time", "12:00"));
+        r
+    };
+    let server = Server::start(vec![Reply::ndjson(&[OLLAMA_DONE])]);
+    for req in [&orphan, &unanswered, &wrong_tool] {
+        for client in [
+            Box::new(ollama(&server)) as Box<dyn LlmClient>,
+            Box::new(ollama(&server).with_native_tools(NativeTools::Off)),
+            Box::new(openai(&server, None)),
+        ] {
+            let err = client.chat(req).unwrap_err();
+            assert!(matches!(err, LlmError::Protocol(_)), "{}: {err:?}", client.provider());
+        }
+    }
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+/// Token counts reach `llm.call_completed` from every stream format that
+/// reports them: OpenAI's final usage chunk (`stream_options.include_usage`),
+/// vLLM's running usage on every chunk, llama.cpp's final chunk with
+/// `usage` and `timings` and an older llama.cpp's `timings` alone, and
+/// Ollama's `done` line.
+#[test]
+fn usage_is_read_from_every_servers_stream_format() {
+    let text = r#"{"choices":[{"index":0,"delta":{"content":"hi"}}]}"#;
+    let openai_cases: [(&str, Vec<&str>, (u32, u32)); 4] = [
+        (
+            "openai final usage chunk",
+            vec![text, r#"{"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":3,"total_tokens":14}}"#],
+            (11, 3),
+        ),
+        (
+            "vllm running usage",
+            vec![
+                r#"{"choices":[{"index":0,"delta":{"content":"h"}}],"usage":{"prompt_tokens":11,"completion_tokens":1}}"#,
+                r#"{"choices":[{"index":0,"delta":{"content":"i"}}],"usage":{"prompt_tokens":11,"completion_tokens":2}}"#,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+            ],
+            (11, 2),
+        ),
+        (
+            "llama.cpp usage and timings",
+            vec![
+                text,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":21,"completion_tokens":4},"timings":{"prompt_n":5,"predicted_n":4}}"#,
+            ],
+            (21, 4),
+        ),
+        (
+            "llama.cpp timings only",
+            vec![
+                text,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"timings":{"prompt_n":17,"prompt_ms":12.5,"predicted_n":6,"predicted_ms":40.1}}"#,
+            ],
+            (17, 6),
+        ),
+    ];
+    let p = prices();
+    for (name, mut events, want) in openai_cases {
+        events.push("[DONE]");
+        let server = Server::start(vec![Reply::sse(&events)]);
+        let req = ChatRequest { model: "gpt-5-mini".into(), ..request(vec![]) };
+        let resp = openai(&server, None).chat(&req);
+        let e = call_completed(&req, &resp, Duration::from_millis(5), &p);
+        assert_eq!((e.input_tokens, e.output_tokens), want, "{name}");
+        assert!(e.cost_usd > Decimal::ZERO, "{name}: priced");
+    }
+    let server = Server::start(vec![Reply::ndjson(&[
+        r#"{"model":"m","message":{"role":"assistant","content":"hi"},"done":false}"#,
+        OLLAMA_DONE,
+    ])]);
+    let req = request(vec![]);
+    let e = call_completed(&req, &ollama(&server).chat(&req), Duration::from_millis(5), &p);
+    assert_eq!((e.input_tokens, e.output_tokens), (42, 7), "ollama done line");
 }
 
 #[test]

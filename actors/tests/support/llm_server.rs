@@ -455,3 +455,23 @@ pub fn check_ollama(body: &Value) -> Result<(), String> {
         false => Err(format!("the tool calls {open:?} have no tool message answering them")),
     }
 }
+
+/// POSTs `body` to `url` + `path` as a bare HTTP/1.1 client would, and
+/// returns the status and the raw (chunked) body: to show what the strict
+/// server says of a body no client builds any more.
+pub fn post_json(url: &str, path: &str, body: &Value) -> (u16, String) {
+    let addr = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    let body = body.to_string();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("a status line");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+    (status, body)
+}
