@@ -288,7 +288,9 @@ fn an_llm_plan_runs_its_tool_and_every_call_is_priced_exactly() {
     let turn = completed(&all, r.turn);
     assert_eq!(turn.cost_usd, dec("0.000063"), "planner + reply loop");
     assert_eq!(turn.pricing_version, PRICING);
-    // The model saw the tool's result after the request.
+    // The model saw the tool's result after the request, in a body the
+    // strict server accepted (the old one fell back to text tools on its 400).
+    assert_eq!(server.rejections(), Vec::<String>::new());
     let sent = &requests(&server, Ctx::ReplyLoop)[0].body["messages"];
     let tool_msg = sent.as_array().unwrap().iter().find(|m| m["role"] == "tool").expect("a tool message");
     assert_eq!(tool_msg["content"], WEATHER);

@@ -359,4 +359,28 @@ mod tests {
         assert!(c.memory_digest_for("gpt-5") && !c.tool_result_digest_for("gpt-5"));
         assert!(c.tool_result_digest_for("gemma3:4b"));
     }
+
+    #[test]
+    fn native_tools_is_a_key_with_an_env_override_and_a_closed_set_of_values() {
+        use crate::config::Config;
+        let path = std::path::Path::new("engram.toml");
+        assert_eq!(LlmSection::default().native_tools, NativeTools::Auto);
+        let c = Config::from_toml("[llm]\nnative_tools = \"off\"\n", path).unwrap();
+        assert_eq!(c.llm.native_tools, NativeTools::Off);
+        let c = Config::from_toml("[llm.models.m]\nprovider = \"ollama\"\nnative_tools = \"on\"\n", path);
+        let e = c.expect_err("m is no candidate").to_string();
+        assert!(e.contains("llm.models.m"), "{e}");
+        let c = Config::from_toml(
+            "[llm]\nmodel = \"m\"\n[llm.models.m]\nprovider = \"ollama\"\nnative_tools = \"on\"\n",
+            path,
+        )
+        .unwrap();
+        assert_eq!(c.llm.models["m"].native_tools, Some(NativeTools::On));
+        let e = Config::from_toml("[llm]\nnative_tools = \"maybe\"\n", path).unwrap_err().to_string();
+        assert!(e.contains("maybe") || e.contains("native_tools"), "{e}");
+        let env = [("ENGRAM_LLM_NATIVE_TOOLS".to_owned(), "on".to_owned())];
+        assert_eq!(Config::default().with_env(env).unwrap().llm.native_tools, NativeTools::On);
+        let env = [("ENGRAM_LLM_NATIVE_TOOLS".to_owned(), "sometimes".to_owned())];
+        assert!(Config::default().with_env(env).is_err());
+    }
 }
