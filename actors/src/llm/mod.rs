@@ -373,3 +373,37 @@ pub fn client_from_config(section: &crate::llm::LlmSection) -> Result<Option<std
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str) -> ToolCall {
+        ToolCall { name: name.into(), ..ToolCall::default() }
+    }
+
+    #[test]
+    fn results_pair_with_the_open_call_to_their_tool_in_any_order() {
+        let messages = vec![
+            ChatMessage::user("q"),
+            ChatMessage::assistant_calls("", vec![call("a"), call("b"), call("a")]),
+            ChatMessage::tool("b", "1"),
+            ChatMessage::tool("a", "2"),
+            ChatMessage { tool_name: None, ..ChatMessage::tool("a", "3") },
+        ];
+        let answers = |id: &str, name: &str| ToolPairing::Answers { id: id.into(), name: name.into() };
+        assert_eq!(
+            pair_tool_calls(&messages).unwrap(),
+            vec![
+                ToolPairing::None,
+                ToolPairing::Calls(vec!["call_1_0".into(), "call_1_1".into(), "call_1_2".into()]),
+                answers("call_1_1", "b"),
+                answers("call_1_0", "a"),
+                answers("call_1_2", "a"),
+            ]
+        );
+        let mut twice = messages.clone();
+        twice.push(ChatMessage::tool("a", "4"));
+        assert!(matches!(pair_tool_calls(&twice), Err(LlmError::Protocol(m)) if m.contains("message 5")));
+    }
+}
