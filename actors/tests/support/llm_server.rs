@@ -76,7 +76,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// The body as JSON (`Null` if it was not JSON).
     pub body: serde_json::Value,
-    /// Why the strict server refused it with 400 (`None`: it was valid).
+    /// The error body (saying why) the strict server answered 400 with
+    /// (`None`: the request was valid).
     pub rejected: Option<String>,
 }
 
@@ -146,7 +147,7 @@ impl Server {
         self.state.requests.lock().unwrap().clone()
     }
 
-    /// Why each refused chat request was refused, in order.
+    /// The error bodies of the refused chat requests, in order.
     pub fn rejections(&self) -> Vec<String> {
         self.requests().into_iter().filter_map(|r| r.rejected).collect()
     }
@@ -174,14 +175,14 @@ fn serve(stream: TcpStream, respond: &Responder, state: &State) {
         let _ = write_reply(stream, &Reply::ok("application/json", vec![body]), &auth);
         return;
     }
-    let (checked, error_body): (Result<(), String>, fn(&str) -> String) = match path.as_str() {
-        "/api/chat" => (check_ollama(&req.body), ollama_error),
-        p if p.ends_with("/chat/completions") => (check_openai(&req.body), openai_error),
-        _ => (Ok(()), openai_error),
+    let checked = match path.as_str() {
+        "/api/chat" => check_ollama(&req.body).map_err(|why| ollama_error(&why)),
+        p if p.ends_with("/chat/completions") => check_openai(&req.body).map_err(|why| openai_error(&why)),
+        _ => Ok(()),
     };
     let reply = match &checked {
         Ok(()) => respond(&req),
-        Err(why) => Reply::status(400, &error_body(why)),
+        Err(body) => Reply::status(400, body),
     };
     req.rejected = checked.err();
     state.requests.lock().unwrap().push(req);
@@ -293,6 +294,11 @@ fn check_tools(body: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// A message's `tool_calls`, which must be a non-empty array.
+fn call_list<'v>(calls: &'v Value, what: &str) -> Result<&'v Vec<Value>, String> {
+    calls.as_array().filter(|c| !c.is_empty()).ok_or(format!("{what}.tool_calls must be a non-empty array"))
+}
+
 fn messages(body: &Value) -> Result<&Vec<Value>, String> {
     string(body, "model", "request")?;
     if body.get("stream").is_some_and(|s| !s.is_boolean()) {
@@ -351,11 +357,7 @@ pub fn check_openai(body: &Value) -> Result<(), String> {
                     _ => return Err(format!("{what}.content must be a string")),
                 }
                 let Some(calls) = calls else { continue };
-                let calls = calls
-                    .as_array()
-                    .filter(|c| !c.is_empty())
-                    .ok_or(format!("{what}.tool_calls must be a non-empty array"))?;
-                for (j, c) in calls.iter().enumerate() {
+                for (j, c) in call_list(calls, &what)?.iter().enumerate() {
                     let cw = format!("{what}.tool_calls[{j}]");
                     only_keys(c, &["id", "type", "function"], &cw)?;
                     let id = string(c, "id", &cw)?;
@@ -424,11 +426,7 @@ pub fn check_ollama(body: &Value) -> Result<(), String> {
             return Err(format!("{what}: only tool messages have a tool_name"));
         }
         if let Some(calls) = m.get("tool_calls") {
-            let calls = calls
-                .as_array()
-                .filter(|c| !c.is_empty())
-                .ok_or(format!("{what}.tool_calls must be a non-empty array"))?;
-            for (j, c) in calls.iter().enumerate() {
+            for (j, c) in call_list(calls, &what)?.iter().enumerate() {
                 let cw = format!("{what}.tool_calls[{j}]");
                 only_keys(c, &["function", "id", "type"], &cw)?;
                 let f = &c["function"];
