@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use engram_actors::llm::LlmSection;
 use engram_actors::llm::{
     call_completed, client_from_config_with_env, ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError,
-    ModelPrice, OllamaClient, OpenAiClient, PriceTable, ToolCall, ToolSpec,
+    ModelPrice, NativeTools, OllamaClient, OpenAiClient, PriceTable, ToolCall, ToolSpec,
 };
 use engram_events::payloads::{LlmContext, LlmOutcome};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
-use support::llm_server::{refused_url, Reply, Server};
+use support::llm_server::{post_json, refused_url, Reply, Server};
 
 const KEY: &str = "sk-test-SECRET-4242";
 
@@ -160,6 +160,203 @@ fn openai_history_pairs_tool_results_with_call_ids() {
     assert_eq!((&m[3]["tool_call_id"], &m[4]["tool_call_id"]), (id0, id1));
 }
 
+/// The bodies the old client sent, which strict servers refuse: planned
+/// steps' results as `tool` messages no assistant call precedes, and the
+/// model's own calls echoed as an assistant message without `tool_calls`.
+/// The strict test server answers them 400 with the server's error body.
+#[test]
+fn the_strict_server_refuses_the_old_unpaired_bodies() {
+    let server = Server::start(vec![Reply::sse(&["[DONE]"])]);
+    let planned = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "tool", "content": "rain", "tool_call_id": "call_1"},
+    ]});
+    let own = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "assistant", "content": ""},
+        {"role": "tool", "content": "rain", "tool_call_id": "call_2"},
+    ]});
+    let unanswered = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]},
+        {"role": "user", "content": "well?"},
+    ]});
+    let object_arguments = json!({"model": "m", "stream": true, "messages": [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function",
+            "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+        {"role": "tool", "content": "rain", "tool_call_id": "a"},
+    ]});
+    for (name, body) in [("planned", &planned), ("own", &own), ("unanswered", &unanswered), ("args", &object_arguments)]
+    {
+        let (status, answer) = post_json(&server.url(), "/v1/chat/completions", body);
+        assert_eq!(status, 400, "{name}: {answer}");
+        assert!(answer.contains("invalid_request_error"), "{name}: an OpenAI error body: {answer}");
+    }
+    let ollama_planned = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "tool", "content": "rain", "tool_name": "get_weather"},
+    ]});
+    let (status, answer) = post_json(&server.url(), "/api/chat", &ollama_planned);
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.contains("\"error\":\"") && answer.contains("answers no call"), "{answer}");
+    assert_eq!(server.rejections().len(), 5);
+
+    // The same conversations as the client now sends them are accepted.
+    let paired = json!({"model": "m", "stream": true, "messages": [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1_0", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]},
+        {"role": "tool", "content": "rain", "tool_call_id": "call_1_0"},
+    ]});
+    let (status, answer) = post_json(&server.url(), "/v1/chat/completions", &paired);
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// A history as the reply loop builds it — the planned steps as one
+/// assistant message's calls with their results, then the model's own
+/// call and its result — reaches both servers paired as their protocols
+/// require, and the strict server accepts it.
+#[test]
+fn planned_steps_and_the_models_own_calls_go_paired_to_both_servers() {
+    let mut req = request(weather_tool());
+    let planned = vec![
+        ToolCall { name: "get_location".into(), arguments: args(json!({})) },
+        ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Oslo"})) },
+    ];
+    req.messages.push(ChatMessage::assistant_calls("", planned));
+    req.messages.push(ChatMessage::tool("get_location", "Oslo"));
+    req.messages.push(ChatMessage::tool("get_weather", "rain"));
+    let own = vec![ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Bergen"})) }];
+    req.messages.push(ChatMessage::assistant_calls("And Bergen?", own));
+    req.messages.push(ChatMessage::tool("get_weather", "sun"));
+
+    let server = Server::start(vec![Reply::sse(&[r#"{"choices":[{"index":0,"delta":{"content":"ok"}}]}"#, "[DONE]"])]);
+    openai(&server, None).chat(&req).unwrap();
+    assert_eq!(server.rejections(), Vec::<String>::new());
+    let m = &server.requests()[0].body["messages"];
+    assert_eq!(m[2]["role"], "assistant");
+    assert_eq!(m[2]["tool_calls"][1]["type"], "function");
+    assert_eq!(m[2]["tool_calls"][1]["function"], json!({"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}));
+    assert_eq!(m[3]["tool_call_id"], m[2]["tool_calls"][0]["id"]);
+    assert_eq!(m[4]["tool_call_id"], m[2]["tool_calls"][1]["id"]);
+    assert_eq!(m[5]["content"], "And Bergen?");
+    assert_eq!(m[6]["tool_call_id"], m[5]["tool_calls"][0]["id"]);
+    let ids: std::collections::HashSet<&Value> = [&m[3], &m[4], &m[6]].iter().map(|t| &t["tool_call_id"]).collect();
+    assert_eq!(ids.len(), 3, "ids are unique within the request");
+    assert!(m.as_array().unwrap().iter().all(|x| x.get("tool_name").is_none()), "no Ollama fields");
+
+    // The same ids in the next request: the history's ids are stable.
+    req.messages.push(ChatMessage::user("thanks"));
+    openai(&server, None).chat(&req).unwrap();
+    assert_eq!(server.requests()[1].body["messages"][2]["tool_calls"], m[2]["tool_calls"]);
+
+    let server = Server::start(vec![Reply::ndjson(&[OLLAMA_DONE])]);
+    ollama(&server).chat(&req).unwrap();
+    assert_eq!(server.rejections(), Vec::<String>::new());
+    let m = &server.requests()[0].body["messages"];
+    assert_eq!(m[2]["tool_calls"][1], json!({"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}));
+    assert_eq!(m[3], json!({"role": "tool", "content": "Oslo", "tool_name": "get_location"}));
+    assert_eq!(m[4], json!({"role": "tool", "content": "rain", "tool_name": "get_weather"}));
+    assert_eq!(m[6], json!({"role": "tool", "content": "sun", "tool_name": "get_weather"}));
+}
+
+/// A history the protocol forbids is the caller's bug: refused with
+/// [`LlmError::Protocol`] before anything is sent, in native and text mode.
+#[test]
+fn an_unpaired_history_is_refused_before_it_is_sent() {
+    let orphan = {
+        let mut r = request(weather_tool());
+        r.messages.push(ChatMessage::tool("get_weather", "rain"));
+        r
+    };
+    let unanswered = {
+        let mut r = request(weather_tool());
+        let call = ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Oslo"})) };
+        r.messages.push(ChatMessage::assistant_calls("", vec![call]));
+        r.messages.push(ChatMessage::user("well?"));
+        r
+    };
+    let wrong_tool = {
+        let mut r = request(weather_tool());
+        let call = ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Oslo"})) };
+        r.messages.push(ChatMessage::assistant_calls("", vec![call]));
+        r.messages.push(ChatMessage::tool("get_time", "12:00"));
+        r
+    };
+    let server = Server::start(vec![Reply::ndjson(&[OLLAMA_DONE])]);
+    for req in [&orphan, &unanswered, &wrong_tool] {
+        for client in [
+            Box::new(ollama(&server)) as Box<dyn LlmClient>,
+            Box::new(ollama(&server).with_native_tools(NativeTools::Off)),
+            Box::new(openai(&server, None)),
+        ] {
+            let err = client.chat(req).unwrap_err();
+            assert!(matches!(err, LlmError::Protocol(_)), "{}: {err:?}", client.provider());
+        }
+    }
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+/// Token counts reach `llm.call_completed` from every stream format that
+/// reports them: OpenAI's final usage chunk (`stream_options.include_usage`),
+/// vLLM's running usage on every chunk, llama.cpp's final chunk with
+/// `usage` and `timings` and an older llama.cpp's `timings` alone, and
+/// Ollama's `done` line.
+#[test]
+fn usage_is_read_from_every_servers_stream_format() {
+    let text = r#"{"choices":[{"index":0,"delta":{"content":"hi"}}]}"#;
+    let openai_cases: [(&str, Vec<&str>, (u32, u32)); 4] = [
+        (
+            "openai final usage chunk",
+            vec![text, r#"{"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":3,"total_tokens":14}}"#],
+            (11, 3),
+        ),
+        (
+            "vllm running usage",
+            vec![
+                r#"{"choices":[{"index":0,"delta":{"content":"h"}}],"usage":{"prompt_tokens":11,"completion_tokens":1}}"#,
+                r#"{"choices":[{"index":0,"delta":{"content":"i"}}],"usage":{"prompt_tokens":11,"completion_tokens":2}}"#,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+            ],
+            (11, 2),
+        ),
+        (
+            "llama.cpp usage and timings",
+            vec![
+                text,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":21,"completion_tokens":4},"timings":{"prompt_n":5,"predicted_n":4}}"#,
+            ],
+            (21, 4),
+        ),
+        (
+            "llama.cpp timings only",
+            vec![
+                text,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"timings":{"prompt_n":17,"prompt_ms":12.5,"predicted_n":6,"predicted_ms":40.1}}"#,
+            ],
+            (17, 6),
+        ),
+    ];
+    let p = prices();
+    for (name, mut events, want) in openai_cases {
+        events.push("[DONE]");
+        let server = Server::start(vec![Reply::sse(&events)]);
+        let req = ChatRequest { model: "gpt-5-mini".into(), ..request(vec![]) };
+        let resp = openai(&server, None).chat(&req);
+        let e = call_completed(&req, &resp, Duration::from_millis(5), &p);
+        assert_eq!((e.input_tokens, e.output_tokens), want, "{name}");
+        assert!(e.cost_usd > Decimal::ZERO, "{name}: priced");
+    }
+    let server = Server::start(vec![Reply::ndjson(&[
+        r#"{"model":"m","message":{"role":"assistant","content":"hi"},"done":false}"#,
+        OLLAMA_DONE,
+    ])]);
+    let req = request(vec![]);
+    let e = call_completed(&req, &ollama(&server).chat(&req), Duration::from_millis(5), &p);
+    assert_eq!((e.input_tokens, e.output_tokens), (42, 7), "ollama done line");
+}
+
 #[test]
 fn http_500_is_an_http_error_with_a_truncated_body() {
     let long = format!("{{\"error\":\"{}\"}}", "x".repeat(5_000));
@@ -178,15 +375,51 @@ fn clients(server: &Server) -> Vec<Box<dyn LlmClient>> {
     vec![Box::new(ollama(server)), Box::new(openai(server, None))]
 }
 
+/// A 400 is that call's error, whatever its body says about tools: the
+/// next call with tools goes natively again, for both protocols (the old
+/// client read "tool" in a 400 as "no native tools" and went text-only for
+/// the rest of the process, hiding a strict server's protocol errors).
 #[test]
-fn tools_not_supported_switches_to_text_tool_calls_for_good() {
+fn a_400_is_an_error_for_that_call_and_never_switches_to_text_tools() {
+    let refusals = [
+        r#"{"error":"registry.ollama.ai/library/gemma:2b does not support tools"}"#,
+        r#"{"error":{"message":"messages with role 'tool' must be a response to a preceding message with 'tool_calls'","type":"invalid_request_error"}}"#,
+    ];
+    for refusal in refusals {
+        for provider in ["ollama", "openai"] {
+            let ok = match provider {
+                "ollama" => Reply::ndjson(&[OLLAMA_DONE]),
+                _ => Reply::sse(&[r#"{"choices":[{"index":0,"delta":{"content":"ok"}}]}"#, "[DONE]"]),
+            };
+            let server = Server::start(vec![Reply::status(400, refusal), ok]);
+            let client: Box<dyn LlmClient> = match provider {
+                "ollama" => Box::new(ollama(&server)),
+                _ => Box::new(openai(&server, None)),
+            };
+            let err = client.chat(&request(weather_tool())).unwrap_err();
+            assert!(matches!(err, LlmError::Http { status: 400, .. }), "{provider}: {err:?}");
+            assert_eq!(err.outcome(), LlmOutcome::HttpError);
+            let resp = client.chat(&request(weather_tool())).unwrap();
+            assert!(!resp.text_tool_fallback, "{provider}: a 400 switched the client to text tools");
+            let sent = server.requests();
+            assert_eq!(sent.len(), 2, "{provider}: no silent retry in text mode");
+            for r in &sent {
+                assert!(r.body.get("tools").is_some(), "{provider}: tools went natively: {}", r.body);
+            }
+        }
+    }
+}
+
+/// `native_tools = "auto"` on Ollama asks `/api/show` once per model (then
+/// trusts the answer for a while): a model whose capabilities list no
+/// `tools` gets them as text guidance, with the calls parsed back out.
+#[test]
+fn ollama_auto_sends_tools_as_text_when_the_model_lists_no_tools_capability() {
     let text_answer =
         "Let me look.\n```tool_call\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n```";
     let done = OLLAMA_DONE.replace("\"content\":\"\"", &format!("\"content\":{}", json!(text_answer)));
-    let server = Server::start(vec![
-        Reply::status(400, r#"{"error":"registry.ollama.ai/library/gemma:2b does not support tools"}"#),
-        Reply::ndjson(&[&done]),
-    ]);
+    let server = Server::start(vec![Reply::ndjson(&[&done])]);
+    server.set_capabilities(&["completion"]);
     let client = ollama(&server);
     for round in 0..2 {
         let resp = client.chat(&request(weather_tool())).unwrap();
@@ -197,38 +430,60 @@ fn tools_not_supported_switches_to_text_tool_calls_for_good() {
             vec![ToolCall { name: "get_weather".into(), arguments: args(json!({"city": "Oslo"})) }]
         );
     }
-    assert!(client.text_tools(), "sticky");
-    let sent = server.requests();
-    assert_eq!(sent.len(), 3, "one refused native call, then text mode only");
-    assert!(sent[0].body.get("tools").is_some());
-    for retry in &sent[1..] {
-        assert!(retry.body.get("tools").is_none(), "{}", retry.body);
-        let system = retry.body["messages"][0]["content"].as_str().unwrap();
+    let probes = server.probes();
+    assert_eq!(probes.len(), 1, "the probe's answer is remembered");
+    assert_eq!(probes[0].request_line, "POST /api/show HTTP/1.1");
+    assert_eq!(probes[0].body, json!({"model": "gemma4:e2b"}));
+    for sent in server.requests() {
+        assert!(sent.body.get("tools").is_none(), "{}", sent.body);
+        let system = sent.body["messages"][0]["content"].as_str().unwrap();
         assert!(system.starts_with("be brief"), "guidance joins the existing system message");
         assert!(system.contains("```tool_call") && system.contains("get_weather: Current weather for a city"));
     }
-    // Without tools there is nothing to fall back from: no guidance.
+    // Without tools there is nothing to probe, and no guidance.
     let plain = client.chat(&request(vec![])).unwrap();
     assert!(!plain.text_tool_fallback);
-    assert!(!server.requests()[3].body["messages"][0]["content"].as_str().unwrap().contains("tool_call"));
+    assert!(!server.requests()[2].body["messages"][0]["content"].as_str().unwrap().contains("tool_call"));
+    assert_eq!(server.probes().len(), 1);
+
+    // A model with tools: native, one probe of its own.
+    let native = Server::start(vec![Reply::ndjson(&[OLLAMA_DONE])]);
+    let client = ollama(&native);
+    assert!(!client.chat(&request(weather_tool())).unwrap().text_tool_fallback);
+    assert!(native.requests()[0].body.get("tools").is_some());
+    assert_eq!(native.probes().len(), 1);
 }
 
+/// `native_tools` set explicitly is obeyed without a probe: `on` sends the
+/// tools natively, `off` as text, for both protocols; and the section key
+/// reaches the clients `[llm]` builds.
 #[test]
-fn openai_tools_not_supported_falls_back_too() {
-    let server = Server::start(vec![
-        Reply::status(
-            400,
-            r#"{"error":{"message":"tools are not supported by this model","type":"invalid_request_error"}}"#,
-        ),
-        Reply::sse(&[
-            r#"{"choices":[{"index":0,"delta":{"content":"```tool_call\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Rome\"}}\n```"}}]}"#,
-            "[DONE]",
-        ]),
-    ]);
-    let resp = openai(&server, None).chat(&request(weather_tool())).unwrap();
-    assert!(resp.text_tool_fallback);
-    assert_eq!(resp.content, "");
-    assert_eq!(resp.tool_calls[0].arguments, args(json!({"city": "Rome"})));
+fn native_tools_on_and_off_are_obeyed_without_a_probe() {
+    let ok_text = r#"{"choices":[{"index":0,"delta":{"content":"```tool_call\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Rome\"}}\n```"}}]}"#;
+    for (mode, native) in [(NativeTools::On, true), (NativeTools::Off, false)] {
+        let server = Server::start(vec![Reply::ndjson(&[OLLAMA_DONE])]);
+        server.set_capabilities(&["completion"]);
+        let resp = ollama(&server).with_native_tools(mode).chat(&request(weather_tool())).unwrap();
+        assert_eq!(resp.text_tool_fallback, !native, "{mode:?}");
+        assert_eq!(server.requests()[0].body.get("tools").is_some(), native, "{mode:?}");
+        assert!(server.probes().is_empty(), "{mode:?}: no probe");
+
+        let server = Server::start(vec![Reply::sse(&[ok_text, "[DONE]"])]);
+        let section = LlmSection {
+            provider: "openai".into(),
+            base_url: server.url(),
+            model: "gpt-5-mini".into(),
+            native_tools: mode,
+            ..LlmSection::default()
+        };
+        let client = client_from_config_with_env(&section, |_| None).unwrap().unwrap();
+        let resp = client.chat(&request(weather_tool())).unwrap();
+        assert_eq!(resp.text_tool_fallback, !native, "openai {mode:?}");
+        assert_eq!(server.requests()[0].body.get("tools").is_some(), native, "openai {mode:?}");
+        if !native {
+            assert_eq!(resp.tool_calls[0].arguments, args(json!({"city": "Rome"})));
+        }
+    }
 }
 
 #[test]

@@ -110,7 +110,7 @@ fn config(a: &Server, b: &Server, explore: f64) -> Config {
     c.llm.candidates = vec!["small".into(), "big".into()];
     c.llm.models.insert(
         "big".into(),
-        ModelServerSection { provider: "ollama".into(), base_url: b.url(), api_key_env: String::new() },
+        ModelServerSection { provider: "ollama".into(), base_url: b.url(), ..ModelServerSection::default() },
     );
     c.llm.pricing_version = "test".into();
     for (m, price) in [("small", "0.10"), ("big", "1.00")] {

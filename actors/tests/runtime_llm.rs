@@ -288,7 +288,9 @@ fn an_llm_plan_runs_its_tool_and_every_call_is_priced_exactly() {
     let turn = completed(&all, r.turn);
     assert_eq!(turn.cost_usd, dec("0.000063"), "planner + reply loop");
     assert_eq!(turn.pricing_version, PRICING);
-    // The model saw the tool's result after the request.
+    // The model saw the tool's result after the request, in a body the
+    // strict server accepted (the old one fell back to text tools on its 400).
+    assert_eq!(server.rejections(), Vec::<String>::new());
     let sent = &requests(&server, Ctx::ReplyLoop)[0].body["messages"];
     let tool_msg = sent.as_array().unwrap().iter().find(|m| m["role"] == "tool").expect("a tool message");
     assert_eq!(tool_msg["content"], WEATHER);
@@ -422,6 +424,76 @@ fn a_reply_loop_that_only_calls_tools_stops_after_eight_model_turns() {
     let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
     assert!(calls.iter().any(|c| c.context == LlmContext::LoopDigest && c.outcome != LlmOutcome::Ok));
     rt.shutdown().unwrap();
+}
+
+/// The reply loop's history follows the chat protocol on both servers: the
+/// planned step goes as an assistant message calling it before its result,
+/// the model's own call as an assistant message with `tool_calls` before
+/// its result, each result paired with its call (OpenAI `tool_call_id`,
+/// Ollama `tool_name`) — so the strict server accepts every request and the
+/// model, not the fail-open path, writes the reply.
+#[test]
+fn the_reply_loop_pairs_planned_steps_and_its_own_calls_on_both_servers() {
+    for provider in ["ollama", "openai"] {
+        let turn = Arc::new(AtomicUsize::new(0));
+        let n = turn.clone();
+        let openai = provider == "openai";
+        let server = server(move |c| match (c, openai) {
+            (Ctx::Planner, false) => weather_plan(),
+            (Ctx::Planner, true) => sse_said(r#"[{"tool": "get_weather", "args": {"city": "Oslo"}}]"#),
+            (Ctx::ReplyLoop, _) if n.fetch_add(1, Ordering::SeqCst) == 0 => match openai {
+                false => calls("get_weather", json!({"city": "Oslo"})),
+                true => sse_calls("get_weather", json!({"city": "Oslo"})),
+            },
+            (Ctx::ReplyLoop, false) => said("Still light rain in Oslo.", (60, 6)),
+            (Ctx::ReplyLoop, true) => sse_said("Still light rain in Oslo."),
+            (other, _) => panic!("no {other:?} call expected"),
+        });
+        let f = fixture();
+        let mut c = config(&server);
+        c.llm.provider = provider.into();
+        let rt = start(&f, c);
+        let r = rt.handle_utterance(&SessionId::new("s-pairs"), "how is the weather in Oslo").unwrap();
+        assert_eq!(server.rejections(), Vec::<String>::new(), "{provider}");
+        assert_eq!(r.text, "Still light rain in Oslo.", "{provider}: the model wrote the reply");
+        assert_eq!(f.weather_calls.load(Ordering::SeqCst), 2, "{provider}: planned, then the model's own");
+        let asked = requests(&server, Ctx::ReplyLoop);
+        assert_eq!(asked.len(), 2, "{provider}");
+        let m = asked[1].body["messages"].as_array().unwrap().clone();
+        let user = m.iter().rposition(|x| x["role"] == "user").unwrap();
+        let tail: Vec<&str> = m[user..].iter().map(|x| x["role"].as_str().unwrap()).collect();
+        assert_eq!(tail, ["user", "assistant", "tool", "assistant", "tool"], "{provider}");
+        for (call, result) in [(user + 1, user + 2), (user + 3, user + 4)] {
+            let made = &m[call]["tool_calls"][0];
+            match openai {
+                true => {
+                    assert_eq!(made["function"]["arguments"], r#"{"city":"Oslo"}"#, "{provider}");
+                    assert_eq!(m[result]["tool_call_id"], made["id"], "{provider}");
+                }
+                false => {
+                    assert_eq!(made["function"]["arguments"], json!({"city": "Oslo"}), "{provider}");
+                    assert_eq!(m[result]["tool_name"], "get_weather", "{provider}");
+                }
+            }
+            assert_eq!(made["function"]["name"], "get_weather", "{provider}");
+            assert_eq!(m[result]["content"], WEATHER, "{provider}");
+        }
+        rt.shutdown().unwrap();
+    }
+}
+
+/// An OpenAI-compatible answer with `content` and usage.
+fn sse_said(content: &str) -> Reply {
+    let text = json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": content}}]});
+    let usage = json!({"choices": [], "usage": {"prompt_tokens": 60, "completion_tokens": 6}});
+    Reply::sse(&[&text.to_string(), &usage.to_string(), "[DONE]"])
+}
+
+/// An OpenAI-compatible answer calling `tool` with `args`.
+fn sse_calls(tool: &str, args: Value) -> Reply {
+    let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "srv-1", "type": "function",
+                      "function": {"name": tool, "arguments": args.to_string()}}]}}]});
+    Reply::sse(&[&call.to_string(), "[DONE]"])
 }
 
 const FILLER: &str = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ";

@@ -50,14 +50,13 @@ impl Transport {
     }
 
     /// POSTs `body` to `url` and returns the streamed answer's lines. A
-    /// non-2xx status is [`LlmError::Http`], or [`LlmError::ToolsNotSupported`]
-    /// for a 400 about tools when `tools_offered`.
+    /// non-2xx status is [`LlmError::Http`], whatever the body says: what a
+    /// server supports is configured or probed, never read from an error.
     pub(crate) fn post_stream(
         &self,
         url: &str,
         body: &serde_json::Value,
         timeout: Duration,
-        tools_offered: bool,
     ) -> Result<Lines, LlmError> {
         let mut req = self
             .agent
@@ -77,12 +76,26 @@ impl Transport {
             // Best effort: the status alone is the error if the body fails.
             let _ = (&mut reader).take(16 * 1024).read_to_end(&mut raw);
             let body = self.redact(&String::from_utf8_lossy(&raw));
-            if status == 400 && tools_offered && body.to_lowercase().contains("tool") {
-                return Err(LlmError::ToolsNotSupported);
-            }
             return Err(LlmError::Http { status, body: engram_learning::text::truncate(&body, ERROR_BODY_CHARS) });
         }
         Ok(Lines { reader: BufReader::new(reader), timeout, line_no: 0, buf: Vec::new(), key: self.api_key.clone() })
+    }
+
+    /// POSTs `body` to `url` and parses the whole (non-streamed) answer as
+    /// JSON: for metadata endpoints such as Ollama's `/api/show`.
+    pub(crate) fn post_json(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, LlmError> {
+        let mut lines = self.post_stream(url, body, timeout)?;
+        let mut text = String::new();
+        while let Some((_, line)) = lines.next_line()? {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        serde_json::from_str(&text).map_err(|e| LlmError::Malformed(format!("answer is not JSON: {e}")))
     }
 
     /// Removes the key, in every spelling, from text a server sent back

@@ -4,8 +4,12 @@
 //! * [`LlmClient`] is what actors call; [`client_from_config`] builds one
 //!   from `[llm]` (or none: offline mode).
 //! * `ollama` and `openai` (feature `llm-http`) speak the two streaming
-//!   protocols over one blocking transport; [`text_tools`] is the fallback
-//!   for models without native tool calling.
+//!   protocols over one blocking transport; [`text_tools`] carries tools as
+//!   text for models without native tool calling, chosen explicitly by
+//!   `[llm] native_tools` ([`NativeTools`]), never guessed from an error.
+//! * [`pair_tool_calls`] checks a history against the tool-call protocol
+//!   and gives every call the id its answer quotes (docs/llm.md, "Protocol
+//!   rules").
 //! * [`pricing`] and [`record`] turn a call into an `llm.call_completed`
 //!   event; [`contexts`] holds the prompts and output parsers of seed 002's
 //!   contexts.
@@ -39,7 +43,7 @@ pub use ollama::OllamaClient;
 pub use openai::OpenAiClient;
 pub use pricing::{ModelPrice, PriceTable};
 pub use record::call_completed;
-pub use section::{is_small_model, LlmSection, ModelPriceSection, ModelServerSection};
+pub use section::{is_small_model, LlmSection, ModelPriceSection, ModelServerSection, NativeTools};
 #[cfg(feature = "llm-http")]
 pub use servers::{client_from_config, client_from_config_with_env};
 
@@ -102,6 +106,12 @@ impl ChatMessage {
         ChatMessage::new(MessageRole::Assistant, content)
     }
 
+    /// An assistant message making `calls`: the one the tool messages that
+    /// follow must answer, one each, for the history to follow the protocol.
+    pub fn assistant_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        ChatMessage { tool_calls: calls, ..ChatMessage::new(MessageRole::Assistant, content) }
+    }
+
     /// A tool's result, naming the tool so the model can tell results apart.
     pub fn tool(name: impl Into<String>, content: impl Into<String>) -> Self {
         ChatMessage { tool_name: Some(name.into()), ..ChatMessage::new(MessageRole::Tool, content) }
@@ -126,6 +136,70 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments object.
     pub arguments: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How one message of a history takes part in tool calling, as
+/// [`pair_tool_calls`] reads it: what each wire format needs to link a
+/// result to its call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolPairing {
+    /// No tool calling in this message.
+    None,
+    /// An assistant message making calls with these ids, in order.
+    Calls(Vec<String>),
+    /// A tool message answering the call with this id, made to this tool.
+    Answers {
+        /// The call's id (OpenAI's `tool_call_id`).
+        id: String,
+        /// The tool called (Ollama's `tool_name`).
+        name: String,
+    },
+}
+
+/// Pairs every tool result in `messages` with the call it answers, so both
+/// wire formats link them as their protocols require, and refuses a history
+/// no strict server accepts: a tool message must answer a call of the
+/// assistant message before it (the first unanswered call to the tool it
+/// names, else the first unanswered one), and every call must be answered
+/// before the next non-tool message or the end. Call ids are
+/// `call_<message>_<call>`: unique within the request and stable as the
+/// history grows, so a server's prompt cache keeps matching.
+pub fn pair_tool_calls(messages: &[ChatMessage]) -> Result<Vec<ToolPairing>, LlmError> {
+    let mut open: Vec<(String, String)> = Vec::new();
+    let mut opened_by = 0;
+    let mut out = Vec::with_capacity(messages.len());
+    for (i, m) in messages.iter().enumerate() {
+        if m.role == MessageRole::Tool {
+            let tool = m.tool_name.as_deref();
+            let Some(at) = open.iter().position(|(_, name)| tool.is_none_or(|t| t == name)) else {
+                return Err(LlmError::Protocol(format!(
+                    "message {i} is the result of tool {:?} but answers no call of a preceding assistant message",
+                    tool.unwrap_or("?")
+                )));
+            };
+            let (id, name) = open.remove(at);
+            out.push(ToolPairing::Answers { id, name });
+            continue;
+        }
+        if let Some((id, name)) = open.first() {
+            return Err(LlmError::Protocol(format!(
+                "call {id} to {name} of message {opened_by} is not answered before message {i}"
+            )));
+        }
+        if m.role != MessageRole::Assistant || m.tool_calls.is_empty() {
+            out.push(ToolPairing::None);
+            continue;
+        }
+        opened_by = i;
+        open = m.tool_calls.iter().enumerate().map(|(j, c)| (format!("call_{i}_{j}"), c.name.clone())).collect();
+        out.push(ToolPairing::Calls(open.iter().map(|(id, _)| id.clone()).collect()));
+    }
+    match open.first() {
+        Some((id, name)) => {
+            Err(LlmError::Protocol(format!("call {id} to {name} of message {opened_by} is never answered")))
+        }
+        None => Ok(out),
+    }
 }
 
 /// One chat call.
@@ -156,8 +230,8 @@ pub struct ChatResponse {
     pub output_tokens: u32,
     /// Wall time of the call, retries included.
     pub latency_ms: u64,
-    /// The tools went as text guidance because the server has no native
-    /// tool calling (see [`text_tools`]).
+    /// The tools went as text guidance, not natively: `native_tools = "off"`,
+    /// or the server said the model has no tool calling (see [`text_tools`]).
     pub text_tool_fallback: bool,
 }
 
@@ -185,24 +259,25 @@ pub enum LlmError {
     /// No connection (refused, DNS, TLS, reset).
     #[error("LLM server unreachable: {0}")]
     Unreachable(String),
-    /// The model has no native tool calling (HTTP 400 saying so); the
-    /// client then retries in text tool-call mode.
-    #[error("the model does not support native tool calls")]
-    ToolsNotSupported,
+    /// The conversation breaks the tool-call protocol (a tool result that
+    /// answers no call, a call left unanswered): a caller's bug, refused
+    /// before it reaches a server that would answer 400.
+    #[error("the conversation breaks the tool-call protocol: {0}")]
+    Protocol(String),
     /// `[llm]` does not describe a usable client.
     #[error("[llm] configuration: {0}")]
     Config(String),
 }
 
 impl LlmError {
-    /// The outcome recorded in `llm.call_completed`. A configuration error
-    /// never reached a server, so it counts as unreachable.
+    /// The outcome recorded in `llm.call_completed`. A configuration or
+    /// protocol error never reached a server, so it counts as unreachable.
     pub fn outcome(&self) -> LlmOutcome {
         match self {
             LlmError::Timeout { .. } => LlmOutcome::Timeout,
-            LlmError::Http { .. } | LlmError::ToolsNotSupported => LlmOutcome::HttpError,
+            LlmError::Http { .. } => LlmOutcome::HttpError,
             LlmError::Malformed(_) => LlmOutcome::Malformed,
-            LlmError::Unreachable(_) | LlmError::Config(_) => LlmOutcome::Unreachable,
+            LlmError::Unreachable(_) | LlmError::Config(_) | LlmError::Protocol(_) => LlmOutcome::Unreachable,
         }
     }
 }
@@ -298,5 +373,39 @@ pub fn client_from_config(section: &crate::llm::LlmSection) -> Result<Option<std
         false => Err(LlmError::Config(
             "[llm] names a model server, and this engram was built without the `llm-http` feature".to_owned(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str) -> ToolCall {
+        ToolCall { name: name.into(), ..ToolCall::default() }
+    }
+
+    #[test]
+    fn results_pair_with_the_open_call_to_their_tool_in_any_order() {
+        let messages = vec![
+            ChatMessage::user("q"),
+            ChatMessage::assistant_calls("", vec![call("a"), call("b"), call("a")]),
+            ChatMessage::tool("b", "1"),
+            ChatMessage::tool("a", "2"),
+            ChatMessage { tool_name: None, ..ChatMessage::tool("a", "3") },
+        ];
+        let answers = |id: &str, name: &str| ToolPairing::Answers { id: id.into(), name: name.into() };
+        assert_eq!(
+            pair_tool_calls(&messages).unwrap(),
+            vec![
+                ToolPairing::None,
+                ToolPairing::Calls(vec!["call_1_0".into(), "call_1_1".into(), "call_1_2".into()]),
+                answers("call_1_1", "b"),
+                answers("call_1_0", "a"),
+                answers("call_1_2", "a"),
+            ]
+        );
+        let mut twice = messages.clone();
+        twice.push(ChatMessage::tool("a", "4"));
+        assert!(matches!(pair_tool_calls(&twice), Err(LlmError::Protocol(m)) if m.contains("message 5")));
     }
 }

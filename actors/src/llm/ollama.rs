@@ -3,50 +3,108 @@
 //! and `message.tool_calls` (arguments as an object), then a `done: true`
 //! line with `prompt_eval_count` / `eval_count`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
 use super::http::{Lines, Transport};
-use super::text_tools::chat_with_fallback;
-use super::{ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, MessageRole, ToolCall, ToolSpec};
+use super::text_tools::chat_with_tools;
+use super::{
+    pair_tool_calls, ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, NativeTools, ToolCall,
+    ToolPairing, ToolSpec,
+};
 
 /// Where Ollama listens when `llm.base_url` is empty.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434";
 
+/// How long a probed capability is trusted: a model can be re-pulled or
+/// replaced under the same name, so the answer is asked again after this.
+pub const PROBE_TTL: Duration = Duration::from_secs(600);
+
+/// The most of a call's budget the capability probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A client for one Ollama server.
+#[derive(Debug)]
 pub struct OllamaClient {
     transport: Transport,
-    text_tools: AtomicBool,
-}
-
-impl std::fmt::Debug for OllamaClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OllamaClient")
-            .field("transport", &self.transport)
-            .field("text_tools", &self.text_tools.load(Ordering::Relaxed))
-            .finish()
-    }
+    native_tools: NativeTools,
+    /// Model → when `/api/show` was asked and whether it listed `tools`.
+    probed: Mutex<HashMap<String, (Instant, bool)>>,
 }
 
 impl OllamaClient {
     /// A client for the server at `base_url`; `api_key` (for a server behind
-    /// an authenticating proxy) goes out as a bearer token.
+    /// an authenticating proxy) goes out as a bearer token. Tool support is
+    /// probed ([`NativeTools::Auto`]); see [`OllamaClient::with_native_tools`].
     pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, LlmError> {
-        Ok(OllamaClient { transport: Transport::new(base_url, api_key)?, text_tools: AtomicBool::new(false) })
+        Ok(OllamaClient {
+            transport: Transport::new(base_url, api_key)?,
+            native_tools: NativeTools::Auto,
+            probed: Mutex::new(HashMap::new()),
+        })
     }
 
-    /// True once the server has refused native tools: every later call with
-    /// tools uses text tool calls.
-    pub fn text_tools(&self) -> bool {
-        self.text_tools.load(Ordering::Relaxed)
+    /// This client with tools sent as `mode` says (`auto`: as the model's
+    /// capabilities in `/api/show` say).
+    pub fn with_native_tools(mut self, mode: NativeTools) -> Self {
+        self.native_tools = mode;
+        self
+    }
+
+    /// Whether calls with tools on `model` send them natively: from
+    /// `native_tools`, or for `auto` from the server's `/api/show`
+    /// capabilities, asked at most once per [`PROBE_TTL`] per model within
+    /// `budget`. A server that lists no capabilities (before Ollama 0.6) or
+    /// a probe that fails means native; a failed probe is not remembered.
+    /// Returns the answer and whether a probe was sent.
+    pub fn sends_tools_natively(&self, model: &str, budget: Duration) -> (bool, bool) {
+        match self.native_tools {
+            NativeTools::On => return (true, false),
+            NativeTools::Off => return (false, false),
+            NativeTools::Auto => {}
+        }
+        let mut probed = self.probed.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, native)) = probed.get(model).filter(|(at, _)| at.elapsed() < PROBE_TTL) {
+            tracing::trace!(model, native, age_s = at.elapsed().as_secs(), "ollama: tool support as probed");
+            return (*native, false);
+        }
+        let server = self.transport.base_url();
+        let url = format!("{server}/api/show");
+        let native = match self.transport.post_json(&url, &json!({ "model": model }), budget.min(PROBE_TIMEOUT)) {
+            Ok(show) => match show.get("capabilities").and_then(Value::as_array) {
+                Some(caps) => {
+                    let native = caps.iter().any(|c| c == "tools");
+                    tracing::info!(
+                        server,
+                        model,
+                        native,
+                        ?caps,
+                        "ollama: /api/show capabilities say tools go {}",
+                        if native { "natively" } else { "as text" }
+                    );
+                    native
+                }
+                None => {
+                    tracing::info!(server, model, "ollama: /api/show lists no capabilities: tools go natively");
+                    true
+                }
+            },
+            Err(e) => {
+                tracing::info!(server, model, "ollama: capability probe failed ({e}): tools go natively this call");
+                return (true, true);
+            }
+        };
+        probed.insert(model.to_owned(), (Instant::now(), native));
+        (native, true)
     }
 
     fn send(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
         let url = format!("{}/api/chat", self.transport.base_url());
-        let lines = self.transport.post_stream(&url, &request_body(req), req.timeout, !req.tools.is_empty())?;
+        let lines = self.transport.post_stream(&url, &request_body(req)?, req.timeout)?;
         let mut resp = read_stream(lines)?;
         self.transport.scrub_response(&mut resp);
         resp.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -60,31 +118,54 @@ impl LlmClient for OllamaClient {
     }
 
     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        chat_with_fallback(&self.text_tools, req, |r| self.send(r))
+        if req.tools.is_empty() {
+            return chat_with_tools(false, req, |r| self.send(r));
+        }
+        let started = Instant::now();
+        let (native, probed) = self.sends_tools_natively(&req.model, req.timeout);
+        if !probed {
+            return chat_with_tools(!native, req, |r| self.send(r));
+        }
+        // The probe came out of the call's budget.
+        let timeout = req
+            .timeout
+            .checked_sub(started.elapsed())
+            .filter(|t| !t.is_zero())
+            .ok_or(LlmError::Timeout { after_ms: u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX) })?;
+        chat_with_tools(!native, &ChatRequest { timeout, ..req.clone() }, |r| self.send(r))
     }
 }
 
-/// The JSON body for `req` (no `tools` key when there are none).
-pub fn request_body(req: &ChatRequest) -> Value {
+/// The JSON body for `req` (no `tools` key when there are none): an
+/// assistant message's calls go as `tool_calls` with object arguments, and
+/// each tool message names (`tool_name`) the call it answers
+/// ([`pair_tool_calls`]); a history that cannot be paired is
+/// [`LlmError::Protocol`].
+pub fn request_body(req: &ChatRequest) -> Result<Value, LlmError> {
+    let pairing = pair_tool_calls(&req.messages)?;
     let mut body = json!({
         "model": req.model,
-        "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
+        "messages": req.messages.iter().zip(&pairing).map(|(m, p)| message(m, p)).collect::<Vec<_>>(),
         "stream": true,
     });
     if !req.tools.is_empty() {
         body["tools"] = Value::Array(req.tools.iter().map(tool).collect());
     }
-    body
+    Ok(body)
 }
 
-fn message(m: &ChatMessage) -> Value {
+fn message(m: &ChatMessage, pairing: &ToolPairing) -> Value {
     let mut out = json!({ "role": m.role.as_str(), "content": m.content });
-    if m.role == MessageRole::Assistant && !m.tool_calls.is_empty() {
-        out["tool_calls"] =
-            m.tool_calls.iter().map(|c| json!({ "function": { "name": c.name, "arguments": c.arguments } })).collect();
-    }
-    if let (MessageRole::Tool, Some(name)) = (m.role, &m.tool_name) {
-        out["tool_name"] = Value::from(name.as_str());
+    match pairing {
+        ToolPairing::Calls(_) => {
+            out["tool_calls"] = m
+                .tool_calls
+                .iter()
+                .map(|c| json!({ "function": { "name": c.name, "arguments": c.arguments } }))
+                .collect();
+        }
+        ToolPairing::Answers { name, .. } => out["tool_name"] = Value::from(name.as_str()),
+        ToolPairing::None => {}
     }
     out
 }

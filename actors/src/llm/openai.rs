@@ -5,41 +5,51 @@
 //! index-keyed deltas whose `function.arguments` are string fragments,
 //! parsed as JSON once the stream is complete.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
 use super::http::{Lines, Transport};
-use super::text_tools::chat_with_fallback;
-use super::{ApiKey, ChatRequest, ChatResponse, LlmClient, LlmError, MessageRole, ToolCall, ToolSpec};
+use super::text_tools::chat_with_tools;
+use super::{
+    pair_tool_calls, ApiKey, ChatRequest, ChatResponse, LlmClient, LlmError, NativeTools, ToolCall, ToolPairing,
+    ToolSpec,
+};
 
 /// A client for one OpenAI-compatible server.
+#[derive(Debug)]
 pub struct OpenAiClient {
     transport: Transport,
-    text_tools: AtomicBool,
-}
-
-impl std::fmt::Debug for OpenAiClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiClient")
-            .field("transport", &self.transport)
-            .field("text_tools", &self.text_tools.load(Ordering::Relaxed))
-            .finish()
-    }
+    native_tools: NativeTools,
 }
 
 impl OpenAiClient {
     /// A client for the server at `base_url` (with or without a trailing
-    /// `/v1`); `api_key` goes out as `Authorization: Bearer`.
+    /// `/v1`); `api_key` goes out as `Authorization: Bearer`. Tools go
+    /// natively ([`NativeTools::Auto`]); see [`OpenAiClient::with_native_tools`].
     pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, LlmError> {
-        Ok(OpenAiClient { transport: Transport::new(base_url, api_key)?, text_tools: AtomicBool::new(false) })
+        Ok(OpenAiClient { transport: Transport::new(base_url, api_key)?, native_tools: NativeTools::Auto })
     }
 
-    /// True once the server has refused native tools.
-    pub fn text_tools(&self) -> bool {
-        self.text_tools.load(Ordering::Relaxed)
+    /// This client with tools sent as `mode` says. The protocol has no
+    /// capability signal, so `auto` is native; the choice is logged once,
+    /// naming the server.
+    pub fn with_native_tools(mut self, mode: NativeTools) -> Self {
+        self.native_tools = mode;
+        tracing::info!(
+            server = %self.transport.base_url(),
+            ?mode,
+            native = mode != NativeTools::Off,
+            "openai-compatible server: tools go {} (llm.native_tools)",
+            if mode == NativeTools::Off { "as text" } else { "natively" }
+        );
+        self
+    }
+
+    /// How this client sends tools.
+    pub fn native_tools(&self) -> NativeTools {
+        self.native_tools
     }
 
     fn url(&self) -> String {
@@ -52,7 +62,7 @@ impl OpenAiClient {
 
     fn send(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
-        let lines = self.transport.post_stream(&self.url(), &request_body(req), req.timeout, !req.tools.is_empty())?;
+        let lines = self.transport.post_stream(&self.url(), &request_body(req)?, req.timeout)?;
         let mut resp = read_stream(lines)?;
         self.transport.scrub_response(&mut resp);
         resp.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -66,44 +76,40 @@ impl LlmClient for OpenAiClient {
     }
 
     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        chat_with_fallback(&self.text_tools, req, |r| self.send(r))
+        chat_with_tools(self.native_tools == NativeTools::Off, req, |r| self.send(r))
     }
 }
 
-/// The JSON body for `req` (no `tools` key when there are none). Tool calls
-/// in the history get ids `call_<message>_<n>`, and each tool message
-/// answers the oldest unanswered one, as the protocol requires.
-pub fn request_body(req: &ChatRequest) -> Value {
-    let mut pending: VecDeque<String> = VecDeque::new();
-    let mut messages = Vec::with_capacity(req.messages.len());
-    for (i, m) in req.messages.iter().enumerate() {
-        let mut out = json!({ "role": m.role.as_str(), "content": m.content });
-        match m.role {
-            MessageRole::Assistant if !m.tool_calls.is_empty() => {
-                pending.clear();
-                let calls: Vec<Value> = m
-                    .tool_calls
-                    .iter()
-                    .enumerate()
-                    .map(|(j, c)| {
-                        let id = format!("call_{i}_{j}");
-                        pending.push_back(id.clone());
+/// The JSON body for `req` (no `tools` key when there are none). An
+/// assistant message's calls go as `tool_calls` (id, `type: "function"`,
+/// arguments as a JSON string) and each tool message quotes the
+/// `tool_call_id` of the call it answers ([`pair_tool_calls`]); a history
+/// that cannot be paired is [`LlmError::Protocol`].
+pub fn request_body(req: &ChatRequest) -> Result<Value, LlmError> {
+    let pairing = pair_tool_calls(&req.messages)?;
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .zip(&pairing)
+        .map(|(m, p)| {
+            let mut out = json!({ "role": m.role.as_str(), "content": m.content });
+            match p {
+                ToolPairing::Calls(ids) => {
+                    let calls = m.tool_calls.iter().zip(ids).map(|(c, id)| {
                         json!({
                             "id": id,
                             "type": "function",
                             "function": { "name": c.name, "arguments": Value::Object(c.arguments.clone()).to_string() },
                         })
-                    })
-                    .collect();
-                out["tool_calls"] = Value::Array(calls);
+                    });
+                    out["tool_calls"] = Value::Array(calls.collect());
+                }
+                ToolPairing::Answers { id, .. } => out["tool_call_id"] = Value::from(id.as_str()),
+                ToolPairing::None => {}
             }
-            MessageRole::Tool => {
-                out["tool_call_id"] = Value::from(pending.pop_front().unwrap_or_else(|| format!("call_{i}")));
-            }
-            _ => {}
-        }
-        messages.push(out);
-    }
+            out
+        })
+        .collect();
     let mut body = json!({
         "model": req.model,
         "messages": messages,
@@ -113,7 +119,7 @@ pub fn request_body(req: &ChatRequest) -> Value {
     if !req.tools.is_empty() {
         body["tools"] = Value::Array(req.tools.iter().map(tool).collect());
     }
-    body
+    Ok(body)
 }
 
 fn tool(t: &ToolSpec) -> Value {
@@ -134,6 +140,7 @@ struct PartialCall {
 fn read_stream(mut lines: Lines) -> Result<ChatResponse, LlmError> {
     let mut resp = ChatResponse::default();
     let mut calls: BTreeMap<u64, PartialCall> = BTreeMap::new();
+    let mut saw_usage = false;
     while let Some((n, line)) = lines.next_line()? {
         // Blank lines end events; `:` comments, `event:` and `id:` carry nothing we use.
         let Some(data) = line.strip_prefix("data:") else { continue };
@@ -147,10 +154,7 @@ fn read_stream(mut lines: Lines) -> Result<ChatResponse, LlmError> {
         if let Some(err) = chunk.get("error") {
             return Err(LlmError::Malformed(format!("stream line {n}: server error {err}")));
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
-            resp.input_tokens = count(usage, "prompt_tokens");
-            resp.output_tokens = count(usage, "completion_tokens");
-        }
+        read_usage(&chunk, &mut resp, &mut saw_usage);
         let Some(delta) = chunk.pointer("/choices/0/delta") else { continue };
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             resp.content.push_str(text);
@@ -191,6 +195,22 @@ fn finish_calls(calls: BTreeMap<u64, PartialCall>) -> Result<Vec<ToolCall>, LlmE
             Ok(ToolCall { name: c.name, arguments })
         })
         .collect()
+}
+
+/// Token counts from a chunk, in any form a server sends them: `usage`
+/// (OpenAI's final chunk under `stream_options.include_usage`, vLLM,
+/// llama.cpp, LM Studio; a later chunk replaces an earlier one, as servers
+/// that report usage on every chunk send running totals), else llama.cpp's
+/// `timings` (`prompt_n`, `predicted_n`) when no `usage` was seen.
+fn read_usage(chunk: &Value, resp: &mut ChatResponse, saw_usage: &mut bool) {
+    if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+        resp.input_tokens = count(usage, "prompt_tokens");
+        resp.output_tokens = count(usage, "completion_tokens");
+        *saw_usage = true;
+    } else if let Some(timings) = chunk.get("timings").filter(|t| t.is_object() && !*saw_usage) {
+        resp.input_tokens = count(timings, "prompt_n");
+        resp.output_tokens = count(timings, "predicted_n");
+    }
 }
 
 fn count(usage: &Value, key: &str) -> u32 {

@@ -121,6 +121,27 @@ pub struct LlmSection {
     /// Candidates served elsewhere than `provider` / `base_url`: model name
     /// → its server.
     pub models: BTreeMap<String, ModelServerSection>,
+    /// How tools reach the model: natively, as text, or as the server says
+    /// ([`NativeTools`]). Decided from this key or an explicit probe, never
+    /// from an error message.
+    pub native_tools: NativeTools,
+}
+
+/// `[llm] native_tools`: whether tools go to the model natively (the
+/// protocol's `tools` field) or as text guidance ([`crate::llm::text_tools`]).
+/// A server's 400 never changes it: that is an error for that call only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NativeTools {
+    /// As the server says: Ollama's `/api/show` lists the model's
+    /// capabilities (probed per model, logged, re-asked after a while);
+    /// OpenAI-compatible servers have no such signal, so native.
+    #[default]
+    Auto,
+    /// Always native.
+    On,
+    /// Always as text: for a server or model without tool calling.
+    Off,
 }
 
 /// Whether `model` is small — at most 7 billion parameters by the size its
@@ -157,6 +178,8 @@ pub struct ModelServerSection {
     pub base_url: String,
     /// Name of the environment variable holding this server's API key.
     pub api_key_env: String,
+    /// This server's `native_tools`; unset: `[llm]`'s.
+    pub native_tools: Option<NativeTools>,
 }
 
 /// One model's price per million tokens, as decimal strings (`"0.15"`), so
@@ -214,6 +237,7 @@ impl Default for LlmSection {
             prices: BTreeMap::new(),
             candidates: Vec::new(),
             models: BTreeMap::new(),
+            native_tools: NativeTools::Auto,
         }
     }
 }
@@ -341,5 +365,29 @@ mod tests {
         let c = LlmSection { memory_digest: Some(true), ..LlmSection::default() };
         assert!(c.memory_digest_for("gpt-5") && !c.tool_result_digest_for("gpt-5"));
         assert!(c.tool_result_digest_for("gemma3:4b"));
+    }
+
+    #[test]
+    fn native_tools_is_a_key_with_an_env_override_and_a_closed_set_of_values() {
+        use crate::config::Config;
+        let path = std::path::Path::new("engram.toml");
+        assert_eq!(LlmSection::default().native_tools, NativeTools::Auto);
+        let c = Config::from_toml("[llm]\nnative_tools = \"off\"\n", path).unwrap();
+        assert_eq!(c.llm.native_tools, NativeTools::Off);
+        let c = Config::from_toml("[llm.models.m]\nprovider = \"ollama\"\nnative_tools = \"on\"\n", path);
+        let e = c.expect_err("m is no candidate").to_string();
+        assert!(e.contains("llm.models.m"), "{e}");
+        let c = Config::from_toml(
+            "[llm]\nmodel = \"m\"\n[llm.models.m]\nprovider = \"ollama\"\nnative_tools = \"on\"\n",
+            path,
+        )
+        .unwrap();
+        assert_eq!(c.llm.models["m"].native_tools, Some(NativeTools::On));
+        let e = Config::from_toml("[llm]\nnative_tools = \"maybe\"\n", path).unwrap_err().to_string();
+        assert!(e.contains("maybe") || e.contains("native_tools"), "{e}");
+        let env = [("ENGRAM_LLM_NATIVE_TOOLS".to_owned(), "on".to_owned())];
+        assert_eq!(Config::default().with_env(env).unwrap().llm.native_tools, NativeTools::On);
+        let env = [("ENGRAM_LLM_NATIVE_TOOLS".to_owned(), "sometimes".to_owned())];
+        assert!(Config::default().with_env(env).is_err());
     }
 }

@@ -8,7 +8,7 @@ use crate::llm::LlmSection;
 
 use super::ollama::{self, OllamaClient};
 use super::openai::OpenAiClient;
-use super::{ApiKey, ChatRequest, ChatResponse, LlmClient, LlmError};
+use super::{ApiKey, ChatRequest, ChatResponse, LlmClient, LlmError, NativeTools};
 
 /// Builds the client `[llm]` describes: `None` for an empty provider
 /// (offline mode). The API key comes from the environment variable named by
@@ -23,25 +23,29 @@ pub fn client_from_config_with_env(
     section: &LlmSection,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<Arc<dyn LlmClient>>, LlmError> {
-    let default = server(&section.provider, &section.base_url, &section.api_key_env, "llm", &env)?;
+    let default =
+        server(&section.provider, &section.base_url, &section.api_key_env, section.native_tools, "llm", &env)?;
     if section.models.is_empty() {
         return Ok(default);
     }
     let mut by_model = std::collections::HashMap::new();
     for (name, m) in &section.models {
-        let client = server(&m.provider, &m.base_url, &m.api_key_env, &format!("llm.models.{name}"), &env)?
-            .ok_or_else(|| LlmError::Config(format!("llm.models.{name}.provider is empty")))?;
+        let native_tools = m.native_tools.unwrap_or(section.native_tools);
+        let client =
+            server(&m.provider, &m.base_url, &m.api_key_env, native_tools, &format!("llm.models.{name}"), &env)?
+                .ok_or_else(|| LlmError::Config(format!("llm.models.{name}.provider is empty")))?;
         by_model.insert(name.clone(), client);
     }
     Ok(Some(Arc::new(ModelServers { default, by_model })))
 }
 
-/// One server's client: `None` for an empty provider (offline). `key`
-/// names the config section in errors.
+/// One server's client: `None` for an empty provider (offline). `section`
+/// names the config section in errors; `native_tools` is how it sends tools.
 fn server(
     provider: &str,
     base_url: &str,
     api_key_env: &str,
+    native_tools: NativeTools,
     section: &str,
     env: &impl Fn(&str) -> Option<String>,
 ) -> Result<Option<Arc<dyn LlmClient>>, LlmError> {
@@ -59,13 +63,13 @@ fn server(
     match provider {
         "ollama" => {
             let base = if base.is_empty() { ollama::DEFAULT_BASE_URL } else { base };
-            Ok(Some(Arc::new(OllamaClient::new(base, key)?)))
+            Ok(Some(Arc::new(OllamaClient::new(base, key)?.with_native_tools(native_tools))))
         }
         "openai" => {
             if base.is_empty() {
                 return Err(LlmError::Config(format!("{section}.base_url is required for provider \"openai\"")));
             }
-            Ok(Some(Arc::new(OpenAiClient::new(base, key)?)))
+            Ok(Some(Arc::new(OpenAiClient::new(base, key)?.with_native_tools(native_tools))))
         }
         other => Err(LlmError::Config(format!(
             "unknown {section}.provider {other:?} (expected \"ollama\", \"openai\" or empty for offline mode)"

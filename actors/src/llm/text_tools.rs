@@ -1,8 +1,9 @@
 //! Text tool calls, for models without native tool calling (seed 002 #1).
 //!
-//! When a server answers [`LlmError::ToolsNotSupported`], the client retries
-//! the same request without native tools: the tools are listed in a system
-//! guidance block that asks for fenced blocks
+//! When `[llm] native_tools` says so — `"off"`, or `"auto"` and the server
+//! reports that the model has no tool calling — the client sends the
+//! request without native tools: the tools are listed in a system guidance
+//! block that asks for fenced blocks
 //!
 //! ````text
 //! ```tool_call
@@ -10,47 +11,36 @@
 //! ```
 //! ````
 //!
-//! and [`parse_tool_blocks`] takes them back out of the answer. The switch is
-//! sticky for the client's lifetime ([`chat_with_fallback`]'s flag), so a
-//! model without tools costs one failed call, not one per turn.
+//! and [`parse_tool_blocks`] takes them back out of the answer. The choice
+//! is made per call from that explicit signal ([`chat_with_tools`]); an
+//! HTTP error never switches it, so a strict server's 400 stays visible as
+//! the error it is.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::{ChatMessage, ChatRequest, ChatResponse, LlmError, MessageRole, ToolCall, ToolSpec};
+use super::{pair_tool_calls, ChatMessage, ChatRequest, ChatResponse, LlmError, MessageRole, ToolCall, ToolSpec};
 
 /// The fence tag that opens a text tool call.
 pub const FENCE: &str = "```tool_call";
 
-/// Sends `req` through `send`, switching to text tool calls (for good: the
-/// flag is the client's) when the server says it has no native tools. The
-/// retry shares the request's timeout budget.
-pub fn chat_with_fallback(
-    text_mode: &AtomicBool,
+/// Sends `req` through `send`: natively, or — when `text_mode` and tools
+/// are offered — as [`text_mode_request`] with the calls parsed back out of
+/// the text. A history that breaks the tool-call protocol is refused first
+/// ([`pair_tool_calls`]), in either mode, so the caller's bug is seen
+/// whatever the server's tool support.
+pub fn chat_with_tools(
+    text_mode: bool,
     req: &ChatRequest,
     send: impl Fn(&ChatRequest) -> Result<ChatResponse, LlmError>,
 ) -> Result<ChatResponse, LlmError> {
-    if req.tools.is_empty() {
+    pair_tool_calls(&req.messages)?;
+    if req.tools.is_empty() || !text_mode {
         return send(req);
     }
     let started = Instant::now();
-    if !text_mode.load(Ordering::Relaxed) {
-        match send(req) {
-            Err(LlmError::ToolsNotSupported) => {
-                tracing::info!(model = %req.model, "no native tool calls: switching to text tool calls");
-                text_mode.store(true, Ordering::Relaxed);
-            }
-            other => return other,
-        }
-    }
-    let mut text_req = text_mode_request(req);
-    text_req.timeout = req
-        .timeout
-        .checked_sub(started.elapsed())
-        .ok_or(LlmError::Timeout { after_ms: u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX) })?;
-    let mut resp = send(&text_req)?;
+    let mut resp = send(&text_mode_request(req))?;
     let (prose, calls) = parse_tool_blocks(&resp.content);
     resp.content = prose;
     resp.tool_calls.extend(calls);

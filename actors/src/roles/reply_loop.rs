@@ -35,7 +35,7 @@ use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::catalogue::Catalogue;
 use crate::llm::contexts;
-use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable};
+use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable, ToolCall};
 use crate::recollection::{Recalled, Recollection};
 use crate::shell::Role;
 use crate::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
@@ -680,6 +680,10 @@ impl ReplyLoop {
             });
         }
         messages.push(ChatMessage::user(query.to_owned()));
+        // The planned steps already run, as the calls their results answer.
+        if !run.steps_done.is_empty() {
+            messages.push(ChatMessage::assistant_calls("", planned_calls(&run.steps_done)));
+        }
         for i in 0..run.steps_done.len() {
             messages.push(self.tool_message(run, query, model, i));
         }
@@ -711,7 +715,7 @@ impl ReplyLoop {
                     return compose(run);
                 }
                 Ok(r) => {
-                    messages.push(ChatMessage::assistant(r.content.clone()));
+                    messages.push(ChatMessage::assistant_calls(r.content.clone(), r.tool_calls.clone()));
                     for call in r.tool_calls {
                         if let (Some(router), true) = (router, call.name == SEARCH_TOOLS) {
                             searches += 1;
@@ -744,6 +748,12 @@ impl ReplyLoop {
         }
         self.max_turn_reply(run, query)
     }
+}
+
+/// The planned steps as the model's tool calls, so their results (tool
+/// messages) answer calls, as the chat protocol requires.
+fn planned_calls(steps: &[PlanStep]) -> Vec<ToolCall> {
+    steps.iter().map(|s| ToolCall { name: s.tool.clone(), arguments: s.args.0.clone() }).collect()
 }
 
 /// The system prompt of a model turn (seed 002 #1, reduced to what engram
