@@ -289,6 +289,9 @@ impl std::fmt::Display for ToolSource {
     }
 }
 
+/// The registry's map: each name's tool and where it comes from.
+type Tools = BTreeMap<String, (Arc<dyn Tool>, ToolSource)>;
+
 /// The tools by name, each with its source, and the undo stacks of the
 /// sessions that called them.
 ///
@@ -306,7 +309,7 @@ impl std::fmt::Display for ToolSource {
 /// whose name is taken — by them or by a server earlier in name order — is
 /// offered as `SERVER_NAME` (logged), so no server can shadow `read_file`.
 pub struct ToolRegistry {
-    tools: std::sync::RwLock<BTreeMap<String, (Arc<dyn Tool>, ToolSource)>>,
+    tools: std::sync::RwLock<Tools>,
     undo: UndoStack,
 }
 
@@ -367,11 +370,11 @@ impl ToolRegistry {
         r
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, (Arc<dyn Tool>, ToolSource)>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Tools> {
         self.tools.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, (Arc<dyn Tool>, ToolSource)>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Tools> {
         self.tools.write().unwrap_or_else(|e| e.into_inner())
     }
 
