@@ -1489,6 +1489,15 @@ fn a_server_that_is_down_costs_the_model_not_the_answer() {
     assert!(planner.iter().all(|c| c.outcome == LlmOutcome::Unreachable), "{planner:?}");
     assert_eq!(plan_of(&all, r.turn).planner, PlannerKind::Offline);
     assert!(llm_calls(&all, ActorKind::ReplyLoop).is_empty(), "no reply-loop call to a dead server");
+    // tool.called (v3) names the source that served the call.
+    let sources: Vec<Option<String>> = all
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCalled(c) => Some(c.source.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sources, [Some("host".to_owned()), Some("host".to_owned())]);
     rt.shutdown().unwrap();
 }
 

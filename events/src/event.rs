@@ -137,7 +137,7 @@ catalog! {
     /// `plan.created` (v1 had no `tools`)
     PlanCreated(PlanCreated) = 6, "plan.created", 2;
     /// `tool.called`
-    ToolCalled(ToolCalled) = 7, "tool.called", 2;
+    ToolCalled(ToolCalled) = 7, "tool.called", 3;
     /// `tool.completed`
     ToolCompleted(ToolCompleted) = 8, "tool.completed", 1;
     /// `llm.call_completed`

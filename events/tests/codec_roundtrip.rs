@@ -242,9 +242,10 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
         EventKind::ToolCalled => (
             (any::<u32>(), text(), tool_args(), proptest::option::of(select(RouteLayer::ALL))),
             proptest::option::of(select(SideEffectClass::ALL)),
+            opt_text(),
         )
-            .prop_map(|((step, tool, args, served_by), side_effect)| {
-                ToolCalled { step, tool, args, served_by, side_effect }.into()
+            .prop_map(|((step, tool, args, served_by), side_effect, source)| {
+                ToolCalled { step, tool, args, served_by, side_effect, source }.into()
             })
             .boxed(),
         EventKind::ToolCompleted => (any::<u32>(), text(), any::<bool>(), text(), opt_text(), any::<u64>())

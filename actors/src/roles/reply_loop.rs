@@ -412,6 +412,7 @@ impl ReplyLoop {
                 args: step.args.clone(),
                 served_by,
                 side_effect: self.setup.catalogue.registry().get(&step.tool).map(|t| t.side_effect()),
+                source: self.setup.catalogue.registry().source(&step.tool).map(|s| s.to_string()),
             },
             n,
         ));

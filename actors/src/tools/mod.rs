@@ -484,6 +484,31 @@ mod tests {
     }
 
     #[test]
+    fn a_source_never_shadows_another_and_is_replaced_whole() {
+        let tool = |name: &str| -> Arc<dyn Tool> {
+            Arc::new(FnTool::new(name, "a test tool", |_, _| Ok(ToolOutput::trusted("ok"))))
+        };
+        let r = ToolRegistry::with_builtins(BuiltinConfig::default());
+        let notes = ToolSource::Mcp("notes".into());
+        // `read_file` is a built-in's: the server's is offered under its name.
+        let offered = r.set_source(&notes, vec![tool("read_file"), tool("add_note")]);
+        assert_eq!(offered, ["notes_read_file", "add_note"]);
+        assert_eq!(r.source("read_file"), Some(ToolSource::Builtin));
+        assert_eq!(r.source("notes_read_file"), Some(notes.clone()));
+        assert_eq!(r.get("notes_read_file").unwrap().name(), "notes_read_file");
+        // A second server with the same tool: the first keeps the name.
+        let other = ToolSource::Mcp("other".into());
+        assert_eq!(r.set_source(&other, vec![tool("add_note")]), ["other_add_note"]);
+        // The source's new list replaces the old one whole; none removes it.
+        assert_eq!(r.set_source(&notes, vec![tool("list_notes")]), ["list_notes"]);
+        assert!(r.get("add_note").is_none() && r.get("notes_read_file").is_none());
+        r.set_source(&notes, Vec::new());
+        assert!(r.get("list_notes").is_none());
+        assert_eq!(r.source("other_add_note"), Some(other));
+        assert_eq!(r.names().len(), 8, "the 7 built-ins and the other server's tool");
+    }
+
+    #[test]
     fn for_llm_fences_only_untrusted_text() {
         assert_eq!(ToolOutput::trusted("14:05").for_llm("get_now"), "14:05");
         let fenced = ToolOutput::untrusted("hello").for_llm("read_file a.txt");

@@ -8,7 +8,7 @@ use crate::codec::DecodeError;
 use crate::event::{Event, EventKind};
 use crate::payloads::{
     FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, PlanCreated, PlanCreatedV1,
-    RouteDecided, RouteDecidedV1, ToolCalled, ToolCalledV1, UtteranceReceived, UtteranceReceivedV1,
+    RouteDecided, RouteDecidedV1, ToolCalled, ToolCalledV1, ToolCalledV2, UtteranceReceived, UtteranceReceivedV1,
 };
 
 /// Decodes a payload archive of an older schema version.
@@ -38,6 +38,10 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
         (EventKind::ToolCalled, 1) => {
             let v1 = rkyv::from_bytes::<ToolCalledV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
             Ok(Event::ToolCalled(ToolCalled::from(v1)))
+        }
+        (EventKind::ToolCalled, 2) => {
+            let v2 = rkyv::from_bytes::<ToolCalledV2, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::ToolCalled(ToolCalled::from(v2)))
         }
         (EventKind::PlanCreated, 1) => {
             let v1 = rkyv::from_bytes::<PlanCreatedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
@@ -75,6 +79,9 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
         (EventKind::ToolCalled, 1) => {
             rkyv::access::<rkyv::Archived<ToolCalledV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
         }
+        (EventKind::ToolCalled, 2) => {
+            rkyv::access::<rkyv::Archived<ToolCalledV2>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
+        }
         (EventKind::PlanCreated, 1) => {
             rkyv::access::<rkyv::Archived<PlanCreatedV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
         }
@@ -109,6 +116,10 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
         (EventKind::ToolCalled, 1) => {
             let v1: ToolCalledV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::ToolCalled(ToolCalled::from(v1)))
+        }
+        (EventKind::ToolCalled, 2) => {
+            let v2: ToolCalledV2 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
+            Ok(Event::ToolCalled(ToolCalled::from(v2)))
         }
         (EventKind::PlanCreated, 1) => {
             let v1: PlanCreatedV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
@@ -251,6 +262,25 @@ mod tests {
         assert_eq!(binary::split_frame(&frame).unwrap().0.view().unwrap().decode().unwrap(), expected);
         // And from a v1 JSON line.
         let line = crate::codec::json::to_line(&expected).replace("\"v\":2", "\"v\":1");
+        assert_eq!(crate::codec::json::from_line(&line).unwrap(), expected);
+    }
+
+    #[test]
+    fn tool_called_v2_is_upcast_with_no_source() {
+        use crate::payloads::{RouteLayer, SideEffectClass, ToolArgs, ToolCalled, ToolCalledV2};
+        let v2 = ToolCalledV2 {
+            step: 1,
+            tool: "read_file".into(),
+            args: ToolArgs::default(),
+            served_by: Some(RouteLayer::L1),
+            side_effect: Some(SideEffectClass::Read),
+        };
+        let expected = header(ToolCalled::from(v2.clone()));
+        assert!(matches!(&expected.event, Event::ToolCalled(c) if c.source.is_none() && c.side_effect.is_some()));
+        let frame = encode_raw(&expected, EventKind::ToolCalled.code(), 2, &archive(&v2));
+        assert_eq!(binary::decode(&frame).unwrap(), expected);
+        assert_eq!(binary::split_frame(&frame).unwrap().0.view().unwrap().decode().unwrap(), expected);
+        let line = crate::codec::json::to_line(&expected).replace("\"v\":3", "\"v\":2");
         assert_eq!(crate::codec::json::from_line(&line).unwrap(), expected);
     }
 

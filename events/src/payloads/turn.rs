@@ -328,12 +328,49 @@ payload! {
         /// the tool declares it: the pattern store's `side_effect_classes`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub side_effect: Option<SideEffectClass>,
+        /// (v3) Which source served the call: `builtin`, `host`, or
+        /// `mcp:SERVER` for a tool an MCP server lists; none on events
+        /// written before v3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub source: Option<String>,
+    }
+}
+
+payload! {
+    /// `tool.called` schema v2 (before `source`). Never written any more;
+    /// read and upcast to v3.
+    pub struct ToolCalledV2 {
+        /// See [`ToolCalled::step`].
+        pub step: u32,
+        /// See [`ToolCalled::tool`].
+        pub tool: String,
+        /// See [`ToolCalled::args`].
+        #[rkyv(with = crate::payloads::common::ToolArgsDef)]
+        pub args: ToolArgs,
+        /// See [`ToolCalled::served_by`].
+        pub served_by: Option<RouteLayer>,
+        /// See [`ToolCalled::side_effect`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub side_effect: Option<SideEffectClass>,
+    }
+}
+
+impl From<ToolCalledV2> for ToolCalled {
+    fn from(v2: ToolCalledV2) -> Self {
+        ToolCalled {
+            step: v2.step,
+            tool: v2.tool,
+            args: v2.args,
+            served_by: v2.served_by,
+            side_effect: v2.side_effect,
+            source: None,
+        }
     }
 }
 
 payload! {
     /// `tool.called` schema v1 (before `side_effect`). Never written any
-    /// more; read and upcast to v2.
+    /// more; read and upcast to v3.
     pub struct ToolCalledV1 {
         /// See [`ToolCalled::step`].
         pub step: u32,
@@ -349,7 +386,14 @@ payload! {
 
 impl From<ToolCalledV1> for ToolCalled {
     fn from(v1: ToolCalledV1) -> Self {
-        ToolCalled { step: v1.step, tool: v1.tool, args: v1.args, served_by: v1.served_by, side_effect: None }
+        ToolCalled {
+            step: v1.step,
+            tool: v1.tool,
+            args: v1.args,
+            served_by: v1.served_by,
+            side_effect: None,
+            source: None,
+        }
     }
 }
 

@@ -187,8 +187,14 @@ impl TurnBuilder<'_> {
         let served_by = (layer != RouteLayer::Planner).then_some(layer);
         for (i, step) in r.steps.iter().enumerate() {
             let (tool, step_no) = (step.tool.clone(), i as u32);
-            let called =
-                ToolCalled { step: step_no, tool: tool.clone(), args: step.args.clone(), served_by, side_effect: None };
+            let called = ToolCalled {
+                step: step_no,
+                tool: tool.clone(),
+                args: step.args.clone(),
+                served_by,
+                side_effect: None,
+                source: None,
+            };
             self.push(planned_at, ActorKind::ReplyLoop, called);
             let completed =
                 ToolCompleted { step: step_no, tool, ok: true, output: String::new(), error: None, duration_ms: 0 };
