@@ -14,7 +14,8 @@
 //   silent    reads everything, answers nothing (initialize never answered)
 //
 // Every line it receives is appended to $MCP_STUB_LOG when that is set, so a
-// test can see e.g. the notifications/cancelled of a timed-out call. It writes
+// test can see e.g. the notifications/cancelled of a timed-out call; its pid
+// is written to $MCP_STUB_PIDFILE when that is set. It writes
 // one line to stderr at start, which the client may log.
 'use strict';
 
@@ -137,6 +138,7 @@ function handle(msg) {
 }
 
 process.stderr.write(`stub: started in mode ${mode}\n`);
+if (process.env.MCP_STUB_PIDFILE) fs.writeFileSync(process.env.MCP_STUB_PIDFILE, String(process.pid));
 
 if (mode === 'garbage') {
   process.stdout.write('Welcome to the server! Loading...\n');
