@@ -163,7 +163,11 @@ fn a_call_that_hangs_fails_at_its_timeout_and_is_cancelled() {
     hang.timeout_ms = 700;
     hang.env.insert("MCP_STUB_LOG".into(), "TEST_STUB_LOG".into());
     let (_, on_change) = counter();
-    let hub = start(&section(vec![("slow", hang)]), BTreeMap::from([("TEST_STUB_LOG", log.display().to_string())]), on_change);
+    let hub = start(
+        &section(vec![("slow", hang)]),
+        BTreeMap::from([("TEST_STUB_LOG", log.display().to_string())]),
+        on_change,
+    );
     let echo = tool(&hub, "echo");
     let t0 = Instant::now();
     let m = failed_text(echo.call(&args(r#"{"text":"x"}"#), &ctx()));
@@ -278,7 +282,9 @@ fn a_server_that_cannot_run_is_failed_with_why() {
     let st = hub.status();
     assert_eq!(st.len(), 2, "disabled servers are not started: {st:?}");
     match state(&hub, "novar") {
-        McpState::Failed(why) => assert!(why.contains("ENGRAM_TEST_SURELY_UNSET_VAR") && why.contains("env.TOKEN"), "{why}"),
+        McpState::Failed(why) => {
+            assert!(why.contains("ENGRAM_TEST_SURELY_UNSET_VAR") && why.contains("env.TOKEN"), "{why}")
+        }
         other => panic!("{other:?}"),
     }
     match state(&hub, "noprog") {

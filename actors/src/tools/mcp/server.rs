@@ -542,8 +542,9 @@ impl Supervisor {
             McpState::Ready,
             Some(Conn { peer: connected.running.peer().clone(), tools: Arc::new(tools), closed: closed_rx.clone() }),
         );
-        first.fire();
+        // In this order: a change `start` waits for is not reported.
         self.notify.changed(name);
+        first.fire();
 
         let peer = connected.running.peer().clone();
         let cancel = connected.running.cancellation_token();
