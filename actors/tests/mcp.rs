@@ -52,7 +52,12 @@ fn section(servers: Vec<(&str, McpServerSection)>) -> McpSection {
 fn counter() -> (Arc<AtomicUsize>, Arc<dyn Fn() + Send + Sync>) {
     let n = Arc::new(AtomicUsize::new(0));
     let m = n.clone();
-    (n, Arc::new(move || drop(m.fetch_add(1, Ordering::SeqCst))))
+    (
+        n,
+        Arc::new(move || {
+            m.fetch_add(1, Ordering::SeqCst);
+        }),
+    )
 }
 
 fn start(section: &McpSection, env: BTreeMap<&'static str, String>, on_change: Arc<dyn Fn() + Send + Sync>) -> McpHub {
@@ -294,21 +299,38 @@ fn a_server_that_cannot_run_is_failed_with_why() {
     assert!(hub.tools().is_empty());
 }
 
-/// The official reference server, from the pinned lock file in tests/mcp.
-#[test]
-fn the_reference_server_everything() {
+/// The official reference server's entry point, installed from the pinned
+/// lock file in tests/mcp; `None` (saying why) when it is not installed.
+fn everything() -> Option<PathBuf> {
     if node_missing() {
-        return;
+        return None;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp");
-    let entry: PathBuf = root.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = root.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if !entry.exists() {
         eprintln!(
-            "skipped: {} is missing; run `npm ci --prefix tests/mcp` (pinned by tests/mcp/package-lock.json)",
+            "skipped: {} is missing; run `npm ci --ignore-scripts --prefix tests/mcp` (pinned by tests/mcp/package-lock.json)",
             entry.display()
         );
-        return;
+        return None;
     }
+    Some(entry)
+}
+
+fn check_everything(hub: &McpHub) {
+    assert_eq!(state(hub, "everything"), McpState::Ready, "{:?}", hub.status());
+    assert!(hub.tools().len() > 3, "{:?}", hub.status());
+    let echo = tool(hub, "echo");
+    assert!(echo.parameters()["properties"]["message"].is_object(), "{}", echo.parameters());
+    let out = echo.call(&args(r#"{"message":"hi from engram"}"#), &ctx()).unwrap();
+    assert!(out.untrusted);
+    assert!(out.text.contains("hi from engram"), "{}", out.text);
+}
+
+/// `@modelcontextprotocol/server-everything` over stdio.
+#[test]
+fn the_reference_server_over_stdio() {
+    let Some(entry) = everything() else { return };
     let server = McpServerSection {
         command: "node".into(),
         args: vec![entry.display().to_string(), "stdio".into()],
@@ -317,10 +339,49 @@ fn the_reference_server_everything() {
     };
     let (_, on_change) = counter();
     let hub = start(&section(vec![("everything", server)]), BTreeMap::new(), on_change);
-    assert_eq!(state(&hub, "everything"), McpState::Ready, "{:?}", hub.status());
-    let echo = tool(&hub, "echo");
-    assert!(echo.parameters()["properties"]["message"].is_object(), "{}", echo.parameters());
-    let out = echo.call(&args(r#"{"message":"hi from engram"}"#), &ctx()).unwrap();
-    assert!(out.untrusted);
-    assert!(out.text.contains("hi from engram"), "{}", out.text);
+    check_everything(&hub);
+}
+
+/// Kills and reaps a child on drop.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `@modelcontextprotocol/server-everything` over streamable HTTP, with a
+/// header whose value comes from the environment.
+#[test]
+fn the_reference_server_over_streamable_http() {
+    let Some(entry) = everything() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _server = Reaped(
+        std::process::Command::new("node")
+            .arg(&entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the HTTP server to listen", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let server = McpServerSection {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        headers: BTreeMap::from([("X-Engram-Test".to_owned(), "TEST_HEADER_VALUE".to_owned())]),
+        start_timeout_ms: 20_000,
+        ..McpServerSection::default()
+    };
+    let (_, on_change) = counter();
+    let hub = start(
+        &section(vec![("everything", server)]),
+        BTreeMap::from([("TEST_HEADER_VALUE", "not-a-secret".to_owned())]),
+        on_change,
+    );
+    check_everything(&hub);
 }
