@@ -236,7 +236,6 @@ impl McpSection {
 
 /// Where a server stands, for `engram tools` and logs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum McpState {
     /// Its first start is under way.
     Starting,
