@@ -36,6 +36,8 @@ pub mod clock;
 pub mod files;
 pub mod function;
 pub mod location;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod memory;
 pub mod undo;
 
