@@ -22,6 +22,16 @@ if ! command -v nats-server >/dev/null; then
     || { "${apt_get[@]}" update -q >/dev/null && "${apt_get[@]}" install -y --no-install-recommends nats-server >/dev/null; } \
     || { echo "test: cannot install nats-server: apt-get install nats-server" >&2; exit 1; }
 fi
+# The MCP tests run the official reference server (@modelcontextprotocol/
+# server-everything) from the npm registry, pinned by tests/mcp/package-lock.json;
+# installed again only when the lock file changed.
+if command -v npm >/dev/null; then
+  if [ ! -f tests/mcp/node_modules/.package-lock.json ] || [ tests/mcp/package-lock.json -nt tests/mcp/node_modules/.package-lock.json ]; then
+    npm ci --ignore-scripts --no-audit --no-fund --prefix tests/mcp >/dev/null
+  fi
+else
+  echo "test: npm not found: the MCP reference-server tests are skipped (apt-get install npm)" >&2
+fi
 cargo fmt --all -- --check
 if command -v python3 >/dev/null; then python3 scripts/gen-events-doc.py --check; fi
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -31,7 +41,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # with the host's own embedder and LLM client: none of the optional adapters,
 # and at most 120 crates.
 cli_crates='^(rusqlite|clap|indicatif|criterion|hnsw_rs|tracing-subscriber|globset|engram-cli|engram-bench) '
-adapters='^(async-nats|rustls|ort|tokenizers|ureq|prometheus|tiny_http|engram-cli|engram-bench) '
+adapters='^(async-nats|rustls|ort|tokenizers|ureq|prometheus|tiny_http|rmcp|reqwest|engram-cli|engram-bench) '
 for features in "" "--no-default-features"; do
   # shellcheck disable=SC2086 # $features is one flag or none
   if cargo tree -e normal -p engram $features --locked --prefix none | grep -E "$cli_crates"; then

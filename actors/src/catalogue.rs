@@ -52,6 +52,8 @@ pub struct Catalogue {
     registry: Arc<ToolRegistry>,
     embedder: Arc<dyn Embedder>,
     view: RwLock<Arc<CatalogueView>>,
+    /// One refresh at a time: two at once could swap in the older list last.
+    refreshing: std::sync::Mutex<()>,
 }
 
 impl Catalogue {
@@ -61,7 +63,7 @@ impl Catalogue {
         let tools = Arc::new(registry.specs());
         let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
         let view = CatalogueView { version: 1, tools, offline };
-        Ok(Catalogue { registry, embedder, view: RwLock::new(Arc::new(view)) })
+        Ok(Catalogue { registry, embedder, view: RwLock::new(Arc::new(view)), refreshing: Default::default() })
     }
 
     /// The current view: take it once per turn.
@@ -84,6 +86,7 @@ impl Catalogue {
 
     /// Rebuilds the view from the registry if its tools changed (rules 1–3).
     pub fn refresh(&self) {
+        let _one = self.refreshing.lock().unwrap_or_else(|e| e.into_inner());
         let tools = self.registry.specs();
         let current = self.view();
         if *current.tools == tools {
@@ -98,5 +101,49 @@ impl Catalogue {
             }
             Err(e) => tracing::warn!("the tool catalogue keeps its last view: embedding the new tools failed: {e}"),
         }
+    }
+}
+
+/// The MCP servers' tools in the catalogue: started with the runtime, kept
+/// in step with every change the hub reports (a server ready, a
+/// `list_changed`, a server gone or back), each server its own source.
+#[cfg(feature = "mcp")]
+pub(crate) mod mcp_sources {
+    use std::sync::{Arc, OnceLock, Weak};
+
+    use super::Catalogue;
+    use crate::tools::mcp::{McpHub, McpSection};
+    use crate::tools::ToolSource;
+
+    /// Starts the hub for `section`'s enabled servers (none: no hub) and
+    /// puts their tools into `catalogue`, now and at every change.
+    pub(crate) fn start(section: &McpSection, catalogue: &Arc<Catalogue>) -> Option<Arc<McpHub>> {
+        if !section.servers.values().any(|s| s.enabled) {
+            return None;
+        }
+        // The hub calls back on its own threads; it and the catalogue are
+        // reached through weak handles so neither keeps the other alive.
+        let slot: Arc<OnceLock<Weak<McpHub>>> = Arc::default();
+        let (hub_of, catalogue_of) = (slot.clone(), Arc::downgrade(catalogue));
+        let on_change = Arc::new(move || {
+            if let (Some(hub), Some(catalogue)) = (hub_of.get().and_then(Weak::upgrade), catalogue_of.upgrade()) {
+                sync(&hub, &catalogue);
+            }
+        });
+        let hub = Arc::new(McpHub::start(section, |name| std::env::var(name).ok(), on_change));
+        let _ = slot.set(Arc::downgrade(&hub));
+        sync(&hub, catalogue);
+        for s in hub.status() {
+            tracing::info!(server = %s.name, state = %s.state, tools = s.tools, "MCP server");
+        }
+        Some(hub)
+    }
+
+    /// Each server's tools as they are now, source by source.
+    fn sync(hub: &McpHub, catalogue: &Catalogue) {
+        for (server, tools) in hub.tools_by_server() {
+            catalogue.registry().set_source(&ToolSource::Mcp(server), tools);
+        }
+        catalogue.refresh();
     }
 }

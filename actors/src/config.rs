@@ -4,7 +4,8 @@
 //! `engram_learning::fast_path`, `[pattern]` in `engram_learning::patterns`,
 //! `[embedder]` in `engram_learning::embedder`, `[storage]` in
 //! `engram_storage::backend`, `[llm]` in [`crate::llm::section`], `[tools]`
-//! in [`crate::tools`], `[runtime]` in [`crate::runtime`]; `[metrics]`
+//! in [`crate::tools`], `[mcp]` in [`crate::tools::mcp`], `[runtime]` in
+//! [`crate::runtime`]; `[metrics]`
 //! ([`MetricsSection`]) is here, since the metrics themselves are an
 //! optional feature and the key must parse in every build.
 //!
@@ -51,6 +52,7 @@ use serde_json::Value;
 
 use crate::llm::LlmSection;
 use crate::runtime::RuntimeSection;
+use crate::tools::mcp::McpSection;
 use crate::tools::ToolsSection;
 
 /// The `ENGRAM_*` variables that are not configuration keys: the data dir,
@@ -131,6 +133,8 @@ pub struct Config {
     pub runtime: RuntimeSection,
     /// The metrics endpoint.
     pub metrics: MetricsSection,
+    /// MCP servers whose tools join the catalogue (`[mcp.servers.NAME]`).
+    pub mcp: McpSection,
 }
 
 /// A TOML error without the excerpt of the file it quotes (`3 | api_key =
@@ -199,6 +203,7 @@ impl Config {
         }
         let config: Config = toml::from_str(text).map_err(parse_error)?;
         config.llm.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
+        config.mcp.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
         Ok(config)
     }
 

@@ -17,6 +17,7 @@ mod replay;
 mod route;
 mod run;
 mod stats;
+mod tools;
 mod verify;
 
 use std::path::PathBuf;
@@ -72,6 +73,8 @@ enum Command {
     Run(run::Args),
     /// Retract what the assistant learnt: the facts holding a text, or what a session taught
     Forget(forget::Args),
+    /// List the tools the assistant can call: built-ins and MCP servers' (name, source, side effect)
+    Tools(tools::Args),
     /// Benchmarks, each beside its peer baseline
     #[command(subcommand)]
     Bench(bench::Command),
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::run(&data, args),
         Command::Run(args) => run::run(&data, args),
         Command::Forget(args) => forget::run(&data, args),
+        Command::Tools(args) => tools::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
     });
     let Ok(result) = std::panic::catch_unwind(run) else { return ExitCode::FAILURE };

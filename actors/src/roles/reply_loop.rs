@@ -639,30 +639,18 @@ impl ReplyLoop {
         }
     }
 
-    /// The agentic loop (seed 002 #1): the model sees the request and the
-    /// (fenced, maybe digested) results so far, calls tools or answers; at
-    /// most `agentic_max_turns` model turns, then the max-turn digest; a
-    /// model that fails falls open to the tool results.
-    fn agentic(
+    /// The messages a reply's first model turn is sent: the system prompt
+    /// with the time and place, what earlier sessions taught (the warm
+    /// profile), recalled days, the conversation so far (seed 002 #1),
+    /// the request, then the planned steps already run as the calls their
+    /// results answer.
+    fn opening(
         &self,
         run: &mut Run<'_>,
-        client: &Arc<dyn LlmClient>,
         model: &str,
-        prompt: Prompt<'_>,
+        (query, dialogue, recalled): (&str, &[(String, String)], Option<&str>),
         ctx: &ToolContext,
-    ) -> String {
-        let Prompt { query, dialogue, recalled, offered } = prompt;
-        // A narrowed catalogue (seed 002 #7): what was offered, and
-        // `search_tools` to find more (#8).
-        let router = self.setup.router.as_ref().filter(|_| !offered.is_empty());
-        let mut offered: Vec<String> = offered.to_vec();
-        let mut searches = 0;
-        let mut specs = match router {
-            Some(r) => r.specs(&offered),
-            None => crate::llm::context_llm::llm_specs(&self.setup.catalogue.view().tools),
-        };
-        // What earlier sessions taught (the warm profile), the
-        // conversation so far (seed 002 #1), then this request.
+    ) -> Vec<ChatMessage> {
         // The time and place re-injected every turn (seed 002 #1), in the
         // system prompt itself: one system message opens the conversation,
         // as every chat template accepts.
@@ -688,6 +676,32 @@ impl ReplyLoop {
         for i in 0..run.steps_done.len() {
             messages.push(self.tool_message(run, query, model, i));
         }
+        messages
+    }
+
+    /// The agentic loop (seed 002 #1): the model sees the request and the
+    /// (fenced, maybe digested) results so far, calls tools or answers; at
+    /// most `agentic_max_turns` model turns, then the max-turn digest; a
+    /// model that fails falls open to the tool results.
+    fn agentic(
+        &self,
+        run: &mut Run<'_>,
+        client: &Arc<dyn LlmClient>,
+        model: &str,
+        prompt: Prompt<'_>,
+        ctx: &ToolContext,
+    ) -> String {
+        let Prompt { query, dialogue, recalled, offered } = prompt;
+        // A narrowed catalogue (seed 002 #7): what was offered, and
+        // `search_tools` to find more (#8).
+        let router = self.setup.router.as_ref().filter(|_| !offered.is_empty());
+        let mut offered: Vec<String> = offered.to_vec();
+        let mut searches = 0;
+        let mut specs = match router {
+            Some(r) => r.specs(&offered),
+            None => crate::llm::context_llm::llm_specs(&self.setup.catalogue.view().tools),
+        };
+        let mut messages = self.opening(run, model, (query, dialogue, recalled), ctx);
         let deadline = Instant::now() + self.setup.reply_budget;
         for _ in 0..self.setup.agentic_max_turns {
             let left = deadline.saturating_duration_since(Instant::now());

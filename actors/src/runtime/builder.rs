@@ -172,6 +172,11 @@ impl RuntimeBuilder {
         let turn_timeout = self.turn_timeout.unwrap_or(TURN_TIMEOUT);
         let mut runtime = Runtime::launch(bus, listener, wiring.factories(), turn_timeout, online)?;
         runtime.candidates = wiring.candidates;
+        runtime.catalogue = Some(wiring.catalogue);
+        #[cfg(feature = "mcp")]
+        {
+            runtime.mcp = wiring.mcp;
+        }
         #[cfg(feature = "metrics")]
         if let Some(m) = metrics {
             let observing =
@@ -228,6 +233,16 @@ impl RuntimeBuilder {
             registry.register(t);
         }
         let catalogue = Arc::new(Catalogue::new(Arc::new(registry), embedder.clone())?);
+        config.mcp.check().map_err(RuntimeError::Config)?;
+        // MCP servers' tools join the catalogue as their servers come up.
+        #[cfg(feature = "mcp")]
+        let mcp = crate::catalogue::mcp_sources::start(&config.mcp, &catalogue);
+        #[cfg(not(feature = "mcp"))]
+        if config.mcp.servers.values().any(|s| s.enabled) {
+            return Err(RuntimeError::Config(
+                "[mcp] names servers, but this build of engram has no MCP support (the `mcp` feature)".into(),
+            ));
+        }
         let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
         config.llm.check().map_err(RuntimeError::Config)?;
         let default_model = match &llm {
@@ -257,6 +272,8 @@ impl RuntimeBuilder {
             embedder,
             llm,
             catalogue,
+            #[cfg(feature = "mcp")]
+            mcp,
             cache,
             default_model,
             candidates,
@@ -277,6 +294,9 @@ struct Wiring {
     prices: Arc<PriceTable>,
     /// The tools, as they are now (built-ins, the host's, MCP servers').
     catalogue: Arc<Catalogue>,
+    /// The MCP servers' connections, when `[mcp]` names any.
+    #[cfg(feature = "mcp")]
+    mcp: Option<Arc<crate::tools::mcp::McpHub>>,
     offset: FixedOffset,
     cache: EmbeddingCache,
     /// Slot 5 of the routing chain.

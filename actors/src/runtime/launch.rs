@@ -97,6 +97,9 @@ impl Runtime {
             snapshots,
             #[cfg(feature = "metrics")]
             metrics_server: None,
+            catalogue: None,
+            #[cfg(feature = "mcp")]
+            mcp: None,
         })
     }
 }

@@ -155,6 +155,11 @@ pub struct Runtime {
     /// The `/metrics` endpoint, when `[metrics] listen` is set.
     #[cfg(feature = "metrics")]
     metrics_server: Option<crate::metrics::MetricsServer>,
+    /// The tools as the roles see them (set by the builder).
+    catalogue: Option<Arc<crate::catalogue::Catalogue>>,
+    /// The MCP servers' connections, closed at shutdown.
+    #[cfg(feature = "mcp")]
+    mcp: Option<Arc<crate::tools::mcp::McpHub>>,
 }
 
 impl Runtime {
@@ -416,9 +421,28 @@ impl Runtime {
             tracing::warn!("shutdown: actors still busy after 10 s; they resume from their checkpoints next start");
         }
         self.stop_all();
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = self.mcp.take() {
+            hub.shutdown();
+        }
         self.bus.flush_checkpoints()?;
         self.bus.log().flush()?;
         Ok(())
+    }
+
+    /// Every tool the assistant can call now, with its source (`builtin`,
+    /// `host`, `mcp:SERVER`), sorted by name: the catalogue's current view,
+    /// what the next turn is planned with.
+    pub fn tools(&self) -> Vec<(Arc<dyn crate::tools::Tool>, crate::tools::ToolSource)> {
+        let Some(catalogue) = &self.catalogue else { return Vec::new() };
+        let view = catalogue.view();
+        catalogue.registry().listing().into_iter().filter(|(t, _)| view.has(t.name())).collect()
+    }
+
+    /// The MCP servers and where each stands (starting, ready, failed…).
+    #[cfg(feature = "mcp")]
+    pub fn mcp_status(&self) -> Vec<crate::tools::mcp::McpServerStatus> {
+        self.mcp.as_ref().map(|h| h.status()).unwrap_or_default()
     }
 
     /// Has every actor and the listener save its state, folded up to

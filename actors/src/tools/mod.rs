@@ -36,7 +36,6 @@ pub mod clock;
 pub mod files;
 pub mod function;
 pub mod location;
-#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod memory;
 pub mod undo;

@@ -12,6 +12,10 @@
 //   changing  after the first tools/call, sends notifications/tools/list_changed
 //             and from then on lists one more tool (`added`)
 //   silent    reads everything, answers nothing (initialize never answered)
+//   home      a home-automation server as a user would have one: tools
+//             `get_room_temperature` (readOnlyHint) and `set_thermostat`
+//             (destructiveHint); after the first tools/call it sends
+//             notifications/tools/list_changed and lists `water_plants` too
 //
 // Every line it receives is appended to $MCP_STUB_LOG when that is set, so a
 // test can see e.g. the notifications/cancelled of a timed-out call; its pid
@@ -49,6 +53,39 @@ function tools() {
         annotations: { readOnlyHint: true, openWorldHint: true },
       },
     ];
+  }
+  if (mode === 'home') {
+    const home = [
+      {
+        name: 'get_room_temperature',
+        description: 'how warm or cold is it in a room of the house: the temperature measured in a room',
+        inputSchema: {
+          type: 'object',
+          properties: { room: { type: 'string', enum: ['kitchen', 'bedroom', 'living room'], description: 'the room' } },
+          required: ['room'],
+        },
+        annotations: { readOnlyHint: true },
+      },
+      {
+        name: 'set_thermostat',
+        description: 'set the heating thermostat of the house to a temperature in degrees',
+        inputSchema: {
+          type: 'object',
+          properties: { degrees: { type: 'number', description: 'the target temperature' } },
+          required: ['degrees'],
+        },
+        annotations: { destructiveHint: true },
+      },
+    ];
+    if (changed) {
+      home.push({
+        name: 'water_plants',
+        description: 'water the plants in the garden with the sprinklers',
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { destructiveHint: false, readOnlyHint: false },
+      });
+    }
+    return home;
   }
   const list = [
     {
@@ -109,7 +146,7 @@ function handle(msg) {
       if (!tools().some((t) => t.name === name)) {
         return result(id, { content: [{ type: 'text', text: `unknown tool ${name}` }], isError: true });
       }
-      if (mode === 'changing' && !changed) {
+      if ((mode === 'changing' || mode === 'home') && !changed) {
         changed = true;
         setTimeout(() => send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }), 10);
       }
@@ -126,6 +163,12 @@ function handle(msg) {
             { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' },
           ],
         });
+      }
+      if (name === 'get_room_temperature') {
+        return result(id, { content: [{ type: 'text', text: `${args.room}: 21.5 C` }] });
+      }
+      if (name === 'set_thermostat') {
+        return result(id, { content: [{ type: 'text', text: `thermostat set to ${args.degrees} C` }] });
       }
       if (name === 'write_note') {
         return result(id, { content: [{ type: 'text', text: `noted: ${args.note}` }] });

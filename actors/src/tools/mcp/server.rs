@@ -13,7 +13,7 @@ use rmcp::{ClientHandler, Peer, ServiceExt};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
-use super::tool::{McpTool, ToolSpec};
+use super::spec::ToolSpec;
 use super::{McpServerSection, McpServerStatus, McpState, BACKOFF_FIRST, BACKOFF_MAX, INHERITED_ENV};
 
 /// The longest line read from a stdio server (what rmcp accepts too).
@@ -91,12 +91,12 @@ impl Shared {
         g.conn.clone().ok_or_else(|| g.state.clone())
     }
 
-    pub(super) fn tools(self: &Arc<Self>) -> Vec<McpTool> {
-        let specs = match &self.lock().conn {
+    /// What the server lists now (none while it is not connected).
+    pub(super) fn specs(&self) -> Arc<Vec<ToolSpec>> {
+        match &self.lock().conn {
             Some(c) => c.tools.clone(),
-            None => return Vec::new(),
-        };
-        specs.iter().map(|spec| McpTool::new(self.clone(), spec.clone())).collect()
+            None => Arc::default(),
+        }
     }
 
     pub(super) fn has_tool(&self, tool: &str) -> bool {

@@ -9,11 +9,9 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceError;
 
 use super::server::Shared;
+use super::spec::ToolSpec;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
-/// The longest description kept whole (rule 1); a longer one is cut there
-/// with `…`.
-pub const DESCRIPTION_MAX_CHARS: usize = 500;
 /// The most of a result's text a call returns (rule 3); the rest is cut,
 /// saying so.
 pub const OUTPUT_MAX_BYTES: usize = 64 * 1024;
@@ -23,50 +21,6 @@ const ERROR_MAX_BYTES: usize = 4 * 1024;
 /// hub's answer (the hub answers at the timeout itself; this only guards a
 /// stalled hub).
 const CALLER_GRACE: Duration = Duration::from_secs(2);
-
-/// The side effect of an MCP tool from its annotations (rule 2):
-/// `readOnlyHint: true` → `Read`; else `openWorldHint: true` → `Network`;
-/// anything else, unannotated included → `Write`.
-pub fn side_effect_from_hints(read_only: Option<bool>, open_world: Option<bool>) -> SideEffectClass {
-    if read_only == Some(true) {
-        SideEffectClass::Read
-    } else if open_world == Some(true) {
-        SideEffectClass::Network
-    } else {
-        SideEffectClass::Write
-    }
-}
-
-/// What a server says of one tool, as engram keeps it.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct ToolSpec {
-    pub(super) name: String,
-    pub(super) description: String,
-    pub(super) parameters: serde_json::Value,
-    pub(super) side_effect: SideEffectClass,
-}
-
-impl ToolSpec {
-    pub(super) fn from_rmcp(t: &rmcp::model::Tool) -> ToolSpec {
-        let (read_only, open_world) =
-            t.annotations.as_ref().map_or((None, None), |a| (a.read_only_hint, a.open_world_hint));
-        let description =
-            t.description.as_deref().map(str::trim).filter(|d| !d.is_empty()).or(t.title.as_deref()).unwrap_or("");
-        ToolSpec {
-            name: t.name.to_string(),
-            description: cut_chars(description, DESCRIPTION_MAX_CHARS),
-            parameters: serde_json::Value::Object((*t.input_schema).clone()),
-            side_effect: side_effect_from_hints(read_only, open_world),
-        }
-    }
-}
-
-fn cut_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
-    }
-}
 
 /// `s` cut to at most `max` bytes at a character boundary, and whether it
 /// was cut.
@@ -222,4 +176,10 @@ pub(super) fn render(result: &rmcp::model::CallToolResult) -> String {
         }
     }
     lines.join("\n")
+}
+
+/// The tools `server` lists now, as engram tools (none while it is not
+/// connected).
+pub(super) fn tools_of(server: &Arc<Shared>) -> Vec<McpTool> {
+    server.specs().iter().map(|spec| McpTool::new(server.clone(), spec.clone())).collect()
 }
