@@ -2,7 +2,7 @@
 //!
 //! With an LLM, the task-list planner of seed 002 #12 (at most 5 steps,
 //! its own timeout, fail-open to an empty plan: the reply loop then lets
-//! the model work without one); without, the [`OfflinePlanner`]. Consumes
+//! the model work without one); without, the [`OfflinePlanner`](engram_learning::offline_planner::OfflinePlanner). Consumes
 //! `route.decided` (layer `planner`), emits `plan.created` and, for LLM
 //! plans, `llm.call_completed` (first, so the turn's cost includes it).
 //!

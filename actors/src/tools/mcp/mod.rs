@@ -1,5 +1,5 @@
 //! Tools from MCP servers: the connections to the servers of `[mcp]`, and
-//! each of their tools as an engram [`Tool`].
+//! each of their tools as an engram [`Tool`](crate::tools::Tool).
 //!
 //! An MCP server is a program (run as a child over stdio) or a URL
 //! (streamable HTTP) that lists tools and runs them. [`McpHub`] keeps one

@@ -1,5 +1,6 @@
 use super::*;
 use engram_events::payloads::SideEffectClass;
+use std::sync::Arc;
 
 fn parse(text: &str) -> Result<McpSection, toml::de::Error> {
     #[derive(serde::Deserialize)]
@@ -107,7 +108,7 @@ fn tool_spec_from_the_server() {
         "annotations": {"openWorldHint": true}
     }))
     .unwrap();
-    let spec = tool::ToolSpec::from_rmcp(&t);
+    let spec = spec::ToolSpec::from_rmcp(&t);
     assert_eq!(spec.name, "search");
     assert!(spec.description.starts_with("Searches.\n\n"));
     assert_eq!(spec.description.chars().count(), DESCRIPTION_MAX_CHARS + 1);
