@@ -434,7 +434,17 @@ impl ReplyLoop {
         let (plain, fenced) = match &error {
             Some(e) => {
                 let failed = format!("{} failed: {e}", step.tool);
-                (failed.clone(), failed)
+                // An MCP server's error is its own text (`isError`): data
+                // for the model, like its results, never instructions.
+                let from_server = matches!(
+                    self.setup.catalogue.registry().source(&step.tool),
+                    Some(crate::tools::ToolSource::Mcp(_))
+                );
+                let for_model = match from_server {
+                    true => fence_untrusted(&format!("{} (error)", step.tool), &failed),
+                    false => failed.clone(),
+                };
+                (failed, for_model)
             }
             None => (output.clone(), for_model),
         };
