@@ -84,3 +84,54 @@ fn an_mcp_tool_is_chosen_offline_called_and_refreshed_mid_conversation() {
     assert!(r.steps.iter().all(|s| s.tool != "set_thermostat" && s.tool != "water_plants"), "{r:?}");
     rt.shutdown().unwrap();
 }
+
+/// The official filesystem server (`@modelcontextprotocol/server-filesystem`,
+/// installed by scripts/test.sh from tests/mcp's lock file), confined to a
+/// temp dir: its `read_file` may not shadow the built-in (it is offered as
+/// `files_read_file`), and its tools are called through the runtime's
+/// registry with their output fenced as data and its refusals as errors.
+#[test]
+fn the_reference_filesystem_server_joins_without_shadowing_a_built_in() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/node_modules");
+    let entry = root.join("@modelcontextprotocol/server-filesystem/dist/index.js");
+    if !entry.is_file() {
+        eprintln!("skipped: run `npm ci --ignore-scripts --prefix tests/mcp` (scripts/test.sh does)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes");
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::write(notes.join("todo.txt"), "buy milk\n").unwrap();
+    let mut config = Config::default();
+    let server = McpServerSection {
+        command: "node".into(),
+        args: vec![entry.display().to_string(), notes.display().to_string()],
+        start_timeout_ms: 20_000,
+        ..McpServerSection::default()
+    };
+    config.mcp.servers.insert("files".into(), server);
+    let rt = Runtime::builder()
+        .data_dir(dir.path().join("data"))
+        .config(config)
+        .offline()
+        .embedder(embedder())
+        .start()
+        .unwrap();
+    let tools = rt.tools();
+    let source = |name: &str| tools.iter().find(|(t, _)| t.name() == name).map(|(_, s)| s.clone());
+    assert_eq!(source("read_file"), Some(ToolSource::Builtin));
+    assert_eq!(source("files_read_file"), Some(ToolSource::Mcp("files".into())));
+    assert_eq!(source("list_directory"), Some(ToolSource::Mcp("files".into())));
+    let (write, _) = tools.iter().find(|(t, _)| t.name() == "write_file").unwrap();
+    assert_eq!(write.side_effect(), SideEffectClass::Write);
+    let (list, _) = tools.iter().find(|(t, _)| t.name() == "list_directory").unwrap();
+    let ctx = engram_actors::ToolContext::new(SessionId::new("s-fs"), engram_events::chrono::Utc::now().fixed_offset());
+    let path = notes.display().to_string();
+    let out = list
+        .call(&engram_events::payloads::ToolArgs::from_json(&format!(r#"{{"path":"{path}"}}"#)).unwrap(), &ctx)
+        .unwrap();
+    assert!(out.untrusted && out.text.contains("todo.txt"), "{out:?}");
+    let outside = list.call(&engram_events::payloads::ToolArgs::from_json(r#"{"path":"/etc"}"#).unwrap(), &ctx);
+    assert!(outside.is_err(), "the server's own confinement: {outside:?}");
+    rt.shutdown().unwrap();
+}
