@@ -143,7 +143,14 @@ fn import_is_deterministic_idempotent_and_round_trips() {
     json(&engram(&b, &["import", file.to_str().unwrap(), "--json"]));
     assert_eq!(export(&a), export(&b), "same file, two empty dirs, byte-identical exports");
     let mut again = json(&engram(&a, &["import", file.to_str().unwrap(), "--json"]));
-    for timing in ["seconds", "events_per_second", "peak_rss_bytes", "snapshots_seconds"] {
+    for timing in [
+        "seconds",
+        "events_per_second",
+        "peak_rss_bytes",
+        "append_seconds",
+        "append_events_per_second",
+        "snapshots_seconds",
+    ] {
         assert!(again.as_object_mut().unwrap().remove(timing).is_some(), "{timing} reported");
     }
     assert_eq!(again, serde_json::json!({"imported_turns":0,"skipped_existing":300,"events_appended":0}));

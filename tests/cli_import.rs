@@ -83,7 +83,12 @@ fn import(data: &Path, file: &Path) -> Value {
     let rate = fields.remove("events_per_second").and_then(|v| v.as_f64()).expect("events_per_second");
     let peak = fields.remove("peak_rss_bytes").and_then(|v| v.as_u64()).expect("peak_rss_bytes");
     fields.remove("snapshots_seconds").expect("snapshots_seconds (null or the seconds it took)");
+    let append = fields.remove("append_seconds").and_then(|v| v.as_f64()).expect("append_seconds");
+    fields.remove("append_events_per_second").and_then(|v| v.as_f64()).expect("append_events_per_second");
     assert!(seconds >= 0.0 && peak > 1 << 20, "{seconds} s, {peak} bytes");
+    // The whole command holds its append phase (and its start, and the
+    // snapshots' fold after it).
+    assert!(seconds >= append, "the command's {seconds} s < its append phase's {append} s");
     assert!((appended == 0) == (rate == 0.0), "{appended} events at {rate}/s");
     report
 }

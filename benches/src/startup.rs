@@ -80,8 +80,9 @@ pub struct Report {
     pub turns: usize,
     /// Events in the long log.
     pub events: u64,
-    /// The import: seconds and events per second as it reports them, and
-    /// the seconds it spent preparing the actors' snapshots.
+    /// The import: the whole command's seconds and events per second as
+    /// it reports them (start to exit, its snapshots included), and the
+    /// seconds its snapshot phase took.
     pub import_seconds: f64,
     /// Events per second of the import.
     pub import_events_per_second: f64,
@@ -107,7 +108,7 @@ impl Report {
         let w = |x: &Walls| format!("{:.3} s ({:.3}–{:.3})", x.median_s, x.min_s, x.max_s);
         format!(
             "engram bench startup — {}\n\
-             long log: {} turns, {} events, imported in {:.2} s ({:.0} events/s){}\n\n\
+             long log: {} turns, {} events, imported in {:.2} s, whole command ({:.0} events/s){}\n\n\
              `engram run --offline --once`, whole process, {} pairs (median, min–max):\n\
              \x20 long log, snapshots in place   {}\n\
              \x20 near-empty data dir            {}\n\
@@ -118,7 +119,7 @@ impl Report {
             self.events,
             self.import_seconds,
             self.import_events_per_second,
-            self.import_snapshots_seconds.map_or(String::new(), |s| format!(", snapshots prepared in {s:.2} s")),
+            self.import_snapshots_seconds.map_or(String::new(), |s| format!(", of which snapshots {s:.2} s")),
             self.runs,
             w(&self.long_log),
             w(&self.empty),

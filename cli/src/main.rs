@@ -80,7 +80,17 @@ enum Command {
     Bench(bench::Command),
 }
 
+/// When this process started (`main`'s first line): what a whole-command
+/// figure is measured from — what the user waits for, not one phase.
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Seconds since the command started ([`STARTED`]).
+pub(crate) fn command_seconds() -> f64 {
+    STARTED.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+}
+
 fn main() -> ExitCode {
+    STARTED.get_or_init(std::time::Instant::now);
     // Die quietly on a closed pipe (`engram replay | head`), like other
     // Unix tools, instead of panicking in println!.
     #[cfg(unix)]
