@@ -21,7 +21,8 @@
 # present nothing is downloaded.
 #
 # Then starts the server on 127.0.0.1 (--jinja: the model's chat template,
-# so tools go and come back natively), waits for /health, runs
+# so tools go and come back natively; --n-predict 512: engram sends no
+# max_tokens, and a 135M model sometimes never stops), waits for /health, runs
 #   1. the live protocol checks: actors/tests/llm_live.rs (ignored tests, run
 #      with ENGRAM_LIVE_LLM_URL / ENGRAM_LIVE_LLM_MODEL set);
 #   2. live turns: `engram run` over a few requests in a temp home with
@@ -136,7 +137,7 @@ start_server() {
         die "port $port already answers; set ENGRAM_LIVE_PORT"
     fi
     "$dir/bin/llama-server" --model "$dir/model.gguf" --alias "$MODEL_NAME" --host 127.0.0.1 --port "$port" \
-        --jinja --ctx-size 8192 --threads "$threads" --parallel 1 >"$dir/server.log" 2>&1 &
+        --jinja --ctx-size 8192 --n-predict 512 --threads "$threads" --parallel 1 >"$dir/server.log" 2>&1 &
     server_pid=$!
     trap stop_server EXIT
     local started
@@ -190,6 +191,11 @@ EOF
         "tell me a joke"
     )
     local status=0 round req out started took data
+    # ENGRAM_LIVE_* are this script's: engram refuses unknown ENGRAM_ variables.
+    run_engram() {
+        env -u ENGRAM_LIVE_DIR -u ENGRAM_LIVE_PORT -u ENGRAM_LIVE_THREADS -u ENGRAM_LIVE_REPEAT -u ENGRAM_LIVE_NICE \
+            "$engram" "$@"
+    }
     for round in $(seq 1 "$repeat"); do
         for req in "${requests[@]}"; do
             # A new data dir per turn: nothing learnt from an earlier turn
@@ -197,11 +203,18 @@ EOF
             data="$(mktemp -d "$work/data-XXXX")"
             cp "$work/engram.toml" "$data/"
             started=$(ms_now)
-            # ENGRAM_LIVE_* are this script's: engram refuses unknown ENGRAM_ variables.
-            if out=$(env -u ENGRAM_LIVE_DIR -u ENGRAM_LIVE_PORT -u ENGRAM_LIVE_THREADS -u ENGRAM_LIVE_REPEAT \
-                -u ENGRAM_LIVE_NICE HOME="$work/home" "$engram" --data "$data" run --once "$req" 2>"$work/stderr"); then
+            if out=$(HOME="$work/home" run_engram --data "$data" run --once "$req" 2>"$work/stderr"); then
                 took=$(($(ms_now) - started))
                 echo "turn $round | $req | ${took} ms | $out" | tee -a "$dir/turns.log"
+                # Each model call of the turn, from its llm.call_completed.
+                run_engram --data "$data" export | python3 -c '
+import json, sys
+for line in sys.stdin:
+    e = json.loads(line)
+    if e.get("kind") == "llm.call_completed":
+        p = e["payload"]
+        print("  call %s %s %s ms in=%s out=%s" % (p["context"], p["outcome"], p["latency_ms"], p["input_tokens"], p["output_tokens"]))
+' | tee -a "$dir/turns.log"
             else
                 echo "turn $round | $req | FAILED: $(tail -3 "$work/stderr")" | tee -a "$dir/turns.log"
                 status=1
