@@ -21,7 +21,7 @@
 # present nothing is downloaded.
 #
 # Then starts the server on 127.0.0.1 (--jinja: the model's chat template,
-# so tools go and come back natively; --n-predict 512: engram sends no
+# so tools go and come back natively; --n-predict 256: engram sends no
 # max_tokens, and a 135M model sometimes never stops), waits for /health, runs
 #   1. the live protocol checks: actors/tests/llm_live.rs (ignored tests, run
 #      with ENGRAM_LIVE_LLM_URL / ENGRAM_LIVE_LLM_MODEL set);
@@ -137,7 +137,7 @@ start_server() {
         die "port $port already answers; set ENGRAM_LIVE_PORT"
     fi
     "$dir/bin/llama-server" --model "$dir/model.gguf" --alias "$MODEL_NAME" --host 127.0.0.1 --port "$port" \
-        --jinja --ctx-size 8192 --n-predict 512 --threads "$threads" --parallel 1 >"$dir/server.log" 2>&1 &
+        --jinja --ctx-size 8192 --n-predict 256 --threads "$threads" --parallel 1 >"$dir/server.log" 2>&1 &
     server_pid=$!
     trap stop_server EXIT
     local started
