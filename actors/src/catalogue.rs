@@ -28,7 +28,7 @@ use std::sync::{Arc, RwLock};
 use engram_learning::embedder::{EmbedError, Embedder};
 use engram_learning::offline_planner::{OfflinePlanner, ToolDescription};
 
-use crate::tools::{Tool, ToolRegistry, ToolSource};
+use crate::tools::ToolRegistry;
 
 /// The tools as one turn sees them.
 pub struct CatalogueView {
@@ -76,14 +76,6 @@ impl Catalogue {
         &self.registry
     }
 
-    /// Replaces `source`'s tools with `tools` and refreshes the view
-    /// (rule 1); returns the names offered for `source`.
-    pub fn set_source(&self, source: &ToolSource, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
-        let offered = self.registry.set_source(source, tools);
-        self.refresh();
-        offered
-    }
-
     /// Rebuilds the view from the registry if its tools changed (rules 1–3).
     pub fn refresh(&self) {
         let _one = self.refreshing.lock().unwrap_or_else(|e| e.into_inner());
@@ -113,7 +105,6 @@ pub(crate) mod mcp_sources {
 
     use super::Catalogue;
     use crate::tools::mcp::{McpHub, McpSection};
-    use crate::tools::ToolSource;
 
     /// Starts the hub for `section`'s enabled servers (none: no hub) and
     /// puts their tools into `catalogue`, now and at every change.
@@ -141,9 +132,7 @@ pub(crate) mod mcp_sources {
 
     /// Each server's tools as they are now, source by source.
     fn sync(hub: &McpHub, catalogue: &Catalogue) {
-        for (server, tools) in hub.tools_by_server() {
-            catalogue.registry().set_source(&ToolSource::Mcp(server), tools);
-        }
+        hub.register_tools(catalogue.registry());
         catalogue.refresh();
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use engram::actors::tools::mcp::{McpHub, McpState};
-use engram::actors::tools::{BuiltinConfig, ToolRegistry, ToolSource};
+use engram::actors::tools::{BuiltinConfig, ToolRegistry};
 use serde_json::json;
 
 use crate::output;
@@ -28,9 +28,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     config.mcp.check().map_err(anyhow::Error::msg)?;
     let registry = ToolRegistry::with_builtins(BuiltinConfig::from_section(&config.tools));
     let hub = McpHub::start(&config.mcp, |name| std::env::var(name).ok(), Arc::new(|| {}));
-    for (server, tools) in hub.tools_by_server() {
-        registry.set_source(&ToolSource::Mcp(server), tools);
-    }
+    hub.register_tools(&registry);
     let servers = hub.status();
     hub.shutdown();
     let tools = registry.listing();

@@ -188,6 +188,12 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
+    /// The language a reply to `request` is in: the user's standing
+    /// directive, else the request's own.
+    fn lang(&self, request: &str) -> lang::Lang {
+        self.rules.lang.unwrap_or_else(|| lang::detect(request))
+    }
+
     /// A turn's run, caused by `cause`, carrying what the turn cost before
     /// it reached the reply loop (the planner's call).
     fn start(cause: &'a Envelope, open: &OpenTurn, rules: directives::ByRule) -> Run<'a> {
@@ -327,8 +333,7 @@ impl ReplyLoop {
         };
         let text = match open.planner_failed.filter(|_| !agentic) {
             Some(outcome) => {
-                let lang = run.rules.lang.unwrap_or_else(|| lang::detect(&open.text));
-                format!("{text}\n{}", offline_note(outcome, lang))
+                format!("{text}\n{}", offline_note(outcome, run.lang(&open.text)))
             }
             None => text,
         };
@@ -616,8 +621,11 @@ impl ReplyLoop {
             });
             self.run_steps(run, &steps, (None, false), Some(OFFLINE_MODEL), ctx);
         }
-        let lang = run.rules.lang.unwrap_or_else(|| lang::detect(query));
-        format!("{}\n{}", offline_reply(run, RouteLayer::Planner, query, ctx.now), offline_note(outcome, lang))
+        format!(
+            "{}\n{}",
+            offline_reply(run, RouteLayer::Planner, query, ctx.now),
+            offline_note(outcome, run.lang(query))
+        )
     }
 
     fn max_turn_reply(&self, run: &mut Run<'_>, query: &str) -> String {
@@ -814,7 +822,7 @@ fn ask_for(tool: &str, missing: &[String], lang: lang::Lang) -> String {
 /// however the request was served. A call left waiting for arguments asks
 /// for them; anything else is composed from the results.
 fn offline_reply(run: &Run<'_>, layer: RouteLayer, request: &str, now: DateTime<FixedOffset>) -> String {
-    let lang = run.rules.lang.unwrap_or_else(|| lang::detect(request));
+    let lang = run.lang(request);
     match (layer, run.steps_done.as_slice(), run.tools_ok, &run.ask) {
         (layer, [step], true, None) if layer == RouteLayer::L0 || step.args.0.is_empty() => {
             l0_answer(&step.tool, &run.plain[0], now, lang).unwrap_or_else(|| compose(run))

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::section::{McpSection, McpServerSection};
 use super::server::{self, Shared, Spec};
 use super::{McpServerStatus, McpState};
-use crate::tools::Tool;
+use crate::tools::{Tool, ToolRegistry, ToolSource};
 
 /// How long [`McpHub::shutdown`] waits for the servers to exit before it
 /// gives up on them (they are killed, not waited for, past it).
@@ -144,18 +144,15 @@ impl McpHub {
         out
     }
 
-    /// Every server's name with its ready tools (none when it is not
-    /// ready): what the catalogue replaces, source by source.
-    pub fn tools_by_server(&self) -> Vec<(String, Vec<Arc<dyn Tool>>)> {
-        self.servers
-            .iter()
-            .map(|s| {
-                (
-                    s.name().to_owned(),
-                    super::tool::tools_of(s).into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>).collect(),
-                )
-            })
-            .collect()
+    /// Puts every server's ready tools into `registry`, each server its
+    /// own source (`mcp:NAME`), replacing what that source had (none for a
+    /// server that is not ready): the one way the runtime's catalogue and
+    /// `engram tools` take the hub's tools.
+    pub fn register_tools(&self, registry: &ToolRegistry) {
+        for s in &self.servers {
+            let tools = super::tool::tools_of(s).into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>).collect();
+            registry.set_source(&ToolSource::Mcp(s.name().to_owned()), tools);
+        }
     }
 
     /// Per server: its name, state and tool count, for `engram tools` and
