@@ -135,6 +135,8 @@ pub struct Config {
     pub metrics: MetricsSection,
     /// MCP servers whose tools join the catalogue (`[mcp.servers.NAME]`).
     pub mcp: McpSection,
+    /// Recalled memory's share of a prompt.
+    pub memory: crate::recollection::MemorySection,
 }
 
 /// A TOML error without the excerpt of the file it quotes (`3 | api_key =

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use chrono::{FixedOffset, NaiveDate};
 use engram_events::Envelope;
 use engram_learning::embedder::EmbeddingModel;
-use engram_learning::memory::{recall::content_set, Diary, Enrichment};
+use engram_learning::memory::passages::CHARS_PER_TOKEN;
+use engram_learning::memory::{recall::content_set, Diary, Enrichment, MemoryQuery, PassageIndex, RecalledPassage};
 use engram_local_state::embedding_cache::EmbeddingCache;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_vector::{VectorConfig, VectorIndex};
@@ -30,6 +31,27 @@ use crate::fast_path_service::embed_text;
 use engram_learning::embedder::Embedder;
 use engram_learning::fence::fence_untrusted;
 use engram_learning::text::truncate;
+
+/// `[memory]`: how much of a prompt recalled memory may take.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemorySection {
+    /// Tokens (≈ 4 characters each) of what was said, the diary and the
+    /// WORLD facts one request may bring into the model's context, most
+    /// relevant first. The default, 600, holds about eight passages of a
+    /// long conversation: measured on the memory fixture in
+    /// docs/memory.md, where each step up or down is priced.
+    pub context_budget_tokens: usize,
+}
+
+impl Default for MemorySection {
+    fn default() -> Self {
+        MemorySection { context_budget_tokens: DEFAULT_BUDGET_TOKENS }
+    }
+}
+
+/// [`MemorySection::context_budget_tokens`]'s default.
+pub const DEFAULT_BUDGET_TOKENS: usize = 600;
 
 /// Most diary entries in a prompt.
 pub const MAX_DAYS: usize = 3;
@@ -40,9 +62,11 @@ const KEYWORD_BONUS: f32 = 0.1;
 /// Longest entry in a prompt (characters).
 const ENTRY_CHARS: usize = 800;
 
-/// What recall found: dated entries and WORLD facts.
+/// What recall found: what the user said, dated entries and WORLD facts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Recalled {
+    /// Passages of earlier turns, most relevant first.
+    pub passages: Vec<RecalledPassage>,
     /// `(day, entry)`, best first.
     pub days: Vec<(NaiveDate, String)>,
     /// WORLD facts, `node: fact`.
@@ -52,12 +76,18 @@ pub struct Recalled {
 impl Recalled {
     /// Whether nothing was found.
     pub fn is_empty(&self) -> bool {
-        self.days.is_empty() && self.world.is_empty()
+        self.passages.is_empty() && self.days.is_empty() && self.world.is_empty()
     }
 
-    /// One line per finding, dated (for the `recall` tool).
+    /// One line per finding, dated (for the `recall` tool): what was said
+    /// first, then the diary's days, then WORLD facts.
     pub fn lines(&self) -> Vec<String> {
-        self.days.iter().map(|(d, t)| format!("{d}: {t}")).chain(self.world.iter().cloned()).collect()
+        self.passages
+            .iter()
+            .map(RecalledPassage::line)
+            .chain(self.days.iter().map(|(d, t)| format!("{d} (diary): {t}")))
+            .chain(self.world.iter().cloned())
+            .collect()
     }
 
     /// The block for the reply loop's prompt, fenced as data; `None` when
@@ -67,15 +97,18 @@ impl Recalled {
             return None;
         }
         Some(format!(
-            "From your diary of earlier conversations (dated; reference only):\n{}",
+            "From earlier conversations with the user (dated, most relevant first; where two disagree, the later holds; reference only):\n{}",
             fence_untrusted("memory of earlier sessions", &self.lines().join("\n"))
         ))
     }
 }
 
-/// The diary with its vector index.
+/// The diary with its vector index, and the memory index.
 pub struct Recollection {
     diary: Diary,
+    passages: PassageIndex,
+    /// What recalled memory may take of a prompt, in characters.
+    budget_chars: usize,
     embed: Option<(Arc<dyn Embedder>, Option<EmbeddingCache>)>,
     index: Option<VectorIndex<i32>>,
     /// Days whose entry changed since it was last embedded.
@@ -87,22 +120,42 @@ pub struct Recollection {
 }
 
 impl Recollection {
-    /// An empty recollection; days at `offset`; entries embedded with
-    /// `embed` (none: keywords alone rank them).
-    pub fn new(offset: FixedOffset, embed: Option<(Arc<dyn Embedder>, Option<EmbeddingCache>)>) -> Recollection {
-        Recollection { diary: Diary::new(offset), embed, index: None, stale: BTreeSet::new(), words: HashMap::new() }
+    /// An empty recollection; days at `offset`; entries and requests
+    /// embedded with `embed` (none: keywords alone rank them); what it
+    /// recalls kept within `budget_tokens`.
+    pub fn new(
+        offset: FixedOffset,
+        embed: Option<(Arc<dyn Embedder>, Option<EmbeddingCache>)>,
+        budget_tokens: usize,
+    ) -> Recollection {
+        let provider = embed.as_ref().map(|(e, _)| e.model_id().to_owned());
+        Recollection {
+            diary: Diary::new(offset),
+            passages: PassageIndex::new(offset, provider),
+            budget_chars: budget_tokens.saturating_mul(CHARS_PER_TOKEN),
+            embed,
+            index: None,
+            stale: BTreeSet::new(),
+            words: HashMap::new(),
+        }
     }
 
-    /// Folds one event (`summary.written`, `memory.forgotten`; the rest
-    /// are ignored).
+    /// Folds one event (`summary.written`, `memory.passages_indexed`,
+    /// `memory.forgotten`; the rest are ignored).
     pub fn observe(&mut self, env: &Envelope) {
         self.stale.extend(self.diary.observe(env));
+        self.passages.observe(env);
     }
 
-    /// Whether the diary has no entry yet (nothing to recall: no lookup,
-    /// no enrichment call).
+    /// Whether nothing was said or summarised yet (nothing to recall: no
+    /// lookup, no enrichment call).
     pub fn is_empty(&self) -> bool {
-        self.diary.is_empty()
+        self.diary.is_empty() && self.passages.is_empty()
+    }
+
+    /// The memory index (for `engram inspect memory` and the bench).
+    pub fn passages(&self) -> &PassageIndex {
+        &self.passages
     }
 
     /// The day an instant falls on, for the user.
@@ -176,17 +229,34 @@ impl Recollection {
     pub fn recall(&mut self, query: &str, enrichment: &Enrichment, world: &[(String, String)]) -> Recalled {
         self.refresh();
         let keywords: BTreeSet<String> = enrichment.keywords.iter().flat_map(|k| content_set(k)).collect();
-        // The request is embedded only when some entry was: no index, no
-        // inference.
-        let cosines: std::collections::HashMap<i32, f32> = match &self.index {
-            Some(index) => self
-                .vector(query)
-                .and_then(|q| index.search_exact(&q, index.len()).ok())
+        // The request is embedded only when something it is compared with
+        // was: no vectors, no inference.
+        let query_vector = match self.index.is_some() || !self.passages.is_empty() {
+            true => self.vector(query),
+            false => None,
+        };
+        // What was said, searched by the request and the keywords.
+        let search_text = format!("{query} {}", enrichment.keywords.join(" "));
+        let memory_query = MemoryQuery {
+            text: &search_text,
+            vector: query_vector.as_deref(),
+            from: enrichment.from,
+            to: enrichment.to,
+        };
+        let found = self.passages.search(&memory_query);
+        let passages = self.passages.pack(&found, self.budget_chars);
+        let mut left = self.budget_chars.saturating_sub(
+            passages.iter().map(|p| p.line().chars().count() + 1).sum::<usize>(),
+        );
+        let cosines: std::collections::HashMap<i32, f32> = match (&self.index, &query_vector) {
+            (Some(index), Some(q)) => index
+                .search_exact(q, index.len())
+                .ok()
                 .unwrap_or_default()
                 .into_iter()
                 .map(|h| (h.key, h.cosine))
                 .collect(),
-            None => Default::default(),
+            _ => Default::default(),
         };
         // A named day is asked for whatever its words.
         let named = enrichment.from.is_some() || enrichment.to.is_some();
@@ -207,6 +277,16 @@ impl Recollection {
             .collect();
         days.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         days.truncate(MAX_DAYS);
+        // The diary's days and the WORLD facts fill what the passages left
+        // of the budget.
+        days.retain(|(_, _, text)| {
+            let cost = text.chars().count() + 20;
+            let fits = cost <= left;
+            if fits {
+                left -= cost;
+            }
+            fits
+        });
         let hits = |text: &str| content_set(text).intersection(&keywords).count();
         let mut world: Vec<(usize, String)> = world
             .iter()
@@ -214,10 +294,19 @@ impl Recollection {
             .filter(|(n, _)| *n > 0)
             .collect();
         world.sort_by_key(|w| std::cmp::Reverse(w.0));
-        Recalled {
-            days: days.into_iter().map(|(_, d, t)| (d, t)).collect(),
-            world: world.into_iter().take(MAX_WORLD).map(|(_, f)| f).collect(),
-        }
+        let world: Vec<String> = world
+            .into_iter()
+            .take(MAX_WORLD)
+            .map(|(_, f)| f)
+            .filter(|f| {
+                let fits = f.chars().count() < left;
+                if fits {
+                    left -= f.chars().count() + 1;
+                }
+                fits
+            })
+            .collect();
+        Recalled { passages, days: days.into_iter().map(|(_, d, t)| (d, t)).collect(), world }
     }
 }
 
@@ -226,15 +315,19 @@ fn key(day: NaiveDate) -> i32 {
     (day - NaiveDate::default()).num_days() as i32
 }
 
-/// The diary. Its words and vector index are built again, day by day, at
-/// the first recall (the vectors come from the embedding memo).
+/// The diary and the passages. The diary's words and vector index are
+/// built again, day by day, at the first recall (the vectors come from the
+/// embedding memo); the passages' postings at restore and their vector
+/// index at the first search (the vectors come from the passages).
 impl Snapshot for Recollection {
     fn save(&self, w: &mut SnapshotWriter) {
         self.diary.save(w);
+        w.put(&self.passages.save());
     }
 
     fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
         self.diary.restore(r)?;
+        self.passages.restore(r.take()?);
         self.stale = self.diary.dates().collect();
         self.words.clear();
         self.index = None;
@@ -265,7 +358,7 @@ mod tests {
 
     #[test]
     fn keywords_and_days_choose_the_entries() {
-        let mut r = Recollection::new(FixedOffset::east_opt(0).unwrap(), None);
+        let mut r = Recollection::new(FixedOffset::east_opt(0).unwrap(), None, 1_000);
         r.observe(&written(20, "Dinner at Trattoria Da Mario with Luca."));
         r.observe(&written(21, "Asked for the weather in Rome."));
         r.observe(&written(22, "Talked about the film Dune."));
@@ -283,6 +376,6 @@ mod tests {
         let got = r.recall("is Mario open?", &kw(&["mario"]), &world);
         assert_eq!(got.world, ["places: Da Mario closes on Mondays"]);
         let block = got.render().unwrap();
-        assert!(block.contains("2026-11-20: Dinner") && block.contains("UNTRUSTED"), "{block}");
+        assert!(block.contains("2026-11-20 (diary): Dinner") && block.contains("UNTRUSTED"), "{block}");
     }
 }

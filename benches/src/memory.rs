@@ -142,7 +142,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
     let log = SledLog::open(tmp.path(), LogConfig::default())?;
     let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
     let offset = FixedOffset::east_opt(3600).expect("an offset");
-    let mut recollection = Recollection::new(offset, Some((embedder.clone(), Some(cache))));
+    let mut recollection = Recollection::new(offset, Some((embedder.clone(), Some(cache))), 100_000);
     let mut profile = Profile::default();
     let mut rng = Rng::new(14);
     let start = Utc.with_ymd_and_hms(2025, 11, 1, 9, 0, 0).single().expect("a time");

@@ -33,6 +33,8 @@ closed_enum! {
         Cli => "cli",
         /// The log itself (what it found on a shared stream).
         Log => "log",
+        /// The memory indexer: what was said, as passages (issue 30).
+        Memory => "memory",
     }
 }
 

@@ -184,6 +184,8 @@ catalog! {
     CanonicalRejected(CanonicalRejected) = 29, "canonical.rejected", 1;
     /// `pipeline.rejected`
     PipelineRejected(PipelineRejected) = 30, "pipeline.rejected", 1;
+    /// `memory.passages_indexed`
+    PassagesIndexed(PassagesIndexed) = 31, "memory.passages_indexed", 1;
 }
 
 impl std::fmt::Display for EventKind {
@@ -202,7 +204,7 @@ mod tests {
             assert_eq!(EventKind::from_code(kind.code()), Some(kind));
             assert_eq!(EventKind::from_name(kind.name()), Some(kind));
         }
-        assert_eq!(EventKind::ALL.len(), 30);
+        assert_eq!(EventKind::ALL.len(), 31);
         assert_eq!(EventKind::from_code(0), None);
         assert_eq!(EventKind::from_name("session.started"), None);
     }

@@ -536,6 +536,21 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 PipelineRejected { pipeline_id, subject_turn, eval_id, score }.into()
             })
             .boxed(),
+        EventKind::PassagesIndexed => prop::collection::vec(
+            (
+                text(),
+                select(Speaker::ALL),
+                proptest::option::of((text(), 0.0f32..1.0, prop::collection::vec(any::<i8>(), 0..8))),
+            )
+                .prop_map(|(text, speaker, vector)| Passage {
+                    text,
+                    speaker,
+                    vector: vector.map(|(provider, scale, codes)| PassageVector { provider, scale, codes }),
+                }),
+            0..3,
+        )
+        .prop_map(|passages| PassagesIndexed { passages }.into())
+        .boxed(),
     }
 }
 
@@ -706,7 +721,7 @@ proptest! {
 fn the_strategy_builds_every_kind() {
     // One envelope per kind, deterministically, each round-tripping both ways.
     let mut runner = TestRunner::deterministic();
-    assert_eq!(EventKind::ALL.len(), 30);
+    assert_eq!(EventKind::ALL.len(), 31);
     for &kind in EventKind::ALL {
         let env = sample(&arb_envelope_with(arb_event(kind)), &mut runner);
         assert_eq!(env.kind(), kind);

@@ -11,6 +11,7 @@
 //! | [`judge`] | `turn.completed`, `feedback.received` | `eval.completed` (heuristic, feedback and, when enabled, LLM), `llm.call_completed` |
 //! | [`summariser`] | `session.ended` | `summary.written` (LLM, else extractive), `llm.call_completed` |
 //! | [`graph`] | `summary.written` | `graph.fact_added/node_merged` (LLM facts, else rule facts), `llm.call_completed` |
+//! | [`memory_indexer`] | `reply.delivered`, `turn.completed` | `memory.passages_indexed` (what the turn said, embedded) |
 //! | pattern store | see [`ReactorRole`] | `pattern.recorded/evicted` |
 //!
 //! Every LLM call fails open to the offline logic (seed 002): a failed or
@@ -19,6 +20,7 @@
 pub mod graph;
 pub mod judge;
 pub mod listener;
+pub mod memory_indexer;
 pub mod planner;
 pub mod reply_loop;
 pub mod router;

@@ -53,6 +53,8 @@ pub const OUTPUT_CHARS: usize = 4096;
 /// What the reply loop needs.
 #[derive(Clone)]
 pub struct ReplySetup {
+    /// Tokens recalled memory may take of a prompt (`[memory]`).
+    pub memory_budget_tokens: usize,
     /// The tools (they run the calls), their descriptions (for the model)
     /// and the offline planner over them, as they are at each turn.
     pub catalogue: Arc<Catalogue>,
@@ -227,7 +229,7 @@ impl ReplyLoop {
     /// A reply loop with no turn under way.
     pub fn new(setup: ReplySetup) -> ReplyLoop {
         let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
-        let recollection = Recollection::new(setup.offset, setup.embed.clone());
+        let recollection = Recollection::new(setup.offset, setup.embed.clone(), setup.memory_budget_tokens);
         ReplyLoop { setup, turns: HashMap::new(), dialogue, profile: Profile::default(), recollection }
     }
 
@@ -886,10 +888,12 @@ fn resolve_references(args: &mut ToolArgs, results: &[String]) -> Vec<usize> {
 impl Role for ReplyLoop {
     /// 2: an open turn knows how its planner call failed.
     fn snapshot_version(&self) -> u32 {
-        2
+        // 3: the recollection holds the memory index's passages.
+        3
     }
 
-    /// The turns under way, the dialogue, the profile and the diary.
+    /// The turns under way, the dialogue, the profile, the diary and the
+    /// passages.
     fn save(&self, w: &mut SnapshotWriter) {
         w.put_map(&self.turns);
         self.dialogue.save(w);
@@ -917,6 +921,7 @@ impl Role for ReplyLoop {
             EventKind::FastPathHit,
             EventKind::TurnCompleted,
             EventKind::SummaryWritten,
+            EventKind::PassagesIndexed,
         ];
         Some(with_prompt_context(kinds))
     }

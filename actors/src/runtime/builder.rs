@@ -36,6 +36,7 @@ use crate::roles::listener::Listener;
 use crate::roles::planner::{Planner, PlannerSetup};
 use crate::roles::reply_loop::{Digests, ReplyLoop, ReplySetup};
 use crate::roles::router::{Router, RouterSetup};
+use crate::roles::memory_indexer::MemoryIndexer;
 use crate::roles::summariser::Summariser;
 use crate::roles::ReactorRole;
 use crate::shell::RoleFactory;
@@ -353,6 +354,7 @@ impl Wiring {
     fn reply(&self, tool_router: ToolRouter) -> ReplySetup {
         let llm = &self.config.llm;
         ReplySetup {
+            memory_budget_tokens: self.config.memory.context_budget_tokens,
             catalogue: self.catalogue.clone(),
             llm: self.llm.clone(),
             prices: self.prices.clone(),
@@ -391,6 +393,7 @@ impl Wiring {
         let graph_llm = self.context_llm(LlmContext::GraphExtract, true);
         let (pattern, caps) = (self.config.pattern.config(), self.config.pattern.caps());
         let offset = self.offset;
+        let embedder = self.embedder.clone();
         vec![
             ("router", Box::new(move || Box::new(Router::new(router.clone())))),
             ("planner", Box::new(move || Box::new(Planner::new(planner.clone())))),
@@ -405,6 +408,7 @@ impl Wiring {
             ("judge", Box::new(move || Box::new(Judge::new(judge_llm.clone())))),
             ("summariser", Box::new(move || Box::new(Summariser::new(summary_llm.clone(), offset)))),
             ("graph", Box::new(move || Box::new(GraphWriter::new(graph_llm.clone())))),
+            ("memory", Box::new(move || Box::new(MemoryIndexer::new(Some(embedder.clone()))))),
         ]
     }
 }

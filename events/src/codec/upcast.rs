@@ -311,7 +311,7 @@ mod tests {
     fn an_unknown_kind_code_is_an_error() {
         let ended = SessionEnded { reason: SessionEndReason::Host, turns: 1 };
         let env = header(ended.clone());
-        for code in [0u16, 31, 999, u16::MAX] {
+        for code in [0u16, 32, 999, u16::MAX] {
             assert_eq!(EventKind::from_code(code), None);
             let frame = encode_raw(&env, code, 1, &archive(&ended));
             assert_eq!(binary::decode(&frame), Err(DecodeError::UnknownKind(code)));

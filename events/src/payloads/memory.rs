@@ -106,3 +106,56 @@ payload! {
         pub phrases: Vec<String>,
     }
 }
+
+closed_enum! {
+    /// Who said a remembered passage.
+    pub enum Speaker {
+        /// The user (an utterance).
+        User => "user",
+        /// The assistant (a reply): what it confirmed, marked as its own.
+        Assistant => "assistant",
+    }
+}
+
+payload! {
+    /// A passage's embedding, quantised: one signed byte per dimension and
+    /// the scale that turns them back into floats (`value = code × scale`).
+    /// A quarter of a float vector in the log — 384 bytes a passage for a
+    /// MiniLM-class model, not 1.5 KB — and the same codes the vector
+    /// index scans, so rebuilding the memory index never runs the model.
+    pub struct PassageVector {
+        /// Stable embedder id (as `QueryEmbedding::provider`): codes of
+        /// different models are never compared.
+        pub provider: String,
+        /// Multiplier of every code.
+        pub scale: f32,
+        /// One code per dimension.
+        pub codes: Vec<i8>,
+    }
+}
+
+payload! {
+    /// One piece of what was said in a turn, as the memory index keeps it.
+    pub struct Passage {
+        /// The words, verbatim (a few sentences at most).
+        pub text: String,
+        /// Who said them.
+        pub speaker: Speaker,
+        /// Their embedding; `None` when the embedder failed (the passage
+        /// is then found by its words alone).
+        pub vector: Option<PassageVector>,
+    }
+}
+
+payload! {
+    /// `memory.passages_indexed`: what a completed turn said, split into
+    /// passages and embedded (issue 30), so a detail said in passing is
+    /// found again months later. The memory index is a fold of these
+    /// (and of `memory.forgotten`); the envelope says where and when the
+    /// passages were said: its session and turn, and its `at`, the time
+    /// of the turn it is derived from.
+    pub struct PassagesIndexed {
+        /// The passages, the user's first.
+        pub passages: Vec<Passage>,
+    }
+}

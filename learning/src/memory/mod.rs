@@ -16,6 +16,7 @@ pub mod directives;
 pub mod extractive;
 pub mod facts;
 pub mod forget;
+pub mod passages;
 pub mod profile;
 pub mod recall;
 
@@ -23,6 +24,7 @@ pub use diary::{DayEntry, Diary};
 pub use extractive::{summarise, TurnText};
 pub use facts::{extract_facts, Fact};
 pub use forget::{Forget, ForgetError, Memory};
+pub use passages::{MemoryQuery, PassageIndex, RecalledPassage};
 pub use recall::{enrich_by_rule, should_recall, Enrichment};
 
 /// The content words of `text`, in order: normalised, at least three

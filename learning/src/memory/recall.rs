@@ -108,17 +108,98 @@ const DATE_WORDS: &[&str] = &[
     "stamattina",
 ];
 
+/// Month names (EN, IT; English three-letter abbreviations), January
+/// first: the calendar, for dates a request names.
+const MONTHS: [&[&str]; 12] = [
+    &["january", "jan", "gennaio"],
+    &["february", "feb", "febbraio"],
+    &["march", "mar", "marzo"],
+    &["april", "apr", "aprile"],
+    &["may", "maggio"],
+    &["june", "jun", "giugno"],
+    &["july", "jul", "luglio"],
+    &["august", "aug", "agosto"],
+    &["september", "sep", "sept", "settembre"],
+    &["october", "oct", "ottobre"],
+    &["november", "nov", "novembre"],
+    &["december", "dec", "dicembre"],
+];
+
+/// Weekday names (EN, IT), Monday first.
+const WEEKDAYS: [&[&str]; 7] = [
+    &["monday", "lunedì", "lunedi"],
+    &["tuesday", "martedì", "martedi"],
+    &["wednesday", "mercoledì", "mercoledi"],
+    &["thursday", "giovedì", "giovedi"],
+    &["friday", "venerdì", "venerdi"],
+    &["saturday", "sabato"],
+    &["sunday", "domenica"],
+];
+
+/// A day of the month as written: `23`, `23rd`, `1st`, `2nd`, `17th`.
+fn day_number(word: &str) -> Option<u32> {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &word[digits.len()..];
+    if !matches!(suffix, "" | "st" | "nd" | "rd" | "th") || digits.is_empty() || digits.len() > 2 {
+        return None;
+    }
+    digits.parse().ok().filter(|d| (1..=31).contains(d))
+}
+
+/// The day a request names by the calendar, at or before `today`: a month
+/// and a day ("September 23rd", "23 settembre"), a weekday and a day ("on
+/// Thursday the 17th"), or a weekday alone ("on Tuesday": the last one
+/// before today). A weekday that contradicts the date leaves the date.
+pub fn named_day(normalized: &str, today: NaiveDate) -> Option<NaiveDate> {
+    use chrono::Datelike;
+    let words: Vec<&str> = normalized.split(' ').collect();
+    let month = words.iter().position(|w| MONTHS.iter().any(|m| m.contains(w)));
+    let weekday = words.iter().find_map(|w| WEEKDAYS.iter().position(|d| d.contains(w)));
+    let day = match month {
+        // A day number right before or after the month name.
+        Some(i) => [i.checked_sub(1), Some(i + 1), i.checked_sub(2).filter(|&j| words.get(j + 1) == Some(&"of"))]
+            .into_iter()
+            .flatten()
+            .find_map(|j| words.get(j).and_then(|w| day_number(w))),
+        None => words
+            .iter()
+            .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.ends_with(['t', 'h', 'd']))
+            .find_map(|w| day_number(w)),
+    };
+    let month = month.and_then(|i| MONTHS.iter().position(|m| m.contains(&words[i])));
+    if (month, day, weekday) == (None, None, None) {
+        return None;
+    }
+    // The latest matching day at or before today, within a year.
+    (0..=366)
+        .map(|back| today - Duration::days(back))
+        .find(|d| match (month, day, weekday) {
+            (Some(m), Some(n), _) => d.month0() == m as u32 && d.day() == n,
+            (None, Some(n), Some(w)) => d.day() == n && d.weekday().num_days_from_monday() == w as u32,
+            (None, Some(n), None) => d.day() == n && *d < today,
+            (None, None, Some(w)) => d.weekday().num_days_from_monday() == w as u32 && *d < today,
+            (Some(_), None, _) | (None, None, None) => false,
+        })
+}
+
 /// The offline enrichment (#3's fallback): content words as keywords, the
-/// first day phrase as the range.
+/// first day phrase — or else the day the calendar names — as the range.
 pub fn enrich_by_rule(query: &str, today: NaiveDate) -> Enrichment {
     let n = normalize(query);
     let padded = format!(" {n} ");
     let range = DAY_PHRASES.iter().find(|(p, _, _)| padded.contains(&format!(" {p} ")));
     let (from, to) = match range {
         Some((_, a, b)) => (Some(today + Duration::days(*a)), Some(today + Duration::days(*b))),
-        None => (None, None),
+        None => match named_day(&n, today) {
+            Some(d) => (Some(d), Some(d)),
+            None => (None, None),
+        },
     };
-    let keywords = content_set(query).into_iter().filter(|w| !DATE_WORDS.contains(&w.as_str())).collect();
+    let calendar = |w: &str| MONTHS.iter().chain(WEEKDAYS.iter()).any(|names| names.contains(&w));
+    let keywords = content_set(query)
+        .into_iter()
+        .filter(|w| !DATE_WORDS.contains(&w.as_str()) && !calendar(w) && day_number(w).is_none())
+        .collect();
     Enrichment { keywords, from, to }
 }
 
@@ -155,5 +236,25 @@ mod tests {
         assert_eq!((e.from, e.to), (None, None));
         assert!(e.covers(today));
         assert_eq!(e.keywords, ["liked", "luca", "restaurant"]);
+    }
+
+    #[test]
+    fn the_calendar_names_a_day() {
+        let today = NaiveDate::from_ymd_opt(2026, 11, 24).unwrap(); // a Tuesday
+        let day = |m, d| Some(NaiveDate::from_ymd_opt(2026, m, d).unwrap());
+        let named = |q: &str| named_day(&normalize(q), today);
+        assert_eq!(named("what did I say on Wednesday, September 23rd?"), day(9, 23));
+        assert_eq!(named("cosa ti avevo detto domenica 11 ottobre?"), day(10, 11));
+        assert_eq!(named("on the 3rd of October"), day(10, 3));
+        assert_eq!(named("on Thursday the 12th"), day(11, 12));
+        assert_eq!(named("what did we say on Friday"), day(11, 20));
+        assert_eq!(named("what did we say on Tuesday"), day(11, 17));
+        // A date later this year is last year's.
+        assert_eq!(named("on December 5th"), Some(NaiveDate::from_ymd_opt(2025, 12, 5).unwrap()));
+        assert_eq!(named("how many cats do I have"), None);
+        assert_eq!(named("set a timer for 20 minutes"), None);
+        let e = enrich_by_rule("What did the mechanic say on Thursday the 12th?", today);
+        assert_eq!((e.from, e.to), (day(11, 12), day(11, 12)));
+        assert_eq!(e.keywords, ["mechanic"]);
     }
 }

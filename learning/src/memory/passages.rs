@@ -1,0 +1,661 @@
+//! The memory index (issue 30): what was said, found again when asked.
+//!
+//! The diary keeps a ≤ 200-word entry a day and the graph a few facts; the
+//! numbers, names, dates and plans a user says in passing ("the outer box
+//! had seven crushed corners", "the call with Jacob moved to Wednesday")
+//! survive in neither. This index keeps the words themselves: every
+//! completed turn is split into passages ([`split`]) that the memory actor
+//! embeds and appends as `memory.passages_indexed`; [`PassageIndex`] folds
+//! those events (and `memory.forgotten`) and answers a request with the
+//! passages most likely to hold what it asks about.
+//!
+//! # Rules
+//!
+//! 1. **A fold of the log.** Every passage comes from a
+//!    `memory.passages_indexed` event, whose vector travels in the event
+//!    (quantised, [`quantize`]): rebuilding never runs the model, and two
+//!    devices replaying one log hold the same passages. The vector index
+//!    and the lexical postings are derived from the passages, lazily.
+//! 2. **Two indexes, fused by rank.** Embeddings find paraphrases ("how big
+//!    is my living room" for "the room is 14 by 11 feet") and cross
+//!    languages; they are weakest on names and numbers, which a lexical
+//!    index (BM25) finds exactly. Each ranks the passages on its own and
+//!    reciprocal-rank fusion ([`RRF_K`]) adds the ranks: neither score
+//!    scale has to be calibrated against the other, and a passage both
+//!    find comes first.
+//! 3. **A named time is a filter**, not a bonus: "what did I tell you on
+//!    Tuesday the 23rd" searches that day's passages only.
+//! 4. **Repeats are one passage.** A text said again (the same words by
+//!    the same speaker) moves to its latest time instead of being stored
+//!    twice: a year of "what's the weather" is one passage, and memory
+//!    grows with what is new, not with turns.
+//! 5. **Forgetting** (`memory.forgotten`) drops the passages already held
+//!    that hold a forgotten phrase or come from a forgotten session; a
+//!    passage said *after* the retraction is kept (the user said it
+//!    again), as the graph learns a fact taught again.
+//! 6. **The newer of two statements on one subject is marked** ([`Recalled
+//!    passages`](RecalledPassage::latest)): when two recalled passages
+//!    resemble each other ([`SAME_SUBJECT`]) and were said at different
+//!    times, the later one is "the latest", so "I moved from Turin to
+//!    Milan" outranks what was said about Turin before.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, FixedOffset, NaiveDate, Utc};
+use engram_events::payloads::{Passage, PassageVector, PassagesIndexed, Speaker};
+use engram_events::{Envelope, Event, SessionId};
+use engram_vector::{VectorConfig, VectorIndex};
+use serde::{Deserialize, Serialize};
+
+use crate::text::{is_stop_word, normalize, words, Negations};
+
+/// Longest passage, in characters: a few sentences. Short enough that a
+/// passage's embedding is about one thing (a detail inside a long turn is
+/// not averaged away), long enough to keep a detail with its subject.
+pub const PASSAGE_CHARS: usize = 240;
+
+/// Reciprocal-rank fusion's constant (Cormack et al. 2009: 60), the rank
+/// at which a list's opinion has halved.
+pub const RRF_K: f32 = 60.0;
+
+/// Candidates each index contributes to the fusion.
+pub const CANDIDATES: usize = 40;
+
+/// BM25's term-frequency saturation and length normalisation (the usual
+/// defaults).
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
+
+/// Cosine above which two recalled passages are taken to be about one
+/// subject (rule 6). Measured on the memory fixture's dev split with the
+/// default multilingual model: see docs/memory.md.
+pub const SAME_SUBJECT: f32 = 0.6;
+
+/// Characters a token stands for, to pack passages into a token budget
+/// without a tokenizer: 4 is the usual figure for English and Italian BPE
+/// vocabularies.
+pub const CHARS_PER_TOKEN: usize = 4;
+
+/// Splits what was said into passages: whole sentences
+/// ([`super::sentences`]) gathered up to [`PASSAGE_CHARS`]; a longer
+/// sentence is cut between words. Text without a letter or digit gives
+/// nothing.
+pub fn split(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for sentence in super::sentences(text) {
+        for piece in cut(sentence, PASSAGE_CHARS) {
+            let len = current.chars().count();
+            if len > 0 && len + 1 + piece.chars().count() > PASSAGE_CHARS {
+                out.push(std::mem::take(&mut current));
+            }
+            if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(piece);
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// `sentence` in pieces of at most `max` characters, cut at spaces (a
+/// word longer than `max` is a piece of its own).
+fn cut(sentence: &str, max: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = sentence.trim();
+    while rest.chars().count() > max {
+        let limit = rest.char_indices().nth(max).map_or(rest.len(), |(i, _)| i);
+        let at = rest[..limit].rfind(' ').filter(|&i| i > 0).unwrap_or(limit);
+        out.push(rest[..at].trim());
+        rest = rest[at..].trim_start();
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// `vector` as the log keeps it: one signed byte per dimension and a
+/// scale ([`PassageVector`]).
+pub fn quantize(provider: &str, vector: &[f32]) -> PassageVector {
+    let mut codes = vec![0i8; vector.len()];
+    let scale = engram_vector::quantized::encode(vector, &mut codes);
+    PassageVector { provider: provider.to_owned(), scale, codes }
+}
+
+/// The floats a [`PassageVector`] stands for.
+pub fn dequantize(v: &PassageVector) -> Vec<f32> {
+    v.codes.iter().map(|&c| c as f32 * v.scale).collect()
+}
+
+/// The terms BM25 counts: the words of the normalised text that are not
+/// stop words, cut to their first six characters — a crude stem that
+/// treats "restaurants"/"restaurant" and "cartelle"/"cartella" as one
+/// term in either language, without a word list per language.
+pub fn terms(text: &str) -> Vec<String> {
+    let n = normalize(text);
+    words(&n)
+        .filter(|w| !is_stop_word(w, Negations::Drop))
+        .map(|w| {
+            let w = w.trim_matches('\'');
+            match w.char_indices().nth(6) {
+                Some((i, _)) if !w.chars().all(|c| c.is_ascii_digit()) => w[..i].to_owned(),
+                _ => w.to_owned(),
+            }
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// One passage as the index holds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Remembered {
+    /// The words.
+    pub text: String,
+    /// Who said them.
+    pub speaker: Speaker,
+    /// The session they were said in.
+    pub session: Option<SessionId>,
+    /// When (the turn's time).
+    pub at: DateTime<Utc>,
+    /// The embedding, as the log holds it.
+    pub vector: Option<PassageVector>,
+}
+
+/// A request to the index: its words, its embedding, the days it names.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryQuery<'a> {
+    /// The request (and any keywords the enrichment found), for BM25.
+    pub text: &'a str,
+    /// The request's embedding, by the index's provider; `None`: words
+    /// alone rank.
+    pub vector: Option<&'a [f32]>,
+    /// First day, inclusive, at the user's offset.
+    pub from: Option<NaiveDate>,
+    /// Last day, inclusive.
+    pub to: Option<NaiveDate>,
+}
+
+/// A passage recalled for a request, in the order it goes into a prompt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecalledPassage {
+    /// The day it was said, at the user's offset.
+    pub day: NaiveDate,
+    /// Who said it.
+    pub speaker: Speaker,
+    /// The words.
+    pub text: String,
+    /// The latest of several recalled passages on one subject (rule 6).
+    pub latest: bool,
+}
+
+impl RecalledPassage {
+    /// One line, dated, for a prompt or the `recall` tool.
+    pub fn line(&self) -> String {
+        let who = match self.speaker {
+            Speaker::User => "the user said",
+            Speaker::Assistant => "the assistant replied",
+        };
+        let latest = if self.latest { " (the latest on this)" } else { "" };
+        format!("{} ({}), {who}{latest}: \"{}\"", self.day, self.day.format("%a"), self.text)
+    }
+}
+
+/// The memory index: passages folded from the log, a lexical index over
+/// them and a vector index of the embeddings of one provider.
+pub struct PassageIndex {
+    offset: FixedOffset,
+    /// Vectors of this embedder are indexed; others are found by their
+    /// words alone (never compared with another model's).
+    provider: Option<String>,
+    /// Slot → passage; `None`: dropped (repeated later, or forgotten).
+    passages: Vec<Option<Remembered>>,
+    /// `(speaker, normalised text)` → slot (rule 4).
+    by_text: HashMap<(Speaker, String), u32>,
+    /// Term → `(slot, count)`; dropped slots are skipped when read.
+    postings: HashMap<String, Vec<(u32, u16)>>,
+    /// Slot → its number of terms.
+    lengths: Vec<u32>,
+    /// Terms of the live passages, for BM25's average length.
+    live_terms: u64,
+    live: usize,
+    /// Built at the first search that needs it; slots waiting to join it.
+    vectors: Option<VectorIndex<u32>>,
+    pending: Vec<u32>,
+    /// Always scan exactly ([`PassageIndex::exact`]).
+    exact: bool,
+}
+
+impl PassageIndex {
+    /// An empty index; days are taken at `offset`; vectors of `provider`
+    /// (the runtime's embedder id) are searched.
+    pub fn new(offset: FixedOffset, provider: Option<String>) -> PassageIndex {
+        PassageIndex {
+            offset,
+            provider,
+            passages: Vec::new(),
+            by_text: HashMap::new(),
+            postings: HashMap::new(),
+            lengths: Vec::new(),
+            live_terms: 0,
+            live: 0,
+            vectors: None,
+            pending: Vec::new(),
+            exact: false,
+        }
+    }
+
+    /// Passages held.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The passages held, oldest first.
+    pub fn passages(&self) -> impl Iterator<Item = &Remembered> {
+        let mut all: Vec<&Remembered> = self.passages.iter().flatten().collect();
+        all.sort_by_key(|p| p.at);
+        all.into_iter()
+    }
+
+    /// The day `at` falls on for the user.
+    pub fn day_of(&self, at: DateTime<Utc>) -> NaiveDate {
+        at.with_timezone(&self.offset).date_naive()
+    }
+
+    /// Folds one event (`memory.passages_indexed`, `memory.forgotten`; the
+    /// rest are ignored). Whether anything changed.
+    pub fn observe(&mut self, env: &Envelope) -> bool {
+        match &env.event {
+            Event::PassagesIndexed(PassagesIndexed { passages }) => {
+                for p in passages {
+                    self.add(p, env.session.clone(), env.at);
+                }
+                !passages.is_empty()
+            }
+            Event::MemoryForgotten(m) => {
+                let phrases: Vec<String> =
+                    m.phrases.iter().map(|p| p.to_lowercase()).filter(|p| !p.trim().is_empty()).collect();
+                let doomed: Vec<u32> = (0..self.passages.len() as u32)
+                    .filter(|&slot| {
+                        self.passages[slot as usize].as_ref().is_some_and(|p| {
+                            p.session.as_ref().is_some_and(|s| m.sessions.contains(s)) || {
+                                let lower = p.text.to_lowercase();
+                                phrases.iter().any(|ph| lower.contains(ph.as_str()))
+                            }
+                        })
+                    })
+                    .collect();
+                for slot in &doomed {
+                    self.drop_slot(*slot);
+                }
+                !doomed.is_empty()
+            }
+            _ => false,
+        }
+    }
+
+    fn add(&mut self, p: &Passage, session: Option<SessionId>, at: DateTime<Utc>) {
+        let key = (p.speaker, normalize(&p.text));
+        if key.1.is_empty() {
+            return;
+        }
+        if let Some(old) = self.by_text.get(&key).copied() {
+            self.drop_slot(old);
+        }
+        let slot = self.passages.len() as u32;
+        let terms = terms(&p.text);
+        let mut counts: HashMap<&str, u16> = HashMap::new();
+        for t in &terms {
+            *counts.entry(t.as_str()).or_default() += 1;
+        }
+        for (t, n) in counts {
+            self.postings.entry(t.to_owned()).or_default().push((slot, n));
+        }
+        self.lengths.push(terms.len() as u32);
+        self.live_terms += terms.len() as u64;
+        self.live += 1;
+        self.by_text.insert(key, slot);
+        if p.vector.as_ref().is_some_and(|v| Some(&v.provider) == self.provider.as_ref()) {
+            self.pending.push(slot);
+        }
+        self.passages.push(Some(Remembered {
+            text: p.text.clone(),
+            speaker: p.speaker,
+            session,
+            at,
+            vector: p.vector.clone(),
+        }));
+    }
+
+    fn drop_slot(&mut self, slot: u32) {
+        let Some(p) = self.passages.get_mut(slot as usize).and_then(Option::take) else { return };
+        self.by_text.remove(&(p.speaker, normalize(&p.text)));
+        self.live_terms -= self.lengths[slot as usize] as u64;
+        self.live -= 1;
+        if let Some(index) = &mut self.vectors {
+            index.remove(&slot);
+        }
+    }
+
+    /// Joins the waiting vectors to the vector index.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let rows: Vec<(u32, Vec<f32>)> = pending
+            .into_iter()
+            .filter_map(|slot| {
+                let p = self.passages[slot as usize].as_ref()?;
+                Some((slot, dequantize(p.vector.as_ref()?)))
+            })
+            .filter(|(_, v)| v.iter().any(|x| *x != 0.0))
+            .collect();
+        let Some(dim) = rows.first().map(|(_, v)| v.len()) else { return };
+        let exact = self.exact;
+        let index = self.vectors.get_or_insert_with(|| {
+            let mut c = VectorConfig::new(dim.max(1));
+            c.build_threads = 1;
+            if exact {
+                c.exact_below = usize::MAX;
+            }
+            VectorIndex::new(c).expect("a positive dimension")
+        });
+        // In one go (the graph is built or extended once); a batch with a
+        // bad vector (another model's length) goes row by row instead, so
+        // only that row is left out.
+        if index.extend(rows.iter().map(|(s, v)| (*s, v.as_slice()))).is_err() {
+            for (slot, v) in rows {
+                if let Err(e) = index.insert(slot, &v) {
+                    tracing::warn!("memory index: passage {slot} was not indexed ({e})");
+                }
+            }
+        }
+    }
+
+    /// This index searching vectors by exact scan however many it holds:
+    /// the peer that `engram bench memory` measures the graph against.
+    pub fn exact(mut self) -> PassageIndex {
+        self.exact = true;
+        self
+    }
+
+    fn in_range(&self, slot: u32, q: &MemoryQuery<'_>) -> bool {
+        self.passages[slot as usize].as_ref().is_some_and(|p| {
+            let day = self.day_of(p.at);
+            q.from.is_none_or(|f| day >= f) && q.to.is_none_or(|t| day <= t)
+        })
+    }
+
+    /// BM25's ranking of the live passages in range, best first.
+    pub fn lexical(&self, q: &MemoryQuery<'_>, k: usize) -> Vec<(u32, f32)> {
+        if self.live == 0 {
+            return Vec::new();
+        }
+        let mut query_terms = terms(q.text);
+        query_terms.sort();
+        query_terms.dedup();
+        let n = self.live as f32;
+        let avg = (self.live_terms as f32 / n).max(1.0);
+        let mut scores: HashMap<u32, f32> = HashMap::new();
+        for t in &query_terms {
+            let Some(list) = self.postings.get(t) else { continue };
+            let live: Vec<&(u32, u16)> =
+                list.iter().filter(|(s, _)| self.passages[*s as usize].is_some()).collect();
+            if live.is_empty() {
+                continue;
+            }
+            let df = live.len() as f32;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &&(slot, tf) in &live {
+                if !self.in_range(slot, q) {
+                    continue;
+                }
+                let tf = tf as f32;
+                let len = self.lengths[slot as usize] as f32;
+                let s = idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len / avg));
+                *scores.entry(slot).or_default() += s;
+            }
+        }
+        top(scores.into_iter().collect(), k)
+    }
+
+    /// The embedding's ranking of the passages in range, best first: the
+    /// vector index when no day is named, else an exact scan of the days
+    /// named (few passages).
+    pub fn semantic(&mut self, q: &MemoryQuery<'_>, k: usize) -> Vec<(u32, f32)> {
+        let Some(query) = q.vector else { return Vec::new() };
+        self.flush();
+        let Some(index) = &self.vectors else { return Vec::new() };
+        if q.from.is_none() && q.to.is_none() {
+            return match index.search(query, k) {
+                Ok(hits) => hits.into_iter().map(|h| (h.key, h.cosine)).collect(),
+                Err(e) => {
+                    tracing::warn!("memory index: vector search failed ({e}); words alone rank");
+                    Vec::new()
+                }
+            };
+        }
+        let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
+        let scored: Vec<(u32, f32)> = (0..self.passages.len() as u32)
+            .filter(|&s| self.in_range(s, q))
+            .filter_map(|s| {
+                let v = index.get(&s)?;
+                Some((s, v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>() / norm))
+            })
+            .collect();
+        top(scored, k)
+    }
+
+    /// The passages `q` asks about, best first, fused by reciprocal rank
+    /// (rule 2) from [`CANDIDATES`] of each index.
+    pub fn search(&mut self, q: &MemoryQuery<'_>) -> Vec<u32> {
+        let mut fused: HashMap<u32, f32> = HashMap::new();
+        let lists = [self.lexical(q, CANDIDATES), self.semantic(q, CANDIDATES)];
+        for list in &lists {
+            for (rank, (slot, _)) in list.iter().enumerate() {
+                *fused.entry(*slot).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
+            }
+        }
+        top(fused.into_iter().collect(), usize::MAX).into_iter().map(|(s, _)| s).collect()
+    }
+
+    /// The passage in `slot`, if held.
+    pub fn get(&self, slot: u32) -> Option<&Remembered> {
+        self.passages.get(slot as usize)?.as_ref()
+    }
+
+    /// `slots` (best first) packed into `budget_chars`: each passage whole
+    /// or not at all, a repeat of one already packed skipped; then rule 6
+    /// marks the latest of each subject.
+    pub fn pack(&self, slots: &[u32], budget_chars: usize) -> Vec<RecalledPassage> {
+        let mut used = 0;
+        let mut chosen: Vec<(u32, &Remembered)> = Vec::new();
+        for &slot in slots {
+            let Some(p) = self.get(slot) else { continue };
+            let cost = p.text.chars().count() + 40;
+            if used + cost > budget_chars {
+                continue;
+            }
+            if chosen.iter().any(|(_, c)| c.text == p.text) {
+                continue;
+            }
+            used += cost;
+            chosen.push((slot, p));
+        }
+        let vectors: Vec<Option<Vec<f32>>> =
+            chosen.iter().map(|(_, p)| p.vector.as_ref().map(dequantize).map(unit)).collect();
+        let mut latest = vec![false; chosen.len()];
+        for i in 0..chosen.len() {
+            let Some(vi) = &vectors[i] else { continue };
+            let mut older = false;
+            let mut newer = false;
+            for j in 0..chosen.len() {
+                let Some(vj) = &vectors[j] else { continue };
+                if i == j || chosen[i].1.at == chosen[j].1.at {
+                    continue;
+                }
+                let cos: f32 = vi.iter().zip(vj).map(|(a, b)| a * b).sum();
+                if cos >= SAME_SUBJECT {
+                    if chosen[j].1.at < chosen[i].1.at {
+                        older = true;
+                    } else {
+                        newer = true;
+                    }
+                }
+            }
+            latest[i] = older && !newer;
+        }
+        chosen
+            .into_iter()
+            .zip(latest)
+            .map(|((_, p), latest)| RecalledPassage {
+                day: self.day_of(p.at),
+                speaker: p.speaker,
+                text: p.text.clone(),
+                latest,
+            })
+            .collect()
+    }
+
+    /// The passages, for a snapshot (the derived indexes are rebuilt).
+    pub fn save(&self) -> Vec<&Remembered> {
+        self.passages.iter().flatten().collect()
+    }
+
+    /// Restores what [`PassageIndex::save`] wrote, in order.
+    pub fn restore(&mut self, saved: Vec<Remembered>) {
+        let (offset, provider, exact) = (self.offset, self.provider.take(), self.exact);
+        *self = PassageIndex::new(offset, provider);
+        self.exact = exact;
+        for r in saved {
+            let passage = Passage { text: r.text, speaker: r.speaker, vector: r.vector };
+            self.add(&passage, r.session, r.at);
+        }
+    }
+}
+
+fn unit(mut v: Vec<f32>) -> Vec<f32> {
+    engram_vector::normalize(&mut v);
+    v
+}
+
+/// The `k` best of `scored`, best first (ties: the lower slot, i.e. said
+/// earlier, first — deterministic).
+fn top(mut scored: Vec<(u32, f32)>, k: usize) -> Vec<(u32, f32)> {
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(k);
+    scored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use engram_events::payloads::MemoryForgotten;
+    use engram_events::ActorKind;
+
+    fn said(day: u32, session: &str, texts: &[&str]) -> Envelope {
+        let passages = texts
+            .iter()
+            .map(|t| Passage { text: t.to_string(), speaker: Speaker::User, vector: None })
+            .collect();
+        let mut e = Envelope::new(ActorKind::Memory, PassagesIndexed { passages }).with_session(SessionId::new(session));
+        e.at = Utc.with_ymd_and_hms(2026, 11, day, 12, 0, 0).unwrap();
+        e
+    }
+
+    fn index() -> PassageIndex {
+        PassageIndex::new(FixedOffset::east_opt(0).unwrap(), None)
+    }
+
+    #[test]
+    fn split_keeps_sentences_whole_and_cuts_long_ones_between_words() {
+        assert_eq!(split("Hi. My cat is Pickle!"), vec!["Hi. My cat is Pickle!"]);
+        let long = "word ".repeat(100);
+        let parts = split(&long);
+        assert!(parts.len() > 1 && parts.iter().all(|p| p.chars().count() <= PASSAGE_CHARS), "{parts:?}");
+        assert_eq!(parts.join(" ").split_whitespace().count(), 100);
+        let sentences = format!("{}. {}.", "a".repeat(150), "b".repeat(150));
+        assert_eq!(split(&sentences).len(), 2);
+        assert!(split(" ... ").is_empty());
+    }
+
+    #[test]
+    fn names_and_numbers_are_found_by_their_words_and_a_day_filters() {
+        let mut ix = index();
+        ix.observe(&said(3, "s1", &["my rent went up to 865 pounds a month", "the weather is nice"]));
+        ix.observe(&said(9, "s2", &["Pickle is my cat, she is eleven", "we talked about restaurants"]));
+        let q = |text| MemoryQuery { text, ..Default::default() };
+        let best = |ix: &mut PassageIndex, q: MemoryQuery<'_>| ix.search(&q).first().map(|s| ix.get(*s).unwrap().text.clone());
+        assert_eq!(best(&mut ix, q("how much is the rent")).unwrap(), "my rent went up to 865 pounds a month");
+        assert_eq!(best(&mut ix, q("what's Pickle like")).unwrap(), "Pickle is my cat, she is eleven");
+        // A stem matches across a plural.
+        assert_eq!(best(&mut ix, q("which restaurant")).unwrap(), "we talked about restaurants");
+        // A named day is a filter.
+        let day = NaiveDate::from_ymd_opt(2026, 11, 3).unwrap();
+        let on_3rd = MemoryQuery { text: "cat", from: Some(day), to: Some(day), ..Default::default() };
+        assert!(ix.search(&on_3rd).is_empty());
+    }
+
+    #[test]
+    fn a_repeat_is_one_passage_at_its_latest_time_and_forgetting_drops_what_it_names() {
+        let mut ix = index();
+        ix.observe(&said(3, "s1", &["what's the weather", "I live in Turin"]));
+        ix.observe(&said(5, "s2", &["What's the weather?"]));
+        assert_eq!(ix.len(), 2);
+        let weather = ix.passages().find(|p| p.text.contains("weather")).unwrap();
+        assert_eq!(weather.at.date_naive().to_string(), "2026-11-05");
+        let forget = MemoryForgotten {
+            request: "Turin".into(),
+            facts: Vec::new(),
+            sessions: Vec::new(),
+            phrases: vec!["turin".into()],
+        };
+        assert!(ix.observe(&Envelope::new(ActorKind::Cli, forget)));
+        assert_eq!(ix.len(), 1);
+        assert!(ix.search(&MemoryQuery { text: "Turin", ..Default::default() }).is_empty());
+        // Said again after the retraction: remembered again.
+        ix.observe(&said(7, "s3", &["I live in Turin again"]));
+        assert_eq!(ix.search(&MemoryQuery { text: "Turin", ..Default::default() }).len(), 1);
+        // The snapshot restores the same passages.
+        let saved: Vec<Remembered> = ix.save().into_iter().cloned().collect();
+        let mut again = index();
+        again.restore(saved.clone());
+        assert_eq!(again.save().into_iter().cloned().collect::<Vec<_>>(), saved);
+    }
+
+    #[test]
+    fn vectors_round_trip_through_their_codes_and_the_latest_of_a_subject_is_marked() {
+        let v = [0.5f32, -0.25, 0.125, 0.0];
+        let q = quantize("m", &v);
+        let back = dequantize(&q);
+        assert!(v.iter().zip(&back).all(|(a, b)| (a - b).abs() < 0.005), "{back:?}");
+        let mut ix = PassageIndex::new(FixedOffset::east_opt(0).unwrap(), Some("m".into()));
+        let mut at = |day: u32, text: &str, v: [f32; 4]| {
+            let p = Passage { text: text.into(), speaker: Speaker::User, vector: Some(quantize("m", &v)) };
+            let mut e = Envelope::new(ActorKind::Memory, PassagesIndexed { passages: vec![p] });
+            e.at = Utc.with_ymd_and_hms(2026, 11, day, 12, 0, 0).unwrap();
+            ix.observe(&e);
+        };
+        at(1, "I work in cardiology", [1.0, 0.1, 0.0, 0.0]);
+        at(9, "I moved to A&E last week", [0.9, 0.2, 0.0, 0.0]);
+        at(5, "my cat is Pickle", [0.0, 0.0, 1.0, 0.0]);
+        let query = [1.0f32, 0.15, 0.0, 0.0];
+        let found = ix.search(&MemoryQuery { text: "where do I work", vector: Some(&query), ..Default::default() });
+        let packed = ix.pack(&found, 10_000);
+        let latest: Vec<&str> = packed.iter().filter(|p| p.latest).map(|p| p.text.as_str()).collect();
+        assert_eq!(latest, ["I moved to A&E last week"]);
+        assert!(packed[0].line().contains("(the latest on this)") || packed[1].line().contains("(the latest on this)"));
+        // A budget packs the best first, whole passages only.
+        assert_eq!(ix.pack(&found, 60).len(), 1);
+    }
+}
