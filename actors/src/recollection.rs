@@ -177,17 +177,24 @@ impl Recollection {
     /// Ada", and an answer cut to its first line ("answer briefly") is
     /// still the answer.
     pub fn rank_facts(&self, query: &str, facts: Vec<String>) -> Vec<String> {
-        if facts.len() < 2 {
-            return facts;
+        self.score_facts(query, facts).into_iter().map(|(_, f)| f).collect()
+    }
+
+    /// [`Recollection::rank_facts`] with each fact's cosine (`None`: not
+    /// compared).
+    fn score_facts(&self, query: &str, facts: Vec<String>) -> Vec<(Option<f32>, String)> {
+        let unscored = |facts: Vec<String>| facts.into_iter().map(|f| (None, f)).collect();
+        let Some((embedder, _)) = self.embed.as_ref() else { return unscored(facts) };
+        if facts.is_empty() {
+            return Vec::new();
         }
-        let Some((embedder, _)) = self.embed.as_ref() else { return facts };
-        let Some(q) = self.vector(query) else { return facts };
+        let Some(q) = self.vector(query) else { return unscored(facts) };
         let refs: Vec<&str> = facts.iter().map(String::as_str).collect();
         let vectors = match embedder.embed_batch(&refs) {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!("recall: embedding the facts failed ({e}); they keep their order");
-                return facts;
+                return unscored(facts);
             }
         };
         let mut scored: Vec<(f32, usize, String)> = facts
@@ -197,7 +204,53 @@ impl Recollection {
             .map(|(i, (f, v))| (q.iter().zip(&v).map(|(a, b)| a * b).sum(), i, f))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        scored.into_iter().map(|(_, _, f)| f).collect()
+        scored.into_iter().map(|(c, _, f)| (Some(c), f)).collect()
+    }
+
+    /// What the `recall` tool answers `query` with: the user's `facts` and
+    /// the passage said that answers it best ("On 12 November you said:
+    /// …", in `lang`), whichever resembles the request more first — so an
+    /// answer cut to its first line is still the answer — then the rest of
+    /// what was recalled. A passage answers only when it resembles the
+    /// request (the model's `Calibration::recall` cosine) and states
+    /// something (not only a question the user asked).
+    pub fn recall_lines(
+        &self,
+        query: &str,
+        recalled: &Recalled,
+        facts: Vec<String>,
+        lang: engram_learning::lang::Lang,
+    ) -> (Vec<String>, Vec<String>) {
+        let facts = self.score_facts(query, facts);
+        let bar =
+            self.embed.as_ref().map_or(f32::INFINITY, |(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).recall);
+        let best = recalled.passages.iter().position(|p| {
+            p.cosine.is_some_and(|c| c >= bar)
+                && engram_learning::memory::sentences(&p.text).iter().any(|s| !s.trim_end().ends_with('?'))
+        });
+        let mut answer: Vec<String> = Vec::new();
+        let mut rest = Vec::new();
+        match best {
+            Some(i) => {
+                let p = &recalled.passages[i];
+                let passage_first = facts.first().and_then(|(c, _)| *c).is_none_or(|c| p.cosine.unwrap_or(0.0) > c);
+                let line = said_line(p, lang);
+                if passage_first {
+                    answer.push(line);
+                    answer.extend(facts.into_iter().map(|(_, f)| f));
+                } else {
+                    answer.extend(facts.into_iter().map(|(_, f)| f));
+                    answer.push(line);
+                }
+                let others = Recalled { passages: recalled.passages.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, p)| p.clone()).collect(), ..recalled.clone() };
+                rest.extend(others.lines());
+            }
+            None => {
+                answer.extend(facts.into_iter().map(|(_, f)| f));
+                rest.extend(recalled.lines());
+            }
+        }
+        (answer, rest)
     }
 
     /// Brings the words and the index up to date with the diary.
@@ -244,7 +297,7 @@ impl Recollection {
             to: enrichment.to,
         };
         let found = self.passages.search(&memory_query);
-        let passages = self.passages.pack(&found, self.budget_chars);
+        let passages = self.passages.pack(&found, self.budget_chars, query_vector.as_deref());
         let mut left = self.budget_chars.saturating_sub(
             passages.iter().map(|p| p.line().chars().count() + 1).sum::<usize>(),
         );
@@ -307,6 +360,27 @@ impl Recollection {
             })
             .collect();
         Recalled { passages, days: days.into_iter().map(|(_, d, t)| (d, t)).collect(), world }
+    }
+}
+
+/// A passage as an answer, in the request's language: "On 12 November
+/// you said: "…"" / "Il 12 novembre mi hai detto: "…"".
+pub fn said_line(p: &RecalledPassage, lang: engram_learning::lang::Lang) -> String {
+    use chrono::Datelike;
+    use engram_events::payloads::Speaker;
+    use engram_learning::lang::Lang;
+    const MESI: [&str; 12] = [
+        "gennaio", "febbraio", "marzo", "aprile", "maggio", "giugno", "luglio", "agosto", "settembre", "ottobre",
+        "novembre", "dicembre",
+    ];
+    let text = p.text.trim();
+    match (lang, p.speaker) {
+        (Lang::It, Speaker::User) => format!("Il {} {} mi hai detto: \"{text}\"", p.day.day(), MESI[p.day.month0() as usize]),
+        (Lang::It, Speaker::Assistant) => {
+            format!("Il {} {} ti ho detto: \"{text}\"", p.day.day(), MESI[p.day.month0() as usize])
+        }
+        (_, Speaker::User) => format!("On {} you said: \"{text}\"", p.day.format("%-d %B")),
+        (_, Speaker::Assistant) => format!("On {} I told you: \"{text}\"", p.day.format("%-d %B")),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod labelled;
 pub mod learning;
 pub mod log;
 pub mod memory;
+pub mod memory_recall;
 pub mod patterns;
 pub mod runtime;
 pub mod startup;

@@ -61,6 +61,10 @@ pub struct Options {
     /// ~12 s planner turn by default
     #[arg(long, value_name = "MS", default_value_t = 12_000.0)]
     pub llm_ms: f64,
+
+    /// The memory index: graded on the fixture, timed at scale
+    #[command(flatten)]
+    pub index: crate::memory_recall::RecallOptions,
 }
 
 /// The report.
@@ -92,6 +96,8 @@ pub struct Report {
     pub llm_ms: f64,
     /// total p50 / the LLM call.
     pub share_of_llm_call: f64,
+    /// The memory index of what was said (issue 30).
+    pub index: crate::memory_recall::RecallReport,
 }
 
 impl Report {
@@ -115,6 +121,9 @@ impl Report {
                 self.llm_ms
             ),
         ]
+        .into_iter()
+        .chain(self.index.human())
+        .collect::<Vec<_>>()
         .join("\n")
     }
 }
@@ -213,7 +222,9 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         }
     }
     let total = Latency::of(&times[4]);
+    let index = crate::memory_recall::run(&opts.index, &embedder, opts.json)?;
     Ok(Report {
+        index,
         machine: machine(),
         sessions: opts.sessions,
         diary_days,

@@ -310,14 +310,18 @@ impl ReplyLoop {
         } else {
             Recalled::default()
         };
-        // The user's facts, the one the request asks about first.
-        let facts = match asks_recall {
-            true => self.recollection.rank_facts(&open.text, self.profile.user_facts()),
-            false => self.profile.user_facts(),
+        // The user's facts and what they said, the one the request asks
+        // about first.
+        let (facts, recollection) = match asks_recall {
+            true => {
+                let lang = run.lang(&open.text);
+                self.recollection.recall_lines(&open.text, &recalled, self.profile.user_facts(), lang)
+            }
+            false => (self.profile.user_facts(), recalled.lines()),
         };
         let ctx = ToolContext::new(session, Utc::now().with_timezone(&self.setup.offset))
             .with_memory(facts)
-            .with_recollection(recalled.lines());
+            .with_recollection(recollection);
         let served_by = (layer != RouteLayer::Planner).then_some(layer);
         let agentic = layer == RouteLayer::Planner && model.as_deref().is_some_and(|m| !m.starts_with("offline:"));
         self.run_steps(&mut run, steps, (served_by, agentic), model.as_deref(), &ctx);

@@ -9,6 +9,7 @@
 mod canonical;
 mod days;
 mod graph;
+mod memory;
 mod patterns;
 mod pipelines;
 mod sessions;
@@ -40,6 +41,24 @@ pub enum Command {
     /// Knowledge graph: one line per fact under its branch (USER /
     /// DIRECTIVES / WORLD) and node; --json: one object per node
     Graph(Opts),
+    /// Memory index: what was said, one passage per line (date, session,
+    /// speaker, whether it has a vector); --search WORDS: the passages
+    /// those words find, best first
+    Memory(MemoryOpts),
+}
+
+/// Options of `inspect memory`.
+#[derive(clap::Args)]
+pub struct MemoryOpts {
+    /// One JSON object per row (JSON Lines)
+    #[arg(long)]
+    json: bool,
+    /// Only the passages these words find (BM25, best first)
+    #[arg(long, value_name = "WORDS")]
+    search: Option<String>,
+    /// Most passages --search shows
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    limit: usize,
 }
 
 /// Options of `inspect patterns`.
@@ -67,6 +86,10 @@ pub struct Opts {
 /// names.
 pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
     let log = crate::open_for_reading(data)?;
+    if let Command::Memory(opts) = &cmd {
+        memory::print(&log, opts)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     match cmd {
         Command::Sessions(opts) => sessions::print(&projector, &opts)?,
@@ -76,6 +99,7 @@ pub fn run(data: &Path, cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Pipelines(opts) => pipelines::print(&projector, &opts)?,
         Command::Graph(opts) => graph::print(&projector, &opts)?,
         Command::Days(opts) => days::print(&projector, &opts)?,
+        Command::Memory(_) => unreachable!("shown above, without the projections"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -190,6 +190,8 @@ pub struct RecalledPassage {
     pub text: String,
     /// The latest of several recalled passages on one subject (rule 6).
     pub latest: bool,
+    /// Its cosine with the request, when both have a vector.
+    pub cosine: Option<f32>,
 }
 
 impl RecalledPassage {
@@ -475,8 +477,9 @@ impl PassageIndex {
 
     /// `slots` (best first) packed into `budget_chars`: each passage whole
     /// or not at all, a repeat of one already packed skipped; then rule 6
-    /// marks the latest of each subject.
-    pub fn pack(&self, slots: &[u32], budget_chars: usize) -> Vec<RecalledPassage> {
+    /// marks the latest of each subject. `query`: the request's vector, for
+    /// each passage's cosine.
+    pub fn pack(&self, slots: &[u32], budget_chars: usize, query: Option<&[f32]>) -> Vec<RecalledPassage> {
         let mut used = 0;
         let mut chosen: Vec<(u32, &Remembered)> = Vec::new();
         for &slot in slots {
@@ -514,14 +517,17 @@ impl PassageIndex {
             }
             latest[i] = older && !newer;
         }
+        let query = query.map(|q| unit(q.to_vec()));
         chosen
             .into_iter()
             .zip(latest)
-            .map(|((_, p), latest)| RecalledPassage {
+            .zip(vectors)
+            .map(|(((_, p), latest), v)| RecalledPassage {
                 day: self.day_of(p.at),
                 speaker: p.speaker,
                 text: p.text.clone(),
                 latest,
+                cosine: query.as_ref().zip(v).map(|(q, v)| q.iter().zip(&v).map(|(a, b)| a * b).sum()),
             })
             .collect()
     }
@@ -651,11 +657,12 @@ mod tests {
         at(5, "my cat is Pickle", [0.0, 0.0, 1.0, 0.0]);
         let query = [1.0f32, 0.15, 0.0, 0.0];
         let found = ix.search(&MemoryQuery { text: "where do I work", vector: Some(&query), ..Default::default() });
-        let packed = ix.pack(&found, 10_000);
+        let packed = ix.pack(&found, 10_000, Some(&query));
         let latest: Vec<&str> = packed.iter().filter(|p| p.latest).map(|p| p.text.as_str()).collect();
         assert_eq!(latest, ["I moved to A&E last week"]);
         assert!(packed[0].line().contains("(the latest on this)") || packed[1].line().contains("(the latest on this)"));
         // A budget packs the best first, whole passages only.
-        assert_eq!(ix.pack(&found, 60).len(), 1);
+        assert_eq!(ix.pack(&found, 60, None).len(), 1);
+        assert!(packed[0].cosine.is_some_and(|c| c > 0.9), "{packed:?}");
     }
 }
