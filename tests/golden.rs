@@ -6,7 +6,8 @@
 //! holds the kinds added since the one before it (`golden-v2`:
 //! `memory.forgotten`; `golden-v3`: `pattern.reembedded`; `golden-v4`:
 //! `stream.message_skipped` and the actor `log`; `golden-v5`:
-//! `canonical.rejected`, `pipeline.rejected`), so together they
+//! `canonical.rejected`, `pipeline.rejected`; `golden-v6`:
+//! `memory.passages_indexed` and the actor `memory`), so together they
 //! hold every kind. To write a new
 //! one (only ever a *new* fixture directory; an existing one is history and
 //! is never rewritten): add it to [`FIXTURES`], then
@@ -31,12 +32,13 @@ struct Fixture {
 }
 
 /// Every golden log, oldest first.
-const FIXTURES: [Fixture; 5] = [
+const FIXTURES: [Fixture; 6] = [
     Fixture { name: "golden-v1", events: fixture_events },
     Fixture { name: "golden-v2", events: fixture_v2_events },
     Fixture { name: "golden-v3", events: fixture_v3_events },
     Fixture { name: "golden-v4", events: fixture_v4_events },
     Fixture { name: "golden-v5", events: fixture_v5_events },
+    Fixture { name: "golden-v6", events: fixture_v6_events },
 ];
 
 fn fixture_dir(f: &Fixture) -> PathBuf {
@@ -110,6 +112,23 @@ fn fixture_v5_events() -> Vec<Envelope> {
         Envelope::at(id(1), at, ActorKind::Router, canonical).with_session(session.clone()).with_turn(turn),
         Envelope::at(id(2), at, ActorKind::Router, pipeline).with_session(session).with_turn(turn),
     ]
+}
+
+/// `golden-v6`: the kinds added after `golden-v5`.
+fn fixture_v6_events() -> Vec<Envelope> {
+    let at = engram::events::chrono::DateTime::parse_from_rfc3339("2026-11-26T22:00:00Z").unwrap().to_utc();
+    let id = |n: u32| EventId(derive_ulid(at, &[b"golden-v6", &n.to_be_bytes()]));
+    let session = SessionId::new("g6");
+    let turn = TurnId(derive_ulid(at, &[b"golden-v6-turn"]));
+    let passages = vec![
+        Passage {
+            text: "my counter is only 38 square feet".into(),
+            speaker: Speaker::User,
+            vector: Some(PassageVector { provider: "local:test:int8".into(), scale: 0.0078125, codes: vec![127, -3, 0, 64] }),
+        },
+        Passage { text: "Noted.".into(), speaker: Speaker::Assistant, vector: None },
+    ];
+    vec![Envelope::at(id(1), at, ActorKind::Memory, PassagesIndexed { passages }).with_session(session).with_turn(turn)]
 }
 
 /// The fixture's events, built deterministically (fixed ids and times).
