@@ -124,7 +124,11 @@ fn fixture_v6_events() -> Vec<Envelope> {
         Passage {
             text: "my counter is only 38 square feet".into(),
             speaker: Speaker::User,
-            vector: Some(PassageVector { provider: "local:test:int8".into(), scale: 0.0078125, codes: vec![127, -3, 0, 64] }),
+            vector: Some(PassageVector {
+                provider: "local:test:int8".into(),
+                scale: 0.0078125,
+                codes: vec![127, -3, 0, 64],
+            }),
         },
         Passage { text: "Noted.".into(), speaker: Speaker::Assistant, vector: None },
     ];

@@ -207,6 +207,17 @@ impl Recollection {
         scored.into_iter().map(|(c, _, f)| (Some(c), f)).collect()
     }
 
+    /// The answer to a request no tool matched, from what was said: the
+    /// best recalled passage that states something, when it resembles the
+    /// request as much as a tool's description must to be planned
+    /// offline (`Calibration::offline_planner`) — memory competes as one
+    /// more tool would. `None`: the turn stays unanswered.
+    pub fn answer_unplanned(&self, recalled: &Recalled, lang: engram_learning::lang::Lang) -> Option<String> {
+        let bar = self.embed.as_ref().map(|(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).offline_planner)?;
+        let p = recalled.passages.iter().find(|p| p.cosine.is_some_and(|c| c >= bar) && states(p))?;
+        Some(said_line(p, lang))
+    }
+
     /// What the `recall` tool answers `query` with: the user's `facts` and
     /// the passage said that answers it best ("On 12 November you said:
     /// …", in `lang`), whichever resembles the request more first — so an
@@ -224,10 +235,7 @@ impl Recollection {
         let facts = self.score_facts(query, facts);
         let bar =
             self.embed.as_ref().map_or(f32::INFINITY, |(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).recall);
-        let best = recalled.passages.iter().position(|p| {
-            p.cosine.is_some_and(|c| c >= bar)
-                && engram_learning::memory::sentences(&p.text).iter().any(|s| !s.trim_end().ends_with('?'))
-        });
+        let best = recalled.passages.iter().position(|p| p.cosine.is_some_and(|c| c >= bar) && states(p));
         let mut answer: Vec<String> = Vec::new();
         let mut rest = Vec::new();
         match best {
@@ -242,7 +250,16 @@ impl Recollection {
                     answer.extend(facts.into_iter().map(|(_, f)| f));
                     answer.push(line);
                 }
-                let others = Recalled { passages: recalled.passages.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, p)| p.clone()).collect(), ..recalled.clone() };
+                let others = Recalled {
+                    passages: recalled
+                        .passages
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != i)
+                        .map(|(_, p)| p.clone())
+                        .collect(),
+                    ..recalled.clone()
+                };
                 rest.extend(others.lines());
             }
             None => {
@@ -298,9 +315,8 @@ impl Recollection {
         };
         let found = self.passages.search(&memory_query);
         let passages = self.passages.pack(&found, self.budget_chars, query_vector.as_deref());
-        let mut left = self.budget_chars.saturating_sub(
-            passages.iter().map(|p| p.line().chars().count() + 1).sum::<usize>(),
-        );
+        let mut left =
+            self.budget_chars.saturating_sub(passages.iter().map(|p| p.line().chars().count() + 1).sum::<usize>());
         let cosines: std::collections::HashMap<i32, f32> = match (&self.index, &query_vector) {
             (Some(index), Some(q)) => index
                 .search_exact(q, index.len())
@@ -363,6 +379,12 @@ impl Recollection {
     }
 }
 
+/// Whether a passage states something (not only questions the user
+/// asked): a question is no answer to a later one.
+fn states(p: &RecalledPassage) -> bool {
+    engram_learning::memory::sentences(&p.text).iter().any(|s| !s.trim_end().ends_with('?'))
+}
+
 /// A passage as an answer, in the request's language: "On 12 November
 /// you said: "…"" / "Il 12 novembre mi hai detto: "…"".
 pub fn said_line(p: &RecalledPassage, lang: engram_learning::lang::Lang) -> String {
@@ -370,12 +392,24 @@ pub fn said_line(p: &RecalledPassage, lang: engram_learning::lang::Lang) -> Stri
     use engram_events::payloads::Speaker;
     use engram_learning::lang::Lang;
     const MESI: [&str; 12] = [
-        "gennaio", "febbraio", "marzo", "aprile", "maggio", "giugno", "luglio", "agosto", "settembre", "ottobre",
-        "novembre", "dicembre",
+        "gennaio",
+        "febbraio",
+        "marzo",
+        "aprile",
+        "maggio",
+        "giugno",
+        "luglio",
+        "agosto",
+        "settembre",
+        "ottobre",
+        "novembre",
+        "dicembre",
     ];
     let text = p.text.trim();
     match (lang, p.speaker) {
-        (Lang::It, Speaker::User) => format!("Il {} {} mi hai detto: \"{text}\"", p.day.day(), MESI[p.day.month0() as usize]),
+        (Lang::It, Speaker::User) => {
+            format!("Il {} {} mi hai detto: \"{text}\"", p.day.day(), MESI[p.day.month0() as usize])
+        }
         (Lang::It, Speaker::Assistant) => {
             format!("Il {} {} ti ho detto: \"{text}\"", p.day.day(), MESI[p.day.month0() as usize])
         }

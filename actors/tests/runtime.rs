@@ -865,3 +865,28 @@ fn a_model_change_re_embeds_the_pattern_stores_fingerprints_once() {
     let third = run(embedder(), "s-again", &["count the words in ~/c.txt"]);
     assert_eq!(count(&third, EventKind::PatternReembedded), reembedded.len(), "nothing re-embedded twice");
 }
+
+/// Issue 30, offline: a question about what the user said in an earlier
+/// session is answered from the passage that said it, dated, in the
+/// request's language — not from the facts the graph learnt (none here:
+/// nothing in it is "my name is" or "I live in").
+#[test]
+fn offline_a_detail_said_earlier_is_answered_from_what_was_said() {
+    let f = fixture();
+    let rt = start(&f);
+    let first = SessionId::new("s-biscuit");
+    for text in [
+        "set a timer for 20 minutes please",
+        "also my sister's dog Biscuit is staying with me next weekend so I need to buy puppy pads",
+    ] {
+        rt.handle_utterance(&first, text).unwrap();
+    }
+    rt.end_session(&first).unwrap();
+    assert!(rt.settle(Duration::from_secs(20)));
+    let later = SessionId::new("s-biscuit-later");
+    let r = rt.handle_utterance(&later, "what is the name of my sister's dog?").unwrap();
+    assert!(r.text.starts_with("On ") && r.text.contains("Biscuit"), "{r:?}");
+    let r = rt.handle_utterance(&later, "come si chiama il cane di mia sorella?").unwrap();
+    assert!(r.text.starts_with("Il ") && r.text.contains("Biscuit"), "{r:?}");
+    rt.shutdown().unwrap();
+}

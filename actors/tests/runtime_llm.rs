@@ -1582,3 +1582,48 @@ fn a_hosts_client_plans_without_a_configured_model() {
     assert_eq!(requests(&server, Ctx::Planner)[0].body["model"], "default");
     rt.shutdown().unwrap();
 }
+
+/// Issue 30: a detail said in passing, inside a turn about something else,
+/// reaches the model's context sessions later, when asked about in other
+/// words — though the day's summary left it out and the graph holds no
+/// fact of it (the memory index of what was said). Forgotten, it reaches
+/// the model no more.
+#[test]
+fn a_detail_said_in_passing_reaches_the_model_sessions_later() {
+    const DETAIL: &str = "seven crushed corners";
+    let server = server(|c| match c {
+        Ctx::Planner => said("[]", (50, 2)),
+        Ctx::ReplyLoop => said("Noted.", (60, 3)),
+        Ctx::Summary => {
+            said(r#"{"summary": "The user talked about a delivery and a timer.", "topics": ["delivery"]}"#, (10, 5))
+        }
+        Ctx::Enrichment => said(r#"{"keywords": ["box", "delivery"], "from": null, "to": null}"#, (20, 5)),
+        _ => said("[]", (10, 1)),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&server));
+    let first = SessionId::new("s-delivery");
+    for text in [
+        "the flour from the mill came this morning, the outer box had seven crushed corners but the bags inside were fine, anyway what should I bake on Sunday",
+        "ok and remind me to call my sister on Friday",
+    ] {
+        rt.handle_utterance(&first, text).unwrap();
+    }
+    rt.end_session(&first).unwrap();
+    assert!(rt.settle(Duration::from_secs(20)));
+    let indexed = events(&rt).iter().filter(|e| e.kind() == EventKind::PassagesIndexed).count();
+    assert_eq!(indexed, 2, "one memory.passages_indexed per turn");
+    let later = SessionId::new("s-delivery-later");
+    rt.handle_utterance(&later, "how badly was the packaging of the last delivery damaged?").unwrap();
+    let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
+    let memory = system.iter().find(|m| m.contains(DETAIL)).unwrap_or_else(|| panic!("not recalled: {system:?}"));
+    assert!(always_fenced(memory, DETAIL), "as data: {memory}");
+    let budget = engram_actors::recollection::DEFAULT_BUDGET_TOKENS * 4;
+    assert!(memory.len() < budget + 800, "within the budget: {} chars", memory.len());
+
+    rt.forget(&engram_learning::memory::Forget::Text("crushed corners".into())).unwrap();
+    rt.handle_utterance(&later, "and what happened to the box of flour?").unwrap();
+    let last = requests(&server, Ctx::ReplyLoop).last().unwrap().body.to_string();
+    assert!(!last.contains(DETAIL), "forgotten: {last}");
+    rt.shutdown().unwrap();
+}

@@ -183,10 +183,8 @@ impl RecallReport {
             self.fixture_passages, self.budget_tokens
         )];
         for (split, g) in &self.splits {
-            let kinds: Vec<String> =
-                g.by_kind.iter().map(|(k, s)| format!("{k} {}/{}", s.reached, s.asked)).collect();
-            let langs: Vec<String> =
-                g.by_lang.iter().map(|(k, s)| format!("{k} {}/{}", s.reached, s.asked)).collect();
+            let kinds: Vec<String> = g.by_kind.iter().map(|(k, s)| format!("{k} {}/{}", s.reached, s.asked)).collect();
+            let langs: Vec<String> = g.by_lang.iter().map(|(k, s)| format!("{k} {}/{}", s.reached, s.asked)).collect();
             out.push(format!(
                 "  {split:<8} reached {}/{} ({:.1} %) — {} — {}; context median {} chars (max {}); changed: stale only {}",
                 g.all.reached,
@@ -409,7 +407,11 @@ fn scale(
         graph.observe(e);
     }
     // Built now (the graph's one-off build is not a search).
-    graph.search(&MemoryQuery { text: "warm", vector: all[0].vector.as_ref().map(dequantize).as_deref(), ..Default::default() });
+    graph.search(&MemoryQuery {
+        text: "warm",
+        vector: all[0].vector.as_ref().map(dequantize).as_deref(),
+        ..Default::default()
+    });
     let rss = rss_bytes().saturating_sub(before);
     let mut exact = PassageIndex::new(offset, Some(provider.clone())).exact();
     for e in &padding {
@@ -429,7 +431,14 @@ fn scale(
         // search after them (once, not per request): not timed.
         for index in [&mut graph, &mut exact] {
             index.search(&MemoryQuery { text: "warm", ..Default::default() });
-            index.semantic(&MemoryQuery { text: "", vector: all[0].vector.as_ref().map(dequantize).as_deref(), ..Default::default() }, 1);
+            index.semantic(
+                &MemoryQuery {
+                    text: "",
+                    vector: all[0].vector.as_ref().map(dequantize).as_deref(),
+                    ..Default::default()
+                },
+                1,
+            );
         }
         for q in questions.iter().filter(|q| q.conversation == c.id) {
             let v = embedder.embed(&q.question)?;

@@ -56,16 +56,13 @@ impl MemoryIndexer {
 
     /// The passages of a turn: the user's words, then the reply's.
     pub fn passages(&self, request: &str, reply: Option<&str>) -> Vec<Passage> {
-        let mut texts: Vec<(Speaker, String)> =
-            split(request).into_iter().map(|t| (Speaker::User, t)).collect();
+        let mut texts: Vec<(Speaker, String)> = split(request).into_iter().map(|t| (Speaker::User, t)).collect();
         texts.extend(reply.into_iter().flat_map(split).map(|t| (Speaker::Assistant, t)));
         let vectors = match (&self.embedder, texts.is_empty()) {
             (Some(e), false) => {
                 let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
                 match e.embed_batch(&refs) {
-                    Ok(v) if v.len() == texts.len() => {
-                        v.iter().map(|v| Some(quantize(e.model_id(), v))).collect()
-                    }
+                    Ok(v) if v.len() == texts.len() => v.iter().map(|v| Some(quantize(e.model_id(), v))).collect(),
                     Ok(_) => {
                         tracing::warn!("memory indexer: the embedder returned a wrong count; words alone");
                         vec![None; texts.len()]

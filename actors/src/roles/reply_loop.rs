@@ -335,6 +335,13 @@ impl ReplyLoop {
                 let prompt = Prompt { query: &open.text, dialogue: &dialogue, recalled: memory.as_deref(), offered };
                 self.agentic(&mut run, &client, model, prompt, &ctx)
             }
+            // Offline, a request no tool matched may be about what was
+            // said (issue 30): answered from memory when a passage
+            // resembles it enough.
+            _ if steps.is_empty() && layer == RouteLayer::Planner => self
+                .recollection
+                .answer_unplanned(&recalled, run.lang(&open.text))
+                .unwrap_or_else(|| offline_reply(&run, layer, &open.text, ctx.now)),
             _ => offline_reply(&run, layer, &open.text, ctx.now),
         };
         let text = match open.planner_failed.filter(|_| !agentic) {

@@ -8,8 +8,8 @@
 //!
 //! | asked | retracts |
 //! |---|---|
-//! | a text (`engram forget Turin`) | every graph fact holding it (any branch, case-insensitive), and every diary sentence holding it, earlier or later |
-//! | a session (`engram forget --session s-12`) | the facts that session's summary added (still held), and its summaries leave the diary |
+//! | a text (`engram forget Turin`) | every graph fact holding it (any branch, case-insensitive), every diary sentence holding it, earlier or later, and every passage of the memory index holding it (said before the retraction) |
+//! | a session (`engram forget --session s-12`) | the facts that session's summary added (still held), its summaries leave the diary, its passages leave the memory index |
 //!
 //! What it does **not** do: erase. The log is append-only; the utterances,
 //! summaries and facts stay in it (`engram export` shows them), and a fact
@@ -24,7 +24,7 @@ use engram_events::payloads::{ForgottenFact, MemoryForgotten};
 use engram_events::{Envelope, Event, EventKind, SessionId};
 use engram_local_state::projector::Projection;
 
-use super::Diary;
+use super::{Diary, PassageIndex};
 use crate::projections::Graph;
 
 /// What a user asks to forget.
@@ -77,8 +77,13 @@ pub fn forget(
 }
 
 /// The kinds [`Memory`] folds.
-pub const FORGET_KINDS: &[EventKind] =
-    &[EventKind::SummaryWritten, EventKind::GraphFactAdded, EventKind::GraphNodeMerged, EventKind::MemoryForgotten];
+pub const FORGET_KINDS: &[EventKind] = &[
+    EventKind::SummaryWritten,
+    EventKind::GraphFactAdded,
+    EventKind::GraphNodeMerged,
+    EventKind::MemoryForgotten,
+    EventKind::PassagesIndexed,
+];
 
 /// What the assistant has learnt, as far as forgetting needs it: the
 /// graph, which session added which fact, and the diary (the one fold of
@@ -89,6 +94,8 @@ pub struct Memory {
     taught: BTreeMap<SessionId, Vec<ForgottenFact>>,
     /// The diary (its days do not matter here: any offset).
     diary: Diary,
+    /// What was said (the memory index; no vectors are searched here).
+    passages: PassageIndex,
 }
 
 impl Default for Memory {
@@ -97,6 +104,7 @@ impl Default for Memory {
             graph: Graph::default(),
             taught: BTreeMap::new(),
             diary: Diary::new(FixedOffset::east_opt(0).expect("UTC")),
+            passages: PassageIndex::new(FixedOffset::east_opt(0).expect("UTC"), None),
         }
     }
 }
@@ -133,6 +141,7 @@ impl Memory {
             _ => {}
         }
         self.diary.observe(env);
+        self.passages.observe(env);
         self.graph.apply(env);
         self.graph.forget_changes();
     }
@@ -159,7 +168,8 @@ impl Memory {
                     .filter(|f| f.fact.to_lowercase().contains(&needle))
                     .collect();
                 let in_diary = self.diary.entries().any(|e| e.text.to_lowercase().contains(&needle));
-                if facts.is_empty() && !in_diary {
+                let said = self.passages.passages().any(|p| p.text.to_lowercase().contains(&needle));
+                if facts.is_empty() && !in_diary && !said {
                     return Err(ForgetError::NoMatch(what.to_string()));
                 }
                 (facts, Vec::new(), vec![text.trim().to_owned()])
@@ -172,7 +182,8 @@ impl Memory {
                     }
                 }
                 let summarised = self.diary.summarises(session);
-                if facts.is_empty() && !summarised {
+                let said = self.passages.passages().any(|p| p.session.as_ref() == Some(session));
+                if facts.is_empty() && !summarised && !said {
                     return Err(ForgetError::NoMatch(what.to_string()));
                 }
                 (facts, vec![session.clone()], Vec::new())
@@ -260,5 +271,26 @@ mod tests {
         // Asked again: nothing left to forget, nothing appended.
         assert!(matches!(m.retraction(&Forget::Session(SessionId::new("s-1"))), Err(ForgetError::NoMatch(_))));
         assert!(matches!(m.retraction(&Forget::Session(SessionId::new("s-9"))), Err(ForgetError::NoMatch(_))));
+    }
+
+    #[test]
+    fn what_was_only_said_is_forgotten_too() {
+        use engram_events::payloads::{Passage, PassagesIndexed, Speaker};
+        let mut m = Memory::default();
+        let said = PassagesIndexed {
+            passages: vec![Passage {
+                text: "the box had seven crushed corners".into(),
+                speaker: Speaker::User,
+                vector: None,
+            }],
+        };
+        m.observe(&Envelope::new(ActorKind::Memory, said).with_session(SessionId::new("s-7")));
+        // No fact, no diary entry: the passage alone is something to forget.
+        let r = m.retraction(&Forget::Text("crushed corners".into())).unwrap();
+        assert_eq!(r.phrases, ["crushed corners"]);
+        assert!(m.retraction(&Forget::Session(SessionId::new("s-7"))).is_ok());
+        m.observe(&Envelope::new(ActorKind::Cli, r));
+        assert!(matches!(m.retraction(&Forget::Text("crushed corners".into())), Err(ForgetError::NoMatch(_))));
+        assert!(matches!(m.retraction(&Forget::Session(SessionId::new("s-7"))), Err(ForgetError::NoMatch(_))));
     }
 }

@@ -61,6 +61,14 @@ pub const RRF_K: f32 = 60.0;
 /// Candidates each index contributes to the fusion.
 pub const CANDIDATES: usize = 40;
 
+/// The graph search's candidate list: wider than the vector crate's
+/// default (64) since a search here asks for [`CANDIDATES`], not 10.
+/// Measured by `engram bench memory` at 100k passages: see docs/memory.md.
+const EF_SEARCH: usize = 160;
+
+/// Vectors joined to the index per step of a flush.
+const FLUSH_CHUNK: usize = 4_096;
+
 /// BM25's term-frequency saturation and length normalisation (the usual
 /// defaults).
 const BM25_K1: f32 = 1.2;
@@ -215,8 +223,9 @@ pub struct PassageIndex {
     provider: Option<String>,
     /// Slot → passage; `None`: dropped (repeated later, or forgotten).
     passages: Vec<Option<Remembered>>,
-    /// `(speaker, normalised text)` → slot (rule 4).
-    by_text: HashMap<(Speaker, String), u32>,
+    /// `(speaker, hash of the normalised text)` → slot (rule 4): a hash,
+    /// not a second copy of every text.
+    by_text: HashMap<(Speaker, [u8; 16]), u32>,
     /// Term → `(slot, count)`; dropped slots are skipped when read.
     postings: HashMap<String, Vec<(u32, u16)>>,
     /// Slot → its number of terms.
@@ -305,10 +314,7 @@ impl PassageIndex {
     }
 
     fn add(&mut self, p: &Passage, session: Option<SessionId>, at: DateTime<Utc>) {
-        let key = (p.speaker, normalize(&p.text));
-        if key.1.is_empty() {
-            return;
-        }
+        let Some(key) = text_key(p.speaker, &p.text) else { return };
         if let Some(old) = self.by_text.get(&key).copied() {
             self.drop_slot(old);
         }
@@ -339,7 +345,9 @@ impl PassageIndex {
 
     fn drop_slot(&mut self, slot: u32) {
         let Some(p) = self.passages.get_mut(slot as usize).and_then(Option::take) else { return };
-        self.by_text.remove(&(p.speaker, normalize(&p.text)));
+        if let Some(key) = text_key(p.speaker, &p.text) {
+            self.by_text.remove(&key);
+        }
         self.live_terms -= self.lengths[slot as usize] as u64;
         self.live -= 1;
         if let Some(index) = &mut self.vectors {
@@ -347,37 +355,39 @@ impl PassageIndex {
         }
     }
 
-    /// Joins the waiting vectors to the vector index.
+    /// Joins the waiting vectors to the vector index, a chunk at a time
+    /// (a year's passages at a first search would otherwise hold every
+    /// float vector twice while the graph is built).
     fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
         let pending = std::mem::take(&mut self.pending);
-        let rows: Vec<(u32, Vec<f32>)> = pending
-            .into_iter()
-            .filter_map(|slot| {
-                let p = self.passages[slot as usize].as_ref()?;
-                Some((slot, dequantize(p.vector.as_ref()?)))
-            })
-            .filter(|(_, v)| v.iter().any(|x| *x != 0.0))
-            .collect();
-        let Some(dim) = rows.first().map(|(_, v)| v.len()) else { return };
-        let exact = self.exact;
-        let index = self.vectors.get_or_insert_with(|| {
-            let mut c = VectorConfig::new(dim.max(1));
-            c.build_threads = 1;
-            if exact {
-                c.exact_below = usize::MAX;
-            }
-            VectorIndex::new(c).expect("a positive dimension")
-        });
-        // In one go (the graph is built or extended once); a batch with a
-        // bad vector (another model's length) goes row by row instead, so
-        // only that row is left out.
-        if index.extend(rows.iter().map(|(s, v)| (*s, v.as_slice()))).is_err() {
-            for (slot, v) in rows {
-                if let Err(e) = index.insert(slot, &v) {
-                    tracing::warn!("memory index: passage {slot} was not indexed ({e})");
+        for chunk in pending.chunks(FLUSH_CHUNK) {
+            let rows: Vec<(u32, Vec<f32>)> = chunk
+                .iter()
+                .filter_map(|&slot| {
+                    let p = self.passages[slot as usize].as_ref()?;
+                    Some((slot, dequantize(p.vector.as_ref()?)))
+                })
+                .filter(|(_, v)| v.iter().any(|x| *x != 0.0))
+                .collect();
+            let Some(dim) = rows.first().map(|(_, v)| v.len()) else { continue };
+            let exact = self.exact;
+            let index = self.vectors.get_or_insert_with(|| {
+                let mut c = VectorConfig::new(dim.max(1));
+                c.build_threads = 1;
+                c.ef_search = EF_SEARCH;
+                if exact {
+                    c.exact_below = usize::MAX;
+                }
+                VectorIndex::new(c).expect("a positive dimension")
+            });
+            // In one go (the graph is built or extended once); a chunk
+            // with a bad vector (another model's length) goes row by row
+            // instead, so only that row is left out.
+            if index.extend(rows.iter().map(|(s, v)| (*s, v.as_slice()))).is_err() {
+                for (slot, v) in rows {
+                    if let Err(e) = index.insert(slot, &v) {
+                        tracing::warn!("memory index: passage {slot} was not indexed ({e})");
+                    }
                 }
             }
         }
@@ -410,8 +420,7 @@ impl PassageIndex {
         let mut scores: HashMap<u32, f32> = HashMap::new();
         for t in &query_terms {
             let Some(list) = self.postings.get(t) else { continue };
-            let live: Vec<&(u32, u16)> =
-                list.iter().filter(|(s, _)| self.passages[*s as usize].is_some()).collect();
+            let live: Vec<&(u32, u16)> = list.iter().filter(|(s, _)| self.passages[*s as usize].is_some()).collect();
             if live.is_empty() {
                 continue;
             }
@@ -549,6 +558,19 @@ impl PassageIndex {
     }
 }
 
+/// The key rule 4 compares: who said it and a 128-bit hash of the
+/// normalised words (`None`: no words).
+fn text_key(speaker: Speaker, text: &str) -> Option<(Speaker, [u8; 16])> {
+    let n = normalize(text);
+    if n.is_empty() {
+        return None;
+    }
+    let hash = blake3::hash(n.as_bytes());
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&hash.as_bytes()[..16]);
+    Some((speaker, key))
+}
+
 fn unit(mut v: Vec<f32>) -> Vec<f32> {
     engram_vector::normalize(&mut v);
     v
@@ -570,11 +592,10 @@ mod tests {
     use engram_events::ActorKind;
 
     fn said(day: u32, session: &str, texts: &[&str]) -> Envelope {
-        let passages = texts
-            .iter()
-            .map(|t| Passage { text: t.to_string(), speaker: Speaker::User, vector: None })
-            .collect();
-        let mut e = Envelope::new(ActorKind::Memory, PassagesIndexed { passages }).with_session(SessionId::new(session));
+        let passages =
+            texts.iter().map(|t| Passage { text: t.to_string(), speaker: Speaker::User, vector: None }).collect();
+        let mut e =
+            Envelope::new(ActorKind::Memory, PassagesIndexed { passages }).with_session(SessionId::new(session));
         e.at = Utc.with_ymd_and_hms(2026, 11, day, 12, 0, 0).unwrap();
         e
     }
@@ -601,7 +622,8 @@ mod tests {
         ix.observe(&said(3, "s1", &["my rent went up to 865 pounds a month", "the weather is nice"]));
         ix.observe(&said(9, "s2", &["Pickle is my cat, she is eleven", "we talked about restaurants"]));
         let q = |text| MemoryQuery { text, ..Default::default() };
-        let best = |ix: &mut PassageIndex, q: MemoryQuery<'_>| ix.search(&q).first().map(|s| ix.get(*s).unwrap().text.clone());
+        let best =
+            |ix: &mut PassageIndex, q: MemoryQuery<'_>| ix.search(&q).first().map(|s| ix.get(*s).unwrap().text.clone());
         assert_eq!(best(&mut ix, q("how much is the rent")).unwrap(), "my rent went up to 865 pounds a month");
         assert_eq!(best(&mut ix, q("what's Pickle like")).unwrap(), "Pickle is my cat, she is eleven");
         // A stem matches across a plural.

@@ -171,15 +171,13 @@ pub fn named_day(normalized: &str, today: NaiveDate) -> Option<NaiveDate> {
         return None;
     }
     // The latest matching day at or before today, within a year.
-    (0..=366)
-        .map(|back| today - Duration::days(back))
-        .find(|d| match (month, day, weekday) {
-            (Some(m), Some(n), _) => d.month0() == m as u32 && d.day() == n,
-            (None, Some(n), Some(w)) => d.day() == n && d.weekday().num_days_from_monday() == w as u32,
-            (None, Some(n), None) => d.day() == n && *d < today,
-            (None, None, Some(w)) => d.weekday().num_days_from_monday() == w as u32 && *d < today,
-            (Some(_), None, _) | (None, None, None) => false,
-        })
+    (0..=366).map(|back| today - Duration::days(back)).find(|d| match (month, day, weekday) {
+        (Some(m), Some(n), _) => d.month0() == m as u32 && d.day() == n,
+        (None, Some(n), Some(w)) => d.day() == n && d.weekday().num_days_from_monday() == w as u32,
+        (None, Some(n), None) => d.day() == n && *d < today,
+        (None, None, Some(w)) => d.weekday().num_days_from_monday() == w as u32 && *d < today,
+        (Some(_), None, _) | (None, None, None) => false,
+    })
 }
 
 /// The offline enrichment (#3's fallback): content words as keywords, the
