@@ -129,9 +129,11 @@ impl Recollection {
         budget_tokens: usize,
     ) -> Recollection {
         let provider = embed.as_ref().map(|(e, _)| e.model_id().to_owned());
+        let bar =
+            embed.as_ref().map_or(f32::INFINITY, |(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).recall);
         Recollection {
             diary: Diary::new(offset),
-            passages: PassageIndex::new(offset, provider),
+            passages: PassageIndex::new(offset, provider).min_cosine(bar),
             budget_chars: budget_tokens.saturating_mul(CHARS_PER_TOKEN),
             embed,
             index: None,
@@ -147,10 +149,11 @@ impl Recollection {
         self.passages.observe(env);
     }
 
-    /// Whether nothing was said or summarised yet (nothing to recall: no
-    /// lookup, no enrichment call).
-    pub fn is_empty(&self) -> bool {
-        self.diary.is_empty() && self.passages.is_empty()
+    /// Whether nothing was said or summarised yet besides the
+    /// conversation in progress (nothing to recall: no lookup, no
+    /// enrichment call).
+    pub fn is_empty(&self, in_progress: Option<(&engram_events::SessionId, chrono::DateTime<chrono::Utc>)>) -> bool {
+        self.diary.is_empty() && !self.passages.holds_outside(in_progress)
     }
 
     /// The memory index (for `engram inspect memory` and the bench).
@@ -294,14 +297,22 @@ impl Recollection {
         }
     }
 
-    /// The entries and WORLD facts `query` needs, as `enrichment` narrows
-    /// them; `world` is the graph's WORLD facts.
-    pub fn recall(&mut self, query: &str, enrichment: &Enrichment, world: &[(String, String)]) -> Recalled {
+    /// What was said, the entries and the WORLD facts `query` needs, as
+    /// `enrichment` narrows them; `world` is the graph's WORLD facts;
+    /// `in_progress`, the conversation the prompt carries already (its
+    /// session and when it began), is not recalled again.
+    pub fn recall(
+        &mut self,
+        query: &str,
+        enrichment: &Enrichment,
+        world: &[(String, String)],
+        in_progress: Option<(&engram_events::SessionId, chrono::DateTime<chrono::Utc>)>,
+    ) -> Recalled {
         self.refresh();
         let keywords: BTreeSet<String> = enrichment.keywords.iter().flat_map(|k| content_set(k)).collect();
         // The request is embedded only when something it is compared with
         // was: no vectors, no inference.
-        let query_vector = match self.index.is_some() || !self.passages.is_empty() {
+        let query_vector = match self.index.is_some() || self.passages.holds_outside(in_progress) {
             true => self.vector(query),
             false => None,
         };
@@ -312,6 +323,7 @@ impl Recollection {
             vector: query_vector.as_deref(),
             from: enrichment.from,
             to: enrichment.to,
+            in_progress,
         };
         let found = self.passages.search(&memory_query);
         let passages = self.passages.pack(&found, self.budget_chars, query_vector.as_deref());
@@ -472,16 +484,16 @@ mod tests {
         r.observe(&written(22, "Talked about the film Dune."));
         let day = |n| NaiveDate::from_ymd_opt(2026, 11, n).unwrap();
         let kw = |k: &[&str]| Enrichment { keywords: k.iter().map(|s| s.to_string()).collect(), from: None, to: None };
-        let got = r.recall("where did we have dinner?", &kw(&["dinner"]), &[]);
+        let got = r.recall("where did we have dinner?", &kw(&["dinner"]), &[], None);
         assert_eq!(got.days, [(day(20), "Dinner at Trattoria Da Mario with Luca.".to_owned())]);
         // Nothing matches: nothing goes in.
-        assert!(r.recall("quantum physics", &kw(&["quantum"]), &[]).is_empty());
+        assert!(r.recall("quantum physics", &kw(&["quantum"]), &[], None).is_empty());
         // A named day goes in whatever its words.
         let yesterday = Enrichment { keywords: vec!["talk".into()], from: Some(day(21)), to: Some(day(21)) };
-        assert_eq!(r.recall("what did we talk about?", &yesterday, &[]).days[0].0, day(21));
+        assert_eq!(r.recall("what did we talk about?", &yesterday, &[], None).days[0].0, day(21));
         // WORLD facts with a keyword.
         let world = [("places".to_owned(), "Da Mario closes on Mondays".to_owned()), ("x".into(), "unrelated".into())];
-        let got = r.recall("is Mario open?", &kw(&["mario"]), &world);
+        let got = r.recall("is Mario open?", &kw(&["mario"]), &world, None);
         assert_eq!(got.world, ["places: Da Mario closes on Mondays"]);
         let block = got.render().unwrap();
         assert!(block.contains("2026-11-20 (diary): Dinner") && block.contains("UNTRUSTED"), "{block}");

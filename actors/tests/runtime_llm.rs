@@ -591,7 +591,10 @@ fn a_small_model_reads_long_tool_results_and_memory_digested() {
     // The memory digest fails: the entries go in as found.
     rt.handle_utterance(&later, "and what did I ask about the fjord cruise before that?").unwrap();
     let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
-    assert!(system.iter().any(|s| s.contains("From your diary") && s.contains("fjord cruise")), "{system:?}");
+    assert!(
+        system.iter().any(|s| s.contains("From earlier conversations") && s.contains("fjord cruise")),
+        "{system:?}"
+    );
     let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
     assert!(calls.iter().any(|c| c.context == LlmContext::MemoryDigest && c.outcome != LlmOutcome::Ok));
     rt.shutdown().unwrap();
@@ -1057,7 +1060,7 @@ fn a_request_about_an_earlier_conversation_reaches_the_model_with_the_dated_diar
     assert!(prompt.contains(&format!("Today is {today}")) && prompt.contains("dinner with Luca"), "{prompt}");
     let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
     let diary = system.iter().find(|s| s.contains("diary")).unwrap_or_else(|| panic!("{system:?}"));
-    assert!(diary.contains(&format!("{today}: The user had dinner at Trattoria Da Mario")), "{diary}");
+    assert!(diary.contains(&format!("{today} (diary): The user had dinner at Trattoria Da Mario")), "{diary}");
     assert!(diary.contains("UNTRUSTED"), "fenced as data: {diary}");
     let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
     let enrichment: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::Enrichment).collect();
@@ -1072,10 +1075,10 @@ fn a_request_about_an_earlier_conversation_reaches_the_model_with_the_dated_diar
     let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);
     assert!(calls.iter().any(|c| c.context == LlmContext::Enrichment && c.outcome == LlmOutcome::HttpError));
 
-    // A request the diary knows nothing about gets no diary block.
+    // A request nothing said or summarised is about gets no memory block.
     rt.handle_utterance(&later, "how do magnets work?").unwrap();
     let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
-    assert!(!system.iter().any(|s| s.contains("diary")), "{system:?}");
+    assert!(!system.iter().any(|s| s.contains("From earlier conversations")), "{system:?}");
 
     // The day's second session updates the day's entry.
     rt.end_session(&later).unwrap();

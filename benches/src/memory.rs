@@ -208,7 +208,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         let open = should_recall(&query, &[], false);
         let enrichment = enrich_by_rule(&query, today);
         let t2 = Instant::now();
-        let found = recollection.recall(&query, &enrichment, &world);
+        let found = recollection.recall(&query, &enrichment, &world, None);
         let t3 = Instant::now();
         let lines = found.lines().join("\n");
         let digest = memory_digest_messages(&query, &lines);

@@ -296,7 +296,7 @@ pub fn run(opts: &RecallOptions, embedder: &Arc<dyn Embedder>, json: bool) -> an
         let t = Instant::now();
         let _ = embedder.embed(&q.question);
         embed_times.push(t.elapsed());
-        let block = r.recall(&q.question, &enrichment, &[]).render().unwrap_or_default();
+        let block = r.recall(&q.question, &enrichment, &[], None).render().unwrap_or_default();
         let hit = holds(&block, &q.must_contain);
         let g = splits.entry(split.clone()).or_default();
         g.all.add(hit);
@@ -402,7 +402,8 @@ fn scale(
     let padding = distractors(n, &all, &provider, &mut rng);
     let offset = FixedOffset::east_opt(0).expect("an offset");
     let before = rss_bytes();
-    let mut graph = PassageIndex::new(offset, Some(provider.clone()));
+    let bar = engram::learning::embedder::EmbeddingModel::calibration_for_id(&provider).recall;
+    let mut graph = PassageIndex::new(offset, Some(provider.clone())).min_cosine(bar);
     for e in &padding {
         graph.observe(e);
     }
@@ -413,7 +414,7 @@ fn scale(
         ..Default::default()
     });
     let rss = rss_bytes().saturating_sub(before);
-    let mut exact = PassageIndex::new(offset, Some(provider.clone())).exact();
+    let mut exact = PassageIndex::new(offset, Some(provider.clone())).exact().min_cosine(bar);
     for e in &padding {
         exact.observe(e);
     }
@@ -444,7 +445,13 @@ fn scale(
             let v = embedder.embed(&q.question)?;
             let enrichment = enrich_by_rule(&q.question, q.asked_at.date_naive());
             let text = format!("{} {}", q.question, enrichment.keywords.join(" "));
-            let query = MemoryQuery { text: &text, vector: Some(&v), from: enrichment.from, to: enrichment.to };
+            let query = MemoryQuery {
+                text: &text,
+                vector: Some(&v),
+                from: enrichment.from,
+                to: enrichment.to,
+                in_progress: None,
+            };
             for (index, times, share) in
                 [(&mut graph, &mut graph_times, &mut recall_graph), (&mut exact, &mut exact_times, &mut recall_exact)]
             {

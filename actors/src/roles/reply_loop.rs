@@ -528,7 +528,12 @@ impl ReplyLoop {
     fn recollect(&mut self, run: &mut Run<'_>, query: &str, asked: bool) -> Recalled {
         let env = run.cause;
         let world = self.profile.world_facts();
-        if self.recollection.is_empty() && world.is_empty() {
+        // The conversation in progress reaches the prompt as itself.
+        let since = match (&env.session, env.turn) {
+            (Some(s), Some(t)) => self.dialogue.since(s, t, env.at).map(|at| (s, at)),
+            _ => None,
+        };
+        if self.recollection.is_empty(since) && world.is_empty() {
             return Recalled::default();
         }
         if !asked {
@@ -554,7 +559,7 @@ impl ReplyLoop {
             }
             None => rule,
         };
-        self.recollection.recall(query, &enrichment, &world)
+        self.recollection.recall(query, &enrichment, &world, since)
     }
 
     /// The recalled memory for the prompt: digested (#4) for a small model

@@ -250,6 +250,14 @@ impl Dialogue {
             .collect()
     }
 
+    /// When the conversation before `turn` began: its oldest exchange in
+    /// the window ([`Dialogue::recent`]'s first), `None` when there is
+    /// none. What was said since then reaches a prompt as the
+    /// conversation, so memory need not bring it again.
+    pub fn since(&self, session: &SessionId, turn: TurnId, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.conversation(session, turn, now).first().map(|t| t.at)
+    }
+
     /// The answered exchanges of the conversation before `turn`, oldest
     /// first: within the window of each other back from `now` (a gap
     /// longer than the window ends a conversation), at most `max_turns`.

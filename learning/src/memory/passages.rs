@@ -185,6 +185,10 @@ pub struct MemoryQuery<'a> {
     pub from: Option<NaiveDate>,
     /// Last day, inclusive.
     pub to: Option<NaiveDate>,
+    /// The conversation in progress — its session, and when it began —
+    /// whose passages the prompt carries already (as the conversation):
+    /// skipped.
+    pub in_progress: Option<(&'a SessionId, DateTime<Utc>)>,
 }
 
 /// A passage recalled for a request, in the order it goes into a prompt.
@@ -238,6 +242,13 @@ pub struct PassageIndex {
     pending: Vec<u32>,
     /// Always scan exactly ([`PassageIndex::exact`]).
     exact: bool,
+    /// Least cosine of a passage the embedding ranks
+    /// ([`PassageIndex::min_cosine`]).
+    min_cosine: f32,
+    /// Session → its live passages and the earliest time one was said
+    /// (not moved later when that one is dropped: it only errs towards
+    /// "something to recall").
+    by_session: HashMap<Option<SessionId>, (usize, DateTime<Utc>)>,
 }
 
 impl PassageIndex {
@@ -256,6 +267,8 @@ impl PassageIndex {
             vectors: None,
             pending: Vec::new(),
             exact: false,
+            min_cosine: f32::NEG_INFINITY,
+            by_session: HashMap::new(),
         }
     }
 
@@ -331,6 +344,9 @@ impl PassageIndex {
         self.live_terms += terms.len() as u64;
         self.live += 1;
         self.by_text.insert(key, slot);
+        let stats = self.by_session.entry(session.clone()).or_insert((0, at));
+        stats.0 += 1;
+        stats.1 = stats.1.min(at);
         if p.vector.as_ref().is_some_and(|v| Some(&v.provider) == self.provider.as_ref()) {
             self.pending.push(slot);
         }
@@ -350,6 +366,9 @@ impl PassageIndex {
         }
         self.live_terms -= self.lengths[slot as usize] as u64;
         self.live -= 1;
+        if let Some(stats) = self.by_session.get_mut(&p.session) {
+            stats.0 = stats.0.saturating_sub(1);
+        }
         if let Some(index) = &mut self.vectors {
             index.remove(&slot);
         }
@@ -393,6 +412,16 @@ impl PassageIndex {
         }
     }
 
+    /// This index ranking by embedding only the passages at least `bar`
+    /// alike with the request (the model's `Calibration::recall`): the
+    /// nearest passages of an index are always *some* passages, and a
+    /// request about nothing said must bring none (the lexical half still
+    /// finds a name or a number in common).
+    pub fn min_cosine(mut self, bar: f32) -> PassageIndex {
+        self.min_cosine = bar;
+        self
+    }
+
     /// This index searching vectors by exact scan however many it holds:
     /// the peer that `engram bench memory` measures the graph against.
     pub fn exact(mut self) -> PassageIndex {
@@ -403,8 +432,18 @@ impl PassageIndex {
     fn in_range(&self, slot: u32, q: &MemoryQuery<'_>) -> bool {
         self.passages[slot as usize].as_ref().is_some_and(|p| {
             let day = self.day_of(p.at);
-            q.from.is_none_or(|f| day >= f) && q.to.is_none_or(|t| day <= t)
+            let current = q.in_progress.is_some_and(|(s, since)| p.session.as_ref() == Some(s) && p.at >= since);
+            q.from.is_none_or(|f| day >= f) && q.to.is_none_or(|t| day <= t) && !current
         })
+    }
+
+    /// Whether anything is held besides the conversation in progress
+    /// (`session`'s passages since `since`): with nothing else, a request
+    /// has nothing to recall.
+    pub fn holds_outside(&self, in_progress: Option<(&SessionId, DateTime<Utc>)>) -> bool {
+        let Some((session, since)) = in_progress else { return self.live > 0 };
+        let own = self.by_session.get(&Some(session.clone()));
+        self.live > own.map_or(0, |o| o.0) || own.is_some_and(|o| o.1 < since)
     }
 
     /// BM25's ranking of the live passages in range, best first.
@@ -447,8 +486,14 @@ impl PassageIndex {
         self.flush();
         let Some(index) = &self.vectors else { return Vec::new() };
         if q.from.is_none() && q.to.is_none() {
+            // (Graph results are filtered only for the conversation in
+            // progress: a few passages.)
             return match index.search(query, k) {
-                Ok(hits) => hits.into_iter().map(|h| (h.key, h.cosine)).collect(),
+                Ok(hits) => hits
+                    .into_iter()
+                    .filter(|h| h.cosine >= self.min_cosine && self.in_range(h.key, q))
+                    .map(|h| (h.key, h.cosine))
+                    .collect(),
                 Err(e) => {
                     tracing::warn!("memory index: vector search failed ({e}); words alone rank");
                     Vec::new()
@@ -462,6 +507,7 @@ impl PassageIndex {
                 let v = index.get(&s)?;
                 Some((s, v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>() / norm))
             })
+            .filter(|(_, c)| *c >= self.min_cosine)
             .collect();
         top(scored, k)
     }
@@ -548,9 +594,10 @@ impl PassageIndex {
 
     /// Restores what [`PassageIndex::save`] wrote, in order.
     pub fn restore(&mut self, saved: Vec<Remembered>) {
-        let (offset, provider, exact) = (self.offset, self.provider.take(), self.exact);
+        let (offset, provider, exact, bar) = (self.offset, self.provider.take(), self.exact, self.min_cosine);
         *self = PassageIndex::new(offset, provider);
         self.exact = exact;
+        self.min_cosine = bar;
         for r in saved {
             let passage = Passage { text: r.text, speaker: r.speaker, vector: r.vector };
             self.add(&passage, r.session, r.at);
