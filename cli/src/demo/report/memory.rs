@@ -1,6 +1,7 @@
 //! Memory at work in the workload's turns (not the routing part's): the
 //! last turn that answered with `recall` (what an earlier session taught),
-//! and the last follow-up whose "it" came from the turn before.
+//! the last answered with a detail said in passing sessions before, and
+//! the last follow-up whose "it" came from the turn before.
 
 use std::collections::HashMap;
 
@@ -43,6 +44,10 @@ impl MemoryFold {
         let says_it = c.text.split(|ch: char| !ch.is_alphanumeric()).any(|w| w.eq_ignore_ascii_case("it"));
         let from_before =
             c.steps.iter().any(|s| s.args.0.values().any(|v| v.as_str().is_some_and(|a| !c.text.contains(a))));
+        // A reply quoting what was said (`said_line`'s form, EN or IT).
+        if reply.contains(" you said: \"") || reply.contains(" mi hai detto: \"") {
+            self.memory.said_earlier = Some((c.text.clone(), reply.clone()));
+        }
         if c.steps.iter().any(|s| s.tool == engram::actors::tools::memory::RECALL) {
             self.memory.recalled = Some((c.text.clone(), shown, reply));
         } else if says_it && from_before {

@@ -123,6 +123,9 @@ pub struct Summaries {
 pub struct Memory {
     /// (request, the steps run, reply) of the last turn that ran `recall`.
     pub recalled: Option<(String, Vec<String>, String)>,
+    /// (request, reply) of the last turn answered with what the user said
+    /// in an earlier session (the memory index, issue 30).
+    pub said_earlier: Option<(String, String)>,
     /// (request, the steps run with their arguments, reply) of the last
     /// turn whose request says "it" and whose steps used an argument the
     /// request does not hold.
@@ -254,6 +257,9 @@ impl Report {
         println!("graph facts: USER {} · DIRECTIVES {} · WORLD {}{example}", g.user, g.directives, g.world);
         if let Some((asked, steps, reply)) = &self.memory.recalled {
             println!("memory: {asked:?} → {} → {reply:?} (from an earlier session)", steps.join(", "));
+        }
+        if let Some((asked, reply)) = &self.memory.said_earlier {
+            println!("memory: {asked:?} → {reply:?} (said in passing, sessions earlier)");
         }
         if let Some((asked, steps, reply)) = &self.memory.follow_up {
             println!("follow-up: {asked:?} → {} → {reply:?} (\"it\" from the turn before)", steps.join(", "));
