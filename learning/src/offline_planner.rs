@@ -38,11 +38,12 @@
 //!    [`SAME_ABILITY`] of the winner's description (an MCP filesystem
 //!    server's `list_directory` for `list_dir`) and that names no effectful
 //!    action the winner does not (rule 3's; not `create_directory`) — the
-//!    one of those nearest the request. With none, the winner is planned and its call says what
-//!    to configure ("where am I" without `[tools] location`).
+//!    one of those nearest the request. With none, the winner is planned
+//!    and its call says what to configure ("where am I" without `[tools]
+//!    location`).
 //!
-//! Every tool is compared by the same texts: its name, its description
-//! and each sentence of the description (an MCP server's paragraph says
+//! Every tool is compared by the same texts: its name (words split at `_`
+//! and `-`), its description and each sentence of the description (an MCP server's paragraph says
 //! what the tool does in its first sentence and adds caveats after), and
 //! a built-in's example phrasings.
 
@@ -223,8 +224,8 @@ impl OfflinePlanner {
         self
     }
 
-    /// Every tool with its best cosine to `text` (its description, name or
-    /// an example phrasing), best first: the tool router's ranking without
+    /// Every tool with its best cosine to `text` (its description, one of
+    /// its sentences, its name or an example phrasing), best first: the tool router's ranking without
     /// a model, and what `search_tools` finds.
     pub fn rank(&self, text: &str) -> Result<Vec<(String, f32)>, EmbedError> {
         let v = self.embedder.embed_batch(&[text])?.pop().unwrap_or_default();
