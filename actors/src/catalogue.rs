@@ -22,6 +22,12 @@
 //!    cache").
 //! 3. **A failed refresh keeps the old view** (the embedder failed): the
 //!    error is logged, and the next change tries again.
+//! 4. **Every tool is in the view, runnable or not.** A tool that cannot
+//!    do anything as configured ([`crate::tools::Tool::unconfigured`]:
+//!    `list_dir` without `[tools] file_roots`) is still listed and shown to
+//!    a model planner; the offline planner knows it cannot run and lets a
+//!    tool that can and does the same stand in for it (an MCP filesystem
+//!    server's `list_directory`; see `engram_learning::offline_planner`).
 
 use std::sync::{Arc, RwLock};
 
@@ -36,7 +42,8 @@ pub struct CatalogueView {
     pub version: u64,
     /// `(name, description, parameters)`, sorted by name.
     pub tools: Arc<Vec<ToolDescription>>,
-    /// The offline planner (and the tool router's ranking) over `tools`.
+    /// The offline planner (and the tool router's ranking) over `tools`,
+    /// knowing which of them cannot run as configured (rule 4).
     pub offline: Arc<OfflinePlanner>,
 }
 
@@ -61,7 +68,8 @@ impl Catalogue {
     /// with `embedder`.
     pub fn new(registry: Arc<ToolRegistry>, embedder: Arc<dyn Embedder>) -> Result<Catalogue, EmbedError> {
         let tools = Arc::new(registry.specs());
-        let offline = Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?);
+        let offline =
+            Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?.with_unconfigured(&registry.unconfigured()));
         let view = CatalogueView { version: 1, tools, offline };
         Ok(Catalogue { registry, embedder, view: RwLock::new(Arc::new(view)), refreshing: Default::default() })
     }
@@ -86,6 +94,7 @@ impl Catalogue {
         }
         match OfflinePlanner::new(self.embedder.clone(), &tools) {
             Ok(offline) => {
+                let offline = offline.with_unconfigured(&self.registry.unconfigured());
                 let view =
                     CatalogueView { version: current.version + 1, tools: Arc::new(tools), offline: Arc::new(offline) };
                 tracing::info!(version = view.version, tools = view.tools.len(), "the tool catalogue changed");

@@ -88,8 +88,10 @@ fn an_mcp_tool_is_chosen_offline_called_and_refreshed_mid_conversation() {
 /// The official filesystem server (`@modelcontextprotocol/server-filesystem`,
 /// installed by scripts/test.sh from tests/mcp's lock file), confined to a
 /// temp dir: its `read_file` may not shadow the built-in (it is offered as
-/// `files_read_file`), and its tools are called through the runtime's
-/// registry with their output fenced as data and its refusals as errors.
+/// `files_read_file`), its tools are called through the runtime's
+/// registry with their output fenced as data and its refusals as errors,
+/// and — with no `[tools] file_roots` — a turn about a folder or a file
+/// goes to the server, not to a built-in that refuses everything.
 #[test]
 fn the_reference_filesystem_server_joins_without_shadowing_a_built_in() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/node_modules");
@@ -133,5 +135,18 @@ fn the_reference_filesystem_server_joins_without_shadowing_a_built_in() {
     assert!(out.untrusted && out.text.contains("todo.txt"), "{out:?}");
     let outside = list.call(&engram_events::payloads::ToolArgs::from_json(r#"{"path":"/etc"}"#).unwrap(), &ctx);
     assert!(outside.is_err(), "the server's own confinement: {outside:?}");
+
+    // No `[tools] file_roots`: the built-in `list_dir` and `read_file`
+    // refuse everything, so a turn asking for the folder or the file is
+    // served by the server's tools (it went to the built-ins, which said
+    // "no file roots are configured").
+    let s = SessionId::new("s-fs-turn");
+    let r = rt.handle_utterance(&s, &format!("list the files in {path}/")).unwrap();
+    let listing = ["list_directory", "list_directory_with_sizes", "directory_tree"];
+    assert!(r.steps.len() == 1 && listing.contains(&r.steps[0].tool.as_str()), "{r:?}");
+    assert!(r.text.contains("todo.txt"), "{r:?}");
+    let r = rt.handle_utterance(&s, &format!("read {path}/todo.txt")).unwrap();
+    assert_eq!(r.steps.iter().map(|s| s.tool.as_str()).collect::<Vec<_>>(), ["read_text_file"], "{r:?}");
+    assert!(r.text.contains("buy milk"), "{r:?}");
     rt.shutdown().unwrap();
 }

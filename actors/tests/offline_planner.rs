@@ -30,3 +30,38 @@ fn actions_no_tool_does_are_not_planned_as_another_tool() {
     let listed = planner.plan("elenca i file in ~/note", now()).unwrap();
     assert_eq!(listed.first().map(|s| s.tool.as_str()), Some("list_dir"));
 }
+
+/// Rule 4 with nothing to stand in: built-ins that cannot run as
+/// configured (no `file_roots`, no `location`) are still planned for what
+/// only they do, so the reply says what to configure; a runnable tool
+/// that does something else ("create a folder") never stands in for them,
+/// and one that does the same does.
+#[test]
+fn an_unconfigured_built_in_is_planned_when_no_runnable_tool_does_the_same() {
+    use engram_actors::catalogue::Catalogue;
+    use engram_actors::tools::{FnTool, ToolOutput, ToolSource};
+    use engram_actors::Tool;
+
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let registry = Arc::new(ToolRegistry::with_builtins(BuiltinConfig::default()));
+    let tool = |name: &str, description: &str| -> Arc<dyn Tool> {
+        Arc::new(FnTool::new(name, description, |_, _| Ok(ToolOutput::trusted("ok"))).with_arg("path", "the folder"))
+    };
+    let host = ToolSource::Mcp("host".into());
+    registry.set_source(&host, vec![tool("make_folder", "create a new folder")]);
+    let catalogue = Catalogue::new(registry.clone(), e).unwrap();
+    let plan = |text: &str| -> Vec<String> {
+        catalogue.view().offline.plan(text, now()).unwrap().into_iter().map(|s| s.tool).collect()
+    };
+    assert_eq!(plan("where am I"), ["get_location"]);
+    assert_eq!(plan("list the files in ~/notes/"), ["list_dir"]);
+    assert_eq!(plan("read ~/notes/todo.txt"), ["read_file"]);
+
+    // A tool that lists a folder and can run stands in for `list_dir`, not
+    // for `read_file` or `get_location`.
+    registry.set_source(&host, vec![tool("browse", "list the contents of a folder: its files and subfolders")]);
+    catalogue.refresh();
+    assert_eq!(plan("list the files in ~/notes/"), ["browse"]);
+    assert_eq!(plan("read ~/notes/todo.txt"), ["read_file"]);
+    assert_eq!(plan("where am I"), ["get_location"]);
+}

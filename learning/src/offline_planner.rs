@@ -13,8 +13,10 @@
 //! [`OfflinePlanner::plan`] applies them):
 //!
 //! 1. **Nothing to do.** Small talk ("how are you today", "grazie mille")
-//!    is compared with [`SMALL_TALK`] phrasings as if it were a tool; when
-//!    it wins, no tool is called — "today" alone is no request for the date.
+//!    and questions of general knowledge ("what's the capital of France")
+//!    are compared with [`SMALL_TALK`] and [`GENERAL_KNOWLEDGE`] phrasings
+//!    as if they were a tool; when those win, no tool is called — "today"
+//!    alone is no request for the date.
 //! 2. **What the request carries.** A path favours the tools that take one
 //!    ([`PATH_BONUS`]), and more the one whose `path` parameter is the same
 //!    kind — a directory or a file, as the file system says when the path
@@ -28,6 +30,22 @@
 //!    rename, send, move, play, …; `gate::effectful_actions`) is given only
 //!    to a tool whose name or description names it too; with none, the part
 //!    is not planned, rather than read the file it asked to delete.
+//! 4. **A tool that can run stands in for one that cannot.** A tool that
+//!    cannot do anything as configured ([`OfflinePlanner::with_unconfigured`]:
+//!    the built-in `list_dir` without `[tools] file_roots`) still competes
+//!    with its own phrasings, but when it wins, the planner calls instead the
+//!    tool that can run and does the same thing — whose texts are within
+//!    [`SAME_ABILITY`] of the winner's description (an MCP filesystem
+//!    server's `list_directory` for `list_dir`) and that names no effectful
+//!    action the winner does not (rule 3's; not `create_directory`) — the
+//!    one of those nearest the request. With none, the winner is planned
+//!    and its call says what to configure ("where am I" without `[tools]
+//!    location`).
+//!
+//! Every tool is compared by the same texts: its name (words split at `_`
+//! and `-`), its description and each sentence of the description (an MCP server's paragraph says
+//! what the tool does in its first sentence and adds caveats after), and
+//! a built-in's example phrasings.
 
 use std::sync::Arc;
 
@@ -85,9 +103,29 @@ pub const SMALL_TALK: &[&str] = &[
     "chi sei",
 ];
 
+/// Questions of general knowledge, which no tool answers (rule 1, beside
+/// [`SMALL_TALK`]), EN + IT: "what's the capital of France" is compared
+/// with them as well as with the tools, and is no request for
+/// `get_location` however near "which city am I in" it is.
+pub const GENERAL_KNOWLEDGE: &[&str] = &[
+    "what is the capital of a country",
+    "who wrote this book",
+    "how many people live in the city",
+    "qual è la capitale di questo paese",
+    "chi ha scritto questo libro",
+    "quanti abitanti ha la città",
+];
+
 /// What a path in the request adds to a tool that takes one (rule 2); as
 /// much again when the parameter is the path's kind (file or directory).
 pub const PATH_BONUS: f32 = 0.1;
+
+/// The cosine of a runnable tool's texts to the description of a tool
+/// that cannot run above which the first does what the second would
+/// (rule 4): `list_directory`'s "Get a detailed listing of all files and
+/// directories in a specified path" for `list_dir`'s "list the files and
+/// folders in a directory".
+pub const SAME_ABILITY: f32 = 0.6;
 
 /// What a tool's `path` parameter names, by its description.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -105,6 +143,8 @@ struct Profile {
     path: Option<Option<PathKind>>,
     /// The effectful actions its name and description name (rule 3).
     actions: std::collections::BTreeSet<&'static str>,
+    /// Whether it can do anything as configured (rule 4).
+    runnable: bool,
 }
 
 /// Tools by embedding similarity.
@@ -123,13 +163,21 @@ impl OfflinePlanner {
     pub fn new(embedder: Arc<dyn Embedder>, tools: &[ToolDescription]) -> Result<OfflinePlanner, EmbedError> {
         let mut profiles = Vec::with_capacity(tools.len());
         for (name, description, parameters) in tools {
-            let mut texts: Vec<String> = vec![description.clone(), name.replace('_', " ")];
+            let mut texts: Vec<String> = vec![description.clone(), name.replace(['_', '-'], " ")];
+            let said = sentences(description);
+            if said.len() > 1 {
+                texts.extend(said.into_iter().map(str::to_owned));
+            }
             texts.extend(builtin_examples(name).iter().map(|s| s.to_string()));
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = embedder.embed_batch(&refs)?;
             let properties = parameters.get("properties").and_then(|p| p.as_object());
+            // The path's kind, as its description says; without one, as the
+            // tool's first sentence says ("Get a detailed listing of all
+            // files and directories in a specified path": a directory).
+            let first = sentences(description).first().copied().unwrap_or(description.as_str());
             let path = properties.and_then(|p| p.get("path")).map(|p| {
-                let d = p.get("description").and_then(|d| d.as_str()).unwrap_or("").to_lowercase();
+                let d = p.get("description").and_then(|d| d.as_str()).unwrap_or(first).to_lowercase();
                 if d.contains("director") || d.contains("folder") {
                     Some(PathKind::Dir)
                 } else if d.contains("file") {
@@ -139,14 +187,35 @@ impl OfflinePlanner {
                 }
             });
             let actions = effectful_actions(&format!("{} {description}", name.replace('_', " ")));
-            profiles.push(Profile { name: name.clone(), schema: parameters.clone(), vectors, path, actions });
+            profiles.push(Profile {
+                name: name.clone(),
+                schema: parameters.clone(),
+                vectors,
+                path,
+                actions,
+                runnable: true,
+            });
         }
-        let small_talk = embedder.embed_batch(SMALL_TALK)?;
+        let nothing: Vec<&str> = SMALL_TALK.iter().chain(GENERAL_KNOWLEDGE).copied().collect();
+        let small_talk = embedder.embed_batch(&nothing)?;
         // The cosine a part of a request must reach to a tool's phrasing to
         // be planned as a call of it: per model (unrelated requests, "tell
         // me a joke", stay below), see `Calibration::offline_planner`.
         let threshold = EmbeddingModel::calibration_for_id(embedder.model_id()).offline_planner;
         Ok(OfflinePlanner { embedder, tools: profiles, small_talk, threshold })
+    }
+
+    /// The same planner knowing that the tools named in `names` cannot do
+    /// anything as configured (a built-in file tool without `[tools]
+    /// file_roots`): one of them that wins a request hands it to a tool
+    /// that can run and does the same (rule 4), so a source that can run —
+    /// an MCP server's tool — serves it, and a request only they answer
+    /// still gets their "configure this" reply rather than none.
+    pub fn with_unconfigured<S: AsRef<str>>(mut self, names: &[S]) -> Self {
+        for t in &mut self.tools {
+            t.runnable = !names.iter().any(|n| n.as_ref() == t.name);
+        }
+        self
     }
 
     /// With another similarity threshold.
@@ -155,8 +224,8 @@ impl OfflinePlanner {
         self
     }
 
-    /// Every tool with its best cosine to `text` (its description, name or
-    /// an example phrasing), best first: the tool router's ranking without
+    /// Every tool with its best cosine to `text` (its description, one of
+    /// its sentences, its name or an example phrasing), best first: the tool router's ranking without
     /// a model, and what `search_tools` finds.
     pub fn rank(&self, text: &str) -> Result<Vec<(String, f32)>, EmbedError> {
         let v = self.embedder.embed_batch(&[text])?.pop().unwrap_or_default();
@@ -182,21 +251,22 @@ impl OfflinePlanner {
             let wanted = effectful_actions(part);
             // Rule 2: a path of a kind some tool takes goes to such a tool.
             let exact = path.filter(|k| self.tools.iter().any(|t| t.path == Some(Some(*k))));
-            let best = self
-                .tools
-                .iter()
-                .filter(|t| exact.is_none_or(|k| t.path == Some(Some(k))))
-                // Rule 3: an effectful action only to a tool that does it.
-                .filter(|t| wanted.is_subset(&t.actions))
-                .map(|t| {
-                    let mut score = nearest(v, &t.vectors);
-                    // Rule 2: a path favours the tools taking one of its kind.
-                    if let (Some(kind), Some(takes)) = (path, t.path) {
-                        score += PATH_BONUS + if takes == Some(kind) { PATH_BONUS } else { 0.0 };
-                    }
-                    (t, score)
-                })
-                .max_by(|a, b| a.1.total_cmp(&b.1));
+            let score = |t: &Profile| {
+                let mut score = nearest(v, &t.vectors);
+                // Rule 2: a path favours the tools taking one of its kind.
+                if let (Some(kind), Some(takes)) = (path, t.path) {
+                    score += PATH_BONUS + if takes == Some(kind) { PATH_BONUS } else { 0.0 };
+                }
+                score
+            };
+            let candidates = || {
+                self.tools
+                    .iter()
+                    .filter(move |t| exact.is_none_or(|k| t.path == Some(Some(k))))
+                    // Rule 3: an effectful action only to a tool that does it.
+                    .filter(|t| wanted.is_subset(&t.actions))
+            };
+            let best = candidates().map(|t| (t, score(t))).max_by(|a, b| a.1.total_cmp(&b.1));
             let Some((tool, cosine)) = best else {
                 tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
                 continue;
@@ -208,10 +278,39 @@ impl OfflinePlanner {
             if (cosine < self.threshold && !names_its_path) || chat > cosine {
                 continue;
             }
+            // Rule 4: a tool that can run and does the same stands in.
+            let tool = match tool.runnable {
+                true => tool,
+                // It does nothing effectful the tool it stands in for would not.
+                false => candidates()
+                    .filter(|t| t.runnable && t.actions.is_subset(&tool.actions))
+                    .filter(|t| nearest(&tool.vectors[0], &t.vectors) >= SAME_ABILITY)
+                    .max_by(|a, b| score(a).total_cmp(&score(b)))
+                    .unwrap_or(tool),
+            };
             steps.push(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) });
         }
         Ok(steps)
     }
+}
+
+/// The sentences of a tool's description ("Read a file. Only works within
+/// allowed directories." is two): split after `.`, `!` or `?` followed by
+/// white space, and at line breaks; those of fewer than two words dropped.
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        let end = i + c.len_utf8();
+        let ends = c == '\n' || (matches!(c, '.' | '!' | '?') && text[end..].starts_with(char::is_whitespace));
+        if ends {
+            out.push(text[start..end].trim());
+            start = end;
+        }
+    }
+    out.push(text[start..].trim());
+    out.retain(|s| s.split_whitespace().count() >= 2);
+    out
 }
 
 /// What a path names: what the file system says when it exists; else a
@@ -343,6 +442,25 @@ mod tests {
         assert!(path_kind(dir.join(".bashrc").to_str().unwrap()) == PathKind::File);
         assert!(path_kind(dir.join("photos.d").to_str().unwrap()) == PathKind::Dir);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_description_splits_into_sentences_at_stops_followed_by_space() {
+        let d = "Search for files. Use a pattern like '*.ext' to match files in the current directory. Only works \
+                 within allowed directories.";
+        assert_eq!(
+            sentences(d),
+            [
+                "Search for files.",
+                "Use a pattern like '*.ext' to match files in the current directory.",
+                "Only works within allowed directories."
+            ]
+        );
+        assert_eq!(
+            sentences("list the files and folders in a directory"),
+            ["list the files and folders in a directory"]
+        );
+        assert_eq!(sentences("Echoes the text.\n\nOk. Second paragraph"), ["Echoes the text.", "Second paragraph"]);
     }
 
     #[test]

@@ -51,6 +51,12 @@ impl FileRoots {
         self
     }
 
+    /// `[tools] file_roots` when none is configured: the file tools then
+    /// refuse everything ([`super::Tool::unconfigured`]).
+    pub fn unconfigured(&self) -> Option<String> {
+        self.roots.is_empty().then(|| "`[tools] file_roots`".to_owned())
+    }
+
     /// The configured roots.
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
@@ -159,6 +165,10 @@ impl Tool for ListDir {
         SideEffectClass::Read
     }
 
+    fn unconfigured(&self) -> Option<String> {
+        self.roots.unconfigured()
+    }
+
     fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = self.name();
         args::only(args, tool, &["path"])?;
@@ -234,6 +244,10 @@ impl Tool for ReadFile {
 
     fn side_effect(&self) -> SideEffectClass {
         SideEffectClass::Read
+    }
+
+    fn unconfigured(&self) -> Option<String> {
+        self.roots.unconfigured()
     }
 
     fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

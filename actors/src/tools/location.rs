@@ -38,6 +38,10 @@ impl Tool for GetLocation {
         SideEffectClass::Read
     }
 
+    fn unconfigured(&self) -> Option<String> {
+        self.location.is_none().then(|| "`[tools] location`".to_owned())
+    }
+
     fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         args::only(args, self.name(), &[])?;
         match &self.location {

@@ -78,6 +78,16 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> serde_json::Value;
     /// What calling it may do to the world (every built-in only reads).
     fn side_effect(&self) -> SideEffectClass;
+    /// What it needs and the configuration lacks, when it cannot do
+    /// anything as configured (`list_dir` without `[tools] file_roots`,
+    /// `get_location` without `[tools] location`); `None` (the default)
+    /// when it can run. The offline planner plans such a tool only when no
+    /// tool that can run fits the request, so another source of the same
+    /// ability (an MCP filesystem server) wins over it, and a request only
+    /// it answers still gets its "configure this" reply.
+    fn unconfigured(&self) -> Option<String> {
+        None
+    }
     /// Runs the tool. An `undo` in the output is pushed on the session's
     /// undo stack by [`ToolRegistry::call`].
     fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
@@ -339,6 +349,9 @@ impl Tool for Renamed {
     fn side_effect(&self) -> SideEffectClass {
         self.tool.side_effect()
     }
+    fn unconfigured(&self) -> Option<String> {
+        self.tool.unconfigured()
+    }
     fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.tool.call(args, ctx)
     }
@@ -443,6 +456,13 @@ impl ToolRegistry {
         self.read().values().map(|(t, _)| (t.name().to_owned(), t.description().to_owned(), t.parameters())).collect()
     }
 
+    /// The names of the tools that cannot do anything as configured
+    /// ([`Tool::unconfigured`]), sorted: what the offline planner ranks
+    /// below the tools that can run.
+    pub fn unconfigured(&self) -> Vec<String> {
+        self.read().iter().filter(|(_, (t, _))| t.unconfigured().is_some()).map(|(n, _)| n.clone()).collect()
+    }
+
     /// Every tool with its source, sorted by name: what `engram tools`
     /// lists.
     pub fn listing(&self) -> Vec<(Arc<dyn Tool>, ToolSource)> {
@@ -507,6 +527,17 @@ mod tests {
         assert!(r.get("list_notes").is_none());
         assert_eq!(r.source("other_add_note"), Some(other));
         assert_eq!(r.names().len(), 8, "the 7 built-ins and the other server's tool");
+    }
+
+    #[test]
+    fn a_built_in_without_its_setting_is_unconfigured() {
+        let r = ToolRegistry::with_builtins(BuiltinConfig::default());
+        assert_eq!(r.unconfigured(), ["get_location", "list_dir", "read_file"]);
+        let configured = BuiltinConfig { location: Some("Rome".into()), file_roots: vec![PathBuf::from("/tmp")] };
+        assert!(ToolRegistry::with_builtins(configured).unconfigured().is_empty());
+        // Under another name it still cannot run.
+        let renamed = Renamed { name: "notes_read_file".into(), tool: r.get("read_file").unwrap() };
+        assert_eq!(renamed.unconfigured().as_deref(), Some("`[tools] file_roots`"));
     }
 
     #[test]
