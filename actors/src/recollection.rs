@@ -156,6 +156,16 @@ impl Recollection {
         self.diary.is_empty() && !self.passages.holds_outside(in_progress)
     }
 
+    /// This recollection with `bar` as the memory index's least cosine
+    /// instead of the model's `Calibration::memory_passage` (for
+    /// calibrating it: `engram bench memory --passage-bar`).
+    pub fn passage_bar(mut self, bar: f32) -> Recollection {
+        let index =
+            std::mem::replace(&mut self.passages, PassageIndex::new(FixedOffset::east_opt(0).expect("UTC"), None));
+        self.passages = index.min_cosine(bar);
+        self
+    }
+
     /// The memory index (for `engram inspect memory` and the bench).
     pub fn passages(&self) -> &PassageIndex {
         &self.passages

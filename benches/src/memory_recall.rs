@@ -54,9 +54,14 @@ pub struct RecallOptions {
     #[arg(long, value_name = "TOKENS", default_value_t = DEFAULT_BUDGET_TOKENS)]
     pub budget_tokens: usize,
 
-    /// Index sizes to time, in passages (comma-separated; empty: none)
+    /// Index sizes to time, in passages (comma-separated; 0: none)
     #[arg(long, value_name = "N,N,…", value_delimiter = ',', default_value = "1000,10000,100000")]
     pub scales: Vec<usize>,
+
+    /// The memory index's least cosine (default: the model's
+    /// `Calibration::memory_passage`), to calibrate it on the dev split
+    #[arg(long, value_name = "COSINE")]
+    pub passage_bar: Option<f32>,
 
     /// Print each question that does not reach the context (dev split
     /// only: the held-out split is never inspected)
@@ -288,6 +293,9 @@ pub fn run(opts: &RecallOptions, embedder: &Arc<dyn Embedder>, json: bool) -> an
         let split = split_of.get(q.conversation.as_str()).copied().unwrap_or("dev").to_owned();
         let offset = *q.asked_at.offset();
         let mut r = Recollection::new(offset, Some((embedder.clone(), None)), opts.budget_tokens);
+        if let Some(bar) = opts.passage_bar {
+            r = r.passage_bar(bar);
+        }
         for e in per_conversation.get(&q.conversation).into_iter().flatten() {
             r.observe(e);
         }
@@ -326,9 +334,9 @@ pub fn run(opts: &RecallOptions, embedder: &Arc<dyn Embedder>, json: bool) -> an
     }
 
     let mut scales = Vec::new();
-    for &n in &opts.scales {
+    for &n in opts.scales.iter().filter(|n| **n > 0) {
         progress(json, &format!("timing an index of {n} passages"));
-        scales.push(scale(n, opts.budget_tokens, embedder, &conversations, &questions, &per_conversation)?);
+        scales.push(scale(n, opts, embedder, &conversations, &questions, &per_conversation)?);
     }
     Ok(RecallReport {
         budget_tokens: opts.budget_tokens,
@@ -383,7 +391,7 @@ fn distractors(n: usize, all: &[&Passage], provider: &str, rng: &mut Rng) -> Vec
 
 fn scale(
     n: usize,
-    budget_tokens: usize,
+    opts: &RecallOptions,
     embedder: &Arc<dyn Embedder>,
     conversations: &[Conversation],
     questions: &[Question],
@@ -402,7 +410,9 @@ fn scale(
     let padding = distractors(n, &all, &provider, &mut rng);
     let offset = FixedOffset::east_opt(0).expect("an offset");
     let before = rss_bytes();
-    let bar = engram::learning::embedder::EmbeddingModel::calibration_for_id(&provider).recall;
+    let bar = opts
+        .passage_bar
+        .unwrap_or(engram::learning::embedder::EmbeddingModel::calibration_for_id(&provider).memory_passage);
     let mut graph = PassageIndex::new(offset, Some(provider.clone())).min_cosine(bar);
     for e in &padding {
         graph.observe(e);
@@ -419,7 +429,7 @@ fn scale(
         exact.observe(e);
     }
     drop(padding);
-    let budget = budget_tokens * CHARS_PER_TOKEN;
+    let budget = opts.budget_tokens * CHARS_PER_TOKEN;
     let (mut graph_times, mut exact_times) = (Vec::new(), Vec::new());
     let (mut recall_graph, mut recall_exact) = (Share::default(), Share::default());
     for c in conversations.iter().filter(|c| c.split == "dev") {
