@@ -129,8 +129,9 @@ impl Recollection {
         budget_tokens: usize,
     ) -> Recollection {
         let provider = embed.as_ref().map(|(e, _)| e.model_id().to_owned());
-        let bar =
-            embed.as_ref().map_or(f32::INFINITY, |(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).recall);
+        let bar = embed
+            .as_ref()
+            .map_or(f32::INFINITY, |(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).memory_passage);
         Recollection {
             diary: Diary::new(offset),
             passages: PassageIndex::new(offset, provider).min_cosine(bar),
