@@ -389,6 +389,30 @@ fn distractors(n: usize, all: &[&Passage], provider: &str, rng: &mut Rng) -> Vec
     out
 }
 
+/// Asks `index` question `q` (its vector `v`) five times, timing search
+/// and pack, and grades what was packed.
+fn ask(
+    index: &mut PassageIndex,
+    q: &Question,
+    v: &[f32],
+    budget: usize,
+    (times, share): (&mut Vec<std::time::Duration>, &mut Share),
+) {
+    let enrichment = enrich_by_rule(&q.question, q.asked_at.date_naive());
+    let text = format!("{} {}", q.question, enrichment.keywords.join(" "));
+    let query =
+        MemoryQuery { text: &text, vector: Some(v), from: enrichment.from, to: enrichment.to, in_progress: None };
+    let mut packed = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let found = index.search(&query);
+        packed = index.pack(&found, budget, Some(v));
+        times.push(t.elapsed());
+    }
+    let block: Vec<String> = packed.iter().map(|p| p.line()).collect();
+    share.add(holds(&block.join("\n"), &q.must_contain));
+}
+
 fn scale(
     n: usize,
     opts: &RecallOptions,
@@ -453,28 +477,8 @@ fn scale(
         }
         for q in questions.iter().filter(|q| q.conversation == c.id) {
             let v = embedder.embed(&q.question)?;
-            let enrichment = enrich_by_rule(&q.question, q.asked_at.date_naive());
-            let text = format!("{} {}", q.question, enrichment.keywords.join(" "));
-            let query = MemoryQuery {
-                text: &text,
-                vector: Some(&v),
-                from: enrichment.from,
-                to: enrichment.to,
-                in_progress: None,
-            };
-            for (index, times, share) in
-                [(&mut graph, &mut graph_times, &mut recall_graph), (&mut exact, &mut exact_times, &mut recall_exact)]
-            {
-                let mut packed = Vec::new();
-                for _ in 0..5 {
-                    let t = Instant::now();
-                    let found = index.search(&query);
-                    packed = index.pack(&found, budget, Some(&v));
-                    times.push(t.elapsed());
-                }
-                let block: Vec<String> = packed.iter().map(|p| p.line()).collect();
-                share.add(holds(&block.join("\n"), &q.must_contain));
-            }
+            ask(&mut graph, q, &v, budget, (&mut graph_times, &mut recall_graph));
+            ask(&mut exact, q, &v, budget, (&mut exact_times, &mut recall_exact));
         }
         // Out again before the next conversation.
         let sessions: Vec<SessionId> = c.sessions.iter().map(|s| SessionId::new(s.session.clone())).collect();
