@@ -289,6 +289,7 @@ impl Remote {
         let messages = consumer
             .stream()
             .max_messages_per_batch(FETCH_BATCH)
+            .max_bytes_per_batch(FETCH_BYTES)
             .expires(Duration::from_secs(5))
             .heartbeat(Duration::from_secs(1))
             .messages()
@@ -345,6 +346,11 @@ impl Remote {
 /// messages), which at most one and a half batches fill, so that the
 /// client never drops a message for being slow.
 pub(super) const FETCH_BATCH: usize = 16_384;
+
+/// Bytes one pull request of a bulk fetch asks for at most: with large
+/// events the bytes, not [`FETCH_BATCH`], bound what the client holds
+/// unread (one and a half requests' worth).
+pub(super) const FETCH_BYTES: usize = 8 << 20;
 
 /// The `Engram-Batch-Left` of a message (0 when absent: a batch of one).
 pub(super) fn batch_left(headers: Option<&async_nats::HeaderMap>) -> u64 {
