@@ -233,6 +233,45 @@ fn a_stream_created_by_the_log_denies_deletes() {
     assert_eq!(log.remote_head().unwrap(), Seq(3));
 }
 
+/// A new device on a long stream fetches it in bulk (a pull consumer with
+/// large requests, applied in chunks): the requests and the chunks end at
+/// other positions than the writer's batches, and foreign messages in the
+/// middle are recorded where they are, as by the live follower.
+#[test]
+fn a_new_device_fetches_a_long_stream_in_bulk_across_chunks_and_foreign_messages() {
+    let s = server();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = open(da.path(), &s.server, "engram");
+    for start in (0..6_000).step_by(1_500) {
+        a.append((start..start + 1_500).map(event).collect()).unwrap();
+    }
+    with_client(&s.server, async |js| {
+        let copy = a.read_from(Seq(2)).next().unwrap().unwrap();
+        js.publish("engram.events", "not an engram frame".into()).await.unwrap().await.unwrap();
+        let mut again = copy.clone();
+        again.seq = Seq::UNASSIGNED;
+        js.publish("engram.events", engram_events::codec::binary::encode(&again).into()).await.unwrap().await.unwrap();
+    });
+    for start in (6_000..20_000).step_by(3_500) {
+        a.append((start..start + 3_500).map(event).collect()).unwrap();
+    }
+    let b = open(db.path(), &s.server, "engram");
+    assert_eq!(b.head(), Seq(20_002), "every position, fetched before open returns");
+    let skipped: Vec<Seq> = b
+        .read_from(Seq::FIRST)
+        .map(Result::unwrap)
+        .filter(|e| matches!(e.event, engram_events::Event::StreamMessageSkipped(_)))
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(skipped, [Seq(6_001), Seq(6_002)]);
+    assert_eq!(ids(&a), ids(&b), "the same positions and ids on both devices");
+    assert_eq!(b.compare_with_stream().unwrap(), None);
+    // Live after the fetch: the next append reaches the new device.
+    a.append((20_000..20_010).map(event).collect()).unwrap();
+    b.wait_for(Seq(20_012), Duration::from_secs(10)).unwrap();
+    assert_eq!(ids(&a), ids(&b));
+}
+
 #[test]
 fn a_foreign_message_on_the_subject_is_skipped_by_every_device_not_a_dead_end() {
     let s = server();

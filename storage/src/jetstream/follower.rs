@@ -1,14 +1,19 @@
-//! The follower: keeps the data dir's copy of the stream current, from an
-//! ordered consumer that starts at the copy's head, applying what arrives
-//! in chunks (rule 2 of [`super`]).
+//! The follower: keeps the data dir's copy of the stream current, applying
+//! what arrives in chunks (rule 2 of [`super`]). A copy far behind the
+//! stream's end (a new device, one that was away) first fetches in bulk
+//! from a pull consumer with large requests; then, and whenever it is near
+//! the end, an ordered consumer from the copy's head follows the stream
+//! live.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_nats::jetstream::Message;
 use engram_events::chrono::DateTime;
 use engram_events::codec::binary;
 use engram_events::Seq;
 use futures_util::StreamExt;
+use tokio::task::JoinHandle;
 
 use super::foreign;
 use super::remote::{batch_left, Remote};
@@ -19,8 +24,18 @@ use crate::event_log::EventLog;
 /// Most events the follower applies in one local append.
 const APPLY_CHUNK: usize = 4096;
 
-/// Keeps the copy current: an ordered consumer from the copy's head,
-/// recreated (after a pause) whenever it fails.
+/// How far behind the stream's end a copy must be for a bulk fetch to pay
+/// for its own consumer and the stream lookup before it.
+const BULK_FETCH_MIN: u64 = 10_000;
+
+/// How long a bulk fetch waits for its next message before it starts
+/// again from the copy's head: well within the [`super::replica::CATCH_UP_STALL`] after
+/// which an open waiting for it gives up.
+const FETCH_STALL: Duration = Duration::from_secs(5);
+
+/// Keeps the copy current: a bulk fetch while far behind, then an ordered
+/// consumer from the copy's head, recreated (after a pause) whenever it
+/// fails.
 pub(super) struct Follower;
 
 impl Follower {
@@ -29,77 +44,167 @@ impl Follower {
     }
 }
 
+/// Why following stopped.
+enum Stop {
+    /// A bulk fetch reached the end it was fetching to.
+    Reached,
+    /// Reading the stream failed: read it again from the copy's head.
+    Broken(String),
+    /// The copy cannot take the stream's events: the follower stops for
+    /// good (`Replica::fail` has been told).
+    Failed,
+}
+
 async fn follow(remote: Arc<Remote>, replica: Arc<Replica>) {
     let mut pause = Duration::from_millis(100);
     loop {
         let from = replica.local().head().next();
-        match remote.ordered(from).await {
-            Ok(messages) => {
-                let mut chunks = messages.ready_chunks(APPLY_CHUNK);
-                while let Some(chunk) = chunks.next().await {
-                    let mut incoming = Vec::with_capacity(chunk.len());
-                    let mut broken = None;
-                    for message in chunk {
-                        let message = match message {
-                            Ok(m) => m,
-                            Err(e) => {
-                                broken = Some(e.to_string());
-                                break;
-                            }
-                        };
-                        let (seq, published) = match message.info() {
-                            Ok(info) => {
-                                let nanos = i64::try_from(info.published.unix_timestamp_nanos()).unwrap_or(0);
-                                (Seq(info.stream_sequence), DateTime::from_timestamp_nanos(nanos))
-                            }
-                            Err(e) => {
-                                broken = Some(format!("a message without its position: {e}"));
-                                break;
-                            }
-                        };
-                        // Rule 6: what no engram wrote is recorded as
-                        // skipped, not followed and not a stop.
-                        let event = match binary::decode(&message.payload) {
-                            Ok(event) => match foreign::misplaced(&event, seq) {
-                                None => event,
-                                Some(why) => foreign::skipped(seq, published, &message.payload, why),
-                            },
-                            Err(e) => {
-                                foreign::skipped(seq, published, &message.payload, format!("not an engram frame ({e})"))
-                            }
-                        };
-                        incoming.push(Incoming { seq, event, batch_left: batch_left(message.headers.as_ref()) });
-                    }
-                    if !incoming.is_empty() {
-                        let replica2 = replica.clone();
-                        let applied = tokio::task::spawn_blocking(move || replica2.apply(incoming)).await;
-                        match applied {
-                            Ok(Ok(())) => pause = Duration::from_millis(100),
-                            Ok(Err(e)) => {
-                                replica.fail(&e);
-                                return;
-                            }
-                            // The log is closing: its runtime cancels the
-                            // task, which is no failure of the copy.
-                            Err(e) if e.is_cancelled() => return,
-                            Err(e) => {
-                                replica.fail(&LogError::Inconsistent {
-                                    seq: replica.local().head().next(),
-                                    what: format!("applying the stream's events panicked: {e}"),
-                                });
-                                return;
-                            }
-                        }
-                    }
-                    if let Some(why) = broken {
-                        tracing::warn!(%why, "reading the stream failed; following it again");
-                        break;
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot follow the stream yet"),
+        let bulk = match remote.last_seq().await {
+            Ok(last) if last.0 >= from.0.saturating_add(BULK_FETCH_MIN) => Some(last),
+            _ => None,
+        };
+        let stopped = match bulk {
+            Some(last) => fetch(&remote, &replica, last).await,
+            None => match remote.ordered(from).await {
+                Ok(messages) => apply_all(&replica, messages.map(|m| m.map_err(|e| e.to_string())), None).await,
+                Err(e) => Stop::Broken(format!("cannot follow the stream yet: {e}")),
+            },
+        };
+        match stopped {
+            Stop::Failed => return,
+            // Near enough now: the ordered consumer takes over at once.
+            Stop::Reached => continue,
+            Stop::Broken(why) => tracing::warn!(%why, "reading the stream failed; following it again"),
+        }
+        if replica.local().head().next() > from {
+            pause = Duration::from_millis(100);
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(2));
     }
+}
+
+/// A bulk fetch from the copy's head to `last` (at least), through a pull
+/// consumer ([`Remote::fetch`]).
+async fn fetch(remote: &Remote, replica: &Arc<Replica>, last: Seq) -> Stop {
+    let from = replica.local().head().next();
+    let (messages, consumer) = match remote.fetch(from).await {
+        Ok(fetch) => fetch,
+        Err(e) => return Stop::Broken(format!("cannot fetch the stream: {e}")),
+    };
+    let stopped = apply_all(replica, messages.map(|m| m.map_err(|e| e.to_string())), Some(last)).await;
+    remote.drop_consumer(&consumer).await;
+    stopped
+}
+
+/// Applies `messages` to the copy in chunks of up to [`APPLY_CHUNK`], one
+/// local append each, until they fail, or the copy reaches `until`.
+///
+/// Pipelined: a chunk is decoded while the one before is being written,
+/// and chunks are applied strictly in order (each append waits for the
+/// one before). Positions are checked here, before anything is applied:
+/// one the copy holds already is skipped (a consumer recreated a little
+/// behind), and a gap — a message lost between the server and here, which
+/// a pull consumer, unlike an ordered one, does not notice — ends the
+/// reading, which starts again from the copy's head (rule 2 refuses gaps
+/// in the copy for good, so they must never reach it).
+async fn apply_all(
+    replica: &Arc<Replica>,
+    messages: impl futures_util::Stream<Item = Result<Message, String>> + Unpin,
+    until: Option<Seq>,
+) -> Stop {
+    let mut chunks = messages.ready_chunks(APPLY_CHUNK);
+    let mut due = replica.local().head().next();
+    let mut writing: Option<JoinHandle<Result<(), LogError>>> = None;
+    let stop = loop {
+        if until.is_some_and(|until| due > until) {
+            break Stop::Reached;
+        }
+        // A bulk fetch that stops short of its end (its last message
+        // lost) is read again; the ordered consumer watches its own
+        // heartbeats.
+        let next = match until {
+            Some(_) => match tokio::time::timeout(FETCH_STALL, chunks.next()).await {
+                Ok(next) => next,
+                Err(_) => break Stop::Broken(format!("no message for {FETCH_STALL:?} at seq {due}")),
+            },
+            None => chunks.next().await,
+        };
+        let Some(chunk) = next else { break Stop::Broken("the stream's consumer ended".to_owned()) };
+        let mut incoming = Vec::with_capacity(chunk.len());
+        let mut broken = None;
+        for message in chunk {
+            match message.and_then(|m| incoming_of(&m)) {
+                Ok(i) if i.seq < due => {}
+                Ok(i) if i.seq == due => {
+                    due = due.next();
+                    incoming.push(i);
+                }
+                Ok(i) => {
+                    broken = Some(format!("seq {} arrived where seq {due} was due", i.seq));
+                    break;
+                }
+                Err(e) => {
+                    broken = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(previous) = writing.take() {
+            if let Some(stop) = settle(replica, previous).await {
+                break stop;
+            }
+        }
+        if !incoming.is_empty() {
+            let replica = replica.clone();
+            writing = Some(tokio::task::spawn_blocking(move || replica.apply(incoming)));
+        }
+        if let Some(why) = broken {
+            break Stop::Broken(why);
+        }
+    };
+    match writing {
+        Some(last) => settle(replica, last).await.unwrap_or(stop),
+        None => stop,
+    }
+}
+
+/// Waits for a chunk's local append; `Some` when the follower must stop
+/// for good.
+async fn settle(replica: &Replica, writing: JoinHandle<Result<(), LogError>>) -> Option<Stop> {
+    match writing.await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => {
+            replica.fail(&e);
+            Some(Stop::Failed)
+        }
+        // The log is closing: its runtime cancels the task, which is no
+        // failure of the copy.
+        Err(e) if e.is_cancelled() => Some(Stop::Failed),
+        Err(e) => {
+            replica.fail(&LogError::Inconsistent {
+                seq: replica.local().head().next(),
+                what: format!("applying the stream's events panicked: {e}"),
+            });
+            Some(Stop::Failed)
+        }
+    }
+}
+
+/// A message of the stream as the copy takes it, at its stream sequence.
+/// Rule 6: what no engram wrote is recorded as skipped, not followed and
+/// not a stop.
+fn incoming_of(message: &Message) -> Result<Incoming, String> {
+    let info = message.info().map_err(|e| format!("a message without its position: {e}"))?;
+    let seq = Seq(info.stream_sequence);
+    let published =
+        || DateTime::from_timestamp_nanos(i64::try_from(info.published.unix_timestamp_nanos()).unwrap_or(0));
+    let event = match binary::decode(&message.payload) {
+        Ok(event) => match foreign::misplaced(&event, seq) {
+            None => event,
+            Some(why) => foreign::skipped(seq, published(), &message.payload, why),
+        },
+        Err(e) => foreign::skipped(seq, published(), &message.payload, format!("not an engram frame ({e})")),
+    };
+    Ok(Incoming { seq, event, batch_left: batch_left(message.headers.as_ref()) })
 }

@@ -59,6 +59,10 @@
 //! a follower task keeps current with an ordered consumer on the stream: a
 //! subscription sees another runtime's events as soon as they reach it,
 //! backlog then live, with the local log's no-gap, no-duplicate guarantee.
+//! A copy far behind (a new device, one that was away) first fetches in
+//! bulk through a pull consumer with large requests, checking every
+//! position itself before the copy sees it (rule 2), then hands over to
+//! the ordered consumer.
 
 mod follower;
 mod foreign;

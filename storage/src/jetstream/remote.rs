@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::pull::{Ordered, OrderedConfig};
-use async_nats::jetstream::consumer::DeliverPolicy;
+use async_nats::jetstream::consumer::pull::{self, Ordered, OrderedConfig};
+use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy};
 use async_nats::jetstream::context::GetStreamErrorKind;
 use async_nats::jetstream::stream::{Config as StreamConfig, DiscardPolicy, RetentionPolicy, State, StorageType};
 use async_nats::jetstream::ErrorCode;
@@ -262,6 +262,54 @@ impl Remote {
         consumer.messages().await.map_err(|e| self.error(format!("reading from seq {from}: {e}")))
     }
 
+    /// The stream's events from `from` on, for a bulk fetch (a new device,
+    /// one that was away): an ephemeral pull consumer without
+    /// acknowledgements, asked for [`FETCH_BATCH`] messages a request and
+    /// asked again when half have arrived, so the server always has a
+    /// request to fill. Unlike [`Remote::ordered`] nothing here notices a
+    /// message lost on the way: the caller checks each position (the
+    /// follower's `fetch`) and starts again from its copy's head. Returns
+    /// the consumer's name, for [`Remote::drop_consumer`].
+    pub(super) async fn fetch(&self, from: Seq) -> Result<(pull::Stream, String), LogError> {
+        let stream = self.js.get_stream_no_info(&self.config.stream).await.map_err(|e| self.error(e))?;
+        let consumer = stream
+            .create_consumer(pull::Config {
+                filter_subject: self.subject.clone(),
+                deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: from.0.max(1) },
+                ack_policy: AckPolicy::None,
+                // A fetcher that dies leaves nothing behind for long.
+                inactive_threshold: Duration::from_secs(10),
+                num_replicas: 1,
+                memory_storage: true,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| self.error(format!("creating a fetch consumer from seq {from}: {e}")))?;
+        let name = consumer.cached_info().name.clone();
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(FETCH_BATCH)
+            .max_bytes_per_batch(FETCH_BYTES)
+            .expires(Duration::from_secs(5))
+            .heartbeat(Duration::from_secs(1))
+            .messages()
+            .await
+            .map_err(|e| self.error(format!("fetching from seq {from}: {e}")))?;
+        Ok((messages, name))
+    }
+
+    /// Deletes a fetch's consumer, so that the server stops filling its
+    /// requests (best effort: the server drops it anyway once idle).
+    pub(super) async fn drop_consumer(&self, name: &str) {
+        let deleted = match self.js.get_stream_no_info(&self.config.stream).await {
+            Ok(stream) => stream.delete_consumer(name).await.map(|_| ()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = deleted {
+            tracing::debug!(consumer = name, error = %e, "deleting a fetch consumer");
+        }
+    }
+
     /// Every event of the local copy against the stream's message at the
     /// same position, frame for frame; the first difference, if any.
     pub(super) async fn compare(&self, replica: &Replica) -> Result<Option<(Seq, String)>, LogError> {
@@ -291,6 +339,18 @@ impl Remote {
         Ok((last > head).then(|| (head.next(), format!("the stream goes on to seq {last}"))))
     }
 }
+
+/// Messages one pull request of a bulk fetch asks for. Far above the
+/// ordered consumer's 500, so that the request round trips vanish beside
+/// the messages; below the client's subscription capacity (65 536
+/// messages), which at most one and a half batches fill, so that the
+/// client never drops a message for being slow.
+pub(super) const FETCH_BATCH: usize = 16_384;
+
+/// Bytes one pull request of a bulk fetch asks for at most: with large
+/// events the bytes, not [`FETCH_BATCH`], bound what the client holds
+/// unread (one and a half requests' worth).
+pub(super) const FETCH_BYTES: usize = 8 << 20;
 
 /// The `Engram-Batch-Left` of a message (0 when absent: a batch of one).
 pub(super) fn batch_left(headers: Option<&async_nats::HeaderMap>) -> u64 {

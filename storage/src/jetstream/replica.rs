@@ -80,10 +80,12 @@ impl Replica {
         }
         // Rule 6: a copy of an event the stream holds elsewhere (another
         // program published it again) is recorded as skipped here.
-        let mut seen = std::collections::HashSet::new();
+        let ids: Vec<engram_events::EventId> = incoming.iter().map(|i| i.event.id).collect();
+        let held = self.local.seq_of_many(&ids)?;
+        let mut seen = std::collections::HashSet::with_capacity(incoming.len());
         let mut events = Vec::with_capacity(incoming.len());
         for i in incoming {
-            let again = !seen.insert(i.event.id) || self.local.seq_of(i.event.id)?.is_some();
+            let again = !seen.insert(i.event.id) || held.contains_key(&i.event.id);
             events.push(match again {
                 false => i.event,
                 true => {
@@ -94,7 +96,7 @@ impl Replica {
         }
         let positions: Vec<(Seq, engram_events::EventId)> =
             events.iter().enumerate().map(|(k, e)| (Seq(head.0 + 1 + k as u64), e.id)).collect();
-        let outcomes = self.local.append(events)?;
+        let outcomes = self.local.append_here(events)?;
         for ((seq, id), outcome) in positions.into_iter().zip(outcomes) {
             if outcome != AppendOutcome::Appended(seq) {
                 return Err(LogError::Inconsistent {

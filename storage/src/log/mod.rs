@@ -155,6 +155,29 @@ impl SledLog {
         id_index::get(&self.shared.ids, id)
     }
 
+    /// [`EventLog::append`] committed on the caller's thread whenever the
+    /// writer is idle, whatever the policy. For the JetStream log's copy
+    /// (relaxed, one append per acknowledged publish or fetched chunk): its
+    /// caller waits for the outcome at once, so the writer thread's
+    /// pipelining buys nothing there, and the two hops to it and back are
+    /// most of a relaxed append's time.
+    pub(crate) fn append_here(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        self.appendable()?;
+        let (ack, rx) = bounded(1);
+        let msg = WriterMsg::Append { events, ack, durable: true };
+        if let Err(msg) = self.commit_on_caller(msg, true) {
+            self.send(msg)?;
+        }
+        AppendTicket::new(rx).wait()
+    }
+
+    /// [`EventLog::seq_of`] of many ids at once: each index bucket read
+    /// once, not once per id (the JetStream copy checks every chunk it
+    /// applies so). Returns the ids the log holds.
+    pub(crate) fn seq_of_many(&self, ids: &[EventId]) -> Result<std::collections::HashMap<EventId, Seq>, LogError> {
+        self.shared.seq_of_many(ids)
+    }
+
     /// Hands `msg` to the writer thread.
     fn send(&self, msg: WriterMsg) -> Result<(), LogError> {
         let tx = self.tx.as_ref().ok_or(LogError::WriterStopped)?;
@@ -172,20 +195,31 @@ impl SledLog {
     /// gives the message back, for the writer thread (group commit: it
     /// takes all the appends that queued meanwhile at once).
     fn commit_here(&self, msg: WriterMsg) -> Result<(), WriterMsg> {
+        self.commit_on_caller(msg, false)
+    }
+
+    /// [`SledLog::commit_here`], under the relaxed policy too when
+    /// `relaxed_too`: there the hops are most of an append's time.
+    fn commit_on_caller(&self, msg: WriterMsg, relaxed_too: bool) -> Result<(), WriterMsg> {
         if self.shared.in_flight.load(Ordering::Acquire) != 0 {
             return Err(msg);
         }
         let Ok(mut writer) = self.state.try_lock() else { return Err(msg) };
         // Checked again under the lock: a message sent since is ahead.
-        if writer.closed || writer.relaxed_interval().is_some() || self.shared.in_flight.load(Ordering::Acquire) != 0 {
+        let relaxed = writer.relaxed_interval().is_some();
+        if writer.closed || (relaxed && !relaxed_too) || self.shared.in_flight.load(Ordering::Acquire) != 0 {
             return Err(msg);
         }
         self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        let was_dirty = writer.dirty_since.is_some();
         writer.group(msg);
-        let unsynced = writer.dirty_since.is_some();
+        let newly_unsynced = !was_dirty && writer.dirty_since.is_some();
         drop(writer);
-        if unsynced {
-            // Deferred appends it did not sync: the writer's timer does.
+        if newly_unsynced {
+            // A record it did not sync (relaxed, or deferred): the writer's
+            // timer does. A timer already running (the log was unsynced
+            // before) needs no telling: the writer thread reads when the
+            // fsync is due each time it wakes.
             let _ = self.send(WriterMsg::Tick);
         }
         Ok(())
