@@ -359,3 +359,116 @@ proptest! {
         prop_assert_eq!(resumed.fact_count(), whole.fact_count());
     }
 }
+
+/// One step of a memory index's life: a turn's passages or a retraction.
+#[derive(Clone, Debug)]
+enum PassageStep {
+    Said { session: u8, texts: Vec<(bool, u8)> },
+    ForgetWord(u8),
+    ForgetSession(u8),
+}
+
+const WORDS: [&str; 6] = ["Pickle", "rent 865", "Biscuit", "Turin", "the weather", "puppy pads"];
+
+fn passage_step() -> impl Strategy<Value = PassageStep> {
+    prop_oneof![
+        4 => (0u8..3, proptest::collection::vec((any::<bool>(), 0u8..6), 1..4))
+            .prop_map(|(session, texts)| PassageStep::Said { session, texts }),
+        1 => (0u8..6).prop_map(PassageStep::ForgetWord),
+        1 => (0u8..3).prop_map(PassageStep::ForgetSession),
+    ]
+}
+
+fn passage_events(steps: &[PassageStep]) -> Vec<Envelope> {
+    use engram_events::payloads::{MemoryForgotten, Passage, PassagesIndexed, Speaker};
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let mut env = match step {
+                PassageStep::Said { session, texts } => {
+                    let passages = texts
+                        .iter()
+                        .map(|(user, w)| Passage {
+                            text: format!("I said {} today", WORDS[*w as usize]),
+                            speaker: if *user { Speaker::User } else { Speaker::Assistant },
+                            vector: None,
+                        })
+                        .collect();
+                    Envelope::new(ActorKind::Memory, PassagesIndexed { passages })
+                        .with_session(SessionId::new(format!("s{session}")))
+                }
+                PassageStep::ForgetWord(w) => Envelope::new(
+                    ActorKind::Cli,
+                    MemoryForgotten {
+                        request: WORDS[*w as usize].into(),
+                        facts: Vec::new(),
+                        sessions: Vec::new(),
+                        phrases: vec![WORDS[*w as usize].to_lowercase()],
+                    },
+                ),
+                PassageStep::ForgetSession(s) => Envelope::new(
+                    ActorKind::Cli,
+                    MemoryForgotten {
+                        request: format!("session s{s}"),
+                        facts: Vec::new(),
+                        sessions: vec![SessionId::new(format!("s{s}"))],
+                        phrases: Vec::new(),
+                    },
+                ),
+            };
+            env.at = t(60 * i as i64);
+            env
+        })
+        .collect()
+}
+
+proptest! {
+    /// The memory index is a fold: a repeat is one passage at its latest
+    /// time, a retraction drops exactly what it names among what was held,
+    /// and a snapshot restores the same index (the same passages, the same
+    /// answers to a search).
+    #[test]
+    fn the_memory_index_folds_repeats_and_retractions_and_restores_the_same(
+        steps in proptest::collection::vec(passage_step(), 0..24)
+    ) {
+        use chrono::FixedOffset;
+        use engram_learning::memory::{MemoryQuery, PassageIndex};
+        let events = passage_events(&steps);
+        let utc = FixedOffset::east_opt(0).unwrap();
+        let mut index = PassageIndex::new(utc, None);
+        // The model: (speaker, word) → (session, at), latest wins.
+        let mut model: std::collections::BTreeMap<(bool, u8), (u8, DateTime<Utc>)> = Default::default();
+        for (step, env) in steps.iter().zip(&events) {
+            index.observe(env);
+            match step {
+                PassageStep::Said { session, texts } => {
+                    for (user, w) in texts {
+                        model.insert((*user, *w), (*session, env.at));
+                    }
+                }
+                PassageStep::ForgetWord(w) => {
+                    let needle = WORDS[*w as usize].to_lowercase();
+                    model.retain(|(_, word), _| !WORDS[*word as usize].to_lowercase().contains(&needle));
+                }
+                PassageStep::ForgetSession(s) => model.retain(|_, (session, _)| session != s),
+            }
+        }
+        prop_assert_eq!(index.len(), model.len());
+        let held: Vec<_> = index.passages().map(|p| (p.session.clone(), p.at, p.text.clone())).collect();
+        for ((_, w), (s, at)) in &model {
+            let text = format!("I said {} today", WORDS[*w as usize]);
+            prop_assert!(held.contains(&(Some(SessionId::new(format!("s{s}"))), *at, text)), "{held:?}");
+        }
+        let mut restored = PassageIndex::new(utc, None);
+        restored.restore(index.save().into_iter().cloned().collect());
+        let again: Vec<_> = restored.passages().map(|p| (p.session.clone(), p.at, p.text.clone())).collect();
+        prop_assert_eq!(&again, &held);
+        for word in WORDS {
+            let q = MemoryQuery { text: word, ..Default::default() };
+            let a: Vec<String> = index.search(&q).into_iter().map(|s| index.get(s).unwrap().text.clone()).collect();
+            let b: Vec<String> = restored.search(&q).into_iter().map(|s| restored.get(s).unwrap().text.clone()).collect();
+            prop_assert_eq!(a, b);
+        }
+    }
+}
