@@ -161,6 +161,7 @@ impl SledLog {
     /// caller waits for the outcome at once, so the writer thread's
     /// pipelining buys nothing there, and the two hops to it and back are
     /// most of a relaxed append's time.
+    #[cfg(feature = "jetstream")]
     pub(crate) fn append_here(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
         self.appendable()?;
         let (ack, rx) = bounded(1);
@@ -174,6 +175,7 @@ impl SledLog {
     /// [`EventLog::seq_of`] of many ids at once: each index bucket read
     /// once, not once per id (the JetStream copy checks every chunk it
     /// applies so). Returns the ids the log holds.
+    #[cfg(feature = "jetstream")]
     pub(crate) fn seq_of_many(&self, ids: &[EventId]) -> Result<std::collections::HashMap<EventId, Seq>, LogError> {
         self.shared.seq_of_many(ids)
     }
