@@ -2,7 +2,8 @@
 //! reply loop can find again (issue 30; the index is
 //! [`engram_learning::memory::passages`]).
 //!
-//! At `turn.completed` it splits the request and the reply
+//! At `turn.completed` it splits the request and — when a model wrote it
+//! — the reply
 //! ([`split`](engram_learning::memory::passages::split)), embeds the
 //! passages in one batch and appends one `memory.passages_indexed`,
 //! derived from the turn (so handling it twice after a crash appends
@@ -120,7 +121,12 @@ impl Role for MemoryIndexer {
                 Vec::new()
             }
             Event::TurnCompleted(t) => {
-                let reply = env.turn.and_then(|turn| self.replies.remove(&turn));
+                // A model's reply is kept beside the request (what it
+                // confirmed: "Updated: Sunday 15 November, 1 pm"); an
+                // offline one is a template over a tool's output or over
+                // memory itself, and would only echo it back later.
+                let by_model = t.model.as_deref().is_some_and(|m| !m.starts_with("offline:"));
+                let reply = env.turn.and_then(|turn| self.replies.remove(&turn)).filter(|_| by_model);
                 let passages = self.passages(&t.text, reply.as_deref());
                 if passages.is_empty() {
                     return Vec::new();

@@ -34,7 +34,7 @@ pub(super) fn print(log: &crate::Log, opts: &MemoryOpts) -> anyhow::Result<()> {
         None => index.passages().cloned().collect(),
     };
     if !opts.json {
-        println!("{:<20} {:<16} {:<9} {:<7} text", "said (UTC)", "session", "speaker", "vector");
+        println!("{:<17} {:<30} {:<9} {:<6} text", "said (UTC)", "session", "speaker", "vector");
     }
     for p in &rows {
         let session = p.session.as_ref().map_or("", |s| s.as_str());
@@ -53,7 +53,7 @@ pub(super) fn print(log: &crate::Log, opts: &MemoryOpts) -> anyhow::Result<()> {
                 Speaker::Assistant => "assistant",
             };
             output::print_line(&format!(
-                "{:<20} {:<16} {:<9} {:<7} {}",
+                "{:<17} {:<30} {:<9} {:<6} {}",
                 p.at.format("%Y-%m-%d %H:%M"),
                 session,
                 speaker,
