@@ -3,9 +3,8 @@
 //! [`engram_learning::memory::passages`]).
 //!
 //! At `turn.completed` it splits the request and — when a model wrote it
-//! — the reply
-//! ([`split`](engram_learning::memory::passages::split)), embeds the
-//! passages in one batch and appends one `memory.passages_indexed`,
+//! — the reply ([`split`]), embeds the passages in one batch and appends
+//! one `memory.passages_indexed`,
 //! derived from the turn (so handling it twice after a crash appends
 //! nothing new). The embedding is off the turn's path: the reply was
 //! delivered before this actor sees the turn. An embedder that fails
