@@ -851,7 +851,8 @@ fn a_big_import_prepares_the_actors_snapshots_and_appends_nothing_else() {
     assert_eq!(s["head_seq"], report["events_appended"], "preparing the snapshots appended nothing");
     let owners: BTreeSet<&str> =
         s["snapshots"].as_array().unwrap().iter().map(|o| o["owner"].as_str().unwrap()).collect();
-    let all = ["graph", "judge", "listener", "pattern_store", "planner", "reply_loop", "router", "summariser"];
+    let all =
+        ["graph", "judge", "listener", "memory", "pattern_store", "planner", "reply_loop", "router", "summariser"];
     assert_eq!(owners, all.into_iter().collect(), "{s}");
     for o in s["snapshots"].as_array().unwrap() {
         assert_eq!(o["seq"], s["head_seq"], "{o}: folded up to the import's last event");

@@ -358,7 +358,9 @@ fn a_restart_starts_from_the_snapshots_and_a_damaged_one_costs_only_a_fold() {
     };
     assert_eq!(run("what time is it").0, Some(1));
     let (head, listed) = snapshots();
-    for owner in ["listener", "router", "planner", "reply_loop", "pattern_store", "judge", "summariser", "graph"] {
+    for owner in
+        ["listener", "router", "planner", "reply_loop", "pattern_store", "judge", "summariser", "graph", "memory"]
+    {
         assert_eq!(listed[owner]["seq"], head, "{owner}: saved at shutdown, at the head: {listed:?}");
     }
     let snaps = data.join("snapshots");

@@ -21,8 +21,8 @@ use engram_events::SessionId;
 use engram_learning::embedder::{Embedder, EmbedderConfig};
 
 /// Every actor that keeps a snapshot, and the listener.
-const OWNERS: [&str; 8] =
-    ["router", "planner", "reply_loop", "pattern_store", "judge", "summariser", "graph", "listener"];
+const OWNERS: [&str; 9] =
+    ["router", "planner", "reply_loop", "pattern_store", "judge", "summariser", "graph", "listener", "memory"];
 
 fn embedder() -> Arc<dyn Embedder> {
     static E: OnceLock<Arc<OnnxEmbedder>> = OnceLock::new();
