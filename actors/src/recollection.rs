@@ -221,14 +221,24 @@ impl Recollection {
         scored.into_iter().map(|(c, _, f)| (Some(c), f)).collect()
     }
 
-    /// The answer to a request no tool matched, from what was said: the
+    /// The answer to a question no tool matched, from what was said: the
     /// best recalled passage that states something, when it resembles the
     /// request as much as a tool's description must to be planned
     /// offline (`Calibration::offline_planner`) — memory competes as one
-    /// more tool would. `None`: the turn stays unanswered.
-    pub fn answer_unplanned(&self, recalled: &Recalled, lang: engram_learning::lang::Lang) -> Option<String> {
-        let bar = self.embed.as_ref().map(|(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).offline_planner)?;
-        let p = recalled.passages.iter().find(|p| p.cosine.is_some_and(|c| c >= bar) && states(p))?;
+    /// more tool would. Only a question (`?`) is answered so: a statement
+    /// ("abito a Torino") resembles what was said before without asking
+    /// for it. `None`: the turn stays unanswered.
+    pub fn answer_unplanned(
+        &self,
+        request: &str,
+        recalled: &Recalled,
+        lang: engram_learning::lang::Lang,
+    ) -> Option<String> {
+        if !request.trim_end().ends_with('?') {
+            return None;
+        }
+        let cal = self.embed.as_ref().map(|(e, _)| EmbeddingModel::calibration_for_id(e.model_id()))?;
+        let p = recalled.passages.iter().find(|p| answers(p, cal.offline_planner, &cal))?;
         Some(said_line(p, lang))
     }
 
@@ -247,9 +257,8 @@ impl Recollection {
         lang: engram_learning::lang::Lang,
     ) -> (Vec<String>, Vec<String>) {
         let facts = self.score_facts(query, facts);
-        let bar =
-            self.embed.as_ref().map_or(f32::INFINITY, |(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).recall);
-        let best = recalled.passages.iter().position(|p| p.cosine.is_some_and(|c| c >= bar) && states(p));
+        let cal = self.embed.as_ref().map(|(e, _)| EmbeddingModel::calibration_for_id(e.model_id()));
+        let best = cal.and_then(|cal| recalled.passages.iter().position(|p| answers(p, cal.recall, &cal)));
         let mut answer: Vec<String> = Vec::new();
         let mut rest = Vec::new();
         match best {
@@ -402,10 +411,13 @@ impl Recollection {
     }
 }
 
-/// Whether a passage states something (not only questions the user
-/// asked): a question is no answer to a later one.
-fn states(p: &RecalledPassage) -> bool {
-    engram_learning::memory::sentences(&p.text).iter().any(|s| !s.trim_end().ends_with('?'))
+/// Whether a passage can answer the request: at least `bar` alike with
+/// it, but not the same request said before (`Calibration::same_request`,
+/// the L1 bar: an earlier "tell me a joke" is no answer to this one), and
+/// stating something (a question is no answer to a later one).
+fn answers(p: &RecalledPassage, bar: f32, cal: &engram_learning::embedder::Calibration) -> bool {
+    let states = engram_learning::memory::sentences(&p.text).iter().any(|s| !s.trim_end().ends_with('?'));
+    p.cosine.is_some_and(|c| c >= bar && (c as f64) < cal.same_request) && states
 }
 
 /// A passage as an answer, in the request's language: "On 12 November

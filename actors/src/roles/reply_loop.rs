@@ -340,7 +340,7 @@ impl ReplyLoop {
             // resembles it enough.
             _ if steps.is_empty() && layer == RouteLayer::Planner => self
                 .recollection
-                .answer_unplanned(&recalled, run.lang(&open.text))
+                .answer_unplanned(&open.text, &recalled, run.lang(&open.text))
                 .unwrap_or_else(|| offline_reply(&run, layer, &open.text, ctx.now)),
             _ => offline_reply(&run, layer, &open.text, ctx.now),
         };

@@ -45,7 +45,12 @@ impl MemoryFold {
         let from_before =
             c.steps.iter().any(|s| s.args.0.values().any(|v| v.as_str().is_some_and(|a| !c.text.contains(a))));
         // A reply quoting what was said (`said_line`'s form, EN or IT).
-        if reply.contains(" you said: \"") || reply.contains(" mi hai detto: \"") {
+        // The first question answered so: a statement the offline planner
+        // took for `recall` ("abito a Torino") is echoed from memory too,
+        // and later questions may quote what the recall tool answered from
+        // ("my name is Ada").
+        let quotes = reply.contains(" you said: \"") || reply.contains(" mi hai detto: \"");
+        if quotes && c.text.trim_end().ends_with('?') && self.memory.said_earlier.is_none() {
             self.memory.said_earlier = Some((c.text.clone(), reply.clone()));
         }
         if c.steps.iter().any(|s| s.tool == engram::actors::tools::memory::RECALL) {

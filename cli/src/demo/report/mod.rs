@@ -123,8 +123,8 @@ pub struct Summaries {
 pub struct Memory {
     /// (request, the steps run, reply) of the last turn that ran `recall`.
     pub recalled: Option<(String, Vec<String>, String)>,
-    /// (request, reply) of the last turn answered with what the user said
-    /// in an earlier session (the memory index, issue 30).
+    /// (request, reply) of the first turn answered with what the user
+    /// said in an earlier session (the memory index, issue 30).
     pub said_earlier: Option<(String, String)>,
     /// (request, the steps run with their arguments, reply) of the last
     /// turn whose request says "it" and whose steps used an argument the
