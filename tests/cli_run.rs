@@ -313,7 +313,17 @@ fn run_forgets_a_fact_on_request() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
-    let replies: Vec<&str> = stdout.lines().collect();
+    // A reply starts with its `[layer …]` line and may run over several.
+    let mut replies: Vec<String> = Vec::new();
+    for line in stdout.lines() {
+        match replies.last_mut() {
+            Some(reply) if !line.starts_with('[') => {
+                reply.push('\n');
+                reply.push_str(line);
+            }
+            _ => replies.push(line.to_owned()),
+        }
+    }
     assert!(replies[1].contains("Ada"), "known before: {stdout}");
     assert!(!replies[2].contains("Ada"), "forgotten after: {stdout}");
     assert!(stderr.contains("forgot USER/identity: my name is Ada"), "{stderr}");
