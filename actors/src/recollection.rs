@@ -425,21 +425,8 @@ fn answers(p: &RecalledPassage, bar: f32, cal: &engram_learning::embedder::Calib
 pub fn said_line(p: &RecalledPassage, lang: engram_learning::lang::Lang) -> String {
     use chrono::Datelike;
     use engram_events::payloads::Speaker;
+    use engram_learning::fast_path::templates::MESI;
     use engram_learning::lang::Lang;
-    const MESI: [&str; 12] = [
-        "gennaio",
-        "febbraio",
-        "marzo",
-        "aprile",
-        "maggio",
-        "giugno",
-        "luglio",
-        "agosto",
-        "settembre",
-        "ottobre",
-        "novembre",
-        "dicembre",
-    ];
     let text = p.text.trim();
     match (lang, p.speaker) {
         (Lang::It, Speaker::User) => {

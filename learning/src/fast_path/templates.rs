@@ -18,7 +18,9 @@ use chrono::{DateTime, Datelike, FixedOffset, Timelike};
 use crate::lang::Lang;
 
 const GIORNI: [&str; 7] = ["lunedì", "martedì", "mercoledì", "giovedì", "venerdì", "sabato", "domenica"];
-const MESI: [&str; 12] = [
+/// Italian month names, January first: what an Italian answer dates with
+/// (L0's date, a quoted memory's day).
+pub const MESI: [&str; 12] = [
     "gennaio",
     "febbraio",
     "marzo",
