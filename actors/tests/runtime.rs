@@ -204,6 +204,57 @@ fn offline_a_host_tools_arguments_come_from_its_schema() {
     rt.shutdown().unwrap();
 }
 
+/// A place a host tool takes is learnt as a slot of the fast path's row:
+/// asked for three cities, the fourth is answered by L1 with its own city
+/// (before, each city was a row of its own and the gate refused the
+/// others: "content words differ"). A name the call does not take stays a
+/// word of the row: the greeting learnt for Marta is replayed for Marta,
+/// never for Luca.
+#[test]
+fn a_proper_noun_a_tool_takes_is_learnt_as_a_slot() {
+    let f = fixture();
+    let calls = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = calls.clone();
+    let weather = FnTool::new("get_weather", "the current weather forecast for a city", move |a, _ctx| {
+        let city = args::req_str(a, "get_weather", "city")?;
+        seen.lock().unwrap().push(city.to_owned());
+        Ok(ToolOutput::trusted(format!("{city}: 3 C, snow")))
+    })
+    .with_arg("city", "the city");
+    let hello = FnTool::new("wave_hello", "wave hello to the family on the kitchen screen", |_, _ctx| {
+        Ok(ToolOutput::trusted("waved".to_owned()))
+    });
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .offline()
+        .embedder(embedder())
+        .tool(Arc::new(weather))
+        .tool(Arc::new(hello))
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap();
+    let s = SessionId::new("s-names");
+    for city in ["Innsbruck", "Glasgow", "Bologna"] {
+        let r = rt.handle_utterance(&s, &format!("what's the weather forecast in {city}")).unwrap();
+        assert_eq!(r.layer, Some(RouteLayer::Planner), "{city}: {r:?}");
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let r = rt.handle_utterance(&s, "what's the weather forecast in Oslo").unwrap();
+    assert_eq!(r.layer, Some(RouteLayer::L1), "a city never asked, served by the learnt row: {r:?}");
+    assert_eq!(r.text, "Oslo: 3 C, snow", "{r:?}");
+    for _ in 0..3 {
+        let r = rt.handle_utterance(&s, "wave hello to Marta on the kitchen screen").unwrap();
+        assert_eq!(r.steps.first().map(|s| s.tool.as_str()), Some("wave_hello"), "{r:?}");
+        assert!(rt.settle(Duration::from_secs(10)));
+    }
+    let r = rt.handle_utterance(&s, "wave hello to Marta on the kitchen screen").unwrap();
+    assert_eq!(r.layer, Some(RouteLayer::L1), "the same request again: {r:?}");
+    let r = rt.handle_utterance(&s, "wave hello to Luca on the kitchen screen").unwrap();
+    assert_ne!(r.layer, Some(RouteLayer::L1), "the call does not take the name: not Marta's row for Luca: {r:?}");
+    assert_eq!(*calls.lock().unwrap(), ["Innsbruck", "Glasgow", "Bologna", "Oslo"]);
+    rt.shutdown().unwrap();
+}
+
 #[test]
 fn a_multi_step_request_becomes_an_l2_hit_with_new_arguments() {
     let f = fixture();

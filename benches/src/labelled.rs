@@ -49,7 +49,7 @@ pub struct PairScore {
     pub lang: String,
     /// Hard negatives routed.
     pub hard_negatives: usize,
-    /// Of them, served by the fast path: must be 0.
+    /// Of them, replayed with the candidate's own call: must be 0.
     pub wrong_replays: usize,
     /// Paraphrases routed.
     pub paraphrases: usize,
@@ -179,9 +179,15 @@ pub fn pairs(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<PairScore>> {
         let score =
             by_lang.entry(lang.to_owned()).or_insert_with(|| PairScore { lang: lang.into(), ..Default::default() });
         let d = fast_path.route(request, now())?;
+        let want = PlanStep {
+            tool: field(r, "tool")?.to_owned(),
+            args: ToolArgs::from_json(&serde_json::to_string(&r["args"])?)?,
+        };
         if r["same"] == false {
             score.hard_negatives += 1;
-            if d.layer != RouteLayer::Planner {
+            // Replayed with the candidate's own call: "the weather in
+            // Paris" answered as a call for Paris is not one.
+            if d.layer != RouteLayer::Planner && d.steps.first() == Some(&want) {
                 score.wrong_replays += 1;
                 score.misses.push(format!("{request:?} replayed {:?} ({:?})", d.matched, d.similarity));
             }

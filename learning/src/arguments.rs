@@ -105,7 +105,8 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
         }
     }
     // Rule 5, for the place- and name-like strings left.
-    let mut nouns = proper_nouns(request).into_iter().filter(|n| !words_of(n).iter().all(|w| taken_words.contains(w)));
+    let mut nouns =
+        noun_candidates(request).into_iter().filter(|n| !words_of(n).iter().all(|w| taken_words.contains(w)));
     for (name, spec) in left {
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
         match (kind == "string" && place_or_name(name, spec)).then(|| nouns.next()).flatten() {
@@ -205,7 +206,7 @@ fn quoted_strings(text: &str) -> Vec<String> {
 /// in Innsbruck" compared with a tool's description as "what's the weather
 /// in", so that a name the model hardly knows does not pull it away.
 pub fn without_proper_nouns(text: &str) -> String {
-    let nouns = proper_nouns(text);
+    let nouns = noun_candidates(text);
     if nouns.is_empty() || !text.chars().any(char::is_uppercase) {
         return text.to_owned();
     }
@@ -219,29 +220,12 @@ pub fn without_proper_nouns(text: &str) -> String {
 /// Rule 5's candidates: capitalised word runs that do not open the
 /// sentence; else (a request in lower case) the words after its last
 /// preposition, three at most.
-fn proper_nouns(text: &str) -> Vec<String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
-    let mut out = Vec::new();
-    let mut run: Vec<String> = Vec::new();
-    for (i, w) in words.iter().enumerate() {
-        let word = clean(w);
-        let opens = i == 0 || words[i - 1].ends_with(['.', '!', '?']);
-        let capital = word.chars().next().is_some_and(char::is_uppercase) && !opens && word != "I";
-        if capital {
-            run.push(word);
-        } else if !run.is_empty() {
-            out.push(std::mem::take(&mut run).join(" "));
-        }
-        // A run ends at punctuation too ("Rome, please").
-        if !run.is_empty() && w.ends_with([',', '.', '!', '?', ';', ':']) {
-            out.push(std::mem::take(&mut run).join(" "));
-        }
-    }
-    if !run.is_empty() {
-        out.push(run.join(" "));
-    }
+fn noun_candidates(text: &str) -> Vec<String> {
+    let mut out: Vec<String> =
+        crate::fast_path::extract::proper_nouns(text).into_iter().map(|(s, e)| text[s..e].to_owned()).collect();
     if out.is_empty() && !text.chars().any(char::is_uppercase) {
+        let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+        let words: Vec<&str> = text.split_whitespace().collect();
         let lower: Vec<String> = words.iter().map(|w| clean(w).to_lowercase()).collect();
         if let Some(p) = lower.iter().rposition(|w| PREPOSITIONS.contains(&w.as_str())) {
             let tail: Vec<&String> = lower[p + 1..].iter().filter(|w| !w.is_empty()).take(3).collect();

@@ -15,7 +15,7 @@ use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
 
-use super::{canonical, gate, placeholder, Extracted, L0Table};
+use super::{canonical, gate, placeholder, Extracted, L0Table, SlotKind};
 use crate::fast_path::{FastPathConfig, MultiToolConfig};
 use crate::projections::{CanonicalQueries, Pipelines};
 
@@ -212,10 +212,11 @@ impl<R: PartialEq> Layer<R> {
     }
 
     /// The rows to examine for `canon`: its exact row first (cosine 1),
-    /// then the vector search's nearest.
-    fn candidates(&self, canon: &str, q: &[f32]) -> Vec<(&str, &R, f32)> {
+    /// then (with a query vector) the vector search's nearest.
+    fn candidates(&self, canon: &str, q: Option<&[f32]>) -> Vec<(&str, &R, f32)> {
         let exact = self.rows.get_key_value(canon);
         let mut out: Vec<(&str, &R, f32)> = exact.map(|(t, (_, r))| (t.as_str(), r, 1.0)).into_iter().collect();
+        let Some(q) = q else { return out };
         for (key, cos) in self.index.search(q, CANDIDATES) {
             let Some(text) = self.text_of.get(&key) else { continue };
             if text != canon {
@@ -337,7 +338,8 @@ impl FastPath {
     }
 
     /// Decides `text`, said at `now` (the user's local time). `embed` is
-    /// called at most twice (the request, and with `chain_to_planner` its
+    /// called at most three times (the request; with proper nouns, the
+    /// request with its names as words; with `chain_to_planner`, its
     /// prefix), never when L0 answers or no layer has candidates.
     pub fn route<E>(
         &self,
@@ -363,17 +365,34 @@ impl FastPath {
             d.query = Some(q.clone());
             d
         };
-        if let Some(d) = self.try_l1(&canon, &ex, &q, &mut refusals, embed) {
+        // A row that does not take the request's proper nouns keeps them as
+        // words (the reactor's rule), so a request naming one is tried
+        // three ways: said again exactly, names as words (free); then as a
+        // row that takes a name (the usual search); then, names as words,
+        // near rows learnt so (one more embedding).
+        let literal = ex.of(SlotKind::ProperName).next().map(|_| {
+            let literal = ex.without(SlotKind::ProperName);
+            (crate::text::normalize(&literal.masked()), literal)
+        });
+        if let Some((lcanon, lex)) = &literal {
+            if let Some(d) = self.try_layers(lcanon, lex, None, &mut refusals, embed) {
+                return Ok(finish(d, &refusals, &canon));
+            }
+        }
+        if let Some(d) = self.try_layers(&canon, &ex, Some(&q), &mut refusals, embed) {
             return Ok(finish(d, &refusals, &canon));
         }
-        if let Some(d) = self.try_l2(&canon, &ex, &q, &mut refusals, embed) {
-            return Ok(finish(d, &refusals, &canon));
+        if let Some((lcanon, lex)) = &literal {
+            let lq = embed(lcanon)?;
+            if let Some(d) = self.try_layers(lcanon, lex, Some(&lq), &mut refusals, embed) {
+                return Ok(finish(d, &refusals, &canon));
+            }
         }
         if self.multi.chain_to_planner && !self.l2.is_empty() {
             if let Some((prefix, rest)) = split_continuation(text) {
                 let (pcanon, pex) = canonical(&prefix, now);
                 let pq = embed(&pcanon)?;
-                if let Some(mut d) = self.try_l2(&pcanon, &pex, &pq, &mut refusals, embed) {
+                if let Some(mut d) = self.try_l2(&pcanon, &pex, Some(&pq), &mut refusals, embed) {
                     d.reason = format!("{}; the rest goes to the planner", d.reason);
                     d.residual = Some(rest);
                     return Ok(finish(d, &refusals, &canon));
@@ -409,11 +428,23 @@ impl FastPath {
         gate::check_with(canon, text, &mut same)
     }
 
+    /// L1, then L2, for one form of the request.
+    fn try_layers<E>(
+        &self,
+        canon: &str,
+        ex: &Extracted,
+        q: Option<&[f32]>,
+        refusals: &mut Vec<(f64, String)>,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Option<Decision> {
+        self.try_l1(canon, ex, q, refusals, embed).or_else(|| self.try_l2(canon, ex, q, refusals, embed))
+    }
+
     fn try_l1<E>(
         &self,
         canon: &str,
         ex: &Extracted,
-        q: &[f32],
+        q: Option<&[f32]>,
         refusals: &mut Vec<(f64, String)>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
@@ -452,7 +483,7 @@ impl FastPath {
         &self,
         canon: &str,
         ex: &Extracted,
-        q: &[f32],
+        q: Option<&[f32]>,
         refusals: &mut Vec<(f64, String)>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {

@@ -31,11 +31,15 @@ pub enum SlotKind {
     Extension,
     /// A number.
     Number,
+    /// A proper noun: a run of capitalised words that does not open a
+    /// sentence ("Innsbruck", "New York", "Marta"), as written — a place
+    /// or a person a tool may take ([`proper_nouns`]).
+    ProperName,
 }
 
 impl SlotKind {
     /// Every kind, in extraction priority order.
-    pub const ALL: [SlotKind; 7] = [
+    pub const ALL: [SlotKind; 8] = [
         SlotKind::Url,
         SlotKind::Email,
         SlotKind::Path,
@@ -43,6 +47,7 @@ impl SlotKind {
         SlotKind::Date,
         SlotKind::Extension,
         SlotKind::Number,
+        SlotKind::ProperName,
     ];
 
     /// The placeholder / mask name (`url`, `path`, …).
@@ -55,6 +60,9 @@ impl SlotKind {
             SlotKind::Date => "date",
             SlotKind::Extension => "ext",
             SlotKind::Number => "number",
+            // Not a word of either language: "name" is one ("what's my
+            // name"), and a mask must never read as a word the user said.
+            SlotKind::ProperName => "propername",
         }
     }
 
@@ -91,6 +99,13 @@ impl Extracted {
         self.slots.iter().filter(move |s| s.kind == kind).map(|s| &s.value)
     }
 
+    /// These values without those of `kind`: the text as if the rules had
+    /// not seen them (a proper noun a learnt row does not take stays a
+    /// word of its canonical text).
+    pub fn without(&self, kind: SlotKind) -> Extracted {
+        Extracted { text: self.text.clone(), slots: self.slots.iter().filter(|s| s.kind != kind).cloned().collect() }
+    }
+
     /// The text with every value replaced by its kind's name in capitals
     /// (`download URL and describe it`).
     pub fn masked(&self) -> String {
@@ -120,6 +135,7 @@ struct Rules {
     date: Regex,
     ext: Regex,
     number: Regex,
+    token: Regex,
 }
 
 fn rules() -> &'static Rules {
@@ -145,6 +161,7 @@ fn rules() -> &'static Rules {
                 e = EXTENSIONS
             )),
             number: r(r"\b\d+(?:[.,]\d+)?\b"),
+            token: r(r"\S+"),
         }
     })
 }
@@ -192,28 +209,7 @@ pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
         add(&mut slots, SlotKind::Window, window(now - span, now), m.start(), m.end());
     }
     for m in r.window_named.find_iter(&text) {
-        let name = m.as_str().to_lowercase();
-        let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-        let first = today.with_day(1).expect("day 1");
-        let (from, to) = if name.contains("week") || name.contains("settimana") {
-            if name.contains("last") || name.contains("scorsa") {
-                (monday - Duration::days(7), monday - Duration::days(1))
-            } else {
-                (monday, monday + Duration::days(6))
-            }
-        } else if name.contains("last") || name.contains("scorso") {
-            let prev_last = first - Duration::days(1);
-            (prev_last.with_day(1).expect("day 1"), prev_last)
-        } else {
-            let next_first = if first.month() == 12 {
-                NaiveDate::from_ymd_opt(first.year() + 1, 1, 1)
-            } else {
-                NaiveDate::from_ymd_opt(first.year(), first.month() + 1, 1)
-            }
-            .expect("valid month");
-            (first, next_first - Duration::days(1))
-        };
-        add(&mut slots, SlotKind::Window, day_window(from, to), m.start(), m.end());
+        add(&mut slots, SlotKind::Window, named_window(&m.as_str().to_lowercase(), today), m.start(), m.end());
     }
     for m in r.date.find_iter(&text) {
         let w = m.as_str().to_lowercase();
@@ -248,8 +244,47 @@ pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
             add(&mut slots, SlotKind::Number, value, m.start(), m.end());
         }
     }
+    // Last: a capitalised run is a name only where nothing above claimed it.
+    for (s, e) in proper_nouns(&text) {
+        add(&mut slots, SlotKind::ProperName, Value::from(&text[s..e]), s, e);
+    }
     slots.sort_by_key(|s| s.span.0);
     Extracted { text, slots }
+}
+
+/// The byte spans of `text`'s proper nouns: runs of words that open with a
+/// capital letter where a sentence does not open ("is it snowing in
+/// Innsbruck", "what's the weather in New York, please", "Piove a
+/// Bologna?"). A run ends at punctuation; "I" and its contractions are
+/// not names, a possessive "'s" is not part of one. Capitalisation is the
+/// only signal: a request in lower case names none (the offline planner's
+/// argument filler has its own fallback for that, `arguments`).
+pub fn proper_nouns(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut run: Option<(usize, usize)> = None;
+    let mut opens = true;
+    for m in rules().token.find_iter(text) {
+        let (at, raw) = (m.start(), m.as_str());
+        let lead = raw.len() - raw.trim_start_matches(|c: char| !c.is_alphanumeric()).len();
+        let core = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let core = core.strip_suffix("'s").unwrap_or(core);
+        let pronoun = core == "I" || core.starts_with("I'");
+        let capital = core.chars().next().is_some_and(char::is_uppercase) && !opens && !pronoun;
+        if capital {
+            let (s, e) = (at + lead, at + lead + core.len());
+            run = Some(run.map_or((s, e), |(s0, _)| (s0, e)));
+        } else if let Some(r) = run.take() {
+            out.push(r);
+        }
+        // A run ends at punctuation too ("Rome, please"), and a sentence
+        // opens after . ! ?
+        if raw.ends_with([',', '.', '!', '?', ';', ':', ')', '"']) {
+            out.extend(run.take());
+        }
+        opens = raw.ends_with(['.', '!', '?']);
+    }
+    out.extend(run);
+    out
 }
 
 fn window(from: DateTime<FixedOffset>, to: DateTime<FixedOffset>) -> Value {
@@ -257,6 +292,32 @@ fn window(from: DateTime<FixedOffset>, to: DateTime<FixedOffset>) -> Value {
         "from": from.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
         "to": to.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
     })
+}
+
+/// "this week", "il mese scorso", …: the days of the week or month named,
+/// from `today`.
+fn named_window(name: &str, today: NaiveDate) -> Value {
+    let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+    let first = today.with_day(1).expect("day 1");
+    let (from, to) = if name.contains("week") || name.contains("settimana") {
+        if name.contains("last") || name.contains("scorsa") {
+            (monday - Duration::days(7), monday - Duration::days(1))
+        } else {
+            (monday, monday + Duration::days(6))
+        }
+    } else if name.contains("last") || name.contains("scorso") {
+        let prev_last = first - Duration::days(1);
+        (prev_last.with_day(1).expect("day 1"), prev_last)
+    } else {
+        let next_first = if first.month() == 12 {
+            NaiveDate::from_ymd_opt(first.year() + 1, 1, 1)
+        } else {
+            NaiveDate::from_ymd_opt(first.year(), first.month() + 1, 1)
+        }
+        .expect("valid month");
+        (first, next_first - Duration::days(1))
+    };
+    day_window(from, to)
 }
 
 fn day_window(from: NaiveDate, to: NaiveDate) -> Value {
@@ -340,6 +401,23 @@ mod tests {
         // A number inside a window or a URL is not a separate number.
         assert_eq!(kinds("last 7 days").len(), 1);
         assert_eq!(kinds("https://a.org/7").len(), 1);
+    }
+
+    #[test]
+    fn proper_nouns_are_capitalised_runs_that_do_not_open_a_sentence() {
+        let names = |text: &str| extract(text, now()).of(SlotKind::ProperName).cloned().collect::<Vec<_>>();
+        assert_eq!(names("is it snowing in Innsbruck?"), ["Innsbruck"]);
+        assert_eq!(names("what's the weather in New York, please"), ["New York"]);
+        assert_eq!(names("Piove a Bologna stasera?"), ["Bologna"]);
+        assert_eq!(names("send Marta's notes to Luca"), ["Marta", "Luca"]);
+        // Openings, "I" and its contractions, lower case: no names.
+        assert!(names("Turn on the lights. Then I'll read").is_empty());
+        assert!(names("weather in new york").is_empty());
+        // Another rule's value is not a name too.
+        assert_eq!(kinds("read ~/Notes/Todo.md"), vec![(SlotKind::Path, "~/Notes/Todo.md".into())]);
+        let e = extract("what's the weather in New York", now());
+        assert_eq!(e.masked(), "what's the weather in  PROPERNAME ");
+        assert_eq!(e.without(SlotKind::ProperName).masked(), "what's the weather in New York");
     }
 
     #[test]

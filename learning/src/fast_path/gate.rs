@@ -8,12 +8,16 @@
 //! extracted values masked):
 //!
 //! 1. **negation** — both negated or neither ("don't", "non", "mai", …);
-//! 2. **polarity** — the same poles on every axis either side mentions
-//!    (on/off, open/close, start/stop, up/down, add/remove, enable/disable,
-//!    show/hide, EN + IT); any asymmetry rejects;
+//! 2. **polarity** — no axis both sides name with other poles (on/off,
+//!    open/close, start/stop, up/down, add/remove, enable/disable,
+//!    show/hide, EN + IT: the lexicon's `AXES`, a small override for the
+//!    opposites a sentence model puts side by side);
 //! 3. **actions** — no *effectful* action (delete, send, move, create, set,
 //!    play, …) on one side only; read-only actions (find, show, get,
-//!    describe) may differ, since replaying one for another does no harm;
+//!    describe) may differ, since replaying one for another does no harm.
+//!    A *pole* only one side names (no word of its axis on the other) is
+//!    not refused by the list: its word becomes a content word, and rule 4
+//!    asks the model whether the other side says it in other words;
 //! 4. **content words** — every remaining word (stop words, action verbs and
 //!    masked values aside; simple plurals folded, Italian words read as
 //!    their English concept by [`lexicon`], a small override) appears on
@@ -39,13 +43,18 @@
 //!    classes of grammar, not a vocabulary. (Found by the held-out pairs:
 //!    every wrong replay there was a question taken for its command.)
 //!
+//! 7. **values** — as many values of each kind (paths, dates, numbers,
+//!    proper nouns, …; masked in canonical texts) on both sides: "what's
+//!    the weather in Rome" never replays a row learnt for "what's the
+//!    weather" (which takes no place), nor "copy A to B" one for "copy A".
+//!
 //! The gate is deliberately conservative: it costs some paraphrase recall
 //! (measured in `docs/fast-path.md`) to keep wrong replays at zero.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::lexicon;
+use super::{lexicon, SlotKind};
 use crate::text::{is_negation, is_stop_word, normalize, words, Negations};
 
 /// Why a match was refused.
@@ -74,6 +83,16 @@ pub enum Mismatch {
         /// Times in the candidate.
         candidate: usize,
     },
+    /// A kind of value (a path, a date, a proper noun, …) carried a
+    /// different number of times (rule 7).
+    Values {
+        /// The value kind's mask (`path`, `propername`, …).
+        kind: String,
+        /// Values of the kind in the request.
+        request: usize,
+        /// Values of the kind in the candidate.
+        candidate: usize,
+    },
     /// Content words that differ.
     Content {
         /// Words only in the request.
@@ -92,6 +111,9 @@ impl fmt::Display for Mismatch {
             Mismatch::Action { action } => write!(f, "action '{action}' on one side only"),
             Mismatch::Repeated { word, request, candidate } => {
                 write!(f, "'{word}' is in the request {request} time(s), in the candidate {candidate}")
+            }
+            Mismatch::Values { kind, request, candidate } => {
+                write!(f, "{kind} values: {request} in the request, {candidate} in the candidate")
             }
             Mismatch::Content { request_only, candidate_only } => {
                 write!(f, "content words differ: request {request_only:?}, candidate {candidate_only:?}")
@@ -257,11 +279,16 @@ struct Profile {
     /// A question about a state (rule 6).
     asks: bool,
     poles: BTreeSet<(&'static str, bool)>,
+    /// The words that named each axis (folded): what becomes a content
+    /// word when the other side names nothing of the axis.
+    axis_words: Vec<(&'static str, String)>,
     /// Action class → times named.
     actions: std::collections::BTreeMap<&'static str, usize>,
     effectful: BTreeSet<&'static str>,
     /// Content word → times named.
     content: std::collections::BTreeMap<String, usize>,
+    /// Masked value kind (`path`, `propername`, …) → how many (rule 7).
+    values: std::collections::BTreeMap<String, usize>,
 }
 
 fn profile(canonical: &str) -> Profile {
@@ -280,9 +307,11 @@ fn profile(canonical: &str) -> Profile {
         for (axis, pos, neg) in AXES {
             if is_one_of(w, pos) {
                 p.poles.insert((axis, true));
+                p.axis_words.push((axis, fold(w)));
                 used = true;
             } else if is_one_of(w, neg) {
                 p.poles.insert((axis, false));
+                p.axis_words.push((axis, fold(w)));
                 used = true;
             }
         }
@@ -295,7 +324,10 @@ fn profile(canonical: &str) -> Profile {
                 used = true;
             }
         }
-        let masked = w.len() > 2 && ["url", "email", "path", "window", "date", "ext", "number"].contains(&w);
+        let masked = w.len() > 2 && SlotKind::ALL.iter().any(|k| k.name() == w);
+        if masked {
+            *p.values.entry(w.to_owned()).or_default() += 1;
+        }
         if used || masked || is_stop_word(w, Negations::Keep) {
             continue;
         }
@@ -345,6 +377,51 @@ pub fn continuations(text: &str) -> Vec<(usize, usize)> {
     by_end.into_iter().map(|(end, start)| (start, end)).collect()
 }
 
+/// Rules 2 and 3. Opposites the lexicon knows refuse: an axis both sides
+/// name with other poles ("turn on" / "spegni"). A pole only one side names,
+/// where the other names nothing of that axis, is not refused by the list:
+/// its word becomes a content word (rule 4), which the other side must
+/// match by the model's measure ("launch" for "start"). An effectful action
+/// on one side only still refuses by the list: the held-out pairs showed
+/// the model calling an inflection the same action ("chiamato", *called*,
+/// for "chiama", *call*), which would replay "did mom call?" as "call mom".
+fn one_sided_as_content(mut r: Profile, mut c: Profile) -> Result<(Profile, Profile), Mismatch> {
+    let axes = |p: &Profile| p.poles.iter().map(|(a, _)| *a).collect::<BTreeSet<_>>();
+    let (ra, ca) = (axes(&r), axes(&c));
+    for axis in ra.intersection(&ca) {
+        let signs = |p: &Profile| p.poles.iter().filter(|(a, _)| a == axis).map(|(_, s)| *s).collect::<Vec<_>>();
+        if signs(&r) != signs(&c) {
+            return Err(Mismatch::Polarity { axis });
+        }
+    }
+    if let Some(action) = r.effectful.symmetric_difference(&c.effectful).next() {
+        return Err(Mismatch::Action { action });
+    }
+    for (p, own, other) in [(&mut r, &ra, &ca), (&mut c, &ca, &ra)] {
+        let one_sided: BTreeSet<String> = p
+            .axis_words
+            .iter()
+            .filter(|(axis, _)| own.contains(axis) && !other.contains(axis))
+            .map(|(_, w)| w.clone())
+            .collect();
+        for w in one_sided {
+            *p.content.entry(w).or_default() += 1;
+        }
+    }
+    Ok((r, c))
+}
+
+/// Rule 7: the first value kind the two sides carry a different number of
+/// times, with the two counts.
+fn differing_values(r: &Profile, c: &Profile) -> Option<(String, usize, usize)> {
+    let count = |p: &Profile, k: &str| p.values.get(k).copied().unwrap_or(0);
+    r.values
+        .keys()
+        .chain(c.values.keys())
+        .find(|k| count(r, k) != count(c, k))
+        .map(|k| (k.clone(), count(r, k), count(c, k)))
+}
+
 /// Checks that replaying `candidate` for `request` is safe (both canonical:
 /// values masked, any case and punctuation), content words compared by the
 /// lexicon alone.
@@ -367,13 +444,10 @@ pub fn check_with(request: &str, candidate: &str, same: &mut dyn FnMut(&str, &st
     if r.asks != c.asks {
         return Err(Mismatch::Mood);
     }
-    if r.poles != c.poles {
-        let axis = r.poles.symmetric_difference(&c.poles).next().map(|(a, _)| *a).unwrap_or("polarity");
-        return Err(Mismatch::Polarity { axis });
+    if let Some((kind, request, candidate)) = differing_values(&r, &c) {
+        return Err(Mismatch::Values { kind, request, candidate });
     }
-    if let Some(action) = r.effectful.symmetric_difference(&c.effectful).next() {
-        return Err(Mismatch::Action { action });
-    }
+    let (r, c) = one_sided_as_content(r, c)?;
     let repeats = r
         .actions
         .iter()
@@ -434,13 +508,13 @@ mod tests {
 
     #[test]
     fn a_request_chaining_more_actions_is_not_the_shorter_pipeline() {
-        let pipeline = "count the words in PATH and then tell me the size of PATH";
-        let longer = "count the words in PATH and then tell me the size of PATH and then count the words in PATH";
+        let pipeline = "count the words and then tell me the size";
+        let longer = "count the words and then tell me the size and then count the words";
         let repeated = |request, candidate| Err(Mismatch::Repeated { word: "count".into(), request, candidate });
         assert_eq!(check(longer, pipeline), repeated(2, 1));
         assert_eq!(check(pipeline, longer), repeated(1, 2));
         assert_eq!(check(pipeline, pipeline), Ok(()));
-        let shown = "count the words in PATH and then tell me the size of PATH and then show the size of PATH";
+        let shown = "count the words and then tell me the size and then show the size";
         assert!(check(shown, pipeline).is_err());
         // Where a further action is chained: not after "and" between things.
         assert_eq!(continuations(shown).len(), 1, "'tell' is no action verb; 'show' is");
@@ -523,29 +597,53 @@ mod pair_set {
     //! the fast-path tests and `docs/fast-path.md`).
 
     use super::check;
-    use crate::fast_path::canonical;
+    use crate::fast_path::{canonical, placeholder, SlotKind};
     use chrono::DateTime;
+    use engram_events::payloads::ToolArgs;
 
     const PAIRS: &str = include_str!("../../../tests/fixtures/fast_path/pairs.jsonl");
 
+    /// Whether the gate lets the candidate's call be replayed for the
+    /// request *as it was recorded*: the row as the fast-path reactor
+    /// learns it (a proper noun its call does not take stays a word), the
+    /// request as the fast path routes it (its names as words first), and
+    /// the call resolved for the request. A hard negative is replayed when
+    /// that call is the candidate's: a row that takes the city replays "the
+    /// weather in Paris" as a call for Paris, not the candidate's for Rome.
+    fn replays(request: &str, candidate: &str, args: &ToolArgs) -> Result<ToolArgs, String> {
+        let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
+        let (mut c, mut cex) = canonical(candidate, now);
+        let mut row = placeholder::templatize(args, &cex);
+        if !placeholder::takes_every([&row], &cex, SlotKind::ProperName) {
+            cex = cex.without(SlotKind::ProperName);
+            c = crate::text::normalize(&cex.masked());
+            row = placeholder::templatize(args, &cex);
+        }
+        let (r, rex) = canonical(request, now);
+        let literal = rex.without(SlotKind::ProperName);
+        let lr = crate::text::normalize(&literal.masked());
+        let (r, rex) = if lr == c { (lr, literal) } else { (r, rex) };
+        check(&r, &c).map_err(|e| format!("{r:?} vs {c:?}: {e}"))?;
+        placeholder::resolve(&row, &rex).map_err(|e| format!("{r:?} vs {c:?}: {e}"))
+    }
+
     #[test]
     fn no_hard_negative_passes_and_most_paraphrases_do() {
-        let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
         let (mut negatives, mut paraphrases, mut passed) = (0, 0, 0);
         let mut refused = Vec::new();
         for line in PAIRS.lines().filter(|l| !l.trim().is_empty()) {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            let (c, _) = canonical(v["candidate"].as_str().unwrap(), now);
-            let (r, _) = canonical(v["request"].as_str().unwrap(), now);
-            let verdict = check(&r, &c);
+            let (c, r) = (v["candidate"].as_str().unwrap(), v["request"].as_str().unwrap());
+            let args = ToolArgs::from_json(&v["args"].to_string()).unwrap();
+            let verdict = replays(r, c, &args);
             if v["same"] == false {
                 negatives += 1;
-                assert!(verdict.is_err(), "hard negative passed the gate: {r:?} vs {c:?}");
+                assert!(!verdict.as_ref().is_ok_and(|a| *a == args), "hard negative replayed: {r:?} vs {c:?}");
             } else {
                 paraphrases += 1;
                 match verdict {
-                    Ok(()) => passed += 1,
-                    Err(e) => refused.push(format!("{r:?} vs {c:?}: {e}")),
+                    Ok(_) => passed += 1,
+                    Err(e) => refused.push(e),
                 }
             }
         }

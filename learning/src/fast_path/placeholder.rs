@@ -81,6 +81,32 @@ pub fn templatize(args: &ToolArgs, ex: &Extracted) -> ToolArgs {
     ToolArgs(args.0.iter().map(|(k, v)| (k.clone(), walk(v, ex))).collect())
 }
 
+/// Whether `args` (a row's steps, templatized) take every value of `kind`
+/// the request carried. A row that does not take a value must not replay
+/// for another one: "remind me to call Mom" run as `remind {"text": "call
+/// Mom"}` never serves "remind me to call Ada".
+pub fn takes_every<'a>(args: impl IntoIterator<Item = &'a ToolArgs>, ex: &Extracted, kind: SlotKind) -> bool {
+    fn walk(v: &Value, kind: SlotKind, seen: &mut [bool]) {
+        match v {
+            Value::String(s) => {
+                if let Some((_, i, _)) = parse(s).filter(|(k, _, _)| *k == kind) {
+                    if let Some(x) = seen.get_mut(i) {
+                        *x = true;
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, kind, seen)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, kind, seen)),
+            _ => {}
+        }
+    }
+    let mut seen = vec![false; ex.of(kind).count()];
+    for a in args {
+        a.0.values().for_each(|v| walk(v, kind, &mut seen));
+    }
+    seen.into_iter().all(|x| x)
+}
+
 /// `args` with every placeholder filled from the request.
 pub fn resolve(args: &ToolArgs, ex: &Extracted) -> Result<ToolArgs, Unresolved> {
     fn walk(v: &Value, ex: &Extracted) -> Result<Value, Unresolved> {
@@ -159,5 +185,20 @@ mod tests {
         assert_eq!(d, args(r#"{"day":"{date}"}"#));
         let later = DateTime::parse_from_rfc3339("2026-12-01T09:00:00+01:00").unwrap();
         assert_eq!(resolve(&d, &extract("appointments for today", later)).unwrap(), args(r#"{"day":"2026-12-01"}"#));
+    }
+
+    #[test]
+    fn a_proper_noun_the_call_takes_is_a_slot_and_one_it_does_not_is_not() {
+        let now = DateTime::parse_from_rfc3339("2026-11-23T10:00:00+01:00").unwrap();
+        let first = extract("what's the weather in Innsbruck", now);
+        let t = templatize(&args(r#"{"city":"innsbruck"}"#), &first);
+        assert!(takes_every([&t], &first, SlotKind::ProperName));
+        let next = extract("what's the weather in Bologna", now);
+        assert_eq!(resolve(&t, &next).unwrap(), args(r#"{"city":"Bologna"}"#));
+        assert!(resolve(&t, &extract("what's the weather here", now)).is_err(), "no name: no replay");
+        // A call that does not take the name.
+        let mom = extract("remind me to call Mom", now);
+        let t = templatize(&args(r#"{"text":"call Mom"}"#), &mom);
+        assert!(!takes_every([&t], &mom, SlotKind::ProperName));
     }
 }

@@ -58,7 +58,7 @@ use std::collections::{HashMap, VecDeque};
 use super::judge::RUBRIC_TOOL_FAILURE;
 use super::Reactor;
 use crate::fast_path::MultiToolConfig;
-use crate::fast_path::{canonical, pipeline_id, placeholder};
+use crate::fast_path::{canonical, pipeline_id, placeholder, SlotKind};
 use crate::projections::{ActiveDays, CanonicalQueries, Pipelines};
 use engram_events::derived;
 use engram_local_state::projector::Projection;
@@ -189,7 +189,13 @@ impl FastPathReactor {
 
     /// What a completed turn teaches (before the bar: see [`Self::teach`]).
     fn lessons(&self, env: &Envelope, text: &str, layer: RouteLayer, steps: &[PlanStep]) -> Vec<Lesson> {
-        let (canon, ex) = canonical(text, env.at.with_timezone(&self.offset));
+        let (mut canon, mut ex) = canonical(text, env.at.with_timezone(&self.offset));
+        // A proper noun the steps do not take stays a word of the row's
+        // text: the row then serves that request again, never another name.
+        if !placeholder::takes_every(templated(steps, &ex).iter().map(|s| &s.args), &ex, SlotKind::ProperName) {
+            ex = ex.without(SlotKind::ProperName);
+            canon = crate::text::normalize(&ex.masked());
+        }
         if let Some((prefix, n)) = env.turn.and_then(|turn| self.chained.get(&turn)) {
             // A chained turn: only the replayed prefix — `prefix` (its
             // canonical text, as matched) run as the first `n` steps — is a
