@@ -278,7 +278,7 @@ impl Recollection {
                         .passages
                         .iter()
                         .enumerate()
-                        .filter(|(j, _)| *j != i)
+                        .filter(|(j, p)| *j != i && states(p))
                         .map(|(_, p)| p.clone())
                         .collect(),
                     ..recalled.clone()
@@ -287,7 +287,11 @@ impl Recollection {
             }
             None => {
                 answer.extend(facts.into_iter().map(|(_, f)| f));
-                rest.extend(recalled.lines());
+                let stated = Recalled {
+                    passages: recalled.passages.iter().filter(|p| states(p)).cloned().collect(),
+                    ..recalled.clone()
+                };
+                rest.extend(stated.lines());
             }
         }
         (answer, rest)
@@ -416,8 +420,13 @@ impl Recollection {
 /// the L1 bar: an earlier "tell me a joke" is no answer to this one), and
 /// stating something (a question is no answer to a later one).
 fn answers(p: &RecalledPassage, bar: f32, cal: &engram_learning::embedder::Calibration) -> bool {
-    let states = engram_learning::memory::sentences(&p.text).iter().any(|s| !s.trim_end().ends_with('?'));
-    p.cosine.is_some_and(|c| c >= bar && (c as f64) < cal.same_request) && states
+    p.cosine.is_some_and(|c| c >= bar && (c as f64) < cal.same_request) && states(p)
+}
+
+/// Whether a passage states something: one of its sentences does not ask
+/// (a question the user asked is no fact to quote back).
+fn states(p: &RecalledPassage) -> bool {
+    engram_learning::memory::sentences(&p.text).iter().any(|s| !engram_learning::mood::asks(s))
 }
 
 /// A passage as an answer, in the request's language: "On 12 November

@@ -941,3 +941,31 @@ fn offline_a_detail_said_earlier_is_answered_from_what_was_said() {
     assert!(r.text.starts_with("Il ") && r.text.contains("Biscuit"), "{r:?}");
     rt.shutdown().unwrap();
 }
+
+/// Offline, a statement about the user is acknowledged, not answered with
+/// `recall` ("I don't remember anything about you yet" — the model puts
+/// "my name is Ada" beside "what is my name"); asked in the same
+/// conversation, what was said is quoted (no model reads the conversation
+/// offline), and a question the user asked is never quoted as a fact.
+/// "Revert the last change you made" is an undo ("change" is its object,
+/// not an action asked for: before, no tool could take it).
+#[test]
+fn offline_a_statement_is_acknowledged_and_answers_a_later_question() {
+    let f = fixture();
+    let rt = start(&f);
+    let s = SessionId::new("s-tell");
+    let r = rt.handle_utterance(&s, "my brother is called Paolo and he lives in Genoa").unwrap();
+    assert_eq!(r.text, "Noted: I'll remember that.", "{r:?}");
+    assert!(r.steps.is_empty(), "{r:?}");
+    let r = rt.handle_utterance(&s, "abito a Torino").unwrap();
+    assert_eq!(r.text, "Ok, me lo ricordo.", "{r:?}");
+    assert!(rt.settle(Duration::from_secs(20)));
+    rt.handle_utterance(&s, "where does my brother live?").unwrap();
+    assert!(rt.settle(Duration::from_secs(20)));
+    let r = rt.handle_utterance(&s, "what is my brother called?").unwrap();
+    assert!(r.text.starts_with("On ") && r.text.contains("Paolo"), "{r:?}");
+    assert!(!r.text.contains("where does my brother live"), "a question is no fact: {r:?}");
+    let r = rt.handle_utterance(&s, "revert the last change you made").unwrap();
+    assert_eq!(r.steps.first().map(|s| s.tool.as_str()), Some("undo"), "{r:?}");
+    rt.shutdown().unwrap();
+}

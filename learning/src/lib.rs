@@ -46,6 +46,7 @@ pub mod import;
 pub mod intent;
 pub mod lang;
 pub mod memory;
+pub mod mood;
 pub mod offline_planner;
 pub mod patterns;
 pub mod projections;

@@ -12,9 +12,13 @@
 //! Beside the embedding, a part's own signals decide (numbered, as
 //! [`OfflinePlanner::plan`] applies them):
 //!
-//! 1. **Nothing to do.** Small talk ("how are you today", "grazie mille")
-//!    and questions of general knowledge ("what's the capital of France")
-//!    are compared with [`SMALL_TALK`] and [`GENERAL_KNOWLEDGE`] phrasings
+//! 1. **Nothing to do.** A statement about the user ("abito a Torino", "my
+//!    sister is called Marta": [`crate::mood::tells_about_self`], by
+//!    grammar) asks for no tool — the model puts it beside "where do I
+//!    live", a question for `recall`. Small talk ("how are you today",
+//!    "grazie mille") and questions of general knowledge ("what's the
+//!    capital of France") are compared with [`SMALL_TALK`] and
+//!    [`GENERAL_KNOWLEDGE`] phrasings
 //!    as if they were a tool; when those win, no tool is called — "today"
 //!    alone is no request for the date.
 //! 2. **What the request carries.** A path favours the tools that take one
@@ -76,7 +80,9 @@ pub fn builtin_examples(tool: &str) -> &'static [&'static str] {
             "where do I live",
             "what do you know about me",
             "what did we talk about",
+            "do you remember what I told you",
             "come mi chiamo",
+            "ti ricordi cosa ti ho detto",
             "dove abito",
             "di cosa abbiamo parlato",
         ],
@@ -240,6 +246,13 @@ impl OfflinePlanner {
     /// module doc.
     pub fn plan(&self, request: &str, now: DateTime<FixedOffset>) -> Result<Vec<PlanStep>, EmbedError> {
         let parts = split_conjunctions(request);
+        // Rule 1: the user telling about themselves asks for nothing ("my
+        // brother is called Paolo and he lives in Genoa"), unless a part
+        // opens with an action ("… and list them").
+        let commands = parts.iter().any(|p| p.split_whitespace().next().is_some_and(crate::fast_path::gate::is_action));
+        if crate::mood::tells_about_self(request) && !commands {
+            return Ok(Vec::new());
+        }
         // Compared with the tools without the places and names they carry:
         // those are arguments, not what is asked.
         let asked: Vec<String> = parts.iter().map(|p| crate::arguments::without_proper_nouns(p)).collect();

@@ -305,25 +305,16 @@ impl ReplyLoop {
         // plan asks for `recall`, or planned nothing (fail-open: the model
         // may need memory to answer at all).
         let asks_recall = steps.iter().any(|s| s.tool == crate::tools::memory::RECALL);
+        let agentic = layer == RouteLayer::Planner && model.as_deref().is_some_and(|m| !m.starts_with("offline:"));
+        // Offline (not agentic) no model reads the conversation in
+        // progress: what was said in it is recalled like any other.
         let recalled = if layer == RouteLayer::Planner && (asks_recall || steps.is_empty()) {
-            self.recollect(&mut run, &open.text, asks_recall)
+            self.recollect(&mut run, &open.text, asks_recall, !agentic)
         } else {
             Recalled::default()
         };
-        // The user's facts and what they said, the one the request asks
-        // about first.
-        let (facts, recollection) = match asks_recall {
-            true => {
-                let lang = run.lang(&open.text);
-                self.recollection.recall_lines(&open.text, &recalled, self.profile.user_facts(), lang)
-            }
-            false => (self.profile.user_facts(), recalled.lines()),
-        };
-        let ctx = ToolContext::new(session, Utc::now().with_timezone(&self.setup.offset))
-            .with_memory(facts)
-            .with_recollection(recollection);
+        let ctx = self.tool_context(session, &open.text, &recalled, asks_recall, run.lang(&open.text));
         let served_by = (layer != RouteLayer::Planner).then_some(layer);
-        let agentic = layer == RouteLayer::Planner && model.as_deref().is_some_and(|m| !m.starts_with("offline:"));
         self.run_steps(&mut run, steps, (served_by, agentic), model.as_deref(), &ctx);
         let text = match (&self.setup.llm, agentic) {
             (Some(client), true) => {
@@ -337,10 +328,12 @@ impl ReplyLoop {
             }
             // Offline, a request no tool matched may be about what was
             // said (issue 30): answered from memory when a passage
-            // resembles it enough.
+            // resembles it enough; a statement about the user is
+            // acknowledged (the memory index keeps it).
             _ if steps.is_empty() && layer == RouteLayer::Planner => self
                 .recollection
                 .answer_unplanned(&open.text, &recalled, run.lang(&open.text))
+                .or_else(|| self.acknowledge(&open.text, run.lang(&open.text)))
                 .unwrap_or_else(|| offline_reply(&run, layer, &open.text, ctx.now)),
             _ => offline_reply(&run, layer, &open.text, ctx.now),
         };
@@ -520,17 +513,50 @@ impl ReplyLoop {
         step
     }
 
+    /// What the tools of a turn asking `request` may read: the user's facts
+    /// and what they said, the one the request asks about first when the
+    /// plan calls `recall`.
+    fn tool_context(
+        &self,
+        session: SessionId,
+        request: &str,
+        recalled: &Recalled,
+        asks_recall: bool,
+        lang: lang::Lang,
+    ) -> ToolContext {
+        let (facts, recollection) = match asks_recall {
+            true => self.recollection.recall_lines(request, recalled, self.profile.user_facts(), lang),
+            false => (self.profile.user_facts(), recalled.lines()),
+        };
+        ToolContext::new(session, Utc::now().with_timezone(&self.setup.offset))
+            .with_memory(facts)
+            .with_recollection(recollection)
+    }
+
+    /// "Noted", in `lang`, when `request` tells something about the user
+    /// ([`engram_learning::mood::tells_about_self`]): an offline turn that
+    /// planned nothing because it was told something says so, not that it
+    /// cannot do it. The memory index keeps what was said.
+    fn acknowledge(&self, request: &str, lang: lang::Lang) -> Option<String> {
+        engram_learning::mood::tells_about_self(request).then(|| match lang {
+            lang::Lang::It => "Ok, me lo ricordo.".to_owned(),
+            _ => "Noted: I'll remember that.".to_owned(),
+        })
+    }
+
     /// What `query` recalls from the diary: unless the plan asked for
     /// `recall`, the gate (#3b) skips a follow-up the conversation already
     /// grounds; the enrichment (#3) comes from the model when one is
     /// configured (its call recorded in `run`), else — or when it fails —
-    /// from the rule.
-    fn recollect(&mut self, run: &mut Run<'_>, query: &str, asked: bool) -> Recalled {
+    /// from the rule. `offline`: no model reads the conversation in
+    /// progress, so what was said in it is recalled too.
+    fn recollect(&mut self, run: &mut Run<'_>, query: &str, asked: bool, offline: bool) -> Recalled {
         let env = run.cause;
         let world = self.profile.world_facts();
-        // The conversation in progress reaches the prompt as itself.
-        let since = match (&env.session, env.turn) {
-            (Some(s), Some(t)) => self.dialogue.since(s, t, env.at).map(|at| (s, at)),
+        // The conversation in progress reaches a model's prompt as itself;
+        // offline, nothing else reads it.
+        let since = match (&env.session, env.turn, offline) {
+            (Some(s), Some(t), false) => self.dialogue.since(s, t, env.at).map(|at| (s, at)),
             _ => None,
         };
         if self.recollection.is_empty(since) && world.is_empty() {

@@ -218,6 +218,9 @@ const ACTIONS: &[(&str, bool, &[&str])] = &[
     ("buy", true, &["buy", "order", "pay", "compra", "ordina", "paga"]),
     ("call", true, &["call", "phone", "dial", "chiama", "telefona", "chiamare", "telefonare"]),
     ("translate", true, &["translate", "traduci"]),
+    // Reverting is an action on an action: [`effectful_actions`] reads the
+    // other actions it names as its object ("revert the last change").
+    ("undo", true, &["undo", "revert", "ripristina"]),
     ("find", false, &["find", "search", "look", "locate", "cerca", "trova", "cercami", "trovami"]),
     ("show", false, &["show", "list", "display", "mostra", "elenca", "visualizza", "mostrami", "fammi"]),
     ("get", false, &["get", "download", "fetch", "read", "open", "scarica", "leggi", "prendi", "apri", "leggimi"]),
@@ -342,9 +345,20 @@ fn profile(canonical: &str) -> Profile {
 /// The effectful action classes `text` names ("delete", "send", …; EN +
 /// IT): what the offline planner must not answer with a tool that cannot
 /// do them.
+///
+/// "Undo" acts on another action: "revert the last change you made",
+/// "annulla l'ultima modifica" ask to undo, not to set anything, so a text
+/// that names `undo` names that class alone.
 pub fn effectful_actions(text: &str) -> BTreeSet<&'static str> {
-    profile(text).effectful
+    let effectful = profile(text).effectful;
+    match effectful.contains(UNDO) {
+        true => BTreeSet::from([UNDO]),
+        false => effectful,
+    }
 }
+
+/// The action class of reverting what was done.
+const UNDO: &str = "undo";
 
 /// Whether `word` (any case) is an action verb the gate knows, in any
 /// class — what the continuation detector looks for after a conjunction.

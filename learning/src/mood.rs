@@ -1,0 +1,146 @@
+//! What a request does as a sentence — asks, or tells about the user — by
+//! grammar, no model.
+//!
+//! A sentence model puts "my name is Ada" right next to "what is my name":
+//! the two share every content word, and only the grammar tells the
+//! statement from the question. Without a model, engram must not answer a
+//! statement with the `recall` tool ("I don't remember anything about
+//! you"), nor quote a question the user asked as if it were a fact they
+//! stated. Both rules read closed classes of grammar, EN + IT, as the
+//! replay gate's mood rule does:
+//!
+//! 1. **A sentence asks** when it ends with `?` or opens with an
+//!    interrogative word or an auxiliary that opens a question
+//!    ([`QUESTION_OPENERS`]: what, where, do, can, …; cosa, dove, ti
+//!    ricordi, …). "Tell me my name" does not ask, it commands.
+//! 2. **A request tells about the user** when no sentence or clause of it
+//!    asks and it opens with the user as subject or owner
+//!    ([`SELF_OPENERS`]: my, I, I'm, mi chiamo, il mio, abito, …), unless
+//!    what follows is a wish or a need ([`WISHES`]: "I want", "I'd like",
+//!    "vorrei" — a request in the first person).
+
+use crate::text::{normalize, words};
+
+/// Words that open a question (rule 1): English interrogatives and the
+/// auxiliaries that open a yes/no question; Italian interrogatives and the
+/// verbs that open a question about memory or knowledge.
+pub const QUESTION_OPENERS: &[&str] = &[
+    "what", "what's", "whats", "where", "where's", "who", "who's", "whom", "whose", "when", "why", "how", "how's",
+    "which", "do", "does", "did", "is", "are", "am", "was", "were", "can", "could", "would", "will", "shall", "should",
+    "have", "has", "isn't", "aren't", "don't", "doesn't", "didn't", "cosa", "che", "chi", "dove", "quando", "come",
+    "com'è", "quale", "quali", "quanto", "quanti", "quanta", "quante", "perché", "perche", "ricordi", "sai",
+];
+
+/// Italian openers of a question that take two words ("ti ricordi", "mi
+/// sai dire").
+const QUESTION_OPENER_PAIRS: &[(&str, &str)] = &[("ti", "ricordi"), ("mi", "sai"), ("sai", "dirmi")];
+
+/// Words that open a statement about the user (rule 2).
+pub const SELF_OPENERS: &[&str] = &[
+    "my", "i", "i'm", "im", "i've", "ive", "mine", "mi", "il", "la", "i", "le", "mio", "mia", "miei", "mie", "io",
+    "abito", "vivo", "lavoro", "sono", "ho", "faccio", "studio",
+];
+
+/// What follows a first-person opener when the sentence is a request
+/// after all ("I want the files", "vorrei sapere l'ora").
+pub const WISHES: &[&str] = &[
+    "want",
+    "wanna",
+    "need",
+    "would",
+    "i'd",
+    "id",
+    "like",
+    "wonder",
+    "must",
+    "have",
+    "vorrei",
+    "voglio",
+    "devo",
+    "posso",
+    "potresti",
+    "serve",
+    "piacerebbe",
+];
+
+/// Whether `sentence` asks (rule 1).
+pub fn asks(sentence: &str) -> bool {
+    if sentence.trim_end().ends_with('?') {
+        return true;
+    }
+    let n = normalize(sentence);
+    let mut w = words(&n);
+    let (first, second) = (w.next().unwrap_or(""), w.next().unwrap_or(""));
+    QUESTION_OPENERS.contains(&first) || QUESTION_OPENER_PAIRS.contains(&(first, second))
+}
+
+/// Whether `request` tells something about the user rather than asks for
+/// something (rule 2): "my sister is called Marta", "abito a Torino", "I'm
+/// allergic to nuts" — not "what's my name", "I want to hear some jazz".
+pub fn tells_about_self(request: &str) -> bool {
+    let clauses = request.split([',', ';', '.', '!', '?', ':']).filter(|c| !c.trim().is_empty());
+    if request.contains('?') || clauses.clone().any(asks) {
+        return false;
+    }
+    let n = normalize(request);
+    let w: Vec<&str> = words(&n).collect();
+    let Some(first) = w.first() else { return false };
+    // "il", "la", "le", "i" open a statement only as "il mio …", "la mia …".
+    let owner = |i: usize| w.get(i).is_some_and(|x| ["mio", "mia", "miei", "mie"].contains(x));
+    let opens = match *first {
+        "il" | "la" | "le" => owner(1),
+        "i" => true, // English "I" (normalised lower case), or Italian "i miei"
+        "mi" => w.get(1) == Some(&"chiamo"),
+        f => SELF_OPENERS.contains(&f),
+    };
+    opens && !w.iter().take(4).any(|x| WISHES.contains(x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_ask_in_either_language_with_or_without_a_mark() {
+        for q in [
+            "where do I live",
+            "do you remember what city I live in",
+            "what's my name?",
+            "my name?",
+            "ti ricordi dove abito",
+            "come si chiama mio fratello",
+            "is the door open",
+        ] {
+            assert!(asks(q), "{q}");
+        }
+        for s in ["my name is Ada", "tell me my name", "abito a Torino", "turn on the lights"] {
+            assert!(!asks(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn statements_about_the_user_tell_and_requests_in_the_first_person_do_not() {
+        for s in [
+            "my name is Ada and I live in Turin",
+            "abito a Torino",
+            "I'm allergic to nuts",
+            "mi chiamo Ada",
+            "la mia gatta si chiama Neve",
+            "il mio compleanno è il 3 marzo",
+        ] {
+            assert!(tells_about_self(s), "{s}");
+        }
+        for r in [
+            "what is my name",
+            "I want to hear some jazz",
+            "I'd like to know the time",
+            "vorrei sapere che ore sono",
+            "my files, where are they?",
+            "list the files in ~/docs",
+            "la luce della cucina",
+            "tell me what you know about me",
+        ] {
+            assert!(!tells_about_self(r), "{r}");
+        }
+    }
+}
