@@ -965,6 +965,11 @@ fn offline_a_statement_is_acknowledged_and_answers_a_later_question() {
     let r = rt.handle_utterance(&s, "what is my brother called?").unwrap();
     assert!(r.text.starts_with("On ") && r.text.contains("Paolo"), "{r:?}");
     assert!(!r.text.contains("where does my brother live"), "a question is no fact: {r:?}");
+    // A question about what is remembered goes to memory, whatever it
+    // names (before: "do you remember what city I live in" → get_location).
+    let r = rt.handle_utterance(&s, "do you remember which city my brother lives in?").unwrap();
+    assert_eq!(r.steps.first().map(|s| s.tool.as_str()), Some("recall"), "{r:?}");
+    assert!(r.text.contains("Genoa"), "{r:?}");
     let r = rt.handle_utterance(&s, "revert the last change you made").unwrap();
     assert_eq!(r.steps.first().map(|s| s.tool.as_str()), Some("undo"), "{r:?}");
     rt.shutdown().unwrap();

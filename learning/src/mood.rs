@@ -18,6 +18,9 @@
 //!    ([`SELF_OPENERS`]: my, I, I'm, mi chiamo, il mio, abito, …), unless
 //!    what follows is a wish or a need ([`WISHES`]: "I want", "I'd like",
 //!    "vorrei" — a request in the first person).
+//! 3. **A sentence asks memory** when it asks whether the assistant
+//!    remembers (do you remember, ti ricordi, …: [`asks_memory`]) — the
+//!    verb says which tool it is for, whatever the rest names.
 
 use crate::text::{normalize, words};
 
@@ -74,6 +77,27 @@ pub fn asks(sentence: &str) -> bool {
     QUESTION_OPENERS.contains(&first) || QUESTION_OPENER_PAIRS.contains(&(first, second))
 }
 
+/// The openers of a question about what the assistant remembers (rule 3).
+const MEMORY_OPENERS: &[&[&str]] = &[
+    &["do", "you", "remember"],
+    &["can", "you", "remember"],
+    &["do", "you", "recall"],
+    &["you", "remember"],
+    &["ti", "ricordi"],
+    &["ricordi"],
+    &["te", "lo", "ricordi"],
+];
+
+/// Whether `sentence` asks what the assistant remembers (rule 3): "do you
+/// remember what city I live in", "ti ricordi come si chiama mio
+/// fratello?" — a question for memory, whatever else it names (a city is
+/// no request for the current location). "Remember to buy milk" commands.
+pub fn asks_memory(sentence: &str) -> bool {
+    let n = normalize(sentence);
+    let w: Vec<&str> = words(&n).collect();
+    MEMORY_OPENERS.iter().any(|o| w.starts_with(o)) && asks(sentence)
+}
+
 /// Whether `request` tells something about the user rather than asks for
 /// something (rule 2): "my sister is called Marta", "abito a Torino", "I'm
 /// allergic to nuts" — not "what's my name", "I want to hear some jazz".
@@ -115,6 +139,20 @@ mod tests {
         }
         for s in ["my name is Ada", "tell me my name", "abito a Torino", "turn on the lights"] {
             assert!(!asks(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_question_about_what_is_remembered_asks_memory() {
+        for q in [
+            "do you remember what city I live in",
+            "ti ricordi come si chiama mio fratello?",
+            "you remember my cat's name?",
+        ] {
+            assert!(asks_memory(q), "{q}");
+        }
+        for r in ["remember to buy milk", "remind me to call Paolo", "what time is it", "you remember nothing"] {
+            assert!(!asks_memory(r), "{r}");
         }
     }
 

@@ -21,6 +21,9 @@
 //!    [`GENERAL_KNOWLEDGE`] phrasings
 //!    as if they were a tool; when those win, no tool is called — "today"
 //!    alone is no request for the date.
+//!    A question about what the assistant remembers ("do you remember what
+//!    city I live in", "ti ricordi …": [`crate::mood::asks_memory`]) goes
+//!    to [`RECALL`], however near a location or a date tool it is (1b).
 //! 2. **What the request carries.** A path favours the tools that take one
 //!    ([`PATH_BONUS`]), and more the one whose `path` parameter is the same
 //!    kind — a directory or a file, as the file system says when the path
@@ -65,6 +68,10 @@ use crate::embedder::{EmbedError, Embedder};
 /// `turn.completed.model`): the pattern store scores it like any model.
 pub const OFFLINE_MODEL: &str = "offline:tool-similarity";
 
+/// The built-in memory tool's name: what a question about what the
+/// assistant remembers is for (rule 1b).
+pub const RECALL: &str = "recall";
+
 /// Example phrasings of the built-in tools, compared with requests besides
 /// the tools' one-line descriptions.
 pub fn builtin_examples(tool: &str) -> &'static [&'static str] {
@@ -75,7 +82,7 @@ pub fn builtin_examples(tool: &str) -> &'static [&'static str] {
         "list_dir" => &["list the files in the folder", "show the directory contents", "what files are in the folder"],
         "read_file" => &["read the file", "show me the contents of the file", "open the file and print it"],
         "undo" => &["undo that", "undo the last action", "revert what you just did"],
-        "recall" => &[
+        RECALL => &[
             "what is my name",
             "where do I live",
             "what do you know about me",
@@ -260,6 +267,12 @@ impl OfflinePlanner {
         let vectors = self.embedder.embed_batch(&refs)?;
         let mut steps = Vec::new();
         for (part, v) in parts.iter().zip(&vectors) {
+            // Rule 1b: a question about what the assistant remembers is for
+            // memory, whatever else it names ("… what city I live in").
+            if crate::mood::asks_memory(part) && self.tools.iter().any(|t| t.name == RECALL && t.runnable) {
+                steps.push(PlanStep { tool: RECALL.to_owned(), args: ToolArgs::default() });
+                continue;
+            }
             let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
             let wanted = effectful_actions(part);
             // Rule 2: a path of a kind some tool takes goes to such a tool.

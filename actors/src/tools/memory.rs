@@ -12,8 +12,8 @@ use serde_json::json;
 use super::{args, Tool, ToolContext, ToolError, ToolOutput};
 
 /// The `recall` tool's name (the reply loop recalls the diary for a plan
-/// that calls it).
-pub const RECALL: &str = "recall";
+/// that calls it; the offline planner sends memory questions to it).
+pub use engram_learning::offline_planner::RECALL;
 
 /// `recall`: the user's facts from earlier sessions.
 #[derive(Clone, Debug, Default)]
