@@ -172,15 +172,17 @@ impl FastPathService {
         embed_text(self.embedder.as_ref(), self.cache.as_ref(), text)
     }
 
-    /// The embedding of `text`'s canonical form (values masked), through the
-    /// memo: what the fast path embeds, for a turn it did not embed (no
-    /// candidates yet). `None` for a request with no words left.
+    /// The embedding of `text`'s canonical form (values masked, proper nouns
+    /// as words), through the memo: what the fast path keeps as the
+    /// request's meaning, for a turn it did not embed (no candidates yet).
+    /// `None` for a request with no words left.
     pub fn embed_request(
         &self,
         text: &str,
         now: chrono::DateTime<chrono::FixedOffset>,
     ) -> Result<Option<Vec<f32>>, FastPathError> {
-        let (canon, _) = engram_learning::fast_path::canonical(text, now);
+        let (_, ex) = engram_learning::fast_path::canonical(text, now);
+        let (canon, _) = engram_learning::fast_path::with_names_as_words(&ex);
         if canon.is_empty() {
             return Ok(None);
         }

@@ -15,7 +15,7 @@ use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
 
-use super::{canonical, gate, placeholder, Extracted, L0Table, SlotKind};
+use super::{canonical, gate, placeholder, with_names_as_words, Extracted, L0Table, SlotKind};
 use crate::fast_path::{FastPathConfig, MultiToolConfig};
 use crate::projections::{CanonicalQueries, Pipelines};
 
@@ -62,9 +62,9 @@ pub struct Decision {
     /// Every candidate examined and what became of it, in order (for
     /// `engram route --explain`).
     pub trace: Vec<String>,
-    /// The embedding of the request's canonical form, when L1/L2 computed
-    /// it: the router reuses it for the turn's hybrid fingerprint, so a
-    /// turn is embedded once.
+    /// The embedding of the request's canonical form (its proper nouns as
+    /// words), when L1/L2 computed it: the router reuses it for the turn's
+    /// hybrid fingerprint, so a turn is embedded once.
     #[serde(skip)]
     pub query: Option<Vec<f32>>,
 }
@@ -358,22 +358,24 @@ impl FastPath {
             return Ok(Decision::planner("empty request".into(), None));
         }
         let q = embed(&canon)?;
+        // A row that does not take the request's proper nouns keeps them as
+        // words (the reactor's rule), so a request naming one is tried
+        // three ways: said again exactly, names as words; then as a row
+        // that takes a name (the usual search); then, names as words, near
+        // rows learnt so. That form's vector is also the request's meaning
+        // the router keeps ([`with_names_as_words`]).
+        let literal = ex.of(SlotKind::ProperName).next().map(|_| with_names_as_words(&ex));
+        let lq = match &literal {
+            Some((lcanon, _)) => Some(embed(lcanon)?),
+            None => None,
+        };
         let mut refusals: Vec<(f64, String)> = Vec::new();
         let finish = |mut d: Decision, refusals: &[(f64, String)], canon: &str| {
             d.canonical = canon.to_owned();
             d.trace = refusals.iter().map(|(_, why)| why.clone()).collect();
-            d.query = Some(q.clone());
+            d.query = Some(lq.clone().unwrap_or_else(|| q.clone()));
             d
         };
-        // A row that does not take the request's proper nouns keeps them as
-        // words (the reactor's rule), so a request naming one is tried
-        // three ways: said again exactly, names as words (free); then as a
-        // row that takes a name (the usual search); then, names as words,
-        // near rows learnt so (one more embedding).
-        let literal = ex.of(SlotKind::ProperName).next().map(|_| {
-            let literal = ex.without(SlotKind::ProperName);
-            (crate::text::normalize(&literal.masked()), literal)
-        });
         if let Some((lcanon, lex)) = &literal {
             if let Some(d) = self.try_layers(lcanon, lex, None, &mut refusals, embed) {
                 return Ok(finish(d, &refusals, &canon));
@@ -382,9 +384,8 @@ impl FastPath {
         if let Some(d) = self.try_layers(&canon, &ex, Some(&q), &mut refusals, embed) {
             return Ok(finish(d, &refusals, &canon));
         }
-        if let Some((lcanon, lex)) = &literal {
-            let lq = embed(lcanon)?;
-            if let Some(d) = self.try_layers(lcanon, lex, Some(&lq), &mut refusals, embed) {
+        if let (Some((lcanon, lex)), Some(lq)) = (&literal, &lq) {
+            if let Some(d) = self.try_layers(lcanon, lex, Some(lq), &mut refusals, embed) {
                 return Ok(finish(d, &refusals, &canon));
             }
         }

@@ -51,6 +51,17 @@ pub fn canonical(text: &str, now: DateTime<FixedOffset>) -> (String, Extracted) 
     (crate::text::normalize(&ex.masked()), ex)
 }
 
+/// A request's canonical form with its proper nouns as words, not values,
+/// and those values: the form of a row whose call does not take the name
+/// it was learnt with, and the text whose embedding stands for the
+/// request's meaning beside the fast path (a mask is no word the model
+/// knows: "how cold is it in Oslo" and "what's the forecast for Oslo" are
+/// nearer with the city than with `propername`).
+pub fn with_names_as_words(ex: &Extracted) -> (String, Extracted) {
+    let ex = ex.without(SlotKind::ProperName);
+    (crate::text::normalize(&ex.masked()), ex)
+}
+
 /// The id of a pipeline: a hash of its canonical text and its steps.
 pub fn pipeline_id(canonical: &str, steps: &[engram_events::payloads::PlanStep]) -> String {
     let mut h = blake3::Hasher::new();

@@ -58,7 +58,7 @@ use std::collections::{HashMap, VecDeque};
 use super::judge::RUBRIC_TOOL_FAILURE;
 use super::Reactor;
 use crate::fast_path::MultiToolConfig;
-use crate::fast_path::{canonical, pipeline_id, placeholder, SlotKind};
+use crate::fast_path::{canonical, pipeline_id, placeholder, with_names_as_words, SlotKind};
 use crate::projections::{ActiveDays, CanonicalQueries, Pipelines};
 use engram_events::derived;
 use engram_local_state::projector::Projection;
@@ -193,8 +193,7 @@ impl FastPathReactor {
         // A proper noun the steps do not take stays a word of the row's
         // text: the row then serves that request again, never another name.
         if !placeholder::takes_every(templated(steps, &ex).iter().map(|s| &s.args), &ex, SlotKind::ProperName) {
-            ex = ex.without(SlotKind::ProperName);
-            canon = crate::text::normalize(&ex.masked());
+            (canon, ex) = with_names_as_words(&ex);
         }
         if let Some((prefix, n)) = env.turn.and_then(|turn| self.chained.get(&turn)) {
             // A chained turn: only the replayed prefix — `prefix` (its
