@@ -158,14 +158,9 @@ fn an_answer_rated_bad_is_not_replayed() {
     rt.shutdown().unwrap();
 }
 
-/// Offline, a host tool's arguments come from its schema: `get_weather
-/// (city)` takes the place the request names — before, only seven slot
-/// names were filled and every offline turn said "argument city: missing".
-/// A request that names no city is answered with one line asking for it,
-/// and the tool is not called.
-#[test]
-fn offline_a_host_tools_arguments_come_from_its_schema() {
-    let f = fixture();
+/// A host `get_weather(city)` that answers "CITY: 3 C, snow", and the
+/// cities it was called with.
+fn weather_tool() -> (FnTool, Arc<std::sync::Mutex<Vec<String>>>) {
     let calls = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let seen = calls.clone();
     let weather = FnTool::new("get_weather", "the current weather forecast for a city", move |a, _ctx| {
@@ -174,6 +169,18 @@ fn offline_a_host_tools_arguments_come_from_its_schema() {
         Ok(ToolOutput::trusted(format!("{city}: 3 C, snow")))
     })
     .with_arg("city", "the city");
+    (weather, calls)
+}
+
+/// Offline, a host tool's arguments come from its schema: `get_weather
+/// (city)` takes the place the request names — before, only seven slot
+/// names were filled and every offline turn said "argument city: missing".
+/// A request that names no city is answered with one line asking for it,
+/// and the tool is not called.
+#[test]
+fn offline_a_host_tools_arguments_come_from_its_schema() {
+    let f = fixture();
+    let (weather, calls) = weather_tool();
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let rt = Runtime::builder()
         .data_dir(&f.data)
@@ -213,14 +220,7 @@ fn offline_a_host_tools_arguments_come_from_its_schema() {
 #[test]
 fn a_proper_noun_a_tool_takes_is_learnt_as_a_slot() {
     let f = fixture();
-    let calls = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let seen = calls.clone();
-    let weather = FnTool::new("get_weather", "the current weather forecast for a city", move |a, _ctx| {
-        let city = args::req_str(a, "get_weather", "city")?;
-        seen.lock().unwrap().push(city.to_owned());
-        Ok(ToolOutput::trusted(format!("{city}: 3 C, snow")))
-    })
-    .with_arg("city", "the city");
+    let (weather, calls) = weather_tool();
     let hello = FnTool::new("wave_hello", "wave hello to the family on the kitchen screen", |_, _ctx| {
         Ok(ToolOutput::trusted("waved".to_owned()))
     });
