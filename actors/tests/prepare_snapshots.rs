@@ -148,7 +148,8 @@ fn assert_prepared_as_a_start_would(data: &Path) {
         .unwrap();
     let report = {
         let log = open(&prepared);
-        let report = Runtime::builder().config(config()).offline().utc_offset(offset()).prepare_snapshots(&log).unwrap();
+        let report =
+            Runtime::builder().config(config()).offline().utc_offset(offset()).prepare_snapshots(&log).unwrap();
         log.flush().unwrap();
         report
     };

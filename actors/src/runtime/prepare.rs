@@ -65,9 +65,8 @@ impl Owner {
         match self.state {
             State::Role(role) => {
                 let due = self.to > self.from && bus.snapshot_due_at_rest(self.from, self.to);
-                due && bus.save_snapshot(self.name, role.snapshot_version(), self.to, |w: &mut SnapshotWriter| {
-                    role.save(w)
-                })
+                due && bus
+                    .save_snapshot(self.name, role.snapshot_version(), self.to, |w: &mut SnapshotWriter| role.save(w))
             }
             State::Listener(mut l) => l.warmed_up(self.from, self.to),
         }
