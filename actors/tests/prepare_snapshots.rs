@@ -22,7 +22,7 @@ use engram_learning::import;
 use engram_learning::projections;
 use engram_local_state::projector::Projector;
 use engram_local_state::ActorCheckpoints;
-use engram_storage::{EventLog, LogConfig, OpenLog, SledLog};
+use engram_storage::{LogConfig, OpenLog, SledLog};
 
 fn embedder() -> Arc<dyn Embedder> {
     static E: OnceLock<Arc<OnnxEmbedder>> = OnceLock::new();
