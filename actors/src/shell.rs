@@ -139,6 +139,32 @@ impl ShellStatus {
     }
 }
 
+/// A role as its warm-up starts: built, its snapshot restored if it has a
+/// usable one.
+pub(crate) struct Restored {
+    /// The role, holding the fold up to `from`.
+    pub role: Box<dyn Role>,
+    /// The seq of the snapshot restored (0: none; the role is empty).
+    pub from: Seq,
+    /// The actor's checkpoint: the warm-up observes up to it.
+    pub checkpoint: Seq,
+}
+
+/// Builds `name`'s role with `factory` and restores its snapshot if it has
+/// a usable one ([`Bus::restore_snapshot`]); the start of every warm-up,
+/// the shell's and [`crate::RuntimeBuilder::prepare_snapshots`]'.
+pub(crate) fn restore(bus: &Bus, name: &str, factory: &RoleFactory) -> Result<Restored, LogError> {
+    let checkpoint = bus.checkpoint(name)?;
+    let mut role = factory();
+    let version = role.snapshot_version();
+    let restored = bus.restore_snapshot(name, version, checkpoint, |r| role.restore(r));
+    if restored.is_none() {
+        // Whatever a failed restore left half-read goes.
+        role = factory();
+    }
+    Ok(Restored { role, from: restored.unwrap_or(Seq(0)), checkpoint })
+}
+
 /// The actix actor around a role.
 pub struct Shell {
     name: &'static str,
@@ -217,15 +243,7 @@ impl Shell {
     /// (no snapshot, or an old one) is saved as a snapshot at once, so the
     /// next start does not pay it again.
     fn warm_up(&mut self) -> Result<(), LogError> {
-        let checkpoint = self.bus.checkpoint(self.name)?;
-        let mut role = (self.factory)();
-        let version = role.snapshot_version();
-        let restored = self.bus.restore_snapshot(self.name, version, checkpoint, |r| role.restore(r));
-        if restored.is_none() {
-            // Whatever a failed restore left half-read goes.
-            role = (self.factory)();
-        }
-        let from = restored.unwrap_or(Seq(0));
+        let Restored { mut role, from, checkpoint } = restore(&self.bus, self.name, &self.factory)?;
         for env in self.bus.read_range_of(from.next(), checkpoint, self.kinds.as_deref()) {
             role.observe(&env?);
         }

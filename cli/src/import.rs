@@ -60,7 +60,6 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let behind = engram::local_state::ActorCheckpoints::open(log.local_db())?.behind(log.head())?;
     let per_second = stats.events_appended as f64 / seconds.max(1e-9);
     drop(projector);
-    drop(log);
     let every = config.runtime.snapshot_every;
     let wanted = !args.no_snapshots && every > 0 && stats.events_appended >= every;
     if wanted && behind > 0 {
@@ -69,7 +68,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
              the next `engram run` does it and folds the imported history once"
         );
     }
-    let snapshots_seconds = (wanted && behind == 0).then(|| prepare_snapshots(data, config)).flatten();
+    let snapshots_seconds = (wanted && behind == 0).then(|| prepare_snapshots(&log, config)).flatten();
+    drop(log);
     // The figures a user waits for: the whole command, start to here (all
     // that is left is printing), and the process's peak memory over all of
     // it — the snapshots' fold included. The phases are named beside them.
@@ -111,25 +111,16 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Starts the runtime offline and shuts it down: each actor folds the
-/// imported history at its warm-up and saves its snapshot, so the first
-/// `engram run` after a big import starts as fast as any (otherwise it
-/// would fold the whole log, once). Nothing is appended: every actor's
-/// checkpoint is at the head (the caller checks), and no session is ended
-/// for being idle. Returns the seconds it took, or `None` with a warning when the
-/// runtime cannot start (the import itself stands).
-fn prepare_snapshots(data: &Path, mut config: engram::actors::config::Config) -> Option<f64> {
+/// Folds the imported history into the actors' snapshots, as their
+/// warm-ups at the next start would, without starting them (no model is
+/// loaded: see `RuntimeBuilder::prepare_snapshots`), so the first `engram
+/// run` after a big import starts as fast as any (otherwise it would fold
+/// the whole log, once). Nothing is appended. Returns the seconds it took,
+/// or `None` with a warning when it failed (the import itself stands).
+fn prepare_snapshots(log: &crate::Log, config: engram::actors::config::Config) -> Option<f64> {
     let started = std::time::Instant::now();
-    config.runtime.session_idle_secs = 0;
-    // The import's own log was closed a moment ago: sled may still hold its
-    // file lock for a moment, as every command's open allows for.
-    let prepared = crate::open_waiting(
-        || engram::actors::Runtime::builder().data_dir(data).config(config.clone()).offline().start(),
-        crate::runtime_log_error,
-    )
-    .and_then(|rt| rt.shutdown());
-    match prepared {
-        Ok(()) => Some(started.elapsed().as_secs_f64()),
+    match engram::actors::Runtime::builder().config(config).offline().prepare_snapshots(log) {
+        Ok(_) => Some(started.elapsed().as_secs_f64()),
         Err(e) => {
             tracing::warn!("actor snapshots not prepared ({e}); the next start folds the imported history once");
             None

@@ -71,6 +71,11 @@ struct SessionState {
     transcript: VecDeque<(DateTime<Utc>, String)>,
 }
 
+/// The kinds the listener folds (turn numbers, ended sessions, days, hot
+/// windows).
+pub(crate) const FOLDED_KINDS: &[EventKind] =
+    &[EventKind::UtteranceReceived, EventKind::SessionEnded, EventKind::DayActivated, EventKind::ReplyDelivered];
+
 /// The listener's snapshot ([`engram_local_state::snapshot`]): its name and
 /// the version of the state it saves.
 const SNAPSHOT_NAME: &str = "listener";
@@ -92,6 +97,18 @@ pub struct Listener {
 impl Listener {
     /// A listener that has read the log (turn numbers, days).
     pub fn start(bus: Arc<Bus>, mode: IntentMode) -> Result<Listener, LogError> {
+        let (mut l, from) = Listener::restored(bus.clone(), mode);
+        let head = bus.head();
+        for env in bus.read_range_of(from.next(), head, Some(FOLDED_KINDS)) {
+            l.fold(&env?);
+        }
+        l.warmed_up(from, head);
+        Ok(l)
+    }
+
+    /// An empty listener with its snapshot restored if it has a usable one,
+    /// and the seq it was folded up to (0: none).
+    pub(crate) fn restored(bus: Arc<Bus>, mode: IntentMode) -> (Listener, Seq) {
         let empty = || Listener {
             bus: bus.clone(),
             judge: Default::default(),
@@ -109,25 +126,26 @@ impl Listener {
             // Whatever a failed restore left half-read goes.
             l = empty();
         }
-        let from = restored.unwrap_or(Seq(0));
-        let kinds =
-            [EventKind::UtteranceReceived, EventKind::SessionEnded, EventKind::DayActivated, EventKind::ReplyDelivered];
-        for env in bus.read_range_of(from.next(), head, Some(&kinds)) {
-            l.fold(&env?);
+        (l, restored.unwrap_or(Seq(0)))
+    }
+
+    /// The end of the warm-up: the listener, restored at `from`, has folded
+    /// the log's [`FOLDED_KINDS`] up to the head, `head`, exactly; a long
+    /// fold is saved at once (whether it was).
+    pub(crate) fn warmed_up(&mut self, from: Seq, head: Seq) -> bool {
+        self.snapshot_at = from;
+        let bus = self.bus.clone();
+        let saved = bus.snapshot_due_at_rest(from, head)
+            && bus.save_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, head, |w| self.save(w));
+        if saved {
+            self.snapshot_at = head;
         }
-        l.snapshot_at = from;
-        // Folded up to the head exactly: a long fold is saved at once.
-        if bus.snapshot_due_at_rest(from, head)
-            && bus.save_snapshot(SNAPSHOT_NAME, SNAPSHOT_VERSION, head, |w| l.save(w))
-        {
-            l.snapshot_at = head;
-        }
-        Ok(l)
+        saved
     }
 
     /// The days and the sessions (turn numbers, hot windows, transcripts,
     /// ended or not).
-    fn save(&self, w: &mut SnapshotWriter) {
+    pub(crate) fn save(&self, w: &mut SnapshotWriter) {
         self.days.save(w);
         w.put_map(&self.sessions);
     }
@@ -175,7 +193,7 @@ impl Listener {
         self
     }
 
-    fn fold(&mut self, env: &Envelope) {
+    pub(crate) fn fold(&mut self, env: &Envelope) {
         self.days.observe(env);
         let Some(session) = &env.session else { return };
         match &env.event {

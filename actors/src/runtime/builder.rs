@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chrono::FixedOffset;
 use engram_events::payloads::LlmContext;
-use engram_learning::embedder::{EmbedError, Embedder, EmbedderConfig};
+use engram_learning::embedder::{EmbedError, Embedder, EmbedderConfig, ModelSpec};
 use engram_learning::intent::IntentMode;
 use engram_learning::offline_planner::OFFLINE_MODEL;
 use engram_learning::projections::PatternOutcomes;
@@ -186,6 +186,57 @@ impl RuntimeBuilder {
             runtime.metrics_server = m.server;
         }
         Ok(runtime)
+    }
+
+    /// Folds every actor's state over `log` and saves it as its snapshot:
+    /// what [`start`](Self::start) would save in `DIR/snapshots/` at its
+    /// warm-ups, byte for byte, without starting the runtime — no actix
+    /// system, no model server, no tool, no MCP server, and no embedding
+    /// model unless [`embedder`](Self::embedder) gave one (no role embeds
+    /// while it folds: the configured model's name and size stand in for
+    /// it, which is what the fold's calibration needs). Each role is built
+    /// as `start` builds it and restored from its snapshot; one pass over
+    /// the log then decodes each record once for every actor that wants it.
+    /// Each actor folds up to its checkpoint (one new to the data dir gets
+    /// it at the head, as at a start), the listener up to the head.
+    ///
+    /// `engram import` runs it after appending, so the next start restores
+    /// the imported history instead of folding it. Like a start, it saves
+    /// nothing for an actor whose snapshot is recent, and a snapshot the
+    /// next start finds stale is only folded again.
+    pub fn prepare_snapshots(mut self, log: &OpenLog) -> Result<super::Prepared, RuntimeError> {
+        let mut config = self.config.take().unwrap_or_default();
+        let embedder = match self.embedder.take() {
+            Some(e) => e,
+            None => Arc::new(Unloaded(config.embedder.model.spec())),
+        };
+        config.calibrate_for(embedder.model_id());
+        let bus = Bus::new(log)?.with_snapshot_every(config.runtime.snapshot_every);
+        let bus = Arc::new(bus);
+        let listener = Listener::restored(bus.clone(), self.mode.unwrap_or(IntentMode::Chat));
+        let wiring = self.folding(config, embedder, log)?;
+        super::prepare::fold(&bus, listener, wiring.factories())
+    }
+
+    /// What [`wiring`](Self::wiring) puts together, for roles that only
+    /// fold ([`prepare_snapshots`](Self::prepare_snapshots)): the same
+    /// configuration, offset and offline default model, but no tools, no
+    /// model server and no MCP servers, none of which a fold reads.
+    fn folding(&mut self, config: Config, embedder: Arc<dyn Embedder>, log: &OpenLog) -> Result<Wiring, RuntimeError> {
+        let catalogue = Arc::new(Catalogue::new(Arc::new(ToolRegistry::new()), embedder.clone())?);
+        Ok(Wiring {
+            prices: Arc::new(PriceTable::from_config(&config.llm)),
+            offset: self.offset.unwrap_or_else(|| *chrono::Local::now().offset()),
+            cache: EmbeddingCache::open(log.local_db(), CacheCaps::default())?,
+            config,
+            embedder,
+            llm: None,
+            catalogue,
+            #[cfg(feature = "mcp")]
+            mcp: None,
+            default_model: OFFLINE_MODEL.to_owned(),
+            candidates: vec![OFFLINE_MODEL.to_owned()],
+        })
     }
 
     /// Opens the log in `dir` and the embedder, side by side: the embedding
@@ -410,6 +461,33 @@ impl Wiring {
             ("graph", Box::new(move || Box::new(GraphWriter::new(graph_llm.clone())))),
             ("memory", Box::new(move || Box::new(MemoryIndexer::new(Some(embedder.clone()))))),
         ]
+    }
+}
+
+/// The configured embedding model's name and size, without the model:
+/// what the roles are built with when they only fold
+/// ([`RuntimeBuilder::prepare_snapshots`]). Its vectors are zeros: only
+/// the fold-only catalogue's offline planner asks for any (its small-talk
+/// phrases), and it plans nothing. A fold that embedded would save other
+/// vectors than a start's, which `actors/tests/prepare_snapshots.rs`
+/// would see.
+struct Unloaded(&'static ModelSpec);
+
+impl Embedder for Unloaded {
+    fn model_id(&self) -> &str {
+        self.0.id
+    }
+
+    fn dim(&self) -> usize {
+        self.0.dim
+    }
+
+    fn embed(&self, _text: &str) -> Result<Vec<f32>, EmbedError> {
+        Ok(vec![0.0; self.0.dim])
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(vec![vec![0.0; self.0.dim]; texts.len()])
     }
 }
 

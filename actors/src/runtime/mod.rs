@@ -21,6 +21,7 @@
 
 mod builder;
 mod launch;
+mod prepare;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,6 +40,7 @@ use crate::roles::listener::{Heard, HostInput, Listener};
 use crate::shell::{SaveSnapshot, ShellStatus};
 
 pub use builder::RuntimeBuilder;
+pub use prepare::Prepared;
 
 /// `[runtime]`: the live runtime's own knobs (seed 002).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
