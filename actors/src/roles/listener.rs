@@ -37,7 +37,7 @@ use crate::bus::Bus;
 use crate::error::RuntimeError;
 use crate::llm::contexts;
 use crate::llm::ContextLlm;
-use crate::shell::{Deliver, SaveSnapshot};
+use crate::shell::{Deliver, SaveSnapshot, Sizes};
 
 /// How far back the transcript the LLM intent judge reads goes (seed 002
 /// #2: a 120 s rolling buffer).
@@ -400,6 +400,20 @@ impl Handler<SaveSnapshot> for Listener {
             self.snapshot_at = msg.upto;
         }
         let _ = msg.done.send(());
+    }
+}
+
+impl Handler<Sizes> for Listener {
+    type Result = ();
+
+    fn handle(&mut self, msg: Sizes, _ctx: &mut Context<Self>) {
+        let open = self.sessions.values().filter(|s| !s.ended).count();
+        let lines = self.sessions.values().map(|s| s.transcript.len()).sum();
+        let _ = msg.done.send(vec![
+            ("listener.sessions".to_owned(), self.sessions.len()),
+            ("listener.sessions_open".to_owned(), open),
+            ("listener.transcript_lines".to_owned(), lines),
+        ]);
     }
 }
 

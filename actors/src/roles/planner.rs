@@ -312,6 +312,17 @@ fn rebase(steps: &mut [PlanStep], by: usize) {
 }
 
 impl Role for Planner {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut out = vec![
+            ("queries", self.queries.len()),
+            ("chained", self.chained.len()),
+            ("routes.sessions", self.routes.len()),
+            ("routes", self.routes.values().map(|(_, r)| r.len()).sum()),
+        ];
+        out.extend(self.dialogue.sizes());
+        out
+    }
+
     fn snapshot_version(&self) -> u32 {
         1
     }

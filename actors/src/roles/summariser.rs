@@ -84,6 +84,12 @@ impl Summariser {
 }
 
 impl Role for Summariser {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut out = self.extractive.sizes();
+        out.extend(self.diary.sizes());
+        out
+    }
+
     fn snapshot_version(&self) -> u32 {
         // 2: a turn's texts are kept cut to MAX_TEXT_CHARS.
         2

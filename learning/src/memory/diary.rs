@@ -158,6 +158,16 @@ impl Diary {
         self.days.values()
     }
 
+    /// Entries per structure: days, summaries written (over all days),
+    /// forgotten phrases.
+    pub fn sizes(&self) -> [(&'static str, usize); 3] {
+        [
+            ("diary.days", self.days.len()),
+            ("diary.summaries", self.written.values().map(Vec::len).sum()),
+            ("diary.phrases", self.phrases.len()),
+        ]
+    }
+
     /// Days with an entry.
     pub fn len(&self) -> usize {
         self.days.len()

@@ -282,6 +282,21 @@ impl PassageIndex {
         self.live == 0
     }
 
+    /// Entries per structure: live passages, slots (live and dropped),
+    /// postings (slot entries over every term), terms, vectors indexed and
+    /// waiting, sessions counted.
+    pub fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("passages", self.live),
+            ("passages.slots", self.passages.len()),
+            ("passages.postings", self.postings.values().map(Vec::len).sum()),
+            ("passages.terms", self.postings.len()),
+            ("passages.vectors", self.vectors.as_ref().map_or(0, VectorIndex::len)),
+            ("passages.pending", self.pending.len()),
+            ("passages.sessions", self.by_session.len()),
+        ]
+    }
+
     /// The passages held, oldest first.
     pub fn passages(&self) -> impl Iterator<Item = &Remembered> {
         let mut all: Vec<&Remembered> = self.passages.iter().flatten().collect();

@@ -369,6 +369,16 @@ impl Reactor for FastPathReactor {
         "fast_path"
     }
 
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("canonical_rows", self.canonical.len()),
+            ("pipeline_rows", self.pipelines.len()),
+            ("projection_dirty", self.canonical.dirty_len() + self.pipelines.dirty_len()),
+            ("chained", self.chained.len()),
+            ("recent_lessons", self.recent.len()),
+        ]
+    }
+
     fn observe(&mut self, env: &Envelope) {
         match &env.event {
             Event::DayActivated(d) => self.day_rank = self.day_rank.max(d.rank),

@@ -367,6 +367,10 @@ impl Reactor for PatternReactor {
         self.store.apply(env);
     }
 
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        self.store.sizes()
+    }
+
     fn react(&mut self, env: &Envelope) -> Vec<Envelope> {
         let out = match (&env.event, &env.session) {
             (Event::SessionEnded(_), Some(session)) => self.on_session_ended(env, session),
