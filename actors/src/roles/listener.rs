@@ -193,7 +193,15 @@ impl Listener {
                     s.transcript.pop_front();
                 }
             }
-            Event::SessionEnded(_) => self.sessions.entry(session.clone()).or_default().ended = true,
+            // An ended session takes no utterance again: what is kept of
+            // it is what answers the host (its end, its last turn for
+            // feedback), not its transcript or its model choice.
+            Event::SessionEnded(_) => {
+                let s = self.sessions.entry(session.clone()).or_default();
+                s.ended = true;
+                s.transcript = VecDeque::new();
+                s.sticky = None;
+            }
             // The hot window runs from the reply's time (the reply loop
             // stamps a turn's tail when it delivers it). Read from the log at
             // start and handed on by the dispatcher while running — one

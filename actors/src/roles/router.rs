@@ -184,6 +184,7 @@ impl Router {
         for env in &out {
             self.patterns.apply(env);
         }
+        self.patterns.forget_changes();
         out
     }
 
@@ -230,7 +231,10 @@ impl Router {
             _ => {}
         }
         if self.patterns.kinds().is_none_or(|k| k.contains(&env.kind())) {
+            // Held in memory only (the snapshot is the whole state): which
+            // rows changed is not kept, or it grows with every turn.
             self.patterns.apply(env);
+            self.patterns.forget_changes();
         }
     }
 

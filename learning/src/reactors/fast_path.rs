@@ -404,17 +404,25 @@ impl Reactor for FastPathReactor {
                     self.lessons_of(turn).taught = taught;
                 }
             }
-            Event::CanonicalRecorded(_) => self.canonical.apply(env),
+            // The reactor's projections are held in memory only: which rows
+            // changed is never written anywhere, so it is not kept.
+            Event::CanonicalRecorded(_) => {
+                self.canonical.apply(env);
+                self.canonical.forget_changes();
+            }
             Event::CanonicalRejected(c) => {
                 self.note_rejected(c.subject_turn);
-                self.canonical.apply(env)
+                self.canonical.apply(env);
+                self.canonical.forget_changes();
             }
             Event::PipelineRejected(p) => {
                 self.note_rejected(p.subject_turn);
-                self.pipelines.apply(env)
+                self.pipelines.apply(env);
+                self.pipelines.forget_changes();
             }
             Event::PipelineRecorded(_) | Event::PipelineExpired(_) | Event::PipelinePromoted(_) => {
-                self.pipelines.apply(env)
+                self.pipelines.apply(env);
+                self.pipelines.forget_changes();
             }
             _ => {}
         }
