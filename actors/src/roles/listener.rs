@@ -74,7 +74,9 @@ struct SessionState {
 /// The listener's snapshot ([`engram_local_state::snapshot`]): its name and
 /// the version of the state it saves.
 const SNAPSHOT_NAME: &str = "listener";
-const SNAPSHOT_VERSION: u32 = 1;
+/// 2: an ended session keeps no transcript (a snapshot of 1 held every
+/// ended session's).
+const SNAPSHOT_VERSION: u32 = 2;
 
 /// The listener actor.
 pub struct Listener {

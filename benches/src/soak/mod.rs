@@ -125,6 +125,18 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         bar.set_position(done as u64);
         if let Some(c) = checkpoint {
             bar.set_message(format!("RSS {} MiB", c.rss_kib / 1024));
+            // A line per checkpoint on stderr, so a long run that is
+            // stopped still leaves its curve.
+            bar.suspend(|| {
+                eprintln!(
+                    "  soak: {} turns, RSS {:.1} MiB, p50 {:.2} ms, p99 {:.2} ms, {:.0} turns/s",
+                    c.turns,
+                    c.rss_kib as f64 / 1024.0,
+                    c.latency.p50_us / 1000.0,
+                    c.latency.p99_us / 1000.0,
+                    c.turns_per_s
+                )
+            });
         }
     })?;
     bar.finish_and_clear();

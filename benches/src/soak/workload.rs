@@ -73,7 +73,17 @@ const NAMES: &[&str] = &[
     "Pietro", "Laura", "Nadia", "Omar", "Vera", "Ugo", "Zoe",
 ];
 const MONTHS: &[&str] = &[
-    "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
     "December",
 ];
 

@@ -285,8 +285,8 @@ impl PassageIndex {
     }
 
     /// Entries per structure: live passages, slots (live and dropped),
-    /// postings (slot entries over every term), terms, vectors indexed and
-    /// waiting, sessions counted.
+    /// postings (slot entries over every term), terms, vectors indexed,
+    /// tombstoned (until a compaction) and waiting, sessions counted.
     pub fn sizes(&self) -> Vec<(&'static str, usize)> {
         vec![
             ("passages", self.live),
@@ -294,6 +294,7 @@ impl PassageIndex {
             ("passages.postings", self.postings.values().map(Vec::len).sum()),
             ("passages.terms", self.postings.len()),
             ("passages.vectors", self.vectors.as_ref().map_or(0, VectorIndex::len)),
+            ("passages.vectors_dead", self.vectors.as_ref().map_or(0, VectorIndex::tombstones)),
             ("passages.pending", self.pending.len()),
             ("passages.sessions", self.by_session.len()),
         ]
