@@ -81,6 +81,17 @@ impl Bridge {
         }
     }
 
+    /// Entries held: replies and completions not asked for yet, and the
+    /// order they go in (bounded by [`KEEP`]).
+    pub fn sizes(&self) -> Vec<(String, usize)> {
+        let s = self.state.lock().expect("bridge lock");
+        vec![
+            ("bridge.replies".to_owned(), s.replies.len()),
+            ("bridge.done".to_owned(), s.done.len()),
+            ("bridge.order".to_owned(), s.order.len()),
+        ]
+    }
+
     /// Waits up to `timeout` for `turn` to complete.
     pub fn wait(&self, turn: TurnId, timeout: Duration) -> Option<Completed> {
         let deadline = Instant::now() + timeout;

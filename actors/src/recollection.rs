@@ -120,6 +120,18 @@ pub struct Recollection {
 }
 
 impl Recollection {
+    /// Entries per structure: the diary, the day index, the memory index.
+    pub fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut out: Vec<(&'static str, usize)> = self.diary.sizes().to_vec();
+        out.extend([
+            ("diary.index", self.index.as_ref().map_or(0, |i| i.len())),
+            ("diary.stale", self.stale.len()),
+            ("diary.words", self.words.len()),
+        ]);
+        out.extend(self.passages.sizes());
+        out
+    }
+
     /// An empty recollection; days at `offset`; entries and requests
     /// embedded with `embed` (none: keywords alone rank them); what it
     /// recalls kept within `budget_tokens`.

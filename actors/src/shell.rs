@@ -85,6 +85,14 @@ pub trait Role: Send + 'static {
     fn restore(&mut self, _r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
         Err(SnapshotError::Stale("the role keeps no snapshot".into()))
     }
+
+    /// The number of entries in each structure the role keeps in memory,
+    /// by name (`turns`, `fast_path.l1_rows`, …): what a soak measures to
+    /// tell what grows with use ([`crate::Runtime::sizes`]). Empty by
+    /// default.
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        Vec::new()
+    }
 }
 
 /// Whether a role of `kinds` (`None`: all) wants `env`.
@@ -206,6 +214,16 @@ pub struct SaveSnapshot {
     pub upto: Seq,
     /// Dropped (or sent to) when done.
     pub done: crossbeam_channel::Sender<()>,
+}
+
+/// Report the number of entries in each structure the actor keeps in
+/// memory ([`Role::sizes`], and the shell's own), prefixed with the
+/// actor's name.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Sizes {
+    /// Sent the sizes.
+    pub done: crossbeam_channel::Sender<Vec<(String, usize)>>,
 }
 
 /// Handle everything in the log after the position (at start and restart).
@@ -459,6 +477,18 @@ impl Handler<SaveSnapshot> for Shell {
             self.save_snapshot();
         }
         let _ = msg.done.send(());
+    }
+}
+
+impl Handler<Sizes> for Shell {
+    type Result = ();
+
+    fn handle(&mut self, msg: Sizes, _ctx: &mut Context<Self>) {
+        let mut sizes = vec![(format!("{}.folded", self.name), self.folded.len())];
+        if let Some(role) = &self.role {
+            sizes.extend(role.sizes().into_iter().map(|(what, n)| (format!("{}.{what}", self.name), n)));
+        }
+        let _ = msg.done.send(sizes);
     }
 }
 

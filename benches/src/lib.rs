@@ -11,6 +11,7 @@ pub mod memory;
 pub mod memory_recall;
 pub mod patterns;
 pub mod runtime;
+pub mod soak;
 pub mod startup;
 
 /// The JetStream peer of the log bench, at the path it has always had.

@@ -38,6 +38,12 @@ pub enum Command {
     /// actors' snapshots in place, then without them) beside a near-empty
     /// data dir, whole processes in pairs
     Startup(engram_bench::startup::Options),
+    /// Memory under long use: many turns of a mixed workload (repeated and
+    /// varied tool requests, memory statements and questions, small talk,
+    /// feedback, sessions ending every few turns) through the live runtime,
+    /// offline — RSS, p50/p99 turn latency and the size of every structure
+    /// the actors hold, every --every turns
+    Soak(engram_bench::soak::Options),
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -50,6 +56,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Memory(o) => emit(o.json, &engram_bench::memory::run(&o)?, |r| r.human()),
         Command::Learning(o) => emit(o.json, &engram_bench::learning::run(&o)?, |r| r.human()),
         Command::Startup(o) => emit(o.json, &engram_bench::startup::run(&o)?, |r| r.human()),
+        Command::Soak(o) => emit(o.json, &engram_bench::soak::run(&o)?, |r| r.human()),
     }?;
     Ok(ExitCode::SUCCESS)
 }

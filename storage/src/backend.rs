@@ -48,6 +48,15 @@ pub struct StorageSection {
     /// (a token, `user:password`, or a `.creds` file's contents); empty:
     /// none. Secrets stay out of the file and the log.
     pub credentials_env: String,
+    /// sled's page cache, MiB: what of the log and the data dir's database
+    /// (projections, the embedding memo) stays in memory. The cache fills
+    /// as the log grows, then stays at this size
+    /// ([`crate::log::LogConfig::cache_bytes`]).
+    pub cache_mb: u64,
+    /// Most rows of the embedding memo (`(model, text) → vector`, on disk
+    /// beside the log; read through the page cache): past this the least
+    /// recently used go.
+    pub embedding_cache_rows: usize,
 }
 
 /// `[storage] backend`.
@@ -77,11 +86,18 @@ impl Default for StorageSection {
             stream: DEFAULT_STREAM.to_owned(),
             replicas: 1,
             credentials_env: String::new(),
+            cache_mb: crate::log::DEFAULT_CACHE_BYTES >> 20,
+            embedding_cache_rows: 10_000,
         }
     }
 }
 
 impl StorageSection {
+    /// `cache_mb` in bytes (at least 1 MiB).
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_mb.clamp(1, u64::MAX >> 20) << 20
+    }
+
     /// `durability` as a policy.
     pub fn durability(&self) -> Result<Durability, String> {
         match self.durability.as_str() {

@@ -59,6 +59,10 @@ impl GraphWriter {
 }
 
 impl Role for GraphWriter {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        self.rules.sizes()
+    }
+
     fn snapshot_version(&self) -> u32 {
         1
     }

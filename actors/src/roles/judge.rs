@@ -124,6 +124,12 @@ impl Judge {
 }
 
 impl Role for Judge {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut out = self.heuristic.sizes();
+        out.push(("turns", self.turns.len()));
+        out
+    }
+
     fn snapshot_version(&self) -> u32 {
         1
     }

@@ -37,7 +37,7 @@ use crate::bus::Bus;
 use crate::error::RuntimeError;
 use crate::llm::contexts;
 use crate::llm::ContextLlm;
-use crate::shell::{Deliver, SaveSnapshot};
+use crate::shell::{Deliver, SaveSnapshot, Sizes};
 
 /// How far back the transcript the LLM intent judge reads goes (seed 002
 /// #2: a 120 s rolling buffer).
@@ -79,7 +79,9 @@ pub(crate) const FOLDED_KINDS: &[EventKind] =
 /// The listener's snapshot ([`engram_local_state::snapshot`]): its name and
 /// the version of the state it saves.
 const SNAPSHOT_NAME: &str = "listener";
-const SNAPSHOT_VERSION: u32 = 1;
+/// 2: an ended session keeps no transcript (a snapshot of 1 held every
+/// ended session's).
+const SNAPSHOT_VERSION: u32 = 2;
 
 /// The listener actor.
 pub struct Listener {
@@ -211,7 +213,15 @@ impl Listener {
                     s.transcript.pop_front();
                 }
             }
-            Event::SessionEnded(_) => self.sessions.entry(session.clone()).or_default().ended = true,
+            // An ended session takes no utterance again: what is kept of
+            // it is what answers the host (its end, its last turn for
+            // feedback), not its transcript or its model choice.
+            Event::SessionEnded(_) => {
+                let s = self.sessions.entry(session.clone()).or_default();
+                s.ended = true;
+                s.transcript = VecDeque::new();
+                s.sticky = None;
+            }
             // The hot window runs from the reply's time (the reply loop
             // stamps a turn's tail when it delivers it). Read from the log at
             // start and handed on by the dispatcher while running — one
@@ -418,6 +428,20 @@ impl Handler<SaveSnapshot> for Listener {
             self.snapshot_at = msg.upto;
         }
         let _ = msg.done.send(());
+    }
+}
+
+impl Handler<Sizes> for Listener {
+    type Result = ();
+
+    fn handle(&mut self, msg: Sizes, _ctx: &mut Context<Self>) {
+        let open = self.sessions.values().filter(|s| !s.ended).count();
+        let lines = self.sessions.values().map(|s| s.transcript.len()).sum();
+        let _ = msg.done.send(vec![
+            ("listener.sessions".to_owned(), self.sessions.len()),
+            ("listener.sessions_open".to_owned(), open),
+            ("listener.transcript_lines".to_owned(), lines),
+        ]);
     }
 }
 

@@ -80,6 +80,10 @@ impl MemoryIndexer {
 }
 
 impl Role for MemoryIndexer {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![("replies", self.replies.len())]
+    }
+
     fn kinds(&self) -> Option<Vec<EventKind>> {
         Some(vec![EventKind::ReplyDelivered, EventKind::TurnCompleted])
     }

@@ -83,6 +83,10 @@ impl<R: Reactor + Snapshot + 'static> Role for ReactorRole<R> {
     fn kinds(&self) -> Option<Vec<EventKind>> {
         self.1.clone()
     }
+
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        self.0.sizes()
+    }
 }
 
 #[cfg(test)]

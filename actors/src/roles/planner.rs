@@ -126,6 +126,11 @@ impl Planner {
     fn fold(&mut self, env: &Envelope) {
         self.dialogue.observe(env);
         self.profile.observe(env);
+        // An ended session's conversation is over: its picks go (they were
+        // kept for every session ever routed).
+        if let (Event::SessionEnded(_), Some(session)) = (&env.event, &env.session) {
+            self.routes.remove(session);
+        }
         let Some(turn) = env.turn else { return };
         match &env.event {
             // Imported turns were planned when they happened.
@@ -312,6 +317,17 @@ fn rebase(steps: &mut [PlanStep], by: usize) {
 }
 
 impl Role for Planner {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut out = vec![
+            ("queries", self.queries.len()),
+            ("chained", self.chained.len()),
+            ("routes.sessions", self.routes.len()),
+            ("routes", self.routes.values().map(|(_, r)| r.len()).sum()),
+        ];
+        out.extend(self.dialogue.sizes());
+        out
+    }
+
     fn snapshot_version(&self) -> u32 {
         1
     }

@@ -928,10 +928,18 @@ fn resolve_references(args: &mut ToolArgs, results: &[String]) -> Vec<usize> {
 }
 
 impl Role for ReplyLoop {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut out = vec![("turns", self.turns.len())];
+        out.extend(self.dialogue.sizes());
+        out.extend(self.recollection.sizes());
+        out
+    }
+
     /// 2: an open turn knows how its planner call failed.
     fn snapshot_version(&self) -> u32 {
-        // 3: the recollection holds the memory index's passages.
-        3
+        // 3: the recollection holds the memory index's passages; 4: the
+        // diary counts the summaries a day let go (MAX_DAY_SUMMARIES).
+        4
     }
 
     /// The turns under way, the dialogue, the profile, the diary and the

@@ -184,6 +184,7 @@ impl Router {
         for env in &out {
             self.patterns.apply(env);
         }
+        self.patterns.forget_changes();
         out
     }
 
@@ -230,7 +231,10 @@ impl Router {
             _ => {}
         }
         if self.patterns.kinds().is_none_or(|k| k.contains(&env.kind())) {
+            // Held in memory only (the snapshot is the whole state): which
+            // rows changed is not kept, or it grows with every turn.
             self.patterns.apply(env);
+            self.patterns.forget_changes();
         }
     }
 
@@ -404,6 +408,28 @@ impl Router {
 }
 
 impl Role for Router {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut out = self.learn.sizes();
+        out.extend(self.patterns.sizes().into_iter().map(|(what, n)| match what {
+            "fingerprints" => ("patterns.fingerprints", n),
+            "outcomes" => ("patterns.outcomes", n),
+            "history" => ("patterns.history", n),
+            "pending" => ("patterns.pending", n),
+            "ended" => ("patterns.ended", n),
+            "pending_keys" => ("patterns.pending_keys", n),
+            "turns_of" => ("patterns.turns_of", n),
+            "families" => ("patterns.families", n),
+            "by_age" => ("patterns.by_age", n),
+            _ => ("patterns.dirty", n),
+        }));
+        if let Some(fast) = &self.fast {
+            let (l1, l2) = fast.sizes();
+            out.extend([("l1_rows", l1), ("l2_rows", l2)]);
+        }
+        out.extend([("learnt", self.learnt.len()), ("history", self.history.len()), ("choices", self.choices.len())]);
+        out
+    }
+
     fn snapshot_version(&self) -> u32 {
         3 // 2: the fast path's recent turns' lessons; 3: their cosines
     }

@@ -84,9 +84,16 @@ impl Summariser {
 }
 
 impl Role for Summariser {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut out = self.extractive.sizes();
+        out.extend(self.diary.sizes());
+        out
+    }
+
     fn snapshot_version(&self) -> u32 {
-        // 2: a turn's texts are kept cut to MAX_TEXT_CHARS.
-        2
+        // 2: a turn's texts are kept cut to MAX_TEXT_CHARS; 3: the diary
+        // counts the summaries a day let go (MAX_DAY_SUMMARIES).
+        3
     }
 
     /// The open sessions' turns and the diary.

@@ -255,8 +255,13 @@ impl RuntimeBuilder {
             Some(_) => None,
             None => Some(load_embedder(config.embedder.clone())?),
         };
-        let log = backend
-            .open(dir, LogConfig { durability, serve_followers: self.serve_followers, ..LogConfig::default() })?;
+        let log_config = LogConfig {
+            durability,
+            serve_followers: self.serve_followers,
+            cache_bytes: config.storage.cache_bytes(),
+            ..LogConfig::default()
+        };
+        let log = backend.open(dir, log_config)?;
         let embedder: Arc<dyn Embedder> = match (self.embedder.take(), loading) {
             (Some(e), _) => e,
             (None, Some(thread)) => thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??,
@@ -295,7 +300,8 @@ impl RuntimeBuilder {
                 "[mcp] names servers, but this build of engram has no MCP support (the `mcp` feature)".into(),
             ));
         }
-        let cache = EmbeddingCache::open(log.local_db(), CacheCaps::default())?;
+        let caps = CacheCaps { max_rows: config.storage.embedding_cache_rows.max(1), ..CacheCaps::default() };
+        let cache = EmbeddingCache::open(log.local_db(), caps)?;
         config.llm.check().map_err(RuntimeError::Config)?;
         let default_model = match &llm {
             Some(_) if !config.llm.model.is_empty() => config.llm.model.clone(),

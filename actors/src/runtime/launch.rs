@@ -15,7 +15,7 @@ use crate::bus::Bus;
 use crate::dispatch::{self, Feed};
 use crate::error::RuntimeError;
 use crate::roles::listener::{Listener, LISTENER_KINDS};
-use crate::shell::{Deliver, RoleFactory, SaveSnapshot, Shell, ShellStatus};
+use crate::shell::{Deliver, RoleFactory, SaveSnapshot, Shell, ShellStatus, Sizes};
 
 impl Runtime {
     /// Starts the listener and a supervised shell per factory, and the
@@ -61,7 +61,11 @@ impl Runtime {
                         let addr = Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
                             Shell::new(name, bus, factory, kinds, status)
                         });
-                        addrs.push((addr.clone().recipient::<Deliver>(), addr.recipient::<SaveSnapshot>()));
+                        addrs.push((
+                            addr.clone().recipient::<Deliver>(),
+                            addr.clone().recipient::<SaveSnapshot>(),
+                            addr.recipient::<Sizes>(),
+                        ));
                     }
                     (System::current(), listener, addrs)
                 });
@@ -71,15 +75,17 @@ impl Runtime {
             .map_err(RuntimeError::Thread)?;
         let (system, listener, addrs) = rx.recv().map_err(|_| RuntimeError::ActorFailed("system"))?;
         let mut snapshots: Vec<Recipient<SaveSnapshot>> = vec![listener.clone().recipient()];
+        let mut sizes: Vec<Recipient<Sizes>> = vec![listener.clone().recipient()];
         // The listener's feed comes first: the dispatcher hands it each
         // event before any shell counts that event as seen, so once the
         // shells have settled the listener has been handed everything too
         // (its snapshot at shutdown relies on it).
         let mut feeds =
             vec![Feed { kinds: Some(LISTENER_KINDS.to_vec()), addr: listener.clone().recipient(), status: None }];
-        for (((deliver, save), kinds), (_, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
+        for (((deliver, save, size), kinds), (_, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
             feeds.push(Feed { kinds, addr: deliver, status: Some(status.clone()) });
             snapshots.push(save);
+            sizes.push(size);
         }
         let threads = vec![dispatch::start(&bus, from, feeds, bridge.clone(), stop.clone())?];
         let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();
@@ -95,6 +101,7 @@ impl Runtime {
             online,
             candidates: Vec::new(),
             snapshots,
+            sizes,
             #[cfg(feature = "metrics")]
             metrics_server: None,
             catalogue: None,

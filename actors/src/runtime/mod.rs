@@ -154,6 +154,8 @@ pub struct Runtime {
     candidates: Vec<String>,
     /// Every actor and the listener, to save their snapshots at shutdown.
     snapshots: Vec<Recipient<SaveSnapshot>>,
+    /// Every actor and the listener, to count what they hold.
+    sizes: Vec<Recipient<crate::shell::Sizes>>,
     /// The `/metrics` endpoint, when `[metrics] listen` is set.
     #[cfg(feature = "metrics")]
     metrics_server: Option<crate::metrics::MetricsServer>,
@@ -389,6 +391,30 @@ impl Runtime {
                 )
             })
             .collect()
+    }
+
+    /// The number of entries in each structure the actors keep in memory,
+    /// by `actor.structure` (`router.fast_path.l1_rows`,
+    /// `reply_loop.passages`, `listener.sessions`, …), sorted by name: what
+    /// `engram bench soak` watches to tell what grows with use from what
+    /// stays bounded. Each actor answers between two events; an actor busy
+    /// for longer than 5 s is left out.
+    pub fn sizes(&self) -> Vec<(String, usize)> {
+        let (done, got) = crossbeam_channel::unbounded();
+        for r in &self.sizes {
+            r.do_send(crate::shell::Sizes { done: done.clone() });
+        }
+        drop(done);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut out = self.bridge.sizes();
+        for _ in &self.sizes {
+            match got.recv_deadline(deadline) {
+                Ok(s) => out.extend(s),
+                Err(_) => break,
+            }
+        }
+        out.sort();
+        out
     }
 
     /// Per actor: the seq of the snapshot its last warm-up restored (0: it

@@ -106,6 +106,16 @@ impl Dialogue {
         }
     }
 
+    /// Entries held: sessions, their exchanges, turns waiting for their
+    /// reply.
+    pub fn sizes(&self) -> [(&'static str, usize); 3] {
+        [
+            ("dialogue.sessions", self.sessions.len()),
+            ("dialogue.exchanges", self.sessions.values().map(VecDeque::len).sum()),
+            ("dialogue.with_tools", self.with_tools.len()),
+        ]
+    }
+
     /// Folds one event.
     pub fn observe(&mut self, env: &Envelope) {
         // A session's end carries no turn: it is matched before the rest,

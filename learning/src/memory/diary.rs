@@ -12,6 +12,12 @@
 //! Days are calendar days at the user's UTC offset (`[runtime]
 //! utc_offset`): "yesterday" means what the user means by it.
 //!
+//! A day keeps its newest [`MAX_DAY_SUMMARIES`] summaries and counts the
+//! sessions of those it let go: an entry shows the newest
+//! [`MAX_ENTRY_CHARS`] of its summaries, so older ones no longer reach it,
+//! and a busy day (a host ending a session every few turns) neither holds
+//! every summary nor folds them all again at each session's end.
+//!
 //! `memory.forgotten` retracts: a forgotten session's summaries leave
 //! their day (the entry is folded again from the others), and a sentence
 //! holding a forgotten phrase is left out of every entry, earlier or later
@@ -27,6 +33,9 @@ use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, Snap
 /// Longest entry kept (characters): appended extractive summaries of a
 /// busy day keep their newest part.
 pub const MAX_ENTRY_CHARS: usize = 4_000;
+
+/// Most summaries a day keeps (the newest; see the module docs).
+pub const MAX_DAY_SUMMARIES: usize = 64;
 
 /// One day's entry.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -60,12 +69,14 @@ pub struct Diary {
     days: BTreeMap<NaiveDate, DayEntry>,
     /// Forgotten phrases, lower-cased.
     phrases: Vec<String>,
+    /// Each day's summaries let go past [`MAX_DAY_SUMMARIES`].
+    dropped: BTreeMap<NaiveDate, u32>,
 }
 
 impl Diary {
     /// An empty diary whose days are taken at `offset`.
     pub fn new(offset: FixedOffset) -> Diary {
-        Diary { offset, written: BTreeMap::new(), days: BTreeMap::new(), phrases: Vec::new() }
+        Diary { offset, written: BTreeMap::new(), days: BTreeMap::new(), phrases: Vec::new(), dropped: BTreeMap::new() }
     }
 
     /// Folds one event; returns the days whose entry it changed.
@@ -73,12 +84,18 @@ impl Diary {
         match &env.event {
             Event::SummaryWritten(s) => {
                 let date = self.day_of(env.at);
-                self.written.entry(date).or_default().push(Written {
+                let day = self.written.entry(date).or_default();
+                day.push(Written {
                     session: env.session.clone(),
                     summariser: s.summariser,
                     summary: s.summary.clone(),
                     topics: s.topics.clone(),
                 });
+                if day.len() > MAX_DAY_SUMMARIES {
+                    let over = day.len() - MAX_DAY_SUMMARIES;
+                    day.drain(..over);
+                    *self.dropped.entry(date).or_default() += over as u32;
+                }
                 self.fold(date);
                 vec![date]
             }
@@ -102,7 +119,8 @@ impl Diary {
 
     /// Folds `date`'s entry from its summaries; whether it changed.
     fn fold(&mut self, date: NaiveDate) -> bool {
-        let mut entry = DayEntry { date, text: String::new(), topics: Vec::new(), sessions: 0 };
+        let dropped = self.dropped.get(&date).copied().unwrap_or(0);
+        let mut entry = DayEntry { date, text: String::new(), topics: Vec::new(), sessions: dropped };
         for w in self.written.get(&date).into_iter().flatten() {
             let summary = without(&w.summary, &self.phrases);
             entry.text = match w.summariser {
@@ -127,7 +145,7 @@ impl Diary {
             entry.sessions += 1;
         }
         let was = self.days.get(&date);
-        if entry.sessions == 0 {
+        if entry.sessions == dropped {
             return self.days.remove(&date).is_some();
         }
         if was == Some(&entry) {
@@ -156,6 +174,16 @@ impl Diary {
     /// Every entry, oldest first.
     pub fn entries(&self) -> impl Iterator<Item = &DayEntry> {
         self.days.values()
+    }
+
+    /// Entries per structure: days, summaries written (over all days),
+    /// forgotten phrases.
+    pub fn sizes(&self) -> [(&'static str, usize); 3] {
+        [
+            ("diary.days", self.days.len()),
+            ("diary.summaries", self.written.values().map(Vec::len).sum()),
+            ("diary.phrases", self.phrases.len()),
+        ]
     }
 
     /// Days with an entry.
@@ -213,6 +241,7 @@ impl Snapshot for Diary {
         w.put(&self.written);
         w.put(&self.days);
         w.put(&self.phrases);
+        w.put(&self.dropped);
     }
 
     fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
@@ -220,6 +249,7 @@ impl Snapshot for Diary {
         self.written = r.take()?;
         self.days = r.take()?;
         self.phrases = r.take()?;
+        self.dropped = r.take()?;
         Ok(())
     }
 }
@@ -263,6 +293,29 @@ mod tests {
         assert_eq!((e.text.as_str(), e.sessions), ("Rome; dinner at Da Mario; a film.", 3));
         assert_eq!(d.observe(&summary((20, 23), SummariserKind::Llm, "Late.", &[])), vec![day(21)]);
         assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn a_busy_day_keeps_its_newest_summaries_and_counts_every_session() {
+        let mut d = Diary::new(FixedOffset::east_opt(0).unwrap());
+        let day = NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
+        let line = |i: usize| format!("Session {i}: asked about the files in the folder notes and the time. ");
+        for i in 0..MAX_DAY_SUMMARIES * 3 {
+            d.observe(&summary((20, 9), SummariserKind::Extractive, &line(i), &["files"]));
+        }
+        let e = d.entry(day).unwrap();
+        assert_eq!(e.sessions as usize, MAX_DAY_SUMMARIES * 3, "every session counted");
+        let newest = format!("Session {}:", MAX_DAY_SUMMARIES * 3 - 1);
+        assert!(e.text.contains(&newest) && !e.text.contains("Session 0:"), "the newest kept: {}", e.text);
+        assert!(e.text.chars().count() <= MAX_ENTRY_CHARS);
+        assert_eq!(d.sizes()[1], ("diary.summaries", MAX_DAY_SUMMARIES), "the newest kept, no more");
+        // The snapshot holds the same day.
+        let mut w = SnapshotWriter::new();
+        d.save(&mut w);
+        let bytes = w.finish().unwrap();
+        let mut again = Diary::new(FixedOffset::east_opt(0).unwrap());
+        again.restore(&mut SnapshotReader::new(&bytes)).unwrap();
+        assert_eq!(again.entry(day), d.entry(day));
     }
 
     #[test]

@@ -28,7 +28,9 @@
 //! 4. **Repeats are one passage.** A text said again (the same words by
 //!    the same speaker) moves to its latest time instead of being stored
 //!    twice: a year of "what's the weather" is one passage, and memory
-//!    grows with what is new, not with turns.
+//!    grows with what is new, not with turns. The passage keeps its slot
+//!    (its terms are the same words), so a repeat adds nothing to the
+//!    lexical postings or the vector index either.
 //! 5. **Forgetting** (`memory.forgotten`) drops the passages already held
 //!    that hold a forgotten phrase or come from a forgotten session; a
 //!    passage said *after* the retraction is kept (the user said it
@@ -282,6 +284,22 @@ impl PassageIndex {
         self.live == 0
     }
 
+    /// Entries per structure: live passages, slots (live and dropped),
+    /// postings (slot entries over every term), terms, vectors indexed,
+    /// tombstoned (until a compaction) and waiting, sessions counted.
+    pub fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("passages", self.live),
+            ("passages.slots", self.passages.len()),
+            ("passages.postings", self.postings.values().map(Vec::len).sum()),
+            ("passages.terms", self.postings.len()),
+            ("passages.vectors", self.vectors.as_ref().map_or(0, VectorIndex::len)),
+            ("passages.vectors_dead", self.vectors.as_ref().map_or(0, VectorIndex::tombstones)),
+            ("passages.pending", self.pending.len()),
+            ("passages.sessions", self.by_session.len()),
+        ]
+    }
+
     /// The passages held, oldest first.
     pub fn passages(&self) -> impl Iterator<Item = &Remembered> {
         let mut all: Vec<&Remembered> = self.passages.iter().flatten().collect();
@@ -329,7 +347,8 @@ impl PassageIndex {
     fn add(&mut self, p: &Passage, session: Option<SessionId>, at: DateTime<Utc>) {
         let Some(key) = text_key(p.speaker, &p.text) else { return };
         if let Some(old) = self.by_text.get(&key).copied() {
-            self.drop_slot(old);
+            self.repeat(old, p, session, at);
+            return;
         }
         let slot = self.passages.len() as u32;
         let terms = terms(&p.text);
@@ -359,6 +378,42 @@ impl PassageIndex {
         }));
     }
 
+    /// Rule 4: `p`, said again in `session` at `at`, is the passage in
+    /// `slot` (the same normalised words, so the same terms): it moves to
+    /// that time and session, takes the latest wording, and its vector is
+    /// replaced only when it differs.
+    fn repeat(&mut self, slot: u32, p: &Passage, session: Option<SessionId>, at: DateTime<Utc>) {
+        let Some(old) = self.passages.get_mut(slot as usize).and_then(Option::as_mut) else { return };
+        let before = std::mem::replace(&mut old.session, session.clone());
+        old.at = at;
+        if old.text != p.text {
+            old.text = p.text.clone();
+        }
+        let vector_changed = old.vector != p.vector;
+        if vector_changed {
+            old.vector = p.vector.clone();
+        }
+        let ours = p.vector.as_ref().is_some_and(|v| Some(&v.provider) == self.provider.as_ref());
+        if let Some(stats) = self.by_session.get_mut(&before) {
+            stats.0 = stats.0.saturating_sub(1);
+            if stats.0 == 0 {
+                self.by_session.remove(&before);
+            }
+        }
+        let stats = self.by_session.entry(session).or_insert((0, at));
+        stats.0 += 1;
+        stats.1 = stats.1.min(at);
+        if vector_changed {
+            if let Some(index) = &mut self.vectors {
+                index.remove(&slot);
+            }
+            self.pending.retain(|s| *s != slot);
+            if ours {
+                self.pending.push(slot);
+            }
+        }
+    }
+
     fn drop_slot(&mut self, slot: u32) {
         let Some(p) = self.passages.get_mut(slot as usize).and_then(Option::take) else { return };
         if let Some(key) = text_key(p.speaker, &p.text) {
@@ -368,6 +423,9 @@ impl PassageIndex {
         self.live -= 1;
         if let Some(stats) = self.by_session.get_mut(&p.session) {
             stats.0 = stats.0.saturating_sub(1);
+            if stats.0 == 0 {
+                self.by_session.remove(&p.session);
+            }
         }
         if let Some(index) = &mut self.vectors {
             index.remove(&slot);
@@ -623,8 +681,8 @@ fn unit(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
-/// The `k` best of `scored`, best first (ties: the lower slot, i.e. said
-/// earlier, first — deterministic).
+/// The `k` best of `scored`, best first (ties: the lower slot, i.e. first
+/// said earlier, first — deterministic).
 fn top(mut scored: Vec<(u32, f32)>, k: usize) -> Vec<(u32, f32)> {
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     scored.truncate(k);
@@ -687,6 +745,14 @@ mod tests {
         ix.observe(&said(3, "s1", &["what's the weather", "I live in Turin"]));
         ix.observe(&said(5, "s2", &["What's the weather?"]));
         assert_eq!(ix.len(), 2);
+        for day in 6..9 {
+            ix.observe(&said(day, "s2", &["what's the weather"]));
+        }
+        let sizes: std::collections::HashMap<_, _> = ix.sizes().into_iter().collect();
+        assert_eq!(sizes["passages.slots"], 2, "a repeat keeps its slot: {sizes:?}");
+        assert_eq!(sizes["passages.postings"], 2, "and adds no postings: {sizes:?}");
+        assert_eq!(sizes["passages.sessions"], 2, "{sizes:?}");
+        ix.observe(&said(5, "s2", &["What's the weather?"]));
         let weather = ix.passages().find(|p| p.text.contains("weather")).unwrap();
         assert_eq!(weather.at.date_naive().to_string(), "2026-11-05");
         let forget = MemoryForgotten {

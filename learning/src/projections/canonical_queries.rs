@@ -82,6 +82,11 @@ impl CanonicalQueries {
         self.get(canonical, executor).is_some_and(|r| r.rejected)
     }
 
+    /// Rows changed since the changes were last taken or forgotten.
+    pub fn dirty_len(&self) -> usize {
+        self.rows.dirty_len()
+    }
+
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.rows.len()

@@ -334,6 +334,31 @@ impl PatternOutcomes {
         self.pending.len()
     }
 
+    /// Entries per table and derived map, by name (`fingerprints`,
+    /// `outcomes`, `history`, …; `dirty`: changed keys not yet taken):
+    /// what a soak watches.
+    pub fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("fingerprints", self.fingerprints.len()),
+            ("outcomes", self.outcomes.len()),
+            ("history", self.history.len()),
+            ("pending", self.pending.len()),
+            ("ended", self.ended.len()),
+            ("pending_keys", self.pending_keys.len()),
+            ("turns_of", self.turns_of.values().map(Vec::len).sum()),
+            ("families", self.families.len()),
+            ("by_age", self.by_age.len()),
+            (
+                "dirty",
+                self.fingerprints.dirty_len()
+                    + self.outcomes.dirty_len()
+                    + self.history.dirty_len()
+                    + self.pending.dirty_len()
+                    + self.ended.dirty_len(),
+            ),
+        ]
+    }
+
     /// Whether `session` has ended (its outcomes are recorded).
     pub fn has_ended(&self, session: &SessionId) -> bool {
         self.ended.get(session.as_str().as_bytes()).is_some()

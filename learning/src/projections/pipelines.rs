@@ -72,6 +72,11 @@ impl Pipelines {
     }
 
     /// Number of pipelines.
+    pub fn dirty_len(&self) -> usize {
+        self.rows.dirty_len()
+    }
+
+    /// Number of rows.
     pub fn len(&self) -> usize {
         self.rows.len()
     }

@@ -374,6 +374,16 @@ impl Reactor for FastPathReactor {
         "fast_path"
     }
 
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("canonical_rows", self.canonical.len()),
+            ("pipeline_rows", self.pipelines.len()),
+            ("projection_dirty", self.canonical.dirty_len() + self.pipelines.dirty_len()),
+            ("chained", self.chained.len()),
+            ("recent_lessons", self.recent.len()),
+        ]
+    }
+
     fn observe(&mut self, env: &Envelope) {
         match &env.event {
             Event::DayActivated(d) => self.day_rank = self.day_rank.max(d.rank),
@@ -399,17 +409,25 @@ impl Reactor for FastPathReactor {
                     self.lessons_of(turn).taught = taught;
                 }
             }
-            Event::CanonicalRecorded(_) => self.canonical.apply(env),
+            // The reactor's projections are held in memory only: which rows
+            // changed is never written anywhere, so it is not kept.
+            Event::CanonicalRecorded(_) => {
+                self.canonical.apply(env);
+                self.canonical.forget_changes();
+            }
             Event::CanonicalRejected(c) => {
                 self.note_rejected(c.subject_turn);
-                self.canonical.apply(env)
+                self.canonical.apply(env);
+                self.canonical.forget_changes();
             }
             Event::PipelineRejected(p) => {
                 self.note_rejected(p.subject_turn);
-                self.pipelines.apply(env)
+                self.pipelines.apply(env);
+                self.pipelines.forget_changes();
             }
             Event::PipelineRecorded(_) | Event::PipelineExpired(_) | Event::PipelinePromoted(_) => {
-                self.pipelines.apply(env)
+                self.pipelines.apply(env);
+                self.pipelines.forget_changes();
             }
             _ => {}
         }

@@ -130,6 +130,10 @@ impl GraphReactor {
 }
 
 impl Reactor for GraphReactor {
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![("graph.nodes", self.graph.len())]
+    }
+
     fn name(&self) -> &'static str {
         "graph"
     }

@@ -107,6 +107,11 @@ impl JudgeReactor {
         JudgeReactor::default()
     }
 
+    /// Entries per structure held (open sessions).
+    pub fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![("open_sessions", self.sessions.len())]
+    }
+
     /// The last completed turn of `session`, while it is open.
     pub fn last_turn(&self, session: &SessionId) -> Option<TurnId> {
         self.sessions.get(session).and_then(|o| o.last_turn)

@@ -35,6 +35,12 @@ pub trait Reactor: Send {
 
     /// Folds an event and returns the events it causes.
     fn react(&mut self, env: &Envelope) -> Vec<Envelope>;
+
+    /// Entries per structure the reactor holds, by name (what a soak
+    /// watches); empty by default.
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        Vec::new()
+    }
 }
 
 /// Runs `reactors` over `events`, inserting each derived event right after

@@ -365,6 +365,14 @@ impl Reactor for PatternReactor {
 
     fn observe(&mut self, env: &Envelope) {
         self.store.apply(env);
+        // The reactor's store is held in memory only (its snapshot is the
+        // whole state): which rows changed is never written anywhere, and
+        // a set of every key ever touched grew with every turn.
+        self.store.forget_changes();
+    }
+
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        self.store.sizes()
     }
 
     fn react(&mut self, env: &Envelope) -> Vec<Envelope> {
@@ -374,6 +382,7 @@ impl Reactor for PatternReactor {
             _ => Vec::new(),
         };
         self.store.apply(env);
+        self.store.forget_changes();
         out
     }
 }

@@ -50,6 +50,11 @@ impl SummaryReactor {
         SummaryReactor::default()
     }
 
+    /// Entries per structure held (open sessions, their turns).
+    pub fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![("open_sessions", self.sessions.len())]
+    }
+
     /// Number of open sessions remembered.
     pub fn open_sessions(&self) -> usize {
         self.sessions.len()

@@ -260,6 +260,12 @@ impl<V: Serialize + DeserializeOwned> Table<V> {
         self.map.len()
     }
 
+    /// Number of keys changed since the changes were last taken or
+    /// forgotten (what a projection's next write to sled carries).
+    pub fn dirty_len(&self) -> usize {
+        self.dirty.len()
+    }
+
     /// True when empty.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()

@@ -1,0 +1,314 @@
+//! `engram bench soak`: memory under long use (issue 31, item 3).
+//!
+//! Drives many turns of a realistic mixed workload ([`workload`]) through
+//! the live runtime, offline (the offline planner plans; no network): the
+//! fast path, the planner, memory retrieval, the pattern store, feedback,
+//! sessions ended every few turns. Every `--every` turns it reports the
+//! process's resident memory (`VmRSS`), the p50/p99 turn latency of that
+//! window and the sizes of what the actors hold
+//! ([`engram::actors::Runtime::sizes`]): the learnt tables, which may grow
+//! with what is new, and everything else, which must not grow with turns.
+
+pub mod workload;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use engram::actors::config::Config;
+use engram::actors::onnx_embedder::OnnxEmbedder;
+use engram::actors::Runtime;
+use engram::events::payloads::FeedbackRating;
+use engram::events::SessionId;
+use engram::learning::embedder::{Embedder, EmbedderConfig};
+use serde::Serialize;
+
+use crate::runtime::Latency;
+use crate::{machine, round2};
+use workload::{Files, Kind, User};
+
+/// Options of `engram bench soak`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Runs on a fresh data dir in a temp dir, offline, with the real embedding \
+model. Figures at every checkpoint: turns so far, resident memory (VmRSS), \
+p50/p99 turn latency of the window, and the size of every structure the \
+actors hold.
+
+Examples:
+  engram bench soak --turns 20000 --json
+  engram bench soak --turns 50000 --every 5000")]
+pub struct Options {
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+
+    /// Turns in all
+    #[arg(long, value_name = "N", default_value_t = 50_000)]
+    pub turns: usize,
+
+    /// A checkpoint every N turns
+    #[arg(long, value_name = "N", default_value_t = 5_000)]
+    pub every: usize,
+
+    /// Seed of the workload
+    #[arg(long, value_name = "N", default_value_t = 31)]
+    pub seed: u64,
+}
+
+/// The figures at one checkpoint.
+#[derive(Serialize, Debug, Clone)]
+pub struct Checkpoint {
+    /// Turns taken so far.
+    pub turns: usize,
+    /// Sessions ended so far.
+    pub sessions: usize,
+    /// Resident memory of the process, KiB (`VmRSS`).
+    pub rss_kib: u64,
+    /// Turn latency over the window since the last checkpoint.
+    pub latency: Latency,
+    /// Turns per second over the window (feedback and session ends
+    /// included in the time).
+    pub turns_per_s: f64,
+    /// Entries per structure the actors hold ([`Runtime::sizes`]).
+    pub sizes: BTreeMap<String, usize>,
+}
+
+/// The report.
+#[derive(Serialize, Debug)]
+pub struct Report {
+    /// CPU and OS.
+    pub machine: String,
+    /// Turns taken.
+    pub turns: usize,
+    /// Turns of each kind.
+    pub mix: BTreeMap<String, usize>,
+    /// Turns answered by each layer (`L0`, `L1`, `L2`, `Planner`, `none`).
+    pub layers: BTreeMap<String, usize>,
+    /// Feedback given (good, bad).
+    pub feedback: (usize, usize),
+    /// One per `--every` turns.
+    pub checkpoints: Vec<Checkpoint>,
+    /// RSS growth per turn after warm-up (from the first checkpoint to the
+    /// last), bytes.
+    pub rss_bytes_per_turn_after_warmup: f64,
+    /// Structures that grew after warm-up, by how many entries per 1,000
+    /// turns.
+    pub growth_per_1k_turns: BTreeMap<String, f64>,
+}
+
+/// Resident memory of this process, KiB (`VmRSS` of `/proc/self/status`;
+/// 0 where there is none).
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Runs the soak with the default embedding model.
+pub fn run(opts: &Options) -> anyhow::Result<Report> {
+    let embedder: Arc<dyn Embedder> =
+        Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).context("the embedding model")?);
+    let bar = indicatif::ProgressBar::new(opts.turns as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("  soak {bar:40} {pos}/{len} turns, {per_sec}, eta {eta} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let report = drive(embedder, opts.turns, opts.every, opts.seed, |done, checkpoint| {
+        bar.set_position(done as u64);
+        if let Some(c) = checkpoint {
+            bar.set_message(format!("RSS {} MiB", c.rss_kib / 1024));
+            // A line per checkpoint on stderr, so a long run that is
+            // stopped still leaves its curve.
+            bar.suspend(|| {
+                eprintln!(
+                    "  soak: {} turns, RSS {:.1} MiB, p50 {:.2} ms, p99 {:.2} ms, {:.0} turns/s",
+                    c.turns,
+                    c.rss_kib as f64 / 1024.0,
+                    c.latency.p50_us / 1000.0,
+                    c.latency.p99_us / 1000.0,
+                    c.turns_per_s
+                )
+            });
+        }
+    })?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+/// Counters of a run as it goes.
+#[derive(Default)]
+struct Tally {
+    mix: BTreeMap<String, usize>,
+    layers: BTreeMap<String, usize>,
+    good: usize,
+    bad: usize,
+    sessions: usize,
+}
+
+/// Drives `turns` turns of the workload (seeded by `seed`) through a live
+/// offline runtime on a temp data dir with `embedder`, a checkpoint every
+/// `every` turns; `tick` is called after each turn with the turns done and
+/// the checkpoint when one was just taken.
+pub fn drive(
+    embedder: Arc<dyn Embedder>,
+    turns: usize,
+    every: usize,
+    seed: u64,
+    mut tick: impl FnMut(usize, Option<&Checkpoint>),
+) -> anyhow::Result<Report> {
+    let tmp = tempfile::tempdir()?;
+    let files = Files::create(&tmp.path().join("files"))?;
+    let mut config = Config::default();
+    config.tools.file_roots = vec![files.root.clone()];
+    config.tools.location = "Turin, Italy".to_owned();
+    let rt = Runtime::builder()
+        .data_dir(tmp.path().join("data"))
+        .offline()
+        .config(config)
+        .embedder(embedder)
+        .tool(workload::word_count(files.root.clone()))
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .context("starting the runtime")?;
+    let mut user = User::new(seed, files);
+    let mut tally = Tally::default();
+    let mut checkpoints = Vec::new();
+    let mut window: Vec<Duration> = Vec::with_capacity(every.max(1));
+    let mut window_start = Instant::now();
+    let mut done = 0;
+    while done < turns {
+        let session = SessionId::new(format!("soak-{}", tally.sessions));
+        let len = user.session_len();
+        for _ in 0..len.min(turns - done) {
+            one_turn(&rt, &session, &mut user, &mut tally, &mut window)?;
+            done += 1;
+            let checkpoint = (done % every.max(1) == 0 || done == turns).then(|| {
+                let c = checkpoint(&rt, done, tally.sessions, &window, window_start.elapsed());
+                window.clear();
+                window_start = Instant::now();
+                c
+            });
+            tick(done, checkpoint.as_ref());
+            checkpoints.extend(checkpoint);
+        }
+        rt.end_session(&session)?;
+        tally.sessions += 1;
+    }
+    rt.shutdown()?;
+    Ok(report(turns, tally, checkpoints))
+}
+
+/// One request of `user` in `session`, timed into `window`, and maybe
+/// feedback on it.
+fn one_turn(
+    rt: &Runtime,
+    session: &SessionId,
+    user: &mut User,
+    tally: &mut Tally,
+    window: &mut Vec<Duration>,
+) -> anyhow::Result<()> {
+    let (kind, text) = user.next();
+    *tally.mix.entry(kind_name(kind)).or_default() += 1;
+    let t = Instant::now();
+    let reply = rt.handle_utterance(session, &text).with_context(|| format!("the turn {text:?}"))?;
+    window.push(t.elapsed());
+    let layer = reply.layer.map_or("none".to_owned(), |l| format!("{l:?}"));
+    *tally.layers.entry(layer).or_default() += 1;
+    if reply.layer.is_some() {
+        if let Some(good) = user.feedback() {
+            let rating = if good { FeedbackRating::Positive } else { FeedbackRating::Negative };
+            rt.feedback(session, rating, None)?;
+            if good {
+                tally.good += 1;
+            } else {
+                tally.bad += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn kind_name(kind: Kind) -> String {
+    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn checkpoint(rt: &Runtime, turns: usize, sessions: usize, window: &[Duration], took: Duration) -> Checkpoint {
+    Checkpoint {
+        turns,
+        sessions,
+        rss_kib: rss_kib(),
+        latency: Latency::of(window),
+        turns_per_s: round2(window.len() as f64 / took.as_secs_f64().max(1e-9)),
+        sizes: rt.sizes().into_iter().collect(),
+    }
+}
+
+/// The report of a run: growth measured from the first checkpoint (the
+/// warm-up) to the last.
+fn report(turns: usize, tally: Tally, checkpoints: Vec<Checkpoint>) -> Report {
+    let mut growth = BTreeMap::new();
+    let mut rss_per_turn = 0.0;
+    if let (Some(first), Some(last)) = (checkpoints.first(), checkpoints.last()) {
+        let span = last.turns.saturating_sub(first.turns).max(1) as f64;
+        rss_per_turn = round2((last.rss_kib as f64 - first.rss_kib as f64) * 1024.0 / span);
+        for (name, &n) in &last.sizes {
+            let before = first.sizes.get(name).copied().unwrap_or(0);
+            if n > before {
+                growth.insert(name.clone(), round2((n - before) as f64 * 1000.0 / span));
+            }
+        }
+    }
+    Report {
+        machine: machine(),
+        turns,
+        mix: tally.mix,
+        layers: tally.layers,
+        feedback: (tally.good, tally.bad),
+        checkpoints,
+        rss_bytes_per_turn_after_warmup: rss_per_turn,
+        growth_per_1k_turns: growth,
+    }
+}
+
+impl Report {
+    /// The human form.
+    pub fn human(&self) -> String {
+        let mut out = format!("engram bench soak — {}\n{} turns, mix {:?}\n", self.machine, self.turns, self.mix);
+        out.push_str(&format!(
+            "answered by {:?}; feedback {} good, {} bad\n\n",
+            self.layers, self.feedback.0, self.feedback.1
+        ));
+        out.push_str("   turns  sessions   RSS MiB   p50 ms   p99 ms   turns/s\n");
+        for c in &self.checkpoints {
+            out.push_str(&format!(
+                "{:>8}  {:>8}  {:>8.1}  {:>7.2}  {:>7.2}  {:>8.0}\n",
+                c.turns,
+                c.sessions,
+                c.rss_kib as f64 / 1024.0,
+                c.latency.p50_us / 1000.0,
+                c.latency.p99_us / 1000.0,
+                c.turns_per_s
+            ));
+        }
+        out.push_str(&format!(
+            "\nRSS after warm-up (first checkpoint to last): {:+.0} bytes per turn\n",
+            self.rss_bytes_per_turn_after_warmup
+        ));
+        if let Some(last) = self.checkpoints.last() {
+            out.push_str("\nstructure                                   entries   growth per 1k turns after warm-up\n");
+            for (name, n) in &last.sizes {
+                let g = self.growth_per_1k_turns.get(name).map_or(String::new(), |g| format!("{g:+.1}"));
+                out.push_str(&format!("{name:<42} {n:>8}   {g}\n"));
+            }
+        }
+        out
+    }
+}
