@@ -215,7 +215,7 @@ fn one_turn(
     tally: &mut Tally,
     window: &mut Vec<Duration>,
 ) -> anyhow::Result<()> {
-    let (kind, text) = user.next();
+    let (kind, text) = user.next_turn();
     *tally.mix.entry(kind_name(kind)).or_default() += 1;
     let t = Instant::now();
     let reply = rt.handle_utterance(session, &text).with_context(|| format!("the turn {text:?}"))?;

@@ -162,7 +162,7 @@ impl User {
     }
 
     /// The next request and its kind.
-    pub fn next(&mut self) -> (Kind, String) {
+    pub fn next_turn(&mut self) -> (Kind, String) {
         let roll = self.rng.below(100);
         let kind = match roll {
             0..35 => Kind::Repeat,
