@@ -82,7 +82,7 @@ impl Bridge {
     }
 
     /// Entries held: replies and completions not asked for yet, and the
-    /// order they go in (bounded by [`KEEP`]).
+    /// order they go in (bounded by `KEEP`).
     pub fn sizes(&self) -> Vec<(String, usize)> {
         let s = self.state.lock().expect("bridge lock");
         vec![
