@@ -38,10 +38,12 @@ pub const QUESTION_OPENERS: &[&str] = &[
 /// sai dire").
 const QUESTION_OPENER_PAIRS: &[(&str, &str)] = &[("ti", "ricordi"), ("mi", "sai"), ("sai", "dirmi")];
 
-/// Words that open a statement about the user (rule 2).
+/// Words that open a statement about the user on their own (rule 2);
+/// [`tells_about_self`] also reads "I", "mi chiamo" and "il / la / le
+/// mio …", which open one only with what follows them.
 pub const SELF_OPENERS: &[&str] = &[
-    "my", "i", "i'm", "im", "i've", "ive", "mine", "mi", "il", "la", "i", "le", "mio", "mia", "miei", "mie", "io",
-    "abito", "vivo", "lavoro", "sono", "ho", "faccio", "studio",
+    "my", "i'm", "im", "i've", "ive", "mine", "mio", "mia", "miei", "mie", "io", "abito", "vivo", "lavoro", "sono",
+    "ho", "faccio", "studio",
 ];
 
 /// What follows a first-person opener when the sentence is a request

@@ -611,7 +611,7 @@ mod pair_set {
     //! the fast-path tests and `docs/fast-path.md`).
 
     use super::check;
-    use crate::fast_path::{canonical, placeholder, SlotKind};
+    use crate::fast_path::{canonical, placeholder, with_names_as_words, SlotKind};
     use chrono::DateTime;
     use engram_events::payloads::ToolArgs;
 
@@ -629,13 +629,11 @@ mod pair_set {
         let (mut c, mut cex) = canonical(candidate, now);
         let mut row = placeholder::templatize(args, &cex);
         if !placeholder::takes_every([&row], &cex, SlotKind::ProperName) {
-            cex = cex.without(SlotKind::ProperName);
-            c = crate::text::normalize(&cex.masked());
+            (c, cex) = with_names_as_words(&cex);
             row = placeholder::templatize(args, &cex);
         }
         let (r, rex) = canonical(request, now);
-        let literal = rex.without(SlotKind::ProperName);
-        let lr = crate::text::normalize(&literal.masked());
+        let (lr, literal) = with_names_as_words(&rex);
         let (r, rex) = if lr == c { (lr, literal) } else { (r, rex) };
         check(&r, &c).map_err(|e| format!("{r:?} vs {c:?}: {e}"))?;
         placeholder::resolve(&row, &rex).map_err(|e| format!("{r:?} vs {c:?}: {e}"))
