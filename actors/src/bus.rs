@@ -170,10 +170,26 @@ impl Bus {
         if version == 0 {
             return false;
         }
-        let started = std::time::Instant::now();
         let mut w = SnapshotWriter::new();
         save(&mut w);
-        let saved = w.finish().and_then(|body| {
+        self.save_snapshot_body(owner, version, seq, w.finish())
+    }
+
+    /// [`save_snapshot`](Self::save_snapshot) of a body written before:
+    /// the fold beside an import encodes each state as soon as it is
+    /// folded, and learns the seq it is folded up to only after the append.
+    pub fn save_snapshot_body(
+        &self,
+        owner: &str,
+        version: u32,
+        seq: Seq,
+        body: Result<Vec<u8>, engram_local_state::snapshot::SnapshotError>,
+    ) -> bool {
+        if version == 0 {
+            return false;
+        }
+        let started = std::time::Instant::now();
+        let saved = body.and_then(|body| {
             self.snapshots.save(self.log.as_ref(), owner, version, seq, &body)?;
             Ok(body.len())
         });

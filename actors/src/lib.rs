@@ -52,5 +52,5 @@ pub mod tools;
 pub use error::RuntimeError;
 #[cfg(feature = "onnx")]
 pub use onnx_embedder::OnnxEmbedder;
-pub use runtime::{Reply, Runtime, RuntimeBuilder};
+pub use runtime::{Reply, Runtime, RuntimeBuilder, SnapshotsBeside};
 pub use tools::{BuiltinConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, UndoAction};

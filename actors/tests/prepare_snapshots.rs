@@ -5,6 +5,11 @@
 //! the embedding model. Checked on an imported history alone and on one
 //! imported over a lived one (whose snapshots the fold restores first).
 //!
+//! `RuntimeBuilder::prepare_snapshots_beside` — what `engram import` runs
+//! instead, folding during the dry run — saves exactly what
+//! `prepare_snapshots` after the import saves, or nothing when the log did
+//! not take what it folded.
+//!
 //! Needs the model where `scripts/fetch-models.sh` installs it (the
 //! runtime's side loads it).
 
@@ -15,6 +20,7 @@ use std::time::Duration;
 
 use engram_actors::config::Config;
 use engram_actors::onnx_embedder::OnnxEmbedder;
+use engram_actors::runtime::Prepared;
 use engram_actors::Runtime;
 use engram_events::SessionId;
 use engram_learning::embedder::{Embedder, EmbedderConfig};
@@ -195,4 +201,123 @@ fn a_history_imported_over_a_lived_one_is_prepared_as_a_start_would_fold_it() {
     assert!(!snapshots(&data).is_empty(), "the lived history left snapshots to restore");
     import(&data, &turn_records(120, "t"));
     assert_prepared_as_a_start_would(&data);
+}
+
+/// Imports `records` into `data` as `engram import` does, the snapshots
+/// folded beside the dry run: what `finish` reports.
+fn import_beside(data: &Path, records: &str) -> Option<Prepared> {
+    let file = data.with_extension("jsonl");
+    std::fs::write(&file, records).unwrap();
+    let config = config();
+    let plan = import::validate(&file).unwrap();
+    let log = open(data);
+    let before = log.head();
+    let projector = Projector::open(&log, projections::all(), |_, _| {}).unwrap();
+    let reactors = |p: &Projector| import::reactors(p, &config.multi_tool_fast_path, &config.pattern);
+    let builder = Runtime::builder().config(config.clone()).offline().utc_offset(offset());
+    let mut beside = builder.prepare_snapshots_beside(&log).unwrap();
+    let stats = import::run_beside(&plan, log.log().as_ref(), &projector, reactors, &mut beside, |_| {}).unwrap();
+    log.flush().unwrap();
+    ActorCheckpoints::open(log.local_db()).unwrap().advance(before, log.head()).unwrap();
+    let prepared = beside.finish(stats.events_appended).unwrap();
+    log.flush().unwrap();
+    prepared
+}
+
+/// `records` imported into copies of `data` (or into new data dirs): one
+/// with the fold beside the dry run, one with `prepare_snapshots` after
+/// the import; the snapshots and checkpoints must be the same.
+fn assert_beside_as_after(data: &Path, records: &str) {
+    let (after, beside) = (data.with_extension("after"), data.with_extension("beside"));
+    if data.exists() {
+        copy_dir(data, &after);
+        copy_dir(data, &beside);
+    }
+    import(&after, records);
+    {
+        let log = open(&after);
+        Runtime::builder().config(config()).offline().utc_offset(offset()).prepare_snapshots(&log).unwrap();
+        log.flush().unwrap();
+    }
+    let report = import_beside(&beside, records).expect("the log took exactly what was folded");
+    assert_eq!(report.owners, 9, "{report:?}");
+    let (a, b) = (snapshots(&after), snapshots(&beside));
+    assert_eq!(a.len(), 9, "every owner saved a snapshot: {:?}", a.keys().collect::<Vec<_>>());
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (owner, bytes) in &a {
+        assert!(bytes == &b[owner], "{owner}: the snapshot folded beside the import differs from the one after it");
+    }
+    assert_eq!(checkpoints(&after), checkpoints(&beside));
+    assert_eq!(open(&after).head(), open(&beside).head());
+    // The same file again appends nothing: nothing is folded or saved.
+    assert!(import_beside(&beside, records).is_none(), "a second import of the file folds nothing");
+    assert_eq!(snapshots(&beside), b, "and leaves the snapshots as they were");
+}
+
+#[test]
+fn snapshots_folded_beside_an_import_are_those_folded_after_it() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let tmp = tempfile::tempdir().unwrap();
+    assert_beside_as_after(&tmp.path().join("data"), &turn_records(300, "s"));
+}
+
+#[test]
+fn snapshots_folded_beside_an_import_over_a_lived_history_are_those_folded_after_it() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let rt = Runtime::builder()
+        .data_dir(&data)
+        .config(config())
+        .offline()
+        .embedder(embedder())
+        .utc_offset(offset())
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap();
+    for (s, text) in [("live-1", "what time is it"), ("live-1", "what day is it"), ("live-2", "what time is it")] {
+        rt.handle_utterance(&SessionId::new(s), text).unwrap();
+    }
+    rt.end_session(&SessionId::new("live-1")).unwrap();
+    rt.shutdown().unwrap();
+    // Half the history imported before (its snapshots prepared), so the
+    // fold beside the next import restores them and folds the rest of the
+    // log first (rule 3).
+    import(&data, &turn_records(60, "u"));
+    {
+        let log = open(&data);
+        Runtime::builder().config(config()).offline().utc_offset(offset()).prepare_snapshots(&log).unwrap();
+        log.flush().unwrap();
+    }
+    assert_beside_as_after(&data, &turn_records(120, "t"));
+}
+
+/// An envelope file whose events the log holds in part (as `engram
+/// export` of another device's log would be): every line is converted,
+/// the log skips the events it holds, so the seqs the fold gave the rest
+/// are not theirs and nothing folded beside is saved (rule 1) — the
+/// caller folds from the log instead.
+#[test]
+fn a_fold_beside_an_import_the_log_took_in_part_is_not_saved() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let tmp = tempfile::tempdir().unwrap();
+    let (whole, part) = (tmp.path().join("whole"), tmp.path().join("part"));
+    let records = turn_records(100, "s");
+    import(&whole, &records);
+    let half: String = records.lines().take(50).map(|l| format!("{l}\n")).collect();
+    import(&part, &half);
+    let envelopes: String = {
+        let log = open(&whole);
+        let lines: Vec<String> = log
+            .log()
+            .read_from(engram_events::Seq::FIRST)
+            .map(|e| engram_events::codec::json::to_line(&e.unwrap()))
+            .collect();
+        lines.join("\n") + "\n"
+    };
+    let before = (snapshots(&part), open(&part).head());
+    assert!(import_beside(&part, &envelopes).is_none(), "the log did not take every converted event");
+    assert_eq!(snapshots(&part), before.0, "nothing was saved");
+    assert_eq!(open(&part).head(), open(&whole).head(), "the import itself completed the log");
+    assert!(open(&part).head() > before.1);
 }

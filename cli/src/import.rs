@@ -41,11 +41,20 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let bar = output::progress(plan.records as u64, "importing");
     let before = log.head();
     let started = std::time::Instant::now();
-    let stats = import::run(
+    let every = config.runtime.snapshot_every;
+    // The actors' snapshots fold beside the dry run, on another core; an
+    // actor with work left from an earlier run (a crash) has live work to
+    // do, which the fold must not do in its place.
+    let behind_before = engram::local_state::ActorCheckpoints::open(log.local_db())?.behind(before)?;
+    let mut beside = (!args.no_snapshots && every > 0 && behind_before == 0)
+        .then(|| engram::actors::Runtime::builder().config(config.clone()).offline().prepare_snapshots_beside(&log))
+        .and_then(|b| b.map_err(|e| tracing::warn!("actor snapshots not folded beside the import ({e})")).ok());
+    let stats = import::run_beside(
         &plan,
         log.log(),
         &projector,
         |p| import::reactors(p, &config.multi_tool_fast_path, &config.pattern),
+        &mut beside,
         |done| bar.set_position(done as u64),
     )?;
     // Durable before the rate is taken: the rate is of events on disk.
@@ -60,7 +69,6 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let behind = engram::local_state::ActorCheckpoints::open(log.local_db())?.behind(log.head())?;
     let per_second = stats.events_appended as f64 / seconds.max(1e-9);
     drop(projector);
-    let every = config.runtime.snapshot_every;
     let wanted = !args.no_snapshots && every > 0 && stats.events_appended >= every;
     if wanted && behind > 0 {
         tracing::warn!(
@@ -68,7 +76,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
              the next `engram run` does it and folds the imported history once"
         );
     }
-    let snapshots_seconds = (wanted && behind == 0).then(|| prepare_snapshots(&log, config)).flatten();
+    let snapshots_seconds =
+        (wanted && behind == 0).then(|| prepare_snapshots(&log, config, beside, stats.events_appended)).flatten();
     drop(log);
     // The figures a user waits for: the whole command, start to here (all
     // that is left is printing), and the process's peak memory over all of
@@ -115,12 +124,27 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
 /// warm-ups at the next start would, without starting them (no model is
 /// loaded: see `RuntimeBuilder::prepare_snapshots`), so the first `engram
 /// run` after a big import starts as fast as any (otherwise it would fold
-/// the whole log, once). Nothing is appended. Returns the seconds it took,
-/// or `None` with a warning when it failed (the import itself stands).
-fn prepare_snapshots(log: &crate::Log, config: engram::actors::config::Config) -> Option<f64> {
+/// the whole log, once). Most of it is done already: `beside` folded the
+/// import as the dry run converted it, and saves if the log took exactly
+/// what it folded (`appended` events); else the log is read and folded
+/// now. Nothing is appended. Returns the seconds this part took, or `None`
+/// with a warning when it failed (the import itself stands).
+fn prepare_snapshots(
+    log: &crate::Log,
+    config: engram::actors::config::Config,
+    beside: Option<engram::actors::SnapshotsBeside>,
+    appended: u64,
+) -> Option<f64> {
     let started = std::time::Instant::now();
-    match engram::actors::Runtime::builder().config(config).offline().prepare_snapshots(log) {
-        Ok(_) => Some(started.elapsed().as_secs_f64()),
+    let folded = match beside.map(|b| b.finish(appended)) {
+        Some(Ok(Some(_))) => Ok(()),
+        Some(Err(e)) => Err(e),
+        Some(Ok(None)) | None => {
+            engram::actors::Runtime::builder().config(config).offline().prepare_snapshots(log).map(drop)
+        }
+    };
+    match folded {
+        Ok(()) => Some(started.elapsed().as_secs_f64()),
         Err(e) => {
             tracing::warn!("actor snapshots not prepared ({e}); the next start folds the imported history once");
             None

@@ -78,10 +78,10 @@ pub(crate) const FOLDED_KINDS: &[EventKind] =
 
 /// The listener's snapshot ([`engram_local_state::snapshot`]): its name and
 /// the version of the state it saves.
-const SNAPSHOT_NAME: &str = "listener";
+pub(crate) const SNAPSHOT_NAME: &str = "listener";
 /// 2: an ended session keeps no transcript (a snapshot of 1 held every
 /// ended session's).
-const SNAPSHOT_VERSION: u32 = 2;
+pub(crate) const SNAPSHOT_VERSION: u32 = 2;
 
 /// The listener actor.
 pub struct Listener {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use chrono::FixedOffset;
 use engram_events::payloads::LlmContext;
+use engram_events::Seq;
 use engram_learning::embedder::{EmbedError, Embedder, EmbedderConfig, ModelSpec};
 use engram_learning::intent::IntentMode;
 use engram_learning::offline_planner::OFFLINE_MODEL;
@@ -204,18 +205,43 @@ impl RuntimeBuilder {
     /// the imported history instead of folding it. Like a start, it saves
     /// nothing for an actor whose snapshot is recent, and a snapshot the
     /// next start finds stale is only folded again.
-    pub fn prepare_snapshots(mut self, log: &OpenLog) -> Result<super::Prepared, RuntimeError> {
+    pub fn prepare_snapshots(self, log: &OpenLog) -> Result<super::Prepared, RuntimeError> {
+        let (bus, listener, factories) = self.folding_roles(log)?;
+        super::prepare::fold(&bus, listener, factories)
+    }
+
+    /// [`prepare_snapshots`](Self::prepare_snapshots), folded beside an
+    /// import instead of after it: the roles are built and restored now,
+    /// the returned [`SnapshotsBeside`](super::SnapshotsBeside) is handed
+    /// to the import's dry run ([`engram_learning::import::run_beside`]),
+    /// which it folds on other threads as it converts, and
+    /// [`finish`](super::SnapshotsBeside::finish) after the append saves the
+    /// snapshots — if the log took exactly what was converted (see
+    /// `runtime/beside.rs` for the rules).
+    pub fn prepare_snapshots_beside(self, log: &OpenLog) -> Result<super::SnapshotsBeside, RuntimeError> {
+        let (bus, listener, factories) = self.folding_roles(log)?;
+        super::SnapshotsBeside::start(bus, listener, factories)
+    }
+
+    /// The bus, the listener restored (and the seq it was restored at) and
+    /// the roles' factories a fold of the snapshots needs, built as
+    /// [`start`](Self::start) builds them (with [`folding`](Self::folding)'s
+    /// wiring).
+    #[allow(clippy::type_complexity)]
+    fn folding_roles(
+        mut self,
+        log: &OpenLog,
+    ) -> Result<(Arc<Bus>, (Listener, Seq), Vec<(&'static str, RoleFactory)>), RuntimeError> {
         let mut config = self.config.take().unwrap_or_default();
         let embedder = match self.embedder.take() {
             Some(e) => e,
             None => Arc::new(Unloaded(config.embedder.model.spec())),
         };
         config.calibrate_for(embedder.model_id());
-        let bus = Bus::new(log)?.with_snapshot_every(config.runtime.snapshot_every);
-        let bus = Arc::new(bus);
+        let bus = Arc::new(Bus::new(log)?.with_snapshot_every(config.runtime.snapshot_every));
         let listener = Listener::restored(bus.clone(), self.mode.unwrap_or(IntentMode::Chat));
         let wiring = self.folding(config, embedder, log)?;
-        super::prepare::fold(&bus, listener, wiring.factories())
+        Ok((bus, listener, wiring.factories()))
     }
 
     /// What [`wiring`](Self::wiring) puts together, for roles that only

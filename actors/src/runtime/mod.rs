@@ -19,6 +19,7 @@
 //! The host's calls block until their turn's `turn.completed` is in the
 //! log; hosts on an async runtime call them from a blocking task.
 
+mod beside;
 mod builder;
 mod launch;
 mod prepare;
@@ -39,6 +40,7 @@ use crate::error::RuntimeError;
 use crate::roles::listener::{Heard, HostInput, Listener};
 use crate::shell::{SaveSnapshot, ShellStatus};
 
+pub use beside::SnapshotsBeside;
 pub use builder::RuntimeBuilder;
 pub use prepare::Prepared;
 

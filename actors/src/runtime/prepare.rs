@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use engram_events::{Envelope, EventKind, Seq};
-use engram_local_state::snapshot::SnapshotWriter;
+use engram_local_state::snapshot::{SnapshotError, SnapshotWriter};
 
 use crate::bus::Bus;
 use crate::error::RuntimeError;
@@ -37,7 +37,7 @@ enum State {
 }
 
 /// An owner of a snapshot and the stretch of the log it folds.
-struct Owner {
+pub(super) struct Owner {
     name: &'static str,
     /// The kinds it wants (`None`: all).
     kinds: Option<Vec<EventKind>>,
@@ -49,6 +49,16 @@ struct Owner {
 }
 
 impl Owner {
+    /// Where its fold starts (the seq its snapshot was restored at).
+    pub(super) fn from(&self) -> Seq {
+        self.from
+    }
+
+    /// The kinds it wants (`None`: all).
+    pub(super) fn kinds(&self) -> &Option<Vec<EventKind>> {
+        &self.kinds
+    }
+
     fn wants(&self, env: &Envelope) -> bool {
         self.from < env.seq && env.seq <= self.to && shell::wants(self.kinds.as_deref(), env)
     }
@@ -58,6 +68,24 @@ impl Owner {
             State::Role(role) => role.observe(env),
             State::Listener(l) => l.fold(env),
         }
+    }
+
+    /// The owner's name, where its fold started, and its snapshot's
+    /// version and body (what [`Owner::finish`] would save, as bytes):
+    /// the state itself is dropped here.
+    pub(super) fn into_body(self) -> (&'static str, Seq, u32, Result<Vec<u8>, SnapshotError>) {
+        let mut w = SnapshotWriter::new();
+        let version = match &self.state {
+            State::Role(role) => {
+                role.save(&mut w);
+                role.snapshot_version()
+            }
+            State::Listener(l) => {
+                l.save(&mut w);
+                listener::SNAPSHOT_VERSION
+            }
+        };
+        (self.name, self.from, version, w.finish())
     }
 
     /// Saves the state as the warm-up would; whether a snapshot was saved.
@@ -82,21 +110,10 @@ pub(super) fn fold(
     factories: Vec<(&'static str, RoleFactory)>,
 ) -> Result<Prepared, RuntimeError> {
     let head = bus.head();
-    let mut owners = Vec::with_capacity(factories.len() + 1);
-    for (name, factory) in &factories {
+    for (name, _) in &factories {
         bus.start_checkpoint(name, head)?;
-        let kinds = factory().kinds();
-        let Restored { role, from, checkpoint } = shell::restore(bus, name, factory)?;
-        owners.push(Owner { name, kinds, from, to: checkpoint, state: State::Role(role) });
     }
-    let (l, from) = listener;
-    owners.push(Owner {
-        name: "listener",
-        kinds: Some(listener::FOLDED_KINDS.to_vec()),
-        from,
-        to: head,
-        state: State::Listener(Box::new(l)),
-    });
+    let mut owners = owners(bus, listener, &factories, |checkpoint| checkpoint, head)?;
     let events_read = pass(bus, &mut owners)?;
     let count = owners.len();
     let saved = owners.into_iter().map(|o| usize::from(o.finish(bus))).sum();
@@ -104,31 +121,72 @@ pub(super) fn fold(
     Ok(Prepared { owners: count, saved, events_read })
 }
 
+/// Every owner, restored: one role per factory, folding up to `to(its
+/// checkpoint)`, and the listener, folding up to `listener_to`.
+pub(super) fn owners(
+    bus: &Bus,
+    listener: (Listener, Seq),
+    factories: &[(&'static str, RoleFactory)],
+    to: impl Fn(Seq) -> Seq,
+    listener_to: Seq,
+) -> Result<Vec<Owner>, RuntimeError> {
+    let mut owners = Vec::with_capacity(factories.len() + 1);
+    for (name, factory) in factories {
+        let kinds = factory().kinds();
+        let Restored { role, from, checkpoint } = shell::restore(bus, name, factory)?;
+        owners.push(Owner { name, kinds, from, to: to(checkpoint), state: State::Role(role) });
+    }
+    let (l, from) = listener;
+    owners.push(Owner {
+        name: listener::SNAPSHOT_NAME,
+        kinds: Some(listener::FOLDED_KINDS.to_vec()),
+        from,
+        to: listener_to,
+        state: State::Listener(Box::new(l)),
+    });
+    Ok(owners)
+}
+
 /// Events per chunk handed from the reading thread to the folding ones.
-const CHUNK: usize = 4096;
+pub(super) const CHUNK: usize = 4096;
 
 /// Threads that fold, each for its share of the owners, while this one
 /// reads and decodes.
 const LANES: usize = 2;
 
 /// Reads the stretch of the log any owner has left to fold, once, and
-/// hands each record to the owners that want it: this thread reads and
-/// decodes, in chunks, and [`LANES`] threads fold, each for every
-/// [`LANES`]th owner (the router and the pattern store, which fold the
-/// same pattern store, fall in different lanes). Each owner still sees
-/// its records in `seq` order. Returns the records read.
+/// hands each record to the owners that want it (see [`lanes`]). Returns
+/// the records read.
 fn pass(bus: &Bus, owners: &mut [Owner]) -> Result<u64, RuntimeError> {
     let folding = || owners.iter().filter(|o| o.to > o.from);
     let (Some(from), Some(to)) = (folding().map(|o| o.from).min(), folding().map(|o| o.to).max()) else {
         return Ok(0);
     };
-    let mut kinds: Option<Vec<EventKind>> = Some(Vec::new());
-    for o in folding() {
-        match (&mut kinds, &o.kinds) {
+    let kinds = union_of_kinds(folding().map(|o| &o.kinds));
+    lanes(owners, |send| read_chunks(bus, from.next(), to, kinds.as_deref(), send))
+}
+
+/// The kinds any of `kinds` wants (`None`: all).
+pub(super) fn union_of_kinds<'a>(kinds: impl Iterator<Item = &'a Option<Vec<EventKind>>>) -> Option<Vec<EventKind>> {
+    let mut all: Option<Vec<EventKind>> = Some(Vec::new());
+    for k in kinds {
+        match (&mut all, k) {
             (Some(all), Some(k)) => all.extend(k.iter().filter(|k| !all.contains(k)).copied().collect::<Vec<_>>()),
-            _ => kinds = None,
+            _ => all = None,
         }
     }
+    all
+}
+
+/// Folds what `source` sends (chunks of records in `seq` order) into the
+/// owners: `source` runs on this thread and [`LANES`] threads fold, each
+/// for every [`LANES`]th owner (the router and the pattern store, which
+/// fold the same pattern store, fall in different lanes). Each owner sees
+/// its records in `seq` order. Returns what `source` returns.
+pub(super) fn lanes(
+    owners: &mut [Owner],
+    source: impl FnOnce(&dyn Fn(Vec<Envelope>) -> bool) -> Result<u64, RuntimeError>,
+) -> Result<u64, RuntimeError> {
     let mut lanes: Vec<Vec<&mut Owner>> = (0..LANES).map(|_| Vec::new()).collect();
     for (i, o) in owners.iter_mut().enumerate() {
         lanes[i % LANES].push(o);
@@ -151,7 +209,12 @@ fn pass(bus: &Bus, owners: &mut [Owner]) -> Result<u64, RuntimeError> {
             let thread = std::thread::Builder::new().name("engram-snapshot-fold".into());
             folders.push(thread.spawn_scoped(scope, folder).map_err(RuntimeError::Thread)?);
         }
-        let read = read_chunks(bus, from.next(), to, kinds.as_deref(), &senders);
+        // A lane that stopped (a fold panicked) is reported by its join.
+        let send = |chunk: Vec<Envelope>| {
+            let chunk = Arc::new(chunk);
+            senders.iter().all(|l| l.send(chunk.clone()).is_ok())
+        };
+        let read = source(&send);
         drop(senders);
         let mut failed = false;
         for f in folders {
@@ -165,19 +228,15 @@ fn pass(bus: &Bus, owners: &mut [Owner]) -> Result<u64, RuntimeError> {
 }
 
 /// Reads `from..=to`'s records of `kinds` and sends them, in chunks of
-/// [`CHUNK`], to every lane. Returns the records read.
-fn read_chunks(
+/// [`CHUNK`], with `send` (which says whether to go on). Returns the
+/// records read.
+pub(super) fn read_chunks(
     bus: &Bus,
     from: Seq,
     to: Seq,
     kinds: Option<&[EventKind]>,
-    lanes: &[crossbeam_channel::Sender<Arc<Vec<Envelope>>>],
+    send: &dyn Fn(Vec<Envelope>) -> bool,
 ) -> Result<u64, RuntimeError> {
-    let send = |chunk: Vec<Envelope>| {
-        let chunk = Arc::new(chunk);
-        // A lane that stopped (a fold panicked) is reported by its join.
-        lanes.iter().all(|l| l.send(chunk.clone()).is_ok())
-    };
     let mut read = 0u64;
     let mut chunk = Vec::with_capacity(CHUNK);
     for env in bus.read_range_of(from, to, kinds) {

@@ -525,6 +525,52 @@ pub fn run(
     log: &dyn EventLog,
     projector: &Projector,
     reactors: impl Fn(&Projector) -> Vec<Box<dyn Reactor>>,
+    progress: impl FnMut(usize),
+) -> Result<ImportStats, ImportError> {
+    run_beside(plan, log, projector, reactors, &mut (), progress)
+}
+
+/// Sees the dry run's events as [`run_beside`] converts them: each group
+/// in file order, before anything is appended, then the dry run's end.
+/// `engram import` folds the actors' snapshots here, on another core,
+/// while the file is still being converted — from the envelopes the
+/// append is about to write, with the seqs they will get if the log takes
+/// them all (which the folder checks after the append).
+pub trait DryRunObserver {
+    /// A group of converted events, in the order the append pass will
+    /// append them (no seq yet).
+    fn converted(&mut self, events: Vec<Envelope>);
+    /// The dry run converted the whole file.
+    fn dry_run_done(&mut self) {}
+}
+
+/// Nobody watching.
+impl DryRunObserver for () {
+    fn converted(&mut self, _: Vec<Envelope>) {}
+}
+
+impl<T: DryRunObserver> DryRunObserver for Option<T> {
+    fn converted(&mut self, events: Vec<Envelope>) {
+        if let Some(o) = self {
+            o.converted(events);
+        }
+    }
+
+    fn dry_run_done(&mut self) {
+        if let Some(o) = self {
+            o.dry_run_done();
+        }
+    }
+}
+
+/// [`run`], with `observer` shown the dry run's events as they are
+/// converted ([`DryRunObserver`]).
+pub fn run_beside(
+    plan: &Plan,
+    log: &dyn EventLog,
+    projector: &Projector,
+    reactors: impl Fn(&Projector) -> Vec<Box<dyn Reactor>>,
+    observer: &mut dyn DryRunObserver,
     mut progress: impl FnMut(usize),
 ) -> Result<ImportStats, ImportError> {
     plan.check_log(log)?;
@@ -535,12 +581,20 @@ pub fn run(
     let dry = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let mut warm = reactors(projector);
         let before = |seq: Seq| reactors_before(log, seq, &reactors);
-        let mut sink = |events: Vec<Envelope>, group: Group| spool.push(&events, group);
+        let mut sink = |events: Vec<Envelope>, group: Group| {
+            spool.push(&events, group)?;
+            observer.converted(events);
+            Ok(())
+        };
         let mut conversion = Conversion { plan, log, reactors: &mut warm, before: &before, line: &line };
         conversion.run(&mut sink)
     }));
     let skipped = match dry {
-        Ok(result) => result?,
+        Ok(result) => {
+            let skipped = result?;
+            observer.dry_run_done();
+            skipped
+        }
         Err(panic) => {
             let what = panic
                 .downcast_ref::<String>()
