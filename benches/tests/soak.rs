@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use engram::actors::config::Config;
 use engram::actors::onnx_embedder::OnnxEmbedder;
 use engram::learning::embedder::{Embedder, EmbedderConfig};
 use engram_bench::soak::{drive, Checkpoint, Report};
@@ -101,7 +102,7 @@ fn check(report: &Report, slack: usize) {
 
 #[test]
 fn what_the_actors_hold_stays_bounded_after_warm_up() {
-    let report = drive(embedder(), 500, 250, 7, |_, _| {}).expect("the soak");
+    let report = drive(Config::default(), embedder(), 500, 250, 7, |_, _| {}).expect("the soak");
     assert_eq!(report.checkpoints.len(), 2);
     check(&report, 2);
 }
@@ -111,7 +112,7 @@ fn what_the_actors_hold_stays_bounded_after_warm_up() {
 #[test]
 #[ignore = "minutes: the long soak"]
 fn soak_long() {
-    let report = drive(embedder(), 6_000, 1_000, 7, |_, _| {}).expect("the soak");
+    let report = drive(Config::default(), embedder(), 6_000, 1_000, 7, |_, _| {}).expect("the soak");
     check(&report, 2);
     assert!(
         report.rss_bytes_per_turn_after_warmup < 2_048.0,

@@ -32,13 +32,15 @@ use workload::{Files, Kind, User};
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Runs on a fresh data dir in a temp dir, offline, with the real embedding \
-model. Figures at every checkpoint: turns so far, resident memory (VmRSS), \
-p50/p99 turn latency of the window, and the size of every structure the \
-actors hold.
+model, under the default configuration with ENGRAM_<SECTION>_<KEY> \
+variables applied (ENGRAM_STORAGE_CACHE_MB=8: a smaller page cache). \
+Figures at every checkpoint: turns so far, resident memory (VmRSS), p50/p99 \
+turn latency of the window, and the size of every structure the actors hold.
 
 Examples:
   engram bench soak --turns 20000 --json
-  engram bench soak --turns 50000 --every 5000")]
+  engram bench soak --turns 50000 --every 5000
+  ENGRAM_STORAGE_CACHE_MB=8 engram bench soak --turns 10000 --every 2000")]
 pub struct Options {
     /// Print the report as JSON
     #[arg(long)]
@@ -112,8 +114,12 @@ pub fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Runs the soak with the default embedding model.
+/// Runs the soak with the default embedding model, under the default
+/// configuration with the environment's `ENGRAM_*` overrides (so a run can
+/// compare, say, `[storage] cache_mb` without a config file: the data dir
+/// is a fresh temp dir).
 pub fn run(opts: &Options) -> anyhow::Result<Report> {
+    let config = Config::default().with_env(std::env::vars()).context("the ENGRAM_* variables")?;
     let embedder: Arc<dyn Embedder> =
         Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).context("the embedding model")?);
     let bar = indicatif::ProgressBar::new(opts.turns as u64);
@@ -121,7 +127,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         indicatif::ProgressStyle::with_template("  soak {bar:40} {pos}/{len} turns, {per_sec}, eta {eta} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let report = drive(embedder, opts.turns, opts.every, opts.seed, |done, checkpoint| {
+    let report = drive(config, embedder, opts.turns, opts.every, opts.seed, |done, checkpoint| {
         bar.set_position(done as u64);
         if let Some(c) = checkpoint {
             bar.set_message(format!("RSS {} MiB", c.rss_kib / 1024));
@@ -154,10 +160,12 @@ struct Tally {
 }
 
 /// Drives `turns` turns of the workload (seeded by `seed`) through a live
-/// offline runtime on a temp data dir with `embedder`, a checkpoint every
+/// offline runtime on a temp data dir under `config` (its tool roots and
+/// location set to the workload's) with `embedder`, a checkpoint every
 /// `every` turns; `tick` is called after each turn with the turns done and
 /// the checkpoint when one was just taken.
 pub fn drive(
+    mut config: Config,
     embedder: Arc<dyn Embedder>,
     turns: usize,
     every: usize,
@@ -166,7 +174,6 @@ pub fn drive(
 ) -> anyhow::Result<Report> {
     let tmp = tempfile::tempdir()?;
     let files = Files::create(&tmp.path().join("files"))?;
-    let mut config = Config::default();
     config.tools.file_roots = vec![files.root.clone()];
     config.tools.location = "Turin, Italy".to_owned();
     let rt = Runtime::builder()
