@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
-use engram_events::{Envelope, Seq};
+use engram_events::{Envelope, EventKind, Seq};
 use engram_learning::import::DryRunObserver;
 use engram_local_state::snapshot::SnapshotError;
 
@@ -63,6 +63,9 @@ pub struct SnapshotsBeside {
     before: Seq,
     /// Events converted so far.
     converted: u64,
+    /// The kinds any owner folds (`None`: all): the others are dropped
+    /// here, on the thread that made them.
+    kinds: Option<Vec<EventKind>>,
     chunk: Vec<Envelope>,
     tx: Option<Sender<Vec<Envelope>>>,
     cancel: Arc<AtomicBool>,
@@ -92,6 +95,7 @@ impl SnapshotsBeside {
         // Each folds to the end of the import; how far that is, is known
         // after the append (rule 4).
         let owners = prepare::owners(&bus, listener, &factories, |_| Seq(u64::MAX), Seq(u64::MAX))?;
+        let kinds = prepare::union_of_kinds(owners.iter().map(Owner::kinds));
         let (tx, rx) = crossbeam_channel::bounded::<Vec<Envelope>>(QUEUED_CHUNKS);
         let cancel = Arc::new(AtomicBool::new(false));
         let (fold_bus, stop) = (bus.clone(), cancel.clone());
@@ -103,6 +107,7 @@ impl SnapshotsBeside {
             bus,
             before,
             converted: 0,
+            kinds,
             chunk: Vec::with_capacity(CHUNK),
             tx: Some(tx),
             cancel,
@@ -169,8 +174,10 @@ impl DryRunObserver for SnapshotsBeside {
     fn converted(&mut self, events: Vec<Envelope>) {
         for mut env in events {
             self.converted += 1;
-            env.seq = Seq(self.before.0 + self.converted);
-            self.chunk.push(env);
+            if crate::shell::wants(self.kinds.as_deref(), &env) {
+                env.seq = Seq(self.before.0 + self.converted);
+                self.chunk.push(env);
+            }
         }
         if self.chunk.len() >= CHUNK {
             self.send_chunk();
