@@ -13,6 +13,8 @@
 //! used; it runs when a write takes the cache 5% over `max_rows`, so its
 //! cost is amortised over many writes instead of paid on each.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use engram_storage::local_db::{LocalDb, Namespace};
@@ -44,7 +46,17 @@ const TOUCH_EVERY_US: u64 = 60 * 1_000_000;
 pub struct EmbeddingCache {
     tree: sled::Tree,
     caps: CacheCaps,
+    /// The tree's rows, counted at the first write and kept since
+    /// ([`UNCOUNTED`] until then). sled's `len` walks every row, reading
+    /// each ≈ 2 KB vector: done at every write, it read the whole memo per
+    /// new embedding and kept it resident whatever `[storage] cache_mb`
+    /// said (measured by `engram bench soak`, issue 31). The count only
+    /// decides when to trim, and a trim counts exactly again.
+    rows: Arc<AtomicUsize>,
 }
+
+/// [`EmbeddingCache::rows`] before the first count.
+const UNCOUNTED: usize = usize::MAX;
 
 fn now_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
@@ -89,7 +101,11 @@ fn vector(v: &[u8]) -> Vec<f32> {
 impl EmbeddingCache {
     /// The cache kept in `db` (its `cache.embeddings` tree).
     pub fn open(db: &LocalDb, caps: CacheCaps) -> Result<Self, LogError> {
-        Ok(EmbeddingCache { tree: db.tree(Namespace::Cache, "embeddings")?, caps })
+        Ok(EmbeddingCache {
+            tree: db.tree(Namespace::Cache, "embeddings")?,
+            caps,
+            rows: Arc::new(AtomicUsize::new(UNCOUNTED)),
+        })
     }
 
     /// Number of cached vectors.
@@ -108,7 +124,11 @@ impl EmbeddingCache {
         let Some(v) = self.tree.get(&k)? else { return Ok(None) };
         let Some(mut row) = header(&v) else {
             // A damaged row is a miss; the next put replaces it.
-            self.tree.remove(&k)?;
+            if self.tree.remove(&k)?.is_some() {
+                let _ = self.rows.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n != UNCOUNTED).then(|| n.saturating_sub(1))
+                });
+            }
             return Ok(None);
         };
         let out = vector(&v);
@@ -124,8 +144,14 @@ impl EmbeddingCache {
     /// Stores the vector of `text` under `model`.
     pub fn put(&self, model: &str, text: &str, v: &[f32]) -> Result<(), LogError> {
         let now = now_us();
-        self.tree.insert(key(model, text), encode(&Row { created: now, last_used: now, uses: 1 }, v))?;
-        if self.tree.len() > self.caps.max_rows + self.caps.max_rows / 20 {
+        let new =
+            self.tree.insert(key(model, text), encode(&Row { created: now, last_used: now, uses: 1 }, v))?.is_none();
+        let rows = match self.rows.load(Ordering::Relaxed) {
+            UNCOUNTED => self.tree.len(),
+            n => n + usize::from(new),
+        };
+        self.rows.store(rows, Ordering::Relaxed);
+        if rows > self.caps.max_rows + self.caps.max_rows / 20 {
             self.trim()?;
         }
         Ok(())
@@ -189,6 +215,7 @@ impl EmbeddingCache {
             batch.remove(r.3.clone());
         }
         self.tree.apply_batch(batch)?;
+        self.rows.store(rows.len() - n.min(rows.len()), Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -201,7 +228,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::open(dir.path()).unwrap();
         let tree = db.open_tree("cache.embeddings").unwrap();
-        (dir, EmbeddingCache { tree, caps: CacheCaps { max_rows, max_age_days: 180 } })
+        (
+            dir,
+            EmbeddingCache {
+                tree,
+                caps: CacheCaps { max_rows, max_age_days: 180 },
+                rows: Arc::new(AtomicUsize::new(UNCOUNTED)),
+            },
+        )
     }
 
     #[test]
@@ -248,5 +282,23 @@ mod tests {
         assert_eq!(c.get("m", "t0").unwrap(), None);
         assert_eq!(c.get("m", "t1").unwrap(), None);
         assert!(c.get("m", "t21").unwrap().is_some());
+    }
+
+    /// The row count the trim goes by is kept, not walked: a text written
+    /// again is not a new row, and a cache opened again counts what it
+    /// holds.
+    #[test]
+    fn the_kept_row_count_is_the_trees() {
+        let (_d, c) = cache(20);
+        for i in 0..21 {
+            c.put("m", &format!("t{i}"), &[i as f32]).unwrap();
+        }
+        for _ in 0..5 {
+            c.put("m", "t5", &[5.0]).unwrap();
+        }
+        assert_eq!(c.len(), 21, "rewrites are no new rows: still within the slack, untrimmed");
+        let reopened = EmbeddingCache { rows: Arc::new(AtomicUsize::new(UNCOUNTED)), ..c.clone() };
+        reopened.put("m", "t21", &[21.0]).unwrap();
+        assert_eq!(c.len(), 20, "the reopened cache counted the 21 it holds and trimmed at the 22nd");
     }
 }
