@@ -23,7 +23,9 @@ pub struct Args {
     /// "seconds":S,"events_per_second":N,"peak_rss_bytes":N,
     /// "append_seconds":S,"append_events_per_second":N,"snapshots_seconds":S|null}:
     /// `seconds`, its rate and the peak are the whole command's, start to
-    /// exit; `append_*` and `snapshots_seconds` are its two phases
+    /// exit; `append_*` is the conversion and append phase (the actors'
+    /// snapshots fold beside it), `snapshots_seconds` what their saving
+    /// took after it
     #[arg(long)]
     json: bool,
     /// Do not fold the imported history into the actors' snapshots (the
