@@ -91,6 +91,16 @@ fn open(data: &Path) -> OpenLog {
 /// Imports `records` into `data` as `engram import` does (its checkpoints
 /// moved past what it appended), without preparing any snapshot.
 fn import(data: &Path, records: &str) {
+    import_with(data, records, false);
+}
+
+/// Imports `records` into `data` as `engram import` does, the snapshots
+/// folded beside the dry run: what `finish` reports.
+fn import_beside(data: &Path, records: &str) -> Option<Prepared> {
+    import_with(data, records, true)
+}
+
+fn import_with(data: &Path, records: &str, beside: bool) -> Option<Prepared> {
     let file = data.with_extension("jsonl");
     std::fs::write(&file, records).unwrap();
     let config = config();
@@ -99,10 +109,15 @@ fn import(data: &Path, records: &str) {
     let before = log.head();
     let projector = Projector::open(&log, projections::all(), |_, _| {}).unwrap();
     let reactors = |p: &Projector| import::reactors(p, &config.multi_tool_fast_path, &config.pattern);
-    let stats = import::run(&plan, log.log().as_ref(), &projector, reactors, |_| {}).unwrap();
+    let builder = || Runtime::builder().config(config.clone()).offline().utc_offset(offset());
+    let mut folding = beside.then(|| builder().prepare_snapshots_beside(&log).unwrap());
+    let stats = import::run_beside(&plan, log.log().as_ref(), &projector, reactors, &mut folding, |_| {}).unwrap();
     assert_eq!(stats.events_appended, log.head().0 - before.0);
     log.flush().unwrap();
     ActorCheckpoints::open(log.local_db()).unwrap().advance(before, log.head()).unwrap();
+    let prepared = folding.and_then(|f| f.finish(stats.events_appended).unwrap());
+    log.flush().unwrap();
+    prepared
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -170,6 +185,25 @@ fn assert_prepared_as_a_start_would(data: &Path) {
     assert_eq!(open(&started).head(), open(&prepared).head(), "neither appended anything");
 }
 
+/// A few turns lived in `data` through a runtime (one session ended), so
+/// it holds the actors' snapshots and checkpoints of a lived history.
+fn live_history(data: &Path) {
+    let rt = Runtime::builder()
+        .data_dir(data)
+        .config(config())
+        .offline()
+        .embedder(embedder())
+        .utc_offset(offset())
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap();
+    for (s, text) in [("live-1", "what time is it"), ("live-1", "what day is it"), ("live-2", "what time is it")] {
+        rt.handle_utterance(&SessionId::new(s), text).unwrap();
+    }
+    rt.end_session(&SessionId::new("live-1")).unwrap();
+    rt.shutdown().unwrap();
+}
+
 #[test]
 fn an_imported_history_is_prepared_as_a_start_would_fold_it() {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
@@ -184,44 +218,10 @@ fn a_history_imported_over_a_lived_one_is_prepared_as_a_start_would_fold_it() {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let rt = Runtime::builder()
-        .data_dir(&data)
-        .config(config())
-        .offline()
-        .embedder(embedder())
-        .utc_offset(offset())
-        .turn_timeout(Duration::from_secs(60))
-        .start()
-        .unwrap();
-    for (s, text) in [("live-1", "what time is it"), ("live-1", "what day is it"), ("live-2", "what time is it")] {
-        rt.handle_utterance(&SessionId::new(s), text).unwrap();
-    }
-    rt.end_session(&SessionId::new("live-1")).unwrap();
-    rt.shutdown().unwrap();
+    live_history(&data);
     assert!(!snapshots(&data).is_empty(), "the lived history left snapshots to restore");
     import(&data, &turn_records(120, "t"));
     assert_prepared_as_a_start_would(&data);
-}
-
-/// Imports `records` into `data` as `engram import` does, the snapshots
-/// folded beside the dry run: what `finish` reports.
-fn import_beside(data: &Path, records: &str) -> Option<Prepared> {
-    let file = data.with_extension("jsonl");
-    std::fs::write(&file, records).unwrap();
-    let config = config();
-    let plan = import::validate(&file).unwrap();
-    let log = open(data);
-    let before = log.head();
-    let projector = Projector::open(&log, projections::all(), |_, _| {}).unwrap();
-    let reactors = |p: &Projector| import::reactors(p, &config.multi_tool_fast_path, &config.pattern);
-    let builder = Runtime::builder().config(config.clone()).offline().utc_offset(offset());
-    let mut beside = builder.prepare_snapshots_beside(&log).unwrap();
-    let stats = import::run_beside(&plan, log.log().as_ref(), &projector, reactors, &mut beside, |_| {}).unwrap();
-    log.flush().unwrap();
-    ActorCheckpoints::open(log.local_db()).unwrap().advance(before, log.head()).unwrap();
-    let prepared = beside.finish(stats.events_appended).unwrap();
-    log.flush().unwrap();
-    prepared
 }
 
 /// `records` imported into copies of `data` (or into new data dirs): one
@@ -266,20 +266,7 @@ fn snapshots_folded_beside_an_import_over_a_lived_history_are_those_folded_after
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let rt = Runtime::builder()
-        .data_dir(&data)
-        .config(config())
-        .offline()
-        .embedder(embedder())
-        .utc_offset(offset())
-        .turn_timeout(Duration::from_secs(60))
-        .start()
-        .unwrap();
-    for (s, text) in [("live-1", "what time is it"), ("live-1", "what day is it"), ("live-2", "what time is it")] {
-        rt.handle_utterance(&SessionId::new(s), text).unwrap();
-    }
-    rt.end_session(&SessionId::new("live-1")).unwrap();
-    rt.shutdown().unwrap();
+    live_history(&data);
     // Half the history imported before (its snapshots prepared), so the
     // fold beside the next import restores them and folds the rest of the
     // log first (rule 3).

@@ -216,12 +216,11 @@ fn fold(
     let from = owners.iter().map(Owner::from).min().unwrap_or(before);
     let kinds = prepare::union_of_kinds(owners.iter().map(Owner::kinds));
     let events_read = prepare::lanes(&mut owners, |send| {
+        // A dropped import stops the fold at its next chunk, history or not.
+        let send = |chunk: Vec<Envelope>| !cancel.load(Ordering::Relaxed) && send(chunk);
         let mut read =
-            if from < before { prepare::read_chunks(bus, from.next(), before, kinds.as_deref(), send)? } else { 0 };
+            if from < before { prepare::read_chunks(bus, from.next(), before, kinds.as_deref(), &send)? } else { 0 };
         for chunk in std::iter::once(first).chain(rx.iter()) {
-            if cancel.load(Ordering::Relaxed) {
-                break;
-            }
             read += chunk.len() as u64;
             if !send(chunk) {
                 break;
