@@ -31,9 +31,10 @@ pub struct Feed {
     pub kinds: Option<Vec<EventKind>>,
     /// Its mailbox.
     pub addr: Recipient<Deliver>,
-    /// What has been seen and handed on, for [`crate::Runtime::settle`]
-    /// (`None` for the listener, which is not a shell and not waited for).
-    pub status: Option<Arc<ShellStatus>>,
+    /// The actor's name and what has been seen and handed on, for
+    /// [`crate::Runtime::settle`] and its lag gauge (`None` for the
+    /// listener, which is not a shell and not waited for).
+    pub status: Option<(&'static str, Arc<ShellStatus>)>,
 }
 
 /// Starts the dispatcher thread: events from `from` on, until `stop`.
@@ -45,6 +46,7 @@ pub fn start(
     stop: Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, RuntimeError> {
     let mut sub = bus.log().subscribe(from, Filter::all())?;
+    let bus = bus.clone();
     std::thread::Builder::new()
         .name("engram-dispatch".into())
         .spawn(move || {
@@ -54,14 +56,17 @@ pub fn start(
                         let seq = env.seq.0;
                         for f in &feeds {
                             let wanted = wants(f.kinds.as_deref(), &env);
-                            if let (true, Some(status)) = (wanted, &f.status) {
-                                status.forwarded.store(seq, Ordering::Release);
+                            if let (true, Some((_, status))) = (wanted, &f.status) {
+                                status.forwarded.store(seq, Ordering::SeqCst);
                             }
                             if wanted {
                                 f.addr.do_send(Deliver(env.clone()));
                             }
-                            if let Some(status) = &f.status {
-                                status.seen.store(seq, Ordering::Release);
+                            if let Some((name, status)) = &f.status {
+                                status.seen.store(seq, Ordering::SeqCst);
+                                if !wanted {
+                                    passed_idle(&bus, name, status, seq);
+                                }
                             }
                         }
                         bridge.take(&env);
@@ -75,4 +80,19 @@ pub fn start(
             }
         })
         .map_err(RuntimeError::Thread)
+}
+
+/// An event `name` does not want passed its subscription: when the actor
+/// has handled everything handed to it, it is no event behind because of
+/// it, and its lag gauge says so (otherwise the gauge kept the lag of the
+/// actor's last handled event, however long it then sat idle). The actor
+/// does the same from its side ([`crate::shell`]'s `advance` reads `seen`);
+/// with both stores before both loads (`SeqCst`), whichever comes last sees
+/// the other's.
+fn passed_idle(bus: &Bus, name: &str, status: &ShellStatus, seq: u64) {
+    if status.position.load(Ordering::SeqCst) >= status.forwarded.load(Ordering::SeqCst) {
+        if let Some(m) = bus.observer() {
+            m.lag(name, bus.head().0.saturating_sub(seq));
+        }
+    }
 }

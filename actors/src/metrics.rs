@@ -6,7 +6,7 @@
 //! |---|---|---|---|
 //! | `engram_events_appended_total` | counter | `kind` | every append of this runtime's actors and listener |
 //! | `engram_append_seconds` | histogram | | the same appends, until acknowledged |
-//! | `engram_subscription_lag_events` | gauge | `actor` | the log's head minus the actor's position, after each event it handles |
+//! | `engram_subscription_lag_events` | gauge | `actor` | the log's head minus what the actor has handled, after each event it handles and each it is not handed (events it does not want are no work of its) |
 //! | `engram_fastpath_hits_total` | counter | `layer` | `fastpath.hit` |
 //! | `engram_planner_calls_saved_total` | counter | | `fastpath.hit`: a turn answered without the planner |
 //! | `engram_planner_turns_total` | counter | | `route.decided` to the planner |

@@ -379,9 +379,14 @@ impl Shell {
 
     fn advance(&mut self, seq: Seq) {
         self.position = seq;
-        self.status.position.store(seq.0, Ordering::Release);
+        self.status.position.store(seq.0, Ordering::SeqCst);
         if let Some(m) = self.bus.observer() {
-            m.lag(self.name, self.bus.head().0.saturating_sub(seq.0));
+            // Events the subscription passed without handing them on are
+            // no work of this actor's once it has handled all it was handed
+            // (the dispatcher's `passed_idle` is the other half).
+            let seen = self.status.seen.load(Ordering::SeqCst);
+            let handled = if self.status.forwarded.load(Ordering::SeqCst) <= seq.0 { seen.max(seq.0) } else { seq.0 };
+            m.lag(self.name, self.bus.head().0.saturating_sub(handled));
         }
         if let Err(e) = self.bus.set_checkpoint(self.name, seq) {
             tracing::warn!(actor = self.name, "checkpoint not written: {e}");

@@ -51,8 +51,19 @@ fn the_endpoint_serves_figures_that_follow_the_turns() {
     rt.handle_utterance(&s, "what time is it").unwrap();
     rt.handle_utterance(&s, "tell me a joke").unwrap();
     assert!(rt.settle(Duration::from_secs(10)));
-    std::thread::sleep(Duration::from_millis(300)); // the metrics' own subscription
-    let (_, body) = get(addr, "/metrics");
+    // The metrics follow the log on their own subscription, and a gauge
+    // is sampled when it is read: read until the router's lag is back to
+    // 0 (a loaded machine took longer than a fixed 300 ms), then check all.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let (_, body) = get(addr, "/metrics");
+        let caught_up = sample(&body, "engram_subscription_lag_events{actor=\"router\"}") == Some(0.0)
+            && sample(&body, "engram_planner_turns_total") == Some(1.0);
+        if caught_up || std::time::Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(sample(&body, "engram_fastpath_hits_total{layer=\"L0\"}"), Some(2.0), "{body}");
     assert_eq!(sample(&body, "engram_planner_calls_saved_total"), Some(2.0), "{body}");
     assert_eq!(sample(&body, "engram_planner_turns_total"), Some(1.0), "{body}");

@@ -82,8 +82,8 @@ impl Runtime {
         // (its snapshot at shutdown relies on it).
         let mut feeds =
             vec![Feed { kinds: Some(LISTENER_KINDS.to_vec()), addr: listener.clone().recipient(), status: None }];
-        for (((deliver, save, size), kinds), (_, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
-            feeds.push(Feed { kinds, addr: deliver, status: Some(status.clone()) });
+        for (((deliver, save, size), kinds), (name, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
+            feeds.push(Feed { kinds, addr: deliver, status: Some((name, status.clone())) });
             snapshots.push(save);
             sizes.push(size);
         }
