@@ -16,6 +16,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   if [[ "${args[i]}" == "--keep" ]]; then keep="${args[i + 1]:?--keep needs a DIR}"; fi
 done
 
+scripts/restore-dev-null.sh # some containers ship /dev/null as a file, which breaks cargo at random
 command -v cargo >/dev/null || { echo "demo: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
 scripts/fetch-models.sh
 cargo build --release --locked --bin engram

@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+scripts/restore-dev-null.sh # some containers ship /dev/null as a file, which breaks cargo at random
 command -v cargo >/dev/null || { echo "test: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
 command -v cc >/dev/null || { echo "test: no C compiler (cc): apt-get install build-essential" >&2; exit 1; }
 
