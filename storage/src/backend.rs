@@ -53,6 +53,10 @@ pub struct StorageSection {
     /// as the log grows, then stays at this size
     /// ([`crate::log::LogConfig::cache_bytes`]).
     pub cache_mb: u64,
+    /// For `jetstream`: publish packs of the log's events (1 024 to a
+    /// message, in the stream `PACKS_<stream>`) and fetch from them, so
+    /// that a new device catches up on a long log fast. On by default.
+    pub packs: bool,
     /// Most rows of the embedding memo (`(model, text) → vector`, on disk
     /// beside the log; read through the page cache): past this the least
     /// recently used go.
@@ -87,6 +91,7 @@ impl Default for StorageSection {
             replicas: 1,
             credentials_env: String::new(),
             cache_mb: crate::log::DEFAULT_CACHE_BYTES >> 20,
+            packs: true,
             embedding_cache_rows: 10_000,
         }
     }
@@ -138,6 +143,7 @@ impl StorageSection {
                     stream: self.stream.clone(),
                     replicas: self.replicas.max(1),
                     credentials,
+                    packs: self.packs,
                     ..crate::jetstream::JetStreamConfig::default()
                 })
             }

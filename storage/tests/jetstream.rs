@@ -272,6 +272,78 @@ fn a_new_device_fetches_a_long_stream_in_bulk_across_chunks_and_foreign_messages
     assert_eq!(ids(&a), ids(&b));
 }
 
+/// Appends `n` events made from `first..` in batches of 2 500, then
+/// flushes (which waits for the packs of every complete range).
+fn fill(log: &JetStreamLog, first: u32, n: u32) {
+    for start in (first..first + n).step_by(2_500) {
+        log.append((start..(start + 2_500).min(first + n)).map(event).collect()).unwrap();
+    }
+    log.flush().unwrap();
+}
+
+/// A new device takes every complete range but the last from packs — 1 024
+/// events to a message — and the rest from the stream; a range whose pack
+/// is missing (dropped, too big for the server) comes from the stream too,
+/// and packs serve again after it.
+#[test]
+fn a_new_device_fetches_from_packs_and_the_rest_from_the_stream() {
+    const PACK: u64 = engram_storage::jetstream::PACK_EVENTS;
+    let s = server();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = open(da.path(), &s.server, "engram");
+    fill(&a, 0, 12_500);
+    let packs = with_client(&s.server, async |js| {
+        let stream = js.get_stream("PACKS_engram").await.unwrap();
+        let packs = stream.clone().info().await.unwrap().state.messages;
+        // A hole: pack 3 (seq 3 073..=4 096) is gone.
+        let pack_3 = stream.direct_get_last_for_subject("engram.packs.3").await.unwrap();
+        stream.delete_message(pack_3.sequence).await.unwrap();
+        packs
+    });
+    assert_eq!(packs, 12_500 / PACK, "a pack for every complete range, written once");
+    let b = open(db.path(), &s.server, "engram");
+    assert_eq!(b.head(), Seq(12_500));
+    assert_eq!(ids(&a), ids(&b), "the same positions and ids on both devices");
+    assert_eq!(b.compare_with_stream().unwrap(), None);
+    // Packs 0..=11 end before the stream's last message; pack 3 is missing.
+    assert_eq!(b.fetched_from_packs(), 11 * PACK, "every pack but the missing one");
+    assert_eq!(a.fetched_from_packs(), 0, "the writer fetched nothing");
+    // The new device packs the missing range again.
+    b.flush().unwrap();
+    let again = with_client(&s.server, async |js| {
+        let stream = js.get_stream("PACKS_engram").await.unwrap();
+        stream.direct_get_last_for_subject("engram.packs.3").await.is_ok()
+    });
+    assert!(again, "the missing pack is written again by a device holding its range");
+}
+
+/// Packs left over from another log — the stream deleted and created again
+/// under its name, its packs stream still there — never reach a copy: a
+/// new device refuses them (each pack's last event must be the stream's)
+/// and fetches from the stream, then replaces them with this log's.
+#[test]
+fn packs_of_another_log_are_refused_and_replaced() {
+    const PACK: u64 = engram_storage::jetstream::PACK_EVENTS;
+    let s = server();
+    let old = tempfile::tempdir().unwrap();
+    fill(&open(old.path(), &s.server, "engram"), 0, 12_500);
+    with_client(&s.server, async |js| js.delete_stream("engram").await.unwrap());
+    // The new log is written by a device that does not use packs.
+    let dc = tempfile::tempdir().unwrap();
+    let no_packs = JetStreamConfig { packs: false, ..config(&s.server, "engram") };
+    let c = JetStreamLog::open(dc.path(), LogConfig::default(), no_packs).unwrap();
+    fill(&c, 100_000, 12_500);
+    let dd = tempfile::tempdir().unwrap();
+    let d = open(dd.path(), &s.server, "engram");
+    assert_eq!(ids(&d), ids(&c), "the new log's events, none of the old packs'");
+    assert_eq!(d.fetched_from_packs(), 0, "every old pack refused");
+    d.flush().unwrap();
+    let de = tempfile::tempdir().unwrap();
+    let e = open(de.path(), &s.server, "engram");
+    assert_eq!(ids(&e), ids(&c));
+    assert_eq!(e.fetched_from_packs(), 12 * PACK, "the old packs purged, this log's written");
+}
+
 #[test]
 fn a_foreign_message_on_the_subject_is_skipped_by_every_device_not_a_dead_end() {
     let s = server();

@@ -13,9 +13,9 @@ use engram_events::chrono::DateTime;
 use engram_events::codec::binary;
 use engram_events::Seq;
 use futures_util::StreamExt;
-use tokio::task::JoinHandle;
 
 use super::foreign;
+use super::packs::{self, Fetched, Packs};
 use super::remote::{batch_left, Remote};
 use super::replica::{Incoming, Replica};
 use crate::error::LogError;
@@ -39,8 +39,13 @@ const FETCH_STALL: Duration = Duration::from_secs(5);
 pub(super) struct Follower;
 
 impl Follower {
-    pub(super) fn start(runtime: &tokio::runtime::Runtime, remote: Arc<Remote>, replica: Arc<Replica>) {
-        runtime.spawn(follow(remote, replica));
+    pub(super) fn start(
+        runtime: &tokio::runtime::Runtime,
+        remote: Arc<Remote>,
+        replica: Arc<Replica>,
+        packs: Option<Arc<Packs>>,
+    ) {
+        runtime.spawn(follow(remote, replica, packs));
     }
 }
 
@@ -55,16 +60,26 @@ enum Stop {
     Failed,
 }
 
-async fn follow(remote: Arc<Remote>, replica: Arc<Replica>) {
+async fn follow(remote: Arc<Remote>, replica: Arc<Replica>, packs: Option<Arc<Packs>>) {
     let mut pause = Duration::from_millis(100);
     loop {
         let from = replica.local().head().next();
-        let bulk = match remote.last_seq().await {
-            Ok(last) if last.0 >= from.0.saturating_add(BULK_FETCH_MIN) => Some(last),
-            _ => None,
-        };
-        let stopped = match bulk {
-            Some(last) => fetch(&remote, &replica, last).await,
+        let last = remote.last_seq().await.ok();
+        // Packs first, for the complete ranges they serve before the
+        // stream's end (nothing asked when none is that far ahead).
+        let mut hole = None;
+        if let (Some(p), Some(last)) = (&packs, last) {
+            match packs::fetch(p, &remote, &replica, last).await {
+                Fetched::Failed => return,
+                Fetched::Hole(end) => hole = Some(end),
+                // Look again: the ordered consumer may do for the rest.
+                Fetched::Done if replica.local().head().next() > from => continue,
+                Fetched::Done => {}
+            }
+        }
+        let bulk = last.filter(|last| last.0 >= from.0.saturating_add(BULK_FETCH_MIN));
+        let stopped = match hole.or(bulk) {
+            Some(until) => fetch(&remote, &replica, until).await,
             None => match remote.ordered(from).await {
                 Ok(messages) => apply_all(&replica, messages.map(|m| m.map_err(|e| e.to_string())), None).await,
                 Err(e) => Stop::Broken(format!("cannot follow the stream yet: {e}")),
@@ -115,7 +130,7 @@ async fn apply_all(
 ) -> Stop {
     let mut chunks = messages.ready_chunks(APPLY_CHUNK);
     let mut due = replica.local().head().next();
-    let mut writing: Option<JoinHandle<Result<(), LogError>>> = None;
+    let mut writing: Option<tokio::task::JoinHandle<Result<(), LogError>>> = None;
     let stop = loop {
         if until.is_some_and(|until| due > until) {
             break Stop::Reached;
@@ -134,6 +149,11 @@ async fn apply_all(
         let mut incoming = Vec::with_capacity(chunk.len());
         let mut broken = None;
         for message in chunk {
+            // A fetch up to a hole in the packs stops at its end: packs
+            // serve what follows.
+            if until.is_some_and(|until| due > until) {
+                break;
+            }
             match message.and_then(|m| incoming_of(&m)) {
                 Ok(i) if i.seq < due => {}
                 Ok(i) if i.seq == due => {
@@ -151,8 +171,8 @@ async fn apply_all(
             }
         }
         if let Some(previous) = writing.take() {
-            if let Some(stop) = settle(replica, previous).await {
-                break stop;
+            if !replica.settle(previous).await {
+                break Stop::Failed;
             }
         }
         if !incoming.is_empty() {
@@ -164,30 +184,11 @@ async fn apply_all(
         }
     };
     match writing {
-        Some(last) => settle(replica, last).await.unwrap_or(stop),
+        Some(last) => match replica.settle(last).await {
+            true => stop,
+            false => Stop::Failed,
+        },
         None => stop,
-    }
-}
-
-/// Waits for a chunk's local append; `Some` when the follower must stop
-/// for good.
-async fn settle(replica: &Replica, writing: JoinHandle<Result<(), LogError>>) -> Option<Stop> {
-    match writing.await {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => {
-            replica.fail(&e);
-            Some(Stop::Failed)
-        }
-        // The log is closing: its runtime cancels the task, which is no
-        // failure of the copy.
-        Err(e) if e.is_cancelled() => Some(Stop::Failed),
-        Err(e) => {
-            replica.fail(&LogError::Inconsistent {
-                seq: replica.local().head().next(),
-                what: format!("applying the stream's events panicked: {e}"),
-            });
-            Some(Stop::Failed)
-        }
     }
 }
 

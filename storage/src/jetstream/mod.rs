@@ -67,6 +67,7 @@
 mod follower;
 mod foreign;
 mod offline;
+mod packs;
 mod publisher;
 mod remote;
 mod replica;
@@ -86,11 +87,16 @@ use crate::log::{LogConfig, SledLog};
 use crate::subscription::{Filter, Subscription};
 
 pub use offline::OfflineCopy;
+pub use packs::PACK_EVENTS;
 pub use remote::{Credentials, CredentialsUnset};
 
 /// How long a writer waits for another writer's unfinished batch at the end
 /// of the stream before it takes it for abandoned and appends after it.
 pub const BATCH_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a flush waits for the packer to move before it leaves the
+/// rest of the packs to it (or to the next device that opens the log).
+const PACK_STALL: Duration = Duration::from_secs(10);
 
 /// The header giving how many messages of the same batch follow this one.
 pub const BATCH_LEFT_HEADER: &str = "Engram-Batch-Left";
@@ -124,6 +130,10 @@ pub struct JetStreamConfig {
     /// Called while `open` fetches what the copy lacks (a new device on a
     /// long stream), for a progress bar; `None`: nothing reported.
     pub progress: Option<FetchProgress>,
+    /// Publish packs of the log's events and fetch from them (`packs`
+    /// module: a new device fetches a long stream in packs of
+    /// [`PACK_EVENTS`], not message by message). On by default.
+    pub packs: bool,
 }
 
 impl std::fmt::Debug for JetStreamConfig {
@@ -137,6 +147,7 @@ impl std::fmt::Debug for JetStreamConfig {
             .field("append_timeout", &self.append_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("progress", &self.progress.is_some())
+            .field("packs", &self.packs)
             .finish()
     }
 }
@@ -152,6 +163,7 @@ impl Default for JetStreamConfig {
             append_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             progress: None,
+            packs: true,
         }
     }
 }
@@ -169,6 +181,8 @@ pub struct JetStreamLog {
     replica: Arc<replica::Replica>,
     publisher: publisher::Publisher,
     remote: Arc<remote::Remote>,
+    /// The packs stream, unless off or refused.
+    packs: Option<Arc<packs::Packs>>,
     /// Runs the client, the follower and the publisher; dropped last.
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -189,7 +203,11 @@ impl JetStreamLog {
         let remote = Arc::new(run_blocking(&runtime, remote::Remote::connect(config))?);
         let replica = Arc::new(replica::Replica::new(log));
         let end = run_blocking(&runtime, remote.attach(&replica))?;
-        follower::Follower::start(&runtime, remote.clone(), replica.clone());
+        let packs = match remote.config.packs {
+            true => run_blocking(&runtime, packs::Packs::open(&remote)),
+            false => None,
+        };
+        follower::Follower::start(&runtime, remote.clone(), replica.clone(), packs.clone());
         let start = replica.local().head();
         let report = |head: Seq| {
             if let Some(p) = &progress {
@@ -197,8 +215,11 @@ impl JetStreamLog {
             }
         };
         run_blocking(&runtime, replica.wait_for_reporting(end, replica::CATCH_UP_STALL, &report))?;
+        if let Some(p) = &packs {
+            packs::Packer::start(&runtime, p.clone(), remote.clone(), replica.clone());
+        }
         let publisher = publisher::Publisher::start(&runtime, remote.clone(), replica.clone());
-        Ok(JetStreamLog { replica, publisher, remote, runtime: Some(runtime) })
+        Ok(JetStreamLog { replica, publisher, remote, packs, runtime: Some(runtime) })
     }
 
     /// The data dir's copy of the stream: a sled log at the same
@@ -222,6 +243,12 @@ impl JetStreamLog {
     /// runtime's, say), for at most `timeout`.
     pub fn wait_for(&self, seq: Seq, timeout: Duration) -> Result<(), LogError> {
         self.block_on(self.replica.wait_for(seq, timeout))
+    }
+
+    /// Events this log's catch-ups took from packs rather than from the
+    /// stream's messages (how much of a new device's fetch they served).
+    pub fn fetched_from_packs(&self) -> u64 {
+        self.packs.as_ref().map_or(0, |p| p.fetched())
     }
 
     /// Compares every event of the local copy with the stream's message at
@@ -289,7 +316,13 @@ impl EventLog for JetStreamLog {
             return Err(e);
         }
         // Acknowledged events are the server's; this makes the copy durable.
-        self.replica.local().flush()
+        self.replica.local().flush()?;
+        // And packs whatever range it completed, so that a device joining
+        // after an import finds them (bounded: packs are optional).
+        if let Some(p) = &self.packs {
+            self.block_on(packs::wait_packed(p, self.head(), PACK_STALL));
+        }
+        Ok(())
     }
 
     fn describe(&self) -> String {

@@ -240,7 +240,7 @@ impl Remote {
     }
 
     /// The bytes of the stream's message at `seq`.
-    async fn raw_message(&self, seq: Seq) -> Result<Vec<u8>, LogError> {
+    pub(super) async fn raw_message(&self, seq: Seq) -> Result<Vec<u8>, LogError> {
         let stream = self.js.get_stream_no_info(&self.config.stream).await.map_err(|e| self.error(e))?;
         let message = stream.get_raw_message(seq.0).await.map_err(|e| self.error(format!("reading seq {seq}: {e}")))?;
         Ok(message.payload.to_vec())

@@ -7,6 +7,7 @@ use std::time::Duration;
 use engram_events::codec::binary;
 use engram_events::{Envelope, Seq};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use super::foreign;
 use crate::error::LogError;
@@ -112,6 +113,36 @@ impl Replica {
         *open_batch = last_left > 0;
         self.head.send_replace(last_seq);
         Ok(())
+    }
+
+    /// The copy's head as it moves (the packer packs each range as it
+    /// completes).
+    pub(super) fn head_changes(&self) -> watch::Receiver<Seq> {
+        self.head.subscribe()
+    }
+
+    /// Waits for an [`Replica::apply`] running on a task of its own (the
+    /// follower writes one chunk while it reads the next); `false` when
+    /// following must stop for good — the copy failed (recorded by
+    /// [`Replica::fail`]) or the log is closing.
+    pub(super) async fn settle(&self, writing: JoinHandle<Result<(), LogError>>) -> bool {
+        match writing.await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                self.fail(&e);
+                false
+            }
+            // The log is closing: its runtime cancels the task, which is
+            // no failure of the copy.
+            Err(e) if e.is_cancelled() => false,
+            Err(e) => {
+                self.fail(&LogError::Inconsistent {
+                    seq: self.local.head().next(),
+                    what: format!("applying the stream's events panicked: {e}"),
+                });
+                false
+            }
+        }
     }
 
     /// Records why the follower stopped, and wakes every waiter.

@@ -111,14 +111,7 @@ impl SledLog {
     ) -> Result<u64, LogError> {
         self.shared.caught_up()?;
         let from = Seq(from.0.max(1));
-        let start = self
-            .shared
-            .log
-            .range(..=segment::key(from))
-            .next_back()
-            .transpose()?
-            .map(|(k, _)| k)
-            .unwrap_or_else(|| sled::IVec::from(&segment::key(from)));
+        let start = self.segment_holding(from)?;
         let mut visited = 0u64;
         for entry in self.shared.log.range(start..) {
             let (k, v) = entry?;
@@ -140,6 +133,47 @@ impl SledLog {
             }
         }
         Ok(visited)
+    }
+
+    /// The key of the segment holding `from` (the last one starting at or
+    /// before it), or `from`'s own key when none does.
+    fn segment_holding(&self, from: Seq) -> Result<sled::IVec, LogError> {
+        Ok(self
+            .shared
+            .log
+            .range(..=segment::key(from))
+            .next_back()
+            .transpose()?
+            .map(|(k, _)| k)
+            .unwrap_or_else(|| sled::IVec::from(&segment::key(from))))
+    }
+
+    /// Appends to `out` the frames of the events at `from..=to`, back to
+    /// back, as the log stores them (length and CRC checked, positions
+    /// checked, nothing decoded): the JetStream copy's packs are these
+    /// bytes. Returns how many frames it copied (fewer than asked when the
+    /// log ends before `to`).
+    #[cfg(feature = "jetstream")]
+    pub(crate) fn frames_between(&self, from: Seq, to: Seq, out: &mut Vec<u8>) -> Result<u64, LogError> {
+        self.shared.caught_up()?;
+        let from = Seq(from.0.max(1));
+        let mut copied = 0u64;
+        for entry in self.shared.log.range(self.segment_holding(from)?..) {
+            let (k, v) = entry?;
+            let first = segment::seq_of_key(&k)
+                .ok_or_else(|| LogError::Inconsistent { seq: from, what: "bad segment key".to_owned() })?;
+            if first > to {
+                break;
+            }
+            segment::for_each_frame(first, &v, |seq, frame| {
+                if (from..=to).contains(&seq) {
+                    out.extend_from_slice(frame.bytes);
+                    copied += 1;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(copied)
     }
 
     /// Number of entries in the id index (equals the number of events in a
