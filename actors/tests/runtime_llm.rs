@@ -1266,7 +1266,15 @@ fn two_hundred_tools_are_routed_to_a_prompt_that_fits() {
         other => panic!("no {other:?} call expected"),
     });
     let f = fixture();
-    let mut b = builder(&f, config(&server));
+    // Each turn's plan is read from the planner's request the server
+    // recorded: a planner call that times out (config's 300 ms, which a
+    // loaded machine's planner call has exceeded) falls back to the
+    // offline planner, may never reach the server, and leaves the prompt
+    // of the turn before as the last one. This test is not about that
+    // budget.
+    let mut config = config(&server);
+    config.llm.planner_timeout_ms = 10_000;
+    let mut b = builder(&f, config);
     for tool in catalogue_of_200() {
         b = b.tool(tool);
     }
@@ -1318,12 +1326,18 @@ fn two_hundred_tools_are_routed_to_a_prompt_that_fits() {
 
     // The first request again, in the same conversation: its picks are
     // cached — no router call — and the planner sees them again.
-    rt.handle_utterance(&s, "How is the weather in Oslo?").unwrap();
+    let planned_before = requests(&server, Ctx::Planner).len();
+    let r = rt.handle_utterance(&s, "How is the weather in Oslo?").unwrap();
     // Two calls so far: one answered, one failed with a 500 (tried three
     // times: a 5xx is retried twice, llm/health.rs).
     assert_eq!(requests(&server, Ctx::Router).len(), 1 + 3, "no third router call");
-    let listed = planner_tools(requests(&server, Ctx::Planner).last().unwrap());
+    let planned = requests(&server, Ctx::Planner);
+    assert_eq!(planned.len(), planned_before + 1, "the third request's planner call reached the server: {r:?}");
+    let listed = planner_tools(planned.last().unwrap());
     assert!(listed.contains(&"fetch_page".to_string()), "the cached picks: {listed:?}");
+    let plan = plan_of(&events(&rt), r.turn);
+    assert_eq!(plan.planner, PlannerKind::Llm, "{plan:?}");
+    assert!(plan.tools.contains(&"fetch_page".to_string()), "the reply loop offered the cached picks: {plan:?}");
     rt.shutdown().unwrap();
 }
 
