@@ -72,7 +72,10 @@ impl BenchServer {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         rt.block_on(async {
             let client = async_nats::connect(config.url.as_str()).await?;
-            async_nats::jetstream::new(client).delete_stream(&config.stream).await?;
+            let js = async_nats::jetstream::new(client);
+            js.delete_stream(&config.stream).await?;
+            // Its packs, if it had any.
+            let _ = js.delete_stream(format!("PACKS_{}", config.stream)).await;
             anyhow::Ok(())
         })
     }
@@ -91,6 +94,9 @@ pub fn append_once(
     let log = JetStreamLog::open(&data, LogConfig::default(), config.clone())?;
     let d = engram_append(&log, work)?;
     anyhow::ensure!(log.head() == Seq(events as u64), "JetStream appended {} of {events}", log.head().0);
+    // Untimed: the packs of what was appended, as a device that has run a
+    // while leaves them for the next one.
+    log.flush()?;
     Ok((events as f64 / d.as_secs_f64().max(1e-9), config, data))
 }
 
@@ -110,23 +116,35 @@ pub fn durable_once(
 
 /// One batched run (one appender, `batch` events per append), then the
 /// replay figures on the stream it wrote: a new data dir fetching all of
-/// it (what a new device does at its first open), and a replay of that
-/// copy once reopened. Events per second, in that order.
+/// it (what a new device does at its first open) from packs and the
+/// stream, another with packs off, and a replay of the first copy once
+/// reopened. Events per second, in that order.
 pub fn batched_and_replay_once(
     server: &mut BenchServer,
     dir: &Path,
     events: usize,
     batch: usize,
     payload_bytes: usize,
-) -> anyhow::Result<[f64; 3]> {
+) -> anyhow::Result<[f64; 4]> {
     let (append, config, data) = append_once(server, dir, split(workload(events, payload_bytes), 1, batch))?;
     let _ = std::fs::remove_dir_all(&data);
+    let fetch = |device: &Path, config: JetStreamConfig| -> anyhow::Result<(f64, u64)> {
+        let start = Instant::now();
+        let log = JetStreamLog::open(device, LogConfig::default(), config)?;
+        log.wait_for(Seq(events as u64), Duration::from_secs(120))?;
+        Ok((events as f64 / start.elapsed().as_secs_f64().max(1e-9), log.fetched_from_packs()))
+    };
+    let messages = dir.join(format!("{}-messages", config.stream));
+    let (fetch_messages, none) = fetch(&messages, JetStreamConfig { packs: false, ..config.clone() })?;
+    anyhow::ensure!(none == 0, "a fetch with packs off took {none} events from packs");
+    let _ = std::fs::remove_dir_all(&messages);
     let device = dir.join(format!("{}-device", config.stream));
-    let start = Instant::now();
-    let log = JetStreamLog::open(&device, LogConfig::default(), config.clone())?;
-    log.wait_for(Seq(events as u64), Duration::from_secs(60))?;
-    let fetch = events as f64 / start.elapsed().as_secs_f64().max(1e-9);
-    drop(log);
+    let (fetch, packed) = fetch(&device, config.clone())?;
+    let full = (events as u64).saturating_sub(1) / engram::storage::jetstream::PACK_EVENTS;
+    anyhow::ensure!(
+        packed == full * engram::storage::jetstream::PACK_EVENTS,
+        "the new device took {packed} events from packs, not the {full} complete packs' before the stream's end"
+    );
     let log = JetStreamLog::open(&device, LogConfig::default(), config.clone())?;
     let start = Instant::now();
     let mut n = 0;
@@ -139,5 +157,5 @@ pub fn batched_and_replay_once(
     drop(log);
     let _ = std::fs::remove_dir_all(&device);
     server.delete(&config)?;
-    Ok([append, fetch, replay])
+    Ok([append, fetch, fetch_messages, replay])
 }

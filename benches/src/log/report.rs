@@ -158,9 +158,13 @@ pub struct JetStreamFigures {
     pub append_durable_c16: BesideFigure,
     /// One appender, batches of `relaxed_batch` (beside the relaxed figures).
     pub append_batched: BesideFigure,
-    /// A new data dir fetching the whole stream at its first open (beside
-    /// the fresh-open replay figures).
+    /// A new data dir fetching the whole stream at its first open, packs
+    /// and then the stream's messages (beside the fresh-open replay
+    /// figures).
     pub replay_fetch: BesideFigure,
+    /// The same fetch with packs off: every event a message of its own
+    /// (what the packs are measured against).
+    pub replay_fetch_messages: BesideFigure,
     /// Replay of that data dir's copy, reopened (beside the same).
     pub replay_copy: BesideFigure,
 }
@@ -269,6 +273,7 @@ impl LogReport {
                 ("append durable c16", &js.append_durable_c16),
                 (&*format!("append batched b{}", self.settings.relaxed_batch), &js.append_batched),
                 ("replay: fetch, new dir", &js.replay_fetch),
+                ("  without packs", &js.replay_fetch_messages),
                 ("replay: local copy", &js.replay_copy),
             ] {
                 out.push_str(&format!(

@@ -122,7 +122,7 @@ struct Relaxed {
     corpus: ReplayCorpus,
     /// With a JetStream server: its batched-append, fetch and copy-replay
     /// runs, in that order.
-    jetstream: [Vec<f64>; 3],
+    jetstream: [Vec<f64>; 4],
 }
 
 /// One relaxed-append run of `opts.events` events in batches of
@@ -167,7 +167,7 @@ fn measure_relaxed(
 ) -> anyhow::Result<Relaxed> {
     progress(opts, "relaxed append");
     let (mut e, mut s) = (Vec::new(), Vec::new());
-    let mut js_batched: [Vec<f64>; 3] = Default::default();
+    let mut js_batched: [Vec<f64>; 4] = Default::default();
     let mut corpus: Option<ReplayCorpus> = None;
     let mut frame_bytes = 0usize;
     for run in 0..runs {
@@ -254,18 +254,19 @@ fn measure_replay(opts: &Options, runs: usize, corpus: &ReplayCorpus) -> anyhow:
 
 /// The JetStream figures, each beside the sled log's and SQLite's figure of
 /// the same workload: `durable_runs` holds its runs per concurrency level,
-/// `batched_runs` its batched-append, fetch and copy-replay runs.
+/// `batched_runs` its batched-append, fetch (packs, then messages) and
+/// copy-replay runs.
 fn jetstream_figures(
     server: &BenchServer,
     durable_runs: Vec<Vec<f64>>,
-    batched_runs: [Vec<f64>; 3],
+    batched_runs: [Vec<f64>; 4],
     append_durable: &DurableFigures,
     append_relaxed: &Pair,
     replay: &Pair,
 ) -> JetStreamFigures {
     let mut durable = durable_runs.into_iter();
     let mut next = |beside: &Pair| BesideFigure::new(durable.next().unwrap_or_default(), beside);
-    let [batched, fetch, copy] = batched_runs;
+    let [batched, fetch, fetch_messages, copy] = batched_runs;
     JetStreamFigures {
         server: server.describe(),
         acknowledgement: "acknowledged = stored by the server (written to its file; nats-server 2.9 fsyncs \
@@ -276,6 +277,7 @@ fn jetstream_figures(
         append_durable_c16: next(&append_durable.c16.pair),
         append_batched: BesideFigure::new(batched, append_relaxed),
         replay_fetch: BesideFigure::new(fetch, replay),
+        replay_fetch_messages: BesideFigure::new(fetch_messages, replay),
         replay_copy: BesideFigure::new(copy, replay),
     }
 }
