@@ -86,6 +86,13 @@ impl Hub {
         });
     }
 
+    /// Whether anyone subscribes: a writer with no subscriber builds no
+    /// batch for them. (One who subscribes after this reads what the
+    /// writer committed before it from the log: the head moved first.)
+    pub fn has_subscribers(&self) -> bool {
+        !self.slots.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
     /// The log is closing: subscribers deliver what is in the log, then
     /// report [`LogError::WriterStopped`] instead of waiting forever.
     pub fn close(&self) {

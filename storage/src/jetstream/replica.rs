@@ -66,7 +66,11 @@ impl Replica {
     pub(super) fn apply(&self, incoming: Vec<Incoming>) -> Result<(), LogError> {
         let mut open_batch = self.open_batch.lock().unwrap_or_else(|p| p.into_inner());
         let head = self.local.head();
-        let incoming: Vec<Incoming> = incoming.into_iter().filter(|i| i.seq > head).collect();
+        // What the copy has is at the front (a consumer recreated a little
+        // behind): dropped in place, the rest not moved when none is.
+        let mut incoming = incoming;
+        let held_already = incoming.iter().take_while(|i| i.seq <= head).count();
+        incoming.drain(..held_already);
         let Some(last) = incoming.last() else { return Ok(()) };
         let (last_seq, last_left) = (last.seq, last.batch_left);
         let mut due = head;
@@ -83,7 +87,7 @@ impl Replica {
         // program published it again) is recorded as skipped here.
         let ids: Vec<engram_events::EventId> = incoming.iter().map(|i| i.event.id).collect();
         let held = self.local.seq_of_many(&ids)?;
-        let mut seen = std::collections::HashSet::with_capacity(incoming.len());
+        let mut seen = crate::id_index::IdSet::with_capacity_and_hasher(incoming.len(), Default::default());
         let mut events = Vec::with_capacity(incoming.len());
         for i in incoming {
             let again = !seen.insert(i.event.id) || held.contains_key(&i.event.id);

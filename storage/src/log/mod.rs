@@ -210,7 +210,7 @@ impl SledLog {
     /// once, not once per id (the JetStream copy checks every chunk it
     /// applies so). Returns the ids the log holds.
     #[cfg(feature = "jetstream")]
-    pub(crate) fn seq_of_many(&self, ids: &[EventId]) -> Result<std::collections::HashMap<EventId, Seq>, LogError> {
+    pub(crate) fn seq_of_many(&self, ids: &[EventId]) -> Result<crate::id_index::IdMap<Seq>, LogError> {
         self.shared.seq_of_many(ids)
     }
 

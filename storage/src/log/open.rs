@@ -1,7 +1,6 @@
 //! Opening the sled log: the format check and upgrade, recovery of the
 //! head from sled and the write-ahead files, and the threads it starts.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex};
@@ -106,7 +105,7 @@ impl SledLog {
             ids,
             head: AtomicU64::new(head.0),
             applied: Applied::new(head),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Default::default()),
             hurry: hurry_tx,
             in_flight: AtomicUsize::new(0),
             hub: Arc::new(Hub::default()),

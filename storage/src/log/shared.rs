@@ -2,7 +2,6 @@
 //! the state every handle, the writer and the applier read (positions,
 //! pending ids, the subscribers' hub), and how far the applier has come.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,7 +13,7 @@ use engram_events::{Envelope, EventId, Seq};
 use crate::durability::Durability;
 use crate::error::LogError;
 use crate::event_log::AppendOutcome;
-use crate::id_index;
+use crate::id_index::{self, IdMap};
 use crate::local_db::LocalDb;
 use crate::segment::SEGMENT_TARGET_BYTES;
 use crate::subscription::Hub;
@@ -93,7 +92,7 @@ pub(super) struct Shared {
     /// The last position sled holds.
     pub(super) applied: Applied,
     /// Ids acknowledged but not applied to sled yet.
-    pub(super) pending: Mutex<HashMap<EventId, Seq>>,
+    pub(super) pending: Mutex<IdMap<Seq>>,
     /// Tells the applier a reader waits for it.
     pub(super) hurry: Sender<()>,
     /// Messages sent to the writer and not yet committed: a caller commits
@@ -116,8 +115,8 @@ impl Shared {
     /// [`Shared::seq_of`] of many ids at once (the writer's check of a
     /// group commit): the pending ones under one lock, the rest with one
     /// read per index bucket. Returns the ids found.
-    pub(super) fn seq_of_many(&self, ids: &[EventId]) -> Result<HashMap<EventId, Seq>, LogError> {
-        let mut found = HashMap::with_capacity(ids.len());
+    pub(super) fn seq_of_many(&self, ids: &[EventId]) -> Result<IdMap<Seq>, LogError> {
+        let mut found = IdMap::with_capacity_and_hasher(ids.len(), Default::default());
         let mut rest = Vec::with_capacity(ids.len());
         {
             let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());

@@ -158,16 +158,18 @@ impl Writer {
         };
         match committed {
             Ok(written) => {
-                // The events written move on to the subscribers (an event
-                // marked existing was not written: its seq is another's).
+                // The events written move on to the subscribers, if any (an
+                // event marked existing was not written: its seq is
+                // another's). The head moved in `commit`, before this.
+                let publish = written && self.shared.hub.has_subscribers();
                 let mut fresh = Vec::new();
                 for (events, ack) in appends.drain(..) {
                     let _ = ack.send(Ok(outcomes_of(&events)));
-                    if written {
+                    if publish {
                         fresh.extend(events.into_iter().filter(|e| e.seq.0 & EXISTING_BIT == 0));
                     }
                 }
-                if written {
+                if publish {
                     self.shared.hub.publish(fresh.into());
                 }
             }
