@@ -159,6 +159,35 @@ impl KnnIndex {
         self.outcomes
     }
 
+    /// Heap bytes held: the per-slot feature layout, the slots with their
+    /// fingerprints (kept to rebuild on compaction, embedding included) and
+    /// models, and the embedding arenas, counted from the contents
+    /// ([`crate::heap`]). The interned feature values are left out (a few
+    /// hundred short strings, bounded by the vocabulary of features).
+    pub fn heap_bytes(&self) -> usize {
+        use crate::heap::{alloc, features, hash_map, string, vec};
+        let layout = self.bits.iter().map(vec).sum::<usize>()
+            + self.counts.iter().map(vec).sum::<usize>()
+            + vec(&self.tokens)
+            + vec(&self.images)
+            + vec(&self.workloads)
+            + vec(&self.route_slots);
+        let slots = vec(&self.slots)
+            + self
+                .slots
+                .iter()
+                .map(|s| {
+                    vec(&s.models)
+                        + features(&s.fingerprint.features)
+                        + s.fingerprint.workload.as_deref().map_or(0, string)
+                        + s.fingerprint.embedding.as_ref().map_or(0, |e| alloc(16 + e.vector.len() * size_of::<f32>()))
+                })
+                .sum::<usize>()
+            + hash_map(&self.by_id);
+        let arenas = self.arenas.iter().map(|a| a.data.heap_bytes() + vec(&a.slots)).sum::<usize>();
+        layout + slots + arenas
+    }
+
     /// Adds an outcome row for `(fp, model)`; the fingerprint is added on
     /// first sight (later calls must come in first-recorded order).
     pub fn insert(&mut self, id: FingerprintId, fp: &Fingerprint, model: &str) {
