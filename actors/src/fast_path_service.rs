@@ -47,6 +47,10 @@ impl VectorSearch for Rows {
         index.search(query, k).unwrap_or_default().into_iter().map(|h| (h.key, h.cosine)).collect()
     }
 
+    fn heap_bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, VectorIndex::heap_bytes)
+    }
+
     fn insert(&mut self, rows: Vec<(u64, Vec<f32>)>) {
         let Some(dim) = rows.first().map(|(_, v)| v.len().max(1)) else { return };
         let index = self.0.get_or_insert_with(|| {
@@ -192,6 +196,11 @@ impl FastPathService {
     /// L1 rows and L2 pipelines held.
     pub fn sizes(&self) -> (usize, usize) {
         self.fast_path.sizes()
+    }
+
+    /// Heap bytes of L1 and L2 ([`FastPath::heap_bytes`]).
+    pub fn heap_bytes(&self) -> (usize, usize) {
+        self.fast_path.heap_bytes()
     }
 
     /// The embedder.

@@ -62,7 +62,11 @@ const CAPPED: &[(&str, usize)] = &[
 ];
 
 fn learnt(name: &str) -> bool {
-    LEARNT.iter().any(|(n, _)| *n == name) || CAPPED.iter().any(|(n, _)| *n == name)
+    LEARNT.iter().any(|(n, _)| *n == name)
+        || CAPPED.iter().any(|(n, _)| *n == name)
+        // The bytes of a learnt table, and the memo, capped below.
+        || name.ends_with(".bytes")
+        || name == "embedding_memo.rows"
 }
 
 /// Structures other than the learnt ones that grew from `from` to `to`
@@ -86,6 +90,11 @@ fn check(report: &Report, slack: usize) {
     for (name, cap) in CAPPED {
         assert!(sizes[*name] <= *cap, "{name}: {} entries, over its cap of {cap}", sizes[*name]);
     }
+    // The memo stays within its cap (and a trim's 5 % margin), and the
+    // accounted bytes are the `….bytes` entries.
+    assert!(sizes["embedding_memo.rows"] <= sizes["embedding_memo.rows_cap"] * 21 / 20);
+    assert!(last.learnt_bytes >= sizes["reply_loop.passages.bytes"] + sizes["pattern_store.history.bytes"]);
+    assert!(last.learnt_bytes > warm.learnt_bytes, "the learnt tables learnt nothing");
     // Rule 4 of the memory index: a repeat keeps its slot.
     assert_eq!(
         sizes["reply_loop.passages.slots"], sizes["reply_loop.passages"],

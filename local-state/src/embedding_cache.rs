@@ -53,6 +53,9 @@ pub struct EmbeddingCache {
     /// said (measured by `engram bench soak`, issue 31). The count only
     /// decides when to trim, and a trim counts exactly again.
     rows: Arc<AtomicUsize>,
+    /// Bytes of the last row written (key and value), for
+    /// [`EmbeddingCache::held`].
+    row_bytes: Arc<AtomicUsize>,
 }
 
 /// [`EmbeddingCache::rows`] before the first count.
@@ -105,7 +108,20 @@ impl EmbeddingCache {
             tree: db.tree(Namespace::Cache, "embeddings")?,
             caps,
             rows: Arc::new(AtomicUsize::new(UNCOUNTED)),
+            row_bytes: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// Rows as counted at the last write (`None` before the first: counting
+    /// means a walk of the tree, see [`EmbeddingCache::len`]), the bytes
+    /// they hold (rows × the last row's key and value; what sled stores,
+    /// and caches within `[storage] cache_mb`), and the cap on rows. What
+    /// `engram bench soak` reports beside the learnt tables: the memo grows
+    /// until its cap, then stays.
+    pub fn held(&self) -> (Option<usize>, usize, usize) {
+        let rows = Some(self.rows.load(Ordering::Relaxed)).filter(|&n| n != UNCOUNTED);
+        let bytes = rows.unwrap_or(0) * self.row_bytes.load(Ordering::Relaxed);
+        (rows, bytes, self.caps.max_rows)
     }
 
     /// Number of cached vectors.
@@ -144,8 +160,9 @@ impl EmbeddingCache {
     /// Stores the vector of `text` under `model`.
     pub fn put(&self, model: &str, text: &str, v: &[f32]) -> Result<(), LogError> {
         let now = now_us();
-        let new =
-            self.tree.insert(key(model, text), encode(&Row { created: now, last_used: now, uses: 1 }, v))?.is_none();
+        let (k, row) = (key(model, text), encode(&Row { created: now, last_used: now, uses: 1 }, v));
+        self.row_bytes.store(k.len() + row.len(), Ordering::Relaxed);
+        let new = self.tree.insert(k, row)?.is_none();
         let rows = match self.rows.load(Ordering::Relaxed) {
             UNCOUNTED => self.tree.len(),
             n => n + usize::from(new),
@@ -234,6 +251,7 @@ mod tests {
                 tree,
                 caps: CacheCaps { max_rows, max_age_days: 180 },
                 rows: Arc::new(AtomicUsize::new(UNCOUNTED)),
+                row_bytes: Arc::new(AtomicUsize::new(0)),
             },
         )
     }

@@ -216,6 +216,20 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
         self.dead
     }
 
+    /// Heap bytes held: rows, codes, graph, keys and the key map (by
+    /// capacity; a key's own heap, if it has any, is not counted). What the
+    /// runtime's accounting reports for an index, so a reader can set it
+    /// beside the process's RSS.
+    pub fn heap_bytes(&self) -> usize {
+        // A `HashMap` entry: key, slot, and one control byte.
+        let map = self.slot_of.capacity() * (size_of::<K>() + size_of::<u32>() + 1);
+        self.arena.heap_bytes()
+            + self.codes.heap_bytes()
+            + self.graph.as_ref().map_or(0, Hnsw::heap_bytes)
+            + self.keys.capacity() * size_of::<Option<K>>()
+            + map
+    }
+
     /// True when searches go through the graph.
     pub fn uses_graph(&self) -> bool {
         self.graph.is_some()
@@ -264,7 +278,7 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
     }
 
     fn rows(&self) -> Rows<'_> {
-        Rows { data: self.arena.as_flat(), dim: self.config.dim, kernel: self.arena.kernel(), codes: Some(&self.codes) }
+        Rows { data: self.arena.rows(), dim: self.config.dim, kernel: self.arena.kernel(), codes: Some(&self.codes) }
     }
 
     /// Brings the graph in line with the arena: builds it (in parallel) once
@@ -272,7 +286,7 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
     fn sync_graph(&mut self) {
         let threads = self.config.threads();
         if self.graph.is_some() || self.arena.len() >= self.config.exact_below {
-            self.codes.extend_from(self.arena.as_flat());
+            self.codes.extend_from(self.arena.rows());
         }
         match self.graph.take() {
             Some(mut g) => {
@@ -313,7 +327,6 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
         for (k, v) in items {
             prepared.push((k, self.prepare(v)?));
         }
-        self.arena.reserve(prepared.len());
         for (k, row) in prepared {
             self.push_row(k, &row);
         }
@@ -343,7 +356,6 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
     /// reach the crossover). Slots are renumbered; keys are unaffected.
     pub fn compact(&mut self) {
         let mut arena = ExactScan::with_kernel(self.config.dim, self.arena.kernel());
-        arena.reserve(self.len());
         let mut keys = Vec::with_capacity(self.len());
         for (slot, key) in self.keys.iter().enumerate() {
             if let Some(k) = key {
@@ -446,13 +458,14 @@ impl<K: Clone + Eq + Hash + Serialize + DeserializeOwned> VectorIndex<K> {
         };
         let header =
             serde_json::to_vec(&header).map_err(|source| VectorError::Keys { path: path.to_owned(), source })?;
-        let mut buf =
-            Vec::with_capacity(16 + header.len() + 4 * self.arena.as_flat().len() + keys.len() + 4 * graph.len() + 32);
+        let mut buf = Vec::with_capacity(
+            16 + header.len() + 4 * self.arena.len() * self.config.dim + keys.len() + 4 * graph.len() + 32,
+        );
         buf.extend_from_slice(MAGIC);
         buf.extend_from_slice(&VERSION.to_le_bytes());
         buf.extend_from_slice(&(header.len() as u32).to_le_bytes());
         buf.extend_from_slice(&header);
-        for x in self.arena.as_flat() {
+        for x in self.arena.rows().rows().flatten() {
             buf.extend_from_slice(&x.to_le_bytes());
         }
         buf.extend_from_slice(&keys);
@@ -548,16 +561,10 @@ impl<K: Clone + Eq + Hash + Serialize + DeserializeOwned> VectorIndex<K> {
             }
             Some(g)
         };
-        let codes = if graph.is_some() { Codes::from_rows(dim, &data) } else { Codes::new(dim) };
-        Ok(VectorIndex {
-            arena: ExactScan::from_flat(dim, data),
-            codes,
-            config: header.config,
-            keys,
-            slot_of,
-            dead,
-            graph,
-        })
+        let arena = ExactScan::from_flat(dim, &data);
+        drop(data);
+        let codes = if graph.is_some() { Codes::from_rows(dim, arena.rows()) } else { Codes::new(dim) };
+        Ok(VectorIndex { arena, codes, config: header.config, keys, slot_of, dead, graph })
     }
 }
 

@@ -11,7 +11,10 @@
 //!
 //! * [`distance`] — the dot-product kernels (AVX-512 / AVX2+FMA chosen at
 //!   run time, a portable fallback);
-//! * [`exact`] — the exact scan over a contiguous arena with a bounded
+//! * [`blocks`] — rows in fixed-size blocks ([`RowBlocks`]): the storage of
+//!   every table of vectors that only grows (the arena, its codes, the
+//!   pattern store's k-NN arena), so none of them doubles;
+//! * [`exact`] — the exact scan over the arena with a bounded
 //!   top-k: the answer below the crossover, and the ground truth above it;
 //! * [`hnsw`] — a compact HNSW graph over that same arena;
 //! * [`quantized`] — int8 codes of the rows, which the graph walks before
@@ -33,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod blocks;
 pub mod distance;
 pub mod exact;
 pub mod fvecs;
@@ -42,6 +46,7 @@ pub mod quantized;
 pub mod rng;
 pub mod synthetic;
 
+pub use blocks::{RowBlocks, ROWS_PER_BLOCK};
 pub use distance::{Isa, Kernel};
 pub use exact::{ExactScan, TopK};
 pub use fvecs::{parse_fvecs, read_fvecs, write_fvecs, Fvecs, FvecsError, FvecsFileError};

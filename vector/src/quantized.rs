@@ -18,27 +18,29 @@
 //! thousandths at most for unit vectors — below the gaps the walk decides on,
 //! and the re-scoring removes it from the answer.
 
+use crate::blocks::RowBlocks;
 use crate::distance::Kernel;
 
 /// The largest code: codes span `-127..=127` (symmetric, so negation is exact).
 const CODE_MAX: f32 = 127.0;
 
-/// Int8 codes and per-row scales, row `i` beside arena row `i`.
+/// Int8 codes and per-row scales, row `i` beside arena row `i`; the codes
+/// grow in blocks like the arena ([`RowBlocks`]).
 #[derive(Clone, Debug, Default)]
 pub struct Codes {
     dim: usize,
-    codes: Vec<i8>,
-    scales: Vec<f32>,
+    codes: RowBlocks<i8>,
+    scales: RowBlocks<f32>,
 }
 
 impl Codes {
     /// No rows, `dim` codes a row.
     pub fn new(dim: usize) -> Self {
-        Codes { dim, codes: Vec::new(), scales: Vec::new() }
+        Codes { dim, codes: RowBlocks::new(dim), scales: RowBlocks::new(1) }
     }
 
-    /// The codes of every row of `data` (`dim` floats each).
-    pub fn from_rows(dim: usize, data: &[f32]) -> Self {
+    /// The codes of every row of `data`.
+    pub fn from_rows(dim: usize, data: &RowBlocks<f32>) -> Self {
         let mut c = Codes::new(dim);
         c.extend_from(data);
         c
@@ -46,21 +48,21 @@ impl Codes {
 
     /// Encodes the rows of `data` from row `len()` on: what an arena grew
     /// by since the codes last caught up with it.
-    pub fn extend_from(&mut self, data: &[f32]) {
+    pub fn extend_from(&mut self, data: &RowBlocks<f32>) {
         if self.dim == 0 {
             return;
         }
-        let rows = data.len() / self.dim;
-        if rows <= self.len() {
-            return;
+        let mut out = vec![0i8; self.dim];
+        for slot in self.len()..data.len() {
+            let scale = encode(data.row(slot as u32), &mut out);
+            self.codes.push(&out);
+            self.scales.push(&[scale]);
         }
-        self.codes.reserve((rows - self.len()) * self.dim);
-        for row in data[self.len() * self.dim..rows * self.dim].chunks_exact(self.dim) {
-            let start = self.codes.len();
-            self.codes.resize(start + self.dim, 0);
-            let scale = encode(row, &mut self.codes[start..]);
-            self.scales.push(scale);
-        }
+    }
+
+    /// Heap bytes held (codes and scales, whole blocks).
+    pub fn heap_bytes(&self) -> usize {
+        self.codes.heap_bytes() + self.scales.heap_bytes()
     }
 
     /// Rows encoded.
@@ -81,8 +83,7 @@ impl Codes {
     /// Row `node`'s codes and scale.
     #[inline]
     pub fn row(&self, node: u32) -> (&[i8], f32) {
-        let s = node as usize * self.dim;
-        (&self.codes[s..s + self.dim], self.scales[node as usize])
+        (self.codes.row(node), self.scales.row(node)[0])
     }
 
     /// Asks the CPU for row `node`'s codes ahead of scoring it.
@@ -91,9 +92,8 @@ impl Codes {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let s = node as usize * self.dim;
-            if s + self.dim <= self.codes.len() {
-                let p = self.codes[s..].as_ptr();
+            if (node as usize) < self.codes.len() {
+                let p = self.codes.row(node).as_ptr();
                 for line in 0..self.dim.div_ceil(64) {
                     // SAFETY: prefetching never faults, and every address
                     // is inside the row's cache lines.
@@ -157,7 +157,7 @@ mod tests {
         let mut gen = Synthetic::new(&spec);
         let (base, queries) = (gen.base(300), gen.base(20));
         let kernel = Kernel::detect();
-        let codes = Codes::from_rows(spec.dim, &base);
+        let codes = Codes::from_rows(spec.dim, &RowBlocks::from_flat(spec.dim, &base));
         assert_eq!(codes.len(), 300);
         let mut worst = 0f32;
         for q in queries.chunks_exact(spec.dim) {
@@ -181,8 +181,8 @@ mod tests {
         assert!((scale - 1.0 / 127.0).abs() < 1e-7);
 
         let data = [0.5f32, -1.0, 0.25, 0.0, 1.0, 0.0, 0.0, 0.0];
-        let mut codes = Codes::from_rows(4, &data[..4]);
-        codes.extend_from(&data);
+        let mut codes = Codes::from_rows(4, &RowBlocks::from_flat(4, &data[..4]));
+        codes.extend_from(&RowBlocks::from_flat(4, &data));
         assert_eq!(codes.len(), 2);
         assert_eq!(codes.row(1).0, &[127, 0, 0, 0]);
     }

@@ -431,6 +431,26 @@ impl Handler<SaveSnapshot> for Listener {
     }
 }
 
+impl Listener {
+    /// Heap bytes of the sessions it knows (ended ones included: a
+    /// session ends once, and a host's ended id is refused), counted from
+    /// their contents ([`engram_learning::heap`]).
+    fn heap_bytes(&self) -> usize {
+        use engram_learning::heap::{alloc, hash_map, string};
+        hash_map(&self.sessions)
+            + self
+                .sessions
+                .iter()
+                .map(|(id, s)| {
+                    string(id.as_str())
+                        + s.sticky.as_deref().map_or(0, string)
+                        + alloc(s.transcript.capacity() * size_of::<(DateTime<Utc>, String)>())
+                        + s.transcript.iter().map(|(_, t)| string(t)).sum::<usize>()
+                })
+                .sum::<usize>()
+    }
+}
+
 impl Handler<Sizes> for Listener {
     type Result = ();
 
@@ -441,6 +461,7 @@ impl Handler<Sizes> for Listener {
             ("listener.sessions".to_owned(), self.sessions.len()),
             ("listener.sessions_open".to_owned(), open),
             ("listener.transcript_lines".to_owned(), lines),
+            ("listener.sessions.bytes".to_owned(), self.heap_bytes()),
         ]);
     }
 }

@@ -420,11 +420,18 @@ impl Role for Router {
             "turns_of" => ("patterns.turns_of", n),
             "families" => ("patterns.families", n),
             "by_age" => ("patterns.by_age", n),
+            "fingerprints.bytes" => ("patterns.fingerprints.bytes", n),
+            "outcomes.bytes" => ("patterns.outcomes.bytes", n),
+            "history.bytes" => ("patterns.history.bytes", n),
+            "pending.bytes" => ("patterns.pending.bytes", n),
+            "ended.bytes" => ("patterns.ended.bytes", n),
+            "index.bytes" => ("patterns.index.bytes", n),
             _ => ("patterns.dirty", n),
         }));
         if let Some(fast) = &self.fast {
             let (l1, l2) = fast.sizes();
-            out.extend([("l1_rows", l1), ("l2_rows", l2)]);
+            let (l1_bytes, l2_bytes) = fast.heap_bytes();
+            out.extend([("l1_rows", l1), ("l2_rows", l2), ("l1_rows.bytes", l1_bytes), ("l2_rows.bytes", l2_bytes)]);
         }
         out.extend([("learnt", self.learnt.len()), ("history", self.history.len()), ("choices", self.choices.len())]);
         out

@@ -174,6 +174,7 @@ impl RuntimeBuilder {
         let turn_timeout = self.turn_timeout.unwrap_or(TURN_TIMEOUT);
         let mut runtime = Runtime::launch(bus, listener, wiring.factories(), turn_timeout, online)?;
         runtime.candidates = wiring.candidates;
+        runtime.memo = Some(wiring.cache.clone());
         runtime.catalogue = Some(wiring.catalogue);
         #[cfg(feature = "mcp")]
         {

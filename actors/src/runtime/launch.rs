@@ -105,6 +105,7 @@ impl Runtime {
             #[cfg(feature = "metrics")]
             metrics_server: None,
             catalogue: None,
+            memo: None,
             #[cfg(feature = "mcp")]
             mcp: None,
         })

@@ -163,6 +163,9 @@ pub struct Runtime {
     metrics_server: Option<crate::metrics::MetricsServer>,
     /// The tools as the roles see them (set by the builder).
     catalogue: Option<Arc<crate::catalogue::Catalogue>>,
+    /// The embedding memo the roles share (set by the builder), counted in
+    /// [`Runtime::sizes`].
+    memo: Option<engram_local_state::embedding_cache::EmbeddingCache>,
     /// The MCP servers' connections, closed at shutdown.
     #[cfg(feature = "mcp")]
     mcp: Option<Arc<crate::tools::mcp::McpHub>>,
@@ -401,6 +404,13 @@ impl Runtime {
     /// `engram bench soak` watches to tell what grows with use from what
     /// stays bounded. Each actor answers between two events; an actor busy
     /// for longer than 5 s is left out.
+    ///
+    /// Entries named `….bytes` are the heap bytes of a learnt table,
+    /// counted from its contents (`engram_learning::heap`);
+    /// `embedding_memo.rows`, `.bytes` and `.rows_cap` are the embedding
+    /// memo's rows as counted, their bytes and its cap (`[storage]
+    /// embedding_cache_rows`): a bounded cache, on disk and in sled's page
+    /// cache.
     pub fn sizes(&self) -> Vec<(String, usize)> {
         let (done, got) = crossbeam_channel::unbounded();
         for r in &self.sizes {
@@ -414,6 +424,14 @@ impl Runtime {
                 Ok(s) => out.extend(s),
                 Err(_) => break,
             }
+        }
+        if let Some(memo) = &self.memo {
+            let (rows, bytes, cap) = memo.held();
+            out.extend([
+                ("embedding_memo.rows".to_owned(), rows.unwrap_or(0)),
+                ("embedding_memo.bytes".to_owned(), bytes),
+                ("embedding_memo.rows_cap".to_owned(), cap),
+            ]);
         }
         out.sort();
         out

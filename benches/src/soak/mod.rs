@@ -8,6 +8,10 @@
 //! window and the sizes of what the actors hold
 //! ([`engram::actors::Runtime::sizes`]): the learnt tables, which may grow
 //! with what is new, and everything else, which must not grow with turns.
+//! The learnt tables' bytes (the `….bytes` entries, counted from their
+//! contents) are summed at each checkpoint and their growth since the first
+//! checkpoint set beside RSS's, with the embedding memo's bytes (a bounded
+//! cache) beside them: whether RSS grows by more than what is learnt.
 
 pub mod workload;
 
@@ -75,7 +79,23 @@ pub struct Checkpoint {
     pub turns_per_s: f64,
     /// Entries per structure the actors hold ([`Runtime::sizes`]).
     pub sizes: BTreeMap<String, usize>,
+    /// The learnt tables' heap bytes: the sum of the `….bytes` entries of
+    /// `sizes` but the memo's.
+    pub learnt_bytes: usize,
+    /// The embedding memo's bytes (`embedding_memo.bytes`; bounded by
+    /// `[storage] embedding_cache_rows`).
+    pub memo_bytes: usize,
 }
+
+/// The learnt tables' bytes and the memo's in `sizes`.
+pub fn accounted(sizes: &BTreeMap<String, usize>) -> (usize, usize) {
+    let memo = sizes.get(MEMO_BYTES).copied().unwrap_or(0);
+    let learnt = sizes.iter().filter(|(n, _)| n.ends_with(".bytes") && *n != MEMO_BYTES).map(|(_, b)| b).sum();
+    (learnt, memo)
+}
+
+/// The memo's entry in [`Runtime::sizes`].
+const MEMO_BYTES: &str = "embedding_memo.bytes";
 
 /// The report.
 #[derive(Serialize, Debug)]
@@ -95,6 +115,10 @@ pub struct Report {
     /// RSS growth per turn after warm-up (from the first checkpoint to the
     /// last), bytes.
     pub rss_bytes_per_turn_after_warmup: f64,
+    /// The learnt tables' growth per turn over the same turns, bytes.
+    pub learnt_bytes_per_turn_after_warmup: f64,
+    /// The embedding memo's growth per turn over the same turns, bytes.
+    pub memo_bytes_per_turn_after_warmup: f64,
     /// Structures that grew after warm-up, by how many entries per 1,000
     /// turns.
     pub growth_per_1k_turns: BTreeMap<String, f64>,
@@ -135,9 +159,12 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
             // stopped still leaves its curve.
             bar.suspend(|| {
                 eprintln!(
-                    "  soak: {} turns, RSS {:.1} MiB, p50 {:.2} ms, p99 {:.2} ms, {:.0} turns/s",
+                    "  soak: {} turns, RSS {:.1} MiB, learnt {:.1} MiB, memo {:.1} MiB, p50 {:.2} ms, p99 {:.2} ms, \
+                     {:.0} turns/s",
                     c.turns,
                     c.rss_kib as f64 / 1024.0,
+                    c.learnt_bytes as f64 / MIB,
+                    c.memo_bytes as f64 / MIB,
                     c.latency.p50_us / 1000.0,
                     c.latency.p99_us / 1000.0,
                     c.turns_per_s
@@ -247,14 +274,21 @@ fn kind_name(kind: Kind) -> String {
     serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
+/// Bytes in a MiB.
+const MIB: f64 = 1024.0 * 1024.0;
+
 fn checkpoint(rt: &Runtime, turns: usize, sessions: usize, window: &[Duration], took: Duration) -> Checkpoint {
+    let sizes: BTreeMap<String, usize> = rt.sizes().into_iter().collect();
+    let (learnt_bytes, memo_bytes) = accounted(&sizes);
     Checkpoint {
         turns,
         sessions,
         rss_kib: rss_kib(),
         latency: Latency::of(window),
         turns_per_s: round2(window.len() as f64 / took.as_secs_f64().max(1e-9)),
-        sizes: rt.sizes().into_iter().collect(),
+        sizes,
+        learnt_bytes,
+        memo_bytes,
     }
 }
 
@@ -262,10 +296,12 @@ fn checkpoint(rt: &Runtime, turns: usize, sessions: usize, window: &[Duration], 
 /// warm-up) to the last.
 fn report(turns: usize, tally: Tally, checkpoints: Vec<Checkpoint>) -> Report {
     let mut growth = BTreeMap::new();
-    let mut rss_per_turn = 0.0;
+    let (mut rss_per_turn, mut learnt_per_turn, mut memo_per_turn) = (0.0, 0.0, 0.0);
     if let (Some(first), Some(last)) = (checkpoints.first(), checkpoints.last()) {
         let span = last.turns.saturating_sub(first.turns).max(1) as f64;
         rss_per_turn = round2((last.rss_kib as f64 - first.rss_kib as f64) * 1024.0 / span);
+        learnt_per_turn = round2((last.learnt_bytes as f64 - first.learnt_bytes as f64) / span);
+        memo_per_turn = round2((last.memo_bytes as f64 - first.memo_bytes as f64) / span);
         for (name, &n) in &last.sizes {
             let before = first.sizes.get(name).copied().unwrap_or(0);
             if n > before {
@@ -281,6 +317,8 @@ fn report(turns: usize, tally: Tally, checkpoints: Vec<Checkpoint>) -> Report {
         feedback: (tally.good, tally.bad),
         checkpoints,
         rss_bytes_per_turn_after_warmup: rss_per_turn,
+        learnt_bytes_per_turn_after_warmup: learnt_per_turn,
+        memo_bytes_per_turn_after_warmup: memo_per_turn,
         growth_per_1k_turns: growth,
     }
 }
@@ -293,21 +331,33 @@ impl Report {
             "answered by {:?}; feedback {} good, {} bad\n\n",
             self.layers, self.feedback.0, self.feedback.1
         ));
-        out.push_str("   turns  sessions   RSS MiB   p50 ms   p99 ms   turns/s\n");
+        out.push_str(
+            "   turns  sessions   RSS MiB  RSS +MiB  learnt MiB  learnt +MiB  memo MiB   p50 ms   p99 ms   turns/s\n",
+        );
+        let first = self.checkpoints.first();
         for c in &self.checkpoints {
+            let rss_since = first.map_or(0.0, |f| (c.rss_kib as f64 - f.rss_kib as f64) / 1024.0);
+            let learnt_since = first.map_or(0.0, |f| (c.learnt_bytes as f64 - f.learnt_bytes as f64) / MIB);
             out.push_str(&format!(
-                "{:>8}  {:>8}  {:>8.1}  {:>7.2}  {:>7.2}  {:>8.0}\n",
+                "{:>8}  {:>8}  {:>8.1}  {:>+8.1}  {:>10.1}  {:>+11.1}  {:>8.1}  {:>7.2}  {:>7.2}  {:>8.0}\n",
                 c.turns,
                 c.sessions,
                 c.rss_kib as f64 / 1024.0,
+                rss_since,
+                c.learnt_bytes as f64 / MIB,
+                learnt_since,
+                c.memo_bytes as f64 / MIB,
                 c.latency.p50_us / 1000.0,
                 c.latency.p99_us / 1000.0,
                 c.turns_per_s
             ));
         }
         out.push_str(&format!(
-            "\nRSS after warm-up (first checkpoint to last): {:+.0} bytes per turn\n",
-            self.rss_bytes_per_turn_after_warmup
+            "\nafter warm-up (first checkpoint to last), bytes per turn: RSS {:+.0}, learnt tables {:+.0}, \
+             embedding memo {:+.0} (bounded: [storage] embedding_cache_rows)\n",
+            self.rss_bytes_per_turn_after_warmup,
+            self.learnt_bytes_per_turn_after_warmup,
+            self.memo_bytes_per_turn_after_warmup
         ));
         if let Some(last) = self.checkpoints.last() {
             out.push_str("\nstructure                                   entries   growth per 1k turns after warm-up\n");

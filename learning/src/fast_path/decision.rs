@@ -30,6 +30,11 @@ pub trait VectorSearch: Send + Sync {
     fn insert(&mut self, rows: Vec<(u64, Vec<f32>)>);
     /// Forgets the row of `key`.
     fn remove(&mut self, key: u64);
+    /// Heap bytes the index holds (0 when it does not say): the fast
+    /// path's share of what a soak sets beside RSS.
+    fn heap_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// Embeds a batch of texts (one vector per text, unit length).
@@ -149,6 +154,16 @@ impl<R: PartialEq> Layer<R> {
 
     fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// Heap bytes: the rows by text (`row` counts a row's own heap), the
+    /// key map, both copies of each text, and the vector index.
+    fn heap_bytes(&self, row: impl Fn(&R) -> usize) -> usize {
+        use crate::heap::{hash_map, string};
+        hash_map(&self.rows)
+            + hash_map(&self.text_of)
+            + self.rows.iter().map(|(t, (_, r))| 2 * string(t) + row(r)).sum::<usize>()
+            + self.index.heap_bytes()
     }
 
     /// Brings the layer to `want` (canonical text → row), every row not in
@@ -335,6 +350,13 @@ impl FastPath {
     /// L1 rows and L2 pipelines held.
     pub fn sizes(&self) -> (usize, usize) {
         (self.l1.rows.len(), self.l2.rows.values().map(|(_, p)| p.len()).sum())
+    }
+
+    /// Heap bytes of L1 and of L2 (rows, texts, vector indexes;
+    /// [`crate::heap`]): what a soak sets beside RSS.
+    pub fn heap_bytes(&self) -> (usize, usize) {
+        use crate::heap::{json, string};
+        (self.l1.heap_bytes(|r| string(&r.executor) + json(&r.args)), self.l2.heap_bytes(json))
     }
 
     /// Decides `text`, said at `now` (the user's local time). `embed` is

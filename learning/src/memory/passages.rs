@@ -297,7 +297,34 @@ impl PassageIndex {
             ("passages.vectors_dead", self.vectors.as_ref().map_or(0, VectorIndex::tombstones)),
             ("passages.pending", self.pending.len()),
             ("passages.sessions", self.by_session.len()),
+            ("passages.bytes", self.heap_bytes()),
         ]
+    }
+
+    /// Heap bytes held: the passages (text, session, int8 codes), the
+    /// lexical index, and the vector index (f32 rows, their codes and the
+    /// graph), counted from the contents ([`crate::heap`]): what a soak
+    /// sets beside RSS.
+    pub fn heap_bytes(&self) -> usize {
+        use crate::heap::{hash_map, string, vec};
+        let passages = vec(&self.passages)
+            + self
+                .passages
+                .iter()
+                .flatten()
+                .map(|p| {
+                    string(&p.text)
+                        + p.session.as_ref().map_or(0, |s| string(s.as_str()))
+                        + p.vector.as_ref().map_or(0, |v| string(&v.provider) + vec(&v.codes))
+                })
+                .sum::<usize>();
+        let lexical = hash_map(&self.by_text)
+            + hash_map(&self.postings)
+            + self.postings.iter().map(|(t, slots)| string(t) + vec(slots)).sum::<usize>()
+            + vec(&self.lengths);
+        let sessions =
+            hash_map(&self.by_session) + self.by_session.keys().flatten().map(|s| string(s.as_str())).sum::<usize>();
+        passages + lexical + sessions + vec(&self.pending) + self.vectors.as_ref().map_or(0, VectorIndex::heap_bytes)
     }
 
     /// The passages held, oldest first.

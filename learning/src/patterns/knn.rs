@@ -8,7 +8,8 @@
 //! * every feature value is interned to a bit, so each of a fingerprint's
 //!   five sets is a few `u64` words in one contiguous array per field, and
 //!   a Jaccard is two popcounts and a division;
-//! * embeddings live in one contiguous `f32` arena per provider, scanned
+//! * embeddings live in one `f32` arena per provider (blocks of 64 rows,
+//!   [`RowBlocks`], so it grows without doubling), scanned
 //!   with the vector index's dot-product kernel (AVX-512 / AVX2 + FMA when
 //!   the CPU has them, chosen at run time);
 //! * the top K is kept in a small sorted buffer; a row that cannot enter
@@ -29,6 +30,7 @@ use engram_events::FingerprintId;
 use super::fingerprint::{Embedding, Fingerprint, Stage};
 use super::similarity::{self, jaccard_of_counts};
 use engram_vector::distance::Kernel;
+use engram_vector::{RowBlocks, ROWS_PER_BLOCK};
 
 /// The set features' weights, in `combine_structural`'s order.
 const WEIGHTS: [f64; SETS] = [
@@ -78,13 +80,26 @@ struct Slot {
     fingerprint: Fingerprint,
 }
 
-/// Embeddings of one provider and dimension, row-major.
+/// Embeddings of one provider and dimension, row `i` the vector of
+/// `slots[i]`.
 #[derive(Clone)]
 struct Arena {
     provider: Arc<str>,
     dim: usize,
-    data: Vec<f32>,
+    data: RowBlocks<f32>,
     slots: Vec<u32>,
+}
+
+impl Arena {
+    /// The dot product of `q` with every row, in row order.
+    fn dots(&self, q: &[f32]) -> Vec<f32> {
+        let mut dots = vec![0f32; self.slots.len()];
+        let kernel = Kernel::detect();
+        for (block, out) in self.data.blocks().zip(dots.chunks_mut(ROWS_PER_BLOCK)) {
+            kernel.dot_rows(q, block, out);
+        }
+        dots
+    }
 }
 
 /// The in-memory K-NN index over fingerprints and their outcome models.
@@ -142,6 +157,35 @@ impl KnnIndex {
     /// Outcome rows (fingerprint × model pairs).
     pub fn outcomes(&self) -> usize {
         self.outcomes
+    }
+
+    /// Heap bytes held: the per-slot feature layout, the slots with their
+    /// fingerprints (kept to rebuild on compaction, embedding included) and
+    /// models, and the embedding arenas, counted from the contents
+    /// ([`crate::heap`]). The interned feature values are left out (a few
+    /// hundred short strings, bounded by the vocabulary of features).
+    pub fn heap_bytes(&self) -> usize {
+        use crate::heap::{alloc, features, hash_map, string, vec};
+        let layout = self.bits.iter().map(vec).sum::<usize>()
+            + self.counts.iter().map(vec).sum::<usize>()
+            + vec(&self.tokens)
+            + vec(&self.images)
+            + vec(&self.workloads)
+            + vec(&self.route_slots);
+        let slots = vec(&self.slots)
+            + self
+                .slots
+                .iter()
+                .map(|s| {
+                    vec(&s.models)
+                        + features(&s.fingerprint.features)
+                        + s.fingerprint.workload.as_deref().map_or(0, string)
+                        + s.fingerprint.embedding.as_ref().map_or(0, |e| alloc(16 + e.vector.len() * size_of::<f32>()))
+                })
+                .sum::<usize>()
+            + hash_map(&self.by_id);
+        let arenas = self.arenas.iter().map(|a| a.data.heap_bytes() + vec(&a.slots)).sum::<usize>();
+        layout + slots + arenas
     }
 
     /// Adds an outcome row for `(fp, model)`; the fingerprint is added on
@@ -234,13 +278,13 @@ impl KnnIndex {
                 self.arenas.push(Arena {
                     provider: e.provider.clone(),
                     dim: e.vector.len(),
-                    data: Vec::new(),
+                    data: RowBlocks::new(e.vector.len()),
                     slots: Vec::new(),
                 });
                 self.arenas.len() - 1
             }
         };
-        self.arenas[arena].data.extend_from_slice(&e.vector);
+        self.arenas[arena].data.push(&e.vector);
         self.arenas[arena].slots.push(slot);
     }
 
@@ -255,10 +299,8 @@ impl KnnIndex {
             if let Some(a) = self.arenas.iter().position(|a| a.provider == old.provider && a.dim == old.vector.len()) {
                 let arena = &mut self.arenas[a];
                 if let Some(i) = arena.slots.iter().position(|s| *s == slot) {
-                    let (dim, last) = (arena.dim, arena.slots.len() - 1);
                     arena.slots.swap_remove(i);
-                    arena.data.copy_within(last * dim..(last + 1) * dim, i * dim);
-                    arena.data.truncate(last * dim);
+                    arena.data.swap_remove(i as u32);
                 }
             }
         }
@@ -400,9 +442,7 @@ impl KnnIndex {
         }
         if let Some(e) = &query.embedding {
             if let Some(arena) = self.arenas.iter().find(|a| a.provider == e.provider && a.dim == e.vector.len()) {
-                let mut dots = vec![0f32; arena.slots.len()];
-                Kernel::detect().dot_rows(&e.vector, &arena.data, &mut dots);
-                for (slot, d) in arena.slots.iter().zip(dots) {
+                for (slot, d) in arena.slots.iter().zip(arena.dots(&e.vector)) {
                     let s = &mut sims[*slot as usize];
                     *s = similarity::blend(alpha, f64::from(d), *s);
                 }

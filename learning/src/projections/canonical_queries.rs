@@ -41,6 +41,15 @@ pub struct CanonicalQueries {
     rows: Table<CanonicalRow>,
 }
 
+impl CanonicalQueries {
+    /// Heap bytes held by the rows ([`crate::heap`]): what a soak sets
+    /// beside RSS.
+    pub fn heap_bytes(&self) -> usize {
+        use crate::heap::{json, string, table};
+        table(&self.rows, |r| string(&r.canonical) + string(&r.executor) + json(&r.args_observed))
+    }
+}
+
 impl Default for CanonicalQueries {
     fn default() -> Self {
         CanonicalQueries { rows: Table::new(b'c') }

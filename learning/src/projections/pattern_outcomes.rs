@@ -335,10 +335,12 @@ impl PatternOutcomes {
     }
 
     /// Entries per table and derived map, by name (`fingerprints`,
-    /// `outcomes`, `history`, …; `dirty`: changed keys not yet taken):
-    /// what a soak watches.
+    /// `outcomes`, `history`, …; `dirty`: changed keys not yet taken), and
+    /// the bytes each table holds ([`PatternOutcomes::heap_bytes`]): what a
+    /// soak watches.
     pub fn sizes(&self) -> Vec<(&'static str, usize)> {
-        vec![
+        let mut out = self.heap_bytes();
+        out.extend([
             ("fingerprints", self.fingerprints.len()),
             ("outcomes", self.outcomes.len()),
             ("history", self.history.len()),
@@ -356,6 +358,46 @@ impl PatternOutcomes {
                     + self.pending.dirty_len()
                     + self.ended.dirty_len(),
             ),
+        ]);
+        out
+    }
+
+    /// Heap bytes held, by table (`fingerprints.bytes`, `outcomes.bytes`,
+    /// `history.bytes`, `ended.bytes`, `pending.bytes`, `index.bytes`: the
+    /// K-NN index), counted from the entries ([`crate::heap`]); the derived
+    /// maps are counted with the table they follow (`turns_of` with the
+    /// history, `by_age` with the outcomes, `families` with the
+    /// fingerprints, `pending_keys` with the pending turns). What a soak
+    /// sets beside RSS.
+    pub fn heap_bytes(&self) -> Vec<(&'static str, usize)> {
+        use crate::heap::{alloc, btree_entry, features, hash_map, string, table, vec};
+        let embedding = |e: &Option<QueryEmbedding>| {
+            e.as_ref().map_or(0, |e| string(&e.provider) + alloc(e.vector.len() * size_of::<f32>()))
+        };
+        let fingerprints = table(&self.fingerprints, |r| {
+            features(&r.features) + r.workload.as_deref().map_or(0, string) + embedding(&r.embedding)
+        }) + hash_map(&self.families)
+            + self.families.values().map(vec).sum::<usize>();
+        let outcomes = table(&self.outcomes, |r| string(&r.pricing_version_last))
+            + self.by_age.iter().map(|k| btree_entry::<AgeKey, ()>() + string(&k.3)).sum::<usize>();
+        let history = table(&self.history, |r| string(&r.model))
+            + hash_map(&self.turns_of)
+            + self.turns_of.iter().map(|(k, v)| vec(k) + vec(v)).sum::<usize>();
+        let pending = table(&self.pending, |p| {
+            features(&p.features)
+                + p.workload.as_deref().map_or(0, string)
+                + p.model.as_deref().map_or(0, string)
+                + string(&p.pricing_version)
+                + embedding(&p.embedding)
+        }) + hash_map(&self.pending_keys)
+            + self.pending_keys.values().map(vec).sum::<usize>();
+        vec![
+            ("fingerprints.bytes", fingerprints),
+            ("outcomes.bytes", outcomes),
+            ("history.bytes", history),
+            ("pending.bytes", pending),
+            ("ended.bytes", table(&self.ended, |_| 0)),
+            ("index.bytes", self.index.heap_bytes()),
         ]
     }
 

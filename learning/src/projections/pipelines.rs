@@ -44,6 +44,14 @@ pub struct Pipelines {
     rows: Table<PipelineRow>,
 }
 
+impl Pipelines {
+    /// Heap bytes held by the rows ([`crate::heap`]; a row by its JSON
+    /// length): what a soak sets beside RSS.
+    pub fn heap_bytes(&self) -> usize {
+        crate::heap::table(&self.rows, crate::heap::json)
+    }
+}
+
 impl Default for Pipelines {
     fn default() -> Self {
         Pipelines { rows: Table::new(b'l') }

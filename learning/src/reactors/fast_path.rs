@@ -378,6 +378,8 @@ impl Reactor for FastPathReactor {
         vec![
             ("canonical_rows", self.canonical.len()),
             ("pipeline_rows", self.pipelines.len()),
+            ("canonical_rows.bytes", self.canonical.heap_bytes()),
+            ("pipeline_rows.bytes", self.pipelines.heap_bytes()),
             ("projection_dirty", self.canonical.dirty_len() + self.pipelines.dirty_len()),
             ("chained", self.chained.len()),
             ("recent_lessons", self.recent.len()),
