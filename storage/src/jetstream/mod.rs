@@ -87,12 +87,17 @@ use crate::log::{LogConfig, SledLog};
 use crate::subscription::{Filter, Subscription};
 
 pub use offline::OfflineCopy;
-pub use packs::PACK_EVENTS;
 pub use remote::{Credentials, CredentialsUnset};
 
 /// How long a writer waits for another writer's unfinished batch at the end
 /// of the stream before it takes it for abandoned and appends after it.
 pub const BATCH_WAIT: Duration = Duration::from_secs(2);
+
+/// Events a pack holds (`packs` module): ≈ 200–400 KiB for events of
+/// 200–400 bytes, far under nats-server's default 1 MiB `max_payload`,
+/// and enough that a round trip per pack vanishes beside the events' own
+/// cost.
+pub const PACK_EVENTS: u64 = 1024;
 
 /// How long a flush waits for the packer to move before it leaves the
 /// rest of the packs to it (or to the next device that opens the log).

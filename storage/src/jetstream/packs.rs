@@ -55,16 +55,11 @@ use engram_events::Seq;
 use futures_util::{StreamExt, TryStreamExt};
 use tokio::sync::watch;
 
-use super::foreign;
 use super::remote::Remote;
 use super::replica::{Incoming, Replica};
+use super::{foreign, PACK_EVENTS};
 use crate::error::LogError;
 use crate::event_log::EventLog;
-
-/// Events a pack holds: ≈ 200–400 KiB for events of 200–400 bytes, far
-/// under nats-server's default 1 MiB `max_payload`, and enough that a
-/// round trip per pack vanishes beside the events' own cost.
-pub const PACK_EVENTS: u64 = 1024;
 
 /// Packs requested at once while fetching: the round trips overlap, and
 /// at most this many packs' bytes wait in memory.
@@ -352,10 +347,10 @@ impl Packer {
 
     async fn run(packs: &Packs, remote: &Remote, replica: &Replica, mut present: BTreeSet<u64>) {
         let max_payload = remote.js.client().server_info().max_payload.max(PACK_OVERHEAD * 2) - PACK_OVERHEAD;
-        let mut heads = replica.head_changes();
+        let mut ranges = replica.complete_ranges();
         let mut next = 0;
         loop {
-            let complete = heads.borrow_and_update().0 / PACK_EVENTS;
+            let complete = *ranges.borrow_and_update();
             while next < complete {
                 if !present.remove(&next) {
                     if let Err(why) = Packer::pack(packs, replica, next, max_payload).await {
@@ -365,7 +360,7 @@ impl Packer {
                 next += 1;
                 packs.packed.send_replace(next);
             }
-            if heads.changed().await.is_err() {
+            if ranges.changed().await.is_err() {
                 return;
             }
         }

@@ -9,7 +9,7 @@ use engram_events::{Envelope, Seq};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::foreign;
+use super::{foreign, PACK_EVENTS};
 use crate::error::LogError;
 use crate::event_log::{AppendOutcome, EventLog};
 use crate::log::SledLog;
@@ -35,6 +35,9 @@ pub(super) struct Replica {
     open_batch: Mutex<bool>,
     /// The copy's head, for waiters.
     head: watch::Sender<Seq>,
+    /// Complete pack ranges the copy holds (head / [`PACK_EVENTS`]): the
+    /// packer wakes once a range, not once an append.
+    complete: watch::Sender<u64>,
     /// Why the follower stopped for good, if it did.
     failed: Mutex<Option<String>>,
 }
@@ -42,7 +45,8 @@ pub(super) struct Replica {
 impl Replica {
     pub(super) fn new(local: Arc<SledLog>) -> Self {
         let head = watch::Sender::new(local.head());
-        Replica { local, open_batch: Mutex::new(false), head, failed: Mutex::new(None) }
+        let complete = watch::Sender::new(local.head().0 / PACK_EVENTS);
+        Replica { local, open_batch: Mutex::new(false), head, complete, failed: Mutex::new(None) }
     }
 
     /// The local copy.
@@ -116,13 +120,17 @@ impl Replica {
         }
         *open_batch = last_left > 0;
         self.head.send_replace(last_seq);
+        self.complete.send_if_modified(|complete| {
+            let now = last_seq.0 / PACK_EVENTS;
+            std::mem::replace(complete, now) != now
+        });
         Ok(())
     }
 
-    /// The copy's head as it moves (the packer packs each range as it
-    /// completes).
-    pub(super) fn head_changes(&self) -> watch::Receiver<Seq> {
-        self.head.subscribe()
+    /// How many complete pack ranges the copy holds, as it grows (the
+    /// packer packs each range as it completes).
+    pub(super) fn complete_ranges(&self) -> watch::Receiver<u64> {
+        self.complete.subscribe()
     }
 
     /// Waits for an [`Replica::apply`] running on a task of its own (the
