@@ -59,6 +59,38 @@ impl SegmentBuilder {
     }
 }
 
+/// Cuts `frames` — frames back to back, the first at `first` — into
+/// segments closed at `target` bytes, as [`SegmentBuilder`] would have
+/// built them from the decoded events. Only the frames' lengths are read
+/// (their CRCs are the caller's to have checked).
+pub fn split_frames(first: Seq, frames: &[u8], target: usize) -> Result<Vec<(Seq, Vec<u8>)>, LogError> {
+    let mut segments = Vec::new();
+    let (mut seq, mut rest) = (first, frames);
+    let mut current: Option<(Seq, Vec<u8>)> = None;
+    while !rest.is_empty() {
+        let len = (rest.len() >= binary::FRAME_HEADER_LEN)
+            .then(|| binary::frame_len(&rest[..binary::FRAME_HEADER_LEN]))
+            .flatten()
+            .filter(|&len| len <= rest.len())
+            .ok_or(LogError::Corrupt {
+                seq,
+                source: engram_events::codec::DecodeError::Truncated {
+                    needed: binary::FRAME_HEADER_LEN,
+                    available: rest.len(),
+                },
+            })?;
+        let (_, buf) = current.get_or_insert_with(|| (seq, Vec::with_capacity(target + 512)));
+        buf.extend_from_slice(&rest[..len]);
+        if buf.len() >= target {
+            segments.push(current.take().expect("just filled"));
+        }
+        rest = &rest[len..];
+        seq = seq.next();
+    }
+    segments.extend(current);
+    Ok(segments)
+}
+
 /// Visits the frames of one segment, checking that their positions run
 /// `first, first + 1, …`. Returns the seq after the last frame.
 pub fn for_each_frame<'a>(
@@ -105,4 +137,31 @@ pub fn find_frames(bytes: &[u8]) -> Vec<(Seq, usize)> {
         p += 1;
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_events::payloads::{SessionEndReason, SessionEnded};
+    use engram_events::ActorKind;
+
+    /// Frames cut as they came make the segments the builder makes from
+    /// the decoded events: a JetStream copy's packs are stored byte for
+    /// byte as its own appends would be.
+    #[test]
+    fn split_frames_cuts_as_the_builder_builds() {
+        let mut builder = SegmentBuilder::new(1024);
+        let mut frames = Vec::new();
+        for i in 0..100u32 {
+            let mut env = Envelope::new(ActorKind::Host, SessionEnded { reason: SessionEndReason::Host, turns: i });
+            env.seq = Seq(41 + u64::from(i));
+            builder.push(&env);
+            binary::encode_into(&env, &mut frames);
+        }
+        let built = builder.finish();
+        assert!(built.len() > 3, "several segments: {}", built.len());
+        assert_eq!(split_frames(Seq(41), &frames, 1024).unwrap(), built);
+        let cut = &frames[..frames.len() - 3];
+        assert!(matches!(split_frames(Seq(41), cut, 1024), Err(LogError::Corrupt { seq: Seq(140), .. })));
+    }
 }

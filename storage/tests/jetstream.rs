@@ -289,9 +289,12 @@ fn fill(log: &JetStreamLog, first: u32, n: u32) {
 fn a_new_device_fetches_from_packs_and_the_rest_from_the_stream() {
     const PACK: u64 = engram_storage::jetstream::PACK_EVENTS;
     let s = server();
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (da, db, dc) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = open(da.path(), &s.server, "engram");
-    fill(&a, 0, 12_500);
+    fill(&a, 0, 1_500);
+    // A device that was there early, then away: its copy ends inside pack 1.
+    drop(open(dc.path(), &s.server, "engram"));
+    fill(&a, 1_500, 11_000);
     let packs = with_client(&s.server, async |js| {
         let stream = js.get_stream("PACKS_engram").await.unwrap();
         let packs = stream.clone().info().await.unwrap().state.messages;
@@ -315,6 +318,12 @@ fn a_new_device_fetches_from_packs_and_the_rest_from_the_stream() {
         stream.direct_get_last_for_subject("engram.packs.3").await.is_ok()
     });
     assert!(again, "the missing pack is written again by a device holding its range");
+    // The device back from away takes pack 1 in part (decoded: it holds
+    // the start of it), then packs 2 to 11 as they are.
+    let c = open(dc.path(), &s.server, "engram");
+    assert_eq!(ids(&c), ids(&a));
+    assert_eq!(c.compare_with_stream().unwrap(), None);
+    assert_eq!(c.fetched_from_packs(), 11 * PACK, "packs 1 to 11");
 }
 
 /// Packs left over from another log — the stream deleted and created again

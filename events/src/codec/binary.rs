@@ -97,6 +97,11 @@ impl<'a> RawFrame<'a> {
         Ok(Seq(self.archived_header()?.seq.0.to_native()))
     }
 
+    /// The event id recorded in the frame, without decoding the payload.
+    pub fn id(&self) -> Result<crate::ids::EventId, DecodeError> {
+        Ok(crate::ids::EventId(ulid::Ulid(self.archived_header()?.id.0 .0.to_native())))
+    }
+
     fn archived_header(&self) -> Result<&'a ArchivedHeader, DecodeError> {
         rkyv::access::<ArchivedHeader, rkyv::rancor::Error>(self.header)
             .map_err(|e| DecodeError::Archive(e.to_string()))

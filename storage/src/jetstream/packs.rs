@@ -7,8 +7,9 @@
 //! the client ≈ 13 µs on each it receives: one message an event tops out
 //! near 100 k events/s on two cores, whatever the batch sizes. A pack is
 //! one message holding the frames of [`PACK_EVENTS`] consecutive events,
-//! exactly as the local copy stores them; fetched, it costs a decode and
-//! the copy's write per event, and one round trip per pack.
+//! exactly as the local copy stores them; fetched, its frames go into the
+//! copy as they are (`SledLog::append_frames_here`: a CRC and a header read
+//! per event, no decode, no encode), one round trip per pack.
 //!
 //! | where | what |
 //! |---|---|
@@ -26,8 +27,9 @@
 //!    same bytes (the copy's frames, which encode the stream's events at
 //!    their positions); `Nats-Expected-Last-Subject-Sequence: 0` makes the
 //!    server keep the first and refuse the others.
-//! 3. **Checked before use** (`Packs::get`). Every frame must pass its CRC
-//!    and sit at its position, and the pack's last event must be the
+//! 3. **Checked before use** (`Packs::get`, `unpack`). Every frame must
+//!    pass its CRC and carry its position (read from its header, with its
+//!    id), and the pack's last event must be the
 //!    stream's event at that position (one direct get, sent beside the
 //!    pack's). Packs left over from another log — a stream deleted and
 //!    created again under the same name, its old packs stream still there
@@ -51,7 +53,7 @@ use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::stream::{Config as StreamConfig, DirectGetErrorKind, DiscardPolicy, StorageType};
 use async_nats::jetstream::{Context, ErrorCode};
 use engram_events::codec::binary;
-use engram_events::Seq;
+use engram_events::{EventId, Seq};
 use futures_util::{StreamExt, TryStreamExt};
 use tokio::sync::watch;
 
@@ -162,7 +164,7 @@ impl Packs {
 
     /// Pack `k`'s events, checked (rule 3); `Ok(None)` when the stream has
     /// no such pack.
-    async fn get(&self, remote: &Remote, k: u64) -> Result<Option<Vec<Incoming>>, PackError> {
+    async fn get(&self, remote: &Remote, k: u64) -> Result<Option<Unpacked>, PackError> {
         let unavailable = |e: &dyn std::fmt::Display| PackError::Unavailable(format!("reading pack {k}: {e}"));
         let stream = self.js.get_stream_no_info(&self.name).await.map_err(|e| unavailable(&e))?;
         let last = Seq((k + 1) * PACK_EVENTS);
@@ -174,7 +176,7 @@ impl Packs {
             Err(e) => return Err(unavailable(&e)),
         };
         let theirs = theirs.map_err(|e| unavailable(&e))?;
-        let events = tokio::task::spawn_blocking(move || unpack(k, &pack, &theirs))
+        let events = tokio::task::spawn_blocking(move || unpack(k, pack.to_vec(), &theirs))
             .await
             .map_err(|e| unavailable(&e))?
             .map_err(PackError::Refused)?;
@@ -198,24 +200,57 @@ impl std::fmt::Display for PackError {
     }
 }
 
-/// The events of pack `k`'s bytes, each at its position; `theirs` is the
-/// stream's message at the pack's last position (rule 3).
-fn unpack(k: u64, pack: &[u8], theirs: &[u8]) -> Result<Vec<Incoming>, String> {
-    let mut events = Vec::with_capacity(PACK_EVENTS as usize);
-    let mut due = Seq(k * PACK_EVENTS + 1);
-    for frame in binary::frames(pack) {
-        let event = frame.and_then(|f| f.decode()).map_err(|e| format!("pack {k} at seq {due}: {e}"))?;
-        if event.seq != due {
-            return Err(format!("pack {k} holds seq {} where seq {due} was due", event.seq));
+/// A pack, checked (rule 3): its frames as they came, the first at
+/// `first`, and their ids.
+pub(super) struct Unpacked {
+    first: Seq,
+    frames: Vec<u8>,
+    ids: Vec<EventId>,
+}
+
+impl Unpacked {
+    /// The copy takes the frames as they are; failing that (the first pack
+    /// of a copy that holds part of it, say), decoded.
+    fn apply(self, replica: &Replica) -> Result<(), LogError> {
+        if replica.apply_frames(self.first, &self.frames, &self.ids)? {
+            return Ok(());
         }
-        events.push(Incoming { seq: due, event, batch_left: 0 });
+        let mut incoming = Vec::with_capacity(self.ids.len());
+        let mut seq = self.first;
+        for frame in binary::frames(&self.frames) {
+            let event = frame.and_then(|f| f.decode()).map_err(|source| LogError::Corrupt { seq, source })?;
+            incoming.push(Incoming { seq, event, batch_left: 0 });
+            seq = seq.next();
+        }
+        replica.apply(incoming)
+    }
+}
+
+/// Checks pack `k`'s bytes (rule 3) without decoding its events: each
+/// frame's CRC, its position and its id from the frame's header; the last
+/// one decoded, to compare with `theirs`, the stream's message at the
+/// pack's last position.
+fn unpack(k: u64, pack: Vec<u8>, theirs: &[u8]) -> Result<Unpacked, String> {
+    let first = Seq(k * PACK_EVENTS + 1);
+    let mut ids = Vec::with_capacity(PACK_EVENTS as usize);
+    let mut due = first;
+    let mut last = None;
+    for frame in binary::frames(&pack) {
+        let frame = frame.map_err(|e| format!("pack {k} at seq {due}: {e}"))?;
+        let (seq, id) =
+            frame.seq().and_then(|s| Ok((s, frame.id()?))).map_err(|e| format!("pack {k} at seq {due}: {e}"))?;
+        if seq != due {
+            return Err(format!("pack {k} holds seq {seq} where seq {due} was due"));
+        }
+        ids.push(id);
+        last = Some(frame);
         due = due.next();
     }
-    if events.len() as u64 != PACK_EVENTS {
-        return Err(format!("pack {k} holds {} events, not {PACK_EVENTS}", events.len()));
+    if ids.len() as u64 != PACK_EVENTS {
+        return Err(format!("pack {k} holds {} events, not {PACK_EVENTS}", ids.len()));
     }
-    let last = &events.last().expect("a full pack").event;
-    let same = match foreign::stands_for(last, theirs) {
+    let last = last.expect("a full pack").decode().map_err(|e| format!("pack {k}'s last event: {e}"))?;
+    let same = match foreign::stands_for(&last, theirs) {
         Some(same) => same,
         None => binary::decode(theirs).is_ok_and(|e| e.id == last.id),
     };
@@ -225,7 +260,8 @@ fn unpack(k: u64, pack: &[u8], theirs: &[u8]) -> Result<Vec<Incoming>, String> {
             last.id, last.seq
         ));
     }
-    Ok(events)
+    drop(last);
+    Ok(Unpacked { first, frames: pack, ids })
 }
 
 /// Where a fetch from packs stopped.
@@ -277,9 +313,9 @@ pub(super) async fn fetch(packs: &Arc<Packs>, remote: &Arc<Remote>, replica: &Ar
                 return Fetched::Failed;
             }
         }
-        packs.fetched.fetch_add(events.len() as u64, Ordering::Relaxed);
+        packs.fetched.fetch_add(events.ids.len() as u64, Ordering::Relaxed);
         let replica = replica.clone();
-        writing = Some(tokio::task::spawn_blocking(move || replica.apply(events)));
+        writing = Some(tokio::task::spawn_blocking(move || events.apply(&replica)));
     }
     if let Some(last) = writing {
         if !replica.settle(last).await {

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engram_events::codec::binary;
-use engram_events::{Envelope, Seq};
+use engram_events::{Envelope, EventId, Seq};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -119,12 +119,34 @@ impl Replica {
             }
         }
         *open_batch = last_left > 0;
-        self.head.send_replace(last_seq);
+        self.advanced(last_seq);
+        Ok(())
+    }
+
+    /// Appends a pack's frames — the events at `first..`, CRC-checked and
+    /// at their positions, with their ids — as they are (`packs`); `Ok(false)`
+    /// with nothing written when they cannot go in so (they start elsewhere
+    /// than the copy's next position, an id is held already, the writer is
+    /// busy): the caller applies them decoded, through [`Replica::apply`].
+    pub(super) fn apply_frames(&self, first: Seq, frames: &[u8], ids: &[EventId]) -> Result<bool, LogError> {
+        let mut open_batch = self.open_batch.lock().unwrap_or_else(|p| p.into_inner());
+        if !self.local.append_frames_here(first, frames, ids)? {
+            return Ok(false);
+        }
+        // Packs never end the copy (packs rule 4): what follows them comes
+        // from the stream with its batch header.
+        *open_batch = false;
+        self.advanced(Seq(first.0 + ids.len() as u64 - 1));
+        Ok(true)
+    }
+
+    /// Tells waiters and the packer the copy's new head.
+    fn advanced(&self, head: Seq) {
+        self.head.send_replace(head);
         self.complete.send_if_modified(|complete| {
-            let now = last_seq.0 / PACK_EVENTS;
+            let now = head.0 / PACK_EVENTS;
             std::mem::replace(complete, now) != now
         });
-        Ok(())
     }
 
     /// How many complete pack ranges the copy holds, as it grows (the

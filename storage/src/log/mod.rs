@@ -206,6 +206,34 @@ impl SledLog {
         AppendTicket::new(rx).wait()
     }
 
+    /// Appends frames another copy of this log stores — the events at
+    /// `first..`, back to back, each CRC-checked by the caller, with their
+    /// ids — as they are, on the caller's thread: the JetStream copy's
+    /// packs, without decoding and encoding each event. `Ok(false)`, with
+    /// nothing written, when they cannot go in so (the writer busy, `first`
+    /// not the next position, an id held already or twice): the caller
+    /// appends them decoded.
+    #[cfg(feature = "jetstream")]
+    pub(crate) fn append_frames_here(&self, first: Seq, frames: &[u8], ids: &[EventId]) -> Result<bool, LogError> {
+        self.appendable()?;
+        if self.shared.in_flight.load(Ordering::Acquire) != 0 {
+            return Ok(false);
+        }
+        let Ok(mut writer) = self.state.try_lock() else { return Ok(false) };
+        if writer.closed || self.shared.in_flight.load(Ordering::Acquire) != 0 {
+            return Ok(false);
+        }
+        let was_dirty = writer.dirty_since.is_some();
+        let done = writer.commit_frames(first, frames, ids)?;
+        let newly_unsynced = !was_dirty && writer.dirty_since.is_some();
+        drop(writer);
+        if newly_unsynced {
+            // The writer thread's timer fsyncs them (see `commit_on_caller`).
+            let _ = self.send(WriterMsg::Tick);
+        }
+        Ok(done)
+    }
+
     /// [`EventLog::seq_of`] of many ids at once: each index bucket read
     /// once, not once per id (the JetStream copy checks every chunk it
     /// applies so). Returns the ids the log holds.

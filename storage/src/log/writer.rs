@@ -225,6 +225,18 @@ impl Writer {
             return Err(LogError::Transaction(why));
         }
         let prepared = self.prepare(appends)?;
+        self.write_record(prepared, sync_needed)
+    }
+
+    /// Writes a prepared record (if any) to the write-ahead file, fsyncs
+    /// when `sync_needed(a record was written)` says so, makes it visible
+    /// and hands it to the applier: the part of a group commit after the
+    /// positions are assigned, shared with [`Writer::commit_frames`].
+    fn write_record(
+        &mut self,
+        prepared: Option<Record>,
+        sync_needed: impl FnOnce(bool) -> bool,
+    ) -> Result<bool, LogError> {
         let sync = sync_needed(prepared.is_some());
         if let Some(record) = &prepared {
             let Some(wal) = self.wal.as_mut() else { return Err(LogError::WriterStopped) };
@@ -295,6 +307,49 @@ impl Writer {
             return Ok(None);
         }
         Ok(Some(Record { segments: builder.finish(), index, last: Seq(next.0 - 1) }))
+    }
+
+    /// Commits frames another copy of the same log stores — the events at
+    /// `first..`, back to back, CRC-checked by the caller — as they are:
+    /// no decode, no encode (the JetStream copy's packs). `Ok(false)`, with
+    /// nothing written, when they cannot go in as they are: `first` is not
+    /// the next position, or an id is held already or twice (the caller
+    /// then decodes them and appends them the usual way). Relaxed: the
+    /// fsync comes with the policy's timer. Subscribers, if any, get the
+    /// decoded events.
+    #[cfg(feature = "jetstream")]
+    pub(super) fn commit_frames(&mut self, first: Seq, frames: &[u8], ids: &[EventId]) -> Result<bool, LogError> {
+        if let Some(why) = self.poisoned.clone().or_else(|| self.shared.applied.failure()) {
+            return Err(LogError::Transaction(why));
+        }
+        let head = Seq(self.shared.head.load(Ordering::Acquire));
+        let distinct: crate::id_index::IdSet = ids.iter().copied().collect();
+        if first != head.next() || ids.is_empty() || distinct.len() != ids.len() {
+            return Ok(false);
+        }
+        if !self.shared.seq_of_many(ids)?.is_empty() {
+            return Ok(false);
+        }
+        let segments = crate::segment::split_frames(first, frames, self.config.segment_bytes)?;
+        let index: Vec<(EventId, Seq)> = ids.iter().enumerate().map(|(k, id)| (*id, Seq(first.0 + k as u64))).collect();
+        let last = Seq(first.0 + ids.len() as u64 - 1);
+        let relaxed = self.relaxed_interval().is_some();
+        let mut dirty_since = self.dirty_since;
+        self.write_record(Some(Record { segments, index, last }), |_| {
+            dirty_since.get_or_insert_with(Instant::now);
+            !relaxed
+        })?;
+        self.dirty_since = if relaxed { dirty_since } else { None };
+        if self.shared.hub.has_subscribers() {
+            let events = engram_events::codec::binary::frames(frames).map(|f| f.and_then(|f| f.decode()));
+            match events.collect::<Result<Vec<Envelope>, _>>() {
+                Ok(events) => self.shared.hub.publish(events.into()),
+                // Committed: a subscriber reads them from the log, and
+                // meets the error there, with its seq.
+                Err(e) => tracing::error!(first = %first, error = %e, "frames committed that do not decode"),
+            }
+        }
+        Ok(true)
     }
 
     /// On close: everything durable in sled, and the write-ahead files
