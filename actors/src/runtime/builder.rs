@@ -280,7 +280,10 @@ impl RuntimeBuilder {
         };
         let loading = match &self.embedder {
             Some(_) => None,
-            None => Some(load_embedder(config.embedder.clone())?),
+            None => Some(match spare_load(&config.embedder) {
+                Some(load) => load,
+                None => load_embedder(config.embedder.clone())?,
+            }),
         };
         let log_config = LogConfig {
             durability,
@@ -288,7 +291,15 @@ impl RuntimeBuilder {
             cache_bytes: config.storage.cache_bytes(),
             ..LogConfig::default()
         };
-        let log = backend.open(dir, log_config)?;
+        let log = match backend.open(dir, log_config) {
+            Ok(log) => log,
+            Err(e) => {
+                if let Some(load) = loading {
+                    keep_spare_load(config.embedder.clone(), load);
+                }
+                return Err(e.into());
+            }
+        };
         let embedder: Arc<dyn Embedder> = match (self.embedder.take(), loading) {
             (Some(e), _) => e,
             (None, Some(thread)) => thread.join().map_err(|_| RuntimeError::ActorFailed("embedder"))??,
@@ -527,6 +538,32 @@ impl Embedder for Unloaded {
 /// The loading of the local embedder (feature `onnx`), on a thread of its
 /// own.
 type EmbedderLoad = JoinHandle<Result<Arc<dyn Embedder>, EmbedError>>;
+
+/// A model load whose start could not open its log, kept for the next
+/// start of the same model: a caller that waits for a data dir someone
+/// holds for a moment retries `start` every few milliseconds (`engram run`
+/// does), and each attempt loading the model anew left dozens of loads
+/// running at once — `engram run --once` behind a lock held for 0.7 s took
+/// 12 s and 5 GB. One is kept, per process.
+static SPARE_LOAD: std::sync::Mutex<Option<(EmbedderConfig, EmbedderLoad)>> = std::sync::Mutex::new(None);
+
+/// The spare load of `config`'s model, if there is one.
+fn spare_load(config: &EmbedderConfig) -> Option<EmbedderLoad> {
+    let mut spare = SPARE_LOAD.lock().unwrap_or_else(|p| p.into_inner());
+    match spare.take() {
+        Some((kept, load)) if kept == *config => Some(load),
+        other => {
+            *spare = other;
+            None
+        }
+    }
+}
+
+/// Keeps `load` for the next start of `config`'s model (the one kept
+/// before, of another model, is left to finish on its own).
+fn keep_spare_load(config: EmbedderConfig, load: EmbedderLoad) {
+    *SPARE_LOAD.lock().unwrap_or_else(|p| p.into_inner()) = Some((config, load));
+}
 
 /// Starts loading the local ONNX embedder `config` names.
 #[cfg(feature = "onnx")]
