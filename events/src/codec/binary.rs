@@ -97,9 +97,11 @@ impl<'a> RawFrame<'a> {
         Ok(Seq(self.archived_header()?.seq.0.to_native()))
     }
 
-    /// The event id recorded in the frame, without decoding the payload.
-    pub fn id(&self) -> Result<crate::ids::EventId, DecodeError> {
-        Ok(crate::ids::EventId(ulid::Ulid(self.archived_header()?.id.0 .0.to_native())))
+    /// The log position and the event id recorded in the frame, from one
+    /// check of its header, without decoding the payload.
+    pub fn seq_and_id(&self) -> Result<(Seq, crate::ids::EventId), DecodeError> {
+        let header = self.archived_header()?;
+        Ok((Seq(header.seq.0.to_native()), crate::ids::EventId(ulid::Ulid(header.id.0 .0.to_native()))))
     }
 
     fn archived_header(&self) -> Result<&'a ArchivedHeader, DecodeError> {

@@ -237,8 +237,7 @@ fn unpack(k: u64, pack: Vec<u8>, theirs: &[u8]) -> Result<Unpacked, String> {
     let mut last = None;
     for frame in binary::frames(&pack) {
         let frame = frame.map_err(|e| format!("pack {k} at seq {due}: {e}"))?;
-        let (seq, id) =
-            frame.seq().and_then(|s| Ok((s, frame.id()?))).map_err(|e| format!("pack {k} at seq {due}: {e}"))?;
+        let (seq, id) = frame.seq_and_id().map_err(|e| format!("pack {k} at seq {due}: {e}"))?;
         if seq != due {
             return Err(format!("pack {k} holds seq {seq} where seq {due} was due"));
         }
@@ -260,7 +259,6 @@ fn unpack(k: u64, pack: Vec<u8>, theirs: &[u8]) -> Result<Unpacked, String> {
             last.id, last.seq
         ));
     }
-    drop(last);
     Ok(Unpacked { first, frames: pack, ids })
 }
 
