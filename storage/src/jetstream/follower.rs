@@ -146,6 +146,11 @@ async fn apply_all(
             None => chunks.next().await,
         };
         let Some(chunk) = next else { break Stop::Broken("the stream's consumer ended".to_owned()) };
+        // What this process published is in the copy before its message
+        // comes back (the publisher applies what the server acknowledged):
+        // skipped here, undecoded, so a lone appender's echo costs a
+        // header read, not a decode and a write.
+        due = due.max(replica.local().head().next());
         let mut incoming = Vec::with_capacity(chunk.len());
         let mut broken = None;
         for message in chunk {
@@ -154,14 +159,15 @@ async fn apply_all(
             if until.is_some_and(|until| due > until) {
                 break;
             }
-            match message.and_then(|m| incoming_of(&m)) {
-                Ok(i) if i.seq < due => {}
-                Ok(i) if i.seq == due => {
+            let seq = message.and_then(|m| Ok((seq_of(&m)?, m)));
+            match seq {
+                Ok((seq, _)) if seq < due => {}
+                Ok((seq, m)) if seq == due => {
                     due = due.next();
-                    incoming.push(i);
+                    incoming.push(incoming_of(&m, seq));
                 }
-                Ok(i) => {
-                    broken = Some(format!("seq {} arrived where seq {due} was due", i.seq));
+                Ok((seq, _)) => {
+                    broken = Some(format!("seq {seq} arrived where seq {due} was due"));
                     break;
                 }
                 Err(e) => {
@@ -192,14 +198,20 @@ async fn apply_all(
     }
 }
 
-/// A message of the stream as the copy takes it, at its stream sequence.
-/// Rule 6: what no engram wrote is recorded as skipped, not followed and
-/// not a stop.
-fn incoming_of(message: &Message) -> Result<Incoming, String> {
+/// A message's position in the stream.
+fn seq_of(message: &Message) -> Result<Seq, String> {
     let info = message.info().map_err(|e| format!("a message without its position: {e}"))?;
-    let seq = Seq(info.stream_sequence);
-    let published =
-        || DateTime::from_timestamp_nanos(i64::try_from(info.published.unix_timestamp_nanos()).unwrap_or(0));
+    Ok(Seq(info.stream_sequence))
+}
+
+/// A message of the stream as the copy takes it, at its stream sequence
+/// `seq` ([`seq_of`]). Rule 6: what no engram wrote is recorded as
+/// skipped, not followed and not a stop.
+fn incoming_of(message: &Message, seq: Seq) -> Incoming {
+    let published = || {
+        let at = message.info().map(|i| i.published.unix_timestamp_nanos()).unwrap_or(0);
+        DateTime::from_timestamp_nanos(i64::try_from(at).unwrap_or(0))
+    };
     let event = match binary::decode(&message.payload) {
         Ok(event) => match foreign::misplaced(&event, seq) {
             None => event,
@@ -207,5 +219,5 @@ fn incoming_of(message: &Message) -> Result<Incoming, String> {
         },
         Err(e) => foreign::skipped(seq, published(), &message.payload, format!("not an engram frame ({e})")),
     };
-    Ok(Incoming { seq, event, batch_left: batch_left(message.headers.as_ref()) })
+    Incoming { seq, event, batch_left: batch_left(message.headers.as_ref()) }
 }

@@ -82,7 +82,7 @@ use engram_events::{Envelope, EventId, EventKind, Seq};
 
 use crate::durability::Durability;
 use crate::error::LogError;
-use crate::event_log::{AppendTicket, EventLog};
+use crate::event_log::{AppendOutcome, AppendTicket, EventLog};
 use crate::log::{LogConfig, SledLog};
 use crate::subscription::{Filter, Subscription};
 
@@ -287,6 +287,14 @@ fn run_blocking<T: Send>(runtime: &tokio::runtime::Runtime, f: impl std::future:
 impl EventLog for JetStreamLog {
     fn submit(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
         self.publisher.submit(events)
+    }
+
+    fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        let runtime = self.runtime.as_ref().expect("the runtime lives as long as the log");
+        match self.publisher.append_here(runtime, events) {
+            Ok(outcomes) => outcomes,
+            Err(events) => self.publisher.submit(events)?.wait(),
+        }
     }
 
     fn head(&self) -> Seq {
