@@ -114,6 +114,42 @@ pub fn durable_once(
     Ok(eps)
 }
 
+/// The server's bound on a single appender: `events` of the workload's
+/// frames published one at a time by the client alone, each with the
+/// headers an append carries (its id for the duplicate window, the
+/// sequence it expects) and each waiting for its acknowledgement, on a
+/// fresh stream. Events per second: one round trip each, and nothing of
+/// engram's (no copy, no follower, no thread hop) — what the durable c1
+/// figure is read against.
+pub fn round_trip_once(server: &mut BenchServer, events: usize, payload_bytes: usize) -> anyhow::Result<f64> {
+    use async_nats::jetstream::{message::PublishMessage, stream};
+    let config = server.fresh_stream();
+    let frames: Vec<(String, Vec<u8>)> = workload(events, payload_bytes)
+        .iter()
+        .map(|e| (e.id.to_string(), engram::events::codec::binary::encode(e)))
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let elapsed = rt.block_on(async {
+        let js = async_nats::jetstream::new(async_nats::connect(config.url.as_str()).await?);
+        let subject = format!("{}.bare", config.stream);
+        js.create_stream(stream::Config {
+            name: config.stream.clone(),
+            subjects: vec![subject.clone()],
+            ..Default::default()
+        })
+        .await?;
+        let start = Instant::now();
+        for (k, (id, frame)) in frames.into_iter().enumerate() {
+            let message = PublishMessage::build().payload(frame.into()).message_id(id).expected_last_sequence(k as u64);
+            js.send_publish(subject.clone(), message).await?.await?;
+        }
+        let elapsed = start.elapsed();
+        js.delete_stream(&config.stream).await?;
+        anyhow::Ok(elapsed)
+    })?;
+    Ok(events as f64 / elapsed.as_secs_f64().max(1e-9))
+}
+
 /// One batched run (one appender, `batch` events per append), then the
 /// replay figures on the stream it wrote: a new data dir fetching all of
 /// it (what a new device does at its first open) from packs and the

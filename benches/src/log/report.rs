@@ -156,6 +156,10 @@ pub struct JetStreamFigures {
     pub append_durable_c4: BesideFigure,
     /// Sixteen appenders.
     pub append_durable_c16: BesideFigure,
+    /// The server's bound on `append_durable_c1`: the same frames published
+    /// one at a time by the client alone, each awaiting its acknowledgement
+    /// (beside the sled log's durable c1).
+    pub publish_round_trip: BesideFigure,
     /// One appender, batches of `relaxed_batch` (beside the relaxed figures).
     pub append_batched: BesideFigure,
     /// A new data dir fetching the whole stream at its first open, packs
@@ -269,6 +273,7 @@ impl LogReport {
             ));
             for (name, f) in [
                 ("append durable c1", &js.append_durable_c1),
+                ("  publish round trip", &js.publish_round_trip),
                 ("append durable c4", &js.append_durable_c4),
                 ("append durable c16", &js.append_durable_c16),
                 (&*format!("append batched b{}", self.settings.relaxed_batch), &js.append_batched),

@@ -70,7 +70,8 @@ pub fn durable_once(
 
 /// Durable append at each of [`DURABLE_APPENDERS`], `runs` runs each: the
 /// figures, and with a JetStream `server` its runs at each level (one list
-/// per level, empty without a server).
+/// per level, empty without a server), then the runs of its bare publish
+/// round trip ([`jetstream::round_trip_once`]).
 fn measure_durable(
     opts: &Options,
     runs: usize,
@@ -79,6 +80,7 @@ fn measure_durable(
 ) -> anyhow::Result<(DurableFigures, Vec<Vec<f64>>)> {
     let mut durable = Vec::new();
     let mut js_durable: Vec<Vec<f64>> = Vec::new();
+    let mut round_trips = Vec::new();
     for appenders in DURABLE_APPENDERS {
         progress(opts, &format!("durable append, {appenders} appender(s)"));
         let (mut e, mut s, mut z) = (Vec::new(), Vec::new(), Vec::new());
@@ -88,6 +90,9 @@ fn measure_durable(
             let [a, b, c] = durable_once(&dir, opts.durable_events, appenders, opts.payload_bytes, run % 2 == 0)?;
             if let Some(server) = server.as_deref_mut() {
                 j.push(jetstream::durable_once(server, &dir, opts.durable_events, appenders, opts.payload_bytes)?);
+                if appenders == 1 {
+                    round_trips.push(jetstream::round_trip_once(server, opts.durable_events, opts.payload_bytes)?);
+                }
             }
             remove(&dir);
             e.push(a);
@@ -96,6 +101,10 @@ fn measure_durable(
         }
         durable.push(DurablePair::from_runs(e, s, z));
         js_durable.push(j);
+    }
+    // The server's bound on c1, after the three levels' lists.
+    if server.is_some() {
+        js_durable.push(round_trips);
     }
     let mut durable = durable.into_iter();
     let (c1, c4, c16) = (durable.next().expect("c1"), durable.next().expect("c4"), durable.next().expect("c16"));
@@ -253,7 +262,8 @@ fn measure_replay(opts: &Options, runs: usize, corpus: &ReplayCorpus) -> anyhow:
 }
 
 /// The JetStream figures, each beside the sled log's and SQLite's figure of
-/// the same workload: `durable_runs` holds its runs per concurrency level,
+/// the same workload: `durable_runs` holds its runs per concurrency level
+/// and then the bare publish round trip's,
 /// `batched_runs` its batched-append, fetch (packs, then messages) and
 /// copy-replay runs.
 fn jetstream_figures(
@@ -275,6 +285,7 @@ fn jetstream_figures(
         append_durable_c1: next(&append_durable.c1.pair),
         append_durable_c4: next(&append_durable.c4.pair),
         append_durable_c16: next(&append_durable.c16.pair),
+        publish_round_trip: next(&append_durable.c1.pair),
         append_batched: BesideFigure::new(batched, append_relaxed),
         replay_fetch: BesideFigure::new(fetch, replay),
         replay_fetch_messages: BesideFigure::new(fetch_messages, replay),
