@@ -26,6 +26,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use engram::storage::{Durability, LogConfig};
 
+/// The binary's allocator: mimalloc, not glibc's malloc. An import spent
+/// ≈ 30 % of its CPU in glibc's `malloc`/`free` (events are built on one
+/// thread and freed on another: the writer's, the applier's, the fold's),
+/// measured in `docs/performance.md` (*Import*). Only the binary chooses:
+/// the library a host embeds leaves the allocator to the host.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// engram: an embedded, event-sourced actor runtime for a local LLM assistant.
 ///
 /// Every turn the assistant takes is a sequence of typed events in one

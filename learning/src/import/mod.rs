@@ -703,7 +703,14 @@ impl Conversion<'_> {
                             events.push(turn_events::session_ended(&r.session, turns, turn_events::turn_end(&r)));
                         }
                     }
-                    match self.log.seq_of(events[0].id)? {
+                    // Past the last line the log holds a turn of, no turn
+                    // is in the log: no lookup (an import into a new data
+                    // dir makes none).
+                    let present = match last_present {
+                        Some(last) if line <= last => self.log.seq_of(events[0].id)?,
+                        _ => None,
+                    };
+                    match present {
                         None => sink(reactors::derive_all(events, self.reactors), Group::Turn)?,
                         Some(first) if Some(line) == last_present => match self.finish_cut_turn(events, first)? {
                             Some(rest) => sink(rest, Group::Turn)?,
@@ -728,6 +735,9 @@ impl Conversion<'_> {
     /// into the log may lack its end. Every turn before it is whole: the
     /// log holds a prefix of what the import appended, in file order.
     fn last_present_line(&self) -> Result<Option<usize>, ImportError> {
+        if self.log.head() == Seq(0) {
+            return Ok(None);
+        }
         let mut last = None;
         for &(line, id, _) in self.plan.turns.values() {
             if last.is_none_or(|l| line > l) && self.log.seq_of(id)?.is_some() {
