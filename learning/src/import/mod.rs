@@ -27,7 +27,7 @@ pub mod spool;
 pub mod turn_events;
 pub mod turn_record;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::io::{BufRead, Read};
 use std::panic::AssertUnwindSafe;
@@ -148,10 +148,10 @@ pub struct Plan {
     pub records: usize,
     /// Per session: the line of its last record and its number of records.
     sessions: HashMap<SessionId, (usize, u32)>,
-    /// Per `(session, turn)`: its line, the id its first event will have
-    /// and a digest of what it says (what checking against the log needs,
-    /// and all it needs).
-    turns: HashMap<(SessionId, u32), (usize, EventId, TurnContent)>,
+    /// Per `(session, turn)`: its line and the id its first event will
+    /// have (what checking against the log needs; what a record says is
+    /// digested only for the turns the log holds, see [`Plan::check_log`]).
+    turns: HashMap<(SessionId, u32), (usize, EventId)>,
     /// An input that can be read only once (standard input, a FIFO), as
     /// it was read.
     stdin: Option<Vec<u8>>,
@@ -282,7 +282,7 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
     let mut format = None;
     let mut records = 0usize;
     let mut sessions: HashMap<SessionId, (usize, u32)> = HashMap::new();
-    let mut seen_turns: HashMap<(SessionId, u32), (usize, EventId, TurnContent)> = HashMap::new();
+    let mut seen_turns: HashMap<(SessionId, u32), (usize, EventId)> = HashMap::new();
     while let Some((line, text)) = lines.next_line()? {
         records += 1;
         let text = match text {
@@ -304,9 +304,7 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
             Format::TurnRecords => match turn_record::parse_line(text) {
                 Ok(r) => {
                     let key = (r.session.clone(), r.turn);
-                    if let Some((first, ..)) =
-                        seen_turns.insert(key, (line, turn_events::utterance_id(&r), TurnContent::of_record(&r)))
-                    {
+                    if let Some((first, _)) = seen_turns.insert(key, (line, turn_events::utterance_id(&r))) {
                         vec![FieldError {
                             field: "turn".into(),
                             message: format!("turn {} of session {:?} already at line {first}", r.turn, r.session.0),
@@ -371,10 +369,42 @@ impl TurnContent {
     }
 }
 
+/// An event of the log for one of the file's turns, digested (see
+/// [`Plan::check_log`]).
+enum Held<'a> {
+    /// Its `utterance.received`, with the id the file's record derives.
+    Utterance { line: usize, turn: Option<TurnId>, digest: blake3::Hash, seq: Seq, number: u32, session: &'a SessionId },
+    /// The `turn.completed` of a turn held above.
+    Completed { turn: TurnId, digest: blake3::Hash, seq: Seq, session: &'a SessionId },
+}
+
 impl Plan {
     /// The turn number of the record on `line`.
     fn turn_number(&self, line: usize) -> Option<u32> {
-        self.turns.iter().find(|(_, (l, ..))| *l == line).map(|((_, turn), _)| *turn)
+        self.turns.iter().find(|(_, (l, _))| *l == line).map(|((_, turn), _)| *turn)
+    }
+
+    /// What the records on `lines` say, digested: read again from the
+    /// file, for the turns the log holds already only (none when the log
+    /// holds none of the file: an import into a new data dir digests
+    /// nothing).
+    fn contents_of(&self, lines: &HashSet<usize>) -> Result<HashMap<usize, TurnContent>, ImportError> {
+        let mut contents = HashMap::with_capacity(lines.len());
+        if lines.is_empty() {
+            return Ok(contents);
+        }
+        let mut reader = open_lines(&self.path, self.stdin.as_deref())?;
+        while let Some((line, text)) = reader.next_line()? {
+            if !lines.contains(&line) {
+                continue;
+            }
+            // Pass 1 validated the line; one that no longer parses is a
+            // file changed under the import, which the dry run reports.
+            if let Ok(r) = text.map_err(drop).and_then(|t| turn_record::parse_line(t).map_err(drop)) {
+                contents.insert(line, TurnContent::of_record(&r));
+            }
+        }
+        Ok(contents)
     }
 
     /// Keeps the dry run's events in `dir` (the data dir: the disk the log
@@ -393,9 +423,10 @@ impl Plan {
         }
         let mut errors: BTreeMap<usize, FieldError> = BTreeMap::new();
         let mut ended: HashMap<&SessionId, Seq> = HashMap::new();
-        // The turns of the file the log holds already, by turn id: their
-        // line, and what the file says of them.
-        let mut present: HashMap<TurnId, (usize, &TurnContent)> = HashMap::new();
+        // The log's events of the file's turns, in log order, digested;
+        // the records' own digests are made after, for those lines only.
+        let mut held: Vec<Held> = Vec::new();
+        let mut held_turns: HashSet<TurnId> = HashSet::new();
         let kinds = [EventKind::UtteranceReceived, EventKind::TurnCompleted, EventKind::SessionEnded];
         for env in log.read_kinds(Seq::FIRST, &kinds) {
             let env = env?;
@@ -403,38 +434,24 @@ impl Plan {
             let Some((session, _)) = self.sessions.get_key_value(session) else { continue };
             match &env.event {
                 Event::UtteranceReceived(u) => {
-                    let Some((line, id, content)) = self.turns.get(&(session.clone(), u.turn_number)) else { continue };
-                    let message = if *id != env.id {
-                        Some("as another turn")
-                    } else if content.utterance != TurnContent::digest(&env.event) {
-                        Some("with other content (its text differs)")
-                    } else {
-                        present.extend(env.turn.map(|t| (t, (*line, content))));
-                        None
-                    };
-                    if let Some(how) = message {
-                        errors.entry(*line).or_insert_with(|| {
+                    let Some(&(line, id)) = self.turns.get(&(session.clone(), u.turn_number)) else { continue };
+                    if id != env.id {
+                        errors.entry(line).or_insert_with(|| {
                             let (turn, session, seq) = (u.turn_number, session.as_str(), env.seq.0);
-                            let message =
-                                format!("turn {turn} of session {session:?} is already in the log (seq {seq}) {how}");
+                            let message = format!(
+                                "turn {turn} of session {session:?} is already in the log (seq {seq}) as another turn"
+                            );
                             FieldError { field: "turn".into(), message }
                         });
+                        continue;
                     }
+                    held_turns.extend(env.turn);
+                    let (turn, digest) = (env.turn, TurnContent::digest(&env.event));
+                    held.push(Held::Utterance { line, turn, digest, seq: env.seq, number: u.turn_number, session });
                 }
                 Event::TurnCompleted(_) => {
-                    let Some(&(line, content)) = env.turn.as_ref().and_then(|t| present.get(t)) else { continue };
-                    if content.completed != TurnContent::digest(&env.event) {
-                        errors.entry(line).or_insert_with(|| FieldError {
-                            field: "turn".into(),
-                            message: format!(
-                                "turn {} of session {:?} is already in the log (seq {}) with other content (its steps, \
-                                 model, cost or times differ)",
-                                self.turn_number(line).unwrap_or_default(),
-                                session.as_str(),
-                                env.seq.0
-                            ),
-                        });
-                    }
+                    let Some(turn) = env.turn.filter(|t| held_turns.contains(t)) else { continue };
+                    held.push(Held::Completed { turn, digest: TurnContent::digest(&env.event), seq: env.seq, session });
                 }
                 Event::SessionEnded(_) => {
                     ended.entry(session).or_insert(env.seq);
@@ -442,8 +459,48 @@ impl Plan {
                 _ => {}
             }
         }
+        let lines: HashSet<usize> =
+            held.iter().filter_map(|h| if let Held::Utterance { line, .. } = h { Some(*line) } else { None }).collect();
+        let contents = self.contents_of(&lines)?;
+        // The turns of the file the log holds already, by turn id: their
+        // line, and what the file says of them.
+        let mut present: HashMap<TurnId, (usize, &TurnContent)> = HashMap::new();
+        for h in &held {
+            match h {
+                Held::Utterance { line, turn, digest, seq, number, session } => {
+                    let Some(content) = contents.get(line) else { continue };
+                    if content.utterance == *digest {
+                        present.extend(turn.map(|t| (t, (*line, content))));
+                        continue;
+                    }
+                    errors.entry(*line).or_insert_with(|| {
+                        let (session, seq) = (session.as_str(), seq.0);
+                        let message = format!(
+                            "turn {number} of session {session:?} is already in the log (seq {seq}) with other \
+                             content (its text differs)"
+                        );
+                        FieldError { field: "turn".into(), message }
+                    });
+                }
+                Held::Completed { turn, digest, seq, session } => {
+                    let Some(&(line, content)) = present.get(turn) else { continue };
+                    if content.completed != *digest {
+                        errors.entry(line).or_insert_with(|| FieldError {
+                            field: "turn".into(),
+                            message: format!(
+                                "turn {} of session {:?} is already in the log (seq {}) with other content (its steps, \
+                                 model, cost or times differ)",
+                                self.turn_number(line).unwrap_or_default(),
+                                session.as_str(),
+                                seq.0
+                            ),
+                        });
+                    }
+                }
+            }
+        }
         if !ended.is_empty() {
-            for ((session, _), &(line, id, _)) in &self.turns {
+            for ((session, _), &(line, id)) in &self.turns {
                 let Some(seq) = ended.get(session) else { continue };
                 if errors.contains_key(&line) || log.seq_of(id)?.is_some() {
                     continue;
@@ -739,7 +796,7 @@ impl Conversion<'_> {
             return Ok(None);
         }
         let mut last = None;
-        for &(line, id, _) in self.plan.turns.values() {
+        for &(line, id) in self.plan.turns.values() {
             if last.is_none_or(|l| line > l) && self.log.seq_of(id)?.is_some() {
                 last = Some(line);
             }
