@@ -195,3 +195,26 @@ pub fn batched_and_replay_once(
     server.delete(&config)?;
     Ok([append, fetch, fetch_messages, replay])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bound is measured on a stream of its own, every publish
+    /// acknowledged in order (an `expected_last_sequence` out of step
+    /// fails the run), and the stream is gone afterwards.
+    #[test]
+    fn the_round_trip_publishes_every_frame_in_order_and_leaves_no_stream() {
+        let scratch = tempfile::tempdir().unwrap();
+        let mut server = BenchServer::new(None, scratch.path()).unwrap();
+        let eps = round_trip_once(&mut server, 64, 200).unwrap();
+        assert!(eps.is_finite() && eps > 0.0, "{eps}");
+        let stream = format!("engram_bench_{}_{}", std::process::id(), server.next);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let found = rt.block_on(async {
+            let js = async_nats::jetstream::new(async_nats::connect(server.url.as_str()).await.unwrap());
+            js.get_stream(&stream).await.is_ok()
+        });
+        assert!(!found, "{stream} was left on the server");
+    }
+}
