@@ -145,6 +145,22 @@ impl ShellStatus {
             && self.seen.load(Ordering::Acquire) >= head.0
             && self.position.load(Ordering::Acquire) >= self.forwarded.load(Ordering::Acquire)
     }
+
+    /// Events of the log up to `head` the actor has not handled: `head`
+    /// minus the last seq it handled, or minus the last its subscription
+    /// passed once it has handled all it was handed (events it does not
+    /// want are no work of its) — the `engram_subscription_lag_events`
+    /// gauge's measure, read on demand. Work in its mailbox shows here: an
+    /// actor slower than the input has a lag that grows with the turns.
+    pub fn lag_at(&self, head: Seq) -> u64 {
+        let position = self.position.load(Ordering::SeqCst);
+        let handled = if self.forwarded.load(Ordering::SeqCst) <= position {
+            self.seen.load(Ordering::SeqCst).max(position)
+        } else {
+            position
+        };
+        head.0.saturating_sub(handled)
+    }
 }
 
 /// A role as its warm-up starts: built, its snapshot restored if it has a
@@ -515,5 +531,25 @@ impl Handler<Deliver> for Shell {
         if self.step(&env).is_err() {
             ctx.stop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An actor with events in its mailbox lags by the head minus what it
+    /// handled; one that handled all it was handed lags by nothing, however
+    /// far the head moved with events it does not want.
+    #[test]
+    fn lag_counts_work_handed_on_not_events_passed() {
+        let s = ShellStatus::dispatching_after(Seq(0));
+        s.forwarded.store(10, Ordering::SeqCst);
+        s.seen.store(12, Ordering::SeqCst);
+        s.position.store(7, Ordering::SeqCst);
+        assert_eq!(s.lag_at(Seq(12)), 5);
+        s.position.store(10, Ordering::SeqCst);
+        assert_eq!(s.lag_at(Seq(12)), 0);
+        assert_eq!(s.lag_at(Seq(15)), 3, "the subscription has not passed 13–15 yet");
     }
 }

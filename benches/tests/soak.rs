@@ -95,6 +95,13 @@ fn check(report: &Report, slack: usize) {
     assert!(sizes["embedding_memo.rows"] <= sizes["embedding_memo.rows_cap"] * 21 / 20);
     assert!(last.learnt_bytes >= sizes["reply_loop.passages.bytes"] + sizes["pattern_store.history.bytes"]);
     assert!(last.learnt_bytes > warm.learnt_bytes, "the learnt tables learnt nothing");
+    // No actor's mailbox backs up: its lag at a checkpoint is at most the
+    // events of the turns since the last session end (which settles).
+    assert!(!last.lags.is_empty(), "no actor's lag read");
+    for c in &report.checkpoints {
+        let behind: Vec<_> = c.lags.iter().filter(|(_, &lag)| lag > 256).collect();
+        assert!(behind.is_empty(), "actors behind the log at {} turns: {behind:?}", c.turns);
+    }
     // Rule 4 of the memory index: a repeat keeps its slot.
     assert_eq!(
         sizes["reply_loop.passages.slots"], sizes["reply_loop.passages"],

@@ -437,6 +437,17 @@ impl Runtime {
         out
     }
 
+    /// Per actor: how many events of the log it has not handled yet
+    /// ([`ShellStatus::lag_at`] the head now; the
+    /// `engram_subscription_lag_events` gauge's measure, without the
+    /// `metrics` feature). What `engram bench soak` reads at each checkpoint
+    /// to tell a mailbox backlog, which would grow with the turns, from
+    /// what the actors hold.
+    pub fn lags(&self) -> Vec<(&'static str, u64)> {
+        let head = self.bus.head();
+        self.actors.iter().map(|a| (a.name, a.status.lag_at(head))).collect()
+    }
+
     /// Per actor: the seq of the snapshot its last warm-up restored (0: it
     /// folded the log from seq 1; see [`engram_local_state::snapshot`]).
     pub fn restored_snapshots(&self) -> Vec<(&'static str, u64)> {

@@ -85,6 +85,51 @@ pub struct Checkpoint {
     /// The embedding memo's bytes (`embedding_memo.bytes`; bounded by
     /// `[storage] embedding_cache_rows`).
     pub memo_bytes: usize,
+    /// Per actor, events of the log it has not handled yet
+    /// ([`Runtime::lags`]): a mailbox backlog would grow here with the
+    /// turns. Read right after the checkpoint's turn, before the session
+    /// ends (which waits for the actors to settle).
+    pub lags: BTreeMap<String, u64>,
+    /// glibc's heap at the checkpoint ([`Heap::now`]; `None` off glibc):
+    /// whether RSS grows with live allocations or with memory the
+    /// allocator holds free.
+    pub heap: Option<Heap>,
+}
+
+/// glibc's heap figures (`mallinfo2`, every arena), KiB.
+#[derive(Serialize, Debug, Clone, Copy)]
+pub struct Heap {
+    /// Bytes in live allocations: in the arenas (`uordblks`) and mapped on
+    /// their own (`hblkhd`).
+    pub in_use_kib: u64,
+    /// Bytes the arenas hold free (`fordblks`): freed memory not given back
+    /// to the kernel, resident where it was touched.
+    pub free_kib: u64,
+    /// Bytes the arenas hold from the kernel (`arena`), in use or free,
+    /// mapped chunks not included.
+    pub arenas_kib: u64,
+}
+
+impl Heap {
+    /// The figures now (`None` off glibc). `mallinfo2` walks every arena's
+    /// free lists under its lock: milliseconds, once a checkpoint.
+    pub fn now() -> Option<Heap> {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            // SAFETY: mallinfo2 takes no arguments and only reads the
+            // allocator's state under its own locks.
+            let m = unsafe { libc::mallinfo2() };
+            Some(Heap {
+                in_use_kib: ((m.uordblks + m.hblkhd) / 1024) as u64,
+                free_kib: (m.fordblks / 1024) as u64,
+                arenas_kib: (m.arena / 1024) as u64,
+            })
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        {
+            None
+        }
+    }
 }
 
 /// The learnt tables' bytes and the memo's in `sizes`.
@@ -160,14 +205,17 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
             bar.suspend(|| {
                 eprintln!(
                     "  soak: {} turns, RSS {:.1} MiB, learnt {:.1} MiB, memo {:.1} MiB, p50 {:.2} ms, p99 {:.2} ms, \
-                     {:.0} turns/s",
+                     {:.0} turns/s, heap in use {:.1} MiB, free {:.1} MiB, lags {:?}",
                     c.turns,
                     c.rss_kib as f64 / 1024.0,
                     c.learnt_bytes as f64 / MIB,
                     c.memo_bytes as f64 / MIB,
                     c.latency.p50_us / 1000.0,
                     c.latency.p99_us / 1000.0,
-                    c.turns_per_s
+                    c.turns_per_s,
+                    c.heap.map_or(0.0, |h| h.in_use_kib as f64 / 1024.0),
+                    c.heap.map_or(0.0, |h| h.free_kib as f64 / 1024.0),
+                    c.lags
                 )
             });
         }
@@ -289,6 +337,8 @@ fn checkpoint(rt: &Runtime, turns: usize, sessions: usize, window: &[Duration], 
         sizes,
         learnt_bytes,
         memo_bytes,
+        lags: rt.lags().into_iter().map(|(name, lag)| (name.to_owned(), lag)).collect(),
+        heap: Heap::now(),
     }
 }
 
@@ -332,14 +382,16 @@ impl Report {
             self.layers, self.feedback.0, self.feedback.1
         ));
         out.push_str(
-            "   turns  sessions   RSS MiB  RSS +MiB  learnt MiB  learnt +MiB  memo MiB   p50 ms   p99 ms   turns/s\n",
+            "   turns  sessions   RSS MiB  RSS +MiB  learnt MiB  learnt +MiB  memo MiB  heap MiB  free MiB  max lag   p50 ms   \
+             p99 ms   turns/s\n",
         );
         let first = self.checkpoints.first();
         for c in &self.checkpoints {
             let rss_since = first.map_or(0.0, |f| (c.rss_kib as f64 - f.rss_kib as f64) / 1024.0);
             let learnt_since = first.map_or(0.0, |f| (c.learnt_bytes as f64 - f.learnt_bytes as f64) / MIB);
             out.push_str(&format!(
-                "{:>8}  {:>8}  {:>8.1}  {:>+8.1}  {:>10.1}  {:>+11.1}  {:>8.1}  {:>7.2}  {:>7.2}  {:>8.0}\n",
+                "{:>8}  {:>8}  {:>8.1}  {:>+8.1}  {:>10.1}  {:>+11.1}  {:>8.1}  {:>8.1}  {:>8.1}  {:>7}  {:>7.2}  {:>7.2}  \
+                 {:>8.0}\n",
                 c.turns,
                 c.sessions,
                 c.rss_kib as f64 / 1024.0,
@@ -347,6 +399,9 @@ impl Report {
                 c.learnt_bytes as f64 / MIB,
                 learnt_since,
                 c.memo_bytes as f64 / MIB,
+                c.heap.map_or(0.0, |h| h.in_use_kib as f64 / 1024.0),
+                c.heap.map_or(0.0, |h| h.free_kib as f64 / 1024.0),
+                c.lags.values().max().copied().unwrap_or(0),
                 c.latency.p50_us / 1000.0,
                 c.latency.p99_us / 1000.0,
                 c.turns_per_s
