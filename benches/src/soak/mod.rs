@@ -39,7 +39,10 @@ Runs on a fresh data dir in a temp dir, offline, with the real embedding \
 model, under the default configuration with ENGRAM_<SECTION>_<KEY> \
 variables applied (ENGRAM_STORAGE_CACHE_MB=8: a smaller page cache). \
 Figures at every checkpoint: turns so far, resident memory (VmRSS), p50/p99 \
-turn latency of the window, and the size of every structure the actors hold.
+turn latency of the window, the size of every structure the actors hold, \
+each actor's lag and glibc's heap in use and held free. The engram binary \
+caps glibc at 2 malloc arenas; MALLOC_ARENA_MAX=N in the environment sets \
+another cap.
 
 Examples:
   engram bench soak --turns 20000 --json
