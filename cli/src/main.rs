@@ -26,11 +26,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use engram::storage::{Durability, LogConfig};
 
-/// The binary's allocator: mimalloc, not glibc's malloc. An import spent
-/// ≈ 30 % of its CPU in glibc's `malloc`/`free` (events are built on one
-/// thread and freed on another: the writer's, the applier's, the fold's),
-/// measured in `docs/performance.md` (*Import*). Only the binary chooses:
-/// the library a host embeds leaves the allocator to the host.
+/// The binary's allocator: mimalloc (built without transparent huge pages),
+/// not glibc's malloc. An import spent ≈ 30 % of its CPU in glibc's
+/// `malloc`/`free` (events are built on one thread and freed on another:
+/// the writer's, the applier's, the fold's) and takes 0.70× the CPU with
+/// mimalloc; under long use RSS grows by what is learnt, as with glibc
+/// capped at two arenas (docs/performance.md, *Import* and *The binary's
+/// allocator*). Only the binary chooses: the library a host embeds leaves
+/// the allocator to the host.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -103,18 +106,19 @@ pub(crate) fn command_seconds() -> f64 {
 const MALLOC_ARENAS: libc::c_int = 2;
 
 /// Caps glibc's malloc at [`MALLOC_ARENAS`] arenas, before any thread
-/// exists. By default glibc gives a thread that finds the heap busy an
-/// arena of its own, up to 8 per core; the live runtime's ≈ 20 threads
-/// (actors, sled, ONNX Runtime, tokio) then free into arenas they no longer
-/// allocate from, and that free memory stays resident. From 20 000 to
-/// 50 000 turns of `engram bench soak` RSS grew 2.29 KB a turn by default
-/// against 1.16 KB with two arenas, which is what the learnt tables and
-/// the embedding memo hold (1.13 KB); the live heap is the same either way
-/// (docs/performance.md, *The rest was glibc's arenas*). Two, not one: two
-/// threads can allocate at once on two cores. A `MALLOC_ARENA_MAX` in the
-/// environment wins (glibc read it at start-up; a `mallopt` now would
-/// override it). Only the binary sets this: a host embedding the runtime
-/// owns its allocator.
+/// exists. Rust's allocations are mimalloc's ([`ALLOCATOR`]); what still
+/// allocates from glibc is ONNX Runtime's C++ and the C libraries. By
+/// default glibc gives a thread that finds the heap busy an arena of its
+/// own, up to 8 per core; threads then free into arenas they no longer
+/// allocate from, and that free memory stays resident. With every
+/// allocation on glibc, from 20 000 to 50 000 turns of `engram bench soak`
+/// RSS grew 2.29 KB a turn by default against 1.16 KB with two arenas,
+/// which is what the learnt tables and the embedding memo hold (1.13 KB);
+/// the live heap is the same either way (docs/performance.md, *The rest
+/// was glibc's arenas*). Two, not one: two threads can allocate at once on
+/// two cores. A `MALLOC_ARENA_MAX` in the environment wins (glibc read it
+/// at start-up; a `mallopt` now would override it). Only the binary sets
+/// this: a host embedding the runtime owns its allocator.
 fn bound_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {

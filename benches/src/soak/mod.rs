@@ -41,8 +41,9 @@ variables applied (ENGRAM_STORAGE_CACHE_MB=8: a smaller page cache). \
 Figures at every checkpoint: turns so far, resident memory (VmRSS), p50/p99 \
 turn latency of the window, the size of every structure the actors hold, \
 each actor's lag and glibc's heap in use and held free. The engram binary \
-caps glibc at 2 malloc arenas; MALLOC_ARENA_MAX=N in the environment sets \
-another cap.
+allocates with mimalloc, so glibc's heap is what ONNX Runtime and C \
+libraries hold; it caps glibc at 2 malloc arenas (MALLOC_ARENA_MAX=N in \
+the environment sets another cap).
 
 Examples:
   engram bench soak --turns 20000 --json
@@ -95,7 +96,8 @@ pub struct Checkpoint {
     pub lags: BTreeMap<String, u64>,
     /// glibc's heap at the checkpoint ([`Heap::now`]; `None` off glibc):
     /// whether RSS grows with live allocations or with memory the
-    /// allocator holds free.
+    /// allocator holds free. In the `engram` binary, whose Rust allocations
+    /// are mimalloc's, this is the share of ONNX Runtime and C libraries.
     pub heap: Option<Heap>,
 }
 
