@@ -407,6 +407,54 @@ impl Plan {
         Ok(contents)
     }
 
+    /// The conflicts among `held` (the log's events of the file's turns,
+    /// in log order): a turn the log holds with other content than the
+    /// file's record, each recorded once per line in `errors`. The records'
+    /// digests are made here, for those lines only.
+    fn conflicts(&self, held: &[Held<'_>], errors: &mut BTreeMap<usize, FieldError>) -> Result<(), ImportError> {
+        let lines: HashSet<usize> =
+            held.iter().filter_map(|h| if let Held::Utterance { line, .. } = h { Some(*line) } else { None }).collect();
+        let contents = self.contents_of(&lines)?;
+        // The turns of the file the log holds already, by turn id: their
+        // line, and what the file says of them.
+        let mut present: HashMap<TurnId, (usize, &TurnContent)> = HashMap::new();
+        for h in held {
+            match h {
+                Held::Utterance { line, turn, digest, seq, number, session } => {
+                    let Some(content) = contents.get(line) else { continue };
+                    if content.utterance == *digest {
+                        present.extend(turn.map(|t| (t, (*line, content))));
+                        continue;
+                    }
+                    errors.entry(*line).or_insert_with(|| {
+                        let (session, seq) = (session.as_str(), seq.0);
+                        let message = format!(
+                            "turn {number} of session {session:?} is already in the log (seq {seq}) with other \
+                             content (its text differs)"
+                        );
+                        FieldError { field: "turn".into(), message }
+                    });
+                }
+                Held::Completed { turn, digest, seq, session } => {
+                    let Some(&(line, content)) = present.get(turn) else { continue };
+                    if content.completed != *digest {
+                        errors.entry(line).or_insert_with(|| FieldError {
+                            field: "turn".into(),
+                            message: format!(
+                                "turn {} of session {:?} is already in the log (seq {}) with other content (its steps, \
+                                 model, cost or times differ)",
+                                self.turn_number(line).unwrap_or_default(),
+                                session.as_str(),
+                                seq.0
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Keeps the dry run's events in `dir` (the data dir: the disk the log
     /// is on) rather than the system's temporary directory.
     pub fn spool_in(mut self, dir: &Path) -> Self {
@@ -459,46 +507,7 @@ impl Plan {
                 _ => {}
             }
         }
-        let lines: HashSet<usize> =
-            held.iter().filter_map(|h| if let Held::Utterance { line, .. } = h { Some(*line) } else { None }).collect();
-        let contents = self.contents_of(&lines)?;
-        // The turns of the file the log holds already, by turn id: their
-        // line, and what the file says of them.
-        let mut present: HashMap<TurnId, (usize, &TurnContent)> = HashMap::new();
-        for h in &held {
-            match h {
-                Held::Utterance { line, turn, digest, seq, number, session } => {
-                    let Some(content) = contents.get(line) else { continue };
-                    if content.utterance == *digest {
-                        present.extend(turn.map(|t| (t, (*line, content))));
-                        continue;
-                    }
-                    errors.entry(*line).or_insert_with(|| {
-                        let (session, seq) = (session.as_str(), seq.0);
-                        let message = format!(
-                            "turn {number} of session {session:?} is already in the log (seq {seq}) with other \
-                             content (its text differs)"
-                        );
-                        FieldError { field: "turn".into(), message }
-                    });
-                }
-                Held::Completed { turn, digest, seq, session } => {
-                    let Some(&(line, content)) = present.get(turn) else { continue };
-                    if content.completed != *digest {
-                        errors.entry(line).or_insert_with(|| FieldError {
-                            field: "turn".into(),
-                            message: format!(
-                                "turn {} of session {:?} is already in the log (seq {}) with other content (its steps, \
-                                 model, cost or times differ)",
-                                self.turn_number(line).unwrap_or_default(),
-                                session.as_str(),
-                                seq.0
-                            ),
-                        });
-                    }
-                }
-            }
-        }
+        self.conflicts(&held, &mut errors)?;
         if !ended.is_empty() {
             for ((session, _), &(line, id)) in &self.turns {
                 let Some(seq) = ended.get(session) else { continue };
