@@ -400,9 +400,7 @@ impl Shell {
             // Events the subscription passed without handing them on are
             // no work of this actor's once it has handled all it was handed
             // (the dispatcher's `passed_idle` is the other half).
-            let seen = self.status.seen.load(Ordering::SeqCst);
-            let handled = if self.status.forwarded.load(Ordering::SeqCst) <= seq.0 { seen.max(seq.0) } else { seq.0 };
-            m.lag(self.name, self.bus.head().0.saturating_sub(handled));
+            m.lag(self.name, self.status.lag_at(self.bus.head()));
         }
         if let Err(e) = self.bus.set_checkpoint(self.name, seq) {
             tracing::warn!(actor = self.name, "checkpoint not written: {e}");

@@ -159,7 +159,7 @@ async fn apply_all(
             if until.is_some_and(|until| due > until) {
                 break;
             }
-            let seq = message.and_then(|m| Ok((seq_of(&m)?, m)));
+            let seq = message.and_then(|m| Ok((stream_seq(&m)?, m)));
             match seq {
                 Ok((seq, _)) if seq < due => {}
                 Ok((seq, m)) if seq == due => {
@@ -199,13 +199,13 @@ async fn apply_all(
 }
 
 /// A message's position in the stream.
-fn seq_of(message: &Message) -> Result<Seq, String> {
+fn stream_seq(message: &Message) -> Result<Seq, String> {
     let info = message.info().map_err(|e| format!("a message without its position: {e}"))?;
     Ok(Seq(info.stream_sequence))
 }
 
 /// A message of the stream as the copy takes it, at its stream sequence
-/// `seq` ([`seq_of`]). Rule 6: what no engram wrote is recorded as
+/// `seq` ([`stream_seq`]). Rule 6: what no engram wrote is recorded as
 /// skipped, not followed and not a stop.
 fn incoming_of(message: &Message, seq: Seq) -> Incoming {
     let published = || {

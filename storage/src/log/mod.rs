@@ -216,22 +216,7 @@ impl SledLog {
     #[cfg(feature = "jetstream")]
     pub(crate) fn append_frames_here(&self, first: Seq, frames: &[u8], ids: &[EventId]) -> Result<bool, LogError> {
         self.appendable()?;
-        if self.shared.in_flight.load(Ordering::Acquire) != 0 {
-            return Ok(false);
-        }
-        let Ok(mut writer) = self.state.try_lock() else { return Ok(false) };
-        if writer.closed || self.shared.in_flight.load(Ordering::Acquire) != 0 {
-            return Ok(false);
-        }
-        let was_dirty = writer.dirty_since.is_some();
-        let done = writer.commit_frames(first, frames, ids)?;
-        let newly_unsynced = !was_dirty && writer.dirty_since.is_some();
-        drop(writer);
-        if newly_unsynced {
-            // The writer thread's timer fsyncs them (see `commit_on_caller`).
-            let _ = self.send(WriterMsg::Tick);
-        }
-        Ok(done)
+        self.on_idle_writer(true, |writer| writer.commit_frames(first, frames, ids)).unwrap_or(Ok(false))
     }
 
     /// [`EventLog::seq_of`] of many ids at once: each index bucket read
@@ -265,18 +250,37 @@ impl SledLog {
     /// [`SledLog::commit_here`], under the relaxed policy too when
     /// `relaxed_too`: there the hops are most of an append's time.
     fn commit_on_caller(&self, msg: WriterMsg, relaxed_too: bool) -> Result<(), WriterMsg> {
-        if self.shared.in_flight.load(Ordering::Acquire) != 0 {
-            return Err(msg);
+        let mut msg = Some(msg);
+        let done = self.on_idle_writer(relaxed_too, |writer| {
+            // Counted as a message sent to the writer: `Writer::group`
+            // takes it off the count for every message it takes.
+            self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+            writer.group(msg.take().expect("taken once"));
+        });
+        match done {
+            Some(()) => Ok(()),
+            None => Err(msg.take().expect("not taken")),
         }
-        let Ok(mut writer) = self.state.try_lock() else { return Err(msg) };
+    }
+
+    /// Runs `f` with the writer's state on the caller's thread when the
+    /// writer is idle — nothing in flight to it, its state free, not
+    /// closed, and (unless `relaxed_too`) the durable policy — and tells
+    /// the writer's timer about a record left unsynced; `None` otherwise.
+    /// The one protocol both ways of committing on the caller's thread
+    /// keep ([`SledLog::commit_on_caller`], `append_frames_here`).
+    fn on_idle_writer<T>(&self, relaxed_too: bool, f: impl FnOnce(&mut Writer) -> T) -> Option<T> {
+        if self.shared.in_flight.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        let mut writer = self.state.try_lock().ok()?;
         // Checked again under the lock: a message sent since is ahead.
         let relaxed = writer.relaxed_interval().is_some();
         if writer.closed || (relaxed && !relaxed_too) || self.shared.in_flight.load(Ordering::Acquire) != 0 {
-            return Err(msg);
+            return None;
         }
-        self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
         let was_dirty = writer.dirty_since.is_some();
-        writer.group(msg);
+        let out = f(&mut writer);
         let newly_unsynced = !was_dirty && writer.dirty_since.is_some();
         drop(writer);
         if newly_unsynced {
@@ -286,7 +290,7 @@ impl SledLog {
             // fsync is due each time it wakes.
             let _ = self.send(WriterMsg::Tick);
         }
-        Ok(())
+        Some(out)
     }
 
     /// Refuses appends to a log whose tail could not be recovered at open.
