@@ -6,7 +6,7 @@
 //! imported over a lived one (whose snapshots the fold restores first).
 //!
 //! `RuntimeBuilder::prepare_snapshots_beside` — what `engram import` runs
-//! instead, folding during the dry run — saves exactly what
+//! instead, folding during the conversion — saves exactly what
 //! `prepare_snapshots` after the import saves, or nothing when the log did
 //! not take what it folded.
 //!
@@ -95,7 +95,7 @@ fn import(data: &Path, records: &str) {
 }
 
 /// Imports `records` into `data` as `engram import` does, the snapshots
-/// folded beside the dry run: what `finish` reports.
+/// folded beside the conversion: what `finish` reports.
 fn import_beside(data: &Path, records: &str) -> Option<Prepared> {
     import_with(data, records, true)
 }
@@ -225,7 +225,7 @@ fn a_history_imported_over_a_lived_one_is_prepared_as_a_start_would_fold_it() {
 }
 
 /// `records` imported into copies of `data` (or into new data dirs): one
-/// with the fold beside the dry run, one with `prepare_snapshots` after
+/// with the fold beside the conversion, one with `prepare_snapshots` after
 /// the import; the snapshots and checkpoints must be the same.
 fn assert_beside_as_after(data: &Path, records: &str) {
     let (after, beside) = (data.with_extension("after"), data.with_extension("beside"));

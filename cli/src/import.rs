@@ -36,15 +36,14 @@ pub struct Args {
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(data)?;
-    // The dry run's scratch file goes beside the log, on its disk.
-    let plan = import::validate(&args.file)?.spool_in(data);
-    let log = crate::open_log(data)?;
+    let plan = import::validate(&args.file)?;
+    let log = crate::open_log_for_import(data)?;
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let bar = output::progress(plan.records as u64, "importing");
     let before = log.head();
     let started = std::time::Instant::now();
     let every = config.runtime.snapshot_every;
-    // The actors' snapshots fold beside the dry run, on another core; an
+    // The actors' snapshots fold beside the conversion, on another core; an
     // actor with work left from an earlier run (a crash) has live work to
     // do, which the fold must not do in its place.
     let behind_before = engram::local_state::ActorCheckpoints::open(log.local_db())?.behind(before)?;
@@ -127,7 +126,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
 /// loaded: see `RuntimeBuilder::prepare_snapshots`), so the first `engram
 /// run` after a big import starts as fast as any (otherwise it would fold
 /// the whole log, once). Most of it is done already: `beside` folded the
-/// import as the dry run converted it, and saves if the log took exactly
+/// import as it was converted, and saves if the log took exactly
 /// what it folded (`appended` events); else the log is read and folded
 /// now. Nothing is appended. Returns the seconds this part took, or `None`
 /// with a warning when it failed (the import itself stands).

@@ -6,9 +6,8 @@
 //! measured on a year-long file (557 k events), a quarter of the command's
 //! CPU, on the command's critical path, with the folded states held on top
 //! of what the append left in memory. Beside the import, the same fold
-//! runs during the dry run — which is one thread's work, so a second core
-//! is free — and each state is encoded and dropped as soon as the dry run
-//! ends, before the append holds its own memory.
+//! runs while the file is converted and appended, on a core of its own,
+//! and each state is encoded and dropped as soon as the conversion ends.
 //!
 //! Rules, each next to what it keeps true:
 //!
@@ -39,7 +38,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 use engram_events::{Envelope, EventKind, Seq};
-use engram_learning::import::DryRunObserver;
+use engram_learning::import::ImportObserver;
 use engram_local_state::snapshot::SnapshotError;
 
 use super::prepare::{self, Owner, Prepared, CHUNK};
@@ -49,13 +48,13 @@ use crate::roles::listener::Listener;
 use crate::shell::RoleFactory;
 
 /// Chunks of converted events queued for the fold: when the fold falls
-/// behind, the dry run waits rather than holding the import in memory.
+/// behind, the conversion waits rather than holding the import in memory.
 const QUEUED_CHUNKS: usize = 4;
 
-/// The actors' snapshots folding beside an import's dry run (see the
+/// The actors' snapshots folding beside an import's conversion (see the
 /// module docs); made by
 /// [`RuntimeBuilder::prepare_snapshots_beside`](super::RuntimeBuilder::prepare_snapshots_beside).
-/// It is the import's [`DryRunObserver`]. Dropped without
+/// It is the import's [`ImportObserver`]. Dropped without
 /// [`finish`](Self::finish), it stops and saves nothing.
 pub struct SnapshotsBeside {
     bus: Arc<Bus>,
@@ -170,11 +169,13 @@ impl SnapshotsBeside {
     }
 }
 
-impl DryRunObserver for SnapshotsBeside {
-    fn converted(&mut self, events: Vec<Envelope>) {
-        for mut env in events {
+impl ImportObserver for SnapshotsBeside {
+    /// Copies what an owner folds (the log takes the events themselves).
+    fn converted(&mut self, events: &[Envelope]) {
+        for env in events {
             self.converted += 1;
-            if crate::shell::wants(self.kinds.as_deref(), &env) {
+            if crate::shell::wants(self.kinds.as_deref(), env) {
+                let mut env = env.clone();
                 env.seq = Seq(self.before.0 + self.converted);
                 self.chunk.push(env);
             }
@@ -185,8 +186,8 @@ impl DryRunObserver for SnapshotsBeside {
     }
 
     /// The last chunk goes, and the channel closes: the fold ends and its
-    /// states are encoded and dropped while the append runs.
-    fn dry_run_done(&mut self) {
+    /// states are encoded and dropped while the last batches commit.
+    fn conversion_done(&mut self) {
         self.send_chunk();
         self.tx = None;
     }

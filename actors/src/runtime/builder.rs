@@ -214,7 +214,7 @@ impl RuntimeBuilder {
     /// [`prepare_snapshots`](Self::prepare_snapshots), folded beside an
     /// import instead of after it: the roles are built and restored now,
     /// the returned [`SnapshotsBeside`](super::SnapshotsBeside) is handed
-    /// to the import's dry run ([`engram_learning::import::run_beside`]),
+    /// to the import ([`engram_learning::import::run_beside`]),
     /// which it folds on other threads as it converts, and
     /// [`finish`](super::SnapshotsBeside::finish) after the append saves the
     /// snapshots — if the log took exactly what was converted (see

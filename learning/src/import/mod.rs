@@ -1,29 +1,30 @@
 //! `engram import`: turn records or envelopes, JSON Lines, auto-detected.
 //!
-//! Import is all or nothing on bad input, and nothing on it can panic
-//! half-way. Nothing is appended until all of these have passed:
+//! Import is all or nothing on bad input. Nothing is appended until both
+//! of these have passed:
 //!
 //! 1. **validate** ([`validate`]): every line parses and keeps to the
 //!    limits of [`turn_record::limits`] (range checks on every number and
 //!    time, sizes of every string); `(session, turn)` is unique in the file;
 //! 2. **against the log** (the start of [`run`]): no record adds a turn to
 //!    a session the log has ended, or takes a `(session, turn)` the log
-//!    holds as another turn — the rule `engram run` keeps for live turns;
-//! 3. **dry run** (the start of [`run`]): every record is turned into its
-//!    events, through the reactors, into a scratch file ([`spool`]); a
-//!    panic there (a bug, never an input's fault once 1 passed) is reported
-//!    at its line and nothing is appended.
+//!    holds as another turn — the rule `engram run` keeps for live turns.
 //!
-//! Each bad line is reported as `FILE:LINE: FIELD: what is wrong`. Then the
-//! append pass reads the dry run's envelopes back and appends them in file
-//! order, in pipelined batches: each record is converted once.
+//! Each bad line is reported as `FILE:LINE: FIELD: what is wrong`. Then
+//! each record is turned into its events, through the reactors, and the
+//! events go to the log in file order, in pipelined batches: the file is
+//! converted on the caller's thread while the log's writer commits the
+//! batches before (measured, 40 000 turn records: converting everything
+//! into a scratch file first, then appending it, left one core idle for
+//! most of the command; see `docs/performance.md`).
 //!
 //! Ids are derived from the records, so the log dedupes a second import of
 //! the same file (nothing is appended) and an import killed half-way and run
 //! again appends exactly what is missing: batches commit in order, so the log
-//! always holds a prefix of the file's events.
+//! always holds a prefix of the file's events. A panic in the conversion (a
+//! bug: nothing that passed 1 should) leaves the same prefix, up to the
+//! record before it, and is reported at its line.
 
-pub mod spool;
 pub mod turn_events;
 pub mod turn_record;
 
@@ -93,16 +94,6 @@ pub enum ImportError {
         /// How many bad lines in all.
         total: usize,
     },
-    /// The scratch file that holds the dry run's events could not be
-    /// written or read back; nothing was appended from it.
-    #[error("{dir}: the import's scratch file: {source}")]
-    Spool {
-        /// Where it was.
-        dir: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// Appending failed part-way; what was appended stays (and a rerun
     /// completes it).
     #[error(transparent)]
@@ -155,9 +146,6 @@ pub struct Plan {
     /// An input that can be read only once (standard input, a FIFO), as
     /// it was read.
     stdin: Option<Vec<u8>>,
-    /// Where the dry run keeps its events for the append pass (the
-    /// system's temporary directory unless [`Plan::spool_in`] says).
-    spool_dir: Option<PathBuf>,
 }
 
 /// A line's number and its text, or why it cannot be read.
@@ -340,7 +328,6 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
         sessions,
         turns: seen_turns,
         stdin: None,
-        spool_dir: None,
     })
 }
 
@@ -399,7 +386,7 @@ impl Plan {
                 continue;
             }
             // Pass 1 validated the line; one that no longer parses is a
-            // file changed under the import, which the dry run reports.
+            // file changed under the import, which the conversion reports.
             if let Ok(r) = text.map_err(drop).and_then(|t| turn_record::parse_line(t).map_err(drop)) {
                 contents.insert(line, TurnContent::of_record(&r));
             }
@@ -453,13 +440,6 @@ impl Plan {
             }
         }
         Ok(())
-    }
-
-    /// Keeps the dry run's events in `dir` (the data dir: the disk the log
-    /// is on) rather than the system's temporary directory.
-    pub fn spool_in(mut self, dir: &Path) -> Self {
-        self.spool_dir = Some(dir.to_owned());
-        self
     }
 
     /// Step 2 (see the module docs): the file's turns against the log's.
@@ -577,15 +557,13 @@ pub fn reactors(
     ]
 }
 
-/// Checks the file against the log, dry-runs it, then appends its events
-/// through `log` (steps 2 and 3 of the module docs, then the append pass).
-/// Turn records also go through reactors — `reactors()` makes a set warmed
-/// up from the log's projections — which insert the events the live
-/// runtime would derive (day activations, …) right after their causes;
-/// envelope files are taken as they are. The dry run keeps what it
-/// converted in a scratch file ([`spool`]) and the append pass appends
-/// that, so each record is converted once. `progress` is called with the
-/// number of records appended.
+/// Checks the file against the log (step 2 of the module docs), then
+/// converts its records and appends their events through `log`, in
+/// pipelined batches, as it goes. Turn records also go through reactors —
+/// `reactors()` makes a set warmed up from the log's projections — which
+/// insert the events the live runtime would derive (day activations, …)
+/// right after their causes; envelope files are taken as they are.
+/// `progress` is called with the number of records converted.
 pub fn run(
     plan: &Plan,
     log: &dyn EventLog,
@@ -596,104 +574,113 @@ pub fn run(
     run_beside(plan, log, projector, reactors, &mut (), progress)
 }
 
-/// Sees the dry run's events as [`run_beside`] converts them: each group
-/// in file order, before anything is appended, then the dry run's end.
-/// `engram import` folds the actors' snapshots here, on another core,
-/// while the file is still being converted — from the envelopes the
-/// append is about to write, with the seqs they will get if the log takes
-/// them all (which the folder checks after the append).
-pub trait DryRunObserver {
-    /// A group of converted events, in the order the append pass will
-    /// append them (no seq yet).
-    fn converted(&mut self, events: Vec<Envelope>);
-    /// The dry run converted the whole file.
-    fn dry_run_done(&mut self) {}
+/// Sees an import's events as [`run_beside`] converts them: each group in
+/// file order, as it goes to the log (no seq yet), then the conversion's
+/// end. `engram import` folds the actors' snapshots here, on another core,
+/// while the file is still being converted and appended — with the seqs
+/// the events will have if the log takes them all (which the folder
+/// checks after the append).
+pub trait ImportObserver {
+    /// A group of converted events, in the order they are appended.
+    fn converted(&mut self, events: &[Envelope]);
+    /// The whole file was converted (and handed to the log).
+    fn conversion_done(&mut self) {}
 }
 
 /// Nobody watching.
-impl DryRunObserver for () {
-    fn converted(&mut self, _: Vec<Envelope>) {}
+impl ImportObserver for () {
+    fn converted(&mut self, _: &[Envelope]) {}
 }
 
-impl<T: DryRunObserver> DryRunObserver for Option<T> {
-    fn converted(&mut self, events: Vec<Envelope>) {
+impl<T: ImportObserver> ImportObserver for Option<T> {
+    fn converted(&mut self, events: &[Envelope]) {
         if let Some(o) = self {
             o.converted(events);
         }
     }
 
-    fn dry_run_done(&mut self) {
+    fn conversion_done(&mut self) {
         if let Some(o) = self {
-            o.dry_run_done();
+            o.conversion_done();
         }
     }
 }
 
-/// [`run`], with `observer` shown the dry run's events as they are
-/// converted ([`DryRunObserver`]).
+/// [`run`], with `observer` shown the events as they are converted
+/// ([`ImportObserver`]).
+///
+/// The conversion and the append overlap: a record's events go to the log
+/// in the batch being filled while the writer commits the batches before
+/// it. A panic in the conversion (a bug: nothing that passed validation
+/// should) stops the import at that record, after the batches already
+/// handed to the log have committed: the log then holds the file's events
+/// up to the record before it — what an import killed there leaves, which
+/// a rerun completes — and the panic is reported at its line.
 pub fn run_beside(
     plan: &Plan,
     log: &dyn EventLog,
     projector: &Projector,
     reactors: impl Fn(&Projector) -> Vec<Box<dyn Reactor>>,
-    observer: &mut dyn DryRunObserver,
+    observer: &mut dyn ImportObserver,
     mut progress: impl FnMut(usize),
 ) -> Result<ImportStats, ImportError> {
     plan.check_log(log)?;
-    let dir = plan.spool_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let mut spool = spool::Spool::create(&dir)?;
-    // The dry run: the whole conversion, into the scratch file only.
+    let mut stats = ImportStats::default();
+    let mut pipeline =
+        Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
     let line = std::cell::Cell::new(0usize);
-    let dry = std::panic::catch_unwind(AssertUnwindSafe(|| {
+    let mut done = 0usize;
+    let converted = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let mut warm = reactors(projector);
         let before = |seq: Seq| reactors_before(log, seq, &reactors);
         let mut sink = |events: Vec<Envelope>, group: Group| {
-            spool.push(&events, group)?;
-            observer.converted(events);
+            observer.converted(&events);
+            pipeline.push(events, group, &mut stats)?;
+            done += 1;
+            if done.is_multiple_of(256) {
+                progress(done);
+            }
             Ok(())
         };
         let mut conversion = Conversion { plan, log, reactors: &mut warm, before: &before, line: &line };
         conversion.run(&mut sink)
     }));
-    let skipped = match dry {
+    match converted {
         Ok(result) => {
             let skipped = result?;
-            observer.dry_run_done();
-            skipped
+            observer.conversion_done();
+            pipeline.finish(&mut stats)?;
+            stats.skipped_existing += skipped;
+            progress(done + skipped as usize);
+            Ok(stats)
         }
         Err(panic) => {
+            // Every record before this one commits: a prefix of the file's
+            // events, whole groups, as a kill between records would leave.
+            let settled = pipeline.finish(&mut stats);
             let what = panic
                 .downcast_ref::<String>()
                 .map(String::as_str)
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("a panic");
-            return Err(ImportError::Invalid {
+            let kept = match settled {
+                Ok(()) => format!("{} event(s) of the records before it were imported", stats.events_appended),
+                Err(e) => format!("appending the records before it failed too ({e})"),
+            };
+            Err(ImportError::Invalid {
                 path: plan.path.clone(),
                 errors: vec![LineError {
                     line: line.get(),
                     field: "-".into(),
-                    message: format!("this record cannot be converted (an engram bug: {what}); please report it"),
+                    message: format!(
+                        "this record cannot be converted (an engram bug: {what}); please report it. {kept}; \
+                         nothing from this record on"
+                    ),
                 }],
                 total: 1,
-            });
+            })
         }
-    };
-    let mut stats = ImportStats::default();
-    let mut pipeline =
-        Pipeline { log, in_flight: VecDeque::new(), batch: Vec::with_capacity(BATCH), groups: Vec::new() };
-    let mut done = 0usize;
-    spool.replay(|events, group| {
-        pipeline.push(events, group, &mut stats)?;
-        done += 1;
-        if done.is_multiple_of(256) {
-            progress(done);
-        }
-        Ok(())
-    })?;
-    stats.skipped_existing += skipped;
-    pipeline.finish(&mut stats)?;
-    progress(done + skipped as usize);
-    Ok(stats)
+    }
 }
 
 /// The reactors as they were with the log folded up to `seq` (and no
@@ -715,7 +702,7 @@ fn reactors_before(
     Ok(reactors(&projector))
 }
 
-/// The dry run's conversion of the file's lines into groups of events.
+/// The conversion of the file's lines into groups of events.
 struct Conversion<'a> {
     plan: &'a Plan,
     log: &'a dyn EventLog,
