@@ -50,14 +50,25 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let mut beside = (!args.no_snapshots && every > 0 && behind_before == 0)
         .then(|| engram::actors::Runtime::builder().config(config.clone()).offline().prepare_snapshots_beside(&log))
         .and_then(|b| b.map_err(|e| tracing::warn!("actor snapshots not folded beside the import ({e})")).ok());
-    let stats = import::run_beside(
+    let imported = import::run_beside(
         &plan,
         log.log(),
         &projector,
         |p| import::reactors(p, &config.multi_tool_fast_path, &config.pattern),
         &mut beside,
         |done| bar.set_position(done as u64),
-    )?;
+    );
+    let stats = match imported {
+        Ok(stats) => stats,
+        Err(e) => {
+            // What an import that stopped part-way appended is history
+            // too (see below), whatever stopped it.
+            if log.head() > before && behind_before == 0 {
+                engram::local_state::ActorCheckpoints::open(log.local_db())?.advance(before, log.head())?;
+            }
+            return Err(e.into());
+        }
+    };
     // Durable before the rate is taken: the rate is of events on disk.
     log.flush()?;
     let seconds = started.elapsed().as_secs_f64();

@@ -383,6 +383,7 @@ fn open_log_with(data: &std::path::Path, cache_most: u64) -> anyhow::Result<Log>
     let storage = load_config(data)?.storage;
     let backend = with_fetch_bar(storage.backend().map_err(anyhow::Error::msg)?);
     let served = served(&storage);
-    let config = LogConfig { durability: Durability::Durable, cache_bytes: served.cache_bytes.min(cache_most), ..served };
+    let config =
+        LogConfig { durability: Durability::Durable, cache_bytes: served.cache_bytes.min(cache_most), ..served };
     Ok(open_waiting(|| backend.open(data, config.clone()), |e| Some(e))?)
 }

@@ -193,11 +193,14 @@ impl Reactor for PanicsOnThird {
     }
 }
 
+/// A bug in the conversion stops the import at the record it hit, which
+/// it names; the records before it are in the log, whole, as an import
+/// killed there would leave them, and running the import again without
+/// the bug appends the rest: the log then equals a clean import's.
 #[test]
-fn a_panic_while_converting_appends_nothing_and_names_the_line() {
+fn a_panic_while_converting_stops_at_its_line_after_the_records_before_it() {
     let dir = tempfile::tempdir().unwrap();
     let log = SledLog::open(&dir.path().join("data"), LogConfig::default()).unwrap();
-    // Enough records to span several append batches.
     let records: Vec<Value> =
         (1..=5).map(|t| record("s-1", t, "2026-11-23T10:00:00Z", &format!("request {t}"))).collect();
     let path = write(dir.path(), "f.jsonl", &records);
@@ -206,8 +209,22 @@ fn a_panic_while_converting_appends_nothing_and_names_the_line() {
     let e = import::run(&plan, &log, &none, |_| vec![Box::new(PanicsOnThird::default()) as Box<dyn Reactor>], |_| {})
         .unwrap_err()
         .to_string();
-    assert!(e.contains("f.jsonl:3: -:") && e.contains("a bug in a reactor") && e.contains("nothing imported"), "{e}");
-    assert_eq!(log.head(), Seq(0), "nothing appended");
+    assert!(e.contains("f.jsonl:3: -:") && e.contains("a bug in a reactor"), "{e}");
+    assert!(e.contains("of the records before it were imported; nothing from this record on"), "{e}");
+    let events =
+        |log: &SledLog| -> Vec<engram_events::Envelope> { log.read_from(Seq::FIRST).map(Result::unwrap).collect() };
+    let kept = events(&log);
+    let turns = kept.iter().filter(|e| e.kind() == EventKind::TurnCompleted).count();
+    assert_eq!(turns, 2, "the two records before the third, whole");
+    assert_eq!(kept.last().unwrap().kind(), EventKind::TurnCompleted);
+
+    let clean = SledLog::open(&dir.path().join("clean"), LogConfig::default()).unwrap();
+    let fine = |_: &Projector| Vec::<Box<dyn Reactor>>::new();
+    import::run(&plan, &clean, &none, fine, |_| {}).unwrap();
+    let stats = import::run(&plan, &log, &none, fine, |_| {}).unwrap();
+    assert_eq!((stats.imported_turns, stats.skipped_existing), (3, 2));
+    let ids = |log: &SledLog| events(log).iter().map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(ids(&log), ids(&clean), "the rerun completed it as a clean import");
 }
 
 #[test]
