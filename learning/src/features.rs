@@ -39,6 +39,22 @@ pub fn for_turn(text: &str, steps: &[PlanStep], has_history: bool) -> Structural
     for_turn_with(text, steps, has_history, &std::collections::BTreeMap::new())
 }
 
+/// [`INTENT_WORDS`] by word: the tags (their indexes) each word signals.
+/// A word looked up once, not compared with every signal of every tag
+/// (an import computes this for every turn it converts).
+fn intent_index() -> &'static std::collections::HashMap<&'static str, Vec<usize>> {
+    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, Vec<usize>>> = std::sync::OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut index: std::collections::HashMap<&'static str, Vec<usize>> = std::collections::HashMap::new();
+        for (i, (_, signals)) in INTENT_WORDS.iter().enumerate() {
+            for word in *signals {
+                index.entry(word).or_default().push(i);
+            }
+        }
+        index
+    })
+}
+
 /// [`for_turn`] with more intent tags (`[pattern] intent_tags`: tag → the
 /// words that signal it), beside the built-in ones.
 pub fn for_turn_with(
@@ -49,10 +65,11 @@ pub fn for_turn_with(
 ) -> StructuralFeatures {
     let lower = text.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let builtin = INTENT_WORDS
-        .iter()
-        .filter(|(_, signals)| words.iter().any(|w| signals.contains(w)))
-        .map(|(tag, _)| (*tag).to_owned());
+    let mut hit = [false; INTENT_WORDS.len()];
+    for tag in words.iter().filter_map(|w| intent_index().get(w)).flatten() {
+        hit[*tag] = true;
+    }
+    let builtin = INTENT_WORDS.iter().zip(hit).filter(|(_, hit)| *hit).map(|((tag, _), _)| (*tag).to_owned());
     let extra = extra_tags
         .iter()
         .filter(|(_, signals)| words.iter().any(|w| signals.iter().any(|s| s.to_lowercase() == *w)))

@@ -93,10 +93,14 @@ impl Router {
             setup.multi_tool.clone(),
             setup.offset,
         );
+        // Held in memory only (the snapshot is the whole state): which
+        // rows changed is not kept, or it grows with every turn.
+        let mut patterns = PatternOutcomes::default();
+        patterns.stop_tracking();
         Router {
             setup,
             learn,
-            patterns: PatternOutcomes::default(),
+            patterns,
             fast: None,
             learnt: Default::default(),
             history: HashMap::new(),
@@ -184,7 +188,6 @@ impl Router {
         for env in &out {
             self.patterns.apply(env);
         }
-        self.patterns.forget_changes();
         out
     }
 
@@ -231,10 +234,8 @@ impl Router {
             _ => {}
         }
         if self.patterns.kinds().is_none_or(|k| k.contains(&env.kind())) {
-            // Held in memory only (the snapshot is the whole state): which
-            // rows changed is not kept, or it grows with every turn.
+            // Held in memory only: it tracks no changes (see `new`).
             self.patterns.apply(env);
-            self.patterns.forget_changes();
         }
     }
 

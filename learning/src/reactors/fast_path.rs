@@ -158,12 +158,15 @@ impl FastPathReactor {
     /// A reactor starting from the projections' state; `offset` is the
     /// user's UTC offset (relative dates in requests are local).
     pub fn new(
-        canonical: CanonicalQueries,
-        pipelines: Pipelines,
+        mut canonical: CanonicalQueries,
+        mut pipelines: Pipelines,
         days: &ActiveDays,
         config: MultiToolConfig,
         offset: FixedOffset,
     ) -> Self {
+        // Held in memory only: which rows changed is never written anywhere.
+        canonical.stop_tracking();
+        pipelines.stop_tracking();
         FastPathReactor {
             canonical,
             pipelines,
@@ -448,25 +451,18 @@ impl Reactor for FastPathReactor {
                     lessons.unlearnt = unlearnt;
                 }
             }
-            // The reactor's projections are held in memory only: which rows
-            // changed is never written anywhere, so it is not kept.
-            Event::CanonicalRecorded(_) => {
-                self.canonical.apply(env);
-                self.canonical.forget_changes();
-            }
+            // The reactor's projections track no changes (see `new`).
+            Event::CanonicalRecorded(_) => self.canonical.apply(env),
             Event::CanonicalRejected(c) => {
                 self.note_rejected(c.subject_turn);
                 self.canonical.apply(env);
-                self.canonical.forget_changes();
             }
             Event::PipelineRejected(p) => {
                 self.note_rejected(p.subject_turn);
                 self.pipelines.apply(env);
-                self.pipelines.forget_changes();
             }
             Event::PipelineRecorded(_) | Event::PipelineExpired(_) | Event::PipelinePromoted(_) => {
                 self.pipelines.apply(env);
-                self.pipelines.forget_changes();
             }
             _ => {}
         }

@@ -63,7 +63,11 @@ struct Draft {
 impl PatternReactor {
     /// A reactor over `store` (a copy of the `pattern_outcomes` projection
     /// at the point the reactor starts from).
-    pub fn new(store: PatternOutcomes, config: PatternConfig, caps: PatternCaps) -> Self {
+    pub fn new(mut store: PatternOutcomes, config: PatternConfig, caps: PatternCaps) -> Self {
+        // The reactor's store is held in memory only (its snapshot is the
+        // whole state): which rows changed is never written anywhere, and
+        // a set of every key ever touched grew with every turn.
+        store.stop_tracking();
         PatternReactor { store, config, caps }
     }
 
@@ -365,10 +369,6 @@ impl Reactor for PatternReactor {
 
     fn observe(&mut self, env: &Envelope) {
         self.store.apply(env);
-        // The reactor's store is held in memory only (its snapshot is the
-        // whole state): which rows changed is never written anywhere, and
-        // a set of every key ever touched grew with every turn.
-        self.store.forget_changes();
     }
 
     fn sizes(&self) -> Vec<(&'static str, usize)> {
@@ -382,7 +382,6 @@ impl Reactor for PatternReactor {
             _ => Vec::new(),
         };
         self.store.apply(env);
-        self.store.forget_changes();
         out
     }
 }

@@ -102,6 +102,16 @@ pub trait Projection: std::any::Any + Send {
         }
     }
 
+    /// Stops remembering which rows change, for good: for a projection
+    /// held in memory only (a reactor's state, whose snapshot is the whole
+    /// state), which would otherwise copy the key of every row each event
+    /// touches into a set, only to forget it after the event.
+    fn stop_tracking(&mut self) {
+        for t in self.tables_mut() {
+            t.stop_tracking();
+        }
+    }
+
     /// Empties the state (and forgets pending changes).
     fn reset(&mut self) {
         for t in self.tables_mut() {
@@ -163,6 +173,8 @@ pub trait TableRows {
     fn changes_into(&mut self, out: &mut Vec<Change>);
     /// Forgets the changed rows without encoding them.
     fn forget_changes(&mut self);
+    /// Forgets the changed rows and remembers none from now on.
+    fn stop_tracking(&mut self);
     /// Empties the table.
     fn clear(&mut self);
     /// Takes a persisted row if it belongs to this table (`Ok(false)`: not ours).
@@ -196,6 +208,14 @@ pub fn hex(digest: &[u8; 32]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Notes `key` in `dirty` as changed, if changes are `tracked` (a key
+/// already there is not copied again).
+fn mark(dirty: &mut BTreeSet<Vec<u8>>, tracked: bool, key: &[u8]) {
+    if tracked && !dirty.contains(key) {
+        dirty.insert(key.to_vec());
+    }
+}
+
 /// A sorted map whose rows live under a one-byte prefix of the projection's
 /// key space and whose changed keys are remembered until persisted. Values
 /// are encoded as JSON (serde): canonical for a given struct, and readable
@@ -205,12 +225,14 @@ pub struct Table<V> {
     prefix: u8,
     map: BTreeMap<Vec<u8>, V>,
     dirty: BTreeSet<Vec<u8>>,
+    /// Whether changed keys go to `dirty` ([`TableRows::stop_tracking`]).
+    tracked: bool,
 }
 
 impl<V: Serialize + DeserializeOwned> Table<V> {
     /// A table under `prefix` (distinct per table of one projection).
     pub fn new(prefix: u8) -> Self {
-        Table { prefix, map: BTreeMap::new(), dirty: BTreeSet::new() }
+        Table { prefix, map: BTreeMap::new(), dirty: BTreeSet::new(), tracked: true }
     }
 
     /// The value under `key`.
@@ -221,27 +243,31 @@ impl<V: Serialize + DeserializeOwned> Table<V> {
     /// The value under `key`, to modify (marks it changed).
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
         let v = self.map.get_mut(key)?;
-        self.dirty.insert(key.to_vec());
+        mark(&mut self.dirty, self.tracked, key);
         Some(v)
     }
 
     /// The value under `key`, inserting `make()` first if absent (marks it changed).
     pub fn entry(&mut self, key: &[u8], make: impl FnOnce() -> V) -> &mut V {
-        self.dirty.insert(key.to_vec());
+        self.mark(key);
         self.map.entry(key.to_vec()).or_insert_with(make)
     }
 
     /// Sets `key`.
     pub fn insert(&mut self, key: Vec<u8>, value: V) {
-        self.dirty.insert(key.clone());
+        self.mark(&key);
         self.map.insert(key, value);
     }
 
     /// Removes `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
         let v = self.map.remove(key)?;
-        self.dirty.insert(key.to_vec());
+        self.mark(key);
         Some(v)
+    }
+
+    fn mark(&mut self, key: &[u8]) {
+        mark(&mut self.dirty, self.tracked, key);
     }
 
     /// Entries whose key starts with `prefix`, in key order.
@@ -296,6 +322,11 @@ impl<V: Serialize + DeserializeOwned> TableRows for Table<V> {
     }
 
     fn forget_changes(&mut self) {
+        self.dirty.clear();
+    }
+
+    fn stop_tracking(&mut self) {
+        self.tracked = false;
         self.dirty.clear();
     }
 
@@ -355,5 +386,32 @@ mod tests {
         let mut again = Vec::new();
         u.rows_into(&mut again);
         assert_eq!(digest(&rows), digest(&again));
+    }
+
+    /// A table that stopped tracking keeps its rows and reports no change
+    /// (through a clone and a restore too); before, it forgets none.
+    #[test]
+    fn an_untracked_table_remembers_no_changes() {
+        let mut t: Table<u32> = Table::new(1);
+        t.insert(b"a".to_vec(), 1);
+        t.stop_tracking();
+        t.insert(b"b".to_vec(), 2);
+        *t.entry(b"a", || 0) += 5;
+        *t.get_mut(b"b").unwrap() += 1;
+        t.remove(b"b");
+        let mut clone = t.clone();
+        let mut w = SnapshotWriter::new();
+        t.save(&mut w);
+        let bytes = w.finish().unwrap();
+        clone.restore(&mut SnapshotReader::new(&bytes)).unwrap();
+        clone.insert(b"c".to_vec(), 3);
+        for table in [&mut t, &mut clone] {
+            let mut changes = Vec::new();
+            table.changes_into(&mut changes);
+            assert!(changes.is_empty(), "{changes:?}");
+            assert_eq!(table.get(b"a"), Some(&6));
+        }
+        assert_eq!(t.len(), 1);
+        assert_eq!(clone.len(), 2);
     }
 }
