@@ -53,7 +53,7 @@ use engram_events::payloads::{
 };
 use engram_events::{ActorKind, Envelope, Event, TurnId};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::judge::RUBRIC_TOOL_FAILURE;
 use super::Reactor;
@@ -148,6 +148,9 @@ pub struct FastPathReactor {
     chained: HashMap<TurnId, (String, usize)>,
     /// The last [`RECENT_TURNS`] turns' lessons, oldest first.
     recent: VecDeque<(TurnId, TurnLessons)>,
+    /// The turns in `recent`: a turn not among them (each new turn) is
+    /// known absent without a scan of all of them.
+    recent_turns: HashSet<TurnId>,
     /// The highest cosine of a paraphrase replay (not an exact repeat) a
     /// verdict rejected: the log's own outcome, which raises the fast
     /// path's bar ([`crate::fast_path::FastPath::raise_bar`]).
@@ -175,6 +178,7 @@ impl FastPathReactor {
             offset,
             chained: HashMap::new(),
             recent: VecDeque::new(),
+            recent_turns: HashSet::new(),
             rejected_replay: None,
         }
     }
@@ -204,20 +208,31 @@ impl FastPathReactor {
         }
     }
 
+    /// Where `turn` is in `recent`, if it is.
+    fn position(&self, turn: TurnId) -> Option<usize> {
+        if !self.recent_turns.contains(&turn) {
+            return None;
+        }
+        self.recent.iter().rposition(|(t, _)| *t == turn)
+    }
+
     fn lessons_of(&mut self, turn: TurnId) -> &mut TurnLessons {
-        if let Some(i) = self.recent.iter().rposition(|(t, _)| *t == turn) {
+        if let Some(i) = self.position(turn) {
             return &mut self.recent[i].1;
         }
         if self.recent.len() == RECENT_TURNS {
-            self.recent.pop_front();
+            if let Some((gone, _)) = self.recent.pop_front() {
+                self.recent_turns.remove(&gone);
+            }
         }
         self.recent.push_back((turn, TurnLessons::default()));
+        self.recent_turns.insert(turn);
         &mut self.recent.back_mut().expect("just pushed").1
     }
 
     /// Works out the lessons of `turn` if they are not yet ([`Unlearnt`]).
     fn work_out(&mut self, turn: TurnId) {
-        let Some(i) = self.recent.iter().rposition(|(t, _)| *t == turn) else { return };
+        let Some(i) = self.position(turn) else { return };
         if let Some(u) = self.recent[i].1.unlearnt.take() {
             self.recent[i].1.taught = self.lessons(&u);
         }
@@ -228,25 +243,29 @@ impl FastPathReactor {
         let Unlearnt { at, text, layer, steps, chained, day_rank } = u;
         let (layer, steps) = (*layer, steps.as_slice());
         let (mut canon, mut ex) = canonical(text, at.with_timezone(&self.offset));
+        let mut all = templated(steps, &ex);
         // A proper noun the steps do not take stays a word of the row's
         // text: the row then serves that request again, never another name.
-        if !placeholder::takes_every(templated(steps, &ex).iter().map(|s| &s.args), &ex, SlotKind::ProperName) {
+        if !placeholder::takes_every(all.iter().map(|s| &s.args), &ex, SlotKind::ProperName) {
             (canon, ex) = with_names_as_words(&ex);
+            all = templated(steps, &ex);
         }
         if let Some((prefix, n)) = chained {
             // A chained turn: only the replayed prefix — `prefix` (its
             // canonical text, as matched) run as the first `n` steps — is a
             // use of its pipeline.
-            let templated = templated(&steps[..(*n).min(steps.len())], &ex);
-            if templated.len() < 2 {
+            // (A step's template is its own: the prefix's are the first
+            // `n` of the whole turn's.)
+            all.truncate(*n);
+            if all.len() < 2 {
                 return Vec::new();
             }
-            return vec![pipeline_lesson(prefix.clone(), templated, *day_rank)];
+            return vec![pipeline_lesson(prefix.clone(), all, *day_rank)];
         }
         if canon.is_empty() {
             return Vec::new();
         }
-        let templated = templated(steps, &ex);
+        let templated = all;
         if templated.len() == 1 && matches!(layer, RouteLayer::Planner | RouteLayer::L1) {
             let step = &templated[0];
             vec![Lesson::Canonical(CanonicalRecorded {
@@ -586,6 +605,7 @@ impl Snapshot for FastPathReactor {
         self.day_rank = r.take()?;
         self.chained = r.take_map()?;
         self.recent = r.take()?;
+        self.recent_turns = self.recent.iter().map(|(t, _)| *t).collect();
         self.rejected_replay = r.take()?;
         Ok(())
     }
