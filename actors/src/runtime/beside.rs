@@ -49,7 +49,7 @@ use crate::shell::RoleFactory;
 
 /// Chunks of converted events queued for the fold: when the fold falls
 /// behind, the conversion waits rather than holding the import in memory.
-const QUEUED_CHUNKS: usize = 4;
+const QUEUED_CHUNKS: usize = 2;
 
 /// The actors' snapshots folding beside an import's conversion (see the
 /// module docs); made by
