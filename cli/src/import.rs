@@ -46,39 +46,36 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     // The actors' snapshots fold beside the conversion, on another core; an
     // actor with work left from an earlier run (a crash) has live work to
     // do, which the fold must not do in its place.
-    let behind_before = engram::local_state::ActorCheckpoints::open(log.local_db())?.behind(before)?;
+    let checkpoints = engram::local_state::ActorCheckpoints::open(log.local_db())?;
+    let behind_before = checkpoints.behind(before)?;
     let mut beside = (!args.no_snapshots && every > 0 && behind_before == 0)
         .then(|| engram::actors::Runtime::builder().config(config.clone()).offline().prepare_snapshots_beside(&log))
         .and_then(|b| b.map_err(|e| tracing::warn!("actor snapshots not folded beside the import ({e})")).ok());
-    let imported = import::run_beside(
+    // What import appended is history to the runtime's actors (it derived
+    // what they would have), not work: their checkpoints move past it —
+    // here for an import that stopped part-way, whatever stopped it (its
+    // error is the one reported), below for one that completed.
+    let stats = import::run_beside(
         &plan,
         log.log(),
         &projector,
         |p| import::reactors(p, &config.multi_tool_fast_path, &config.pattern),
         &mut beside,
         |done| bar.set_position(done as u64),
-    );
-    let stats = match imported {
-        Ok(stats) => stats,
-        Err(e) => {
-            // What an import that stopped part-way appended is history
-            // too (see below), whatever stopped it.
-            if log.head() > before && behind_before == 0 {
-                engram::local_state::ActorCheckpoints::open(log.local_db())?.advance(before, log.head())?;
-            }
-            return Err(e.into());
-        }
-    };
+    )
+    .inspect_err(|_| {
+        let _ = checkpoints.advance(before, log.head());
+    })?;
     // Durable before the rate is taken: the rate is of events on disk.
     log.flush()?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    // What import appended is history to the runtime's actors (it derived
-    // what they would have), not work: move their checkpoints past it.
-    engram::local_state::ActorCheckpoints::open(log.local_db())?.advance(before, log.head())?;
+    checkpoints.advance(before, log.head())?;
     // An actor still behind (a crash of an earlier run) has live work to
     // do, which an offline start here must not do in its place.
-    let behind = engram::local_state::ActorCheckpoints::open(log.local_db())?.behind(log.head())?;
+    let behind = checkpoints.behind(log.head())?;
+    // Not held while the log closes (below).
+    drop(checkpoints);
     let per_second = stats.events_appended as f64 / seconds.max(1e-9);
     drop(projector);
     let wanted = !args.no_snapshots && every > 0 && stats.events_appended >= every;

@@ -115,6 +115,14 @@ pub struct Heap {
     pub arenas_kib: u64,
 }
 
+impl Checkpoint {
+    /// glibc's heap in use and held free, MiB (zeros off glibc): what the
+    /// progress line and the report's table print.
+    fn heap_mib(&self) -> (f64, f64) {
+        self.heap.map_or((0.0, 0.0), |h| (h.in_use_kib as f64 / 1024.0, h.free_kib as f64 / 1024.0))
+    }
+}
+
 impl Heap {
     /// The figures now (`None` off glibc). `mallinfo2` walks every arena's
     /// free lists under its lock: milliseconds, once a checkpoint.
@@ -218,8 +226,8 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
                     c.latency.p50_us / 1000.0,
                     c.latency.p99_us / 1000.0,
                     c.turns_per_s,
-                    c.heap.map_or(0.0, |h| h.in_use_kib as f64 / 1024.0),
-                    c.heap.map_or(0.0, |h| h.free_kib as f64 / 1024.0),
+                    c.heap_mib().0,
+                    c.heap_mib().1,
                     c.lags
                 )
             });
@@ -404,8 +412,8 @@ impl Report {
                 c.learnt_bytes as f64 / MIB,
                 learnt_since,
                 c.memo_bytes as f64 / MIB,
-                c.heap.map_or(0.0, |h| h.in_use_kib as f64 / 1024.0),
-                c.heap.map_or(0.0, |h| h.free_kib as f64 / 1024.0),
+                c.heap_mib().0,
+                c.heap_mib().1,
                 c.lags.values().max().copied().unwrap_or(0),
                 c.latency.p50_us / 1000.0,
                 c.latency.p99_us / 1000.0,

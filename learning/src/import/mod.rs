@@ -366,11 +366,6 @@ enum Held<'a> {
 }
 
 impl Plan {
-    /// The turn number of the record on `line`.
-    fn turn_number(&self, line: usize) -> Option<u32> {
-        self.turns.iter().find(|(_, (l, _))| *l == line).map(|((_, turn), _)| *turn)
-    }
-
     /// What the records on `lines` say, digested: read again from the
     /// file, for the turns the log holds already only (none when the log
     /// holds none of the file: an import into a new data dir digests
@@ -403,14 +398,14 @@ impl Plan {
             held.iter().filter_map(|h| if let Held::Utterance { line, .. } = h { Some(*line) } else { None }).collect();
         let contents = self.contents_of(&lines)?;
         // The turns of the file the log holds already, by turn id: their
-        // line, and what the file says of them.
-        let mut present: HashMap<TurnId, (usize, &TurnContent)> = HashMap::new();
+        // line and number, and what the file says of them.
+        let mut present: HashMap<TurnId, (usize, u32, &TurnContent)> = HashMap::new();
         for h in held {
             match h {
                 Held::Utterance { line, turn, digest, seq, number, session } => {
                     let Some(content) = contents.get(line) else { continue };
                     if content.utterance == *digest {
-                        present.extend(turn.map(|t| (t, (*line, content))));
+                        present.extend(turn.map(|t| (t, (*line, *number, content))));
                         continue;
                     }
                     errors.entry(*line).or_insert_with(|| {
@@ -423,14 +418,14 @@ impl Plan {
                     });
                 }
                 Held::Completed { turn, digest, seq, session } => {
-                    let Some(&(line, content)) = present.get(turn) else { continue };
+                    let Some(&(line, number, content)) = present.get(turn) else { continue };
                     if content.completed != *digest {
                         errors.entry(line).or_insert_with(|| FieldError {
                             field: "turn".into(),
                             message: format!(
                                 "turn {} of session {:?} is already in the log (seq {}) with other content (its steps, \
                                  model, cost or times differ)",
-                                self.turn_number(line).unwrap_or_default(),
+                                number,
                                 session.as_str(),
                                 seq.0
                             ),

@@ -202,7 +202,7 @@ impl FastPathReactor {
     /// Notes a rejection's turn: when a paraphrase replay served it, its
     /// cosine is a bar this user showed unsafe.
     fn note_rejected(&mut self, turn: TurnId) {
-        let sim = self.recent.iter().rev().find(|(t, _)| *t == turn).and_then(|(_, l)| l.similarity);
+        let sim = self.recent_lessons(turn).and_then(|l| l.similarity);
         if let Some(sim) = sim.filter(|s| *s < 1.0 - 1e-9) {
             self.rejected_replay = Some(self.rejected_replay.map_or(sim, |r| r.max(sim)));
         }
@@ -214,6 +214,11 @@ impl FastPathReactor {
             return None;
         }
         self.recent.iter().rposition(|(t, _)| *t == turn)
+    }
+
+    /// The lessons of `turn`, if it is among the recent turns.
+    fn recent_lessons(&self, turn: TurnId) -> Option<&TurnLessons> {
+        self.position(turn).map(|i| &self.recent[i].1)
     }
 
     fn lessons_of(&mut self, turn: TurnId) -> &mut TurnLessons {
@@ -331,7 +336,7 @@ impl FastPathReactor {
         if v.confidence < MIN_CONFIDENCE {
             return Vec::new();
         }
-        let Some((_, lessons)) = self.recent.iter().rev().find(|(t, _)| *t == v.subject_turn) else {
+        let Some(lessons) = self.recent_lessons(v.subject_turn) else {
             return Vec::new();
         };
         if v.score < REJECT_BELOW {
@@ -495,7 +500,7 @@ impl Reactor for FastPathReactor {
                 // waits for a verdict rated well (the learning bar, rule 2).
                 let Some(turn) = env.turn else { return Vec::new() };
                 self.work_out(turn);
-                let Some((_, lessons)) = self.recent.iter().rev().find(|(t, _)| *t == turn) else {
+                let Some(lessons) = self.recent_lessons(turn) else {
                     return Vec::new();
                 };
                 let now: Vec<Lesson> =
