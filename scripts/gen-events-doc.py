@@ -45,7 +45,7 @@ def ty(t):
     for e in enums:
         t=re.sub(r'\b'+e+r'\b','['+e+'](#'+e.lower()+')',t)
     for s in structs:
-        if s in ('PlanStep','StructuralFeatures','ModelOption','ChainEntry','EvictedOutcome'):
+        if s in ('PlanStep','StructuralFeatures','ModelOption','ChainEntry','EvictedOutcome','NearMiss'):
             t=re.sub(r'\b'+s+r'\b','['+s+'](#'+s.lower()+')',t)
     t=t.replace('Decimal','Decimal (JSON string)')
     return t
@@ -59,7 +59,7 @@ for l in catalog:
 emit={'utterance.received':'listener','intent.judged':'listener','day.activated':'listener (first utterance of a day; `engram import` through the same reactor)',
 'route.decided':'router','fastpath.hit':'router','fastpath.missed':'router','pattern.matched':'router (routing slot 4)','canonical.recorded':'router (learning from `turn.completed`)','pipeline.recorded':'router','pipeline.expired':'router','pipeline.promoted':'router',
 'plan.created':'planner','tool.called':'reply loop','tool.completed':'reply loop','llm.call_completed':'whichever actor made the call (planner, reply loop, judge, …)','reply.delivered':'reply loop','turn.completed':'reply loop',
-'session.ended':'host (`end_session`), idle timeout, or import after a session\'s last record','eval.completed':'judge','pattern.recorded':'pattern store','pattern.evicted':'pattern store','summary.written':'summariser','graph.fact_added':'graph','graph.node_merged':'graph','feedback.received':'host','memory.forgotten':'cli (`engram forget`), host (`Runtime::forget`)','pattern.reembedded':'router (the configured embedding model changed)','stream.message_skipped':'log (a JetStream device, for a message on the stream that no engram wrote)','canonical.rejected':'router (a verdict below the learning bar on a turn the row served or taught)','pipeline.rejected':'router (as `canonical.rejected`, for a pipeline)','memory.passages_indexed':'memory (the memory indexer, at each `turn.completed`)'}
+'session.ended':'host (`end_session`), idle timeout, or import after a session\'s last record','eval.completed':'judge','pattern.recorded':'pattern store','pattern.evicted':'pattern store','summary.written':'summariser','graph.fact_added':'graph','graph.node_merged':'graph','feedback.received':'host','memory.forgotten':'cli (`engram forget`), host (`Runtime::forget`)','pattern.reembedded':'router (the configured embedding model changed)','stream.message_skipped':'log (a JetStream device, for a message on the stream that no engram wrote)','canonical.rejected':'router (a verdict below the learning bar on a turn the row served or taught)','pipeline.rejected':'router (as `canonical.rejected`, for a pipeline)','memory.passages_indexed':'memory (the memory indexer, at each `turn.completed`)','canonical.compared':'router (a model\'s answer to a request near a learnt phrasing, at `turn.completed`)'}
 examples={}
 for line in open('tests/fixtures/golden-v1/log.jsonl'):
     e=json.loads(line); examples.setdefault(e['kind'],e['payload'])
@@ -82,7 +82,7 @@ for var,pay,code,name,ver in kinds:
     if name in examples:
         w("```json\n"+json.dumps(examples[name],ensure_ascii=False)+"\n```\n")
 w("## Shared value types\n")
-for s in ('PlanStep','StructuralFeatures','ModelOption','ChainEntry','EvictedOutcome'):
+for s in ('PlanStep','StructuralFeatures','ModelOption','ChainEntry','EvictedOutcome','NearMiss'):
     doc,fields=structs[s]
     w(f"### {s}\n\n{doc}\n\n| field | type | meaning |\n|---|---|---|")
     for f,t,d in fields: w(f"| `{f}` | {ty(t)} | {d} |")
@@ -98,6 +98,7 @@ doc,fields=structs['PatternRecordedV1']
 w("### `pattern.recorded` v1\n\n"+doc+"\n\n| field | type |\n|---|---|")
 for f,t,d in fields: w(f"| `{f}` | {ty(t)} |")
 w("\nUpcast to v2: every v1 field carries over; `turn`, `eval_id`, `score_confidence`, `replaces_score`, `features`, `workload` become `null` and `latency_ms` 0.\n")
+w("### `canonical.recorded` v1, `canonical.rejected` v1, `fastpath.missed` v1\n\nThe v1 fields carry over; `slots` is empty (the phrasing learnt no said value: what was recorded before learning by meaning) and `near` is `null`.\n")
 text="\n".join(out)
 if sys.argv[1:]==['--check']:
     if open('docs/events.md').read()!=text:

@@ -7,7 +7,9 @@
 //! `memory.forgotten`; `golden-v3`: `pattern.reembedded`; `golden-v4`:
 //! `stream.message_skipped` and the actor `log`; `golden-v5`:
 //! `canonical.rejected`, `pipeline.rejected`; `golden-v6`:
-//! `memory.passages_indexed` and the actor `memory`), so together they
+//! `memory.passages_indexed` and the actor `memory`; `golden-v7`:
+//! `canonical.recorded` v2, `fastpath.missed` v2, `canonical.compared`,
+//! `canonical.rejected` v2), so together they
 //! hold every kind. To write a new
 //! one (only ever a *new* fixture directory; an existing one is history and
 //! is never rewritten): add it to [`FIXTURES`], then
@@ -32,13 +34,14 @@ struct Fixture {
 }
 
 /// Every golden log, oldest first.
-const FIXTURES: [Fixture; 6] = [
+const FIXTURES: [Fixture; 7] = [
     Fixture { name: "golden-v1", events: fixture_events },
     Fixture { name: "golden-v2", events: fixture_v2_events },
     Fixture { name: "golden-v3", events: fixture_v3_events },
     Fixture { name: "golden-v4", events: fixture_v4_events },
     Fixture { name: "golden-v5", events: fixture_v5_events },
     Fixture { name: "golden-v6", events: fixture_v6_events },
+    Fixture { name: "golden-v7", events: fixture_v7_events },
 ];
 
 fn fixture_dir(f: &Fixture) -> PathBuf {
@@ -105,6 +108,7 @@ fn fixture_v5_events() -> Vec<Envelope> {
         subject_turn: turn,
         eval_id,
         score: 0.0,
+        slots: ToolArgs::default(),
     };
     let pipeline =
         PipelineRejected { pipeline_id: "0123456789abcdef01234567".into(), subject_turn: turn, eval_id, score: 0.1 };
@@ -133,6 +137,58 @@ fn fixture_v6_events() -> Vec<Envelope> {
         Passage { text: "Noted.".into(), speaker: Speaker::Assistant, vector: None },
     ];
     vec![Envelope::at(id(1), at, ActorKind::Memory, PassagesIndexed { passages }).with_session(session).with_turn(turn)]
+}
+
+/// `golden-v7`: learning by meaning — `canonical.recorded` v2 (its said
+/// slots), `fastpath.missed` v2 (the near miss), `canonical.compared` and
+/// `canonical.rejected` v2 (the slots it takes back).
+fn fixture_v7_events() -> Vec<Envelope> {
+    let at = engram::events::chrono::DateTime::parse_from_rfc3339("2026-11-27T22:00:00Z").unwrap().to_utc();
+    let id = |n: u32| EventId(derive_ulid(at, &[b"golden-v7", &n.to_be_bytes()]));
+    let session = SessionId::new("g7");
+    let turn = TurnId(derive_ulid(at, &[b"golden-v7-turn"]));
+    let args = |json: &str| ToolArgs::from_json(json).unwrap();
+    let step = |json: &str| PlanStep { tool: "HassTurnOn".into(), args: args(json) };
+    let missed = FastPathMissed {
+        best_similarity: Some(0.74),
+        best_candidate: Some("turn on the areaslot light".into()),
+        reason: "L1: best match \"turn on the areaslot light\" at similarity 0.740 < its bar 0.800".into(),
+        near: Some(NearMiss {
+            canonical: "turn on the areaslot light".into(),
+            similarity: 0.74,
+            steps: vec![step(r#"{"area":"garage","domain":["light"]}"#)],
+        }),
+    };
+    let recorded = CanonicalRecorded {
+        canonical: "lights on in the areaslot".into(),
+        executor: "HassTurnOn".into(),
+        args_observed: args(r#"{"area":"{slot:area}","domain":["light"]}"#),
+        slots: args(r#"{"area":{"after_determiner":true,"said":"garage","value":"garage"}}"#),
+    };
+    let compared = CanonicalCompared {
+        canonical: "turn on the areaslot light".into(),
+        executor: "HassTurnOn".into(),
+        similarity: 0.74,
+        agreed: true,
+        subject_turn: turn,
+    };
+    let rejected = CanonicalRejected {
+        canonical: "lights on in the areaslot".into(),
+        executor: "HassTurnOn".into(),
+        subject_turn: turn,
+        eval_id: EvalId(derive_ulid(at, &[b"golden-v7-eval"])),
+        score: 0.0,
+        slots: args(r#"{"area":{"after_determiner":true,"said":"garage","value":"garage"}}"#),
+    };
+    vec![
+        Envelope::at(id(1), at, ActorKind::Router, missed),
+        Envelope::at(id(2), at, ActorKind::Router, recorded),
+        Envelope::at(id(3), at, ActorKind::Router, compared),
+        Envelope::at(id(4), at, ActorKind::Router, rejected),
+    ]
+    .into_iter()
+    .map(|e| e.with_session(session.clone()).with_turn(turn))
+    .collect()
 }
 
 /// The fixture's events, built deterministically (fixed ids and times).
@@ -246,6 +302,7 @@ fn fixture_events() -> Vec<Envelope> {
             canonical: "download page".into(),
             executor: "get_urls".into(),
             args_observed: ToolArgs(args),
+            slots: ToolArgs::default(),
         }
         .into(),
     );

@@ -161,6 +161,11 @@ impl FastPathService {
         updated.map_err(|()| failure.expect("the embed closure records its failure"))
     }
 
+    /// See [`FastPath::set_schemas`].
+    pub fn set_schemas(&mut self, schemas: std::collections::HashMap<String, serde_json::Value>) {
+        self.fast_path.set_schemas(schemas);
+    }
+
     /// See [`FastPath::raise_bar`].
     pub fn raise_bar(&mut self, rejected: Option<f64>) {
         self.fast_path.raise_bar(rejected);

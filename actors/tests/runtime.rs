@@ -95,6 +95,31 @@ fn count(events: &[Envelope], kind: EventKind) -> usize {
     events.iter().filter(|e| e.kind() == kind).count()
 }
 
+/// Learning by meaning: three requests for one action, each worded its
+/// own way and naming its own file, add up — the action is learnt, and a
+/// fourth request, worded as one of them with another file, is served by
+/// L1 with that file. Before, uses were counted per wording: none of the
+/// three had three, and the fourth went to the planner.
+#[test]
+fn differently_worded_requests_for_one_action_add_up() {
+    let f = fixture();
+    let rt = start(&f);
+    for (i, text) in
+        ["count the words in ~/a.txt", "how many words are in ~/b.txt", "word count of ~/c.txt"].iter().enumerate()
+    {
+        let s = SessionId::new(format!("s-action-{i}"));
+        let r = rt.handle_utterance(&s, text).unwrap();
+        assert_eq!(r.layer, Some(RouteLayer::Planner), "{r:?}");
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+    }
+    assert!(rt.settle(Duration::from_secs(10)));
+    let r = rt.handle_utterance(&SessionId::new("s-action-next"), "how many words are in ~/d.txt").unwrap();
+    assert_eq!(r.layer, Some(RouteLayer::L1), "{r:?}");
+    assert_eq!(r.steps[0].args.0["path"], "~/d.txt", "{r:?}");
+    assert_eq!(r.text, "5 words", "{r:?}");
+    rt.shutdown().unwrap();
+}
+
 #[test]
 fn a_repeated_request_is_served_by_l1_without_the_planner() {
     let f = fixture();
@@ -556,6 +581,9 @@ fn a_routing_rule_wins_over_the_pattern_store() {
     let f = fixture();
     let mut config = engram_actors::config::Config::default();
     config.runtime.model_rules.insert("doc".into(), "local:doc-model".into());
+    // L1 off: every turn must reach the routing chain (see
+    // `the_pattern_store_routes_similar_turns_once_it_has_evidence`).
+    config.fast_path.canonical_query_enabled = false;
     let rt = Runtime::builder()
         .data_dir(&f.data)
         .config(config)
@@ -628,10 +656,24 @@ fn a_routing_rule_wins_over_the_pattern_store() {
 #[test]
 fn the_pattern_store_routes_similar_turns_once_it_has_evidence() {
     let f = fixture();
-    let rt = start(&f);
+    // L1 off: it learns one action from differently worded requests
+    // (`differently_worded_requests_for_one_action_add_up`) and would serve
+    // the later ones; here every turn must reach the store.
+    let mut config = engram_actors::config::Config::default();
+    config.fast_path.canonical_query_enabled = false;
+    let rt = Runtime::builder()
+        .data_dir(&f.data)
+        .config(config)
+        .offline()
+        .embedder(embedder())
+        .tool(word_count(&f))
+        .tool(file_size(&f))
+        .turn_timeout(Duration::from_secs(60))
+        .start()
+        .unwrap();
     // Six sessions of differently worded requests with the same structure
-    // (a .txt file, no intent tag): none repeats enough for the fast path,
-    // all teach the pattern store, with the user's positive feedback.
+    // (a .txt file, no intent tag): all teach the pattern store, with the
+    // user's positive feedback.
     let phrasings = [
         "count the words in ~/a.txt",
         "how many words are in ~/b.txt",

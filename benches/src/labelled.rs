@@ -196,7 +196,9 @@ pub fn pairs(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<PairScore>> {
             if d.layer == RouteLayer::L1 && d.steps.first().map(|s| s.tool.as_str()) == Some(field(r, "tool")?) {
                 score.served += 1;
             } else {
-                score.misses.push(format!("{request:?}: {:?} {:?} ({:?})", d.layer, d.matched, d.similarity));
+                score
+                    .misses
+                    .push(format!("{request:?}: {:?} {:?} ({:?}): {}", d.layer, d.matched, d.similarity, d.reason));
             }
         }
     }

@@ -70,6 +70,14 @@ pub struct Options {
     /// Exploration share while training (`[pattern] explore`)
     #[arg(long, value_name = "SHARE", default_value_t = 0.25)]
     pub explore: f64,
+
+    /// Only the home (tests/fixtures/home): teach, ask anew, the model away, nothing taught
+    #[arg(long)]
+    pub home: bool,
+
+    /// Print what each learning figure missed (stderr)
+    #[arg(long)]
+    pub misses: bool,
 }
 
 /// One request of the set.
@@ -118,6 +126,8 @@ pub struct ModelReport {
     pub paraphrases: Vec<crate::labelled::PairScore>,
     /// The offline planner on the held-out requests, per language.
     pub planner: Vec<crate::labelled::ChoiceScore>,
+    /// The home, per split (dev, held out).
+    pub home: Vec<crate::home::SplitScore>,
 }
 
 /// One design's routing on the held-out split.
@@ -155,11 +165,42 @@ pub fn run(o: &Options) -> anyhow::Result<Report> {
     };
     let mut out = Vec::new();
     for model in models {
-        crate::progress(o.json, &format!("routing by meaning with {model}"));
         let embedder: Arc<dyn Embedder> = Arc::new(
             OnnxEmbedder::open(&EmbedderConfig::default().with_model(model)).context("opening the embedding model")?,
         );
+        crate::progress(o.json, &format!("the home with {model}"));
+        let mut home = Vec::new();
+        for split in ["dev", "heldout"] {
+            let s = crate::home::score(embedder.clone(), split)?;
+            if o.misses {
+                for m in &s.misses {
+                    eprintln!("{split}: {m}");
+                }
+                let mut near = s.near.clone();
+                near.sort_by(|a, b| a.0.total_cmp(&b.0));
+                for (sim, ok) in near {
+                    eprintln!("{split}: near {sim:.3} {}", if ok { "right" } else { "WRONG" });
+                }
+            }
+            home.push(s);
+        }
+        if o.home {
+            let mut report = ModelReport {
+                model: model.to_string(),
+                same_kind_calibrated: 0.0,
+                same_kind_from_train: 0.0,
+                routing: Vec::new(),
+                paraphrases: Vec::new(),
+                planner: Vec::new(),
+                home,
+            };
+            report.model = model.to_string();
+            out.push(report);
+            continue;
+        }
+        crate::progress(o.json, &format!("routing by meaning with {model}"));
         let mut report = model_report(model, embedder.as_ref(), o.explore)?;
+        report.home = home;
         crate::progress(o.json, &format!("held-out paraphrases and the offline planner with {model}"));
         report.paraphrases = crate::labelled::heldout_pairs(embedder.clone())?;
         report.planner = crate::labelled::choices_on(embedder, crate::labelled::HELDOUT)?;
@@ -181,6 +222,7 @@ pub fn model_report(model: EmbeddingModel, embedder: &dyn Embedder, explore: f64
         routing: vec![routing(&set, "meaning", &meaning, explore), routing(&set, "structure", &structure, explore)],
         paraphrases: Vec::new(),
         planner: Vec::new(),
+        home: Vec::new(),
     })
 }
 
@@ -426,6 +468,9 @@ impl Report {
             let planner: Vec<String> =
                 m.planner.iter().map(|c| format!("{} {}/{}", c.lang, c.right, c.requests)).collect();
             s.push_str(&format!("    offline planner (held out): {}\n", planner.join(" · ")));
+            for h in &m.home {
+                s.push_str(&crate::home::human(h));
+            }
         }
         s
     }

@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod fast_path;
+pub mod home;
 pub mod knn;
 pub mod labelled;
 pub mod learning;

@@ -132,8 +132,8 @@ catalog! {
     /// `fastpath.hit`
     /// `fastpath.hit` (v1 had no `residual`; see `FastPathHitV1`)
     FastPathHit(FastPathHit) = 4, "fastpath.hit", 2;
-    /// `fastpath.missed`
-    FastPathMissed(FastPathMissed) = 5, "fastpath.missed", 1;
+    /// `fastpath.missed` (v1 had no `near`)
+    FastPathMissed(FastPathMissed) = 5, "fastpath.missed", 2;
     /// `plan.created` (v1 had no `tools`)
     PlanCreated(PlanCreated) = 6, "plan.created", 2;
     /// `tool.called`
@@ -156,8 +156,8 @@ catalog! {
     PatternMatched(PatternMatched) = 15, "pattern.matched", 1;
     /// `pattern.evicted`
     PatternEvicted(PatternEvicted) = 16, "pattern.evicted", 1;
-    /// `canonical.recorded`
-    CanonicalRecorded(CanonicalRecorded) = 17, "canonical.recorded", 1;
+    /// `canonical.recorded` (v1 had no `slots`)
+    CanonicalRecorded(CanonicalRecorded) = 17, "canonical.recorded", 2;
     /// `pipeline.recorded`
     PipelineRecorded(PipelineRecorded) = 18, "pipeline.recorded", 1;
     /// `pipeline.expired`
@@ -180,12 +180,14 @@ catalog! {
     PatternReembedded(PatternReembedded) = 27, "pattern.reembedded", 1;
     /// `stream.message_skipped`
     StreamMessageSkipped(StreamMessageSkipped) = 28, "stream.message_skipped", 1;
-    /// `canonical.rejected`
-    CanonicalRejected(CanonicalRejected) = 29, "canonical.rejected", 1;
+    /// `canonical.rejected` (v1 had no `slots`)
+    CanonicalRejected(CanonicalRejected) = 29, "canonical.rejected", 2;
     /// `pipeline.rejected`
     PipelineRejected(PipelineRejected) = 30, "pipeline.rejected", 1;
     /// `memory.passages_indexed`
     PassagesIndexed(PassagesIndexed) = 31, "memory.passages_indexed", 1;
+    /// `canonical.compared`
+    CanonicalCompared(CanonicalCompared) = 32, "canonical.compared", 1;
 }
 
 impl std::fmt::Display for EventKind {
@@ -204,7 +206,7 @@ mod tests {
             assert_eq!(EventKind::from_code(kind.code()), Some(kind));
             assert_eq!(EventKind::from_name(kind.name()), Some(kind));
         }
-        assert_eq!(EventKind::ALL.len(), 31);
+        assert_eq!(EventKind::ALL.len(), 32);
         assert_eq!(EventKind::from_code(0), None);
         assert_eq!(EventKind::from_name("session.started"), None);
     }

@@ -229,11 +229,14 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 FastPathHit { layer, matched, similarity, steps, residual }.into()
             })
             .boxed(),
-        EventKind::FastPathMissed => (opt_float(), opt_text(), text())
-            .prop_map(|(best_similarity, best_candidate, reason)| {
-                FastPathMissed { best_similarity, best_candidate, reason }.into()
-            })
-            .boxed(),
+        EventKind::FastPathMissed => {
+            (opt_float(), opt_text(), text(), proptest::option::of((text(), float(), steps())))
+                .prop_map(|(best_similarity, best_candidate, reason, near)| {
+                    let near = near.map(|(canonical, similarity, steps)| NearMiss { canonical, similarity, steps });
+                    FastPathMissed { best_similarity, best_candidate, reason, near }.into()
+                })
+                .boxed()
+        }
         EventKind::PlanCreated => (select(PlannerKind::ALL), opt_text(), steps(), any::<u64>(), texts())
             .prop_map(|(planner, model, steps, planner_ms, tools)| {
                 PlanCreated { planner, model, steps, planner_ms, tools }.into()
@@ -463,9 +466,9 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 },
             )
             .boxed(),
-        EventKind::CanonicalRecorded => (text(), text(), tool_args())
-            .prop_map(|(canonical, executor, args_observed)| {
-                CanonicalRecorded { canonical, executor, args_observed }.into()
+        EventKind::CanonicalRecorded => (text(), text(), tool_args(), tool_args())
+            .prop_map(|(canonical, executor, args_observed, slots)| {
+                CanonicalRecorded { canonical, executor, args_observed, slots }.into()
             })
             .boxed(),
         EventKind::PipelineRecorded => (text(), text(), steps(), any::<u32>())
@@ -526,9 +529,14 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                 StreamMessageSkipped { reason, payload_bytes, payload_blake3 }.into()
             })
             .boxed(),
-        EventKind::CanonicalRejected => (text(), text(), turn_id(), eval_id(), float())
-            .prop_map(|(canonical, executor, subject_turn, eval_id, score)| {
-                CanonicalRejected { canonical, executor, subject_turn, eval_id, score }.into()
+        EventKind::CanonicalRejected => (text(), text(), turn_id(), eval_id(), float(), tool_args())
+            .prop_map(|(canonical, executor, subject_turn, eval_id, score, slots)| {
+                CanonicalRejected { canonical, executor, subject_turn, eval_id, score, slots }.into()
+            })
+            .boxed(),
+        EventKind::CanonicalCompared => (text(), text(), float(), any::<bool>(), turn_id())
+            .prop_map(|(canonical, executor, similarity, agreed, subject_turn)| {
+                CanonicalCompared { canonical, executor, similarity, agreed, subject_turn }.into()
             })
             .boxed(),
         EventKind::PipelineRejected => (text(), turn_id(), eval_id(), float())
@@ -721,7 +729,7 @@ proptest! {
 fn the_strategy_builds_every_kind() {
     // One envelope per kind, deterministically, each round-tripping both ways.
     let mut runner = TestRunner::deterministic();
-    assert_eq!(EventKind::ALL.len(), 31);
+    assert_eq!(EventKind::ALL.len(), 32);
     for &kind in EventKind::ALL {
         let env = sample(&arb_envelope_with(arb_event(kind)), &mut runner);
         assert_eq!(env.kind(), kind);

@@ -96,34 +96,37 @@ const NEGATIONS: &[&str] = &[
 /// stay different requests to the replay gate.
 #[rustfmt::skip]
 const STOP_WORDS_EN: &[&str] = &[
-    "a", "about", "again", "all", "also", "always", "am", "an", "and", "any", "are", "at", "be",
-    "been", "being", "but", "by", "call", "can", "could", "did", "do", "does", "doing", "done",
-    "each", "for", "from", "get", "give", "got", "had", "has", "have", "he", "her", "here", "hey",
-    "him", "his", "how", "i", "i'm", "in", "into", "is", "it", "it's", "its", "just", "kindly",
-    "know", "let", "let's", "like", "live", "love", "make", "may", "me", "mine", "more", "most",
-    "much", "my", "myself", "name", "need", "new", "now", "of", "ok", "okay", "on", "one", "only",
-    "or", "our", "out", "over", "page", "please", "prefer", "put", "say", "see", "shall", "she",
-    "should", "show", "so", "some", "such", "switch", "tell", "than", "thank", "thanks", "that",
-    "the", "their", "them", "then", "there", "these", "they", "thing", "things", "think", "this",
-    "those", "to", "today", "too", "turn", "up", "us", "use", "very", "want", "was", "way", "we",
-    "were", "what", "what's", "whats", "when", "where", "which", "while", "who", "will", "with",
-    "would", "yes", "you", "your",
+    "a", "about", "actually", "again", "all", "also", "always", "am", "an", "and", "any", "are",
+    "at", "be", "been", "being", "but", "by", "call", "can", "could", "did", "do", "does", "doing",
+    "done", "each", "er", "erm", "for", "from", "get", "give", "gonna", "got", "gotta", "had",
+    "has", "have", "he", "her", "here", "hey", "him", "his", "hmm", "how", "i", "i'm", "in", "into",
+    "is", "it", "it's", "its", "just", "kindly", "know", "let", "let's", "like", "live", "love",
+    "make", "may", "maybe", "me", "mine", "more", "most", "much", "my", "myself", "name", "need",
+    "new", "now", "of", "oh", "ok", "okay", "on", "one", "only", "or", "our", "out", "over", "page",
+    "please", "prefer", "put", "quick", "quickly", "real", "say", "see", "shall", "she", "should",
+    "show", "so", "some", "such", "switch", "tell", "than", "thank", "thanks", "that", "the",
+    "their", "them", "then", "there", "these", "they", "thing", "things", "think", "this", "those",
+    "to", "today", "too", "turn", "uh", "uhm", "um", "umm", "up", "us", "use", "very", "wanna",
+    "want", "was", "way", "we", "well", "were", "what", "what's", "whats", "when", "where", "which",
+    "while", "who", "will", "with", "would", "yes", "you", "your",
 ];
 
 /// Italian stop words, sorted (looked up by binary search).
 #[rustfmt::skip]
 const STOP_WORDS_IT: &[&str] = &[
-    "abbiamo", "abito", "adesso", "agli", "ai", "al", "alla", "alle", "allo", "anche",
-    "ancora", "avere", "c'è", "che", "chi", "chiamami", "chiamo", "ci", "come", "con", "cos'è",
-    "cosa", "da", "dal", "dalla", "dammi", "degli", "dei", "del", "della", "delle",
-    "dello", "di", "dimmi", "dove", "e", "ed", "ehi", "essere", "fai", "fammi", "fare",
-    "favore", "fra", "gentilmente", "gli", "grazie", "ha", "hai", "ho", "il", "la", "le",
-    "lo", "ma", "mi", "mia", "mie", "miei", "mio", "molto", "nei", "nel", "nella",
-    "nelle", "o", "oggi", "ora", "pagina", "per", "perché", "piacciono", "piace", "più", "po",
-    "poi", "potresti", "preferisco", "puoi", "pure", "quale", "quali", "quando", "quanta", "quante", "quanti", "quanto", "quella",
-    "quelli", "quello", "questa", "queste", "questi", "questo", "sei", "sempre", "si", "siamo",
-    "sono", "su", "sua", "subito", "sul", "sulla", "suo", "ti", "tra", "tua", "tuo",
-    "tutti", "tutto", "un", "una", "uno", "vi", "vivo", "voglio", "vorrei", "è",
+    "abbiamo", "abito", "adesso", "agli", "ai", "al", "alla", "alle", "allo", "allora", "anche",
+    "ancora", "ascolta", "attimo", "avere", "beh", "boh", "c'è", "che", "chi", "chiamami", "chiamo",
+    "ci", "cioè", "come", "con", "cos'è", "cosa", "da", "dai", "dal", "dalla", "dammi", "degli",
+    "dei", "del", "della", "delle", "dello", "di", "dimmi", "dove", "e", "ecco", "ed", "eh", "ehi",
+    "ehm", "essere", "fai", "fammi", "fare", "favore", "fra", "gentilmente", "gli", "grazie", "ha",
+    "hai", "ho", "il", "insomma", "la", "le", "lo", "ma", "magari", "mi", "mia", "mie", "miei",
+    "mio", "mo", "molto", "nei", "nel", "nella", "nelle", "o", "oggi", "ok", "okay", "ora",
+    "pagina", "per", "perché", "piacciono", "piace", "più", "po", "poi", "potresti", "preferisco",
+    "proprio", "puoi", "pure", "quale", "quali", "quando", "quanta", "quante", "quanti", "quanto",
+    "quella", "quelli", "quello", "questa", "queste", "questi", "questo", "sei", "sempre", "senti",
+    "si", "siamo", "sono", "su", "sua", "subito", "sul", "sulla", "suo", "ti", "tipo", "tra", "tua",
+    "tuo", "tutta", "tutte", "tutti", "tutto", "un", "una", "uno", "vabbè", "veloce", "velocemente",
+    "vi", "vivo", "voglio", "vorrei", "è",
 ];
 
 #[cfg(test)]

@@ -80,7 +80,18 @@ pub struct Planner {
     /// The tool router's picks per session for the conversation it is in
     /// (seed 002 #7's cache), by normalised request.
     routes: HashMap<SessionId, (u64, HashMap<String, Vec<String>>)>,
+    /// Open turns' near misses (`fastpath.missed.near`): the call the
+    /// nearest learnt phrasing would make — what the offline planner plans
+    /// when it is near enough ([`LEARNT_BAR`]), so that with the model
+    /// away the assistant chooses as the model chose.
+    near: HashMap<TurnId, NearMiss>,
 }
+
+/// The least similarity (values set aside) at which the offline planner
+/// plans a turn as the nearest learnt phrasing would, rather than by the
+/// tools' descriptions. Measured on the dev split of the home fixture
+/// (`engram bench learning --home`, `docs/fast-path.md`).
+pub const LEARNT_BAR: f64 = 0.6;
 
 impl Planner {
     /// A planner with nothing open.
@@ -93,6 +104,7 @@ impl Planner {
             dialogue,
             profile: Profile::default(),
             routes: HashMap::new(),
+            near: HashMap::new(),
         }
     }
 
@@ -142,9 +154,15 @@ impl Planner {
                     self.chained.insert(turn, (h.steps.clone(), rest.clone()));
                 }
             }
+            Event::FastPathMissed(m) => {
+                if let Some(near) = &m.near {
+                    self.near.insert(turn, near.clone());
+                }
+            }
             Event::PlanCreated(_) | Event::TurnCompleted(_) => {
                 self.queries.remove(&turn);
                 self.chained.remove(&turn);
+                self.near.remove(&turn);
             }
             _ => {}
         }
@@ -281,6 +299,17 @@ impl Planner {
     /// steps; a pronoun that hid what a tool would match ("how big is it?")
     /// is resolved from what the conversation last worked on.
     fn plan_offline(&self, env: &Envelope, query: &str, done: usize) -> Vec<PlanStep> {
+        // What the model taught: the nearest learnt phrasing's call, when
+        // the request is near enough to it (values set aside) and the
+        // whole request is left to plan.
+        let learnt = env.turn.and_then(|t| self.near.get(&t)).filter(|n| done == 0 && n.similarity >= LEARNT_BAR);
+        if let Some(near) = learnt {
+            let view = self.setup.catalogue.view();
+            if near.steps.iter().all(|s| view.has(&s.tool)) {
+                tracing::debug!(similarity = near.similarity, matched = %near.canonical, "offline planner: as the model taught");
+                return near.steps.clone();
+            }
+        }
         let now = chrono::Utc::now().with_timezone(&self.setup.offset);
         let plan = |q: &str| {
             self.setup.catalogue.view().offline.plan(q, now).unwrap_or_else(|e| {
@@ -323,13 +352,14 @@ impl Role for Planner {
             ("chained", self.chained.len()),
             ("routes.sessions", self.routes.len()),
             ("routes", self.routes.values().map(|(_, r)| r.len()).sum()),
+            ("near", self.near.len()),
         ];
         out.extend(self.dialogue.sizes());
         out
     }
 
     fn snapshot_version(&self) -> u32 {
-        1
+        2 // 2: near misses
     }
 
     /// The open turns' requests, the chained turns, the dialogue and the
@@ -338,6 +368,7 @@ impl Role for Planner {
     fn save(&self, w: &mut SnapshotWriter) {
         w.put_map(&self.queries);
         w.put_map(&self.chained);
+        w.put_map(&self.near);
         self.dialogue.save(w);
         self.profile.save(w);
     }
@@ -345,6 +376,7 @@ impl Role for Planner {
     fn restore(&mut self, r: &mut SnapshotReader<'_>) -> Result<(), SnapshotError> {
         self.queries = r.take_map()?;
         self.chained = r.take_map()?;
+        self.near = r.take_map()?;
         self.dialogue.restore(r)?;
         self.profile.restore(r)
     }
@@ -353,6 +385,7 @@ impl Role for Planner {
         let kinds = vec![
             EventKind::IntentJudged,
             EventKind::FastPathHit,
+            EventKind::FastPathMissed,
             EventKind::RouteDecided,
             EventKind::PlanCreated,
             EventKind::TurnCompleted,

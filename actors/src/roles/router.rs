@@ -81,6 +81,8 @@ pub struct Router {
     /// Whether the store was checked for vectors of another embedding model
     /// (once, at the first routed turn; see [`Router::reembed`]).
     checked_vectors: bool,
+    /// The catalogue version whose schemas the fast path holds.
+    schemas_version: Option<u64>,
 }
 
 impl Router {
@@ -106,6 +108,7 @@ impl Router {
             history: HashMap::new(),
             choices: HashMap::new(),
             checked_vectors: false,
+            schemas_version: None,
         }
     }
 
@@ -197,6 +200,7 @@ impl Router {
         let text = match &env.event {
             Event::CanonicalRecorded(c) => Some(c.canonical.clone()),
             Event::CanonicalRejected(c) => Some(c.canonical.clone()),
+            Event::CanonicalCompared(c) => Some(c.canonical.clone()),
             Event::PipelineRecorded(p) => Some(p.canonical.clone()),
             Event::PipelineExpired(PipelineExpired { pipeline_id, .. })
             | Event::PipelineRejected(PipelineRejected { pipeline_id, .. })
@@ -268,14 +272,22 @@ impl Router {
                     Ok(f) => {
                         self.fast = Some(f);
                         self.learnt.clear();
+                        self.schemas_version = None;
                     }
                     Err(e) => tracing::warn!("router: fast path unavailable ({e}); routing to the planner"),
                 }
             }
         }
         let rejected = self.learn.rejected_replay();
+        let view = self.setup.catalogue.view();
         if let Some(f) = &mut self.fast {
             f.raise_bar(rejected);
+            // The tools' schemas as the catalogue has them now: a slot of
+            // an enum parameter takes only its members.
+            if self.schemas_version != Some(view.version) {
+                f.set_schemas(view.tools.iter().map(|(name, _, params)| (name.clone(), params.clone())).collect());
+                self.schemas_version = Some(view.version);
+            }
         }
         self.fast.as_ref()
     }
@@ -364,6 +376,17 @@ impl Router {
             // prefix when the planner turn starts.
             out.push(derived(env, ActorKind::Router, hit(&decision, decision.residual.clone()), 0));
         }
+        if !chained {
+            // Before the route, as a chained hit is: the planner knows the
+            // turn's near miss when it plans (what an offline plan takes).
+            let missed = FastPathMissed {
+                best_similarity: decision.similarity,
+                best_candidate: decision.matched,
+                reason: decision.reason,
+                near: decision.near,
+            };
+            out.push(derived(env, ActorKind::Router, missed, 0));
+        }
         let route = RouteDecided {
             layer: RouteLayer::Planner,
             chosen_model: Some(routed.model),
@@ -373,14 +396,6 @@ impl Router {
             embedding,
         };
         out.push(derived(env, ActorKind::Router, route, 0));
-        if !chained {
-            let missed = FastPathMissed {
-                best_similarity: decision.similarity,
-                best_candidate: decision.matched,
-                reason: decision.reason,
-            };
-            out.push(derived(env, ActorKind::Router, missed, 0));
-        }
         if let Some(m) = routed.matched {
             out.push(derived(env, ActorKind::Router, m, 0));
         }
@@ -439,7 +454,7 @@ impl Role for Router {
     }
 
     fn snapshot_version(&self) -> u32 {
-        3 // 2: the fast path's recent turns' lessons; 3: their cosines
+        4 // 2: the fast path's recent turns' lessons; 3: their cosines; 4: actions, near misses
     }
 
     /// The fast path's learning state, the pattern store, the sessions'
@@ -465,10 +480,12 @@ impl Role for Router {
             EventKind::UtteranceReceived,
             EventKind::IntentJudged,
             EventKind::FastPathHit,
+            EventKind::FastPathMissed,
             EventKind::TurnCompleted,
             EventKind::DayActivated,
             EventKind::CanonicalRecorded,
             EventKind::CanonicalRejected,
+            EventKind::CanonicalCompared,
             EventKind::PipelineRecorded,
             EventKind::PipelineExpired,
             EventKind::PipelinePromoted,

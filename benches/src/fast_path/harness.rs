@@ -253,6 +253,7 @@ impl Corpus {
                 canonical: canon.clone(),
                 executor: step.tool.clone(),
                 args_observed: placeholder::templatize(&step.args, &ex),
+                slots: Default::default(),
             };
             for _ in 0..min_uses {
                 self.canonical.apply(&Envelope::new(ActorKind::Router, recorded.clone()));

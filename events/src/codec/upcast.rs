@@ -7,8 +7,10 @@
 use crate::codec::DecodeError;
 use crate::event::{Event, EventKind};
 use crate::payloads::{
-    FastPathHit, FastPathHitV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, PlanCreated, PlanCreatedV1,
-    RouteDecided, RouteDecidedV1, ToolCalled, ToolCalledV1, ToolCalledV2, UtteranceReceived, UtteranceReceivedV1,
+    CanonicalRecorded, CanonicalRecordedV1, CanonicalRejected, CanonicalRejectedV1, FastPathHit, FastPathHitV1,
+    FastPathMissed, FastPathMissedV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, PlanCreated,
+    PlanCreatedV1, RouteDecided, RouteDecidedV1, ToolCalled, ToolCalledV1, ToolCalledV2, UtteranceReceived,
+    UtteranceReceivedV1,
 };
 
 /// Decodes a payload archive of an older schema version.
@@ -47,6 +49,18 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
             let v1 = rkyv::from_bytes::<PlanCreatedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
             Ok(Event::PlanCreated(PlanCreated::from(v1)))
         }
+        (EventKind::CanonicalRecorded, 1) => {
+            let v1 = rkyv::from_bytes::<CanonicalRecordedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::CanonicalRecorded(CanonicalRecorded::from(v1)))
+        }
+        (EventKind::FastPathMissed, 1) => {
+            let v1 = rkyv::from_bytes::<FastPathMissedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::FastPathMissed(FastPathMissed::from(v1)))
+        }
+        (EventKind::CanonicalRejected, 1) => {
+            let v1 = rkyv::from_bytes::<CanonicalRejectedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::CanonicalRejected(CanonicalRejected::from(v1)))
+        }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
 }
@@ -84,6 +98,19 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
         }
         (EventKind::PlanCreated, 1) => {
             rkyv::access::<rkyv::Archived<PlanCreatedV1>, rkyv::rancor::Error>(bytes).map(|_| ()).map_err(archive_err)
+        }
+        (EventKind::CanonicalRecorded, 1) => {
+            rkyv::access::<rkyv::Archived<CanonicalRecordedV1>, rkyv::rancor::Error>(bytes)
+                .map(|_| ())
+                .map_err(archive_err)
+        }
+        (EventKind::FastPathMissed, 1) => rkyv::access::<rkyv::Archived<FastPathMissedV1>, rkyv::rancor::Error>(bytes)
+            .map(|_| ())
+            .map_err(archive_err),
+        (EventKind::CanonicalRejected, 1) => {
+            rkyv::access::<rkyv::Archived<CanonicalRejectedV1>, rkyv::rancor::Error>(bytes)
+                .map(|_| ())
+                .map_err(archive_err)
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -124,6 +151,20 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
         (EventKind::PlanCreated, 1) => {
             let v1: PlanCreatedV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::PlanCreated(PlanCreated::from(v1)))
+        }
+        (EventKind::CanonicalRecorded, 1) => {
+            let v1: CanonicalRecordedV1 =
+                serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
+            Ok(Event::CanonicalRecorded(CanonicalRecorded::from(v1)))
+        }
+        (EventKind::FastPathMissed, 1) => {
+            let v1: FastPathMissedV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
+            Ok(Event::FastPathMissed(FastPathMissed::from(v1)))
+        }
+        (EventKind::CanonicalRejected, 1) => {
+            let v1: CanonicalRejectedV1 =
+                serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
+            Ok(Event::CanonicalRejected(CanonicalRejected::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -311,7 +352,7 @@ mod tests {
     fn an_unknown_kind_code_is_an_error() {
         let ended = SessionEnded { reason: SessionEndReason::Host, turns: 1 };
         let env = header(ended.clone());
-        for code in [0u16, 32, 999, u16::MAX] {
+        for code in [0u16, 33, 999, u16::MAX] {
             assert_eq!(EventKind::from_code(code), None);
             let frame = encode_raw(&env, code, 1, &archive(&ended));
             assert_eq!(binary::decode(&frame), Err(DecodeError::UnknownKind(code)));

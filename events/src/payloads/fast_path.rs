@@ -5,16 +5,70 @@ use super::{PlanStep, ToolArgs};
 use crate::ids::{EvalId, TurnId};
 
 payload! {
-    /// `canonical.recorded`: the planner's first step for a request, as an
-    /// L1 candidate (seed 000 `canonical_query_log`).
+    /// `canonical.recorded`: a request answered with one call, as a phrasing
+    /// of an L1 action (seed 000 `canonical_query_log`, learnt by meaning:
+    /// the values the user said are slots, `docs/fast-path.md`).
     pub struct CanonicalRecorded {
-        /// The request in canonical (lowercase, condensed) form.
+        /// The request in canonical form: normalised, the extractor's values
+        /// masked (`url`, `number`, …) and each said value masked by its
+        /// slot (`areaslot`).
         pub canonical: String,
         /// The executor chosen.
         pub executor: String,
-        /// The argument values actually used.
+        /// The arguments, each value taken from the request a placeholder
+        /// (`{url}`, `{number}`, `{slot:area}`).
         #[rkyv(with = crate::payloads::common::ToolArgsDef)]
         pub args_observed: ToolArgs,
+        /// The said slots: name → `{"said": words, "value": as passed,
+        /// "after_determiner": bool}` (v2; empty for v1 records).
+        #[serde(default)]
+        #[rkyv(with = crate::payloads::common::ToolArgsDef)]
+        pub slots: ToolArgs,
+    }
+}
+
+payload! {
+    /// `canonical.recorded` schema v1 (before `slots`). Never written any
+    /// more; read and upcast to v2.
+    pub struct CanonicalRecordedV1 {
+        /// See [`CanonicalRecorded::canonical`].
+        pub canonical: String,
+        /// See [`CanonicalRecorded::executor`].
+        pub executor: String,
+        /// See [`CanonicalRecorded::args_observed`].
+        #[rkyv(with = crate::payloads::common::ToolArgsDef)]
+        pub args_observed: ToolArgs,
+    }
+}
+
+impl From<CanonicalRecordedV1> for CanonicalRecorded {
+    fn from(v1: CanonicalRecordedV1) -> Self {
+        CanonicalRecorded {
+            canonical: v1.canonical,
+            executor: v1.executor,
+            args_observed: v1.args_observed,
+            slots: ToolArgs::default(),
+        }
+    }
+}
+
+payload! {
+    /// `canonical.compared`: a request the planner answered, compared with
+    /// the call the nearest learnt phrasing would have made for it (the
+    /// gate passed, its slots filled, whatever its bar): whether the two
+    /// agree, at what similarity. The evidence each L1 action's own bar is
+    /// learnt from (`docs/fast-path.md`, *A bar per action*).
+    pub struct CanonicalCompared {
+        /// The phrasing's canonical text.
+        pub canonical: String,
+        /// The phrasing's executor.
+        pub executor: String,
+        /// The request's similarity to the phrasing, values set aside.
+        pub similarity: f64,
+        /// Whether the model's call was the phrasing's.
+        pub agreed: bool,
+        /// The turn compared.
+        pub subject_turn: TurnId,
     }
 }
 
@@ -70,6 +124,43 @@ payload! {
         pub eval_id: EvalId,
         /// The verdict's score, 0..1.
         pub score: f64,
+        /// The said slots the turn taught the row (as in
+        /// [`CanonicalRecorded::slots`]), taken back from its action's
+        /// vocabulary: a value learnt from a turn rated bad is no value
+        /// (v2; empty for v1 records and for the row that served the turn).
+        #[serde(default)]
+        #[rkyv(with = crate::payloads::common::ToolArgsDef)]
+        pub slots: ToolArgs,
+    }
+}
+
+payload! {
+    /// `canonical.rejected` schema v1 (before `slots`). Never written any
+    /// more; read and upcast to v2.
+    pub struct CanonicalRejectedV1 {
+        /// See [`CanonicalRejected::canonical`].
+        pub canonical: String,
+        /// See [`CanonicalRejected::executor`].
+        pub executor: String,
+        /// See [`CanonicalRejected::subject_turn`].
+        pub subject_turn: TurnId,
+        /// See [`CanonicalRejected::eval_id`].
+        pub eval_id: EvalId,
+        /// See [`CanonicalRejected::score`].
+        pub score: f64,
+    }
+}
+
+impl From<CanonicalRejectedV1> for CanonicalRejected {
+    fn from(v1: CanonicalRejectedV1) -> Self {
+        CanonicalRejected {
+            canonical: v1.canonical,
+            executor: v1.executor,
+            subject_turn: v1.subject_turn,
+            eval_id: v1.eval_id,
+            score: v1.score,
+            slots: ToolArgs::default(),
+        }
     }
 }
 

@@ -249,6 +249,50 @@ payload! {
         pub best_candidate: Option<String>,
         /// Why it was rejected (below threshold, placeholder unresolved, ...).
         pub reason: String,
+        /// The call the nearest L1 phrasing would have made (its gate
+        /// passed, its slots filled, below its bar or its action not yet
+        /// learnt), and its canonical text and similarity: what the model's
+        /// answer is compared with (`canonical.compared`). Empty when none
+        /// (v2; empty for v1 records).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub near: Option<NearMiss>,
+    }
+}
+
+payload! {
+    /// The call a learnt phrasing would have made for a request the
+    /// planner answers ([`FastPathMissed::near`]).
+    pub struct NearMiss {
+        /// The phrasing's canonical text.
+        pub canonical: String,
+        /// The request's similarity to it, values set aside.
+        pub similarity: f64,
+        /// The call.
+        pub steps: Vec<PlanStep>,
+    }
+}
+
+payload! {
+    /// `fastpath.missed` schema v1 (before `near`). Never written any more;
+    /// read and upcast to v2.
+    pub struct FastPathMissedV1 {
+        /// See [`FastPathMissed::best_similarity`].
+        pub best_similarity: Option<f64>,
+        /// See [`FastPathMissed::best_candidate`].
+        pub best_candidate: Option<String>,
+        /// See [`FastPathMissed::reason`].
+        pub reason: String,
+    }
+}
+
+impl From<FastPathMissedV1> for FastPathMissed {
+    fn from(v1: FastPathMissedV1) -> Self {
+        FastPathMissed {
+            best_similarity: v1.best_similarity,
+            best_candidate: v1.best_candidate,
+            reason: v1.reason,
+            near: None,
+        }
     }
 }
 

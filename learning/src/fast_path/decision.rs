@@ -9,14 +9,16 @@
 //! and every argument placeholder must resolve from the new request —
 //! otherwise the request goes to the planner, with the reason.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, FixedOffset};
-use engram_events::payloads::{PlanStep, RouteLayer, ToolArgs};
+use engram_events::payloads::{NearMiss, PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
+use serde_json::Value;
 
-use super::{canonical, gate, placeholder, with_names_as_words, Extracted, L0Table, SlotKind};
+use super::{canonical, gate, placeholder, slots, with_names_as_words, Extracted, L0Table, SlotKind};
 use crate::fast_path::{FastPathConfig, MultiToolConfig};
+use crate::projections::canonical_queries::{ActionRow, CanonicalRow};
 use crate::projections::{CanonicalQueries, Pipelines};
 
 /// Nearest-neighbour search over a layer's row vectors (unit length), kept
@@ -46,6 +48,10 @@ pub type IndexFactory<'a> = &'a dyn Fn() -> Box<dyn VectorSearch>;
 /// How many neighbours each layer examines before giving up.
 const CANDIDATES: usize = 5;
 
+/// How many L1 phrasings a request is compared with by meaning (each
+/// comparison of a new wording is one embedding, through the memo).
+const L1_COMPARED: usize = 6;
+
 /// What the fast path decided for one request.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Decision {
@@ -72,6 +78,10 @@ pub struct Decision {
     /// hybrid fingerprint, so a turn is embedded once.
     #[serde(skip)]
     pub query: Option<Vec<f32>>,
+    /// When the planner answers: the call the nearest learnt phrasing
+    /// would have made (its gate passed, its slots filled), for the model's
+    /// answer to be compared with (`fastpath.missed.near`).
+    pub near: Option<NearMiss>,
 }
 
 impl Decision {
@@ -88,6 +98,7 @@ impl Decision {
             canonical: String::new(),
             trace: Vec::new(),
             query: None,
+            near: None,
         })
     }
 
@@ -103,15 +114,56 @@ impl Decision {
             canonical: String::new(),
             trace: Vec::new(),
             query: None,
+            near: None,
         }
     }
 }
 
-/// An L1 row: the tool a canonical text ran, and its argument template.
-#[derive(Clone, PartialEq)]
+/// An L1 phrasing examined for a request ([`FastPath::l1_found`]): its
+/// example, the row, its cosine when the vector search found it, its fill
+/// when its words did.
+struct Found<'a> {
+    text: &'a str,
+    row: &'a L1Row,
+    cos: Option<f64>,
+    fill: Option<slots::Fill>,
+}
+
+/// A phrasing whose slots the request filled ([`FastPath::l1_scored`]).
+struct Scored<'a> {
+    /// Its fills never seen in their slots.
+    novel: usize,
+    /// The request's similarity to it, values set aside.
+    sim: f64,
+    text: &'a str,
+    row: &'a L1Row,
+    fill: slots::Fill,
+    /// Each slot's value.
+    values: BTreeMap<String, Value>,
+}
+
+/// An L1 phrasing: the call it makes, its said slots, its action. Its key
+/// in the layer is its example — the request as first said — whose
+/// embedding stands for its meaning.
+#[derive(Clone, Debug, PartialEq)]
 struct L1Row {
+    /// Its canonical text: the user's values masked (by kind, by slot).
+    canonical: String,
     executor: String,
+    /// The argument template.
     args: ToolArgs,
+    /// Its action ([`crate::projections::canonical_queries::action_key`]).
+    action: String,
+    /// Its said slots, in the order the arguments name them.
+    names: Vec<String>,
+    /// The words its example said each slot with.
+    said: BTreeMap<String, String>,
+    /// Times this phrasing was recorded.
+    uses: u32,
+    /// Its arguments' values the request did not say (by path): a value
+    /// the model took from elsewhere — the conversation, what it knows —
+    /// or implied by a word ("luce" → `light`). See [`FastPath::servable`].
+    unsaid: Vec<(String, Value)>,
 }
 
 /// An L2 row: the pipelines recorded for a canonical text, tried in order.
@@ -229,10 +281,15 @@ impl<R: PartialEq> Layer<R> {
     /// The rows to examine for `canon`: its exact row first (cosine 1),
     /// then (with a query vector) the vector search's nearest.
     fn candidates(&self, canon: &str, q: Option<&[f32]>) -> Vec<(&str, &R, f32)> {
+        self.candidates_k(canon, q, CANDIDATES)
+    }
+
+    /// [`Layer::candidates`], the `k` nearest.
+    fn candidates_k(&self, canon: &str, q: Option<&[f32]>, k: usize) -> Vec<(&str, &R, f32)> {
         let exact = self.rows.get_key_value(canon);
         let mut out: Vec<(&str, &R, f32)> = exact.map(|(t, (_, r))| (t.as_str(), r, 1.0)).into_iter().collect();
         let Some(q) = q else { return out };
-        for (key, cos) in self.index.search(q, CANDIDATES) {
+        for (key, cos) in self.index.search(q, k) {
             let Some(text) = self.text_of.get(&key) else { continue };
             if text != canon {
                 out.push((text.as_str(), &self.rows[text].1, cos));
@@ -249,6 +306,17 @@ pub struct FastPath {
     multi: MultiToolConfig,
     l1: Layer<L1Row>,
     l2: Layer<L2Row>,
+    /// The L1 actions' rows (vocabularies, evidence for their bars), by key.
+    actions: HashMap<String, ActionRow>,
+    /// Each tool's parameter schema (an enum bounds what a slot takes).
+    schemas: HashMap<String, Value>,
+    /// The words L1 phrasings say around their values (not grammar): a new
+    /// value holds none of them unless its slot's values did.
+    command_words: HashSet<String>,
+    /// Every value a said slot has taken, as said → the parameters that
+    /// took it (`domain.0` as `domain`): a new value of one parameter that
+    /// holds a value learnt as another's is not new but ambiguous.
+    known_values: HashMap<String, HashSet<String>>,
     /// The highest cosine of a replay the user rejected (the log's own
     /// outcomes; [`FastPath::raise_bar`]).
     rejected: Option<f64>,
@@ -278,10 +346,66 @@ impl FastPath {
             multi: multi.clone(),
             l1: Layer::new(make_index),
             l2: Layer::new(make_index),
+            actions: HashMap::new(),
+            schemas: HashMap::new(),
+            command_words: HashSet::new(),
+            known_values: HashMap::new(),
             rejected: None,
         };
         fp.update(canonical, pipelines, embed)?;
         Ok(fp)
+    }
+
+    /// Every value the actions' said slots took, as said, with the
+    /// parameters that took it.
+    fn known_values(&self) -> HashMap<String, HashSet<String>> {
+        let mut out: HashMap<String, HashSet<String>> = HashMap::new();
+        for a in self.actions.values() {
+            for (name, v) in &a.vocabulary {
+                for said in v.said() {
+                    out.entry(said).or_default().insert(parameter(name).to_owned());
+                }
+            }
+        }
+        out
+    }
+
+    /// The parameter, other than `name`'s, that a value held in `said`
+    /// (a run of its words) was learnt as, if any.
+    fn known_elsewhere(&self, name: &str, said: &str) -> Option<String> {
+        let words: Vec<&str> = said.split(' ').collect();
+        let own = parameter(name);
+        for len in 1..=words.len() {
+            for run in words.windows(len) {
+                let run = run.join(" ");
+                if let Some(params) = self.known_values.get(&run) {
+                    if let Some(p) = params.iter().find(|p| p.as_str() != own) {
+                        return Some(p.clone());
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The words L1's phrasings say around their values.
+    fn l1_command_words(&self) -> HashSet<String> {
+        self.l1
+            .rows
+            .values()
+            .flat_map(|(_, r)| crate::text::words(&r.canonical).map(str::to_owned).collect::<Vec<_>>())
+            .filter(|w| {
+                !slots::is_mask(w)
+                    && SlotKind::from_name(w).is_none()
+                    && !crate::text::is_stop_word(w, crate::text::Negations::Keep)
+            })
+            .collect()
+    }
+
+    /// The tools' parameter schemas, by tool name: a said slot of a
+    /// parameter with an enum takes only its members.
+    pub fn set_schemas(&mut self, schemas: HashMap<String, Value>) {
+        self.schemas = schemas;
     }
 
     /// Brings L1 and L2 in line with the projections, every row compared:
@@ -295,7 +419,10 @@ impl FastPath {
         pipelines: &Pipelines,
         embed: BatchEmbed<'_, E>,
     ) -> Result<Changes, E> {
-        let a = self.l1.sync(l1_rows(&self.fast, canonical), embed)?;
+        let a = self.l1.sync(l1_rows(&self.fast, canonical, canonical.iter()), embed)?;
+        self.actions = canonical.actions().map(|(k, a)| (k, a.clone())).collect();
+        self.command_words = self.l1_command_words();
+        self.known_values = self.known_values();
         let b = self.l2.sync(l2_rows(&self.multi, pipelines.iter()), embed)?;
         Ok(a + b)
     }
@@ -313,9 +440,35 @@ impl FastPath {
         texts: &[String],
         embed: BatchEmbed<'_, E>,
     ) -> Result<Changes, E> {
-        let l1: Vec<(String, Option<L1Row>)> =
-            texts.iter().map(|t| (t.clone(), l1_row(&self.fast, canonical.for_text(t)))).collect();
+        // A phrasing learnt changes its action: its uses (every phrasing
+        // of it may start or stop serving), its vocabulary, its bar.
+        let touched: HashSet<String> =
+            texts.iter().flat_map(|t| canonical.for_text(t)).map(CanonicalRow::action).collect();
+        let mut examples: HashSet<String> =
+            self.l1.rows.iter().filter(|(_, (_, r))| touched.contains(&r.action)).map(|(e, _)| e.clone()).collect();
+        let affected: Vec<&CanonicalRow> = canonical.iter().filter(|r| touched.contains(&r.action())).collect();
+        examples.extend(affected.iter().map(|r| r.example()));
+        let mut rows = l1_rows(&self.fast, canonical, canonical.iter().filter(|r| examples.contains(&r.example())));
+        let l1: Vec<(String, Option<L1Row>)> = examples
+            .into_iter()
+            .map(|e| {
+                let row = rows.remove(&e);
+                (e, row)
+            })
+            .collect();
         let a = self.l1.apply(l1, embed)?;
+        for key in &touched {
+            match canonical.action(key) {
+                Some(row) => self.actions.insert(key.clone(), row.clone()),
+                None => self.actions.remove(key),
+            };
+        }
+        if a != Changes::default() {
+            self.command_words = self.l1_command_words();
+        }
+        if !touched.is_empty() {
+            self.known_values = self.known_values();
+        }
         let l2: Vec<(String, Option<L2Row>)> = texts
             .iter()
             .map(|t| {
@@ -356,7 +509,15 @@ impl FastPath {
     /// [`crate::heap`]): what a soak sets beside RSS.
     pub fn heap_bytes(&self) -> (usize, usize) {
         use crate::heap::{json, string};
-        (self.l1.heap_bytes(|r| string(&r.executor) + json(&r.args)), self.l2.heap_bytes(json))
+        let l1 = self.l1.heap_bytes(|r| {
+            string(&r.canonical)
+                + string(&r.executor)
+                + json(&r.args)
+                + string(&r.action)
+                + r.names.iter().map(|n| string(n)).sum::<usize>()
+                + r.said.iter().map(|(k, v)| string(k) + string(v) + 48).sum::<usize>()
+        });
+        (l1, self.l2.heap_bytes(json))
     }
 
     /// Decides `text`, said at `now` (the user's local time). `embed` is
@@ -392,6 +553,7 @@ impl FastPath {
             None => None,
         };
         let mut refusals: Vec<(f64, String)> = Vec::new();
+        let mut near: Option<NearMiss> = None;
         let finish = |mut d: Decision, refusals: &[(f64, String)], canon: &str| {
             d.canonical = canon.to_owned();
             d.trace = refusals.iter().map(|(_, why)| why.clone()).collect();
@@ -399,15 +561,15 @@ impl FastPath {
             d
         };
         if let Some((lcanon, lex)) = &literal {
-            if let Some(d) = self.try_layers(lcanon, lex, None, &mut refusals, embed) {
+            if let Some(d) = self.try_layers(lcanon, lex, None, &mut refusals, &mut near, embed) {
                 return Ok(finish(d, &refusals, &canon));
             }
         }
-        if let Some(d) = self.try_layers(&canon, &ex, Some(&q), &mut refusals, embed) {
+        if let Some(d) = self.try_layers(&canon, &ex, Some(&q), &mut refusals, &mut near, embed) {
             return Ok(finish(d, &refusals, &canon));
         }
         if let (Some((lcanon, lex)), Some(lq)) = (&literal, &lq) {
-            if let Some(d) = self.try_layers(lcanon, lex, Some(lq), &mut refusals, embed) {
+            if let Some(d) = self.try_layers(lcanon, lex, Some(lq), &mut refusals, &mut near, embed) {
                 return Ok(finish(d, &refusals, &canon));
             }
         }
@@ -423,10 +585,11 @@ impl FastPath {
             }
         }
         let best = refusals.iter().max_by(|a, b| a.0.total_cmp(&b.0)).cloned();
-        let d = match best {
+        let mut d = match best {
             Some((sim, why)) => Decision::planner(why, Some(sim)),
             None => Decision::planner("no candidate close enough".into(), None),
         };
+        d.near = near;
         Ok(finish(d, &refusals, &canon))
     }
 
@@ -458,48 +621,334 @@ impl FastPath {
         ex: &Extracted,
         q: Option<&[f32]>,
         refusals: &mut Vec<(f64, String)>,
+        near: &mut Option<NearMiss>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
-        self.try_l1(canon, ex, q, refusals, embed).or_else(|| self.try_l2(canon, ex, q, refusals, embed))
+        self.try_l1(canon, ex, q, refusals, near, embed).or_else(|| self.try_l2(canon, ex, q, refusals, embed))
     }
 
+    /// L1: the request against the learnt phrasings (module docs of
+    /// [`super::slots`] and `docs/fast-path.md`). A phrasing is a candidate
+    /// by its words — a template whose slots the request fills, the words
+    /// around them matching — or by meaning (the nearest examples). For
+    /// each: its slots are filled from the request and each fill must fit
+    /// its slot; the request with the phrasing's own example values in the
+    /// slots is compared with the phrasing's example (values set aside, a
+    /// taught wording with new values is the example itself: 1.0); the
+    /// similarity must reach the action's bar; the gate compares the words
+    /// outside the slots. The first that passes all serves; the nearest
+    /// that fails only its bar (or whose action is not learnt yet) is the
+    /// turn's near miss.
     fn try_l1<E>(
         &self,
         canon: &str,
         ex: &Extracted,
         q: Option<&[f32]>,
         refusals: &mut Vec<(f64, String)>,
+        near: &mut Option<NearMiss>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
-        let threshold = self.bar(self.fast.l1_threshold());
-        for (text, r, cos) in self.l1.candidates(canon, q) {
-            let cos = f64::from(cos);
-            if cos < threshold {
-                refusals.push((cos, format!("L1: best match {text:?} at cosine {cos:.3} < {threshold}")));
-                break;
-            }
-            if let Err(m) = self.gate(canon, text, embed) {
-                refusals.push((cos, format!("L1: {text:?} refused by the gate: {m}")));
+        let found = self.l1_found(canon, q);
+        let scored = self.l1_scored(canon, found, refusals, embed);
+        for m in scored {
+            let (sim, r) = (m.sim, m.row);
+            if let Err(why) = self.gate(&m.fill.masked, &r.canonical, embed) {
+                refusals.push((sim, format!("L1: {:?} refused by the gate: {why}", r.canonical)));
                 continue;
             }
-            match placeholder::resolve(&r.args, ex) {
-                Ok(args) => {
-                    return Some(Decision {
-                        layer: RouteLayer::L1,
-                        steps: vec![PlanStep { tool: r.executor.clone(), args }],
-                        similarity: Some(cos),
-                        matched: Some(text.to_owned()),
-                        reason: format!("L1: cosine {cos:.3} ≥ {threshold}, gate passed"),
-                        residual: None,
-                        canonical: String::new(),
-                        trace: Vec::new(),
-                        query: None,
-                    })
+            let args = match slots::resolve(&r.args, &m.values).map(|a| placeholder::resolve(&a, ex)) {
+                Some(Ok(args)) => args,
+                Some(Err(e)) => {
+                    refusals.push((sim, format!("L1: {:?}: {e}", r.canonical)));
+                    continue;
                 }
-                Err(e) => refusals.push((cos, format!("L1: {text:?}: {e}"))),
+                None => {
+                    refusals.push((sim, format!("L1: {:?}: a slot has no value", r.canonical)));
+                    continue;
+                }
+            };
+            if !self.values_sound(r) {
+                refusals.push((sim, format!("L1: {:?}: its call holds a value the request did not say", r.canonical)));
+                continue;
             }
+            let steps = vec![PlanStep { tool: r.executor.clone(), args }];
+            let (bar, servable) = (self.action_bar(&r.action), self.servable(r));
+            if !servable || sim < bar {
+                let why = match servable {
+                    true => format!("L1: best match {:?} at similarity {sim:.3} < its bar {bar:.3}", r.canonical),
+                    false => format!("L1: {:?} at similarity {sim:.3}: its action is not learnt yet", r.canonical),
+                };
+                refusals.push((sim, why));
+                if near.as_ref().is_none_or(|n| n.similarity < sim) {
+                    *near = Some(NearMiss { canonical: r.canonical.clone(), similarity: sim, steps });
+                }
+                continue;
+            }
+            return Some(Decision {
+                layer: RouteLayer::L1,
+                steps,
+                similarity: Some(sim),
+                matched: Some(r.canonical.clone()),
+                reason: format!("L1: similarity {sim:.3} ≥ its bar {bar:.3}, gate passed, slots filled"),
+                residual: None,
+                canonical: String::new(),
+                trace: Vec::new(),
+                query: None,
+                near: None,
+            });
         }
         None
+    }
+
+    /// The L1 phrasings to examine for `canon`: the exact example, the
+    /// nearest by meaning (`q`), the templates the request's words fill
+    /// closest, and every phrasing whose slots' known values are all in
+    /// the request, wherever they are.
+    fn l1_found<'a>(&'a self, canon: &str, q: Option<&[f32]>) -> Vec<Found<'a>> {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut found: Vec<Found<'a>> = Vec::new();
+        for (text, row, cos) in self.l1.candidates_k(canon, q, L1_COMPARED + 2) {
+            if seen.insert(text) {
+                found.push(Found { text, row, cos: Some(f64::from(cos)), fill: None });
+            }
+        }
+        let words: HashSet<&str> = crate::text::words(canon).collect();
+        let with_slots = || self.l1.rows.iter().filter(|(_, (_, r))| !r.names.is_empty());
+        let mut lexical: Vec<(&str, &L1Row, slots::Fill)> = with_slots()
+            .filter(|(e, _)| !seen.contains(e.as_str()))
+            // A template shares a word with the request (any word: "turn
+            // on the areaslot domain0slot" has only grammar around slots).
+            .filter(|(_, (_, r))| crate::text::words(&r.canonical).any(|w| words.contains(w)))
+            .filter_map(|(e, (_, r))| {
+                slots::fill(&r.canonical, canon, &r.names, &|n| self.edges(&r.action, n)).map(|f| (e.as_str(), r, f))
+            })
+            .collect();
+        lexical.sort_by(|a, b| a.2.cost.total_cmp(&b.2.cost).then(a.0.cmp(b.0)));
+        lexical.truncate(L1_COMPARED);
+        for (e, (_, r)) in with_slots() {
+            if seen.contains(e.as_str()) || lexical.iter().any(|(t, _, _)| *t == e.as_str()) {
+                continue;
+            }
+            if let Some(f) = slots::fill_known(&r.canonical, canon, &r.names, &|n| self.said(&r.action, n)) {
+                lexical.push((e.as_str(), r, f));
+            }
+        }
+        for (text, row, fill) in lexical {
+            if seen.insert(text) {
+                found.push(Found { text, row, cos: None, fill: Some(fill) });
+            }
+        }
+        found
+    }
+
+    /// Each found phrasing's slots filled from `canon` (known values where
+    /// they are, else by alignment), the fills fitted, and the request's
+    /// similarity to the phrasing with values set aside; ordered by the
+    /// explanation needing fewest values never seen, then the nearest,
+    /// then the closest wording.
+    fn l1_scored<'a, E>(
+        &'a self,
+        canon: &str,
+        found: Vec<Found<'a>>,
+        refusals: &mut Vec<(f64, String)>,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Vec<Scored<'a>> {
+        let mut scored = Vec::new();
+        let mut compared = 0usize;
+        for Found { text, row: r, cos, fill } in found {
+            let fill = match slots::fill_known(&r.canonical, canon, &r.names, &|n| self.said(&r.action, n)).or(fill) {
+                Some(f) => f,
+                None if r.names.is_empty() => slots::Fill {
+                    values: BTreeMap::new(),
+                    masked: canon.to_owned(),
+                    cost: 0.0,
+                    framed: Default::default(),
+                },
+                None => match slots::fill(&r.canonical, canon, &r.names, &|n| self.edges(&r.action, n)) {
+                    Some(f) => f,
+                    None => {
+                        let why = format!("L1: {:?}: its slots are not in the request", r.canonical);
+                        refusals.push((cos.unwrap_or(0.0), why));
+                        continue;
+                    }
+                },
+            };
+            let (values, novel) = match self.fit(r, &fill, embed) {
+                Ok(v) => v,
+                Err(why) => {
+                    refusals.push((cos.unwrap_or(0.0), format!("L1: {:?}: {why}", r.canonical)));
+                    continue;
+                }
+            };
+            // The request with the example's values in the slots.
+            let transplanted = transplant(canon, &fill, r);
+            let sim = match (transplanted == text, r.names.is_empty(), cos) {
+                (true, _, _) => 1.0,
+                (false, true, Some(cos)) => cos,
+                _ if compared >= L1_COMPARED => continue,
+                _ => {
+                    compared += 1;
+                    match (embed(&transplanted), embed(text)) {
+                        (Ok(a), Ok(b)) => f64::from(a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>()),
+                        _ => continue,
+                    }
+                }
+            };
+            scored.push(Scored { novel, sim, text, row: r, fill, values });
+        }
+        scored.sort_by(|a, b| {
+            a.novel
+                .cmp(&b.novel)
+                .then(b.sim.total_cmp(&a.sim))
+                .then(a.fill.cost.total_cmp(&b.fill.cost))
+                .then(a.text.cmp(b.text))
+        });
+        scored
+    }
+
+    /// The values slot `name` of `action` has taken, as said.
+    fn said(&self, action: &str, name: &str) -> Vec<String> {
+        self.vocabulary(action, name).map(slots::Vocabulary::said).unwrap_or_default()
+    }
+
+    /// Whether a phrasing serves: its action was used
+    /// `canonical_query_min_uses` times — and, when its call holds a value
+    /// the request did not say, either that value is a member of its
+    /// parameter's enum (a word implied it: "luce" → `light`) or the
+    /// phrasing itself was used that many times. A value the model took
+    /// from the conversation ("what's the weather forecast" after asking
+    /// about Bologna) is no part of the request: one use of the wording
+    /// does not make it the action's.
+    fn servable(&self, r: &L1Row) -> bool {
+        let min = self.fast.canonical_query_min_uses;
+        self.actions.get(&r.action).is_some_and(|a| a.uses >= min) && self.values_sound(r)
+    }
+
+    /// Whether a phrasing's call holds only values the request said or
+    /// implied ([`FastPath::servable`]): no near miss offers one that does
+    /// not either (the offline planner would plan the stale value).
+    fn values_sound(&self, r: &L1Row) -> bool {
+        r.uses >= self.fast.canonical_query_min_uses
+            || r.unsaid
+                .iter()
+                .all(|(path, v)| self.enum_of(&r.executor, path).is_some_and(|e| e.iter().any(|m| m == v)))
+    }
+
+    /// The bar of an L1 action: its own, learnt from the model's answers
+    /// ([`ActionRow::bar`]), raised by the log's rejected replays
+    /// ([`FastPath::raise_bar`]).
+    fn action_bar(&self, action: &str) -> f64 {
+        let calibrated = self.fast.l1_threshold();
+        let own = match self.actions.get(action) {
+            Some(a) => a.bar(calibrated, self.fast.row_bar_floor(), self.fast.row_error_rate, BAR_STEP),
+            None => calibrated,
+        };
+        match self.rejected {
+            Some(c) => own.max((c + BAR_STEP).min(BAR_CAP)),
+            None => own,
+        }
+    }
+
+    /// How the values of slot `name` of `action` begin
+    /// ([`slots::Vocabulary::edges`]).
+    fn edges(&self, action: &str, name: &str) -> slots::Edges {
+        self.actions
+            .get(action)
+            .and_then(|a| a.vocabulary.get(name))
+            .map_or(slots::Edges::Unknown, slots::Vocabulary::edges)
+    }
+
+    /// The value each said slot of `r` takes from `fill`, if every one fits
+    /// ([`slots::Vocabulary::fits`]), and how many of them the slot never
+    /// took before; or why not.
+    fn fit<E>(
+        &self,
+        r: &L1Row,
+        fill: &slots::Fill,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Result<(BTreeMap<String, Value>, usize), String> {
+        let mut out = BTreeMap::new();
+        let mut novel = 0;
+        let action = self.actions.get(&r.action);
+        let command = |w: &str| self.command_words.contains(w);
+        for name in &r.names {
+            let Some(said) = fill.values.get(name) else { return Err(format!("no value for slot {name}")) };
+            let enums = self.enum_of(&r.executor, name);
+            let vocabulary = action.and_then(|a| a.vocabulary.get(name));
+            let value = match vocabulary {
+                Some(v) => {
+                    let known =
+                        v.knows(said) || enums.as_ref().is_some_and(|e| v.fits(said, Some(e), &command).is_some());
+                    if !known {
+                        novel += 1;
+                        if let Some(other) = self.known_elsewhere(name, said) {
+                            return Err(format!("{said:?} is a value of {other} learnt before, not a new {name}"));
+                        }
+                    }
+                    match known || fill.framed.contains(name) {
+                        true => v.fits(said, enums.as_deref(), &command),
+                        // A new value is read only from a taught frame.
+                        false => None,
+                    }
+                    .or_else(|| self.same_value(v, said, embed))
+                }
+                None => None,
+            };
+            match value {
+                Some(v) => out.insert(name.clone(), v),
+                None => return Err(format!("{said:?} does not fit slot {name}")),
+            };
+        }
+        Ok((out, novel))
+    }
+
+    /// The slot `name` of `action`'s vocabulary.
+    fn vocabulary(&self, action: &str, name: &str) -> Option<&slots::Vocabulary> {
+        self.actions.get(action)?.vocabulary.get(name)
+    }
+
+    /// A value a closed slot has taken that `said` names in other words —
+    /// a translation or a synonym by the embedding model's measure (the
+    /// gate's word bar): "pane" for a slot that took "bread", "pictures"
+    /// for one that took "photos". A closed slot takes only what it has
+    /// seen, however it is said; an open one takes a new value as said.
+    fn same_value<E>(
+        &self,
+        v: &slots::Vocabulary,
+        said: &str,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Option<Value> {
+        if v.is_open() || said.split(' ').count() > 4 {
+            return None;
+        }
+        let bar = self.fast.word_threshold();
+        let x = embed(said).ok()?;
+        let mut best: Option<(f64, String)> = None;
+        for known in v.said() {
+            let Ok(y) = embed(&known) else { continue };
+            let cos = f64::from(x.iter().zip(&y).map(|(a, b)| a * b).sum::<f32>());
+            if cos >= bar && best.as_ref().is_none_or(|(b, _)| cos > *b) {
+                best = Some((cos, known));
+            }
+        }
+        best.and_then(|(_, known)| v.value_of(&known))
+    }
+
+    /// The enum of the parameter a slot is (`domain.0` → `domain`'s
+    /// items'), from the tool's schema.
+    fn enum_of(&self, tool: &str, slot: &str) -> Option<Vec<Value>> {
+        let mut spec = self.schemas.get(tool)?.get("properties")?;
+        let mut parts = slot.split('.').peekable();
+        while let Some(part) = parts.next() {
+            spec = match part.parse::<usize>() {
+                Ok(_) => spec.get("items")?,
+                Err(_) => spec.get(part)?,
+            };
+            if parts.peek().is_some() && spec.get("properties").is_some() {
+                spec = spec.get("properties")?;
+            }
+        }
+        spec.get("enum")?.as_array().cloned()
     }
 
     fn try_l2<E>(
@@ -542,6 +991,7 @@ impl FastPath {
                     canonical: String::new(),
                     trace: Vec::new(),
                     query: None,
+                    near: None,
                 });
             }
         }
@@ -549,34 +999,59 @@ impl FastPath {
     }
 }
 
-/// L1's row for one canonical text from its projection rows: the most used
-/// executor among the candidates (ties: the first seen); `None` when none
-/// is a candidate.
-fn l1_row<'a>(
+/// L1's rows from the phrasings `rows` (of `canonical`): one per example
+/// (the request as first said), the most used phrasing of it — servable
+/// ones first, ties to the first seen.
+fn l1_rows<'a>(
     fast: &FastPathConfig,
-    rows: impl Iterator<Item = &'a crate::projections::canonical_queries::CanonicalRow>,
-) -> Option<L1Row> {
+    canonical: &CanonicalQueries,
+    rows: impl Iterator<Item = &'a CanonicalRow>,
+) -> HashMap<String, L1Row> {
+    type Rank = (bool, u32, std::cmp::Reverse<u64>);
+    let mut best: HashMap<String, (L1Row, Rank)> = HashMap::new();
     if !fast.canonical_query_enabled {
-        return None;
+        return HashMap::new();
     }
-    rows.filter(|r| r.uses >= fast.canonical_query_min_uses && !r.rejected)
-        .max_by_key(|r| (r.uses, std::cmp::Reverse(r.first_seq)))
-        .map(|r| L1Row { executor: r.executor.clone(), args: r.args_observed.clone() })
+    for r in rows.filter(|r| !r.rejected && r.uses > 0) {
+        let action = r.action();
+        let Some(a) = canonical.action(&action) else { continue };
+        let rank = (a.uses >= fast.canonical_query_min_uses, r.uses, std::cmp::Reverse(r.first_seq));
+        let example = r.example();
+        if best.get(&example).is_some_and(|(_, b)| *b >= rank) {
+            continue;
+        }
+        let row = L1Row {
+            canonical: r.canonical.clone(),
+            executor: r.executor.clone(),
+            names: slots::slot_names(&r.args_observed),
+            args: r.args_observed.clone(),
+            action,
+            said: r.said(),
+            uses: r.uses,
+            unsaid: slots::unsaid(&r.canonical, &r.args_observed),
+        };
+        best.insert(example, (row, rank));
+    }
+    best.into_iter().map(|(e, (r, _))| (e, r)).collect()
 }
 
-/// L1's rows: one per canonical text among the candidates ([`l1_row`]).
-fn l1_rows(fast: &FastPathConfig, canonical: &CanonicalQueries) -> HashMap<String, L1Row> {
-    let mut out = HashMap::new();
-    let mut rows = canonical.iter().peekable();
-    // Rows come sorted by canonical text: each text's rows are adjacent.
-    while let Some(first) = rows.next() {
-        let text = first.canonical.clone();
-        let mut group = vec![first];
-        while let Some(r) = rows.next_if(|r| r.canonical == text) {
-            group.push(r);
-        }
-        if let Some(row) = l1_row(fast, group.into_iter()) {
-            out.insert(text, row);
+/// A said slot's parameter: its path without an array index (`domain.0` →
+/// `domain`).
+fn parameter(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// `canon` with each slot's fill replaced by the words `row`'s example
+/// said it with: the request with the example's values, so the two are
+/// compared on their wording alone.
+fn transplant(canon: &str, fill: &slots::Fill, row: &L1Row) -> String {
+    let mut out = fill.masked.clone();
+    if row.names.is_empty() {
+        return canon.to_owned();
+    }
+    for name in &row.names {
+        if let Some(said) = row.said.get(name) {
+            out = out.replacen(&slots::mask(name), said, 1);
         }
     }
     out
@@ -654,6 +1129,7 @@ mod tests {
                 canonical: text.into(),
                 executor: tool.into(),
                 args_observed: ToolArgs::from_json(r#"{"path":"{path}"}"#).unwrap(),
+                slots: ToolArgs::default(),
             };
             canonical.apply(&Envelope::new(ActorKind::Router, e));
         }
@@ -688,7 +1164,7 @@ mod tests {
         fp.raise_bar(Some(0.95));
         let d = route(&fp, "please describe ~/x.md");
         assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
-        assert!(d.reason.contains("< 0.96"), "{}", d.reason);
+        assert!(d.reason.contains("< its bar 0.960"), "{}", d.reason);
         // A repeat of the row's own request still serves.
         assert_eq!(route(&fp, "describe ~/y.md").layer, RouteLayer::L1);
         // A rejection below the calibration never lowers it.

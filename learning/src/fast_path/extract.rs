@@ -135,6 +135,8 @@ struct Rules {
     date: Regex,
     ext: Regex,
     number: Regex,
+    /// A run of letters: the words a number may be said in.
+    word: Regex,
     token: Regex,
 }
 
@@ -161,6 +163,7 @@ fn rules() -> &'static Rules {
                 e = EXTENSIONS
             )),
             number: r(r"\b\d+(?:[.,]\d+)?\b"),
+            word: r(r"\p{L}+"),
             token: r(r"\S+"),
         }
     })
@@ -242,6 +245,21 @@ pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
         let value = v.parse::<i64>().map(Value::from).or_else(|_| v.parse::<f64>().map(Value::from));
         if let Ok(value) = value {
             add(&mut slots, SlotKind::Number, value, m.start(), m.end());
+        }
+    }
+    // Numbers said in words ("five minutes", "ventidue gradi").
+    let words: Vec<regex::Match<'_>> = r.word.find_iter(&text).collect();
+    let lower: Vec<String> = words.iter().map(|m| m.as_str().to_lowercase()).collect();
+    let mut i = 0;
+    while i < words.len() {
+        let rest: Vec<&str> = lower[i..].iter().map(String::as_str).collect();
+        match super::numbers::parse(&rest) {
+            Some((n, used)) => {
+                let value = if n.fract() == 0.0 { Value::from(n as i64) } else { Value::from(n) };
+                add(&mut slots, SlotKind::Number, value, words[i].start(), words[i + used - 1].end());
+                i += used;
+            }
+            None => i += 1,
         }
     }
     // Last: a capitalised run is a name only where nothing above claimed it.
@@ -398,6 +416,11 @@ mod tests {
         assert_eq!(kinds("jpg photos"), vec![(SlotKind::Extension, "*.jpg".into())]);
         assert_eq!(kinds("set the volume to 40"), vec![(SlotKind::Number, 40.into())]);
         assert_eq!(kinds("2,5 km"), vec![(SlotKind::Number, 2.5.into())]);
+        // Said in words, as a voice transcript spells them.
+        assert_eq!(kinds("set a timer for five minutes"), vec![(SlotKind::Number, 5.into())]);
+        assert_eq!(kinds("metti il termostato a ventidue gradi"), vec![(SlotKind::Number, 22.into())]);
+        assert_eq!(kinds("twenty-two point five degrees"), vec![(SlotKind::Number, 22.5.into())]);
+        assert_eq!(kinds("the one in the kitchen"), vec![]);
         // A number inside a window or a URL is not a separate number.
         assert_eq!(kinds("last 7 days").len(), 1);
         assert_eq!(kinds("https://a.org/7").len(), 1);

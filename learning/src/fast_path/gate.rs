@@ -360,11 +360,21 @@ pub fn effectful_actions(text: &str) -> BTreeSet<&'static str> {
 /// The action class of reverting what was done.
 const UNDO: &str = "undo";
 
+/// The action class of setting a value.
+const SET: &str = "set";
+
 /// Whether `word` (any case) is an action verb the gate knows, in any
 /// class — what the continuation detector looks for after a conjunction.
 pub fn is_action(word: &str) -> bool {
     let w = normalize(word);
     ACTIONS.iter().any(|(_, _, list)| is_one_of(&w, list))
+}
+
+/// Whether `word` (normalised) names a pole of a polarity axis ("on",
+/// "spegni", "close", …): grammar of the request, never a value a slot
+/// takes.
+pub fn is_pole(word: &str) -> bool {
+    AXES.iter().any(|(_, pos, neg)| is_one_of(word, pos) || is_one_of(word, neg))
 }
 
 /// Conjunctions after which a further action may follow (EN + IT).
@@ -408,8 +418,20 @@ fn one_sided_as_content(mut r: Profile, mut c: Profile) -> Result<(Profile, Prof
             return Err(Mismatch::Polarity { axis });
         }
     }
-    if let Some(action) = r.effectful.symmetric_difference(&c.effectful).next() {
-        return Err(Mismatch::Action { action });
+    // A value assignment said without its verb ("volume 40", "bedroom
+    // lights forty percent") is the setting a side names with "set": when
+    // the other side names no action and no pole at all and both carry the
+    // same values (rule 7, checked before), "set" is implied. Any other
+    // effectful action stays on the list: a bare "the photos" is no
+    // "delete the photos", nor "mom" "call mom".
+    let verbless = |p: &Profile| p.actions.is_empty() && p.poles.is_empty();
+    let implied = |one: &Profile, other: &Profile| {
+        one.effectful.len() == 1 && one.effectful.contains(SET) && verbless(other) && !one.values.is_empty()
+    };
+    if !(implied(&r, &c) || implied(&c, &r)) {
+        if let Some(action) = r.effectful.symmetric_difference(&c.effectful).next() {
+            return Err(Mismatch::Action { action });
+        }
     }
     for (p, own, other) in [(&mut r, &ra, &ca), (&mut c, &ca, &ra)] {
         let one_sided: BTreeSet<String> = p

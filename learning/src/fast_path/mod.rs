@@ -30,7 +30,9 @@ pub mod extract;
 pub mod gate;
 pub mod l0;
 pub mod lexicon;
+pub mod numbers;
 pub mod placeholder;
+pub mod slots;
 pub mod templates;
 
 pub use decision::{Decision, FastPath, VectorSearch};
@@ -91,6 +93,16 @@ pub struct FastPathConfig {
     pub canonical_query_args_llm: bool,
     /// Extra L0 phrases: phrase → executor.
     pub l0_extra: BTreeMap<String, String>,
+    /// The error rate an L1 action's own bar is set for (vCache): the
+    /// estimated share of replays at its bar that would not be the model's
+    /// call, by Laplace's rule over the model's answers to the requests
+    /// near it ([`crate::projections::canonical_queries::ActionRow::bar`]).
+    /// 0.25: three agreements and no disagreement at or above a similarity
+    /// lower the action's bar to it.
+    pub row_error_rate: f64,
+    /// The lowest an action's own bar may fall. Unset: the L1 threshold
+    /// less 0.25.
+    pub row_bar_floor: Option<f64>,
     /// The replay gate's bar for two content words spelt differently to be
     /// the same word: their cosine by the embedding model (gate rule 4).
     /// Unset: the model's calibration ([`Calibration::same_word`]); 1.0:
@@ -107,6 +119,8 @@ impl Default for FastPathConfig {
             canonical_query_args_llm: false,
             l0_extra: BTreeMap::new(),
             gate_word_similarity: None,
+            row_error_rate: 0.25,
+            row_bar_floor: None,
         }
     }
 }
@@ -117,6 +131,12 @@ impl FastPathConfig {
     /// `Config::calibrate_for`).
     pub fn l1_threshold(&self) -> f64 {
         self.canonical_query_threshold.unwrap_or(EmbeddingModel::default().spec().calibration.l1)
+    }
+
+    /// The lowest an L1 action's own bar may fall: the configured floor,
+    /// else the L1 threshold less 0.25.
+    pub fn row_bar_floor(&self) -> f64 {
+        self.row_bar_floor.unwrap_or(self.l1_threshold() - 0.25)
     }
 
     /// The gate's word bar: the configured one, else the default model's

@@ -157,6 +157,7 @@ impl TurnBuilder<'_> {
             best_similarity: None,
             best_candidate: None,
             reason: "imported turn: answered by the planner".to_owned(),
+            near: None,
         };
         self.push(r.at, ActorKind::Router, missed);
         let plan = PlanCreated {

@@ -48,8 +48,8 @@
 
 use chrono::FixedOffset;
 use engram_events::payloads::{
-    CanonicalRecorded, CanonicalRejected, EvalCompleted, JudgeKind, PipelineExpired, PipelinePromoted,
-    PipelineRecorded, PipelineRejected, PlanStep, RouteLayer,
+    CanonicalCompared, CanonicalRecorded, CanonicalRejected, EvalCompleted, JudgeKind, NearMiss, PipelineExpired,
+    PipelinePromoted, PipelineRecorded, PipelineRejected, PlanStep, RouteLayer, ToolArgs,
 };
 use engram_events::{ActorKind, Envelope, Event, TurnId};
 use serde::{Deserialize, Serialize};
@@ -108,6 +108,9 @@ struct TurnLessons {
     served: Vec<Target>,
     similarity: Option<f64>,
     taught: Vec<Lesson>,
+    /// The call the nearest learnt phrasing would have made, when the
+    /// planner answered (`fastpath.missed`): compared with the model's.
+    near: Option<NearMiss>,
     /// What `taught` is worked out from, while it is not yet: see
     /// [`Unlearnt`]. Never in a snapshot (saving works it out).
     #[serde(skip)]
@@ -273,10 +276,23 @@ impl FastPathReactor {
         let templated = all;
         if templated.len() == 1 && matches!(layer, RouteLayer::Planner | RouteLayer::L1) {
             let step = &templated[0];
+            // The values the model passed that the user said are slots of
+            // the phrasing (`fast_path::slots`).
+            let s = crate::fast_path::slots::slot_values(&canon, &step.args);
+            let slots = ToolArgs(
+                s.said
+                    .into_iter()
+                    .map(|x| {
+                        let slot = serde_json::json!({"said": x.said, "value": x.value, "after_determiner": x.after_determiner});
+                        (x.name, slot)
+                    })
+                    .collect(),
+            );
             vec![Lesson::Canonical(CanonicalRecorded {
-                canonical: canon,
+                canonical: s.canonical,
                 executor: step.tool.clone(),
-                args_observed: step.args.clone(),
+                args_observed: s.args,
+                slots,
             })]
         } else if templated.len() >= 2 {
             vec![pipeline_lesson(canon, templated, *day_rank)]
@@ -343,23 +359,31 @@ impl FastPathReactor {
             if v.rubric.as_deref() == Some(RUBRIC_TOOL_FAILURE) {
                 return Vec::new();
             }
-            let mut targets: Vec<Target> = lessons.served.clone();
-            for t in lessons.taught.iter().map(Lesson::target) {
-                if !targets.contains(&t) {
-                    targets.push(t);
+            let mut targets: Vec<(Target, ToolArgs)> =
+                lessons.served.iter().map(|t| (t.clone(), ToolArgs::default())).collect();
+            for l in &lessons.taught {
+                let t = l.target();
+                // What the turn taught the row's vocabulary is taken back.
+                let slots = match l {
+                    Lesson::Canonical(c) => c.slots.clone(),
+                    Lesson::Pipeline(_) => ToolArgs::default(),
+                };
+                match targets.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, s)) => *s = slots,
+                    None => targets.push((t, slots)),
                 }
             }
             return targets
                 .into_iter()
-                .filter(|t| self.is_known(t) && !self.is_rejected(t))
+                .filter(|(t, _)| self.is_known(t) && !self.is_rejected(t))
                 .enumerate()
-                .map(|(i, t)| {
+                .map(|(i, (t, slots))| {
                     let (subject_turn, eval_id, score) = (v.subject_turn, v.eval_id, v.score);
                     match t {
                         Target::Canonical { canonical, executor } => derived(
                             env,
                             ActorKind::Router,
-                            CanonicalRejected { canonical, executor, subject_turn, eval_id, score },
+                            CanonicalRejected { canonical, executor, subject_turn, eval_id, score, slots },
                             i as u32,
                         ),
                         Target::Pipeline(pipeline_id) => derived(
@@ -378,6 +402,30 @@ impl FastPathReactor {
         }
         let held: Vec<Lesson> = lessons.taught.iter().filter(|l| self.is_rejected(&l.target())).cloned().collect();
         self.teach(env, held, 0)
+    }
+
+    /// `canonical.compared` for a turn a model planned whose request was
+    /// near a learnt phrasing: did the model make the phrasing's call? The
+    /// evidence each action's bar is learnt from. Only a model's answer is
+    /// evidence: the offline planner agreeing with what it learnt from the
+    /// fast path's own rows would prove nothing.
+    fn compare(&self, env: &Envelope, turn: TurnId) -> Vec<Envelope> {
+        let Event::TurnCompleted(t) = &env.event else { return Vec::new() };
+        let by_model = t.model.as_deref().is_some_and(|m| m != crate::offline_planner::OFFLINE_MODEL);
+        if t.layer != RouteLayer::Planner || !t.tools_ok || !by_model {
+            return Vec::new();
+        }
+        let Some(near) = self.recent_lessons(turn).and_then(|l| l.near.clone()) else { return Vec::new() };
+        let Some(executor) = near.steps.first().map(|s| s.tool.clone()) else { return Vec::new() };
+        let agreed = steps_agree(&near.steps, &t.steps);
+        let event = CanonicalCompared {
+            canonical: near.canonical,
+            executor,
+            similarity: near.similarity,
+            agreed,
+            subject_turn: turn,
+        };
+        vec![derived(env, ActorKind::Router, event, 100)]
     }
 
     fn on_day(&self, env: &Envelope, rank: u32) -> Vec<Envelope> {
@@ -418,6 +466,29 @@ impl FastPathReactor {
             _ => Vec::new(),
         }
     }
+}
+
+/// Whether two calls are the same: same tools, same arguments, strings
+/// compared without regard to case or surrounding space, numbers by value.
+pub fn steps_agree(a: &[PlanStep], b: &[PlanStep]) -> bool {
+    fn same(x: &serde_json::Value, y: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match (x, y) {
+            (Value::String(p), Value::String(q)) => p.trim().eq_ignore_ascii_case(q.trim()),
+            (Value::Number(p), Value::Number(q)) => p.as_f64() == q.as_f64(),
+            (Value::Array(p), Value::Array(q)) => p.len() == q.len() && p.iter().zip(q).all(|(p, q)| same(p, q)),
+            (Value::Object(p), Value::Object(q)) => {
+                p.len() == q.len() && p.iter().all(|(k, v)| q.get(k).is_some_and(|w| same(v, w)))
+            }
+            _ => x == y,
+        }
+    }
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(p, q)| {
+            p.tool == q.tool
+                && p.args.0.len() == q.args.0.len()
+                && p.args.0.iter().all(|(k, v)| q.args.0.get(k).is_some_and(|w| same(v, w)))
+        })
 }
 
 /// A pipeline's use, at the active-day rank `day_rank`.
@@ -463,6 +534,11 @@ impl Reactor for FastPathReactor {
                     }
                 }
             }
+            Event::FastPathMissed(m) => {
+                if let (Some(turn), Some(near)) = (env.turn, &m.near) {
+                    self.lessons_of(turn).near = Some(near.clone());
+                }
+            }
             Event::TurnCompleted(t) => {
                 if let Some(turn) = env.turn {
                     let chained = self.chained.remove(&turn);
@@ -476,7 +552,7 @@ impl Reactor for FastPathReactor {
                 }
             }
             // The reactor's projections track no changes (see `new`).
-            Event::CanonicalRecorded(_) => self.canonical.apply(env),
+            Event::CanonicalRecorded(_) | Event::CanonicalCompared(_) => self.canonical.apply(env),
             Event::CanonicalRejected(c) => {
                 self.note_rejected(c.subject_turn);
                 self.canonical.apply(env);
@@ -505,7 +581,10 @@ impl Reactor for FastPathReactor {
                 };
                 let now: Vec<Lesson> =
                     lessons.taught.iter().filter(|l| !self.is_rejected(&l.target())).cloned().collect();
-                self.teach(env, now, 0)
+                let compared = self.compare(env, turn);
+                let mut out = self.teach(env, now, 0);
+                out.extend(compared);
+                out
             }
             Event::EvalCompleted(v) => {
                 self.work_out(v.subject_turn);
