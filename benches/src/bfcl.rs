@@ -6,8 +6,12 @@
 //! For each entry its functions become the planner's tools (BFCL's types
 //! mapped to JSON Schema's: `dict` → `object`, `float` → `number`, `tuple`
 //! → `array`), the user's last message is the request, and the offline
-//! planner plans it with the real embedding model. Scored as BFCL's AST
-//! checker scores ([`ast`]):
+//! planner plans it with the real embedding model. The calls are those the
+//! reply loop makes of the plan with no model: its steps in order, up to
+//! the first that lacks a required argument — there the turn asks the user
+//! for it in one line and calls nothing more (a fresh conversation has no
+//! earlier call to take it from). Scored as BFCL's AST checker scores
+//! ([`ast`]):
 //!
 //! * `live_simple`, `live_multiple`: right when the plan is exactly one
 //!   call, of the expected function, with arguments among the allowed
@@ -30,6 +34,7 @@ use anyhow::{bail, Context};
 use engram::actors::onnx_embedder::OnnxEmbedder;
 use engram::learning::embedder::{EmbedError, Embedder, EmbedderConfig, EmbeddingModel};
 use engram::learning::offline_planner::{OfflinePlanner, ToolDescription};
+use engram::learning::step_resolver::unresolved;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -390,8 +395,11 @@ pub struct SplitReport {
     /// `live_simple` and `live_multiple` together, the function alone: one
     /// call of the expected function, whatever its arguments.
     pub tool: Count,
-    /// `live_irrelevance`: abstained when nothing fits.
+    /// `live_irrelevance`: abstained when nothing fits (called nothing:
+    /// planned nothing, or asked for a required argument).
     pub abstentions: Count,
+    /// `live_irrelevance`, the stricter reading: planned nothing at all.
+    pub planned_nothing: Count,
     /// Every entry.
     pub overall: Count,
 }
@@ -400,7 +408,11 @@ impl SplitReport {
     fn new(split: &str, entries: &[&Outcome]) -> SplitReport {
         let mut categories: BTreeMap<Category, Count> = BTreeMap::new();
         let mut tool = Count::default();
+        let mut planned_nothing = Count::default();
         for o in entries {
+            if o.category == Category::Irrelevance {
+                planned_nothing.add(o.planned.is_empty());
+            }
             categories.entry(o.category).or_default().add(o.right);
             if o.category.has_answers() {
                 tool.add(o.tool_right);
@@ -412,6 +424,7 @@ impl SplitReport {
             calls: get(Category::Simple).plus(get(Category::Multiple)),
             tool,
             abstentions: get(Category::Irrelevance),
+            planned_nothing,
             overall: Category::ALL.into_iter().map(get).fold(Count::default(), Count::plus),
             categories,
         }
@@ -442,6 +455,13 @@ pub struct Outcome {
     pub expected: Option<Vec<Value>>,
     /// What the planner planned.
     pub planned: Vec<Call>,
+    /// What the turn asked for instead of calling (a planned function and
+    /// its required arguments the request did not give).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked: Option<(String, Vec<String>)>,
+    /// The function nearest the whole request, and its cosine (the
+    /// planner's ranking, before its rules).
+    pub nearest: Option<(String, f32)>,
 }
 
 /// The report.
@@ -465,13 +485,26 @@ pub fn outcomes(embedder: Arc<dyn Embedder>, entries: &[Entry]) -> anyhow::Resul
     let now = crate::labelled::now();
     let mut out = Vec::with_capacity(entries.len());
     for e in entries {
-        let planner = OfflinePlanner::new(embedder.clone(), &e.tools())?;
-        let planned: Vec<Call> = planner
-            .plan(&e.request, now)?
-            .into_iter()
-            .map(|s| Call { name: s.tool, args: s.args.0.into_iter().collect() })
-            .collect();
-        let verdict = score(e, &planned);
+        let tools = e.tools();
+        let planner = OfflinePlanner::new(embedder.clone(), &tools)?;
+        let steps = planner.plan(&e.request, now)?;
+        // The reply loop calls the steps in order and stops at the first
+        // with a required argument missing: it asks for it instead.
+        let mut calls = Vec::new();
+        let mut asked = None;
+        for step in &steps {
+            let schema = tools.iter().find(|t| t.0 == step.tool).map(|t| &t.2);
+            let missing = schema.map(|s| unresolved(&step.args, s)).unwrap_or_default();
+            if !missing.is_empty() {
+                asked = Some((step.tool.clone(), missing));
+                break;
+            }
+            calls.push(Call { name: step.tool.clone(), args: step.args.0.clone().into_iter().collect() });
+        }
+        let planned: Vec<Call> =
+            steps.into_iter().map(|s| Call { name: s.tool, args: s.args.0.into_iter().collect() }).collect();
+        let nearest = planner.rank(&e.request)?.into_iter().next();
+        let verdict = score(e, &calls);
         let expected =
             e.answer.as_ref().and_then(|a| a.first()).and_then(Value::as_object).and_then(|o| o.keys().next());
         let tool_right = planned.len() == 1 && expected == Some(&planned[0].name);
@@ -485,6 +518,8 @@ pub fn outcomes(embedder: Arc<dyn Embedder>, entries: &[Entry]) -> anyhow::Resul
             request: e.request.clone(),
             expected: e.answer.clone(),
             planned,
+            asked,
+            nearest,
         });
     }
     Ok(out)
@@ -531,31 +566,26 @@ impl Report {
     /// The human form.
     pub fn human(&self) -> String {
         let mut s = format!("BFCL v4 live, the offline planner with {} ({}; {})\n", self.model, self.machine, self.dir);
-        s.push_str("  right: the expected call with allowed values; irrelevance: no call; relevance: some call\n");
-        s.push_str(&format!(
-            "  {:<8} {:>20} {:>20} {:>20} {:>20} {:>18} {:>20} {:>20}\n",
-            "split",
-            "live_simple",
-            "live_multiple",
-            "simple+multiple",
-            "(function alone)",
-            "live_relevance",
-            "live_irrelevance",
-            "overall"
-        ));
+        s.push_str("  right: the expected call with allowed values (BFCL's AST check); irrelevance: no call; relevance: a call\n");
         for r in &self.splits {
             let c = |c: Category| r.categories.get(&c).copied().unwrap_or_default().to_string();
+            s.push_str(&format!("  {} ({} entries)\n", r.split, r.overall.total));
+            s.push_str(&format!("    {:<18} {:>18}\n", "live_simple", c(Category::Simple)));
+            s.push_str(&format!("    {:<18} {:>18}\n", "live_multiple", c(Category::Multiple)));
             s.push_str(&format!(
-                "  {:<8} {:>20} {:>20} {:>20} {:>20} {:>18} {:>20} {:>20}\n",
-                r.split,
-                c(Category::Simple),
-                c(Category::Multiple),
+                "    {:<18} {:>18}   the function alone {}\n",
+                "simple+multiple",
                 r.calls.to_string(),
-                r.tool.to_string(),
-                c(Category::Relevance),
-                r.abstentions.to_string(),
-                r.overall.to_string()
+                r.tool
             ));
+            s.push_str(&format!("    {:<18} {:>18}\n", "live_relevance", c(Category::Relevance)));
+            s.push_str(&format!(
+                "    {:<18} {:>18}   planned nothing {}\n",
+                "live_irrelevance",
+                r.abstentions.to_string(),
+                r.planned_nothing
+            ));
+            s.push_str(&format!("    {:<18} {:>18}\n", "overall", r.overall.to_string()));
         }
         s
     }
