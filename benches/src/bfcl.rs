@@ -62,6 +62,11 @@ pub struct Options {
     /// With --json: every entry's outcome too (request, expected, planned)
     #[arg(long)]
     pub entries: bool,
+
+    /// The planner's bar instead of the model's calibrated one (to see
+    /// what another would do; the figures reported are at the default)
+    #[arg(long, value_name = "COSINE")]
+    pub threshold: Option<f32>,
 }
 
 /// `--split`.
@@ -481,12 +486,19 @@ pub struct Report {
 }
 
 /// Plans every entry of the chosen split with the offline planner.
-pub fn outcomes(embedder: Arc<dyn Embedder>, entries: &[Entry]) -> anyhow::Result<Vec<Outcome>> {
+pub fn outcomes(
+    embedder: Arc<dyn Embedder>,
+    entries: &[Entry],
+    threshold: Option<f32>,
+) -> anyhow::Result<Vec<Outcome>> {
     let now = crate::labelled::now();
     let mut out = Vec::with_capacity(entries.len());
     for e in entries {
         let tools = e.tools();
-        let planner = OfflinePlanner::new(embedder.clone(), &tools)?;
+        let mut planner = OfflinePlanner::new(embedder.clone(), &tools)?;
+        if let Some(t) = threshold {
+            planner = planner.with_threshold(t);
+        }
         let steps = planner.plan(&e.request, now)?;
         // The reply loop calls the steps in order and stops at the first
         // with a required argument missing: it asks for it instead.
@@ -542,7 +554,7 @@ pub fn run(o: &Options) -> anyhow::Result<Report> {
     let inner: Arc<dyn Embedder> = Arc::new(
         OnnxEmbedder::open(&EmbedderConfig::default().with_model(model)).context("opening the embedding model")?,
     );
-    let outcomes = outcomes(Arc::new(Memo::new(inner)), &entries)?;
+    let outcomes = outcomes(Arc::new(Memo::new(inner)), &entries, o.threshold)?;
     let mut splits = Vec::new();
     for split in [Split::Dev, Split::Heldout] {
         let of: Vec<&Outcome> = outcomes.iter().filter(|x| x.split == split).collect();

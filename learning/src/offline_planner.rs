@@ -36,7 +36,9 @@
 //! 3. **I can't do that.** A part that names an effectful action (delete,
 //!    rename, send, move, play, …; `gate::effectful_actions`) is given only
 //!    to a tool whose name or description names it too; with none, the part
-//!    is not planned, rather than read the file it asked to delete.
+//!    is not planned, rather than read the file it asked to delete. The
+//!    actions are read from the request's own words, not from the names
+//!    and quotes it carries ("a trip to New York" creates nothing new).
 //! 4. **A tool that can run stands in for one that cannot.** A tool that
 //!    cannot do anything as configured ([`OfflinePlanner::with_unconfigured`]:
 //!    the built-in `list_dir` without `[tools] file_roots`) still competes
@@ -48,6 +50,15 @@
 //!    one of those nearest the request. With none, the winner is planned
 //!    and its call says what to configure ("where am I" without `[tools]
 //!    location`).
+//! 5. **One call, the whole request's values.** When one part of a split
+//!    request is planned, its arguments come from the whole request: the
+//!    parts no tool matched carry its values ("what's the weather in Tel
+//!    Aviv, and could you give it in Fahrenheit").
+//! 6. **The values a tool needs are evidence.** A part that gives every
+//!    argument a tool requires ([`crate::arguments`], one at least) is
+//!    planned with it at a bar [`ARGUMENT_EVIDENCE`] lower: a request that
+//!    carries the user's values for a tool is about it more than its
+//!    wording alone says.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -139,6 +150,17 @@ pub const PATH_BONUS: f32 = 0.1;
 /// directories in a specified path" for `list_dir`'s "list the files and
 /// folders in a directory".
 pub const SAME_ABILITY: f32 = 0.6;
+
+/// How much lower the bar is for a tool whose every required argument the
+/// request gives (rule 6).
+pub const ARGUMENT_EVIDENCE: f32 = 0.1;
+
+/// Whether `part` gives a value for each of the arguments `schema`
+/// requires, and it requires one at least (rule 6).
+fn gives_all_it_requires(schema: &serde_json::Value, part: &str, now: DateTime<FixedOffset>) -> bool {
+    let requires = schema.get("required").and_then(|r| r.as_array()).is_some_and(|r| !r.is_empty());
+    requires && crate::arguments::fill(schema, part, now).missing.is_empty()
+}
 
 /// What a tool's `path` parameter names, by its description.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -266,15 +288,19 @@ impl OfflinePlanner {
         let refs: Vec<&str> = asked.iter().map(String::as_str).collect();
         let vectors = self.embedder.embed_batch(&refs)?;
         let mut steps = Vec::new();
+        let mut from: Vec<&str> = Vec::new();
         for (part, v) in parts.iter().zip(&vectors) {
             // Rule 1b: a question about what the assistant remembers is for
             // memory, whatever else it names ("… what city I live in").
             if crate::mood::asks_memory(part) && self.tools.iter().any(|t| t.name == RECALL && t.runnable) {
                 steps.push(PlanStep { tool: RECALL.to_owned(), args: ToolArgs::default() });
+                from.push(part);
                 continue;
             }
             let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
-            let wanted = effectful_actions(part);
+            // Rule 3's actions are the request's own, not words of the
+            // names and quotes it carries ("New York", "'make it new'").
+            let wanted = effectful_actions(&crate::arguments::without_values(part));
             // Rule 2: a path of a kind some tool takes goes to such a tool.
             let exact = path.filter(|k| self.tools.iter().any(|t| t.path == Some(Some(*k))));
             let score = |t: &Profile| {
@@ -301,7 +327,13 @@ impl OfflinePlanner {
             let chat = nearest(v, &self.small_talk);
             tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
             let names_its_path = path.is_some() && tool.path == Some(path);
-            if (cosine < self.threshold && !names_its_path) || chat > cosine {
+            // Rule 6: a request that gives every value a tool requires is
+            // nearer to it than its wording says.
+            let bar = match gives_all_it_requires(&tool.schema, part, now) {
+                true => self.threshold - ARGUMENT_EVIDENCE,
+                false => self.threshold,
+            };
+            if (cosine < bar && !names_its_path) || chat > cosine {
                 continue;
             }
             // Rule 4: a tool that can run and does the same stands in.
@@ -315,6 +347,15 @@ impl OfflinePlanner {
                     .unwrap_or(tool),
             };
             steps.push(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) });
+            from.push(part);
+        }
+        // Rule 5: one call takes its arguments from the whole request — the
+        // parts no tool matched carry its values ("the weather in Tel Aviv,
+        // and could you give it in Fahrenheit").
+        if let ([step], true) = (steps.as_mut_slice(), parts.len() > 1) {
+            if let Some(tool) = self.tools.iter().find(|t| t.name == step.tool && from[0] != request) {
+                step.args = args_for(tool, request, now);
+            }
         }
         Ok(steps)
     }
