@@ -92,51 +92,30 @@ const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da"
 /// Fills the arguments of a tool with parameters `schema` from `request`,
 /// said at `now` (module docs).
 pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
-    let ex = extract(request, now);
     let mut out = Filled::default();
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return out };
     let required: Vec<&str> =
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let text = ex.text.as_str();
-    let toks = tokens(text);
-    let quotes = quoted_spans(text);
+    let said = Said::new(request, now);
     let mut taken = Taken::default();
     // Absolute dates claim their numbers ("May 15, 2023" is no 15 and no
     // 2023).
-    let dates = absolute_dates(text, now);
-    for (i, s) in ex.slots.iter().enumerate() {
-        if s.kind == SlotKind::Number && dates.iter().any(|d| overlaps(d.0, s.span)) {
+    for (i, s) in said.ex.slots.iter().enumerate() {
+        if s.kind == SlotKind::Number && said.dates.iter().any(|d| overlaps(d.0, s.span)) {
             taken.slots.push(i);
         }
     }
     // Rules 1–6 first, for every property: the values the request marks
     // (slots, values named by their parameter, enum words, numbers, quotes,
     // booleans) go where they belong before a proper noun is guessed for
-    // what is left.
+    // what is left. Required properties first: a value the request gives
+    // once is more likely one the call cannot do without.
     let mut taken_words: Vec<String> = Vec::new();
     let mut left: Vec<(&String, &Value)> = Vec::new();
-    // Required properties first: a value the request gives once is more
-    // likely one the call cannot do without.
     let mut ordered: Vec<(&String, &Value)> = properties.iter().collect();
     ordered.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
     for (name, spec) in ordered {
-        let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-        let value = slot_for(name, spec)
-            .and_then(|k| take_slot(&ex, k, &mut taken.slots))
-            .or_else(|| {
-                (kind == "string" && date_like(name, spec)).then(|| take_date(&dates, &ex, &mut taken)).flatten()
-            })
-            .or_else(|| named_value(name, kind, text, &toks, &quotes, &ex, &mut taken))
-            .or_else(|| enum_named(spec, request))
-            .or_else(|| match kind {
-                "number" | "integer" => take_number(name, &ex, &toks, kind == "integer", &mut taken),
-                _ => None,
-            })
-            .or_else(|| {
-                (kind == "string" && spec.get("enum").is_none()).then(|| take_quote(&quotes, &mut taken)).flatten()
-            })
-            .or_else(|| (kind == "boolean").then(|| boolean_named(name, &toks)).flatten());
-        match value {
+        match marked_value(&said, name, spec, &mut taken) {
             Some(v) => {
                 if let Some(s) = v.as_str() {
                     taken_words.extend(words_of(s));
@@ -146,33 +125,16 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
             None => left.push((name, spec)),
         }
     }
-    // Rule 7, for the strings left: a proper noun its parameter names by the
-    // words before it ("directed by Gurinder Chadha"), else, for a place- or
-    // name-like one, the next proper noun (a place after a preposition of
-    // place first).
-    let nouns: Vec<Noun> = noun_runs(text, &toks)
+    // Rules 7 and 8, for the strings left.
+    let nouns: Vec<Noun> = noun_runs(&said.ex.text, &said.toks)
         .into_iter()
         .filter(|n| !words_of(&n.text).iter().all(|w| taken_words.contains(w)))
-        .filter(|n| !quotes.iter().any(|q| overlaps((q.0, q.1), (n.start, n.end))))
+        .filter(|n| !said.quotes.iter().any(|q| overlaps((q.0, q.1), (n.start, n.end))))
         .collect();
     let mut used_nouns: Vec<usize> = Vec::new();
     let mut still: Vec<(&String, &Value)> = Vec::new();
-    for (name, spec) in left.iter().copied() {
-        let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-        let cued = (kind == "string" && spec.get("enum").is_none())
-            .then(|| {
-                let words = name_words(name);
-                nouns.iter().position(|n| {
-                    let cue = match n.cue.first().map(String::as_str) {
-                        Some("by" | "of" | "as" | "is" | "named" | "called") => &n.cue[..],
-                        _ => &n.cue[..n.cue.len().min(1)],
-                    };
-                    cue.iter().any(|c| words.iter().any(|w| same_stem(w, c) && (w.len() > 2 || c == w)))
-                })
-            })
-            .flatten()
-            .filter(|i| !used_nouns.contains(i));
-        match cued {
+    for (name, spec) in left {
+        match cued_noun(&nouns, &used_nouns, name, spec) {
             Some(i) => {
                 used_nouns.push(i);
                 let v = nouns[i].with_region(place_like(name, spec));
@@ -181,30 +143,17 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
             None => still.push((name, spec)),
         }
     }
-    let lower_case = lower_case_place(text);
+    let lower_case = lower_case_place(&said.ex.text).filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w)));
     for (name, spec) in still {
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
         let value = (kind == "string" && spec.get("enum").is_none() && place_or_name(name, spec))
-            .then(|| {
-                let place = place_like(name, spec);
-                let free = |i: &usize| !used_nouns.contains(i);
-                let pick = (0..nouns.len())
-                    .filter(free)
-                    .find(|i| place && nouns[*i].after_place_preposition)
-                    .or_else(|| (0..nouns.len()).find(free));
-                match pick {
-                    Some(i) => {
-                        used_nouns.push(i);
-                        Some(nouns[i].with_region(place))
-                    }
-                    None if nouns.is_empty() => {
-                        lower_case.clone().filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w)))
-                    }
-                    None => None,
-                }
+            .then(|| match next_noun(&nouns, &mut used_nouns, place_like(name, spec)) {
+                Some(v) => Some(v),
+                None if nouns.is_empty() => lower_case.clone(),
+                None => None,
             })
             .flatten()
-            .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(text)).flatten());
+            .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten());
         match value {
             Some(v) => {
                 out.args.0.insert(name.clone(), Value::String(v));
@@ -215,6 +164,77 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
     }
     out.missing.sort_unstable();
     out
+}
+
+/// What the request says, as the rules read it.
+struct Said<'a> {
+    request: &'a str,
+    /// The extractor's slots (and the apostrophe-straightened text).
+    ex: crate::fast_path::Extracted,
+    toks: Vec<Tok>,
+    quotes: Vec<(usize, usize, String)>,
+    dates: Vec<((usize, usize), String)>,
+}
+
+impl<'a> Said<'a> {
+    fn new(request: &'a str, now: DateTime<FixedOffset>) -> Said<'a> {
+        let ex = extract(request, now);
+        let toks = tokens(&ex.text);
+        let quotes = quoted_spans(&ex.text);
+        let dates = absolute_dates(&ex.text, now);
+        Said { request, ex, toks, quotes, dates }
+    }
+}
+
+/// Rules 1–6: the value the request marks for one property, if any.
+fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) -> Option<Value> {
+    let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+    slot_for(name, spec)
+        .and_then(|k| take_slot(&said.ex, k, &mut taken.slots))
+        .or_else(|| {
+            (kind == "string" && date_like(name, spec)).then(|| take_date(&said.dates, &said.ex, taken)).flatten()
+        })
+        .or_else(|| named_value(said, name, kind, taken))
+        .or_else(|| enum_named(spec, said.request))
+        .or_else(|| match kind {
+            "number" | "integer" => take_number(name, &said.ex, &said.toks, kind == "integer", taken),
+            _ => None,
+        })
+        .or_else(|| (kind == "string" && spec.get("enum").is_none()).then(|| take_quote(&said.quotes, taken)).flatten())
+        .or_else(|| (kind == "boolean").then(|| boolean_named(name, &said.toks)).flatten())
+}
+
+/// Rule 7: the proper noun a string property's name is said right before
+/// ("directed by Gurinder Chadha" for `directed_by`), by index.
+fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value) -> Option<usize> {
+    let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind != "string" || spec.get("enum").is_some() {
+        return None;
+    }
+    let words = name_words(name);
+    nouns
+        .iter()
+        .position(|n| {
+            // The word right before, or the one before a joining word.
+            let cue = match n.cue.first().map(String::as_str) {
+                Some("by" | "of" | "as" | "is" | "named" | "called") => &n.cue[..],
+                _ => &n.cue[..n.cue.len().min(1)],
+            };
+            cue.iter().any(|c| words.iter().any(|w| same_stem(w, c) && (w.len() > 2 || c == w)))
+        })
+        .filter(|i| !used.contains(i))
+}
+
+/// Rule 7: the next proper noun no property took — for a place, the first
+/// after a preposition of place, with its region.
+fn next_noun(nouns: &[Noun], used: &mut Vec<usize>, place: bool) -> Option<String> {
+    let free = |i: &usize| !used.contains(i);
+    let pick = (0..nouns.len())
+        .filter(free)
+        .find(|i| place && nouns[*i].after_place_preposition)
+        .or_else(|| (0..nouns.len()).find(free))?;
+    used.push(pick);
+    Some(nouns[pick].with_region(place))
 }
 
 /// What the rules took already: extractor slots and quotes, by index.
@@ -310,69 +330,19 @@ const LINKS: &[&str] = &[
 /// words, else the next word that is not a joining one: a number for a
 /// number, a code- or name-like word for a string), or a quote followed by
 /// "as" and the name ("'admin_user' as username").
-fn named_value(
-    name: &str,
-    kind: &str,
-    text: &str,
-    toks: &[Tok],
-    quotes: &[(usize, usize, String)],
-    ex: &crate::fast_path::Extracted,
-    taken: &mut Taken,
-) -> Option<Value> {
+fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut Taken) -> Option<Value> {
     if !matches!(kind, "string" | "number" | "integer") {
         return None;
     }
-    let words = name_words(name);
-    if words.iter().map(String::len).sum::<usize>() < 3 {
-        return None;
-    }
-    // Where the name is said: all its words in a row, or its last word
-    // alone when that is specific (four letters or more).
-    let last = words.last()?;
-    let mut ends: Vec<(usize, usize)> = Vec::new();
-    for i in 0..toks.len() {
-        let n = words.len();
-        if i + n <= toks.len()
-            && (0..n).all(|k| {
-                toks[i + k].word == words[k]
-                    || same_stem(&toks[i + k].word, &words[k]) && k == n - 1 && words[k].len() >= 4
-            })
-        {
-            ends.push((i, i + n - 1));
-        } else if n > 1 && toks[i].word == *last {
-            // The last word alone ("version" of `botVersion`): when it is
-            // specific, or a code follows ("id 1234").
-            let code = toks[i + 1..].iter().find(|t| !LINKS.contains(&t.word.as_str()));
-            if last.len() >= 4 || code.is_some_and(|t| t.word.chars().any(|c| c.is_ascii_digit())) {
-                ends.push((i, i));
-            }
-        }
-    }
-    for (first, end) in ends {
-        let after = toks[end].end;
+    let (text, toks, ex) = (said.ex.text.as_str(), &said.toks, &said.ex);
+    for (first, end) in name_said(toks, &name_words(name)) {
         if kind == "string" {
-            // 'value' NAME, 'value' as NAME: the quote right before.
-            let before = toks[first].start;
-            let right_before = (0..quotes.len()).find(|q| {
-                let between = text[quotes[*q].1.min(before)..before].trim();
-                !taken.quotes.contains(q) && quotes[*q].1 <= before && (between.is_empty() || between == "as")
-            });
-            // NAME 'value', NAME is 'value': a quote within three words,
-            // in the same clause (no comma between).
-            let within = toks.get(end + 3).map_or(text.len(), |t| t.end);
-            let right_after = (0..quotes.len()).find(|q| {
-                !taken.quotes.contains(q)
-                    && quotes[*q].0 >= after
-                    && quotes[*q].0 <= within
-                    && !text[after..quotes[*q].0].contains([',', '.', ';'])
-            });
-            if let Some(q) = right_before.or(right_after) {
-                taken.quotes.push(q);
-                return Some(Value::String(quotes[q].2.clone()));
+            if let Some(q) = quote_by_name(said, first, end, taken) {
+                return Some(q);
             }
         }
         let next = toks[end + 1..].iter().take(3).find(|t| !LINKS.contains(&t.word.as_str()))?;
-        let quoted = quotes.iter().any(|q| overlaps((q.0, q.1), (next.start, next.end)));
+        let quoted = said.quotes.iter().any(|q| overlaps((q.0, q.1), (next.start, next.end)));
         if quoted && !NUMBER_WORDS.iter().any(|(w, _)| *w == next.word) {
             continue;
         }
@@ -410,6 +380,57 @@ fn named_value(
         }
     }
     None
+}
+
+/// Where a parameter's name (its `words`) is said, as token ranges: all
+/// its words in a row, or its last word alone when that is specific (four
+/// letters or more) or a code follows it ("id 1234").
+fn name_said(toks: &[Tok], words: &[String]) -> Vec<(usize, usize)> {
+    let Some(last) = words.last() else { return Vec::new() };
+    if words.iter().map(String::len).sum::<usize>() < 3 {
+        return Vec::new();
+    }
+    let n = words.len();
+    let mut ends: Vec<(usize, usize)> = Vec::new();
+    for i in 0..toks.len() {
+        let whole = i + n <= toks.len()
+            && (0..n).all(|k| {
+                toks[i + k].word == words[k]
+                    || (k == n - 1 && words[k].len() >= 4 && same_stem(&toks[i + k].word, &words[k]))
+            });
+        if whole {
+            ends.push((i, i + n - 1));
+        } else if n > 1 && toks[i].word == *last {
+            let code = toks[i + 1..].iter().find(|t| !LINKS.contains(&t.word.as_str()));
+            if last.len() >= 4 || code.is_some_and(|t| t.word.chars().any(|c| c.is_ascii_digit())) {
+                ends.push((i, i));
+            }
+        }
+    }
+    ends
+}
+
+/// Rule 2's quotes: one right before the name said at tokens
+/// `first..=end` ("the 'main' database", "'admin_user' as username"),
+/// else one within three words after it, in the same clause ("nickname
+/// 'PrimaryDB'").
+fn quote_by_name(said: &Said<'_>, first: usize, end: usize, taken: &mut Taken) -> Option<Value> {
+    let (text, toks, quotes) = (said.ex.text.as_str(), &said.toks, &said.quotes);
+    let (before, after) = (toks[first].start, toks[end].end);
+    let right_before = (0..quotes.len()).find(|q| {
+        let between = text[quotes[*q].1.min(before)..before].trim();
+        !taken.quotes.contains(q) && quotes[*q].1 <= before && (between.is_empty() || between == "as")
+    });
+    let within = toks.get(end + 3).map_or(text.len(), |t| t.end);
+    let right_after = (0..quotes.len()).find(|q| {
+        !taken.quotes.contains(q)
+            && quotes[*q].0 >= after
+            && quotes[*q].0 <= within
+            && !text[after..quotes[*q].0].contains([',', '.', ';'])
+    });
+    let q = right_before.or(right_after)?;
+    taken.quotes.push(q);
+    Some(Value::String(quotes[q].2.clone()))
 }
 
 /// Rule 1's absolute dates: `2023-04-08`, "May 15, 2023", "the 4th of
