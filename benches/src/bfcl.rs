@@ -95,9 +95,9 @@ impl Split {
     /// An entry's half, by its id alone: `dev` when the first byte of
     /// `blake3(id)` is even.
     pub fn of(id: &str) -> Split {
-        match blake3::hash(id.as_bytes()).as_bytes()[0] % 2 {
-            0 => Split::Dev,
-            _ => Split::Heldout,
+        match blake3::hash(id.as_bytes()).as_bytes()[0].is_multiple_of(2) {
+            true => Split::Dev,
+            false => Split::Heldout,
         }
     }
 
@@ -632,7 +632,7 @@ mod tests {
         let halves: Vec<Split> = ids.iter().map(|id| Split::of(id)).collect();
         assert_eq!(halves, ids.iter().map(|id| Split::of(id)).collect::<Vec<_>>());
         let first = blake3::hash(ids[0].as_bytes()).as_bytes()[0];
-        assert_eq!(halves[0], if first % 2 == 0 { Split::Dev } else { Split::Heldout });
+        assert_eq!(halves[0], if first.is_multiple_of(2) { Split::Dev } else { Split::Heldout });
     }
 
     fn entry(category: Category, answer: Option<Vec<Value>>) -> Entry {
