@@ -65,3 +65,44 @@ fn an_unconfigured_built_in_is_planned_when_no_runnable_tool_does_the_same() {
     assert_eq!(plan("read ~/notes/todo.txt"), ["read_file"]);
     assert_eq!(plan("where am I"), ["get_location"]);
 }
+
+fn weather_tool() -> Vec<engram_learning::offline_planner::ToolDescription> {
+    vec![(
+        "get_current_weather".to_owned(),
+        "Retrieves the current weather conditions for a specified location.".to_owned(),
+        serde_json::json!({"type": "object", "required": ["location"], "properties": {
+            "location": {"type": "string", "description": "The city and state, such as 'San Francisco, CA'"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+        }}),
+    )]
+}
+
+/// Rule 3 reads the request's own words: a place's name is no action
+/// ("New York" once named "new", a thing to create, and the request was
+/// planned as nothing).
+#[test]
+fn a_name_in_the_request_names_no_action() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let planner = OfflinePlanner::new(e, &weather_tool()).unwrap();
+    let steps = planner.plan("What's the weather like in New York right now?", now()).unwrap();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0].tool, "get_current_weather");
+    assert_eq!(steps[0].args.0.get("location"), Some(&serde_json::json!("New York")));
+}
+
+/// Rule 6: one call of a split request takes the values of the parts no
+/// tool matched ("in Fahrenheit" was lost with its part).
+#[test]
+fn one_call_takes_the_whole_requests_values() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let planner = OfflinePlanner::new(e, &weather_tool()).unwrap();
+    let steps = planner
+        .plan(
+            "What are the current weather conditions in Tel Aviv, and could you provide that in Fahrenheit, please?",
+            now(),
+        )
+        .unwrap();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0].args.0.get("location"), Some(&serde_json::json!("Tel Aviv")));
+    assert_eq!(steps[0].args.0.get("unit"), Some(&serde_json::json!("fahrenheit")));
+}

@@ -2,6 +2,7 @@
 //! measured beside its peer baseline in the same run.
 #![warn(missing_docs)]
 
+pub mod bfcl;
 pub mod fast_path;
 pub mod home;
 pub mod knn;

@@ -34,6 +34,10 @@ pub enum Command {
     /// of request (EN + IT) by meaning beside the structural design, on a
     /// held-out split
     Learning(engram_bench::learning::Options),
+    /// The offline planner on real users' requests among their own
+    /// functions: BFCL v4's live sets (scripts/fetch-bfcl.sh), scored as
+    /// BFCL's AST checker does, per category, on a fixed dev/heldout split
+    Bfcl(engram_bench::bfcl::Options),
     /// Start-up: `engram run --offline --once` on a long imported log (the
     /// actors' snapshots in place, then without them) beside a near-empty
     /// data dir, whole processes in pairs
@@ -55,6 +59,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Runtime(o) => emit(o.json, &engram_bench::runtime::run(&o)?, |r| r.human()),
         Command::Memory(o) => emit(o.json, &engram_bench::memory::run(&o)?, |r| r.human()),
         Command::Learning(o) => emit(o.json, &engram_bench::learning::run(&o)?, |r| r.human()),
+        Command::Bfcl(o) => emit(o.json, &engram_bench::bfcl::run(&o)?, |r| r.human()),
         Command::Startup(o) => emit(o.json, &engram_bench::startup::run(&o)?, |r| r.human()),
         Command::Soak(o) => emit(o.json, &engram_bench::soak::run(&o)?, |r| r.human()),
     }?;

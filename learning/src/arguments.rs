@@ -2,30 +2,60 @@
 //! offline planner fills a call with when no model writes it.
 //!
 //! Each property of the schema (`properties`, by name) takes at most one
-//! value, and each value of the request goes to at most one property. The
+//! value, and each value of the request goes to at most one property; the
+//! required properties choose first. Every rule reads only what the
+//! request says — no value is invented, a default is left to the tool. The
 //! rules, first that applies:
 //!
 //! 1. **A slot of its name or format.** `path`, `url`, `email`, `date`,
 //!    `window`, `ext`, `number` by name; `format: "date"`, `"email"`,
 //!    `"uri"` by format — from the deterministic extractor
-//!    ([`extract`](mod@crate::fast_path::extract)).
-//! 2. **An enum value the request names.** `{"enum": ["celsius",
+//!    ([`extract`](mod@crate::fast_path::extract)). A string whose name
+//!    has the word `date` (`show_date`) or whose description asks for
+//!    `YYYY-MM-DD` takes a day said in full ("May 15, 2023", "the 8th of
+//!    March 2023", `2023-5-2`, "15 maggio": ISO, the current year when none
+//!    is said), else a relative one ("tomorrow"); the numbers of a day are
+//!    no counts.
+//! 2. **A value named by its parameter.** The property's name said as
+//!    words (`botVersion` → "bot version", or its last word alone when
+//!    that is specific or a code follows: "id 1234") and followed by its
+//!    value, past joining words ("port number 5432", "nickname
+//!    'PrimaryDB'", "component AB1010CD"): a quote in the same clause, a
+//!    number (or a number word) for a number, a code- or name-like word
+//!    for a string; or a quote right before the name ("the 'main'
+//!    database", "'admin_user' as username").
+//! 3. **An enum value the request names.** `{"enum": ["celsius",
 //!    "fahrenheit"]}` takes the first value the request says as a whole
-//!    word, any case ("in fahrenheit").
-//! 3. **A number**, for `type: number` or `integer`: the first number of
-//!    the request no earlier property took ("a timer for 10 minutes" → 10);
-//!    an integer property takes only whole numbers.
-//! 4. **A quoted string**, for `type: string`: the first text in quotes
-//!    ("…", '…', «…», “…”) no earlier property took.
-//! 5. **A proper noun, for a place- or name-like string.** A string
-//!    property whose name or description speaks of a place or a person
-//!    (city, location, town, country, place, where, name, person, contact,
-//!    recipient, who — schemas are written in English) takes the first
-//!    capitalised word run that does not open the sentence ("is it snowing
-//!    in Innsbruck" → "Innsbruck"; "piove a Bologna" → "Bologna"); a
-//!    request in lower case (a voice transcript) gives the words after its
-//!    last preposition (in, at, to, for, a, di, da, per, su: "weather in
-//!    new york" → "new york"), three at most.
+//!    word, any case ("in fahrenheit"); else a one-word value of four
+//!    letters or more that a word of the request has as its stem ("a
+//!    musical show" → `Music`).
+//! 4. **A number**, for `type: number` or `integer`: the one beside a word
+//!    of the property's name ("2 bedrooms", "two-bedroom" for
+//!    `number_of_beds`; a closed class of number words, EN + IT), else the
+//!    first number of the request no earlier property took ("a timer for
+//!    10 minutes" → 10); an integer property takes only whole numbers.
+//! 5. **A quoted string**, for `type: string` without an enum: the first
+//!    text in quotes ("…", '…', «…», “…”) no earlier property took.
+//! 6. **A boolean the request names**: a word of the property's name that
+//!    says what it is about (not `is`, `has`, `include`, …: "hidden" of
+//!    `include_hidden`) is in the request — `false` when a negation stands
+//!    up to four words before it ("no need for a garage"), else `true`.
+//! 7. **A proper noun.** A string property the words before a proper noun
+//!    name ("directed by Gurinder Chadha" for `directed_by`, "from Austin"
+//!    for `from_city`) takes it; else one whose name or description speaks
+//!    of a place or a person (city, location, area, country, name,
+//!    contact, … — schemas are written in English) takes the first
+//!    capitalised word run that does not open the sentence, a place the
+//!    first after a preposition of place ("the Avengers movie in Los
+//!    Angeles" → `location: "Los Angeles"`). A place keeps the region its
+//!    request gives after a comma ("Riga, Latvia", "Austin, TX"). A request
+//!    in lower case (a voice transcript) gives the words after its last
+//!    preposition (in, at, to, for, a, di, da, per, su: "weather in new
+//!    york" → "new york"), three at most.
+//! 8. **Free text**, for a string named as what to search for or say
+//!    (query, search, text, message, content, prompt, …): the words after
+//!    the request's last colon or semicolon ("search the web; where is
+//!    beijing").
 //!
 //! What it cannot fill is left out, and [`Filled::missing`] names the
 //! `required` properties among them: the caller asks the user for them in
@@ -46,24 +76,14 @@ pub struct Filled {
     pub missing: Vec<String>,
 }
 
-/// Words of a property's name or description that make it place-like or
-/// name-like (rule 5).
-const PLACE_OR_NAME: &[&str] = &[
-    "city",
-    "cities",
-    "location",
-    "town",
-    "country",
-    "place",
-    "where",
-    "region",
-    "destination",
-    "name",
-    "person",
-    "contact",
-    "recipient",
-    "who",
-];
+/// Words of a property's name or description that make it place-like
+/// (rule 7) — schemas are written in English.
+const PLACE: &[&str] =
+    &["city", "cities", "location", "town", "country", "place", "where", "region", "destination", "area", "address"];
+
+/// Words of a property's name or description that make it name-like (rule
+/// 7).
+const PLACE_OR_NAME: &[&str] = &["name", "person", "contact", "recipient", "who"];
 
 /// Prepositions before a place or a name in a lower-case request (rule 5),
 /// EN + IT.
@@ -72,29 +92,30 @@ const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da"
 /// Fills the arguments of a tool with parameters `schema` from `request`,
 /// said at `now` (module docs).
 pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
-    let ex = extract(request, now);
     let mut out = Filled::default();
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return out };
     let required: Vec<&str> =
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let mut used_slots: Vec<usize> = Vec::new();
-    let mut quoted = quoted_strings(request).into_iter();
-    // Rules 1–4 first, for every property: the values the request marks
-    // (slots, enum words, numbers, quotes) go where they belong before a
-    // proper noun is guessed for what is left.
+    let said = Said::new(request, now);
+    let mut taken = Taken::default();
+    // Absolute dates claim their numbers ("May 15, 2023" is no 15 and no
+    // 2023).
+    for (i, s) in said.ex.slots.iter().enumerate() {
+        if s.kind == SlotKind::Number && said.dates.iter().any(|d| overlaps(d.0, s.span)) {
+            taken.slots.push(i);
+        }
+    }
+    // Rules 1–6 first, for every property: the values the request marks
+    // (slots, values named by their parameter, enum words, numbers, quotes,
+    // booleans) go where they belong before a proper noun is guessed for
+    // what is left. Required properties first: a value the request gives
+    // once is more likely one the call cannot do without.
     let mut taken_words: Vec<String> = Vec::new();
     let mut left: Vec<(&String, &Value)> = Vec::new();
-    for (name, spec) in properties {
-        let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-        let value = slot_for(name, spec)
-            .and_then(|k| take_slot(&ex, k, &mut used_slots))
-            .or_else(|| enum_named(spec, request))
-            .or_else(|| match kind {
-                "number" | "integer" => take_number(&ex, kind == "integer", &mut used_slots),
-                _ => None,
-            })
-            .or_else(|| (kind == "string").then(|| quoted.next().map(Value::String)).flatten());
-        match value {
+    let mut ordered: Vec<(&String, &Value)> = properties.iter().collect();
+    ordered.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
+    for (name, spec) in ordered {
+        match marked_value(&said, name, spec, &mut taken) {
             Some(v) => {
                 if let Some(s) = v.as_str() {
                     taken_words.extend(words_of(s));
@@ -104,12 +125,36 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
             None => left.push((name, spec)),
         }
     }
-    // Rule 5, for the place- and name-like strings left.
-    let mut nouns =
-        noun_candidates(request).into_iter().filter(|n| !words_of(n).iter().all(|w| taken_words.contains(w)));
+    // Rules 7 and 8, for the strings left.
+    let nouns: Vec<Noun> = noun_runs(&said.ex.text, &said.toks)
+        .into_iter()
+        .filter(|n| !words_of(&n.text).iter().all(|w| taken_words.contains(w)))
+        .filter(|n| !said.quotes.iter().any(|q| overlaps((q.0, q.1), (n.start, n.end))))
+        .collect();
+    let mut used_nouns: Vec<usize> = Vec::new();
+    let mut still: Vec<(&String, &Value)> = Vec::new();
     for (name, spec) in left {
+        match cued_noun(&nouns, &used_nouns, name, spec) {
+            Some(i) => {
+                used_nouns.push(i);
+                let v = nouns[i].with_region(place_like(name, spec));
+                out.args.0.insert(name.clone(), Value::String(v));
+            }
+            None => still.push((name, spec)),
+        }
+    }
+    let lower_case = lower_case_place(&said.ex.text).filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w)));
+    for (name, spec) in still {
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-        match (kind == "string" && place_or_name(name, spec)).then(|| nouns.next()).flatten() {
+        let value = (kind == "string" && spec.get("enum").is_none() && place_or_name(name, spec))
+            .then(|| match next_noun(&nouns, &mut used_nouns, place_like(name, spec)) {
+                Some(v) => Some(v),
+                None if nouns.is_empty() => lower_case.clone(),
+                None => None,
+            })
+            .flatten()
+            .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten());
+        match value {
             Some(v) => {
                 out.args.0.insert(name.clone(), Value::String(v));
             }
@@ -119,6 +164,448 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
     }
     out.missing.sort_unstable();
     out
+}
+
+/// What the request says, as the rules read it.
+struct Said<'a> {
+    request: &'a str,
+    /// The extractor's slots (and the apostrophe-straightened text).
+    ex: crate::fast_path::Extracted,
+    toks: Vec<Tok>,
+    quotes: Vec<(usize, usize, String)>,
+    dates: Vec<((usize, usize), String)>,
+}
+
+impl<'a> Said<'a> {
+    fn new(request: &'a str, now: DateTime<FixedOffset>) -> Said<'a> {
+        let ex = extract(request, now);
+        let toks = tokens(&ex.text);
+        let quotes = quoted_spans(&ex.text);
+        let dates = absolute_dates(&ex.text, now);
+        Said { request, ex, toks, quotes, dates }
+    }
+}
+
+/// Rules 1–6: the value the request marks for one property, if any.
+fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) -> Option<Value> {
+    let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+    slot_for(name, spec)
+        .and_then(|k| take_slot(&said.ex, k, &mut taken.slots))
+        .or_else(|| {
+            (kind == "string" && date_like(name, spec)).then(|| take_date(&said.dates, &said.ex, taken)).flatten()
+        })
+        .or_else(|| named_value(said, name, kind, taken))
+        .or_else(|| enum_named(spec, said.request))
+        .or_else(|| match kind {
+            "number" | "integer" => take_number(name, &said.ex, &said.toks, kind == "integer", taken),
+            _ => None,
+        })
+        .or_else(|| (kind == "string" && spec.get("enum").is_none()).then(|| take_quote(&said.quotes, taken)).flatten())
+        .or_else(|| (kind == "boolean").then(|| boolean_named(name, &said.toks)).flatten())
+}
+
+/// Rule 7: the proper noun a string property's name is said right before
+/// ("directed by Gurinder Chadha" for `directed_by`), by index.
+fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value) -> Option<usize> {
+    let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind != "string" || spec.get("enum").is_some() {
+        return None;
+    }
+    let words = name_words(name);
+    nouns
+        .iter()
+        .position(|n| {
+            // The word right before, or the one before a joining word.
+            let cue = match n.cue.first().map(String::as_str) {
+                Some("by" | "of" | "as" | "is" | "named" | "called") => &n.cue[..],
+                _ => &n.cue[..n.cue.len().min(1)],
+            };
+            cue.iter().any(|c| words.iter().any(|w| same_stem(w, c) && (w.len() > 2 || c == w)))
+        })
+        .filter(|i| !used.contains(i))
+}
+
+/// Rule 7: the next proper noun no property took — for a place, the first
+/// after a preposition of place, with its region.
+fn next_noun(nouns: &[Noun], used: &mut Vec<usize>, place: bool) -> Option<String> {
+    let free = |i: &usize| !used.contains(i);
+    let pick = (0..nouns.len())
+        .filter(free)
+        .find(|i| place && nouns[*i].after_place_preposition)
+        .or_else(|| (0..nouns.len()).find(free))?;
+    used.push(pick);
+    Some(nouns[pick].with_region(place))
+}
+
+/// What the rules took already: extractor slots and quotes, by index.
+#[derive(Default)]
+struct Taken {
+    slots: Vec<usize>,
+    quotes: Vec<usize>,
+    dates: Vec<usize>,
+}
+
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+/// A word of the request: its byte span and its lower-case letters and
+/// digits.
+struct Tok {
+    start: usize,
+    end: usize,
+    word: String,
+}
+
+fn tokens(text: &str) -> Vec<Tok> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        let part = c.is_alphanumeric() || (start.is_some() && matches!(c, '\'' | '-' | '_' | '.' | '/' | '@' | ':'));
+        match (part, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                let raw = text[s..i].trim_end_matches(|c: char| !c.is_alphanumeric());
+                if !raw.is_empty() {
+                    out.push(Tok { start: s, end: s + raw.len(), word: raw.to_lowercase() });
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A parameter's name as words: `botVersion` → bot, version;
+/// `number_of_adults` → number, of, adults; `_from` → from.
+fn name_words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Two words of one stem: one starts with the other (a plural, "bed" /
+/// "bedrooms", "music" / "musical"), the shorter of three letters or more.
+fn same_stem(a: &str, b: &str) -> bool {
+    let plural = |w: &'_ str| -> usize {
+        if w.len() > 3 && w.ends_with('s') {
+            w.len() - 1
+        } else {
+            w.len()
+        }
+    };
+    let (a, b) = (&a[..plural(a)], &b[..plural(b)]);
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short.len() >= 3 && long.starts_with(short)
+}
+
+/// Words that join a parameter's name to its value ("port number 5432",
+/// "nickname 'PrimaryDB'", "username is ada", "set to 22"), EN.
+const LINKS: &[&str] = &[
+    "as", "is", "of", "to", "be", "called", "named", "the", "a", "an", "with", "equal", "equals", "number", "value",
+    "at", "=", ":",
+];
+
+/// Rule 2: a value the request names by its parameter — the parameter's
+/// name said as words and followed by the value (a quote within three
+/// words, else the next word that is not a joining one: a number for a
+/// number, a code- or name-like word for a string), or a quote followed by
+/// "as" and the name ("'admin_user' as username").
+fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut Taken) -> Option<Value> {
+    if !matches!(kind, "string" | "number" | "integer") {
+        return None;
+    }
+    let (text, toks, ex) = (said.ex.text.as_str(), &said.toks, &said.ex);
+    for (first, end) in name_said(toks, &name_words(name)) {
+        if kind == "string" {
+            if let Some(q) = quote_by_name(said, first, end, taken) {
+                return Some(q);
+            }
+        }
+        let next = toks[end + 1..].iter().take(3).find(|t| !LINKS.contains(&t.word.as_str()))?;
+        let quoted = said.quotes.iter().any(|q| overlaps((q.0, q.1), (next.start, next.end)));
+        if quoted && !NUMBER_WORDS.iter().any(|(w, _)| *w == next.word) {
+            continue;
+        }
+        match kind {
+            "number" | "integer" => {
+                if let Some((_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == next.word) {
+                    return Some(Value::from(*n));
+                }
+                let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
+                    s.kind == SlotKind::Number && !taken.slots.contains(i) && overlaps(s.span, (next.start, next.end))
+                })?;
+                if kind == "integer" && slot.value.as_f64().is_some_and(|f| f.fract() != 0.0) {
+                    return None;
+                }
+                taken.slots.push(i);
+                return Some(slot.value.clone());
+            }
+            _ => {
+                let raw = &text[next.start..next.end];
+                let code = raw.chars().any(|c| c.is_ascii_digit() || "-_./@:".contains(c))
+                    || raw.chars().next().is_some_and(char::is_uppercase);
+                // A number is an id here ("user id 1234"); other values
+                // (a path, a date) go by their own rule.
+                let other =
+                    ex.slots.iter().any(|s| s.kind != SlotKind::Number && overlaps(s.span, (next.start, next.end)));
+                if code && !other {
+                    for (i, s) in ex.slots.iter().enumerate() {
+                        if overlaps(s.span, (next.start, next.end)) {
+                            taken.slots.push(i);
+                        }
+                    }
+                    return Some(Value::String(raw.to_owned()));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Where a parameter's name (its `words`) is said, as token ranges: all
+/// its words in a row, or its last word alone when that is specific (four
+/// letters or more) or a code follows it ("id 1234").
+fn name_said(toks: &[Tok], words: &[String]) -> Vec<(usize, usize)> {
+    let Some(last) = words.last() else { return Vec::new() };
+    if words.iter().map(String::len).sum::<usize>() < 3 {
+        return Vec::new();
+    }
+    let n = words.len();
+    let mut ends: Vec<(usize, usize)> = Vec::new();
+    for i in 0..toks.len() {
+        let whole = i + n <= toks.len()
+            && (0..n).all(|k| {
+                toks[i + k].word == words[k]
+                    || (k == n - 1 && words[k].len() >= 4 && same_stem(&toks[i + k].word, &words[k]))
+            });
+        if whole {
+            ends.push((i, i + n - 1));
+        } else if n > 1 && toks[i].word == *last {
+            let code = toks[i + 1..].iter().find(|t| !LINKS.contains(&t.word.as_str()));
+            if last.len() >= 4 || code.is_some_and(|t| t.word.chars().any(|c| c.is_ascii_digit())) {
+                ends.push((i, i));
+            }
+        }
+    }
+    ends
+}
+
+/// Rule 2's quotes: one right before the name said at tokens
+/// `first..=end` ("the 'main' database", "'admin_user' as username"),
+/// else one within three words after it, in the same clause ("nickname
+/// 'PrimaryDB'").
+fn quote_by_name(said: &Said<'_>, first: usize, end: usize, taken: &mut Taken) -> Option<Value> {
+    let (text, toks, quotes) = (said.ex.text.as_str(), &said.toks, &said.quotes);
+    let (before, after) = (toks[first].start, toks[end].end);
+    let right_before = (0..quotes.len()).find(|q| {
+        let between = text[quotes[*q].1.min(before)..before].trim();
+        !taken.quotes.contains(q) && quotes[*q].1 <= before && (between.is_empty() || between == "as")
+    });
+    let within = toks.get(end + 3).map_or(text.len(), |t| t.end);
+    let right_after = (0..quotes.len()).find(|q| {
+        !taken.quotes.contains(q)
+            && quotes[*q].0 >= after
+            && quotes[*q].0 <= within
+            && !text[after..quotes[*q].0].contains([',', '.', ';'])
+    });
+    let q = right_before.or(right_after)?;
+    taken.quotes.push(q);
+    Some(Value::String(quotes[q].2.clone()))
+}
+
+/// Rule 1's absolute dates: `2023-04-08`, "May 15, 2023", "the 4th of
+/// March 2023", "15 maggio" — as ISO days, with their spans; a date
+/// without a year is in `now`'s.
+fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize), String)> {
+    use chrono::Datelike;
+    static RULES: std::sync::OnceLock<[regex::Regex; 3]> = std::sync::OnceLock::new();
+    const MONTH: &str = "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|gennaio|febbraio|marzo|aprile|maggio|giugno|luglio|agosto|settembre|ottobre|novembre|dicembre";
+    let [iso, month_first, day_first] = RULES.get_or_init(|| {
+        let r = |s: &str| regex::Regex::new(s).expect("date rule compiles");
+        [
+            r(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"),
+            r(&format!(r"(?i)\b({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?")),
+            r(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH})\b\.?(?:,?\s+(\d{{4}})\b)?")),
+        ]
+    });
+    let month = |m: &str| -> Option<u32> {
+        let m = m.to_lowercase();
+        const EN: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+        const IT: [&str; 12] = ["gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "set", "ott", "nov", "dic"];
+        EN.iter()
+            .position(|p| m.starts_with(p))
+            .or_else(|| IT.iter().position(|p| m.starts_with(p)))
+            .map(|i| i as u32 + 1)
+    };
+    let mut out: Vec<((usize, usize), String)> = Vec::new();
+    let mut push = |span: (usize, usize), y: Option<i32>, m: Option<u32>, d: Option<u32>| {
+        let day = chrono::NaiveDate::from_ymd_opt(y.unwrap_or(now.year()), m.unwrap_or(0), d.unwrap_or(0));
+        if let Some(day) = day.filter(|_| !out.iter().any(|o| overlaps(o.0, span))) {
+            out.push((span, day.format("%Y-%m-%d").to_string()));
+        }
+    };
+    for c in iso.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        push((m.start(), m.end()), c[1].parse().ok(), c[2].parse().ok(), c[3].parse().ok());
+    }
+    for c in month_first.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        push((m.start(), m.end()), c.get(3).and_then(|y| y.as_str().parse().ok()), month(&c[1]), c[2].parse().ok());
+    }
+    for c in day_first.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        push((m.start(), m.end()), c.get(3).and_then(|y| y.as_str().parse().ok()), month(&c[2]), c[1].parse().ok());
+    }
+    out.sort_by_key(|d| d.0);
+    out
+}
+
+/// Whether a string property holds a day: `date` among its name's words,
+/// or a description that asks for `YYYY-MM-DD`.
+fn date_like(name: &str, spec: &Value) -> bool {
+    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    name_words(name).iter().any(|w| w == "date") || description.contains("YYYY-MM-DD")
+}
+
+/// The first absolute date no property took, else the first relative one.
+fn take_date(dates: &[((usize, usize), String)], ex: &crate::fast_path::Extracted, taken: &mut Taken) -> Option<Value> {
+    if let Some(i) = (0..dates.len()).find(|i| !taken.dates.contains(i)) {
+        taken.dates.push(i);
+        return Some(Value::String(dates[i].1.clone()));
+    }
+    take_slot(ex, SlotKind::Date, &mut taken.slots)
+}
+
+/// Number words, for a count said in words beside what it counts ("two
+/// bedrooms", "tre biglietti").
+const NUMBER_WORDS: &[(&str, i64)] = &[
+    ("one", 1),
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("six", 6),
+    ("seven", 7),
+    ("eight", 8),
+    ("nine", 9),
+    ("ten", 10),
+    ("eleven", 11),
+    ("twelve", 12),
+    ("uno", 1),
+    ("una", 1),
+    ("due", 2),
+    ("tre", 3),
+    ("quattro", 4),
+    ("cinque", 5),
+    ("sei", 6),
+    ("sette", 7),
+    ("otto", 8),
+    ("nove", 9),
+    ("dieci", 10),
+];
+
+/// Words of a parameter's name that say nothing of what it counts.
+const COUNT_WORDS: &[&str] = &["number", "num", "of", "count", "total", "the", "n", "in", "no", "amount", "max", "min"];
+
+/// Rule 4: a number for a number property — the one beside a word of the
+/// property's name ("2 bedrooms" for `number_of_beds`; "two bedrooms" too),
+/// else the first number no property took; an integer property takes only
+/// whole numbers.
+fn take_number(
+    name: &str,
+    ex: &crate::fast_path::Extracted,
+    toks: &[Tok],
+    integer: bool,
+    taken: &mut Taken,
+) -> Option<Value> {
+    let counted: Vec<String> = name_words(name).into_iter().filter(|w| !COUNT_WORDS.contains(&w.as_str())).collect();
+    let names_it = |t: Option<&Tok>| t.is_some_and(|t| counted.iter().any(|w| same_stem(w, &t.word)));
+    let whole = |v: &Value| !integer || v.as_f64().is_some_and(|f| f.fract() == 0.0);
+    // Beside a word of its name: a figure, then a number word.
+    for (i, s) in ex.slots.iter().enumerate() {
+        if s.kind != SlotKind::Number || taken.slots.contains(&i) || !whole(&s.value) {
+            continue;
+        }
+        let at = toks.iter().position(|t| overlaps((t.start, t.end), s.span));
+        if at.is_some_and(|k| names_it(toks.get(k + 1)) || (k > 0 && names_it(toks.get(k - 1)))) {
+            taken.slots.push(i);
+            return Some(as_kind(&s.value, integer));
+        }
+    }
+    for (k, t) in toks.iter().enumerate() {
+        // "two bedrooms", or one word: "two-bedroom".
+        let (head, tail) = t.word.split_once('-').unwrap_or((&t.word, ""));
+        if let Some((_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == head) {
+            let named = match tail {
+                "" => names_it(toks.get(k + 1)),
+                tail => counted.iter().any(|w| same_stem(w, tail)),
+            };
+            if named {
+                return Some(Value::from(*n));
+            }
+        }
+    }
+    let (i, slot) = ex
+        .slots
+        .iter()
+        .enumerate()
+        .find(|(i, s)| s.kind == SlotKind::Number && !taken.slots.contains(i) && whole(&s.value))?;
+    taken.slots.push(i);
+    Some(as_kind(&slot.value, integer))
+}
+
+fn as_kind(v: &Value, integer: bool) -> Value {
+    match (integer, v.as_f64()) {
+        (true, Some(f)) => Value::from(f as i64),
+        _ => v.clone(),
+    }
+}
+
+/// Rule 5: the first quoted text no property took.
+fn take_quote(quotes: &[(usize, usize, String)], taken: &mut Taken) -> Option<Value> {
+    let q = (0..quotes.len()).find(|q| !taken.quotes.contains(q))?;
+    taken.quotes.push(q);
+    Some(Value::String(quotes[q].2.clone()))
+}
+
+/// Words of a boolean's name that say it is one, not what it is about.
+const FLAG_WORDS: &[&str] = &[
+    "is", "has", "have", "include", "includes", "enable", "enabled", "use", "allow", "allowed", "with", "should", "do",
+    "does", "flag", "in", "on", "the", "of", "a", "to",
+];
+
+/// Rule 6: a boolean the request names — every word of its name that says
+/// what it is about ("hidden" of `include_hidden`, "trip protection" of
+/// `trip_protection`), a stem each; `false` when a negation stands up to
+/// four words before ("no need for a garage"), else `true`.
+fn boolean_named(name: &str, toks: &[Tok]) -> Option<Value> {
+    let about: Vec<String> = name_words(name).into_iter().filter(|w| !FLAG_WORDS.contains(&w.as_str())).collect();
+    if about.is_empty() {
+        return None;
+    }
+    let at = about.iter().filter_map(|w| toks.iter().position(|t| same_stem(w, &t.word) || t.word == *w)).min()?;
+    let negated = toks[at.saturating_sub(4)..at].iter().any(|t| crate::text::is_negation(&t.word));
+    Some(Value::Bool(!negated))
 }
 
 /// Rule 1: the slot kind a property names, by its name or its format.
@@ -138,31 +625,26 @@ fn take_slot(ex: &crate::fast_path::Extracted, kind: SlotKind, used: &mut Vec<us
     Some(slot.value.clone())
 }
 
-/// Rule 3: the first number no property took (whole numbers only for an
-/// integer).
-fn take_number(ex: &crate::fast_path::Extracted, integer: bool, used: &mut Vec<usize>) -> Option<Value> {
-    let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
-        s.kind == SlotKind::Number
-            && !used.contains(i)
-            && (!integer || s.value.as_f64().is_some_and(|f| f.fract() == 0.0))
-    })?;
-    used.push(i);
-    let v = &slot.value;
-    Some(match (integer, v.as_f64()) {
-        (true, Some(f)) => Value::from(f as i64),
-        _ => v.clone(),
-    })
-}
-
-/// Rule 2: the first value of the property's enum the request names as a
-/// whole word (or words), any case.
+/// Rule 3: the first value of the property's enum the request names as a
+/// whole word (or words), any case; else one a word of the request has for
+/// its stem ("a musical show" names `Music`).
 fn enum_named(spec: &Value, request: &str) -> Option<Value> {
-    let lower = format!(" {} ", words_of(request).join(" "));
-    spec.get("enum")?.as_array()?.iter().find_map(|v| {
-        let s = v.as_str()?;
-        let w = words_of(s).join(" ");
-        (!w.is_empty() && lower.contains(&format!(" {w} "))).then(|| v.clone())
-    })
+    let words = words_of(request);
+    let lower = format!(" {} ", words.join(" "));
+    let values = spec.get("enum")?.as_array()?;
+    values
+        .iter()
+        .find(|v| {
+            let w = v.as_str().map(|s| words_of(s).join(" ")).unwrap_or_default();
+            !w.is_empty() && lower.contains(&format!(" {w} "))
+        })
+        .or_else(|| {
+            values.iter().find(|v| {
+                let w = v.as_str().map(words_of).unwrap_or_default();
+                w.len() == 1 && w[0].len() >= 4 && words.iter().any(|r| r.starts_with(&w[0]))
+            })
+        })
+        .cloned()
 }
 
 /// Lower-case words, letters and digits only.
@@ -170,35 +652,148 @@ fn words_of(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
-/// Whether a string property holds a place or a name (rule 5).
+/// Whether a string property holds a place or a name (rule 7).
 fn place_or_name(name: &str, spec: &Value) -> bool {
-    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
-    words_of(&format!("{} {description}", name.replace('_', " "))).iter().any(|w| PLACE_OR_NAME.contains(&w.as_str()))
+    property_words(name, spec).iter().any(|w| PLACE_OR_NAME.contains(&w.as_str()) || PLACE.contains(&w.as_str()))
 }
 
-/// Texts in quotes, in order.
-fn quoted_strings(text: &str) -> Vec<String> {
+/// Whether a string property holds a place (rule 7): its name or
+/// description names one.
+fn place_like(name: &str, spec: &Value) -> bool {
+    property_words(name, spec).iter().any(|w| PLACE.contains(&w.as_str()))
+}
+
+fn property_words(name: &str, spec: &Value) -> Vec<String> {
+    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    let mut words = name_words(name);
+    words.extend(words_of(description));
+    words
+}
+
+/// Words of a string property's name that make it free text the user
+/// words (rule 8): what to search for, say or run.
+const FREE_TEXT: &[&str] =
+    &["query", "search", "keyword", "keywords", "text", "message", "content", "prompt", "question", "input", "term"];
+
+fn free_text_like(name: &str) -> bool {
+    name_words(name).iter().any(|w| FREE_TEXT.contains(&w.as_str()))
+}
+
+/// Rule 8: the words after the request's last colon or semicolon ("search
+/// the web; where is beijing" → "where is beijing"), two at least.
+fn free_text(text: &str) -> Option<String> {
+    let at = text.rfind([':', ';'])?;
+    let tail = text[at + 1..].trim().trim_end_matches(['.', '?', '!']).trim();
+    (tail.split_whitespace().count() >= 2).then(|| tail.to_owned())
+}
+
+/// Texts in quotes, in order, with the byte span of each (quote marks
+/// included).
+fn quoted_spans(text: &str) -> Vec<(usize, usize, String)> {
     let pairs = [('"', '"'), ('\'', '\''), ('«', '»'), ('“', '”'), ('‘', '’')];
     let mut out = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut i = 0;
     while i < chars.len() {
-        let c = chars[i];
+        let (at, c) = chars[i];
         // An apostrophe inside a word ("what's", "l'ombrello") opens nothing.
-        let in_word = i > 0 && chars[i - 1].is_alphanumeric();
+        let in_word = i > 0 && chars[i - 1].1.is_alphanumeric();
         if let Some((_, close)) = pairs.iter().find(|(open, _)| *open == c).filter(|_| !in_word) {
-            if let Some(end) = chars[i + 1..].iter().position(|d| d == close) {
-                let inner: String = chars[i + 1..i + 1 + end].iter().collect();
-                if !inner.trim().is_empty() {
-                    out.push(inner.trim().to_owned());
+            // A closing mark followed by a letter is an apostrophe ("it's").
+            let closes = |j: usize| chars[j].1 == *close && chars.get(j + 1).is_none_or(|n| !n.1.is_alphanumeric());
+            if let Some(end) = (i + 1..chars.len()).find(|j| closes(*j)) {
+                let (inner_start, inner_end) = (at + c.len_utf8(), chars[end].0);
+                let inner = text[inner_start..inner_end].trim();
+                if !inner.is_empty() {
+                    out.push((at, inner_end + close.len_utf8(), inner.to_owned()));
                 }
-                i += end + 2;
+                i = end + 1;
                 continue;
             }
         }
         i += 1;
     }
     out
+}
+
+/// Texts in quotes, in order.
+fn quoted_strings(text: &str) -> Vec<String> {
+    quoted_spans(text).into_iter().map(|q| q.2).collect()
+}
+
+/// Prepositions before a place (rule 7), EN + IT.
+const PLACE_PREPOSITIONS: &[&str] =
+    &["in", "at", "near", "from", "to", "a", "da", "di", "per", "su", "nel", "nella", "vicino"];
+
+/// A proper noun of the request and what stands before it.
+struct Noun {
+    text: String,
+    start: usize,
+    end: usize,
+    /// Up to two words before it, articles skipped ("directed by").
+    cue: Vec<String>,
+    /// Whether a preposition of place stands right before it.
+    after_place_preposition: bool,
+    /// The run after a comma that says its region ("Riga, Latvia",
+    /// "Portland, OR").
+    region: Option<String>,
+}
+
+impl Noun {
+    /// As a value: a place with its region ("San Diego, CA").
+    fn with_region(&self, place: bool) -> String {
+        match (&self.region, place) {
+            (Some(r), true) => format!("{}, {r}", self.text),
+            _ => self.text.clone(),
+        }
+    }
+}
+
+/// Rule 7's proper nouns, each with the words before it; a run after a
+/// comma that follows another is that one's region, not a noun of its own.
+fn noun_runs(text: &str, toks: &[Tok]) -> Vec<Noun> {
+    let runs = crate::fast_path::extract::proper_nouns(text);
+    let mut out: Vec<Noun> = Vec::new();
+    let mut skip = false;
+    for (k, &(s, e)) in runs.iter().enumerate() {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        let region =
+            runs.get(k + 1).filter(|(s2, _)| text[e..*s2].trim() == ",").map(|(s2, e2)| text[*s2..*e2].to_owned());
+        skip = region.is_some();
+        let before: Vec<&Tok> = toks
+            .iter()
+            .filter(|t| t.end <= s)
+            .rev()
+            .filter(|t| !matches!(t.word.as_str(), "the" | "a" | "an"))
+            .take(2)
+            .collect();
+        let prev = toks.iter().rfind(|t| t.end <= s);
+        out.push(Noun {
+            text: text[s..e].to_owned(),
+            start: s,
+            end: e,
+            cue: before.iter().map(|t| t.word.clone()).collect(),
+            after_place_preposition: prev.is_some_and(|t| PLACE_PREPOSITIONS.contains(&t.word.as_str())),
+            region,
+        });
+    }
+    out
+}
+
+/// A lower-case request's place (a voice transcript): the words after its
+/// last preposition, three at most, when they end it.
+fn lower_case_place(text: &str) -> Option<String> {
+    if text.chars().any(char::is_uppercase) {
+        return None;
+    }
+    let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+    let lower: Vec<String> = text.split_whitespace().map(|w| clean(w).to_lowercase()).collect();
+    let p = lower.iter().rposition(|w| PREPOSITIONS.contains(&w.as_str()))?;
+    let tail: Vec<&String> = lower[p + 1..].iter().filter(|w| !w.is_empty()).take(3).collect();
+    (!tail.is_empty() && p + 1 + tail.len() == lower.len())
+        .then(|| tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "))
 }
 
 /// `text` without its proper nouns (rule 5's capitalised runs): what a
@@ -213,6 +808,17 @@ pub fn without_proper_nouns(text: &str) -> String {
     let mut out = text.to_owned();
     for n in nouns {
         out = out.replacen(&n, " ", 1);
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` without its proper nouns and quoted strings: the words the
+/// user asks with, not the values they pass ("book a table at New Delhi
+/// Palace" names no "new" thing to create).
+pub fn without_values(text: &str) -> String {
+    let mut out = without_proper_nouns(text);
+    for q in quoted_strings(&out) {
+        out = out.replacen(&q, " ", 1);
     }
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -286,6 +892,128 @@ mod tests {
         assert_eq!(f.args.0.get("sound"), Some(&json!("soft beep")));
         let f = fill(&timer, "set a timer", now());
         assert_eq!(f.missing, ["label", "minutes"]);
+    }
+
+    fn props(p: Value, required: &[&str]) -> Value {
+        json!({"type": "object", "properties": p, "required": required})
+    }
+
+    #[test]
+    fn a_value_goes_to_the_parameter_it_is_said_with() {
+        let db = props(
+            json!({
+                "database": {"type": "string"}, "host": {"type": "string"}, "nickname": {"type": "string"},
+                "port": {"type": "integer"}, "username": {"type": "string"}, "userId": {"type": "string"}
+            }),
+            &["database", "host", "nickname", "port", "username"],
+        );
+        let f = fill(
+            &db,
+            "Add a server with the nickname 'PrimaryDB', host IP as '192.168.0.10', port number 5432, connecting to \
+             the 'main' database, with 'admin_user' as username. id 77",
+            now(),
+        );
+        assert_eq!(f.args.0.get("nickname"), Some(&json!("PrimaryDB")));
+        assert_eq!(f.args.0.get("host"), Some(&json!("192.168.0.10")));
+        assert_eq!(f.args.0.get("port"), Some(&json!(5432)));
+        assert_eq!(f.args.0.get("username"), Some(&json!("admin_user")));
+        assert_eq!(f.args.0.get("userId"), Some(&json!("77")), "the last word of the name, a code after it");
+        // Before: quotes went to the properties in their order.
+        assert_eq!(f.args.0.get("database"), Some(&json!("main")));
+        let v = props(json!({"component": {"type": "string"}, "vulnerability": {"type": "string"}}), &[]);
+        let f = fill(&v, "the analysis for component AB1010CD and vulnerability ef903ac-893-f00", now());
+        assert_eq!(f.args.0.get("component"), Some(&json!("AB1010CD")));
+        assert_eq!(f.args.0.get("vulnerability"), Some(&json!("ef903ac-893-f00")));
+    }
+
+    #[test]
+    fn a_count_is_the_number_beside_what_it_counts() {
+        let home = props(
+            json!({"number_of_baths": {"type": "integer"}, "number_of_beds": {"type": "integer"}, "page_size": {"type": "integer"}}),
+            &["number_of_beds", "number_of_baths"],
+        );
+        let f = fill(&home, "a flat with at least 2 bedrooms and 1 bathroom", now());
+        assert_eq!(
+            (f.args.0.get("number_of_beds"), f.args.0.get("number_of_baths")),
+            (Some(&json!(2)), Some(&json!(1)))
+        );
+        let f = fill(&home, "find a two-bedroom, one-bathroom apartment", now());
+        assert_eq!(
+            (f.args.0.get("number_of_beds"), f.args.0.get("number_of_baths")),
+            (Some(&json!(2)), Some(&json!(1)))
+        );
+        let f = fill(&home, "three bathrooms and 4 beds, page size 'nine'", now());
+        assert_eq!(f.args.0.get("number_of_baths"), Some(&json!(3)));
+        assert_eq!(f.args.0.get("page_size"), Some(&json!(9)));
+        // A required count takes a number before an optional one does.
+        let tax = props(
+            json!({"discount_rate": {"type": "number"}, "purchase_amount": {"type": "number"}}),
+            &["purchase_amount"],
+        );
+        let f = fill(&tax, "I paid $59.99 here", now());
+        assert_eq!(f.args.0.get("purchase_amount"), Some(&json!(59.99)));
+        assert_eq!(f.args.0.get("discount_rate"), None);
+    }
+
+    #[test]
+    fn days_said_in_full_are_iso_days_and_their_numbers_no_counts() {
+        let trip = props(
+            json!({"date_of_journey": {"type": "string"}, "number_of_adults": {"type": "integer"}}),
+            &["date_of_journey", "number_of_adults"],
+        );
+        for (request, day) in [
+            ("4 tickets for May 15, 2023", "2023-05-15"),
+            ("4 tickets on the 8th of march 2023", "2023-03-08"),
+            ("4 tickets on 2023-5-2", "2023-05-02"),
+            ("4 biglietti per il 15 maggio", "2026-05-15"),
+        ] {
+            let f = fill(&trip, request, now());
+            assert_eq!(f.args.0.get("date_of_journey"), Some(&json!(day)), "{request}");
+            assert_eq!(f.args.0.get("number_of_adults"), Some(&json!(4)), "{request}");
+        }
+    }
+
+    #[test]
+    fn a_boolean_is_true_when_named_false_when_negated_absent_otherwise() {
+        let home = props(json!({"has_garage": {"type": "boolean"}, "in_unit_laundry": {"type": "boolean"}}), &[]);
+        let f = fill(&home, "No need for a garage, but I'd like in-unit laundry", now());
+        assert_eq!(f.args.0.get("has_garage"), Some(&json!(false)));
+        assert_eq!(f.args.0.get("in_unit_laundry"), Some(&json!(true)));
+        assert!(fill(&home, "a house in Berkeley", now()).args.0.is_empty());
+    }
+
+    #[test]
+    fn proper_nouns_go_by_the_words_before_them_places_with_their_region() {
+        let movies = props(
+            json!({"cast": {"type": "string"}, "directed_by": {"type": "string"}, "location": {"type": "string", "description": "the city"},
+                   "movie_name": {"type": "string"}}),
+            &[],
+        );
+        let f = fill(&movies, "something starring Tom Hanks directed by Quentin Tarantino", now());
+        assert_eq!(f.args.0.get("directed_by"), Some(&json!("Quentin Tarantino")));
+        let f = fill(&movies, "I want to see the Avengers movie in Los Angeles", now());
+        assert_eq!(f.args.0.get("location"), Some(&json!("Los Angeles")), "the place after a preposition of place");
+        assert_eq!(f.args.0.get("movie_name"), Some(&json!("Avengers")));
+        let f = fill(&movies, "what's on in Riga, Latvia tonight", now());
+        assert_eq!(f.args.0.get("location"), Some(&json!("Riga, Latvia")));
+        let bus = props(
+            json!({"from_city": {"type": "string"}, "to_city": {"type": "string"}, "enum_kind": {"type": "string", "enum": ["Music", "Theater"]}}),
+            &["from_city", "to_city"],
+        );
+        let f = fill(&bus, "a bus from Austin, TX to Dallas, TX after a musical show", now());
+        assert_eq!(f.args.0.get("from_city"), Some(&json!("Austin, TX")));
+        assert_eq!(f.args.0.get("to_city"), Some(&json!("Dallas, TX")));
+        assert_eq!(f.args.0.get("enum_kind"), Some(&json!("Music")), "an enum value by its stem");
+    }
+
+    #[test]
+    fn free_text_is_what_follows_a_colon_or_semicolon() {
+        let search = props(json!({"query": {"type": "string"}}), &["query"]);
+        assert_eq!(
+            fill(&search, "trigger the web search function; where is beijing", now()).args.0.get("query"),
+            Some(&json!("where is beijing"))
+        );
+        assert_eq!(fill(&search, "search the web", now()).missing, ["query"]);
     }
 
     #[test]

@@ -36,7 +36,9 @@
 //! 3. **I can't do that.** A part that names an effectful action (delete,
 //!    rename, send, move, play, …; `gate::effectful_actions`) is given only
 //!    to a tool whose name or description names it too; with none, the part
-//!    is not planned, rather than read the file it asked to delete.
+//!    is not planned, rather than read the file it asked to delete. The
+//!    actions are read from the request's own words, not from the names
+//!    and quotes it carries ("a trip to New York" creates nothing new).
 //! 4. **A tool that can run stands in for one that cannot.** A tool that
 //!    cannot do anything as configured ([`OfflinePlanner::with_unconfigured`]:
 //!    the built-in `list_dir` without `[tools] file_roots`) still competes
@@ -48,6 +50,19 @@
 //!    one of those nearest the request. With none, the winner is planned
 //!    and its call says what to configure ("where am I" without `[tools]
 //!    location`).
+//! 5. **A split that plans nothing is undone.** When no part of a request
+//!    split on conjunctions matches a tool, the whole request is compared:
+//!    the split is a guess, and each part of a long request may say too
+//!    little.
+//! 6. **One call, the whole request's values.** When one part of a split
+//!    request is planned, its arguments come from the whole request: the
+//!    parts no tool matched carry its values ("what's the weather in Tel
+//!    Aviv, and could you give it in Fahrenheit").
+//! 7. **The values a tool needs are evidence.** A part that gives every
+//!    argument a tool requires ([`crate::arguments`], one at least) is
+//!    nearer to it by [`ARGUMENT_EVIDENCE`], against the bar and against
+//!    small talk: a request that carries the user's values for a tool is
+//!    about it more than its wording alone says.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -139,6 +154,17 @@ pub const PATH_BONUS: f32 = 0.1;
 /// directories in a specified path" for `list_dir`'s "list the files and
 /// folders in a directory".
 pub const SAME_ABILITY: f32 = 0.6;
+
+/// What a tool's cosine gains, against the bar and against small talk,
+/// when the request gives every argument it requires (rule 7).
+pub const ARGUMENT_EVIDENCE: f32 = 0.1;
+
+/// Whether `part` gives a value for each of the arguments `schema`
+/// requires, and it requires one at least (rule 7).
+fn gives_all_it_requires(schema: &serde_json::Value, part: &str, now: DateTime<FixedOffset>) -> bool {
+    let requires = schema.get("required").and_then(|r| r.as_array()).is_some_and(|r| !r.is_empty());
+    requires && crate::arguments::fill(schema, part, now).missing.is_empty()
+}
 
 /// What a tool's `path` parameter names, by its description.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -266,57 +292,95 @@ impl OfflinePlanner {
         let refs: Vec<&str> = asked.iter().map(String::as_str).collect();
         let vectors = self.embedder.embed_batch(&refs)?;
         let mut steps = Vec::new();
+        let mut from: Vec<&str> = Vec::new();
         for (part, v) in parts.iter().zip(&vectors) {
-            // Rule 1b: a question about what the assistant remembers is for
-            // memory, whatever else it names ("… what city I live in").
-            if crate::mood::asks_memory(part) && self.tools.iter().any(|t| t.name == RECALL && t.runnable) {
-                steps.push(PlanStep { tool: RECALL.to_owned(), args: ToolArgs::default() });
-                continue;
+            if let Some(step) = self.step_for(part, v, now) {
+                steps.push(step);
+                from.push(part);
             }
-            let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
-            let wanted = effectful_actions(part);
-            // Rule 2: a path of a kind some tool takes goes to such a tool.
-            let exact = path.filter(|k| self.tools.iter().any(|t| t.path == Some(Some(*k))));
-            let score = |t: &Profile| {
-                let mut score = nearest(v, &t.vectors);
-                // Rule 2: a path favours the tools taking one of its kind.
-                if let (Some(kind), Some(takes)) = (path, t.path) {
-                    score += PATH_BONUS + if takes == Some(kind) { PATH_BONUS } else { 0.0 };
-                }
-                score
-            };
-            let candidates = || {
-                self.tools
-                    .iter()
-                    .filter(move |t| exact.is_none_or(|k| t.path == Some(Some(k))))
-                    // Rule 3: an effectful action only to a tool that does it.
-                    .filter(|t| wanted.is_subset(&t.actions))
-            };
-            let best = candidates().map(|t| (t, score(t))).max_by(|a, b| a.1.total_cmp(&b.1));
-            let Some((tool, cosine)) = best else {
-                tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
-                continue;
-            };
-            // Rule 1: small talk nearer than any tool asks for none.
-            let chat = nearest(v, &self.small_talk);
-            tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
-            let names_its_path = path.is_some() && tool.path == Some(path);
-            if (cosine < self.threshold && !names_its_path) || chat > cosine {
-                continue;
+        }
+        // Rule 5: a request whose parts plan nothing is tried whole — the
+        // split is a guess, and a long request's parts may each say too
+        // little ("find me a museum in Rome that is free and suitable for
+        // children").
+        if steps.is_empty() && parts.len() > 1 {
+            let whole = crate::arguments::without_proper_nouns(request);
+            let v = self.embedder.embed_batch(&[whole.as_str()])?.pop().unwrap_or_default();
+            if let Some(step) = self.step_for(request, &v, now) {
+                steps.push(step);
+                from.push(request);
             }
-            // Rule 4: a tool that can run and does the same stands in.
-            let tool = match tool.runnable {
-                true => tool,
-                // It does nothing effectful the tool it stands in for would not.
-                false => candidates()
-                    .filter(|t| t.runnable && t.actions.is_subset(&tool.actions))
-                    .filter(|t| nearest(&tool.vectors[0], &t.vectors) >= SAME_ABILITY)
-                    .max_by(|a, b| score(a).total_cmp(&score(b)))
-                    .unwrap_or(tool),
-            };
-            steps.push(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) });
+        }
+        // Rule 6: one call takes its arguments from the whole request — the
+        // parts no tool matched carry its values ("the weather in Tel Aviv,
+        // and could you give it in Fahrenheit").
+        if let ([step], true) = (steps.as_mut_slice(), parts.len() > 1) {
+            if let Some(tool) = self.tools.iter().find(|t| t.name == step.tool && from[0] != request) {
+                step.args = args_for(tool, request, now);
+            }
         }
         Ok(steps)
+    }
+
+    /// The step for one part of a request (its vector `v`), if a tool
+    /// matches it by the rules of the module doc.
+    fn step_for(&self, part: &str, v: &[f32], now: DateTime<FixedOffset>) -> Option<PlanStep> {
+        // Rule 1b: a question about what the assistant remembers is for
+        // memory, whatever else it names ("… what city I live in").
+        if crate::mood::asks_memory(part) && self.tools.iter().any(|t| t.name == RECALL && t.runnable) {
+            return Some(PlanStep { tool: RECALL.to_owned(), args: ToolArgs::default() });
+        }
+        let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
+        // Rule 3's actions are the request's own, not words of the
+        // names and quotes it carries ("New York", "'make it new'").
+        let wanted = effectful_actions(&crate::arguments::without_values(part));
+        // Rule 2: a path of a kind some tool takes goes to such a tool.
+        let exact = path.filter(|k| self.tools.iter().any(|t| t.path == Some(Some(*k))));
+        let score = |t: &Profile| {
+            let mut score = nearest(v, &t.vectors);
+            // Rule 2: a path favours the tools taking one of its kind.
+            if let (Some(kind), Some(takes)) = (path, t.path) {
+                score += PATH_BONUS + if takes == Some(kind) { PATH_BONUS } else { 0.0 };
+            }
+            score
+        };
+        let candidates = || {
+            self.tools
+                .iter()
+                .filter(move |t| exact.is_none_or(|k| t.path == Some(Some(k))))
+                // Rule 3: an effectful action only to a tool that does it.
+                .filter(|t| wanted.is_subset(&t.actions))
+        };
+        let best = candidates().map(|t| (t, score(t))).max_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((tool, cosine)) = best else {
+            tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
+            return None;
+        };
+        // Rule 1: small talk nearer than any tool asks for none.
+        let chat = nearest(v, &self.small_talk);
+        tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
+        let names_its_path = path.is_some() && tool.path == Some(path);
+        // Rule 7: a request that gives every value a tool requires is
+        // nearer to it than its wording says — beside the bar and beside
+        // small talk.
+        let evidence = match gives_all_it_requires(&tool.schema, part, now) {
+            true => ARGUMENT_EVIDENCE,
+            false => 0.0,
+        };
+        if (cosine + evidence < self.threshold && !names_its_path) || chat > cosine + evidence {
+            return None;
+        }
+        // Rule 4: a tool that can run and does the same stands in.
+        let tool = match tool.runnable {
+            true => tool,
+            // It does nothing effectful the tool it stands in for would not.
+            false => candidates()
+                .filter(|t| t.runnable && t.actions.is_subset(&tool.actions))
+                .filter(|t| nearest(&tool.vectors[0], &t.vectors) >= SAME_ABILITY)
+                .max_by(|a, b| score(a).total_cmp(&score(b)))
+                .unwrap_or(tool),
+        };
+        Some(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) })
     }
 }
 
