@@ -54,8 +54,12 @@
 //!    split on conjunctions matches a tool, the whole request is compared:
 //!    the split is a guess, and each part of a long request may say too
 //!    little.
-//! 6. **One call, the whole request's values.** When one part of a split
-//!    request is planned, its arguments come from the whole request: the
+//! 6. **One call, the whole request's values.** The same tool planned for
+//!    two parts in a row is one call when one's arguments are among the
+//!    other's ("the weather in London, including the temperature and the
+//!    wind"; with values of its own each, "the kitchen light and the
+//!    bedroom light" stay two). When one part of a split request is
+//!    planned, its arguments come from the whole request: the
 //!    parts no tool matched carry its values ("what's the weather in Tel
 //!    Aviv, and could you give it in Fahrenheit").
 //! 7. **The values a tool needs are evidence.** A part that gives every
@@ -311,6 +315,8 @@ impl OfflinePlanner {
                 from.push(request);
             }
         }
+        // Rule 6: a call repeated with no value of its own is one call.
+        merge_repeats(&mut steps, &mut from);
         // Rule 6: one call takes its arguments from the whole request — the
         // parts no tool matched carry its values ("the weather in Tel Aviv,
         // and could you give it in Fahrenheit").
@@ -381,6 +387,26 @@ impl OfflinePlanner {
                 .unwrap_or(tool),
         };
         Some(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) })
+    }
+}
+
+/// Rule 6: the same tool planned twice in a row, one call's arguments
+/// among the other's, is one call — the one with more ("the weather in
+/// London, including the temperature and the wind"); with values of their
+/// own each ("the kitchen light and the bedroom light") both stay. `from`
+/// (each step's part) follows `steps`.
+fn merge_repeats(steps: &mut Vec<PlanStep>, from: &mut Vec<&str>) {
+    let within = |x: &PlanStep, y: &PlanStep| x.args.0.iter().all(|(n, v)| y.args.0.get(n) == Some(v));
+    let mut k = 1;
+    while k < steps.len() {
+        let (a, b) = (&steps[k - 1], &steps[k]);
+        if a.tool == b.tool && (within(a, b) || within(b, a)) {
+            let drop = if within(a, b) { k - 1 } else { k };
+            steps.remove(drop);
+            from.remove(drop);
+        } else {
+            k += 1;
+        }
     }
 }
 
@@ -551,6 +577,27 @@ mod tests {
             ["list the files and folders in a directory"]
         );
         assert_eq!(sentences("Echoes the text.\n\nOk. Second paragraph"), ["Echoes the text.", "Second paragraph"]);
+    }
+
+    #[test]
+    fn a_call_repeated_with_no_value_of_its_own_is_one_call() {
+        let step = |tool: &str, args: serde_json::Value| PlanStep {
+            tool: tool.into(),
+            args: ToolArgs(args.as_object().unwrap().clone()),
+        };
+        let mut steps = vec![
+            step("weather", serde_json::json!({"city": "London"})),
+            step("weather", serde_json::json!({})),
+            step("light", serde_json::json!({"room": "kitchen"})),
+            step("light", serde_json::json!({"room": "bedroom"})),
+            step("weather", serde_json::json!({})),
+        ];
+        let mut from = vec!["a", "b", "c", "d", "e"];
+        merge_repeats(&mut steps, &mut from);
+        let tools: Vec<&str> = steps.iter().map(|s| s.tool.as_str()).collect();
+        assert_eq!(tools, ["weather", "light", "light", "weather"]);
+        assert_eq!(steps[0].args.0.get("city"), Some(&serde_json::json!("London")));
+        assert_eq!(from, ["a", "c", "d", "e"]);
     }
 
     #[test]
