@@ -270,6 +270,11 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
         t.offline_right += usize::from(right(want, &offline_steps));
         let alone = offline.plan(&r.text, now())?;
         t.untaught_offline_right += usize::from(right(want, &alone));
+        if !right(want, &alone) {
+            let want = want.map(|c| format!("{} {}", c.tool, serde_json::Value::Object(c.args.clone())));
+            let got: Vec<String> = alone.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect();
+            out.misses.push(format!("offline {}: {:?}: got {got:?}, want {want:?}", r.id, r.text));
+        }
     }
     Ok(out)
 }
