@@ -64,7 +64,7 @@ fn a_month_of_use_has_no_wrong_fast_path_answer() {
     assert_eq!(m.turns, 30 * 12);
     assert_eq!(m.wrong_fast_path, 0, "{:#?}", m.misses);
     assert!(m.fast_path * 2 >= m.turns, "the fast path answers half or more: {m:?}");
-    assert!(m.planner_right * 10 >= m.planner * 9, "{m:?}");
+    assert!(m.planner_right * 10 >= m.planner * 9, "{m:#?}");
 }
 
 /// The offline planner on requests written apart from the code

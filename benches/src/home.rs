@@ -36,6 +36,7 @@ use engram::events::payloads::{
 use engram::events::rust_decimal::Decimal;
 use engram::events::{ActorKind, Envelope, EvalId, EventId, SessionId, TurnId};
 use engram::learning::embedder::Embedder;
+use engram::learning::fast_path::model_away;
 use engram::learning::offline_planner::{OfflinePlanner, ToolDescription};
 use engram::learning::projections::ActiveDays;
 use engram::learning::reactors::{FastPathReactor, Reactor};
@@ -170,12 +171,6 @@ pub struct SplitScore {
     pub near: Vec<(f64, bool)>,
 }
 
-/// The least similarity at which the offline planner takes a near miss's
-/// call (`ENGRAM_NEAR_BAR`, for tuning on dev).
-fn near_bar() -> f64 {
-    std::env::var("ENGRAM_NEAR_BAR").ok().and_then(|v| v.parse().ok()).unwrap_or(0.6)
-}
-
 impl SplitScore {
     /// The sum over groups whose key starts with `prefix`.
     pub fn total(&self, prefix: &str) -> Tally {
@@ -199,7 +194,8 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
     let tools = tools()?;
     let rows: Vec<Row> = rows()?.into_iter().filter(|r| r.split == split).collect();
     let schemas: HashMap<String, Value> = tools.iter().map(|(n, _, p)| (n.clone(), p.clone())).collect();
-    let config = Config::default();
+    // The defaults, with ENGRAM_* overrides (a bar tried on dev).
+    let config = Config::load(None, std::env::vars())?;
     let offset = *now().offset();
     let mut reactor = FastPathReactor::new(
         Default::default(),
@@ -238,6 +234,12 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
         let texts = teacher.turn(&mut reactor, r, &d, layer, steps, good);
         fast.update_texts(reactor.canonical_queries(), reactor.pipelines(), &texts)?;
     }
+    if std::env::var("ENGRAM_HOME_BARS").is_ok() {
+        for (key, a) in reactor.canonical_queries().actions() {
+            let bar = a.bar(config.fast_path.l1_threshold(), config.fast_path.row_bar_floor(), 0.25, 0.01);
+            eprintln!("{split} bar {bar:.3} {key} uses {} agreed {:?} disagreed {:?}", a.uses, a.agreed, a.disagreed);
+        }
+    }
     let offline = OfflinePlanner::new(embedder.clone(), &tools)?;
     for r in rows.iter().filter(|r| r.role != "teach") {
         let key = format!("{}/{}", r.role, r.lang);
@@ -259,10 +261,7 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
             }
         } else {
             out.misses.push(format!("miss {} {}: {:?}: {}", r.role, r.id, r.text, d.reason));
-            offline_steps = match &d.near {
-                Some(n) if n.similarity >= near_bar() => n.steps.clone(),
-                _ => offline.plan(&r.text, now())?,
-            };
+            offline_steps = model_away::plan(d.near.as_ref(), offline.plan(&r.text, now())?).0;
             if let Some(n) = &d.near {
                 out.near.push((n.similarity, right(want, &n.steps)));
             }

@@ -55,7 +55,8 @@ pub struct PairScore {
     pub paraphrases: usize,
     /// Of them, served by L1 with the candidate's tool.
     pub served: usize,
-    /// What went wrong, for a failing test's message.
+    /// What went wrong (a wrong fast-path answer, a wrong offline plan),
+    /// for a failing test's message.
     #[serde(skip)]
     pub misses: Vec<String>,
 }
@@ -69,7 +70,8 @@ pub struct ChoiceScore {
     pub requests: usize,
     /// Of them, planned with the labelled tool (or with none, when none).
     pub right: usize,
-    /// What went wrong, for a failing test's message.
+    /// What went wrong (a wrong fast-path answer, a wrong offline plan),
+    /// for a failing test's message.
     #[serde(skip)]
     pub misses: Vec<String>,
 }
@@ -247,7 +249,8 @@ pub struct MonthScore {
     /// Of those, with the request's tools (none for small talk and actions
     /// no built-in does).
     pub planner_right: usize,
-    /// What went wrong, for a failing test's message.
+    /// What went wrong (a wrong fast-path answer, a wrong offline plan),
+    /// for a failing test's message.
     #[serde(skip)]
     pub misses: Vec<String>,
 }
@@ -325,6 +328,9 @@ pub fn month(embedder: Arc<dyn Embedder>, days: usize, per_day: usize, seed: u64
             if layer == RouteLayer::Planner {
                 score.planner += 1;
                 score.planner_right += usize::from(right);
+                if !right {
+                    score.misses.push(format!("day {day}: {text:?} planned offline as {got:?}"));
+                }
             } else {
                 score.fast_path += 1;
                 if !right {

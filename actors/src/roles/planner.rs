@@ -30,6 +30,7 @@ use crate::catalogue::Catalogue;
 use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
 use crate::shell::Role;
 use crate::tool_router::ToolRouter;
+use engram_learning::fast_path::model_away;
 use engram_learning::memory::dialogue::Dialogue;
 use engram_learning::memory::profile::Profile;
 use engram_learning::offline_planner::OFFLINE_MODEL;
@@ -82,16 +83,10 @@ pub struct Planner {
     routes: HashMap<SessionId, (u64, HashMap<String, Vec<String>>)>,
     /// Open turns' near misses (`fastpath.missed.near`): the call the
     /// nearest learnt phrasing would make — what the offline planner plans
-    /// when it is near enough ([`LEARNT_BAR`]), so that with the model
+    /// by `engram_learning::fast_path::model_away`'s rules, so that with the model
     /// away the assistant chooses as the model chose.
     near: HashMap<TurnId, NearMiss>,
 }
-
-/// The least similarity (values set aside) at which the offline planner
-/// plans a turn as the nearest learnt phrasing would, rather than by the
-/// tools' descriptions. Measured on the dev split of the home fixture
-/// (`engram bench learning --home`, `docs/fast-path.md`).
-pub const LEARNT_BAR: f64 = 0.6;
 
 impl Planner {
     /// A planner with nothing open.
@@ -299,17 +294,6 @@ impl Planner {
     /// steps; a pronoun that hid what a tool would match ("how big is it?")
     /// is resolved from what the conversation last worked on.
     fn plan_offline(&self, env: &Envelope, query: &str, done: usize) -> Vec<PlanStep> {
-        // What the model taught: the nearest learnt phrasing's call, when
-        // the request is near enough to it (values set aside) and the
-        // whole request is left to plan.
-        let learnt = env.turn.and_then(|t| self.near.get(&t)).filter(|n| done == 0 && n.similarity >= LEARNT_BAR);
-        if let Some(near) = learnt {
-            let view = self.setup.catalogue.view();
-            if near.steps.iter().all(|s| view.has(&s.tool)) {
-                tracing::debug!(similarity = near.similarity, matched = %near.canonical, "offline planner: as the model taught");
-                return near.steps.clone();
-            }
-        }
         let now = chrono::Utc::now().with_timezone(&self.setup.offset);
         let plan = |q: &str| {
             self.setup.catalogue.view().offline.plan(q, now).unwrap_or_else(|e| {
@@ -317,7 +301,18 @@ impl Planner {
                 Vec::new()
             })
         };
-        let mut steps = plan(query);
+        // What the model taught: the nearest learnt phrasing's call, by
+        // `model_away`'s rules, when the whole request is left to plan and
+        // this catalogue has its tools.
+        let view = self.setup.catalogue.view();
+        let near =
+            env.turn.and_then(|t| self.near.get(&t)).filter(|n| done == 0 && n.steps.iter().all(|s| view.has(&s.tool)));
+        let (planned, source) = model_away::plan(near, plan(query));
+        if source == model_away::Source::Learnt {
+            tracing::debug!(matched = ?near.map(|n| &n.canonical), "offline planner: as the model taught");
+            return planned;
+        }
+        let mut steps = planned;
         if steps.is_empty() {
             let earlier = self.dialogue.earlier_calls(env);
             if let Some(resolved) = engram_learning::step_resolver::substitute_pronoun(query, &earlier) {

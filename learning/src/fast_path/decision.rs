@@ -314,9 +314,11 @@ pub struct FastPath {
     /// value holds none of them unless its slot's values did.
     command_words: HashSet<String>,
     /// Every value a said slot has taken, as said → the parameters that
-    /// took it (`domain.0` as `domain`): a new value of one parameter that
-    /// holds a value learnt as another's is not new but ambiguous.
-    known_values: HashMap<String, HashSet<String>>,
+    /// took it (`domain.0` as `domain`) and the value passed: a value one
+    /// action's `area` took is a known `area` for every action, and a new
+    /// value of one parameter that holds a value learnt as another's is
+    /// not new but ambiguous.
+    known_values: HashMap<String, Vec<(String, Value)>>,
     /// The highest cosine of a replay the user rejected (the log's own
     /// outcomes; [`FastPath::raise_bar`]).
     rejected: Option<f64>,
@@ -358,16 +360,28 @@ impl FastPath {
 
     /// Every value the actions' said slots took, as said, with the
     /// parameters that took it.
-    fn known_values(&self) -> HashMap<String, HashSet<String>> {
-        let mut out: HashMap<String, HashSet<String>> = HashMap::new();
-        for a in self.actions.values() {
-            for (name, v) in &a.vocabulary {
-                for said in v.said() {
-                    out.entry(said).or_default().insert(parameter(name).to_owned());
+    fn known_values(&self) -> HashMap<String, Vec<(String, Value)>> {
+        let mut out: HashMap<String, Vec<(String, Value)>> = HashMap::new();
+        let mut keys: Vec<&String> = self.actions.keys().collect();
+        keys.sort(); // a deterministic first value per (said, parameter)
+        for key in keys {
+            for (name, v) in &self.actions[key].vocabulary {
+                for (said, value, _) in &v.values {
+                    let entry = out.entry(said.clone()).or_default();
+                    if !entry.iter().any(|(p, _)| p == parameter(name)) {
+                        entry.push((parameter(name).to_owned(), value.clone()));
+                    }
                 }
             }
         }
         out
+    }
+
+    /// The value some action's slot of the same parameter as `name` took
+    /// when said as `said`.
+    fn known_as(&self, name: &str, said: &str) -> Option<Value> {
+        let own = parameter(name);
+        self.known_values.get(said)?.iter().find(|(p, _)| p == own).map(|(_, v)| v.clone())
     }
 
     /// The parameter, other than `name`'s, that a value held in `said`
@@ -379,7 +393,7 @@ impl FastPath {
             for run in words.windows(len) {
                 let run = run.join(" ");
                 if let Some(params) = self.known_values.get(&run) {
-                    if let Some(p) = params.iter().find(|p| p.as_str() != own) {
+                    if let Some((p, _)) = params.iter().find(|(p, _)| p.as_str() != own) {
                         return Some(p.clone());
                     }
                 }
@@ -808,7 +822,16 @@ impl FastPath {
 
     /// The values slot `name` of `action` has taken, as said.
     fn said(&self, action: &str, name: &str) -> Vec<String> {
-        self.vocabulary(action, name).map(slots::Vocabulary::said).unwrap_or_default()
+        let mut out = self.vocabulary(action, name).map(slots::Vocabulary::said).unwrap_or_default();
+        let own = parameter(name);
+        for (said, params) in &self.known_values {
+            if params.iter().any(|(p, _)| p == own) && !out.contains(said) {
+                out.push(said.clone());
+            }
+        }
+        out.sort(); // the map's order is not the same from run to run
+        out.dedup();
+        out
     }
 
     /// Whether a phrasing serves: its action was used
@@ -875,6 +898,16 @@ impl FastPath {
             let Some(said) = fill.values.get(name) else { return Err(format!("no value for slot {name}")) };
             let enums = self.enum_of(&r.executor, name);
             let vocabulary = action.and_then(|a| a.vocabulary.get(name));
+            // A value another action's slot of this parameter took is a
+            // known value of it (an enum still bounds it).
+            let elsewhere = self
+                .known_as(name, said)
+                .filter(|v| enums.as_ref().is_none_or(|e| e.contains(v)))
+                .filter(|_| vocabulary.is_some_and(|v| !v.knows(said)));
+            if let Some(value) = elsewhere {
+                out.insert(name.clone(), value);
+                continue;
+            }
             let value = match vocabulary {
                 Some(v) => {
                     let known =

@@ -12,7 +12,9 @@
 //! * [`gate`] — the second gate that keeps a cosine match from replaying
 //!   the opposite request ("turn on" vs "turn off");
 //! * [`lexicon`] — Italian content words as their English concept, so the
-//!   gate lets a request learnt in one language serve its twin in the other.
+//!   gate lets a request learnt in one language serve its twin in the other;
+//! * [`model_away`] — what the offline planner plans when a learnt phrasing
+//!   was near the request (the model's choice, with the model away).
 //!
 //! Its configuration is `[fast_path]` ([`FastPathConfig`], L0 and L1) and
 //! `[multi_tool_fast_path]` ([`MultiToolConfig`], L2) of `engram.toml`.
@@ -30,6 +32,7 @@ pub mod extract;
 pub mod gate;
 pub mod l0;
 pub mod lexicon;
+pub mod model_away;
 pub mod numbers;
 pub mod placeholder;
 pub mod slots;

@@ -1,0 +1,93 @@
+//! With the model away: what the offline planner plans when the fast path
+//! had a learnt phrasing near the request but did not serve it (issue 39,
+//! *the offline planner learns from the model*).
+//!
+//! A near miss ([`NearMiss`]) is the call the nearest learnt phrasing
+//! would make — the model's own answer to a request worded like this one,
+//! with this request's values in its slots. The offline planner's own plan
+//! knows the tools only by their descriptions, names and schemas, but it
+//! also knows things a near miss does not (whether a path names a file or
+//! a folder, an argument the request names in full). So:
+//!
+//! 1. A near miss under [`LEARNT_BAR`] is not taken: too far to say what
+//!    the model would have done.
+//! 2. When the offline planner plans nothing, the near miss's call is
+//!    taken: the model chose for requests like this, the descriptions
+//!    alone do not.
+//! 3. When both plan the same tools, the near miss's call is taken: its
+//!    values were filled into slots the model taught.
+//! 4. When they plan other tools, the offline planner's plan stands: the
+//!    near miss fell short of its bar (or its action of its uses), and a
+//!    plan the descriptions and the request's own words agree on is the
+//!    safer of two guesses ("read the file notes/a.txt" near a taught
+//!    "elenca i file in …" is a read, not a listing).
+
+use engram_events::payloads::{NearMiss, PlanStep};
+
+/// The least similarity (values set aside) at which a near miss says what
+/// the model would have planned. Measured on the dev split of the home
+/// fixture (`engram bench learning --home`, `docs/fast-path.md`).
+pub const LEARNT_BAR: f64 = 0.6;
+
+/// Where a plan made with the model away came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The nearest learnt phrasing's call (rules 2 and 3).
+    Learnt,
+    /// The offline planner's own plan (rules 1 and 4).
+    Descriptions,
+}
+
+/// The plan with the model away (module docs): `near` is the turn's near
+/// miss, `own` the offline planner's plan of the request.
+pub fn plan(near: Option<&NearMiss>, own: Vec<PlanStep>) -> (Vec<PlanStep>, Source) {
+    let Some(near) = near.filter(|n| n.similarity >= LEARNT_BAR && !n.steps.is_empty()) else {
+        return (own, Source::Descriptions);
+    };
+    let tools = |steps: &[PlanStep]| steps.iter().map(|s| s.tool.clone()).collect::<Vec<_>>();
+    if own.is_empty() || tools(&own) == tools(&near.steps) {
+        return (near.steps.clone(), Source::Learnt);
+    }
+    (own, Source::Descriptions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_events::payloads::ToolArgs;
+
+    fn step(tool: &str, path: &str) -> PlanStep {
+        let args = ToolArgs::from_json(&serde_json::json!({ "path": path }).to_string()).unwrap();
+        PlanStep { tool: tool.into(), args }
+    }
+
+    fn near(similarity: f64, steps: Vec<PlanStep>) -> NearMiss {
+        NearMiss { canonical: "elenca i file in path".into(), similarity, steps }
+    }
+
+    #[test]
+    fn a_near_miss_fills_in_where_the_descriptions_plan_nothing() {
+        let n = near(0.7, vec![step("list_dir", "/a")]);
+        assert_eq!(plan(Some(&n), Vec::new()), (n.steps.clone(), Source::Learnt));
+    }
+
+    #[test]
+    fn a_near_miss_under_the_bar_says_nothing() {
+        let n = near(LEARNT_BAR - 0.01, vec![step("list_dir", "/a")]);
+        assert_eq!(plan(Some(&n), Vec::new()), (Vec::new(), Source::Descriptions));
+    }
+
+    #[test]
+    fn on_the_same_tool_the_learnt_values_are_taken() {
+        let n = near(0.7, vec![step("list_dir", "/a")]);
+        let own = vec![step("list_dir", "/b")];
+        assert_eq!(plan(Some(&n), own), (n.steps.clone(), Source::Learnt));
+    }
+
+    #[test]
+    fn on_another_tool_the_offline_plan_stands() {
+        let n = near(0.72, vec![step("list_dir", "/a/todo.txt")]);
+        let own = vec![step("read_file", "/a/todo.txt")];
+        assert_eq!(plan(Some(&n), own.clone()), (own, Source::Descriptions));
+    }
+}
