@@ -35,6 +35,82 @@ fn workload_utterances() -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// The home workload's requests: (text, part), in order.
+fn home_requests() -> Vec<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo/home.jsonl");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["text"].as_str().unwrap().to_owned(), v["part"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// The third part: a home on the binary's own MCP server, taught by its
+/// scripted model. Its figures are its own data dir's log's; the fast path
+/// serves at least half of the new requests, and never a wrong call.
+fn home_part(h: &Value, dir: &Path) {
+    let dir_s = dir.to_str().unwrap();
+    assert_eq!(h["data_dir"], dir_s, "{h}");
+    let events: Vec<Value> = ok(&engram(&["--data", dir_s, "export"]), "export home")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let requests = home_requests();
+    let said: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["kind"] == "utterance.received")
+        .map(|e| (e["payload"]["text"].as_str().unwrap().to_owned(), e["turn"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(
+        said.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>(),
+        requests.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>()
+    );
+    // Per part: the turns the fast path served, and those the model planned.
+    let layer_of: BTreeMap<&str, &str> = events
+        .iter()
+        .filter(|e| e["kind"] == "turn.completed")
+        .map(|e| (e["turn"].as_str().unwrap(), e["payload"]["layer"].as_str().unwrap()))
+        .collect();
+    for (part, key) in [("teach", "taught"), ("new", "new")] {
+        let turns: Vec<&str> = said
+            .iter()
+            .zip(&requests)
+            .filter(|(_, (_, p))| p == part)
+            .map(|((_, turn), _)| layer_of[turn.as_str()])
+            .collect();
+        let served = turns.iter().filter(|l| **l != "planner").count();
+        let t = &h[key];
+        assert_eq!(t["requests"], turns.len(), "{key}: {h}");
+        assert_eq!(t["served"], served, "{key}: {h}");
+        assert_eq!(
+            t["planned_by_model"].as_u64().unwrap() + t["planned_offline"].as_u64().unwrap(),
+            (turns.len() - served) as u64,
+            "{key}: {h}"
+        );
+        assert_eq!(t["planned_offline"], 0, "the scripted model planned every planner turn: {h}");
+    }
+    // Every served call was the right one, and at least half the new
+    // requests were served.
+    let new = &h["new"];
+    assert_eq!(new["served_wrong"], 0, "{h}");
+    assert_eq!(h["taught"]["served_wrong"], 0, "{h}");
+    assert_eq!(h["wrong"].as_array().unwrap().len(), 0, "{h}");
+    assert!(2 * new["served"].as_u64().unwrap() >= new["requests"].as_u64().unwrap(), "{h}");
+    assert_eq!(
+        h["sent_to_model"].as_array().unwrap().len() as u64,
+        new["requests"].as_u64().unwrap() - new["served"].as_u64().unwrap()
+    );
+    assert_eq!(h["tools_failed_turns"], 0, "{h}");
+    // Every call went to the MCP server the demo started.
+    let calls: Vec<&Value> = events.iter().filter(|e| e["kind"] == "tool.called").collect();
+    assert_eq!(calls.len(), requests.len(), "one call a request");
+    assert!(calls.iter().all(|c| c["payload"]["source"] == "mcp:home"), "{calls:?}");
+    ok(&engram(&["--data", dir_s, "verify"]), "verify home");
+}
+
 #[test]
 fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
     let tmp = tempfile::tempdir().unwrap();
@@ -145,6 +221,8 @@ fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
     // And the store has learnt at least one kind outright.
     let learnt = unseen.iter().zip(["local:words", "local:dates"]).filter(|(u, w)| u["store_recommends"] == *w).count();
     assert!(learnt >= 1, "the store recommends neither kind's model: {r}");
+
+    home_part(&report["home"], &dir.join("home"));
 
     // The kept dir is where the report says, and it verifies.
     assert_eq!(report["kept"], true);

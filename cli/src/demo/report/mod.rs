@@ -5,8 +5,10 @@
 //! report it bears on — the workload's turns (`turns`), what they left in
 //! the learning stores (`learnt`), memory at work (`memory`), and the
 //! routing part's sessions (`routing`) — and an in-memory pattern store;
-//! [`Report::from_log`] then takes each figure from those.
+//! [`Report::from_log`] then takes each figure from those. The home part
+//! has a data dir of its own, read by [`Home::from_log`] (`home`).
 
+mod home;
 mod learnt;
 mod memory;
 mod routing;
@@ -20,6 +22,8 @@ use engram::learning::projections::PatternOutcomes;
 use engram::local_state::projector::Projector;
 use engram::{EventLog, Seq, SledLog};
 use serde::Serialize;
+
+pub use home::Home;
 
 /// The request the report asks the pattern store about: one the workload
 /// sends to the planner before the fast path learns it.
@@ -54,6 +58,9 @@ pub struct Report {
     pub memory: Memory,
     /// The second part: routing among the two stand-in models.
     pub routing: Routing,
+    /// The third part: a home on an MCP server, taught by its scripted
+    /// model (its own data dir, `home/`).
+    pub home: Home,
     pub data_dir: String,
     pub kept: bool,
     pub replay: String,
@@ -150,6 +157,7 @@ impl Report {
         data: &Path,
         embedder: &'static str,
         kept: bool,
+        home: Home,
     ) -> anyhow::Result<Report> {
         let mut projector = Projector::in_memory(vec![Box::new(PatternOutcomes::default())]);
         let mut routing = routing::RoutingFold::default();
@@ -187,6 +195,7 @@ impl Report {
             graph: learnt.graph,
             memory: memory.finish(),
             routing: routing.finish(),
+            home,
             replay: format!("engram --data {data_dir} replay"),
             data_dir,
             kept,
@@ -278,10 +287,12 @@ impl Report {
             };
             println!("  unseen {:?} → {} (chosen by {by})", u.request, u.model.as_deref().unwrap_or("-"));
         }
+        self.home.print();
+        let home = format!("the home part's: engram --data {} replay", self.home.data_dir);
         if self.kept {
-            println!("replay it: {}", self.replay);
+            println!("replay it: {} ({home})", self.replay);
         } else {
-            println!("replay it: {}   (deleted on exit; --keep DIR to keep it)", self.replay);
+            println!("replay it: {} ({home})   (deleted on exit; --keep DIR to keep it)", self.replay);
         }
     }
 }
