@@ -111,6 +111,34 @@ fn home_part(h: &Value, dir: &Path) {
     ok(&engram(&["--data", dir_s, "verify"]), "verify home");
 }
 
+/// The report's L1 hits across languages are the log's: each an L1 turn
+/// of a request in its language, on a phrasing recorded only from turns in
+/// others; and at least one is an Italian request on an English phrasing.
+fn across_languages(report: &Value, events: &[Value]) {
+    let across = report["l1_across_languages"].as_array().unwrap();
+    assert!(across.iter().any(|a| a["lang"] == "it" && a["learnt_in"] == serde_json::json!(["en"])), "{report}");
+    let by_turn = |kind: &str, turn: &Value| events.iter().find(|e| e["kind"] == kind && e["turn"] == *turn).cloned();
+    let lang_of = |turn: &Value| by_turn("utterance.received", turn).map(|u| u["payload"]["lang"].clone());
+    for a in across {
+        let served =
+            events.iter().filter(|e| e["kind"] == "utterance.received" && e["payload"]["text"] == a["request"]);
+        let hit = served
+            .filter(|u| u["payload"]["lang"] == a["lang"])
+            .filter_map(|u| by_turn("fastpath.hit", &u["turn"]))
+            .any(|h| h["payload"]["layer"] == "L1" && h["payload"]["matched"] == a["matched"]);
+        assert!(hit, "no such L1 hit in the log: {a}");
+        let learnt: BTreeSet<String> = events
+            .iter()
+            .filter(|e| e["kind"] == "canonical.recorded" && e["payload"]["canonical"] == a["matched"])
+            .filter_map(|e| lang_of(&e["turn"]).and_then(|l| l.as_str().map(str::to_owned)))
+            .collect();
+        let said: BTreeSet<String> =
+            a["learnt_in"].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_owned()).collect();
+        assert_eq!(learnt, said, "{a}");
+        assert!(!learnt.contains(a["lang"].as_str().unwrap()), "{a}");
+    }
+}
+
 #[test]
 fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
     let tmp = tempfile::tempdir().unwrap();
@@ -173,6 +201,10 @@ fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
         assert!(layers[l].as_u64().unwrap() > 0, "no {l} hit: {report}");
     }
     assert!(report["patterns"]["outcomes"].as_u64().unwrap() > 0, "{report}");
+    // At least 80% of planner calls saved (the README's figure), and
+    // Italian repeats of requests learnt in English served by L1.
+    assert!(report["saved_pct"].as_f64().unwrap() >= 80.0, "{report}");
+    across_languages(&report, &events);
     // Memory at work: a later session's "what is my name?" answered from
     // what the first taught, and "how big is it?" with the path of the
     // turn before.

@@ -48,6 +48,9 @@ pub struct Report {
     /// en, it), so that Italian hits, and requests learnt in one language
     /// and served in the other, show.
     pub layers_by_lang: BTreeMap<String, Layers>,
+    /// L1 hits on a phrasing learnt only in another language (Italian
+    /// repeats of requests learnt in English), each with what it matched.
+    pub l1_across_languages: Vec<turns::AcrossLanguages>,
     /// p50 of `turn.completed.latency_ms` per layer (`null`: no such turn).
     pub latency_p50_ms: BTreeMap<&'static str, Option<u64>>,
     pub tools_failed_turns: u64,
@@ -189,6 +192,7 @@ impl Report {
             latency_p50_ms: turns.latency_p50_ms(),
             layers: turns.layers,
             layers_by_lang: turns.layers_by_lang,
+            l1_across_languages: turns.l1_across_languages,
             tools_failed_turns: turns.tools_failed_turns,
             patterns: learnt.patterns(&store),
             summaries: learnt.summaries,
@@ -200,6 +204,31 @@ impl Report {
             data_dir,
             kept,
         })
+    }
+
+    /// The L1 hits across languages, per (request language, learnt in):
+    /// how many, and the first as an example.
+    fn print_across_languages(&self) {
+        let name = |code: &str| match code {
+            "en" => "English".to_owned(),
+            "it" => "Italian".to_owned(),
+            other => other.to_owned(),
+        };
+        let mut groups: BTreeMap<(String, String), Vec<&turns::AcrossLanguages>> = BTreeMap::new();
+        for a in &self.l1_across_languages {
+            let learnt: Vec<String> = a.learnt_in.iter().map(|l| name(l)).collect();
+            groups.entry((name(&a.lang), learnt.join("/"))).or_default().push(a);
+        }
+        for ((lang, learnt), hits) in groups {
+            let e = hits[0];
+            let sim = e.similarity.map_or(String::new(), |s| format!(", similarity {s:.2}"));
+            println!(
+                "  {lang} requests served by L1 from a phrasing learnt in {learnt}: {} (e.g. {:?} ≈ {:?}{sim})",
+                hits.len(),
+                e.request,
+                e.matched
+            );
+        }
     }
 
     /// The human report: a line per figure.
@@ -228,6 +257,7 @@ impl Report {
         if !by_lang.is_empty() {
             println!("  by language — {}", by_lang.join("; "));
         }
+        self.print_across_languages();
         let p50: Vec<String> = self
             .latency_p50_ms
             .iter()
