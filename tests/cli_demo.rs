@@ -190,6 +190,44 @@ fn across_languages(report: &Value, events: &[Value]) {
     }
 }
 
+/// The README's figures for the demo are the ones it printed: each phrase
+/// below, built from the report, is in the README (whitespace folded).
+fn readme_says(report: &Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let readme = std::fs::read_to_string(path).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+    let n = |v: &Value| v.as_u64().unwrap();
+    let (saved, made) = (n(&report["planner_calls_saved"]), n(&report["planner_calls_made"]));
+    let italian = report["l1_across_languages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["lang"] == "it" && a["learnt_in"] == serde_json::json!(["en"]))
+        .count();
+    let h = &report["home"];
+    let (new, other) = (&h["new"], &h["new_other_wording"]);
+    let phrases = [
+        format!("({} utterances, {} sessions,", report["utterances"], report["sessions"]),
+        format!("({saved} of {}, {:.0}%)", saved + made, report["saved_pct"].as_f64().unwrap()),
+        format!("English are served by L1 ({italian},"),
+        format!("({} requests, all planned by the model)", h["taught"]["requests"]),
+        format!(
+            "then asks {} new ones — the fast path serves {} of them, {} wrong",
+            new["requests"], new["served"], new["served_wrong"]
+        ),
+        format!(
+            "({} of the {} that are a taught phrasing",
+            n(&new["served"]) - n(&other["served"]),
+            n(&new["requests"]) - n(&other["requests"])
+        ),
+        format!("{} of the {} worded unlike any taught phrasing", other["served"], other["requests"]),
+        format!("{} still go to the model", h["sent_to_model"].as_array().unwrap().len()),
+        format!("— {} tools)", h["tools"]),
+    ];
+    for p in phrases {
+        assert!(readme.contains(&p), "README.md does not say {p:?}, which is what the demo printed");
+    }
+}
+
 #[test]
 fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
     let tmp = tempfile::tempdir().unwrap();
@@ -306,6 +344,7 @@ fn demo_learns_from_the_bundled_workload_and_keeps_a_verifiable_log() {
     assert!(learnt >= 1, "the store recommends neither kind's model: {r}");
 
     home_part(&report["home"], &dir.join("home"));
+    readme_says(&report);
 
     // The kept dir is where the report says, and it verifies.
     assert_eq!(report["kept"], true);
