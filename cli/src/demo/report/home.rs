@@ -249,10 +249,11 @@ impl Home {
     }
 }
 
-/// "(all right)", or how many were wrong.
+/// "(all right, 0 wrong)", or how many were wrong: the count is said
+/// either way, so that a zero is a figure and not an omission.
 fn wrong_note(wrong: u64) -> String {
     match wrong {
-        0 => " (all right)".to_owned(),
+        0 => " (all right, 0 wrong)".to_owned(),
         w => format!(" ({w} WRONG)"),
     }
 }
