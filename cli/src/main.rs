@@ -89,6 +89,9 @@ enum Command {
     /// Benchmarks, each beside its peer baseline
     #[command(subcommand)]
     Bench(bench::Command),
+    /// The demo home's MCP server on stdin/stdout (`engram demo` starts it)
+    #[command(hide = true, name = "demo-home-server")]
+    DemoHomeServer,
 }
 
 /// When this process started (`main`'s first line): what a whole-command
@@ -172,6 +175,7 @@ fn main() -> ExitCode {
         Command::Forget(args) => forget::run(&data, args),
         Command::Tools(args) => tools::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::DemoHomeServer => demo::home_server(),
     });
     let Ok(result) = std::panic::catch_unwind(run) else { return ExitCode::FAILURE };
     match result {

@@ -3,6 +3,7 @@
 //! every figure read back from the log, not from counters kept on the side,
 //! so the report is what `engram replay` on that dir would show too.
 
+mod home;
 mod models;
 mod report;
 mod tools;
@@ -63,18 +64,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (Some(t), path)
         }
     };
-    // The configuration both parts run with: the user's (file-less:
-    // defaults and ENGRAM_* variables), with the demo's location and files.
-    let mut config = Config::load(None, std::env::vars())?;
-    config.tools.location = "Turin, Italy".to_owned();
+    // The configuration every part runs with: the user's (file-less:
+    // defaults and ENGRAM_* variables), with the demo's location; the first
+    // two parts with the demo's files.
+    let mut base = Config::load(None, std::env::vars())?;
+    base.tools.location = "Turin, Italy".to_owned();
+    let mut config = base.clone();
     config.tools.file_roots = vec![data.join(FILES_DIR)];
     let started = Instant::now();
     drive(&data, &steps, config.clone())?;
     let wall = started.elapsed();
     let embedder = config.embedder.model.spec().id;
-    route(&data, config)?;
+    let url = models::serve()?;
+    route(&data, config, &url)?;
+    let started = Instant::now();
+    home::drive(&data, &url, base)?;
+    let home = {
+        let dir = data.join(home::DIR);
+        let log = crate::open_existing(&dir)?;
+        report::Home::from_log(log.records(), &dir, started.elapsed())?
+    };
     let log = crate::open_existing(&data)?;
-    let report = report::Report::from_log(log.records(), wall, &data, embedder, args.keep.is_some())?;
+    let report = report::Report::from_log(log.records(), wall, &data, embedder, args.keep.is_some(), home)?;
     if args.json {
         output::print_json(&report)?;
     } else {
@@ -83,12 +94,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `engram demo-home-server` (hidden): the demo home's MCP server, on
+/// stdin and stdout, for the demo's third part to start.
+pub fn home_server() -> anyhow::Result<ExitCode> {
+    home::server::run()
+}
+
 /// The second part ([`models`]): the runtime on the same data dir, with two
-/// stand-in candidate models on the demo's scripted local server.
-fn route(data: &Path, config: Config) -> anyhow::Result<()> {
+/// stand-in candidate models on the demo's scripted local server at `url`.
+fn route(data: &Path, config: Config, url: &str) -> anyhow::Result<()> {
     let files = data.join(FILES_DIR);
-    let url = models::serve()?;
-    let config = models::config(config, &url);
+    let config = models::config(config, url);
     let mut builder = Runtime::builder().data_dir(data).serve_followers(true).config(config).turn_timeout(TURN_TIMEOUT);
     for tool in tools::all(&files) {
         builder = builder.tool(tool);

@@ -78,8 +78,9 @@ pub fn serve() -> anyhow::Result<String> {
     Ok(url)
 }
 
-/// One request: the planner gets the model's habit, every other context a
-/// plain answer (the reply repeats what the tools said).
+/// One request: the planner gets the model's habit (the home's model: its
+/// script, [`crate::demo::home::answer`]), every other context a plain
+/// answer (the reply repeats what the tools said).
 fn answer(stream: TcpStream) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -104,8 +105,11 @@ fn answer(stream: TcpStream) -> std::io::Result<()> {
     let model = req["model"].as_str().unwrap_or_default();
     let messages = req["messages"].as_array().cloned().unwrap_or_default();
     let system = messages.first().and_then(|m| m["content"].as_str()).unwrap_or_default();
-    let content = if system.starts_with("You plan which tools") {
-        let user = messages.get(1).and_then(|m| m["content"].as_str()).unwrap_or_default();
+    let user = messages.get(1).and_then(|m| m["content"].as_str()).unwrap_or_default();
+    let home = (model == crate::demo::home::MODEL).then(|| crate::demo::home::answer(system, user)).flatten();
+    let content = if let Some(home) = home {
+        home
+    } else if system.starts_with("You plan which tools") {
         let path = user.split_whitespace().find(|w| w.starts_with("~/")).unwrap_or("~/notes.txt");
         match MODELS.iter().find(|(m, _)| *m == model).map_or("word_count", |(_, t)| *t) {
             "get_date" => json!([{"tool": "get_date", "args": {}}]).to_string(),
@@ -115,7 +119,6 @@ fn answer(stream: TcpStream) -> std::io::Result<()> {
         "[]".to_owned()
     } else if system.starts_with("You write the diary entry") {
         // A stand-in diary entry: the session's first request, as asked.
-        let user = messages.get(1).and_then(|m| m["content"].as_str()).unwrap_or_default();
         let asked = user.lines().find_map(|l| l.strip_prefix("user: ")).unwrap_or("a question");
         json!({"summary": format!("The user asked: {asked}"), "topics": ["files", "dates", "demo"]}).to_string()
     } else {

@@ -5,8 +5,10 @@
 //! report it bears on — the workload's turns (`turns`), what they left in
 //! the learning stores (`learnt`), memory at work (`memory`), and the
 //! routing part's sessions (`routing`) — and an in-memory pattern store;
-//! [`Report::from_log`] then takes each figure from those.
+//! [`Report::from_log`] then takes each figure from those. The home part
+//! has a data dir of its own, read by [`Home::from_log`] (`home`).
 
+mod home;
 mod learnt;
 mod memory;
 mod routing;
@@ -20,6 +22,8 @@ use engram::learning::projections::PatternOutcomes;
 use engram::local_state::projector::Projector;
 use engram::{EventLog, Seq, SledLog};
 use serde::Serialize;
+
+pub use home::Home;
 
 /// The request the report asks the pattern store about: one the workload
 /// sends to the planner before the fast path learns it.
@@ -44,6 +48,9 @@ pub struct Report {
     /// en, it), so that Italian hits, and requests learnt in one language
     /// and served in the other, show.
     pub layers_by_lang: BTreeMap<String, Layers>,
+    /// L1 hits on a phrasing learnt only in another language (Italian
+    /// repeats of requests learnt in English), each with what it matched.
+    pub l1_across_languages: Vec<turns::AcrossLanguages>,
     /// p50 of `turn.completed.latency_ms` per layer (`null`: no such turn).
     pub latency_p50_ms: BTreeMap<&'static str, Option<u64>>,
     pub tools_failed_turns: u64,
@@ -54,6 +61,9 @@ pub struct Report {
     pub memory: Memory,
     /// The second part: routing among the two stand-in models.
     pub routing: Routing,
+    /// The third part: a home on an MCP server, taught by its scripted
+    /// model (its own data dir, `home/`).
+    pub home: Home,
     pub data_dir: String,
     pub kept: bool,
     pub replay: String,
@@ -150,6 +160,7 @@ impl Report {
         data: &Path,
         embedder: &'static str,
         kept: bool,
+        home: Home,
     ) -> anyhow::Result<Report> {
         let mut projector = Projector::in_memory(vec![Box::new(PatternOutcomes::default())]);
         let mut routing = routing::RoutingFold::default();
@@ -181,16 +192,43 @@ impl Report {
             latency_p50_ms: turns.latency_p50_ms(),
             layers: turns.layers,
             layers_by_lang: turns.layers_by_lang,
+            l1_across_languages: turns.l1_across_languages,
             tools_failed_turns: turns.tools_failed_turns,
             patterns: learnt.patterns(&store),
             summaries: learnt.summaries,
             graph: learnt.graph,
             memory: memory.finish(),
             routing: routing.finish(),
+            home,
             replay: format!("engram --data {data_dir} replay"),
             data_dir,
             kept,
         })
+    }
+
+    /// The L1 hits across languages, per (request language, learnt in):
+    /// how many, and the first as an example.
+    fn print_across_languages(&self) {
+        let name = |code: &str| match code {
+            "en" => "English".to_owned(),
+            "it" => "Italian".to_owned(),
+            other => other.to_owned(),
+        };
+        let mut groups: BTreeMap<(String, String), Vec<&turns::AcrossLanguages>> = BTreeMap::new();
+        for a in &self.l1_across_languages {
+            let learnt: Vec<String> = a.learnt_in.iter().map(|l| name(l)).collect();
+            groups.entry((name(&a.lang), learnt.join("/"))).or_default().push(a);
+        }
+        for ((lang, learnt), hits) in groups {
+            let e = hits[0];
+            let sim = e.similarity.map_or(String::new(), |s| format!(", similarity {s:.2}"));
+            println!(
+                "  {lang} requests served by L1 from a phrasing learnt in {learnt}: {} (e.g. {:?} ≈ {:?}{sim})",
+                hits.len(),
+                e.request,
+                e.matched
+            );
+        }
     }
 
     /// The human report: a line per figure.
@@ -219,6 +257,7 @@ impl Report {
         if !by_lang.is_empty() {
             println!("  by language — {}", by_lang.join("; "));
         }
+        self.print_across_languages();
         let p50: Vec<String> = self
             .latency_p50_ms
             .iter()
@@ -278,10 +317,12 @@ impl Report {
             };
             println!("  unseen {:?} → {} (chosen by {by})", u.request, u.model.as_deref().unwrap_or("-"));
         }
+        self.home.print();
+        let home = format!("the home part's: engram --data {} replay", self.home.data_dir);
         if self.kept {
-            println!("replay it: {}", self.replay);
+            println!("replay it: {} ({home})", self.replay);
         } else {
-            println!("replay it: {}   (deleted on exit; --keep DIR to keep it)", self.replay);
+            println!("replay it: {} ({home})   (deleted on exit; --keep DIR to keep it)", self.replay);
         }
     }
 }

@@ -1,14 +1,31 @@
 //! The workload's turns (not the routing part's), counted: utterances and
 //! sessions, which layer answered each turn (overall and per language of
-//! the request), planner calls, latencies and turns with a failed tool.
+//! the request), planner calls, latencies and turns with a failed tool,
+//! and the L1 hits on a phrasing learnt in another language only.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use engram::events::payloads::{RouteLayer, TurnCompleted};
+use engram::events::payloads::{FastPathHit, RouteLayer, TurnCompleted};
 use engram::events::{SessionId, TurnId};
 use engram::{Envelope, Event};
+use serde::Serialize;
 
 use super::Layers;
+
+/// An L1 hit across languages: a request served by a phrasing learnt only
+/// from requests in another language (an Italian repeat of something
+/// learnt in English) — what the multilingual embedder buys, shown.
+#[derive(Clone, Serialize)]
+pub struct AcrossLanguages {
+    pub request: String,
+    /// The request's language.
+    pub lang: String,
+    /// The learnt phrasing that matched (`fastpath.hit.matched`).
+    pub matched: String,
+    /// The languages of the requests it was learnt from.
+    pub learnt_in: Vec<String>,
+    pub similarity: Option<f64>,
+}
 
 /// The workload's turns, counted so far.
 #[derive(Default)]
@@ -27,8 +44,15 @@ pub(super) struct TurnCounts {
     pub(super) latencies: BTreeMap<&'static str, Vec<u64>>,
     /// Turns in which a tool failed.
     pub(super) tools_failed_turns: u64,
+    /// L1 hits on a phrasing learnt in another language only.
+    pub(super) l1_across_languages: Vec<AcrossLanguages>,
     /// The language of each turn's request, when known.
     lang_of: HashMap<TurnId, String>,
+    /// Each turn's request.
+    text_of: HashMap<TurnId, String>,
+    /// Each learnt phrasing (`canonical.recorded`): the languages of the
+    /// requests it was learnt from.
+    learnt_in: HashMap<String, BTreeSet<String>>,
 }
 
 impl TurnCounts {
@@ -39,6 +63,9 @@ impl TurnCounts {
                 if let (Some(t), Some(lang)) = (env.turn, &u.lang) {
                     self.lang_of.insert(t, lang.clone());
                 }
+                if let Some(t) = env.turn {
+                    self.text_of.insert(t, u.text.clone());
+                }
                 self.utterances += 1;
                 if let Some(s) = &env.session {
                     self.sessions.insert(s.clone());
@@ -47,8 +74,31 @@ impl TurnCounts {
             Event::IntentJudged(i) if !i.directed || i.stop || i.query.trim().is_empty() => self.layers.none += 1,
             Event::PlanCreated(_) => self.planner_calls_made += 1,
             Event::TurnCompleted(t) => self.turn_completed(env.turn, t),
+            Event::CanonicalRecorded(c) => {
+                if let Some(lang) = env.turn.and_then(|t| self.lang_of.get(&t)) {
+                    self.learnt_in.entry(c.canonical.clone()).or_default().insert(lang.clone());
+                }
+            }
+            Event::FastPathHit(h) if h.layer == RouteLayer::L1 => self.l1_hit(env.turn, h),
             _ => {}
         }
+    }
+
+    /// Keeps an L1 hit whose phrasing was learnt from requests in other
+    /// languages only.
+    fn l1_hit(&mut self, turn: Option<TurnId>, h: &FastPathHit) {
+        let Some(turn) = turn else { return };
+        let (Some(lang), Some(learnt)) = (self.lang_of.get(&turn), self.learnt_in.get(&h.matched)) else { return };
+        if learnt.contains(lang) {
+            return;
+        }
+        self.l1_across_languages.push(AcrossLanguages {
+            request: self.text_of.get(&turn).cloned().unwrap_or_default(),
+            lang: lang.clone(),
+            matched: h.matched.clone(),
+            learnt_in: learnt.iter().cloned().collect(),
+            similarity: h.similarity,
+        });
     }
 
     /// Counts a completed turn under its layer (and its request's language),
