@@ -56,6 +56,12 @@ const JOINS: &[&str] = &[
     "nel", "dalla", "dal", "dalle", "sulla", "sul", "per", "della", "del", "dei", "delle", "di", "da",
 ];
 
+/// Unit words after a number (EN + IT).
+const UNITS: &[&str] = &[
+    "percent", "per", "cento", "minute", "minutes", "minuti", "minuto", "hours", "hour", "ore", "ora", "seconds",
+    "secondi", "degrees", "degree", "gradi", "grado",
+];
+
 /// Words that open a clause a message is said in ("tell everyone that
 /// …", "annuncia che …").
 const THAT: &[&str] = &["that", "che"];
@@ -77,7 +83,20 @@ fn words(request: &str) -> Vec<String> {
 
 /// The English word a request's word stands for, stemmed.
 fn folded(word: &str) -> String {
-    stem(crate::fast_path::lexicon::concept(word))
+    match crate::tool_words::RequestWords::english(word) {
+        Some(e) => stem(e),
+        None => stem(crate::fast_path::lexicon::concept(word)),
+    }
+}
+
+/// Courtesies said after a value ("in soggiorno dai", "please").
+const COURTESIES: &[&str] = &["please", "thanks", "grazie", "dai", "favore", "pls"];
+
+/// Whether the property holds a sentence the user says (a message, a
+/// query), whose first article is part of it.
+fn sentence_like(name: &str, spec: &Value) -> bool {
+    let d = description(spec);
+    ["message", "text", "query", "search"].iter().any(|w| name.contains(w) || d.contains(w))
 }
 
 /// Whether `w` is a courtesy, a filler or a function word.
@@ -201,8 +220,20 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
             }
         }
     }
-    for (i, _) in &kinds {
-        used[*i] = true;
+    for (i, hit) in &kinds {
+        used[*i] |= hit.is_none();
+    }
+    // Numbers and their units are the number properties' values.
+    let numeric = props.values().any(|s| matches!(s.get("type").and_then(Value::as_str), Some("number" | "integer")));
+    for i in 0..ws.len() {
+        let number = ws[i].chars().any(|c| c.is_ascii_digit())
+            || crate::fast_path::numbers::parse(&ws[i..].iter().map(String::as_str).collect::<Vec<_>>()).is_some();
+        if numeric && number {
+            used[i] = true;
+            if ws.get(i + 1).is_some_and(|u| UNITS.contains(&u.as_str())) {
+                used[i + 1] = true;
+            }
+        }
     }
     // Rule 4: a device by its name.
     let verb_end = verb_end(&ws, context);
@@ -225,7 +256,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         if !free_text || out.contains_key(k) || spec.get("type").and_then(Value::as_str) != Some("string") {
             continue;
         }
-        if let Some(span) = free_span(&ws, &used, verb_end, context) {
+        if let Some(span) = free_span(&ws, &used, verb_end, context, sentence_like(k, spec)) {
             mark(&mut used, span);
             out.insert(k.clone(), Value::String(join(&ws, span)));
         }
@@ -243,18 +274,34 @@ fn free(used: &[bool], (a, b): (usize, usize)) -> bool {
     !used[a..b].iter().any(|u| *u)
 }
 
-/// Where the request's verb and what leads it end: courtesies, fillers,
-/// action words, poles and the tool's own words at its start.
+/// Where the request's verb and what leads it end: courtesies and
+/// fillers, one verb (an action, a pole, a word said for a tool's), then
+/// its particles, poles and the tool's own words ("turn off the", "tell
+/// everyone that").
 fn verb_end(ws: &[String], context: &Context) -> usize {
-    let verbish = |w: &str| {
-        filler(w)
-            || crate::fast_path::gate::is_action(w)
+    let verb = |w: &str| {
+        crate::fast_path::gate::is_action(w)
             || !crate::fast_path::gate::poles_of(w).is_empty()
             || crate::tool_words::RequestWords::is_synonym(w)
             || context.name.contains(&stem(w))
+    };
+    let particle = |w: &str| {
+        filler(w)
+            || !crate::fast_path::gate::poles_of(w).is_empty()
+            || crate::tool_words::RequestWords::is_synonym(w) && !crate::fast_path::gate::is_action(w)
             || THAT.contains(&w)
     };
-    ws.iter().position(|w| !verbish(w)).unwrap_or(ws.len())
+    let mut i = 0;
+    while i < ws.len() && filler(&ws[i]) && !verb(&ws[i]) {
+        i += 1;
+    }
+    if i < ws.len() && verb(&ws[i]) {
+        i += 1;
+    }
+    while i < ws.len() && particle(&ws[i]) {
+        i += 1;
+    }
+    i
 }
 
 /// The words after the last preposition of place, up to a filler or the
@@ -311,19 +358,18 @@ fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Optio
 }
 
 /// Rule 5's span: from the verb's end, the words no rule took, up to a
-/// preposition whose phrase has a word of the tool.
-fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context) -> Option<(usize, usize)> {
-    let start = (from..ws.len())
-        .find(|i| !used[*i] && !ARTICLES.contains(&ws[*i].as_str()) && !THAT.contains(&ws[*i].as_str()))?;
+/// preposition whose phrase has a word of the tool; a leading article kept
+/// for a sentence ("the school bus is coming"), courtesies off its end.
+fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sentence: bool) -> Option<(usize, usize)> {
+    let skip = |w: &str| THAT.contains(&w) || JOINS.contains(&w) || (!sentence && ARTICLES.contains(&w));
+    let start = (from..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
     let tool_phrase = |i: usize| {
         JOINS.contains(&ws[i].as_str())
             && ws[i + 1..].iter().take(4).any(|w| context.name.contains(&folded(w)) || context.name.contains(&stem(w)))
     };
     let end = (start..ws.len()).find(|i| used[*i] || tool_phrase(*i)).unwrap_or(ws.len());
     let mut b = end;
-    while b > start
-        && (filler(&ws[b - 1]) && !ARTICLES.contains(&ws[b - 1].as_str()) || JOINS.contains(&ws[b - 1].as_str()))
-    {
+    while b > start && (COURTESIES.contains(&ws[b - 1].as_str()) || JOINS.contains(&ws[b - 1].as_str())) {
         b -= 1;
     }
     (start < b).then_some((start, b))
@@ -361,6 +407,18 @@ mod tests {
         let f = fill(&device(), "hey turn off the reading lamp please", &c);
         assert_eq!(f.get("name"), Some(&json!("reading lamp")));
         assert_eq!(f.len(), 1, "{f:?}");
+        let f = fill(&device(), "could you switch off the tv", &c);
+        assert_eq!(f.get("name"), Some(&json!("tv")), "a kind alone is one device: {f:?}");
+        assert_eq!(f.get("domain"), None);
+    }
+
+    #[test]
+    fn a_message_keeps_its_words_and_its_article() {
+        let say = json!({"type": "object", "properties": {
+            "message": {"type": "string", "description": "The message, as the user said it"}}});
+        let c = ctx("HassBroadcast");
+        assert_eq!(fill(&say, "tell everyone grandpa is here", &c).get("message"), Some(&json!("grandpa is here")));
+        assert_eq!(fill(&say, "announce that the car is here", &c).get("message"), Some(&json!("the car is here")));
     }
 
     #[test]

@@ -46,6 +46,7 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("abbassa", &["lower", "set"]),
     ("aggiungi", &["add"]),
     ("alza", &["raise", "set"]),
+    ("announce", &["announce"]),
     ("annulla", &["cancel"]),
     ("annuncia", &["announce"]),
     ("annuncio", &["announce"]),
@@ -246,6 +247,12 @@ fn synonyms(word: &str) -> Option<&'static [&'static str]> {
 }
 
 impl RequestWords {
+    /// The one English word `word` (normalised) is said for, when
+    /// [`SYNONYMS`] gives one ("ventilatore" → fan).
+    pub fn english(word: &str) -> Option<&'static str> {
+        synonyms(word).filter(|s| s.len() == 1).map(|s| s[0])
+    }
+
     /// Whether `word` (normalised) is said for a tool's word
     /// ([`SYNONYMS`]): a verb or a noun of the request, no value.
     pub fn is_synonym(word: &str) -> bool {
