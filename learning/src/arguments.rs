@@ -101,12 +101,9 @@ pub fn fill_for(tool: &str, schema: &Value, request: &str, now: DateTime<FixedOf
         name: crate::tool_words::split_name(tool).iter().map(|w| crate::tool_words::stem(w)).collect(),
     };
     let spoken = crate::spoken::fill(schema, request, &context);
-    if spoken.is_empty() {
-        return fill(schema, request, now);
-    }
     let mut rest = schema.clone();
     if let Some(p) = rest.get_mut("properties").and_then(Value::as_object_mut) {
-        p.retain(|k, _| !spoken.contains_key(k));
+        p.retain(|k, spec| !spoken.contains_key(k) && !crate::spoken::handles(k, spec));
     }
     if let Some(r) = rest.get_mut("required").and_then(Value::as_array_mut) {
         r.retain(|k| k.as_str().is_none_or(|k| !spoken.contains_key(k)));

@@ -398,7 +398,8 @@ impl OfflinePlanner {
             return None;
         };
         let cosine = score(tool) - LEXICAL_SCALE * lex(tool).unwrap_or(0.0);
-        let worded = lex(tool).unwrap_or(0.0) >= LEXICAL_BAR;
+        let at = self.tools.iter().position(|x| std::ptr::eq(x, tool)).unwrap_or(0);
+        let worded = lex(tool).unwrap_or(0.0) - self.vocabulary.mood(at, &said) >= LEXICAL_BAR;
         // Rule 1: small talk nearer than any tool asks for none.
         let chat = nearest(v, &self.small_talk);
         tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");

@@ -166,6 +166,17 @@ fn named_thing(spec: &Value) -> Option<Vec<String>> {
     (!ws.is_empty()).then_some(ws)
 }
 
+/// Whether the rules here answer for property `name` (`spec`): a place of
+/// the home, a device's name, the name of a thing the tool names — what
+/// the capital-letter rules of [`crate::arguments`] must not guess in a
+/// lower-case request.
+pub fn handles(name: &str, spec: &Value) -> bool {
+    let d = description(spec);
+    place_property(name, spec)
+        || named_thing(spec).is_some()
+        || (name == "name" && (d.contains("device") || d.contains("entity")))
+}
+
 /// Fills what a lower-case request's word order says (module docs).
 pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let mut out = Values::new();
@@ -188,7 +199,10 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     for (k, spec) in props {
         let Some(thing) = named_thing(spec).filter(|_| !place_property(k, spec)) else { continue };
         let Some(at) = ws.iter().position(|w| thing.contains(&folded(w)) || thing.contains(&stem(w))) else { continue };
-        if let Some(span) = qualifier(&ws, at, &is_kind) {
+        // A thing named after a place ("the weather entity, e.g. a
+        // place") is where the request says.
+        let place = || description(spec).contains("place").then(|| after_place_preposition(&ws, &used)).flatten();
+        if let Some(span) = qualifier(&ws, at, &is_kind).or_else(place) {
             mark(&mut used, span);
             out.insert(k.clone(), Value::String(join(&ws, span)));
         }
@@ -362,7 +376,12 @@ fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Optio
 /// for a sentence ("the school bus is coming"), courtesies off its end.
 fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sentence: bool) -> Option<(usize, usize)> {
     let skip = |w: &str| THAT.contains(&w) || JOINS.contains(&w) || (!sentence && ARTICLES.contains(&w));
-    let start = (from..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
+    let mut start = (from..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
+    // A sentence keeps the article its verb's particles took ("tell
+    // everyone the school bus is coming").
+    if sentence && start > 0 && start == from && ARTICLES.contains(&ws[start - 1].as_str()) && !used[start - 1] {
+        start -= 1;
+    }
     let tool_phrase = |i: usize| {
         JOINS.contains(&ws[i].as_str())
             && ws[i + 1..].iter().take(4).any(|w| context.name.contains(&folded(w)) || context.name.contains(&stem(w)))

@@ -110,7 +110,7 @@ const CLITICS: &[&str] = &["melo", "mela", "mele", "mi", "lo", "la", "le", "li",
 /// Question words that open a request for information (EN + IT).
 const QUESTION_WORDS: &[&str] = &[
     "what", "what's", "whats", "how", "how's", "which", "quanti", "quanto", "quanta", "quante", "qual", "quale",
-    "com'è", "dimmi", "tell",
+    "com'è",
 ];
 
 /// First words of a tool's description, and words of its name, that say
@@ -303,6 +303,15 @@ impl Vocabulary {
         let n = tools.len().max(1) as f32;
         let idf = df.into_iter().map(|(w, d)| (w, (n / d as f32).ln())).collect();
         Vocabulary { tools, idf }
+    }
+
+    /// What of tool `i`'s score is the question's lean alone (no word
+    /// shared): not evidence enough to plan it.
+    pub fn mood(&self, i: usize, request: &RequestWords) -> f32 {
+        match request.asks && self.tools.get(i).is_some_and(|t| t.tells) {
+            true => MOOD_BONUS,
+            false => 0.0,
+        }
     }
 
     /// The lexical score of tool `i` for `request`: `None` when the
