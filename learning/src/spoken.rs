@@ -384,7 +384,11 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
     }
     let tool_phrase = |i: usize| {
         JOINS.contains(&ws[i].as_str())
-            && ws[i + 1..].iter().take(4).any(|w| context.name.contains(&folded(w)) || context.name.contains(&stem(w)))
+            && ws[i + 1..]
+                .iter()
+                .take(4)
+                .take_while(|w| !JOINS.contains(&w.as_str()))
+                .any(|w| context.name.contains(&folded(w)) || context.name.contains(&stem(w)))
     };
     let end = (start..ws.len()).find(|i| used[*i] || tool_phrase(*i)).unwrap_or(ws.len());
     let mut b = end;
