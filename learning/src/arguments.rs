@@ -89,6 +89,33 @@ const PLACE_OR_NAME: &[&str] = &["name", "person", "contact", "recipient", "who"
 /// EN + IT.
 const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da", "per", "su", "con", "al", "ad"];
 
+/// Fills the arguments of the tool `tool` with parameters `schema` from
+/// `request`, said at `now`: a request in lower case (a voice transcript)
+/// by its word order first ([`crate::spoken`]), then by the rules of the
+/// module docs for what is left.
+pub fn fill_for(tool: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
+    if request.chars().any(char::is_uppercase) {
+        return fill(schema, request, now);
+    }
+    let context = crate::spoken::Context {
+        name: crate::tool_words::split_name(tool).iter().map(|w| crate::tool_words::stem(w)).collect(),
+    };
+    let spoken = crate::spoken::fill(schema, request, &context);
+    let mut rest = schema.clone();
+    if let Some(p) = rest.get_mut("properties").and_then(Value::as_object_mut) {
+        p.retain(|k, spec| !spoken.contains_key(k) && !crate::spoken::handles(k, spec));
+    }
+    if let Some(r) = rest.get_mut("required").and_then(Value::as_array_mut) {
+        r.retain(|k| k.as_str().is_none_or(|k| !spoken.contains_key(k)));
+    }
+    let mut out = fill(&rest, request, now);
+    // A value the word order placed is no value for another property.
+    let placed: Vec<String> = spoken.values().filter_map(Value::as_str).map(str::to_lowercase).collect();
+    out.args.0.retain(|_, v| v.as_str().is_none_or(|s| !placed.iter().any(|p| s.to_lowercase().contains(p.as_str()))));
+    out.args.0.extend(spoken);
+    out
+}
+
 /// Fills the arguments of a tool with parameters `schema` from `request`,
 /// said at `now` (module docs).
 pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
@@ -96,7 +123,14 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return out };
     let required: Vec<&str> =
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let said = Said::new(request, now);
+    let mut said = Said::new(request, now);
+    said.units = properties
+        .iter()
+        .filter(|(_, spec)| matches!(spec.get("type").and_then(Value::as_str), Some("number" | "integer")))
+        .filter_map(|(name, spec)| {
+            property_words(name, spec).iter().find_map(|w| unit_of(w)).map(|u| (name.clone(), u))
+        })
+        .collect();
     let mut taken = Taken::default();
     // Absolute dates claim their numbers ("May 15, 2023" is no 15 and no
     // 2023).
@@ -143,13 +177,15 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
             None => still.push((name, spec)),
         }
     }
-    let lower_case = lower_case_place(&said.ex.text).filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w)));
+    let mut lower_case =
+        lower_case_place(&said.ex.text).filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w)));
     for (name, spec) in still {
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
         let value = (kind == "string" && spec.get("enum").is_none() && place_or_name(name, spec))
             .then(|| match next_noun(&nouns, &mut used_nouns, place_like(name, spec)) {
                 Some(v) => Some(v),
-                None if nouns.is_empty() => lower_case.clone(),
+                // One property takes it: a place is no name too.
+                None if nouns.is_empty() => lower_case.take(),
                 None => None,
             })
             .flatten()
@@ -174,6 +210,9 @@ struct Said<'a> {
     toks: Vec<Tok>,
     quotes: Vec<(usize, usize, String)>,
     dates: Vec<((usize, usize), String)>,
+    /// The unit each number property is in, by its name or description
+    /// ("Brightness in percent", `minutes`).
+    units: Vec<(String, &'static str)>,
 }
 
 impl<'a> Said<'a> {
@@ -182,7 +221,7 @@ impl<'a> Said<'a> {
         let toks = tokens(&ex.text);
         let quotes = quoted_spans(&ex.text);
         let dates = absolute_dates(&ex.text, now);
-        Said { request, ex, toks, quotes, dates }
+        Said { request, ex, toks, quotes, dates, units: Vec::new() }
     }
 }
 
@@ -197,7 +236,7 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
         .or_else(|| named_value(said, name, kind, taken))
         .or_else(|| enum_named(spec, said.request))
         .or_else(|| match kind {
-            "number" | "integer" => take_number(name, &said.ex, &said.toks, kind == "integer", taken),
+            "number" | "integer" => take_number(name, said, kind == "integer", taken),
             _ => None,
         })
         .or_else(|| (kind == "string" && spec.get("enum").is_none()).then(|| take_quote(&said.quotes, taken)).flatten())
@@ -531,19 +570,31 @@ const COUNT_WORDS: &[&str] = &["number", "num", "of", "count", "total", "the", "
 /// property's name ("2 bedrooms" for `number_of_beds`; "two bedrooms" too),
 /// else the first number no property took; an integer property takes only
 /// whole numbers.
-fn take_number(
-    name: &str,
-    ex: &crate::fast_path::Extracted,
-    toks: &[Tok],
-    integer: bool,
-    taken: &mut Taken,
-) -> Option<Value> {
+fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mut Taken) -> Option<Value> {
+    let (ex, toks) = (&said.ex, &said.toks[..]);
+    let mine = said.units.iter().find(|(n, _)| n == name).map(|(_, u)| *u);
+    // A number said with a unit another property is in is not this one's
+    // ("eight minutes" is no `hours`); one said with this one's unit is.
+    let others =
+        |u: Option<&'static str>| u.is_some_and(|u| Some(u) != mine && said.units.iter().any(|(_, v)| *v == u));
+    if let Some(unit) = mine {
+        let at = ex.slots.iter().enumerate().position(|(i, s)| {
+            s.kind == SlotKind::Number && !taken.slots.contains(&i) && slot_unit(&ex.text, toks, s.span) == Some(unit)
+        });
+        if let Some(i) = at {
+            taken.slots.push(i);
+            return Some(as_kind(&ex.slots[i].value, integer));
+        }
+    }
     let counted: Vec<String> = name_words(name).into_iter().filter(|w| !COUNT_WORDS.contains(&w.as_str())).collect();
     let names_it = |t: Option<&Tok>| t.is_some_and(|t| counted.iter().any(|w| same_stem(w, &t.word)));
     let whole = |v: &Value| !integer || v.as_f64().is_some_and(|f| f.fract() == 0.0);
     // Beside a word of its name: a figure, then a number word.
     for (i, s) in ex.slots.iter().enumerate() {
         if s.kind != SlotKind::Number || taken.slots.contains(&i) || !whole(&s.value) {
+            continue;
+        }
+        if others(slot_unit(&ex.text, toks, s.span)) {
             continue;
         }
         let at = toks.iter().position(|t| overlaps((t.start, t.end), s.span));
@@ -565,13 +616,42 @@ fn take_number(
             }
         }
     }
-    let (i, slot) = ex
-        .slots
-        .iter()
-        .enumerate()
-        .find(|(i, s)| s.kind == SlotKind::Number && !taken.slots.contains(i) && whole(&s.value))?;
+    let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
+        s.kind == SlotKind::Number
+            && !taken.slots.contains(i)
+            && whole(&s.value)
+            && !others(slot_unit(&ex.text, toks, s.span))
+    })?;
     taken.slots.push(i);
     Some(as_kind(&slot.value, integer))
+}
+
+/// The unit a word names, EN + IT: minutes, hours, seconds, percent,
+/// degrees, kelvin — what a number said before it counts.
+fn unit_of(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "minute" | "minutes" | "min" | "mins" | "minuto" | "minuti" => "minute",
+        "hour" | "hours" | "ora" | "ore" => "hour",
+        "second" | "seconds" | "sec" | "secs" | "secondo" | "secondi" => "second",
+        "percent" | "percentage" | "percento" | "pct" => "percent",
+        "degree" | "degrees" | "grado" | "gradi" => "degree",
+        "kelvin" => "kelvin",
+        _ => return None,
+    })
+}
+
+/// The unit said right after the number at `span`: a unit word, "per
+/// cento", or `%`.
+fn slot_unit(text: &str, toks: &[Tok], span: (usize, usize)) -> Option<&'static str> {
+    if text[span.1..].trim_start().starts_with('%') {
+        return Some("percent");
+    }
+    let last = toks.iter().rposition(|t| overlaps((t.start, t.end), span))?;
+    let next = toks.get(last + 1)?;
+    if next.word == "per" && toks.get(last + 2).is_some_and(|t| t.word == "cento") {
+        return Some("percent");
+    }
+    unit_of(&next.word)
 }
 
 fn as_kind(v: &Value, integer: bool) -> Value {
@@ -1014,6 +1094,37 @@ mod tests {
             Some(&json!("where is beijing"))
         );
         assert_eq!(fill(&search, "search the web", now()).missing, ["query"]);
+    }
+
+    #[test]
+    fn a_number_goes_to_the_property_in_its_unit() {
+        let timer = props(
+            json!({"hours": {"type": "integer", "description": "Hours to add"},
+                   "minutes": {"type": "integer", "description": "Minutes to add"}}),
+            &[],
+        );
+        let f = fill(&timer, "add 4 minutes to the timer", now());
+        assert_eq!(f.args.0.get("minutes"), Some(&json!(4)));
+        assert_eq!(f.args.0.get("hours"), None, "four minutes are no hours");
+        let light = props(
+            json!({"brightness": {"type": "integer", "description": "Brightness in percent"},
+                   "temperature": {"type": "integer", "description": "Colour temperature in kelvin"}}),
+            &[],
+        );
+        let f = fill(&light, "warm white 2700 kelvin at 40%", now());
+        assert_eq!(f.args.0.get("brightness"), Some(&json!(40)));
+        assert_eq!(f.args.0.get("temperature"), Some(&json!(2700)));
+    }
+
+    #[test]
+    fn a_lower_case_place_goes_to_one_property() {
+        let s = props(
+            json!({"area": {"type": "string", "description": "Name of an area"},
+                             "name": {"type": "string", "description": "Name of a device"}}),
+            &[],
+        );
+        let f = fill(&s, "what's the temperature in garage", now());
+        assert_eq!(f.args.0.len(), 1, "{:?}", f.args.0);
     }
 
     #[test]

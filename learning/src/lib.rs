@@ -55,5 +55,7 @@ pub mod patterns;
 pub mod projections;
 pub mod reactors;
 pub mod routing;
+pub mod spoken;
 pub mod step_resolver;
 pub mod text;
+pub mod tool_words;

@@ -67,6 +67,12 @@
 //!    nearer to it by [`ARGUMENT_EVIDENCE`], against the bar and against
 //!    small talk: a request that carries the user's values for a tool is
 //!    about it more than its wording alone says.
+//! 8. **The words say it too.** Beside the cosine, the words a request
+//!    shares with a tool's name, description and parameters count, the
+//!    rarer among the tools the more ([`crate::tool_words`]); a request
+//!    naming one pole (off, close, pause) never goes to a tool named for
+//!    the other, and a question leans to a tool that tells. A tool whose
+//!    words reach [`LEXICAL_BAR`] is planned even below the cosine's bar.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -163,6 +169,15 @@ pub const SAME_ABILITY: f32 = 0.6;
 /// when the request gives every argument it requires (rule 7).
 pub const ARGUMENT_EVIDENCE: f32 = 0.1;
 
+/// What one unit of a tool's lexical score (rule 8,
+/// [`crate::tool_words`]) adds to its cosine when tools are ranked.
+pub const LEXICAL_SCALE: f32 = 0.05;
+
+/// The lexical score at which a tool is planned whatever its cosine (rule
+/// 8): a rare word of its name and the request's pole, or several words of
+/// its text.
+pub const LEXICAL_BAR: f32 = 6.0;
+
 /// Whether `part` gives a value for each of the arguments `schema`
 /// requires, and it requires one at least (rule 7).
 fn gives_all_it_requires(schema: &serde_json::Value, part: &str, now: DateTime<FixedOffset>) -> bool {
@@ -194,6 +209,8 @@ struct Profile {
 pub struct OfflinePlanner {
     embedder: Arc<dyn Embedder>,
     tools: Vec<Profile>,
+    /// The tools as words (rule 8), in the order of `tools`.
+    vocabulary: crate::tool_words::Vocabulary,
     small_talk: Vec<Vec<f32>>,
     threshold: f32,
 }
@@ -229,7 +246,14 @@ impl OfflinePlanner {
                     None
                 }
             });
-            let actions = effectful_actions(&format!("{} {description}", name.replace('_', " ")));
+            // Its name's words (`HassLightSet`: light, set) and its
+            // description's, third persons folded ("Sets", "Sends"): the
+            // actions it does.
+            let words: Vec<String> = crate::tool_words::split_name(name)
+                .into_iter()
+                .chain(crate::text::normalize(description).split_whitespace().map(crate::tool_words::stem))
+                .collect();
+            let actions = effectful_actions(&format!("{} {description} {}", name.replace('_', " "), words.join(" ")));
             profiles.push(Profile {
                 name: name.clone(),
                 schema: parameters.clone(),
@@ -245,7 +269,8 @@ impl OfflinePlanner {
         // be planned as a call of it: per model (unrelated requests, "tell
         // me a joke", stay below), see `Calibration::offline_planner`.
         let threshold = EmbeddingModel::calibration_for_id(embedder.model_id()).offline_planner;
-        Ok(OfflinePlanner { embedder, tools: profiles, small_talk, threshold })
+        let vocabulary = crate::tool_words::Vocabulary::new(tools.iter().map(|(n, d, p)| (n.as_str(), d.as_str(), p)));
+        Ok(OfflinePlanner { embedder, tools: profiles, vocabulary, small_talk, threshold })
     }
 
     /// The same planner knowing that the tools named in `names` cannot do
@@ -342,8 +367,16 @@ impl OfflinePlanner {
         let wanted = effectful_actions(&crate::arguments::without_values(part));
         // Rule 2: a path of a kind some tool takes goes to such a tool.
         let exact = path.filter(|k| self.tools.iter().any(|t| t.path == Some(Some(*k))));
+        // Rule 8: the words it shares with each tool; `None` for a tool of
+        // the other pole.
+        let said = crate::tool_words::RequestWords::new(part);
+        let lexical: Vec<Option<f32>> = (0..self.tools.len()).map(|i| self.vocabulary.score(i, &said)).collect();
+        let lex = |t: &Profile| {
+            let i = self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
+            lexical.get(i).copied().flatten()
+        };
         let score = |t: &Profile| {
-            let mut score = nearest(v, &t.vectors);
+            let mut score = nearest(v, &t.vectors) + LEXICAL_SCALE * lex(t).unwrap_or(0.0);
             // Rule 2: a path favours the tools taking one of its kind.
             if let (Some(kind), Some(takes)) = (path, t.path) {
                 score += PATH_BONUS + if takes == Some(kind) { PATH_BONUS } else { 0.0 };
@@ -354,14 +387,19 @@ impl OfflinePlanner {
             self.tools
                 .iter()
                 .filter(move |t| exact.is_none_or(|k| t.path == Some(Some(k))))
+                // Rule 8: never a tool of the other pole.
+                .filter(|t| lex(t).is_some())
                 // Rule 3: an effectful action only to a tool that does it.
                 .filter(|t| wanted.is_subset(&t.actions))
         };
         let best = candidates().map(|t| (t, score(t))).max_by(|a, b| a.1.total_cmp(&b.1));
-        let Some((tool, cosine)) = best else {
+        let Some((tool, _)) = best else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
             return None;
         };
+        let cosine = score(tool) - LEXICAL_SCALE * lex(tool).unwrap_or(0.0);
+        let at = self.tools.iter().position(|x| std::ptr::eq(x, tool)).unwrap_or(0);
+        let worded = lex(tool).unwrap_or(0.0) - self.vocabulary.mood(at, &said) >= LEXICAL_BAR;
         // Rule 1: small talk nearer than any tool asks for none.
         let chat = nearest(v, &self.small_talk);
         tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
@@ -373,7 +411,7 @@ impl OfflinePlanner {
             true => ARGUMENT_EVIDENCE,
             false => 0.0,
         };
-        if (cosine + evidence < self.threshold && !names_its_path) || chat > cosine + evidence {
+        if (cosine + evidence < self.threshold && !names_its_path && !worded) || (chat > cosine + evidence && !worded) {
             return None;
         }
         // Rule 4: a tool that can run and does the same stands in.
@@ -462,7 +500,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// proper nouns for places and names. A required argument left unfilled is
 /// left out: the reply loop asks for it rather than call the tool.
 fn args_for(tool: &Profile, part: &str, now: DateTime<FixedOffset>) -> ToolArgs {
-    crate::arguments::fill(&tool.schema, part, now).args
+    crate::arguments::fill_for(&tool.name, &tool.schema, part, now).args
 }
 
 /// The parts of a request joined by conjunctions (EN + IT), trimmed, empty

@@ -377,6 +377,20 @@ pub fn is_pole(word: &str) -> bool {
     AXES.iter().any(|(_, pos, neg)| is_one_of(word, pos) || is_one_of(word, neg))
 }
 
+/// The poles `word` (normalised) names, as (axis, positive?): "on" is the
+/// power axis's positive pole, "spegni" its negative one — what the
+/// offline planner compares with a tool's name, so that "turn off" never
+/// picks `TurnOn`.
+pub fn poles_of(word: &str) -> Vec<(&'static str, bool)> {
+    AXES.iter()
+        .filter_map(|(axis, pos, neg)| match (is_one_of(word, pos), is_one_of(word, neg)) {
+            (true, _) => Some((*axis, true)),
+            (_, true) => Some((*axis, false)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Conjunctions after which a further action may follow (EN + IT).
 const CONTINUATIONS: &[&str] =
     &[" and then ", ", then ", " then ", " and also ", " e poi ", ", poi ", " poi ", " e anche ", " and ", " e "];

@@ -1,0 +1,475 @@
+//! A voice transcript's values by where they stand in the sentence: what
+//! [`crate::arguments`] fills first for a request said in lower case, where
+//! no capital marks a place or a name.
+//!
+//! The request is read as words ([`crate::text::normalize`]), each
+//! property of the tool at most one value, each word to one property:
+//!
+//! 1. **A kind of device.** An array property whose items are an enum
+//!    ("Kinds of device": `light`, `fan`, `blind`) takes every enum value a
+//!    word of the request names — plural or Italian folded
+//!    ([`crate::fast_path::lexicon`], [`crate::tool_words`]) — when the
+//!    request also says where (a room before it, after a preposition):
+//!    "the kitchen light" is every light of the kitchen, "the tv" alone is
+//!    one device, by its name.
+//! 2. **A place.** A property of a place (area, room, location) takes the
+//!    words after the last preposition of place ("in the basement", "nel
+//!    soggiorno", "at the ski lodge"), articles and courtesies off; else
+//!    the words before a kind word ("the kitchen light") or after it and a
+//!    preposition ("la luce della cucina"). A kind word is an enum value of
+//!    the tool or a word of its name.
+//! 3. **The name of a thing the tool names.** A string property described
+//!    as the name of something ("Name of the timer", "Name of the to-do
+//!    list") takes the words that qualify that thing ("the egg timer", "il
+//!    timer della torta", "my chores list").
+//! 4. **A device by its name.** A name property with neither a place nor a
+//!    kind said takes the request's object: the words after its verb,
+//!    articles and courtesies off ("switch on the printer" → "printer").
+//! 5. **Free text** ("as the user said it", an item, a message, a query):
+//!    the words the other rules and the verb left, up to a preposition
+//!    that opens words of the tool ("… to the shopping list"): "add
+//!    garbage bags to my shopping list" → "garbage bags".
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::text::{is_stop_word, normalize, Negations};
+use crate::tool_words::stem;
+
+/// Articles and possessives taken off a value's edges (EN + IT).
+const ARTICLES: &[&str] =
+    &["the", "a", "an", "my", "our", "your", "il", "lo", "la", "i", "gli", "le", "l", "un", "una", "uno", "mio", "mia"];
+
+/// Prepositions before a place (EN + IT, articled forms included).
+const PLACE_PREPOSITIONS: &[&str] =
+    &["in", "at", "inside", "nel", "nella", "nello", "nell", "negli", "nelle", "alla", "al", "allo", "sul", "sulla"];
+
+/// Prepositions that join a qualifier after a thing ("la luce della
+/// cucina", "the light of the kitchen").
+const OF: &[&str] = &["of", "del", "della", "dello", "dell", "dei", "degli", "delle", "di"];
+
+/// Prepositions that may open a phrase naming where an item goes or what
+/// it belongs to (EN + IT).
+const JOINS: &[&str] = &[
+    "to", "on", "onto", "from", "off", "in", "into", "for", "at", "a", "al", "alla", "allo", "alle", "ai", "nella",
+    "nel", "dalla", "dal", "dalle", "sulla", "sul", "per", "della", "del", "dei", "delle", "di", "da",
+];
+
+/// Unit words after a number (EN + IT).
+const UNITS: &[&str] = &[
+    "percent", "per", "cento", "minute", "minutes", "minuti", "minuto", "hours", "hour", "ore", "ora", "seconds",
+    "secondi", "degrees", "degree", "gradi", "grado",
+];
+
+/// Words that open a clause a message is said in ("tell everyone that
+/// …", "annuncia che …").
+const THAT: &[&str] = &["that", "che"];
+
+/// The words of a request, elided articles split off ("l'album" → l,
+/// album).
+fn words(request: &str) -> Vec<String> {
+    normalize(request)
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .flat_map(|w| match w.split_once('\'') {
+            Some((head, tail)) if head.len() <= 4 && !tail.is_empty() && head != "what" && head != "how" => {
+                vec![head.to_owned(), tail.to_owned()]
+            }
+            _ => vec![w.to_owned()],
+        })
+        .collect()
+}
+
+/// The English word a request's word stands for, stemmed.
+fn folded(word: &str) -> String {
+    match crate::tool_words::RequestWords::english(word) {
+        Some(e) => stem(e),
+        None => stem(crate::fast_path::lexicon::concept(word)),
+    }
+}
+
+/// Courtesies said after a value ("in soggiorno dai", "please").
+const COURTESIES: &[&str] = &["please", "thanks", "grazie", "dai", "favore", "pls"];
+
+/// Whether the property holds a sentence the user says (a message, a
+/// query), whose first article is part of it.
+fn sentence_like(name: &str, spec: &Value) -> bool {
+    let d = description(spec);
+    ["message", "text", "query", "search"].iter().any(|w| name.contains(w) || d.contains(w))
+}
+
+/// Whether `w` is a courtesy, a filler or a function word.
+fn filler(w: &str) -> bool {
+    is_stop_word(w, Negations::Drop) || ARTICLES.contains(&w)
+}
+
+/// `ws[a..b]` without articles and fillers at its edges, joined; `None`
+/// when nothing is left.
+fn trimmed(ws: &[String], a: usize, b: usize) -> Option<(usize, usize)> {
+    let (mut a, mut b) = (a, b.min(ws.len()));
+    while a < b && (filler(&ws[a]) || OF.contains(&ws[a].as_str())) {
+        a += 1;
+    }
+    while b > a && (filler(&ws[b - 1]) || JOINS.contains(&ws[b - 1].as_str())) {
+        b -= 1;
+    }
+    (a < b).then_some((a, b))
+}
+
+fn join(ws: &[String], (a, b): (usize, usize)) -> String {
+    let mut out = String::new();
+    for (i, w) in ws[a..b].iter().enumerate() {
+        // An elided article joins its noun again ("d'ingresso").
+        let glued = i > 0 && matches!(ws[a + i - 1].as_str(), "d" | "l" | "dell" | "nell" | "all" | "un");
+        if i > 0 && !glued {
+            out.push(' ');
+        }
+        if glued {
+            out.push('\'');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// The tool's words a value must not take: its name's and its enum
+/// values, stemmed.
+pub struct Context {
+    /// Words of the tool's name, stemmed ("light", "timer", "list").
+    pub name: BTreeSet<String>,
+}
+
+/// What the rules fill: property name → value.
+pub type Values = serde_json::Map<String, Value>;
+
+fn description(spec: &Value) -> String {
+    spec.get("description").and_then(Value::as_str).unwrap_or("").to_lowercase()
+}
+
+fn item_enum(spec: &Value) -> Option<Vec<String>> {
+    let values = spec.get("items")?.get("enum")?.as_array()?;
+    Some(values.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+}
+
+fn place_property(name: &str, spec: &Value) -> bool {
+    let d = description(spec);
+    name == "area" || name == "room" || d.contains("area") || d.contains("room")
+}
+
+/// The thing a "Name of the X" property names: X's words, stemmed.
+fn named_thing(spec: &Value) -> Option<Vec<String>> {
+    let d = description(spec);
+    let rest = d.strip_prefix("name of ")?;
+    let rest = rest.split([',', ';', '.', '(']).next().unwrap_or("");
+    let ws: Vec<String> = normalize(rest).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
+    (!ws.is_empty()).then_some(ws)
+}
+
+/// Whether the rules here answer for property `name` (`spec`): a place of
+/// the home, a device's name, the name of a thing the tool names — what
+/// the capital-letter rules of [`crate::arguments`] must not guess in a
+/// lower-case request.
+pub fn handles(name: &str, spec: &Value) -> bool {
+    let d = description(spec);
+    place_property(name, spec)
+        || named_thing(spec).is_some()
+        || (name == "name" && (d.contains("device") || d.contains("entity")))
+}
+
+/// Fills what a lower-case request's word order says (module docs).
+pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
+    let mut out = Values::new();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return out };
+    let ws = words(request);
+    let mut used = vec![false; ws.len()];
+    // Kind words: enum values of array properties, and the tool's name.
+    let mut kinds: Vec<(usize, Option<(&String, String)>)> = Vec::new();
+    for (i, w) in ws.iter().enumerate() {
+        let f = folded(w);
+        let hit = props.iter().find_map(|(k, spec)| {
+            item_enum(spec)?.into_iter().find(|v| stem(v) == f || stem(v) == stem(w)).map(|v| (k, v))
+        });
+        if hit.is_some() || context.name.contains(&f) {
+            kinds.push((i, hit));
+        }
+    }
+    let is_kind = |i: usize| kinds.iter().any(|(k, _)| *k == i);
+    // Rule 3: the name of a thing the tool names.
+    for (k, spec) in props {
+        let Some(thing) = named_thing(spec).filter(|_| !place_property(k, spec)) else { continue };
+        let Some(at) = ws.iter().position(|w| thing.contains(&folded(w)) || thing.contains(&stem(w))) else { continue };
+        // A thing named after a place ("the weather entity, e.g. a
+        // place") is where the request says.
+        let place = || description(spec).contains("place").then(|| after_place_preposition(&ws, &used)).flatten();
+        if let Some(span) = qualifier(&ws, at, &is_kind).or_else(place) {
+            mark(&mut used, span);
+            out.insert(k.clone(), Value::String(join(&ws, span)));
+        }
+    }
+    // Rule 2: a place.
+    let mut where_said = false;
+    let places: Vec<&String> =
+        props.iter().filter(|(k, s)| place_property(k, s) && !out.contains_key(*k)).map(|(k, _)| k).collect();
+    for k in places {
+        let span = after_place_preposition(&ws, &used)
+            .or_else(|| kinds.iter().find_map(|(i, _)| qualifier(&ws, *i, &is_kind)).filter(|s| free(&used, *s)));
+        if let Some(span) = span {
+            mark(&mut used, span);
+            where_said = true;
+            out.insert(k.clone(), Value::String(join(&ws, span)));
+        }
+    }
+    // Rule 1: kinds of device, with a place said.
+    if where_said {
+        for (i, hit) in &kinds {
+            if let Some((k, v)) = hit {
+                used[*i] = true;
+                let entry = out.entry((*k).clone()).or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(a) = entry {
+                    if !a.iter().any(|x| x == v) {
+                        a.push(Value::String(v.clone()));
+                    }
+                }
+            }
+        }
+    }
+    for (i, hit) in &kinds {
+        used[*i] |= hit.is_none();
+    }
+    // Numbers and their units are the number properties' values.
+    let numeric = props.values().any(|s| matches!(s.get("type").and_then(Value::as_str), Some("number" | "integer")));
+    for i in 0..ws.len() {
+        let number = ws[i].chars().any(|c| c.is_ascii_digit())
+            || crate::fast_path::numbers::parse(&ws[i..].iter().map(String::as_str).collect::<Vec<_>>()).is_some();
+        if numeric && number {
+            used[i] = true;
+            if ws.get(i + 1).is_some_and(|u| UNITS.contains(&u.as_str())) {
+                used[i + 1] = true;
+            }
+        }
+    }
+    // Rule 4: a device by its name.
+    let verb_end = verb_end(&ws, context);
+    if !where_said {
+        for (k, spec) in props {
+            let d = description(spec);
+            if k == "name" && !out.contains_key(k) && (d.contains("device") || d.contains("entity")) {
+                let end = (verb_end..ws.len()).find(|i| used[*i]).unwrap_or(ws.len());
+                if let Some(span) = trimmed(&ws, verb_end, end) {
+                    mark(&mut used, span);
+                    out.insert(k.clone(), Value::String(join(&ws, span)));
+                }
+            }
+        }
+    }
+    // Rule 5: free text.
+    for (k, spec) in props {
+        let d = description(spec);
+        let free_text = d.contains("as the user said") || matches!(k.as_str(), "item" | "message" | "search_query");
+        if !free_text || out.contains_key(k) || spec.get("type").and_then(Value::as_str) != Some("string") {
+            continue;
+        }
+        if let Some(span) = free_span(&ws, &used, verb_end, context, sentence_like(k, spec)) {
+            mark(&mut used, span);
+            out.insert(k.clone(), Value::String(join(&ws, span)));
+        }
+    }
+    out
+}
+
+fn mark(used: &mut [bool], (a, b): (usize, usize)) {
+    for u in &mut used[a..b] {
+        *u = true;
+    }
+}
+
+fn free(used: &[bool], (a, b): (usize, usize)) -> bool {
+    !used[a..b].iter().any(|u| *u)
+}
+
+/// Where the request's verb and what leads it end: courtesies and
+/// fillers, one verb (an action, a pole, a word said for a tool's), then
+/// its particles, poles and the tool's own words ("turn off the", "tell
+/// everyone that").
+fn verb_end(ws: &[String], context: &Context) -> usize {
+    let verb = |w: &str| {
+        crate::fast_path::gate::is_action(w)
+            || !crate::fast_path::gate::poles_of(w).is_empty()
+            || crate::tool_words::RequestWords::is_synonym(w)
+            || context.name.contains(&stem(w))
+    };
+    let particle = |w: &str| {
+        filler(w)
+            || !crate::fast_path::gate::poles_of(w).is_empty()
+            || crate::tool_words::RequestWords::is_synonym(w) && !crate::fast_path::gate::is_action(w)
+            || THAT.contains(&w)
+    };
+    let mut i = 0;
+    while i < ws.len() && filler(&ws[i]) && !verb(&ws[i]) {
+        i += 1;
+    }
+    if i < ws.len() && verb(&ws[i]) {
+        i += 1;
+    }
+    while i < ws.len() && particle(&ws[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// The words after the last preposition of place, up to a filler or the
+/// end, none used yet.
+fn after_place_preposition(ws: &[String], used: &[bool]) -> Option<(usize, usize)> {
+    let p = ws.iter().rposition(|w| PLACE_PREPOSITIONS.contains(&w.as_str()))?;
+    let end = (p + 1..ws.len())
+        .find(|i| {
+            used[*i] || ws[*i].chars().all(|c| c.is_ascii_digit()) || JOINS.contains(&ws[*i].as_str()) && *i > p + 2
+        })
+        .unwrap_or(ws.len());
+    let mut span = trimmed(ws, p + 1, end)?;
+    // Courtesies after the place ("in soggiorno dai", "please").
+    while span.1 > span.0 && filler(&ws[span.1 - 1]) {
+        span.1 -= 1;
+    }
+    (span.0 < span.1 && free(used, span)).then_some(span)
+}
+
+/// The words that qualify the word at `at`: those before it back to an
+/// article, a filler or a verb ("the laundry room light"), else a
+/// preposition of "of" and those after it ("la luce della cucina").
+fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Option<(usize, usize)> {
+    let mut a = at;
+    while a > 0 {
+        let w = ws[a - 1].as_str();
+        if filler(w)
+            || is_kind(a - 1)
+            || crate::fast_path::gate::is_action(w)
+            || !crate::fast_path::gate::poles_of(w).is_empty()
+            || crate::tool_words::RequestWords::is_synonym(w)
+            || JOINS.contains(&w)
+        {
+            break;
+        }
+        a -= 1;
+    }
+    if a < at {
+        return Some((a, at));
+    }
+    let next = ws.get(at + 1)?;
+    if !OF.contains(&next.as_str()) {
+        return None;
+    }
+    let start = at + 2;
+    let end = (start..ws.len())
+        .find(|i| {
+            filler(&ws[*i]) && !ARTICLES.contains(&ws[*i].as_str())
+                || is_kind(*i)
+                || PLACE_PREPOSITIONS.contains(&ws[*i].as_str())
+        })
+        .unwrap_or(ws.len());
+    trimmed(ws, start, end)
+}
+
+/// Rule 5's span: from the verb's end, the words no rule took, up to a
+/// preposition whose phrase has a word of the tool; a leading article kept
+/// for a sentence ("the school bus is coming"), courtesies off its end.
+fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sentence: bool) -> Option<(usize, usize)> {
+    let skip = |w: &str| THAT.contains(&w) || JOINS.contains(&w) || (!sentence && ARTICLES.contains(&w));
+    let mut start = (from..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
+    // A sentence keeps the article its verb's particles took ("tell
+    // everyone the school bus is coming").
+    if sentence && start > 0 && start == from && ARTICLES.contains(&ws[start - 1].as_str()) && !used[start - 1] {
+        start -= 1;
+    }
+    let tool_phrase = |i: usize| {
+        JOINS.contains(&ws[i].as_str())
+            && ws[i + 1..]
+                .iter()
+                .take(4)
+                .take_while(|w| !JOINS.contains(&w.as_str()))
+                .any(|w| context.name.contains(&folded(w)) || context.name.contains(&stem(w)))
+    };
+    let end = (start..ws.len()).find(|i| used[*i] || tool_phrase(*i)).unwrap_or(ws.len());
+    let mut b = end;
+    while b > start && (COURTESIES.contains(&ws[b - 1].as_str()) || JOINS.contains(&ws[b - 1].as_str())) {
+        b -= 1;
+    }
+    (start < b).then_some((start, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn device() -> Value {
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "Name of one device or entity, as the user calls it"},
+            "area": {"type": "string", "description": "Name of an area (room) of the home"},
+            "domain": {"type": "array", "items": {"type": "string", "enum": ["light", "fan", "switch"]}}
+        }})
+    }
+
+    fn ctx(name: &str) -> Context {
+        Context { name: crate::tool_words::split_name(name).iter().map(|w| stem(w)).collect() }
+    }
+
+    #[test]
+    fn a_kind_with_a_place_is_an_area_and_a_domain_a_thing_alone_a_name() {
+        let c = ctx("HassTurnOn");
+        let f = fill(&device(), "turn on the laundry room light", &c);
+        assert_eq!(f.get("area"), Some(&json!("laundry room")));
+        assert_eq!(f.get("domain"), Some(&json!(["light"])));
+        assert_eq!(f.get("name"), None);
+        let f = fill(&device(), "turn off the lights in the basement please", &c);
+        assert_eq!(f.get("area"), Some(&json!("basement")));
+        assert_eq!(f.get("domain"), Some(&json!(["light"])));
+        let f = fill(&device(), "spegni le luci del balcone", &c);
+        assert_eq!(f.get("area"), Some(&json!("balcone")));
+        let f = fill(&device(), "hey turn off the reading lamp please", &c);
+        assert_eq!(f.get("name"), Some(&json!("reading lamp")));
+        assert_eq!(f.len(), 1, "{f:?}");
+        let f = fill(&device(), "could you switch off the tv", &c);
+        assert_eq!(f.get("name"), Some(&json!("tv")), "a kind alone is one device: {f:?}");
+        assert_eq!(f.get("domain"), None);
+    }
+
+    #[test]
+    fn a_message_keeps_its_words_and_its_article() {
+        let say = json!({"type": "object", "properties": {
+            "message": {"type": "string", "description": "The message, as the user said it"}}});
+        let c = ctx("HassBroadcast");
+        assert_eq!(fill(&say, "tell everyone grandpa is here", &c).get("message"), Some(&json!("grandpa is here")));
+        assert_eq!(fill(&say, "announce that the car is here", &c).get("message"), Some(&json!("the car is here")));
+    }
+
+    #[test]
+    fn the_name_of_a_thing_the_tool_names_is_what_qualifies_it() {
+        let timer = json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "Name of the timer, e.g. pasta"},
+            "area": {"type": "string", "description": "Area of the device the timer was started on"}}});
+        let c = ctx("HassCancelTimer");
+        assert_eq!(fill(&timer, "stop the egg timer", &c).get("name"), Some(&json!("egg")));
+        assert_eq!(fill(&timer, "cancella il timer della torta", &c).get("name"), Some(&json!("torta")));
+    }
+
+    #[test]
+    fn free_text_is_what_the_verb_and_the_tools_words_leave() {
+        let list = json!({"type": "object", "properties": {
+            "item": {"type": "string", "description": "The item, as the user said it"},
+            "name": {"type": "string", "description": "Name of the to-do list; omit for the default list"}}});
+        let c = ctx("HassListAddItem");
+        let f = fill(&list, "add pay the water bill to my chores list", &c);
+        assert_eq!(f.get("item"), Some(&json!("pay the water bill")));
+        assert_eq!(f.get("name"), Some(&json!("chores")));
+        let shop = json!({"type": "object", "properties": {
+            "item": {"type": "string", "description": "The item, as the user said it"}}});
+        let c = ctx("HassShoppingListAddItem");
+        assert_eq!(fill(&shop, "add garbage bags to my shopping list", &c).get("item"), Some(&json!("garbage bags")));
+        assert_eq!(
+            fill(&shop, "aggiungi detersivo per i piatti alla lista della spesa", &c).get("item"),
+            Some(&json!("detersivo per i piatti"))
+        );
+    }
+}

@@ -1,0 +1,410 @@
+//! The words a request shares with a tool: the lexical half of the offline
+//! planner's choice, beside the embedding's cosine.
+//!
+//! A small sentence model puts "turn off the kitchen light" next to
+//! `HassLightSet` ("Sets the brightness or colour of lights") and
+//! "spegni la luce" nowhere: the words say more. A tool is read as words —
+//! its name split at case changes and separators (`HassTurnOff` → hass,
+//! turn, off), its description, its parameters' names and enum values —
+//! and a request as words too, Italian imperatives and a few nouns read as
+//! the English word a tool's text would use ([`SYNONYMS`]), plurals and
+//! third persons folded ("sets", "lights"). Then:
+//!
+//! * **shared words** count by how rare they are among the tools (a word
+//!   every tool has, `hass`, counts nothing), twice in the tool's name;
+//! * **polarity**: a request that names a pole (on/off, open/close,
+//!   pause/resume, add/remove, lock/unlock: the replay gate's axes) never
+//!   goes to a tool whose name (else description) names only the other
+//!   pole, and leans to one that names the same;
+//! * **mood**: a question ("is the light on", "what's the temperature",
+//!   "la luce è accesa?") leans to a tool that tells or reads, and its
+//!   pole words are the state asked about, not a command.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::fast_path::gate::{poles_of, STATE_FORMS, STATE_QUESTION_OPENERS};
+use crate::text::{is_stop_word, normalize, Negations};
+
+/// What a shared word weighs when it is in the tool's name, against one in
+/// its description (1).
+const NAME_WEIGHT: f32 = 2.0;
+
+/// What a shared word weighs when it is a parameter's name or enum value.
+const PARAMETER_WEIGHT: f32 = 0.5;
+
+/// What a request's pole adds to a tool naming the same pole.
+pub const POLE_BONUS: f32 = 4.0;
+
+/// What a question adds to a tool that tells or reads.
+pub const MOOD_BONUS: f32 = 4.0;
+
+/// Words a request says for the English word a tool's text uses: Italian
+/// imperatives and nouns of the home, and English verbs said for another
+/// ("switch on" is "turn on", "cross off" marks done). General language,
+/// EN + IT; keys in [`normalize`] form.
+const SYNONYMS: &[(&str, &[&str])] = &[
+    ("abbassa", &["lower", "set"]),
+    ("aggiungi", &["add"]),
+    ("alza", &["raise", "set"]),
+    ("announce", &["announce"]),
+    ("annulla", &["cancel"]),
+    ("annuncia", &["announce"]),
+    ("annuncio", &["announce"]),
+    ("apri", &["open"]),
+    ("ascolta", &["play"]),
+    ("aspirapolvere", &["vacuum"]),
+    ("avvia", &["start"]),
+    ("blocca", &["lock"]),
+    ("caldo", &["temperature"]),
+    ("cancella", &["cancel"]),
+    ("canzone", &["music", "media"]),
+    ("chiave", &["lock"]),
+    ("chiudi", &["close"]),
+    ("cold", &["temperature"]),
+    ("colore", &["color"]),
+    ("colour", &["color"]),
+    ("cross", &["mark", "done"]),
+    ("degree", &["temperature"]),
+    ("degrees", &["temperature"]),
+    ("dimmi", &["tell"]),
+    ("everyone", &["every", "announce"]),
+    ("ferma", &["cancel", "stop"]),
+    ("freddo", &["temperature"]),
+    ("gradi", &["temperature"]),
+    ("hear", &["play"]),
+    ("imposta", &["set"]),
+    ("listen", &["play"]),
+    ("luminosità", &["brightness"]),
+    ("metti", &["set", "add", "start"]),
+    ("music", &["music", "media"]),
+    ("musica", &["music", "media"]),
+    ("partire", &["start"]),
+    ("pausa", &["pause"]),
+    ("persiane", &["shutter"]),
+    ("put", &["add", "set"]),
+    ("riprendi", &["resume"]),
+    ("ripartire", &["resume"]),
+    ("riproduci", &["play"]),
+    ("sblocca", &["unlock"]),
+    ("spegni", &["turn"]),
+    ("spengi", &["turn"]),
+    ("spunta", &["mark", "done"]),
+    ("stop", &["cancel", "stop"]),
+    ("suona", &["play"]),
+    ("switch", &["turn"]),
+    ("tell", &["tell"]),
+    ("tenda", &["curtain"]),
+    ("tende", &["curtain"]),
+    ("togli", &["remove"]),
+    ("tutti", &["every", "announce"]),
+    ("velocità", &["speed"]),
+    ("ventilatore", &["fan"]),
+    ("ventilatori", &["fan"]),
+    ("warm", &["temperature"]),
+    ("accendi", &["turn"]),
+];
+
+/// Italian clitics an imperative carries ("accendimi", "aggiungilo").
+const CLITICS: &[&str] = &["melo", "mela", "mele", "mi", "lo", "la", "le", "li", "ne", "ci"];
+
+/// Question words that open a request for information (EN + IT).
+const QUESTION_WORDS: &[&str] = &[
+    "what", "what's", "whats", "how", "how's", "which", "quanti", "quanto", "quanta", "quante", "qual", "quale",
+    "com'è",
+];
+
+/// First words of a tool's description, and words of its name, that say
+/// it tells or reads rather than changes.
+const TELLS: &[&str] = &["tell", "read", "get", "status", "return", "check"];
+
+/// `word` folded: third persons and plurals to their stem ("sets",
+/// "lights", "searches", "batteries"), "colour" as "color".
+pub fn stem(word: &str) -> String {
+    let w = word.to_lowercase();
+    if w == "colour" || w == "colours" {
+        return "color".into();
+    }
+    if w.len() > 4 && w.ends_with("ies") {
+        return format!("{}y", &w[..w.len() - 3]);
+    }
+    for end in ["ches", "shes", "sses", "xes"] {
+        if w.len() > end.len() + 1 && w.ends_with(end) {
+            return w[..w.len() - 2].to_owned();
+        }
+    }
+    if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && w.is_ascii() {
+        return w[..w.len() - 1].to_owned();
+    }
+    w
+}
+
+/// A tool's name as words: `HassTurnOff` → hass, turn, off;
+/// `get_current_weather` → get, current, weather.
+pub fn split_name(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// A tool as words.
+#[derive(Clone, Debug, Default)]
+pub struct ToolWords {
+    /// Its name's words, stemmed.
+    name: BTreeSet<String>,
+    /// Its description's words, stemmed.
+    description: BTreeSet<String>,
+    /// Its parameters' names and enum values, stemmed.
+    parameters: BTreeSet<String>,
+    /// The poles its name and its description's first word name; an axis
+    /// named both ways is left out.
+    poles: BTreeSet<(&'static str, bool)>,
+    /// Whether it tells or reads.
+    tells: bool,
+}
+
+fn content(text: &str) -> Vec<String> {
+    normalize(text).split(' ').filter(|w| !w.is_empty()).map(stem).collect()
+}
+
+/// The poles of `words`, an axis named both ways left out.
+fn poles(words: &[String]) -> BTreeSet<(&'static str, bool)> {
+    let all: BTreeSet<(&'static str, bool)> = words.iter().flat_map(|w| poles_of(w)).collect();
+    all.iter().copied().filter(|(axis, p)| !all.contains(&(*axis, !*p))).collect()
+}
+
+impl ToolWords {
+    /// The words of a tool of `name`, `description` and parameters
+    /// `schema`.
+    pub fn new(name: &str, description: &str, schema: &serde_json::Value) -> ToolWords {
+        let name_words: Vec<String> = split_name(name).iter().map(|w| stem(w)).collect();
+        let described = content(description);
+        let mut parameters = BTreeSet::new();
+        if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
+            for (k, spec) in props {
+                parameters.extend(split_name(k).iter().map(|w| stem(w)));
+                let values = spec.get("enum").or_else(|| spec.get("items").and_then(|i| i.get("enum")));
+                for v in values.and_then(|v| v.as_array()).into_iter().flatten().filter_map(|v| v.as_str()) {
+                    parameters.extend(split_name(v).iter().map(|w| stem(w)));
+                }
+            }
+        }
+        // The name's poles and the description's first word's ("Resumes
+        // paused media players"): the rest of a description may name a
+        // pole as a state or a caveat.
+        let said: Vec<String> = name_words.iter().chain(described.first()).cloned().collect();
+        let pole_set = poles(&said);
+        let tells = name_words.iter().any(|w| TELLS.contains(&w.as_str()))
+            || described.first().is_some_and(|w| TELLS.contains(&w.as_str()));
+        ToolWords {
+            name: name_words.into_iter().collect(),
+            description: described.into_iter().collect(),
+            parameters,
+            poles: pole_set,
+            tells,
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &String> {
+        self.name.iter().chain(&self.description).chain(&self.parameters)
+    }
+}
+
+/// A request as words.
+#[derive(Clone, Debug, Default)]
+pub struct RequestWords {
+    words: BTreeSet<String>,
+    poles: BTreeSet<(&'static str, bool)>,
+    asks: bool,
+}
+
+/// `word`'s English reading by [`SYNONYMS`], a clitic taken off an
+/// imperative if need be.
+fn synonyms(word: &str) -> Option<&'static [&'static str]> {
+    let find = |w: &str| SYNONYMS.iter().find(|(k, _)| *k == w).map(|(_, v)| *v);
+    find(word).or_else(|| {
+        CLITICS.iter().find_map(|c| {
+            word.strip_suffix(c).filter(|s| s.len() >= 3).and_then(|s| find(s).or_else(|| find(&format!("{s}i"))))
+        })
+    })
+}
+
+impl RequestWords {
+    /// The one English word `word` (normalised) is said for, when
+    /// [`SYNONYMS`] gives one ("ventilatore" → fan).
+    pub fn english(word: &str) -> Option<&'static str> {
+        synonyms(word).filter(|s| s.len() == 1).map(|s| s[0])
+    }
+
+    /// Whether `word` (normalised) is said for a tool's word
+    /// ([`SYNONYMS`]): a verb or a noun of the request, no value.
+    pub fn is_synonym(word: &str) -> bool {
+        synonyms(word).is_some()
+    }
+
+    /// The words of `request`.
+    pub fn new(request: &str) -> RequestWords {
+        let n = crate::fast_path::lexicon::phrases(&normalize(request));
+        let raw: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
+        let mut words = BTreeSet::new();
+        let mut pole_set = BTreeSet::new();
+        for w in &raw {
+            pole_set.extend(poles_of(w));
+            if let Some(s) = synonyms(w) {
+                words.extend(s.iter().map(|x| stem(x)));
+            }
+            let c = crate::fast_path::lexicon::concept(w);
+            if !is_stop_word(w, Negations::Drop) || c != *w {
+                words.insert(stem(c));
+            }
+            words.insert(stem(w));
+        }
+        let asks = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w) || QUESTION_WORDS.contains(w))
+            || raw.iter().any(|w| STATE_FORMS.contains(w))
+            || request.trim_end().ends_with('?');
+        RequestWords { words, poles: pole_set, asks }
+    }
+}
+
+/// The words of a set of tools, with how rare each word is among them.
+pub struct Vocabulary {
+    tools: Vec<ToolWords>,
+    idf: HashMap<String, f32>,
+}
+
+impl Vocabulary {
+    /// The vocabulary of `tools` (name, description, schema).
+    pub fn new<'a>(tools: impl IntoIterator<Item = (&'a str, &'a str, &'a serde_json::Value)>) -> Vocabulary {
+        let tools: Vec<ToolWords> = tools.into_iter().map(|(n, d, s)| ToolWords::new(n, d, s)).collect();
+        let mut df: HashMap<String, usize> = HashMap::new();
+        for t in &tools {
+            let set: BTreeSet<&String> = t.all().collect();
+            for w in set {
+                *df.entry(w.clone()).or_default() += 1;
+            }
+        }
+        let n = tools.len().max(1) as f32;
+        let idf = df.into_iter().map(|(w, d)| (w, (n / d as f32).ln())).collect();
+        Vocabulary { tools, idf }
+    }
+
+    /// What of tool `i`'s score is the question's lean alone (no word
+    /// shared): not evidence enough to plan it.
+    pub fn mood(&self, i: usize, request: &RequestWords) -> f32 {
+        match request.asks && self.tools.get(i).is_some_and(|t| t.tells) {
+            true => MOOD_BONUS,
+            false => 0.0,
+        }
+    }
+
+    /// The lexical score of tool `i` for `request`: `None` when the
+    /// request names a pole the tool names only the other way (module
+    /// docs).
+    pub fn score(&self, i: usize, request: &RequestWords) -> Option<f32> {
+        let t = self.tools.get(i)?;
+        if !request.asks
+            && request.poles.iter().any(|(a, p)| t.poles.contains(&(*a, !*p)) && !t.poles.contains(&(*a, *p)))
+        {
+            return None;
+        }
+        let mut score = 0.0;
+        for w in &request.words {
+            if !poles_of(w).is_empty() {
+                continue;
+            }
+            let idf = self.idf.get(w).copied().unwrap_or(0.0);
+            score += idf
+                * if t.name.contains(w) {
+                    NAME_WEIGHT
+                } else if t.description.contains(w) {
+                    1.0
+                } else if t.parameters.contains(w) {
+                    PARAMETER_WEIGHT
+                } else {
+                    0.0
+                };
+        }
+        if !request.asks && request.poles.iter().any(|p| t.poles.contains(p)) {
+            score += POLE_BONUS;
+        }
+        if request.asks && t.tells {
+            score += MOOD_BONUS;
+        }
+        Some(score)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn home() -> Vocabulary {
+        let s = json!({"type": "object", "properties": {"area": {"type": "string"},
+            "domain": {"type": "array", "items": {"type": "string", "enum": ["light", "fan"]}}}});
+        let tools: Vec<(&str, &str, serde_json::Value)> = vec![
+            ("HassTurnOn", "Turns on a device", s.clone()),
+            ("HassTurnOff", "Turns off a device", s.clone()),
+            ("HassLightSet", "Sets the brightness or colour of lights", json!({})),
+            ("HassGetState", "Tells whether devices are on or off", s.clone()),
+            ("HassMediaPause", "Pauses media players", json!({})),
+            ("HassMediaUnpause", "Resumes paused media players", json!({})),
+        ];
+        Vocabulary::new(tools.iter().map(|(n, d, s)| (*n, *d, s)))
+    }
+
+    fn best(v: &Vocabulary, request: &str) -> usize {
+        let r = RequestWords::new(request);
+        (0..v.tools.len())
+            .max_by(|a, b| v.score(*a, &r).unwrap_or(-1.0).total_cmp(&v.score(*b, &r).unwrap_or(-1.0)))
+            .unwrap()
+    }
+
+    #[test]
+    fn names_split_at_case_changes_and_words_fold_to_their_stem() {
+        assert_eq!(split_name("HassTurnOff"), ["hass", "turn", "off"]);
+        assert_eq!(split_name("get_current_weather"), ["get", "current", "weather"]);
+        assert_eq!(stem("Lights"), "light");
+        assert_eq!(stem("searches"), "search");
+        assert_eq!(stem("colour"), "color");
+    }
+
+    #[test]
+    fn a_request_saying_off_never_goes_to_a_tool_named_on() {
+        let v = home();
+        for off in ["turn off the kitchen light", "kitchen light off", "spegni la luce in cucina", "spegnimi la luce"] {
+            assert_eq!(v.score(0, &RequestWords::new(off)), None, "{off}");
+            assert_eq!(best(&v, off), 1, "{off}");
+        }
+        for on in ["turn on the kitchen light", "accendi la luce in cucina", "switch on the printer"] {
+            assert_eq!(v.score(1, &RequestWords::new(on)), None, "{on}");
+            assert_eq!(best(&v, on), 0, "{on}");
+        }
+        assert_eq!(best(&v, "resume the music in the bathroom"), 5);
+        assert_eq!(best(&v, "metti in pausa la musica"), 4);
+    }
+
+    #[test]
+    fn a_question_goes_to_a_tool_that_tells() {
+        let v = home();
+        assert_eq!(best(&v, "is the bedroom light on"), 3);
+        assert_eq!(best(&v, "la luce del corridoio è accesa?"), 3);
+    }
+}
