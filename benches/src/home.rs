@@ -261,21 +261,31 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
             }
         } else {
             out.misses.push(format!("miss {} {}: {:?}: {}", r.role, r.id, r.text, d.reason));
-            offline_steps = model_away::plan(d.near.as_ref(), offline.plan(&r.text, now())?).0;
+            let arguments = |tool: &str| offline.arguments(tool, &r.text, now());
+            offline_steps = model_away::plan(d.near.as_ref(), offline.plan(&r.text, now())?, &arguments).0;
             if let Some(n) = &d.near {
                 out.near.push((n.similarity, right(want, &n.steps)));
             }
         }
         t.offline_right += usize::from(right(want, &offline_steps));
+        if !right(want, &offline_steps) {
+            let near = d.near.as_ref().map(|n| format!("{:.3} {:?}", n.similarity, n.canonical));
+            out.misses.push(format!("away {}: {:?}: got {}, near {near:?}", r.id, r.text, calls(&offline_steps)));
+        }
         let alone = offline.plan(&r.text, now())?;
         t.untaught_offline_right += usize::from(right(want, &alone));
         if !right(want, &alone) {
             let want = want.map(|c| format!("{} {}", c.tool, serde_json::Value::Object(c.args.clone())));
-            let got: Vec<String> = alone.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect();
-            out.misses.push(format!("offline {}: {:?}: got {got:?}, want {want:?}", r.id, r.text));
+            out.misses.push(format!("offline {}: {:?}: got {}, want {want:?}", r.id, r.text, calls(&alone)));
         }
     }
     Ok(out)
+}
+
+/// A plan as `tool {args}` calls, for a miss's line.
+fn calls(steps: &[PlanStep]) -> String {
+    let calls: Vec<String> = steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect();
+    format!("{calls:?}")
 }
 
 /// Writes a taught turn's events as the runtime would and folds them.

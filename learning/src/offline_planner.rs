@@ -428,6 +428,16 @@ impl OfflinePlanner {
     }
 }
 
+impl OfflinePlanner {
+    /// The arguments the request gives `tool` (by its schema), whatever
+    /// tool the planner would choose: with the model away, a tool the
+    /// model taught for requests like this one is completed with them
+    /// (`fast_path::model_away`). `None` for a tool it does not know.
+    pub fn arguments(&self, tool: &str, request: &str, now: DateTime<FixedOffset>) -> Option<ToolArgs> {
+        self.tools.iter().find(|t| t.name == tool).map(|t| args_for(t, request, now))
+    }
+}
+
 /// Rule 6: the same tool planned twice in a row, one call's arguments
 /// among the other's, is one call — the one with more ("the weather in
 /// London, including the temperature and the wind"); with values of their

@@ -307,7 +307,8 @@ impl Planner {
         let view = self.setup.catalogue.view();
         let near =
             env.turn.and_then(|t| self.near.get(&t)).filter(|n| done == 0 && n.steps.iter().all(|s| view.has(&s.tool)));
-        let (planned, source) = model_away::plan(near, plan(query));
+        let arguments = |tool: &str| view.offline.arguments(tool, query, now);
+        let (planned, source) = model_away::plan(near, plan(query), &arguments);
         if source == model_away::Source::Learnt {
             tracing::debug!(matched = ?near.map(|n| &n.canonical), "offline planner: as the model taught");
             return planned;

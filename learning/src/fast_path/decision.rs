@@ -16,7 +16,7 @@ use engram_events::payloads::{NearMiss, PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{canonical, gate, placeholder, slots, with_names_as_words, Extracted, L0Table, SlotKind};
+use super::{canonical, gate, model_away, placeholder, slots, with_names_as_words, Extracted, L0Table, SlotKind};
 use crate::fast_path::{FastPathConfig, MultiToolConfig};
 use crate::projections::canonical_queries::{ActionRow, CanonicalRow};
 use crate::projections::{CanonicalQueries, Pipelines};
@@ -603,8 +603,57 @@ impl FastPath {
             Some((sim, why)) => Decision::planner(why, Some(sim)),
             None => Decision::planner("no candidate close enough".into(), None),
         };
-        d.near = near;
+        d.near = near.or_else(|| self.taught_guess(&canon, &ex, &q, embed));
         Ok(finish(d, &refusals, &canon))
+    }
+
+    /// With the model away (`model_away`), when no phrasing came near: the
+    /// call of the phrasing nearest by meaning that the gate lets through,
+    /// with the values the request holds that its slots took before and
+    /// its slots without one left out — the model's choice of tool for
+    /// requests like this, for the offline planner to complete. Never
+    /// served, and not the evidence a bar is learnt from (the reactor
+    /// compares only a near miss with every slot filled).
+    fn taught_guess<E>(
+        &self,
+        canon: &str,
+        ex: &Extracted,
+        q: &[f32],
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Option<NearMiss> {
+        for (_, r, cos) in self.l1.candidates_k(canon, Some(q), L1_COMPARED) {
+            let sim = f64::from(cos);
+            if sim < model_away::LEARNT_BAR || !self.values_sound(r) {
+                continue;
+            }
+            let fill = slots::fill_known_partly(canon, &r.names, &|n| self.said(&r.action, n));
+            // The phrasing's words with the slots the request left
+            // unfilled set aside, against the request's.
+            let unfilled: Vec<String> =
+                r.names.iter().filter(|n| !fill.values.contains_key(*n)).map(|n| slots::mask(n)).collect();
+            let phrasing: Vec<&str> =
+                r.canonical.split_whitespace().filter(|w| !unfilled.iter().any(|m| m == w)).collect();
+            // Words of the request only are the values of the unfilled
+            // slots, if any; anything else the gate refuses refuses.
+            match self.gate(&fill.masked, &phrasing.join(" "), embed) {
+                Ok(()) => {}
+                Err(gate::Mismatch::Content { candidate_only, .. })
+                    if !unfilled.is_empty() && candidate_only.is_empty() => {}
+                Err(_) => continue,
+            }
+            let values: BTreeMap<String, Value> = fill
+                .values
+                .iter()
+                .filter_map(|(name, said)| {
+                    let learnt = self.vocabulary(&r.action, name).and_then(|v| v.value_of(said));
+                    learnt.or_else(|| self.known_as(name, said)).map(|v| (name.clone(), v))
+                })
+                .collect();
+            let Ok(args) = placeholder::resolve(&slots::resolve_partly(&r.args, &values), ex) else { continue };
+            let steps = vec![PlanStep { tool: r.executor.clone(), args }];
+            return Some(NearMiss { canonical: r.canonical.clone(), similarity: sim, steps });
+        }
+        None
     }
 
     /// The gate for replaying `text` for `canon`, content words spelt

@@ -21,8 +21,12 @@
 //!    plan the descriptions and the request's own words agree on is the
 //!    safer of two guesses ("read the file notes/a.txt" near a taught
 //!    "elenca i file in …" is a read, not a listing).
+//! 5. A near miss may leave arguments out — a request worded unlike any
+//!    phrasing holds only some of the values its slots took
+//!    (`FastPath::taught_guess`): what it lacks, the offline planner's
+//!    arguments for that tool complete.
 
-use engram_events::payloads::{NearMiss, PlanStep};
+use engram_events::payloads::{NearMiss, PlanStep, ToolArgs};
 
 /// The least similarity (values set aside) at which a near miss says what
 /// the model would have planned. Measured on the dev split of the home
@@ -39,22 +43,36 @@ pub enum Source {
 }
 
 /// The plan with the model away (module docs): `near` is the turn's near
-/// miss, `own` the offline planner's plan of the request.
-pub fn plan(near: Option<&NearMiss>, own: Vec<PlanStep>) -> (Vec<PlanStep>, Source) {
+/// miss, `own` the offline planner's plan of the request, `arguments` the
+/// offline planner's arguments for a tool from the request (rule 5).
+pub fn plan(
+    near: Option<&NearMiss>,
+    own: Vec<PlanStep>,
+    arguments: &dyn Fn(&str) -> Option<ToolArgs>,
+) -> (Vec<PlanStep>, Source) {
     let Some(near) = near.filter(|n| n.similarity >= LEARNT_BAR && !n.steps.is_empty()) else {
         return (own, Source::Descriptions);
     };
     let tools = |steps: &[PlanStep]| steps.iter().map(|s| s.tool.clone()).collect::<Vec<_>>();
-    if own.is_empty() || tools(&own) == tools(&near.steps) {
-        return (near.steps.clone(), Source::Learnt);
+    if !own.is_empty() && tools(&own) != tools(&near.steps) {
+        return (own, Source::Descriptions);
     }
-    (own, Source::Descriptions)
+    let mut steps = near.steps.clone();
+    for (i, step) in steps.iter_mut().enumerate() {
+        let theirs = match own.get(i) {
+            Some(o) => Some(o.args.clone()),
+            None => arguments(&step.tool),
+        };
+        for (k, v) in theirs.map(|a| a.0).unwrap_or_default() {
+            step.args.0.entry(k).or_insert(v);
+        }
+    }
+    (steps, Source::Learnt)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engram_events::payloads::ToolArgs;
 
     fn step(tool: &str, path: &str) -> PlanStep {
         let args = ToolArgs::from_json(&serde_json::json!({ "path": path }).to_string()).unwrap();
@@ -68,26 +86,41 @@ mod tests {
     #[test]
     fn a_near_miss_fills_in_where_the_descriptions_plan_nothing() {
         let n = near(0.7, vec![step("list_dir", "/a")]);
-        assert_eq!(plan(Some(&n), Vec::new()), (n.steps.clone(), Source::Learnt));
+        assert_eq!(plan(Some(&n), Vec::new(), &|_| None), (n.steps.clone(), Source::Learnt));
     }
 
     #[test]
     fn a_near_miss_under_the_bar_says_nothing() {
         let n = near(LEARNT_BAR - 0.01, vec![step("list_dir", "/a")]);
-        assert_eq!(plan(Some(&n), Vec::new()), (Vec::new(), Source::Descriptions));
+        assert_eq!(plan(Some(&n), Vec::new(), &|_| None), (Vec::new(), Source::Descriptions));
     }
 
     #[test]
     fn on_the_same_tool_the_learnt_values_are_taken() {
         let n = near(0.7, vec![step("list_dir", "/a")]);
         let own = vec![step("list_dir", "/b")];
-        assert_eq!(plan(Some(&n), own), (n.steps.clone(), Source::Learnt));
+        assert_eq!(plan(Some(&n), own, &|_| None), (n.steps.clone(), Source::Learnt));
     }
 
     #[test]
     fn on_another_tool_the_offline_plan_stands() {
         let n = near(0.72, vec![step("list_dir", "/a/todo.txt")]);
         let own = vec![step("read_file", "/a/todo.txt")];
-        assert_eq!(plan(Some(&n), own.clone()), (own, Source::Descriptions));
+        assert_eq!(plan(Some(&n), own.clone(), &|_| None), (own, Source::Descriptions));
+    }
+
+    #[test]
+    fn what_a_near_miss_leaves_out_the_offline_arguments_complete() {
+        let mut partial = step("HassTurnOn", "/x");
+        partial.args.0.remove("path");
+        partial.args.0.insert("domain".into(), serde_json::json!(["light"]));
+        let n = near(0.7, vec![partial]);
+        let area = |tool: &str| {
+            assert_eq!(tool, "HassTurnOn");
+            Some(ToolArgs::from_json(r#"{"area": "laundry room", "domain": "x"}"#).unwrap())
+        };
+        let (steps, source) = plan(Some(&n), Vec::new(), &area);
+        assert_eq!(source, Source::Learnt);
+        assert_eq!(steps[0].args.to_json(), r#"{"area":"laundry room","domain":["light"]}"#);
     }
 }

@@ -474,6 +474,25 @@ pub fn fill_known(
     if names.is_empty() || !tokens(template).iter().any(|t| is_mask(&t.text)) {
         return None;
     }
+    known_in(request, names, known, false)
+}
+
+/// [`fill_known`]'s values for the slots whose known values the request
+/// holds, the others left unfilled: what a request worded unlike any
+/// phrasing still says of the action's values (the offline planner's
+/// guess with the model away, `model_away`).
+pub fn fill_known_partly(request: &str, names: &[String], known: &dyn Fn(&str) -> Vec<String>) -> Fill {
+    known_in(request, names, known, true).unwrap_or_else(|| Fill {
+        values: BTreeMap::new(),
+        masked: request.to_owned(),
+        cost: 0.0,
+        framed: Default::default(),
+    })
+}
+
+/// Each slot's longest known value found in `request`, masked; a slot
+/// with none found fails the fill unless `partly`.
+fn known_in(request: &str, names: &[String], known: &dyn Fn(&str) -> Vec<String>, partly: bool) -> Option<Fill> {
     let mut r = tokens(request);
     let mut values = BTreeMap::new();
     for name in names {
@@ -483,7 +502,12 @@ pub fn fill_known(
             .filter(|w: &Vec<String>| !w.is_empty())
             .collect();
         said.sort_by_key(|w| std::cmp::Reverse(w.len()));
-        let (at, len) = said.iter().find_map(|w| find_span(&r, w).map(|at| (at, w.len())))?;
+        let found = said.iter().find_map(|w| find_span(&r, w).map(|at| (at, w.len())));
+        let (at, len) = match (found, partly) {
+            (Some(f), _) => f,
+            (None, true) => continue,
+            (None, false) => return None,
+        };
         values.insert(name.clone(), render(&unglue(&r[at..at + len])));
         let glued = r[at].glued;
         r.splice(at..at + len, [Token { text: mask(name), glued }]);
@@ -725,6 +749,16 @@ pub fn resolve(args: &ToolArgs, values: &BTreeMap<String, Value>) -> Option<Tool
         }
     }
     args.0.iter().map(|(k, v)| walk(v, values).map(|v| (k.clone(), v))).collect::<Option<_>>().map(ToolArgs)
+}
+
+/// [`resolve`] with the slots `values` lacks left out: an argument holding
+/// an unfilled slot is dropped (the offline planner may fill it).
+pub fn resolve_partly(args: &ToolArgs, values: &BTreeMap<String, Value>) -> ToolArgs {
+    let kept = args.0.iter().filter_map(|(k, v)| {
+        let one = ToolArgs([(k.clone(), v.clone())].into_iter().collect());
+        resolve(&one, values).and_then(|a| a.0.into_iter().next())
+    });
+    ToolArgs(kept.collect())
 }
 
 /// The string values of a phrasing's arguments that its request did not

@@ -416,7 +416,17 @@ impl FastPathReactor {
             return Vec::new();
         }
         let Some(near) = self.recent_lessons(turn).and_then(|l| l.near.clone()) else { return Vec::new() };
-        let Some(executor) = near.steps.first().map(|s| s.tool.clone()) else { return Vec::new() };
+        let Some(first) = near.steps.first() else { return Vec::new() };
+        let executor = first.tool.clone();
+        // A guess with a slot left unfilled (`FastPath::taught_guess`) says
+        // nothing of the phrasing's bar: only a full call is compared.
+        let full = self
+            .canonical
+            .get(&near.canonical, &executor)
+            .is_some_and(|r| r.action() == crate::projections::canonical_queries::action_key(&executor, &first.args));
+        if !full {
+            return Vec::new();
+        }
         let agreed = steps_agree(&near.steps, &t.steps);
         let event = CanonicalCompared {
             canonical: near.canonical,
