@@ -63,6 +63,6 @@ cargo check -p engram --no-default-features --locked --quiet
 cargo check -p engram --locked --quiet
 # No function over 100 lines outside tests, no import cycle between modules.
 python3 scripts/check-structure.py
-cargo test --workspace --all-targets --locked
+cargo test --workspace --all-targets --locked --no-fail-fast # every failure reported, not the first binary's
 cargo test --workspace --doc --locked
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet

@@ -72,7 +72,9 @@
 //!    rarer among the tools the more ([`crate::tool_words`]); a request
 //!    naming one pole (off, close, pause) never goes to a tool named for
 //!    the other, and a question leans to a tool that tells. A tool whose
-//!    words reach [`LEXICAL_BAR`] is planned even below the cosine's bar.
+//!    words reach [`LEXICAL_BAR`], two of the request's words or a pole
+//!    shared, is planned even below the cosine's bar (one word is a
+//!    coincidence: "write me a poem" is not `write_file`).
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -399,7 +401,8 @@ impl OfflinePlanner {
         };
         let cosine = score(tool) - LEXICAL_SCALE * lex(tool).unwrap_or(0.0);
         let at = self.tools.iter().position(|x| std::ptr::eq(x, tool)).unwrap_or(0);
-        let worded = lex(tool).unwrap_or(0.0) - self.vocabulary.mood(at, &said) >= LEXICAL_BAR;
+        let worded = lex(tool).unwrap_or(0.0) - self.vocabulary.mood(at, &said) >= LEXICAL_BAR
+            && self.vocabulary.shared(at, &said) >= 2;
         // Rule 1: small talk nearer than any tool asks for none.
         let chat = nearest(v, &self.small_talk);
         tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");

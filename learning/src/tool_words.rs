@@ -314,6 +314,25 @@ impl Vocabulary {
         }
     }
 
+    /// How many of the request's words tool `i`'s name, description or
+    /// parameters hold, a pole both name as two: one word alone, however rare, is a
+    /// coincidence of wording ("write me a poem" and `write_file`), not
+    /// the request naming the tool.
+    pub fn shared(&self, i: usize, request: &RequestWords) -> usize {
+        let Some(t) = self.tools.get(i) else { return 0 };
+        let mut seen = BTreeSet::new();
+        request
+            .words
+            .iter()
+            .filter(|w| poles_of(w).is_empty() && !is_stop_word(w, Negations::Drop))
+            .filter(|w| t.name.contains(*w) || t.description.contains(*w) || t.parameters.contains(*w))
+            .filter(|w| seen.insert(w.as_str()))
+            .count()
+            // A pole both name is an action and its direction at once
+            // ("switch on the printer" and `HassTurnOn`): two words' worth.
+            + 2 * usize::from(!request.asks && request.poles.iter().any(|p| t.poles.contains(p)))
+    }
+
     /// The lexical score of tool `i` for `request`: `None` when the
     /// request names a pole the tool names only the other way (module
     /// docs).
@@ -406,5 +425,18 @@ mod tests {
         let v = home();
         assert_eq!(best(&v, "is the bedroom light on"), 3);
         assert_eq!(best(&v, "la luce del corridoio è accesa?"), 3);
+    }
+
+    #[test]
+    fn one_word_in_common_is_a_coincidence_a_pole_is_not() {
+        let tools: Vec<(&str, &str, serde_json::Value)> = vec![
+            ("write_file", "Create a new file or overwrite an existing file with new content", json!({})),
+            ("read_file", "Read the contents of a file", json!({})),
+            ("HassTurnOn", "Turns on a device", json!({})),
+        ];
+        let v = Vocabulary::new(tools.iter().map(|(n, d, s)| (*n, *d, s)));
+        assert_eq!(v.shared(0, &RequestWords::new("write me a poem about the sea")), 1);
+        assert!(v.shared(0, &RequestWords::new("write a new file called notes")) >= 2);
+        assert_eq!(v.shared(2, &RequestWords::new("switch on the printer")), 2);
     }
 }
