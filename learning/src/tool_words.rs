@@ -7,7 +7,7 @@
 //! its name split at case changes and separators (`HassTurnOff` → hass,
 //! turn, off), its description, its parameters' names and enum values —
 //! and a request as words too, Italian imperatives and a few nouns read as
-//! the English word a tool's text would use ([`SYNONYMS`]), plurals and
+//! the English word a tool's text would use (`SYNONYMS`), plurals and
 //! third persons folded ("sets", "lights"). Then:
 //!
 //! * **shared words** count by how rare they are among the tools (a word
@@ -235,7 +235,7 @@ pub struct RequestWords {
     asks: bool,
 }
 
-/// `word`'s English reading by [`SYNONYMS`], a clitic taken off an
+/// `word`'s English reading by `SYNONYMS`, a clitic taken off an
 /// imperative if need be.
 fn synonyms(word: &str) -> Option<&'static [&'static str]> {
     let find = |w: &str| SYNONYMS.iter().find(|(k, _)| *k == w).map(|(_, v)| *v);
@@ -248,13 +248,13 @@ fn synonyms(word: &str) -> Option<&'static [&'static str]> {
 
 impl RequestWords {
     /// The one English word `word` (normalised) is said for, when
-    /// [`SYNONYMS`] gives one ("ventilatore" → fan).
+    /// `SYNONYMS` gives one ("ventilatore" → fan).
     pub fn english(word: &str) -> Option<&'static str> {
         synonyms(word).filter(|s| s.len() == 1).map(|s| s[0])
     }
 
     /// Whether `word` (normalised) is said for a tool's word
-    /// ([`SYNONYMS`]): a verb or a noun of the request, no value.
+    /// (`SYNONYMS`): a verb or a noun of the request, no value.
     pub fn is_synonym(word: &str) -> bool {
         synonyms(word).is_some()
     }

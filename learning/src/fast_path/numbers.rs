@@ -3,7 +3,7 @@
 //!
 //! A voice transcript spells numbers out as often as it writes digits, and
 //! a model passes `{"minutes": 5}` either way; the extractor
-//! ([`super::extract`]) reads both as one kind of value, so a learnt
+//! ([`mod@super::extract`]) reads both as one kind of value, so a learnt
 //! request's number is a slot whichever way it was said. A closed class of
 //! grammar, like the digits: units, teens, tens, hundreds, and a decimal
 //! part after "point" / "virgola".

@@ -2,7 +2,7 @@
 //! user said becomes a typed slot of the learnt form, named by the tool's
 //! parameter — and a new request fills it where the words around it match.
 //!
-//! The deterministic extractor ([`super::extract`]) knows URLs, paths,
+//! The deterministic extractor ([`mod@super::extract`]) knows URLs, paths,
 //! dates and numbers; it cannot know that "kitchen", "oat milk" or "dinner
 //! is ready" are values. The model knows: asked "turn on the kitchen
 //! light" it passes `{"area": "kitchen", "domain": ["light"]}`. So when a
