@@ -66,6 +66,7 @@ use engram_events::payloads::ToolArgs;
 use serde_json::Value;
 
 use crate::fast_path::extract::{extract, SlotKind};
+use crate::tool_words::split_name;
 
 /// The arguments filled, and the required ones that could not be.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -97,9 +98,7 @@ pub fn fill_for(tool: &str, schema: &Value, request: &str, now: DateTime<FixedOf
     if request.chars().any(char::is_uppercase) {
         return fill(schema, request, now);
     }
-    let context = crate::spoken::Context {
-        name: crate::tool_words::split_name(tool).iter().map(|w| crate::tool_words::stem(w)).collect(),
-    };
+    let context = crate::spoken::Context { name: crate::tool_words::name_stems(tool).into_iter().collect() };
     let spoken = crate::spoken::fill(schema, request, &context);
     let mut rest = schema.clone();
     if let Some(p) = rest.get_mut("properties").and_then(Value::as_object_mut) {
@@ -250,7 +249,7 @@ fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value) -> Option
     if kind != "string" || spec.get("enum").is_some() {
         return None;
     }
-    let words = name_words(name);
+    let words = split_name(name);
     nouns
         .iter()
         .position(|n| {
@@ -316,32 +315,6 @@ fn tokens(text: &str) -> Vec<Tok> {
     out
 }
 
-/// A parameter's name as words: `botVersion` → bot, version;
-/// `number_of_adults` → number, of, adults; `_from` → from.
-fn name_words(name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in name.chars() {
-        if !c.is_alphanumeric() {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-        }
-        prev_lower = c.is_lowercase() || c.is_ascii_digit();
-        cur.extend(c.to_lowercase());
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
-
 /// Two words of one stem: one starts with the other (a plural, "bed" /
 /// "bedrooms", "music" / "musical"), the shorter of three letters or more.
 fn same_stem(a: &str, b: &str) -> bool {
@@ -374,7 +347,7 @@ fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut Taken) -> Op
         return None;
     }
     let (text, toks, ex) = (said.ex.text.as_str(), &said.toks, &said.ex);
-    for (first, end) in name_said(toks, &name_words(name)) {
+    for (first, end) in name_said(toks, &split_name(name)) {
         if kind == "string" {
             if let Some(q) = quote_by_name(said, first, end, taken) {
                 return Some(q);
@@ -523,7 +496,7 @@ fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize)
 /// or a description that asks for `YYYY-MM-DD`.
 fn date_like(name: &str, spec: &Value) -> bool {
     let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
-    name_words(name).iter().any(|w| w == "date") || description.contains("YYYY-MM-DD")
+    split_name(name).iter().any(|w| w == "date") || description.contains("YYYY-MM-DD")
 }
 
 /// The first absolute date no property took, else the first relative one.
@@ -586,7 +559,7 @@ fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mut Taken) ->
             return Some(as_kind(&ex.slots[i].value, integer));
         }
     }
-    let counted: Vec<String> = name_words(name).into_iter().filter(|w| !COUNT_WORDS.contains(&w.as_str())).collect();
+    let counted: Vec<String> = split_name(name).into_iter().filter(|w| !COUNT_WORDS.contains(&w.as_str())).collect();
     let names_it = |t: Option<&Tok>| t.is_some_and(|t| counted.iter().any(|w| same_stem(w, &t.word)));
     let whole = |v: &Value| !integer || v.as_f64().is_some_and(|f| f.fract() == 0.0);
     // Beside a word of its name: a figure, then a number word.
@@ -679,7 +652,7 @@ const FLAG_WORDS: &[&str] = &[
 /// `trip_protection`), a stem each; `false` when a negation stands up to
 /// four words before ("no need for a garage"), else `true`.
 fn boolean_named(name: &str, toks: &[Tok]) -> Option<Value> {
-    let about: Vec<String> = name_words(name).into_iter().filter(|w| !FLAG_WORDS.contains(&w.as_str())).collect();
+    let about: Vec<String> = split_name(name).into_iter().filter(|w| !FLAG_WORDS.contains(&w.as_str())).collect();
     if about.is_empty() {
         return None;
     }
@@ -745,7 +718,7 @@ fn place_like(name: &str, spec: &Value) -> bool {
 
 fn property_words(name: &str, spec: &Value) -> Vec<String> {
     let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
-    let mut words = name_words(name);
+    let mut words = split_name(name);
     words.extend(words_of(description));
     words
 }
@@ -756,7 +729,7 @@ const FREE_TEXT: &[&str] =
     &["query", "search", "keyword", "keywords", "text", "message", "content", "prompt", "question", "input", "term"];
 
 fn free_text_like(name: &str) -> bool {
-    name_words(name).iter().any(|w| FREE_TEXT.contains(&w.as_str()))
+    split_name(name).iter().any(|w| FREE_TEXT.contains(&w.as_str()))
 }
 
 /// Rule 8: the words after the request's last colon or semicolon ("search

@@ -412,7 +412,7 @@ mod tests {
     }
 
     fn ctx(name: &str) -> Context {
-        Context { name: crate::tool_words::split_name(name).iter().map(|w| stem(w)).collect() }
+        Context { name: crate::tool_words::name_stems(name).into_iter().collect() }
     }
 
     #[test]

@@ -138,8 +138,14 @@ pub fn stem(word: &str) -> String {
     w
 }
 
-/// A tool's name as words: `HassTurnOff` → hass, turn, off;
-/// `get_current_weather` → get, current, weather.
+/// [`split_name`]'s words, each as its stem ([`stem`]): how a name is
+/// compared with a request's words.
+pub fn name_stems(name: &str) -> Vec<String> {
+    split_name(name).iter().map(|w| stem(w)).collect()
+}
+
+/// A tool's or a parameter's name as words: `HassTurnOff` → hass, turn,
+/// off; `get_current_weather` → get, current, weather; `_from` → from.
 pub fn split_name(name: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
@@ -194,15 +200,15 @@ impl ToolWords {
     /// The words of a tool of `name`, `description` and parameters
     /// `schema`.
     pub fn new(name: &str, description: &str, schema: &serde_json::Value) -> ToolWords {
-        let name_words: Vec<String> = split_name(name).iter().map(|w| stem(w)).collect();
+        let name_words: Vec<String> = name_stems(name);
         let described = content(description);
         let mut parameters = BTreeSet::new();
         if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
             for (k, spec) in props {
-                parameters.extend(split_name(k).iter().map(|w| stem(w)));
+                parameters.extend(name_stems(k));
                 let values = spec.get("enum").or_else(|| spec.get("items").and_then(|i| i.get("enum")));
                 for v in values.and_then(|v| v.as_array()).into_iter().flatten().filter_map(|v| v.as_str()) {
-                    parameters.extend(split_name(v).iter().map(|w| stem(w)));
+                    parameters.extend(name_stems(v));
                 }
             }
         }

@@ -319,6 +319,10 @@ pub struct FastPath {
     /// value of one parameter that holds a value learnt as another's is
     /// not new but ambiguous.
     known_values: HashMap<String, Vec<(String, Value)>>,
+    /// The same, by parameter: every value said for it, sorted — what a
+    /// slot of that parameter is filled with where it stands
+    /// ([`FastPath::said`]), kept beside the map, not searched in it per row.
+    said_by_parameter: HashMap<String, Vec<String>>,
     /// The highest cosine of a replay the user rejected (the log's own
     /// outcomes; [`FastPath::raise_bar`]).
     rejected: Option<f64>,
@@ -352,6 +356,7 @@ impl FastPath {
             schemas: HashMap::new(),
             command_words: HashSet::new(),
             known_values: HashMap::new(),
+            said_by_parameter: HashMap::new(),
             rejected: None,
         };
         fp.update(canonical, pipelines, embed)?;
@@ -375,6 +380,22 @@ impl FastPath {
             }
         }
         out
+    }
+
+    /// [`FastPath::known_values`] and [`FastPath::said_by_parameter`], from
+    /// the actions' vocabularies.
+    fn refresh_known(&mut self) {
+        self.known_values = self.known_values();
+        let mut by: HashMap<String, Vec<String>> = HashMap::new();
+        for (said, params) in &self.known_values {
+            for (p, _) in params {
+                by.entry(p.clone()).or_default().push(said.clone());
+            }
+        }
+        for v in by.values_mut() {
+            v.sort(); // the map's order is not the same from run to run
+        }
+        self.said_by_parameter = by;
     }
 
     /// The value some action's slot of the same parameter as `name` took
@@ -436,7 +457,7 @@ impl FastPath {
         let a = self.l1.sync(l1_rows(&self.fast, canonical, canonical.iter()), embed)?;
         self.actions = canonical.actions().map(|(k, a)| (k, a.clone())).collect();
         self.command_words = self.l1_command_words();
-        self.known_values = self.known_values();
+        self.refresh_known();
         let b = self.l2.sync(l2_rows(&self.multi, pipelines.iter()), embed)?;
         Ok(a + b)
     }
@@ -481,7 +502,7 @@ impl FastPath {
             self.command_words = self.l1_command_words();
         }
         if !touched.is_empty() {
-            self.known_values = self.known_values();
+            self.refresh_known();
         }
         let l2: Vec<(String, Option<L2Row>)> = texts
             .iter()
@@ -626,7 +647,7 @@ impl FastPath {
             if sim < model_away::LEARNT_BAR || !self.values_sound(r) {
                 continue;
             }
-            let fill = slots::fill_known_partly(canon, &r.names, &|n| self.said(&r.action, n));
+            let fill = slots::fill_known_partly(canon, &r.names, &|n| self.said(n));
             // The phrasing's words with the slots the request left
             // unfilled set aside, against the request's.
             let unfilled: Vec<String> =
@@ -792,7 +813,7 @@ impl FastPath {
             if seen.contains(e.as_str()) || lexical.iter().any(|(t, _, _)| *t == e.as_str()) {
                 continue;
             }
-            if let Some(f) = slots::fill_known(&r.canonical, canon, &r.names, &|n| self.said(&r.action, n)) {
+            if let Some(f) = slots::fill_known(&r.canonical, canon, &r.names, &|n| self.said(n)) {
                 lexical.push((e.as_str(), r, f));
             }
         }
@@ -819,7 +840,7 @@ impl FastPath {
         let mut scored = Vec::new();
         let mut compared = 0usize;
         for Found { text, row: r, cos, fill } in found {
-            let fill = match slots::fill_known(&r.canonical, canon, &r.names, &|n| self.said(&r.action, n)).or(fill) {
+            let fill = match slots::fill_known(&r.canonical, canon, &r.names, &|n| self.said(n)).or(fill) {
                 Some(f) => f,
                 None if r.names.is_empty() => slots::Fill {
                     values: BTreeMap::new(),
@@ -869,18 +890,10 @@ impl FastPath {
         scored
     }
 
-    /// The values slot `name` of `action` has taken, as said.
-    fn said(&self, action: &str, name: &str) -> Vec<String> {
-        let mut out = self.vocabulary(action, name).map(slots::Vocabulary::said).unwrap_or_default();
-        let own = parameter(name);
-        for (said, params) in &self.known_values {
-            if params.iter().any(|(p, _)| p == own) && !out.contains(said) {
-                out.push(said.clone());
-            }
-        }
-        out.sort(); // the map's order is not the same from run to run
-        out.dedup();
-        out
+    /// The values said for slot `name`'s parameter by any action's slot
+    /// (its own action's among them), sorted.
+    fn said(&self, name: &str) -> Vec<String> {
+        self.said_by_parameter.get(parameter(name)).cloned().unwrap_or_default()
     }
 
     /// Whether a phrasing serves: its action was used
