@@ -234,7 +234,7 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
         let texts = teacher.turn(&mut reactor, r, &d, layer, steps, good);
         fast.update_texts(reactor.canonical_queries(), reactor.pipelines(), &texts)?;
     }
-    if std::env::var("ENGRAM_HOME_BARS").is_ok() {
+    if std::env::var("HOME_FIXTURE_BARS").is_ok() {
         for (key, a) in reactor.canonical_queries().actions() {
             let bar = a.bar(config.fast_path.l1_threshold(), config.fast_path.row_bar_floor(), 0.25, 0.01);
             eprintln!("{split} bar {bar:.3} {key} uses {} agreed {:?} disagreed {:?}", a.uses, a.agreed, a.disagreed);
@@ -244,7 +244,7 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
     for r in rows.iter().filter(|r| r.role != "teach") {
         let key = format!("{}/{}", r.role, r.lang);
         let d = fast.route(&r.text, now())?;
-        if std::env::var("ENGRAM_HOME_EXPLAIN").is_ok_and(|v| v.split(',').any(|x| x == r.id)) {
+        if std::env::var("HOME_FIXTURE_EXPLAIN").is_ok_and(|v| v.split(',').any(|x| x == r.id)) {
             eprintln!("{} {:?}: {:?} {:?}\n  {}", r.id, r.text, d.layer, d.steps, d.trace.join("\n  "));
         }
         let want = r.call.as_ref();

@@ -313,6 +313,9 @@ pub struct FastPath {
     /// The words L1 phrasings say around their values (not grammar): a new
     /// value holds none of them unless its slot's values did.
     command_words: HashSet<String>,
+    /// The content words of each L1 action's phrasings, by action key
+    /// (gate rule 4 by action, [`gate::ActionWords`]).
+    action_words: HashMap<String, gate::ActionWords>,
     /// Every value a said slot has taken, as said → the parameters that
     /// took it (`domain.0` as `domain`) and the value passed: a value one
     /// action's `area` took is a known `area` for every action, and a new
@@ -323,6 +326,10 @@ pub struct FastPath {
     /// slot of that parameter is filled with where it stands
     /// ([`FastPath::said`]), kept beside the map, not searched in it per row.
     said_by_parameter: HashMap<String, Vec<String>>,
+    /// The one-word values said for each parameter, as the gate folds
+    /// words ([`gate::fold`]): a second value in a request is never a word
+    /// of the action.
+    folded_values: HashMap<String, HashSet<String>>,
     /// The highest cosine of a replay the user rejected (the log's own
     /// outcomes; [`FastPath::raise_bar`]).
     rejected: Option<f64>,
@@ -355,8 +362,10 @@ impl FastPath {
             actions: HashMap::new(),
             schemas: HashMap::new(),
             command_words: HashSet::new(),
+            action_words: HashMap::new(),
             known_values: HashMap::new(),
             said_by_parameter: HashMap::new(),
+            folded_values: HashMap::new(),
             rejected: None,
         };
         fp.update(canonical, pipelines, embed)?;
@@ -395,6 +404,10 @@ impl FastPath {
         for v in by.values_mut() {
             v.sort(); // the map's order is not the same from run to run
         }
+        self.folded_values = by
+            .iter()
+            .map(|(p, said)| (p.clone(), said.iter().filter(|s| !s.contains(' ')).map(|s| gate::fold(s)).collect()))
+            .collect();
         self.said_by_parameter = by;
     }
 
@@ -437,6 +450,15 @@ impl FastPath {
             .collect()
     }
 
+    /// Each L1 action's words ([`gate::ActionWords`]), from its phrasings.
+    fn l1_action_words(&self) -> HashMap<String, gate::ActionWords> {
+        let mut by: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (_, r) in self.l1.rows.values() {
+            by.entry(r.action.as_str()).or_default().push(r.canonical.as_str());
+        }
+        by.into_iter().map(|(a, texts)| (a.to_owned(), gate::ActionWords::of(texts))).collect()
+    }
+
     /// The tools' parameter schemas, by tool name: a said slot of a
     /// parameter with an enum takes only its members.
     pub fn set_schemas(&mut self, schemas: HashMap<String, Value>) {
@@ -457,6 +479,7 @@ impl FastPath {
         let a = self.l1.sync(l1_rows(&self.fast, canonical, canonical.iter()), embed)?;
         self.actions = canonical.actions().map(|(k, a)| (k, a.clone())).collect();
         self.command_words = self.l1_command_words();
+        self.action_words = self.l1_action_words();
         self.refresh_known();
         let b = self.l2.sync(l2_rows(&self.multi, pipelines.iter()), embed)?;
         Ok(a + b)
@@ -500,6 +523,7 @@ impl FastPath {
         }
         if a != Changes::default() {
             self.command_words = self.l1_command_words();
+            self.action_words = self.l1_action_words();
         }
         if !touched.is_empty() {
             self.refresh_known();
@@ -656,7 +680,7 @@ impl FastPath {
                 r.canonical.split_whitespace().filter(|w| !unfilled.iter().any(|m| m == w)).collect();
             // Words of the request only are the values of the unfilled
             // slots, if any; anything else the gate refuses refuses.
-            match self.gate(&fill.masked, &phrasing.join(" "), embed) {
+            match self.gate(&fill.masked, &phrasing.join(" "), Some(r), embed) {
                 Ok(()) => {}
                 Err(gate::Mismatch::Content { candidate_only, .. })
                     if !unfilled.is_empty() && candidate_only.is_empty() => {}
@@ -680,22 +704,33 @@ impl FastPath {
     /// The gate for replaying `text` for `canon`, content words spelt
     /// differently compared by the model (gate rule 4): two words are the
     /// same when their vectors' cosine reaches the word bar. A word that
-    /// cannot be embedded is not the same (fail closed).
+    /// cannot be embedded is not the same (fail closed). With `row` (an L1
+    /// phrasing), content words are compared with every phrasing of its
+    /// action too ([`gate::ActionWords`]).
     fn gate<E>(
         &self,
         canon: &str,
         text: &str,
+        row: Option<&L1Row>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Result<(), gate::Mismatch> {
+        let is_value = |w: &str| {
+            row.is_some_and(|r| {
+                r.names.iter().any(|n| self.folded_values.get(parameter(n)).is_some_and(|v| v.contains(w)))
+            })
+        };
+        let context = row
+            .and_then(|r| self.action_words.get(&r.action))
+            .map(|words| gate::ActionContext { words, is_value: &is_value });
         let bar = self.fast.word_threshold();
         if bar >= 1.0 {
-            return gate::check(canon, text);
+            return gate::check_for(canon, text, context.as_ref(), &mut |_, _| false);
         }
         let mut same = |a: &str, b: &str| match (embed(a), embed(b)) {
             (Ok(x), Ok(y)) => f64::from(x.iter().zip(&y).map(|(p, q)| p * q).sum::<f32>()) >= bar,
             _ => false,
         };
-        gate::check_with(canon, text, &mut same)
+        gate::check_for(canon, text, context.as_ref(), &mut same)
     }
 
     /// L1, then L2, for one form of the request.
@@ -736,7 +771,7 @@ impl FastPath {
         let scored = self.l1_scored(canon, found, refusals, embed);
         for m in scored {
             let (sim, r) = (m.sim, m.row);
-            if let Err(why) = self.gate(&m.fill.masked, &r.canonical, embed) {
+            if let Err(why) = self.gate(&m.fill.masked, &r.canonical, Some(r), embed) {
                 refusals.push((sim, format!("L1: {:?} refused by the gate: {why}", r.canonical)));
                 continue;
             }
@@ -1061,7 +1096,7 @@ impl FastPath {
                 refusals.push((cos, format!("L2: best match {text:?} at cosine {cos:.3} < {threshold}")));
                 break;
             }
-            if let Err(m) = self.gate(canon, text, embed) {
+            if let Err(m) = self.gate(canon, text, None, embed) {
                 refusals.push((cos, format!("L2: {text:?} refused by the gate: {m}")));
                 continue;
             }

@@ -255,7 +255,9 @@ fn is_one_of(word: &str, list: &[&str]) -> bool {
         || CLITICS.iter().any(|c| word.strip_suffix(c).is_some_and(|stem| stem.len() >= 3 && list.contains(&stem)))
 }
 
-fn fold(word: &str) -> String {
+/// A word as the gate compares it: possessive and elided article off,
+/// read as its concept ([`lexicon`]), a simple plural folded.
+pub fn fold(word: &str) -> String {
     // English possessive.
     let word = word.strip_suffix("'s").unwrap_or(word);
     // Elided Italian articles stay with their noun after normalisation
@@ -487,6 +489,70 @@ pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
 /// "cartella" is "folder" in any language the model knows, while "mom" is
 /// not "dad" nor "jazz" "rock".
 pub fn check_with(request: &str, candidate: &str, same: &mut dyn FnMut(&str, &str) -> bool) -> Result<(), Mismatch> {
+    check_for(request, candidate, None, same)
+}
+
+/// The content words an action's phrasings say (rule 4 by action): every
+/// wording the model answered with one action is evidence of what its
+/// words mean. A request word one of them says is no difference from
+/// that action, and a candidate's word not every one of them says is not
+/// what makes the action: "what's the weather at the lake house" is the
+/// action taught as "what's the forecast at X" and "what's the weather
+/// like in X", while "turn on" stays required of every phrasing of a
+/// `TurnOn` (all of them say it, in one language or the other).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ActionWords {
+    /// Words some phrasing says.
+    said: BTreeSet<String>,
+    /// Words every phrasing says.
+    every: BTreeSet<String>,
+}
+
+impl ActionWords {
+    /// The words of `phrasings` (canonical, slots masked; a mask is no
+    /// word of the action).
+    pub fn of<'a>(phrasings: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut out: Option<ActionWords> = None;
+        for text in phrasings {
+            let p = profile(text);
+            let words: BTreeSet<String> = p
+                .content
+                .into_keys()
+                .chain(p.axis_words.into_iter().map(|(_, w)| w))
+                .filter(|w| !super::slots::is_mask(w))
+                .collect();
+            out = Some(match out {
+                None => ActionWords { said: words.clone(), every: words },
+                Some(mut a) => {
+                    a.every.retain(|w| words.contains(w));
+                    a.said.extend(words);
+                    a
+                }
+            });
+        }
+        out.unwrap_or_default()
+    }
+}
+
+/// The candidate's action, as [`check_for`] compares content words with
+/// it: its phrasings' words, and whether a (folded) word is a value one
+/// of its slots' parameters has taken — a second value, never a word of
+/// the action ("turn on the light and the fan").
+pub struct ActionContext<'a> {
+    /// The action's phrasings' words.
+    pub words: &'a ActionWords,
+    /// Whether a folded word is a value of one of its slots' parameters.
+    pub is_value: &'a dyn Fn(&str) -> bool,
+}
+
+/// [`check_with`], the content words compared with the candidate's
+/// action's ([`ActionWords`]) too.
+pub fn check_for(
+    request: &str,
+    candidate: &str,
+    action: Option<&ActionContext<'_>>,
+    same: &mut dyn FnMut(&str, &str) -> bool,
+) -> Result<(), Mismatch> {
     let (r, c) = (profile(request), profile(candidate));
     if r.negated != c.negated {
         return Err(Mismatch::Negation);
@@ -508,8 +574,17 @@ pub fn check_with(request: &str, candidate: &str, same: &mut dyn FnMut(&str, &st
             return Err(Mismatch::Repeated { word: word.to_owned(), request: n, candidate: m });
         }
     }
+    // By action: a request word another phrasing of the action says (no
+    // pole, no value a slot of it takes) stands in for the candidate's
+    // words that not every phrasing says — a substitution, never a word
+    // dropped for nothing ("che tempo fa" is no "annuncia a tutti che").
+    let said = |w: &String| action.is_some_and(|a| !is_pole(w) && !(a.is_value)(w) && a.words.said.contains(w));
     let request_only: Vec<String> = r.content.keys().filter(|w| !c.content.contains_key(*w)).cloned().collect();
-    let candidate_only: Vec<String> = c.content.keys().filter(|w| !r.content.contains_key(*w)).cloned().collect();
+    let substituted = request_only.iter().any(said);
+    let needed = |w: &String| !substituted || action.is_none_or(|a| a.words.every.contains(w));
+    let request_only: Vec<String> = request_only.into_iter().filter(|w| !said(w)).collect();
+    let candidate_only: Vec<String> =
+        c.content.keys().filter(|w| !r.content.contains_key(*w) && needed(w)).cloned().collect();
     if request_only.is_empty() && candidate_only.is_empty() {
         return Ok(());
     }
@@ -538,6 +613,30 @@ mod tests {
         assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
         let mut never = |_: &str, _: &str| false;
         assert!(check_with("find the baptism photos", "find the wedding photos", &mut never).is_err());
+    }
+
+    #[test]
+    fn a_word_of_another_phrasing_of_the_action_stands_in_for_one_of_this_phrasing() {
+        let words = ActionWords::of(["what's the forecast at nameslot", "what's the weather like in nameslot"]);
+        let none = |_: &str| false;
+        let action = ActionContext { words: &words, is_value: &none };
+        let mut never = |_: &str, _: &str| false;
+        let candidate = "what's the forecast at nameslot";
+        assert_eq!(check_for("what's the weather at nameslot", candidate, Some(&action), &mut never), Ok(()));
+        assert!(check("what's the weather at nameslot", candidate).is_err(), "without the action, it differs");
+        // A word dropped for nothing is still a difference.
+        assert!(check_for("what's at nameslot", candidate, Some(&action), &mut never).is_err());
+        let words = ActionWords::of(["announce messageslot", "annuncia a tutti che messageslot"]);
+        let action = ActionContext { words: &words, is_value: &none };
+        let err = check_for("che messageslot", "annuncia a tutti che messageslot", Some(&action), &mut never);
+        assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
+        // A value one of its slots takes is a second value, not a word of it.
+        let words = ActionWords::of(["turn on the domain0slot", "turn on the light in the areaslot"]);
+        let light = |w: &str| w == "light";
+        let action = ActionContext { words: &words, is_value: &light };
+        let err =
+            check_for("turn on the light and the domain0slot", "turn on the domain0slot", Some(&action), &mut never);
+        assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
     }
 
     #[test]
