@@ -112,6 +112,9 @@ pub fn fill_for(tool: &str, schema: &Value, request: &str, now: DateTime<FixedOf
     let placed: Vec<String> = spoken.values().filter_map(Value::as_str).map(str::to_lowercase).collect();
     out.args.0.retain(|_, v| v.as_str().is_none_or(|s| !placed.iter().any(|p| s.to_lowercase().contains(p.as_str()))));
     out.args.0.extend(spoken);
+    // Nor is a run of numbers, units and grammar a name or a place ("to
+    // 35 percent", "per favore", "abbassale").
+    out.args.0.retain(|_, v| v.as_str().is_none_or(|s| !crate::spoken::only_grammar(s, &context)));
     out
 }
 
@@ -903,6 +906,31 @@ mod tests {
 
     fn now() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-11-26T10:00:00+01:00").unwrap()
+    }
+
+    #[test]
+    fn numbers_units_and_grammar_are_no_name_place_or_text() {
+        let light = json!({"type": "object", "properties": {
+            "area": {"type": "string", "description": "Name of an area (room) of the home"},
+            "brightness": {"type": "integer", "description": "Brightness in percent"},
+            "color": {"type": "string", "description": "Colour name, as the user said it"}}});
+        for (request, want) in [
+            ("dim the attic lights to seventy five percent", json!({"area": "attic", "brightness": 75})),
+            ("set the den lights at 35 percent", json!({"area": "den", "brightness": 35})),
+            ("luci del salotto abbassale al trentacinque per cento", json!({"area": "salotto", "brightness": 35})),
+            ("puoi mettere le luci in veranda al 40 per favore", json!({"area": "veranda", "brightness": 40})),
+        ] {
+            let got = fill_for("HassLightSet", &light, request, now()).args;
+            assert_eq!(Value::Object(got.0.into_iter().collect()), want, "{request}");
+        }
+        let timer = json!({"type": "object", "properties": {
+            "minutes": {"type": "integer", "description": "Minutes of the duration"},
+            "name": {"type": "string", "description": "Name to give the timer, e.g. pasta"},
+            "area": {"type": "string", "description": "Area to start the timer in"}}});
+        for request in ["start a 9 minute timer", "fai partire un timer da ventotto minuti"] {
+            let got = fill_for("HassStartTimer", &timer, request, now()).args;
+            assert_eq!(got.0.keys().collect::<Vec<_>>(), ["minutes"], "{request}: {got:?}");
+        }
     }
 
     fn weather() -> Value {

@@ -194,14 +194,36 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
             kinds.push((i, hit));
         }
     }
-    let is_kind = |i: usize| kinds.iter().any(|(k, _)| *k == i);
+    // Numbers and their units are the number properties' values, never
+    // a place's or a name's words ("a 9 minute timer", "al 20 per cento").
+    let numeric = props.values().any(|s| matches!(s.get("type").and_then(Value::as_str), Some("number" | "integer")));
+    let all: Vec<&str> = ws.iter().map(String::as_str).collect();
+    for i in 0..ws.len() {
+        let number =
+            ws[i].chars().any(|c| c.is_ascii_digit()) || crate::fast_path::numbers::parse_at(&all, i).is_some();
+        if numeric && number {
+            used[i] = true;
+            let mut u = i + 1;
+            while ws.get(u).is_some_and(|w| UNITS.contains(&w.as_str())) {
+                used[u] = true;
+                u += 1;
+            }
+        }
+    }
+    let numbers = used.clone();
+    let is_kind = |i: usize| kinds.iter().any(|(k, _)| *k == i) || numbers[i];
+    // Words of grammar, never part of a place: kinds, verbs, poles.
+    let grammar = |i: usize| {
+        is_kind(i) || crate::fast_path::gate::is_action(&ws[i]) || !crate::fast_path::gate::poles_of(&ws[i]).is_empty()
+    };
     // Rule 3: the name of a thing the tool names.
     for (k, spec) in props {
         let Some(thing) = named_thing(spec).filter(|_| !place_property(k, spec)) else { continue };
         let Some(at) = ws.iter().position(|w| thing.contains(&folded(w)) || thing.contains(&stem(w))) else { continue };
         // A thing named after a place ("the weather entity, e.g. a
         // place") is where the request says.
-        let place = || description(spec).contains("place").then(|| after_place_preposition(&ws, &used)).flatten();
+        let place =
+            || description(spec).contains("place").then(|| after_place_preposition(&ws, &used, &grammar)).flatten();
         if let Some(span) = qualifier(&ws, at, &is_kind).or_else(place) {
             mark(&mut used, span);
             out.insert(k.clone(), Value::String(join(&ws, span)));
@@ -212,7 +234,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let places: Vec<&String> =
         props.iter().filter(|(k, s)| place_property(k, s) && !out.contains_key(*k)).map(|(k, _)| k).collect();
     for k in places {
-        let span = after_place_preposition(&ws, &used)
+        let span = after_place_preposition(&ws, &used, &grammar)
             .or_else(|| kinds.iter().find_map(|(i, _)| qualifier(&ws, *i, &is_kind)).filter(|s| free(&used, *s)));
         if let Some(span) = span {
             mark(&mut used, span);
@@ -236,18 +258,6 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     }
     for (i, hit) in &kinds {
         used[*i] |= hit.is_none();
-    }
-    // Numbers and their units are the number properties' values.
-    let numeric = props.values().any(|s| matches!(s.get("type").and_then(Value::as_str), Some("number" | "integer")));
-    for i in 0..ws.len() {
-        let number = ws[i].chars().any(|c| c.is_ascii_digit())
-            || crate::fast_path::numbers::parse(&ws[i..].iter().map(String::as_str).collect::<Vec<_>>()).is_some();
-        if numeric && number {
-            used[i] = true;
-            if ws.get(i + 1).is_some_and(|u| UNITS.contains(&u.as_str())) {
-                used[i + 1] = true;
-            }
-        }
     }
     // Rule 4: a device by its name.
     let verb_end = verb_end(&ws, context);
@@ -309,22 +319,65 @@ fn verb_end(ws: &[String], context: &Context) -> usize {
     while i < ws.len() && filler(&ws[i]) && !verb(&ws[i]) {
         i += 1;
     }
-    if i < ws.len() && verb(&ws[i]) {
+    // An imperative opens with its verb: a word the lists do not know is
+    // one still when an article follows it ("dim the …", "regola il …").
+    let before_article = |i: usize| ws.get(i + 1).is_some_and(|n| ARTICLES.contains(&n.as_str()));
+    if i < ws.len() && (verb(&ws[i]) || !filler(&ws[i]) && before_article(i)) {
         i += 1;
     }
     while i < ws.len() && particle(&ws[i]) {
         i += 1;
+        // What follows "that" is the clause said, not more particles.
+        if THAT.contains(&ws[i - 1].as_str()) {
+            break;
+        }
     }
     i
 }
 
-/// The words after the last preposition of place, up to a filler or the
-/// end, none used yet.
-fn after_place_preposition(ws: &[String], used: &[bool]) -> Option<(usize, usize)> {
-    let p = ws.iter().rposition(|w| PLACE_PREPOSITIONS.contains(&w.as_str()))?;
+/// Whether `value` is grammar and quantities alone — numbers, units,
+/// courtesies, function words, verbs, poles, the tool's own words — and
+/// so no name, place or text a property takes ("35 percent", "per
+/// favore", "abbassale", "9 minute timer").
+pub fn only_grammar(value: &str, context: &Context) -> bool {
+    let ws = words(value);
+    let all: Vec<&str> = ws.iter().map(String::as_str).collect();
+    (0..ws.len()).all(|i| {
+        let w = all[i];
+        w.chars().any(|c| c.is_ascii_digit())
+            || crate::fast_path::numbers::parse_at(&all, i).is_some()
+            || UNITS.contains(&w)
+            || COURTESIES.contains(&w)
+            || filler(w)
+            || crate::fast_path::gate::is_action(w)
+            || !crate::fast_path::gate::poles_of(w).is_empty()
+            || context.name.contains(&folded(w))
+            || context.name.contains(&stem(w))
+    })
+}
+
+/// The words after the last preposition of place whose words are free —
+/// up to a word of grammar (`stop`: a kind, a verb, a pole), a clause's
+/// function word ("in the pantry can you …") or the end; an earlier
+/// preposition when the last one opens no place ("in lavanderia al 20
+/// per cento", "metti in pausa il timer").
+fn after_place_preposition(ws: &[String], used: &[bool], stop: &dyn Fn(usize) -> bool) -> Option<(usize, usize)> {
+    (0..ws.len())
+        .rev()
+        .filter(|p| PLACE_PREPOSITIONS.contains(&ws[*p].as_str()))
+        .find_map(|p| place_after(ws, used, stop, p))
+}
+
+/// The place after the preposition at `p`, if its words are free.
+fn place_after(ws: &[String], used: &[bool], stop: &dyn Fn(usize) -> bool, p: usize) -> Option<(usize, usize)> {
+    let function = |w: &str| filler(w) && !ARTICLES.contains(&w) && !OF.contains(&w) && !JOINS.contains(&w);
     let end = (p + 1..ws.len())
         .find(|i| {
-            used[*i] || ws[*i].chars().all(|c| c.is_ascii_digit()) || JOINS.contains(&ws[*i].as_str()) && *i > p + 2
+            used[*i]
+                || stop(*i)
+                || function(&ws[*i]) && !COURTESIES.contains(&ws[*i].as_str()) && *i > p + 1
+                || ws[*i].chars().all(|c| c.is_ascii_digit())
+                || JOINS.contains(&ws[*i].as_str()) && *i > p + 2
         })
         .unwrap_or(ws.len());
     let mut span = trimmed(ws, p + 1, end)?;
@@ -332,7 +385,7 @@ fn after_place_preposition(ws: &[String], used: &[bool]) -> Option<(usize, usize
     while span.1 > span.0 && filler(&ws[span.1 - 1]) {
         span.1 -= 1;
     }
-    (span.0 < span.1 && free(used, span)).then_some(span)
+    (span.0 < span.1 && free(used, span) && !(span.0..span.1).any(stop)).then_some(span)
 }
 
 /// The words that qualify the word at `at`: those before it back to an
@@ -365,6 +418,8 @@ fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Optio
         .find(|i| {
             filler(&ws[*i]) && !ARTICLES.contains(&ws[*i].as_str())
                 || is_kind(*i)
+                || crate::fast_path::gate::is_action(&ws[*i])
+                || !crate::fast_path::gate::poles_of(&ws[*i]).is_empty()
                 || PLACE_PREPOSITIONS.contains(&ws[*i].as_str())
         })
         .unwrap_or(ws.len());
@@ -375,7 +430,15 @@ fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Optio
 /// preposition whose phrase has a word of the tool; a leading article kept
 /// for a sentence ("the school bus is coming"), courtesies off its end.
 fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sentence: bool) -> Option<(usize, usize)> {
-    let skip = |w: &str| THAT.contains(&w) || JOINS.contains(&w) || (!sentence && ARTICLES.contains(&w));
+    let skip = |w: &str| {
+        THAT.contains(&w) || JOINS.contains(&w) || COURTESIES.contains(&w) || (!sentence && ARTICLES.contains(&w))
+    };
+    // A sentence said after "that" within the verb's words starts there
+    // ("avvisa tutti che la doccia è libera").
+    let from = match sentence {
+        true => (from..ws.len().min(from + 4)).find(|i| THAT.contains(&ws[*i].as_str())).map_or(from, |i| i + 1),
+        false => from,
+    };
     let mut start = (from..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
     // A sentence keeps the article its verb's particles took ("tell
     // everyone the school bus is coming").
@@ -392,7 +455,8 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
     };
     let end = (start..ws.len()).find(|i| used[*i] || tool_phrase(*i)).unwrap_or(ws.len());
     let mut b = end;
-    while b > start && (COURTESIES.contains(&ws[b - 1].as_str()) || JOINS.contains(&ws[b - 1].as_str())) {
+    let edge = |w: &str| COURTESIES.contains(&w) || JOINS.contains(&w) || ARTICLES.contains(&w);
+    while b > start && edge(&ws[b - 1]) {
         b -= 1;
     }
     (start < b).then_some((start, b))
@@ -436,12 +500,39 @@ mod tests {
     }
 
     #[test]
+    fn a_place_is_words_of_a_place_not_a_number_a_verb_or_a_clause() {
+        let fan = json!({"type": "object", "properties": {
+            "area": {"type": "string", "description": "Name of an area (room) of the home"},
+            "percentage": {"type": "integer", "description": "Fan speed in percent"}}});
+        let c = ctx("HassFanSetSpeed");
+        // The last preposition opens a number: the one before it a place.
+        let f = fill(&fan, "regola il ventilatore in lavanderia al 20 per cento", &c);
+        assert_eq!(f.get("area"), Some(&json!("lavanderia")));
+        let f = fill(&fan, "ventilatore della cameretta al quarantacinque per cento", &c);
+        assert_eq!(f.get("area"), Some(&json!("cameretta")));
+        let c = ctx("HassTurnOn");
+        let f = fill(&device(), "its dark in the pantry can you turn the light on", &c);
+        assert_eq!(f.get("area"), Some(&json!("pantry")), "a clause's words end the place");
+        let timer = json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "Name of the timer, e.g. pasta"},
+            "area": {"type": "string", "description": "Area of the device the timer was started on"}}});
+        let f = fill(&timer, "metti in pausa il timer del bucato", &ctx("HassPauseTimer"));
+        assert_eq!(f.get("area"), None, "'in pausa' is no place: {f:?}");
+        assert_eq!(f.get("name"), Some(&json!("bucato")));
+    }
+
+    #[test]
     fn a_message_keeps_its_words_and_its_article() {
         let say = json!({"type": "object", "properties": {
             "message": {"type": "string", "description": "The message, as the user said it"}}});
         let c = ctx("HassBroadcast");
         assert_eq!(fill(&say, "tell everyone grandpa is here", &c).get("message"), Some(&json!("grandpa is here")));
         assert_eq!(fill(&say, "announce that the car is here", &c).get("message"), Some(&json!("the car is here")));
+        assert_eq!(
+            fill(&say, "avvisa tutti che la doccia è libera", &c).get("message"),
+            Some(&json!("la doccia è libera"))
+        );
+        assert_eq!(fill(&say, "fai sapere a tutti che si cena", &c).get("message"), Some(&json!("si cena")));
     }
 
     #[test]

@@ -250,10 +250,10 @@ pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
     // Numbers said in words ("five minutes", "ventidue gradi").
     let words: Vec<regex::Match<'_>> = r.word.find_iter(&text).collect();
     let lower: Vec<String> = words.iter().map(|m| m.as_str().to_lowercase()).collect();
+    let all: Vec<&str> = lower.iter().map(String::as_str).collect();
     let mut i = 0;
     while i < words.len() {
-        let rest: Vec<&str> = lower[i..].iter().map(String::as_str).collect();
-        match super::numbers::parse(&rest) {
+        match super::numbers::parse_at(&all, i) {
             Some((n, used)) => {
                 let value = if n.fract() == 0.0 { Value::from(n as i64) } else { Value::from(n) };
                 add(&mut slots, SlotKind::Number, value, words[i].start(), words[i + used - 1].end());

@@ -101,6 +101,15 @@ const UNITS: &[&str] = &[
 /// Number words that are numbers only before a unit.
 const AMBIGUOUS: &[&str] = &["one", "un", "uno", "una", "sei"];
 
+/// [`parse`] at word `i` of `words`: `None` for "cento" after "per" —
+/// "per cento" is Italian's *percent*, a unit, not a hundred.
+pub fn parse_at(words: &[&str], i: usize) -> Option<(f64, usize)> {
+    if words.get(i) == Some(&"cento") && i > 0 && words[i - 1] == "per" {
+        return None;
+    }
+    parse(&words[i..])
+}
+
 /// One word's value below a thousand, English (`twenty`, `seven`) or
 /// Italian glued (`ventidue`, `centotrenta`, `duecento`), or `None`.
 fn word_value(w: &str) -> Option<u32> {
