@@ -75,6 +75,11 @@
 //!    words reach [`LEXICAL_BAR`], two of the request's words or a pole
 //!    shared, is planned even below the cosine's bar (one word is a
 //!    coincidence: "write me a poem" is not `write_file`).
+//! 9. **A question about a state asks.** A yes/no question about a state
+//!    ("are the den lights on", "c'è la luce accesa") goes to a tool that
+//!    tells, never to one that changes what is asked about; a tool that
+//!    tells and whose description names the state's axis ("Tells whether
+//!    devices are on or off") shares the question's pole.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -385,10 +390,15 @@ impl OfflinePlanner {
             }
             score
         };
+        let index = |t: &Profile| self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
+        // Rule 9: a question about a state goes to a tool that tells.
+        let telling = said.asks_state() && (0..self.tools.len()).any(|i| self.vocabulary.tells(i));
+        let said = &said;
         let candidates = || {
             self.tools
                 .iter()
                 .filter(move |t| exact.is_none_or(|k| t.path == Some(Some(k))))
+                .filter(move |t| !telling || self.vocabulary.tells(index(t)))
                 // Rule 8: never a tool of the other pole.
                 .filter(|t| lex(t).is_some())
                 // Rule 3: an effectful action only to a tool that does it.

@@ -185,12 +185,20 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let mut used = vec![false; ws.len()];
     // Kind words: enum values of array properties, and the tool's name.
     let mut kinds: Vec<(usize, Option<(&String, String)>)> = Vec::new();
-    for (i, w) in ws.iter().enumerate() {
+    // A verb before its pole is no kind ("switch off the playroom
+    // lights"; "ventilatore della cameretta" is one).
+    let verb_end = verb_end(&ws, context);
+    let verb_before_pole =
+        |i: usize| i < verb_end && ws.get(i + 1).is_some_and(|n| !crate::fast_path::gate::poles_of(n).is_empty());
+    for (i, w) in ws.iter().enumerate().filter(|(i, _)| !verb_before_pole(*i)) {
         let f = folded(w);
         let hit = props.iter().find_map(|(k, spec)| {
             item_enum(spec)?.into_iter().find(|v| stem(v) == f || stem(v) == stem(w)).map(|v| (k, v))
         });
-        if hit.is_some() || context.name.contains(&f) {
+        // A word of the tool's name is a kind of thing, not the verb or the
+        // pole that names its action ("turn the bedside lamp on").
+        let action = !crate::fast_path::gate::poles_of(w).is_empty() || crate::fast_path::gate::is_action(w);
+        if hit.is_some() || context.name.contains(&f) && !action {
             kinds.push((i, hit));
         }
     }
@@ -260,12 +268,14 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         used[*i] |= hit.is_none();
     }
     // Rule 4: a device by its name.
-    let verb_end = verb_end(&ws, context);
     if !where_said {
         for (k, spec) in props {
             let d = description(spec);
             if k == "name" && !out.contains_key(k) && (d.contains("device") || d.contains("entity")) {
-                let end = (verb_end..ws.len()).find(|i| used[*i]).unwrap_or(ws.len());
+                // Its name ends where a verb or a pole is said ("il
+                // proiettore spegnilo"); a kind alone is one device ("the tv").
+                let verb = |i: usize| grammar(i) && !is_kind(i);
+                let end = (verb_end..ws.len()).find(|i| used[*i] || verb(*i)).unwrap_or(ws.len());
                 if let Some(span) = trimmed(&ws, verb_end, end) {
                     mark(&mut used, span);
                     out.insert(k.clone(), Value::String(join(&ws, span)));
@@ -322,7 +332,7 @@ fn verb_end(ws: &[String], context: &Context) -> usize {
     // An imperative opens with its verb: a word the lists do not know is
     // one still when an article follows it ("dim the …", "regola il …").
     let before_article = |i: usize| ws.get(i + 1).is_some_and(|n| ARTICLES.contains(&n.as_str()));
-    if i < ws.len() && (verb(&ws[i]) || !filler(&ws[i]) && before_article(i)) {
+    if i < ws.len() && (verb(&ws[i]) || !filler(&ws[i]) && before_article(i) || clitic_imperative(&ws[i])) {
         i += 1;
     }
     while i < ws.len() && particle(&ws[i]) {
@@ -333,6 +343,19 @@ fn verb_end(ws: &[String], context: &Context) -> usize {
         }
     }
     i
+}
+
+/// Italian clitics an imperative carries at its end ("segnami",
+/// "toglili", "segnalo").
+const CLITICS: &[&str] = &["melo", "mela", "mele", "meli", "mi", "lo", "la", "le", "li", "ne", "ci"];
+
+/// Whether `w`, where a verb stands, is an Italian imperative with a
+/// clitic: a stem of four letters or more ending in the vowel of an
+/// imperative, then the clitic ("segna-mi", "togli-li").
+fn clitic_imperative(w: &str) -> bool {
+    CLITICS
+        .iter()
+        .any(|c| w.strip_suffix(c).is_some_and(|stem| stem.chars().count() >= 4 && stem.ends_with(['a', 'e', 'i'])))
 }
 
 /// Whether `value` is grammar and quantities alone — numbers, units,
@@ -497,6 +520,17 @@ mod tests {
         let f = fill(&device(), "could you switch off the tv", &c);
         assert_eq!(f.get("name"), Some(&json!("tv")), "a kind alone is one device: {f:?}");
         assert_eq!(f.get("domain"), None);
+        // A verb and its pole are no kind, no place and no name.
+        let f = fill(&device(), "switch off the playroom lights", &ctx("HassTurnOff"));
+        assert_eq!(f.get("domain"), Some(&json!(["light"])), "'switch' is the verb here: {f:?}");
+        let f = fill(&device(), "please turn the bedside lamp on", &c);
+        assert_eq!((f.get("name"), f.get("area")), (Some(&json!("bedside lamp")), None), "{f:?}");
+        let f = fill(&device(), "il proiettore spegnilo per favore", &ctx("HassTurnOff"));
+        assert_eq!(f.get("name"), Some(&json!("proiettore")), "{f:?}");
+        let shop = json!({"type": "object", "properties": {
+            "item": {"type": "string", "description": "The item, as the user said it"}}});
+        let f = fill(&shop, "segnami prosciutto nella lista della spesa", &ctx("HassShoppingListAddItem"));
+        assert_eq!(f.get("item"), Some(&json!("prosciutto")), "an imperative with its clitic is the verb");
     }
 
     #[test]

@@ -184,6 +184,10 @@ pub struct ToolWords {
     poles: BTreeSet<(&'static str, bool)>,
     /// Whether it tells or reads.
     tells: bool,
+    /// The axes its description names anywhere ("Tells whether devices
+    /// are on or off, open or closed"): the states a tool that tells
+    /// answers about.
+    described_axes: BTreeSet<&'static str>,
 }
 
 fn content(text: &str) -> Vec<String> {
@@ -219,7 +223,9 @@ impl ToolWords {
         let pole_set = poles(&said);
         let tells = name_words.iter().any(|w| TELLS.contains(&w.as_str()))
             || described.first().is_some_and(|w| TELLS.contains(&w.as_str()));
+        let described_axes = described.iter().flat_map(|w| poles_of(w)).map(|(a, _)| a).collect();
         ToolWords {
+            described_axes,
             name: name_words.into_iter().collect(),
             description: described.into_iter().collect(),
             parameters,
@@ -239,6 +245,9 @@ pub struct RequestWords {
     words: BTreeSet<String>,
     poles: BTreeSet<(&'static str, bool)>,
     asks: bool,
+    /// A yes/no question about a state ("are the lights on", "is it warm
+    /// in the sunroom", "la luce è accesa"): the gate's rule 6.
+    states: bool,
 }
 
 /// `word`'s English reading by `SYNONYMS`, a clitic taken off an
@@ -285,7 +294,15 @@ impl RequestWords {
         let asks = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w) || QUESTION_WORDS.contains(w))
             || raw.iter().any(|w| STATE_FORMS.contains(w))
             || request.trim_end().ends_with('?');
-        RequestWords { words, poles: pole_set, asks }
+        let states = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w))
+            || raw.iter().any(|w| STATE_FORMS.contains(w));
+        RequestWords { words, poles: pole_set, asks, states }
+    }
+
+    /// Whether the request asks about a state (a yes/no question, or a
+    /// state's participle): what only a tool that tells answers.
+    pub fn asks_state(&self) -> bool {
+        self.states
     }
 }
 
@@ -337,6 +354,20 @@ impl Vocabulary {
             // A pole both name is an action and its direction at once
             // ("switch on the printer" and `HassTurnOn`): two words' worth.
             + 2 * usize::from(!request.asks && request.poles.iter().any(|p| t.poles.contains(p)))
+            + 2 * usize::from(Self::tells_state(t, request))
+    }
+
+    /// Whether a question about a state ("are the den lights on") names
+    /// the state tool `t` tells about: its pole's axis is one the tool's
+    /// description names ("Tells whether devices are on or off").
+    fn tells_state(t: &ToolWords, request: &RequestWords) -> bool {
+        request.states && t.tells && request.poles.iter().any(|(axis, _)| t.described_axes.contains(axis))
+    }
+
+    /// Whether tool `i` tells or reads (its name, or its description's
+    /// first word: "Tells whether …", `GetState`).
+    pub fn tells(&self, i: usize) -> bool {
+        self.tools.get(i).is_some_and(|t| t.tells)
     }
 
     /// The lexical score of tool `i` for `request`: `None` when the
@@ -371,6 +402,9 @@ impl Vocabulary {
         }
         if request.asks && t.tells {
             score += MOOD_BONUS;
+        }
+        if Self::tells_state(t, request) {
+            score += POLE_BONUS;
         }
         Some(score)
     }
@@ -431,6 +465,14 @@ mod tests {
         let v = home();
         assert_eq!(best(&v, "is the bedroom light on"), 3);
         assert_eq!(best(&v, "la luce del corridoio è accesa?"), 3);
+        // A question about a state shares its pole with a tool that tells
+        // about that axis: two words' worth, as a command's pole.
+        for question in ["are the den lights on", "did i leave the den light on", "le luci in salotto sono accese"] {
+            let r = RequestWords::new(question);
+            assert!(r.asks_state(), "{question}");
+            assert!(v.shared(3, &r) >= 2, "{question}: {}", v.shared(3, &r));
+        }
+        assert!(!RequestWords::new("can you turn the kettle on?").asks_state(), "a polite command asks no state");
     }
 
     #[test]

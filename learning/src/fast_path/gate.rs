@@ -126,13 +126,13 @@ impl fmt::Display for Mismatch {
 const AXES: &[(&str, &[&str], &[&str])] = &[
     (
         "power",
-        &["on", "accendi", "accendere", "accenda", "accendimi", "acceso", "accesa"],
-        &["off", "spegni", "spegnere", "spenga", "spegnimi", "spento", "spenta"],
+        &["on", "accendi", "accendere", "accenda", "accendimi", "acceso", "accesa", "accesi", "accese"],
+        &["off", "spegni", "spegnere", "spenga", "spegnimi", "spento", "spenta", "spenti", "spente"],
     ),
     (
         "open",
-        &["open", "unlock", "apri", "aprire", "sblocca"],
-        &["close", "shut", "lock", "chiudi", "chiudere", "blocca"],
+        &["open", "unlock", "apri", "aprire", "sblocca", "aperto", "aperta", "aperti", "aperte"],
+        &["close", "shut", "lock", "chiudi", "chiudere", "blocca", "chiuso", "chiusa", "chiusi", "chiuse"],
     ),
     (
         "run",
