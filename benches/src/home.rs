@@ -262,7 +262,8 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
         } else {
             out.misses.push(format!("miss {} {}: {:?}: {}", r.role, r.id, r.text, d.reason));
             let arguments = |tool: &str| offline.arguments(tool, &r.text, now());
-            offline_steps = model_away::plan(d.near.as_ref(), offline.plan(&r.text, now())?, &arguments).0;
+            let reads_path = offline.reads_path(&r.text, now());
+            offline_steps = model_away::plan(d.near.as_ref(), offline.plan(&r.text, now())?, reads_path, &arguments).0;
             if let Some(n) = &d.near {
                 out.near.push((n.similarity, right(want, &n.steps)));
             }

@@ -442,6 +442,14 @@ impl OfflinePlanner {
 }
 
 impl OfflinePlanner {
+    /// Whether `request` names a path of a kind one of the tools takes
+    /// (rule 2): what the planner reads better than a learnt phrasing,
+    /// which knows no file from a folder (`fast_path::model_away` rule 4).
+    pub fn reads_path(&self, request: &str, now: DateTime<FixedOffset>) -> bool {
+        let path = extract(request, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
+        path.is_some_and(|k| self.tools.iter().any(|t| t.path == Some(Some(k))))
+    }
+
     /// The arguments the request gives `tool` (by its schema), whatever
     /// tool the planner would choose: with the model away, a tool the
     /// model taught for requests like this one is completed with them

@@ -308,7 +308,8 @@ impl Planner {
         let near =
             env.turn.and_then(|t| self.near.get(&t)).filter(|n| done == 0 && n.steps.iter().all(|s| view.has(&s.tool)));
         let arguments = |tool: &str| view.offline.arguments(tool, query, now);
-        let (planned, source) = model_away::plan(near, plan(query), &arguments);
+        let reads_path = view.offline.reads_path(query, now);
+        let (planned, source) = model_away::plan(near, plan(query), reads_path, &arguments);
         if source == model_away::Source::Learnt {
             tracing::debug!(matched = ?near.map(|n| &n.canonical), "offline planner: as the model taught");
             return planned;
