@@ -335,6 +335,34 @@ pub struct FastPath {
     rejected: Option<f64>,
 }
 
+/// How far under its bar two agreeing phrasings of one action may be and
+/// still serve together ([`vote`]). Set before measuring; 0.15 served
+/// the same on the home fixture's dev split.
+pub const VOTE_MARGIN: f64 = 0.1;
+
+/// An L1 phrasing that passed the gate and filled its slots but fell
+/// short of its action's bar.
+struct Short<'a> {
+    sim: f64,
+    bar: f64,
+    action: &'a str,
+    steps: Vec<PlanStep>,
+    phrasing: &'a str,
+}
+
+/// The learnt row as a neighbourhood of phrasings: when two phrasings of
+/// one action, each within [`VOTE_MARGIN`] of its bar (gate passed, slots
+/// filled), make the same call and no phrasing of another action is that
+/// near, the request is that action said another way — one phrasing at
+/// 0.75 is a guess, two agreeing are the model's answer twice. The
+/// nearest of them, and how many agree.
+fn vote<'s, 'a>(short: &'s [Short<'a>]) -> Option<(&'s Short<'a>, usize)> {
+    let close: Vec<&Short<'a>> = short.iter().filter(|s| s.sim >= s.bar - VOTE_MARGIN).collect();
+    let best = close.iter().max_by(|a, b| a.sim.total_cmp(&b.sim))?;
+    let agree = close.iter().filter(|s| s.action == best.action && s.steps == best.steps).count();
+    (agree >= 2 && close.iter().all(|s| s.action == best.action)).then_some((best, agree))
+}
+
 /// How far above a rejected replay's cosine the bar goes.
 pub const BAR_STEP: f64 = 0.01;
 /// The highest the log may raise the bar: a repeat (cosine 1) is still
@@ -769,6 +797,9 @@ impl FastPath {
     ) -> Option<Decision> {
         let found = self.l1_found(canon, q);
         let scored = self.l1_scored(canon, found, refusals, embed);
+        // Phrasings that failed their bar alone: (similarity, action, steps,
+        // phrasing) — the neighbourhood a vote is taken in.
+        let mut short: Vec<Short<'_>> = Vec::new();
         for m in scored {
             let (sim, r) = (m.sim, m.row);
             if let Err(why) = self.gate(&m.fill.masked, &r.canonical, Some(r), embed) {
@@ -798,6 +829,9 @@ impl FastPath {
                     false => format!("L1: {:?} at similarity {sim:.3}: its action is not learnt yet", r.canonical),
                 };
                 refusals.push((sim, why));
+                if servable {
+                    short.push(Short { sim, bar, action: &r.action, steps: steps.clone(), phrasing: &r.canonical });
+                }
                 if near.as_ref().is_none_or(|n| n.similarity < sim) {
                     *near = Some(NearMiss { canonical: r.canonical.clone(), similarity: sim, steps });
                 }
@@ -816,7 +850,27 @@ impl FastPath {
                 near: None,
             });
         }
-        None
+        self.neighbourhood_vote(&short)
+    }
+
+    /// The learnt row as a neighbourhood of phrasings ([`vote`]).
+    fn neighbourhood_vote(&self, short: &[Short<'_>]) -> Option<Decision> {
+        let (best, agree) = vote(short)?;
+        let sim = best.sim;
+        Some(Decision {
+            layer: RouteLayer::L1,
+            steps: best.steps.clone(),
+            similarity: Some(sim),
+            matched: Some(best.phrasing.to_owned()),
+            reason: format!(
+                "L1: {agree} phrasings of one action within {VOTE_MARGIN} of its bar, best {sim:.3}, none of another"
+            ),
+            residual: None,
+            canonical: String::new(),
+            trace: Vec::new(),
+            query: None,
+            near: None,
+        })
     }
 
     /// The L1 phrasings to examine for `canon`: the exact example, the
@@ -1270,6 +1324,28 @@ mod tests {
     fn toy(text: &str) -> Vec<f32> {
         let axis = ["describe", "summarize", "open", "print"].iter().position(|w| text.starts_with(w)).unwrap_or(3);
         (0..4).map(|i| if i == axis { 1.0 } else { 0.0 }).collect()
+    }
+
+    #[test]
+    fn two_agreeing_phrasings_of_one_action_serve_below_their_bar_and_a_rival_stops_them() {
+        let call = |tool: &str| vec![PlanStep { tool: tool.into(), args: ToolArgs::default() }];
+        let short = |sim: f64, action: &'static str, tool: &str| Short {
+            sim,
+            bar: 0.8,
+            action,
+            steps: call(tool),
+            phrasing: action,
+        };
+        let on = [short(0.76, "on", "TurnOn"), short(0.72, "on", "TurnOn")];
+        let (best, agree) = vote(&on).expect("two agree");
+        assert_eq!((best.sim, agree), (0.76, 2));
+        assert!(vote(&on[..1]).is_none(), "one phrasing is a guess");
+        let far = [short(0.76, "on", "TurnOn"), short(0.65, "on", "TurnOn")];
+        assert!(vote(&far).is_none(), "the second is not within the margin");
+        let rival = [short(0.76, "on", "TurnOn"), short(0.72, "on", "TurnOn"), short(0.71, "set", "LightSet")];
+        assert!(vote(&rival).is_none(), "another action as near");
+        let differ = [short(0.76, "on", "TurnOn"), short(0.72, "on", "TurnOnOther")];
+        assert!(vote(&differ).is_none(), "their calls differ");
     }
 
     #[test]
