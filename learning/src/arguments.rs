@@ -90,15 +90,16 @@ const PLACE_OR_NAME: &[&str] = &["name", "person", "contact", "recipient", "who"
 /// EN + IT.
 const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da", "per", "su", "con", "al", "ad"];
 
-/// Fills the arguments of the tool `tool` with parameters `schema` from
-/// `request`, said at `now`: a request in lower case (a voice transcript)
-/// by its word order first ([`crate::spoken`]), then by the rules of the
-/// module docs for what is left.
-pub fn fill_for(tool: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
+/// Fills the arguments of the tool `tool` (described as `description`)
+/// with parameters `schema` from `request`, said at `now`: a request in
+/// lower case (a voice transcript) by its word order first
+/// ([`crate::spoken`]), then by the rules of the module docs for what is
+/// left.
+pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
     if request.chars().any(char::is_uppercase) {
         return fill(schema, request, now);
     }
-    let context = crate::spoken::Context { name: crate::tool_words::name_stems(tool).into_iter().collect() };
+    let context = crate::spoken::Context::of(tool, description);
     let spoken = crate::spoken::fill(schema, request, &context);
     let mut rest = schema.clone();
     if let Some(p) = rest.get_mut("properties").and_then(Value::as_object_mut) {
@@ -115,6 +116,14 @@ pub fn fill_for(tool: &str, schema: &Value, request: &str, now: DateTime<FixedOf
     // Nor is a run of numbers, units and grammar a name or a place ("to
     // 35 percent", "per favore", "abbassale").
     out.args.0.retain(|_, v| v.as_str().is_none_or(|s| !crate::spoken::only_grammar(s, &context)));
+    // A place or a device is no word of the tool's own description ("set
+    // the thermostat to 20" for a tool that "Sets the target temperature
+    // of a thermostat").
+    let properties = schema.get("properties");
+    out.args.0.retain(|k, v| {
+        let named = properties.and_then(|p| p.get(k)).is_some_and(|spec| crate::spoken::handles(k, spec));
+        !named || v.as_str().is_none_or(|s| !crate::spoken::described(s, &context))
+    });
     out
 }
 
@@ -920,15 +929,22 @@ mod tests {
             ("luci del salotto abbassale al trentacinque per cento", json!({"area": "salotto", "brightness": 35})),
             ("puoi mettere le luci in veranda al 40 per favore", json!({"area": "veranda", "brightness": 40})),
         ] {
-            let got = fill_for("HassLightSet", &light, request, now()).args;
+            let got = fill_for("HassLightSet", "Sets the brightness or colour of lights", &light, request, now()).args;
             assert_eq!(Value::Object(got.0.into_iter().collect()), want, "{request}");
         }
         let timer = json!({"type": "object", "properties": {
             "minutes": {"type": "integer", "description": "Minutes of the duration"},
             "name": {"type": "string", "description": "Name to give the timer, e.g. pasta"},
             "area": {"type": "string", "description": "Area to start the timer in"}}});
+        let climate = json!({"type": "object", "properties": {
+            "temperature": {"type": "number", "description": "Target temperature"},
+            "name": {"type": "string", "description": "Name of one device or entity, as the user calls it"},
+            "area": {"type": "string", "description": "Name of an area (room) of the home"}}});
+        let description = "Sets the target temperature of a thermostat or of the heating in an area";
+        let got = fill_for("HassClimateSetTemperature", description, &climate, "set the thermostat to 20.5", now());
+        assert_eq!(got.args.to_json(), r#"{"temperature":20.5}"#, "the thermostat is the tool's, not a device's name");
         for request in ["start a 9 minute timer", "fai partire un timer da ventotto minuti"] {
-            let got = fill_for("HassStartTimer", &timer, request, now()).args;
+            let got = fill_for("HassStartTimer", "Starts a timer", &timer, request, now()).args;
             assert_eq!(got.0.keys().collect::<Vec<_>>(), ["minutes"], "{request}: {got:?}");
         }
     }

@@ -201,6 +201,8 @@ enum PathKind {
 
 struct Profile {
     name: String,
+    /// Its description (the words a value of its is not).
+    description: String,
     /// Its parameters' JSON schema (the arguments are filled from it).
     schema: serde_json::Value,
     vectors: Vec<Vec<f32>>,
@@ -262,6 +264,7 @@ impl OfflinePlanner {
                 .collect();
             let actions = effectful_actions(&format!("{} {description} {}", name.replace('_', " "), words.join(" ")));
             profiles.push(Profile {
+                description: description.clone(),
                 name: name.clone(),
                 schema: parameters.clone(),
                 vectors,
@@ -531,7 +534,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// proper nouns for places and names. A required argument left unfilled is
 /// left out: the reply loop asks for it rather than call the tool.
 fn args_for(tool: &Profile, part: &str, now: DateTime<FixedOffset>) -> ToolArgs {
-    crate::arguments::fill_for(&tool.name, &tool.schema, part, now).args
+    crate::arguments::fill_for(&tool.name, &tool.description, &tool.schema, part, now).args
 }
 
 /// The parts of a request joined by conjunctions (EN + IT), trimmed, empty

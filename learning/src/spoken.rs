@@ -138,6 +138,28 @@ fn join(ws: &[String], (a, b): (usize, usize)) -> String {
 pub struct Context {
     /// Words of the tool's name, stemmed ("light", "timer", "list").
     pub name: BTreeSet<String>,
+    /// Words of the tool's description, stemmed, function words aside.
+    pub described: BTreeSet<String>,
+}
+
+impl Context {
+    /// The context of the tool `name` described as `description`.
+    pub fn of(name: &str, description: &str) -> Context {
+        let described = normalize(description).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
+        Context { name: crate::tool_words::name_stems(name).into_iter().collect(), described }
+    }
+}
+
+/// Whether every word of `value` (function words aside) is a word of the
+/// tool's name or description, said in either language: the thing the tool
+/// acts on named in general ("the thermostat"), not one of the home's.
+pub fn described(value: &str, context: &Context) -> bool {
+    let ws: Vec<String> = words(value).into_iter().filter(|w| !filler(w)).collect();
+    !ws.is_empty()
+        && ws.iter().all(|w| {
+            let (f, s) = (folded(w), stem(w));
+            context.described.contains(&f) || context.described.contains(&s) || context.name.contains(&f)
+        })
 }
 
 /// What the rules fill: property name → value.
@@ -499,7 +521,7 @@ mod tests {
     }
 
     fn ctx(name: &str) -> Context {
-        Context { name: crate::tool_words::name_stems(name).into_iter().collect() }
+        Context::of(name, "")
     }
 
     #[test]
