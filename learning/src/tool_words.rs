@@ -29,7 +29,8 @@ use crate::text::{is_stop_word, normalize, Negations};
 /// its description (1).
 const NAME_WEIGHT: f32 = 2.0;
 
-/// What a shared word weighs when it is a parameter's name or enum value.
+/// What a shared word weighs when it is a parameter's name (an enum value
+/// the request names weighs as a description's word).
 const PARAMETER_WEIGHT: f32 = 0.5;
 
 /// What a request's pole adds to a tool naming the same pole.
@@ -179,6 +180,9 @@ pub struct ToolWords {
     description: BTreeSet<String>,
     /// Its parameters' names and enum values, stemmed.
     parameters: BTreeSet<String>,
+    /// Its parameters' enum values, stemmed: a value the request names
+    /// ("the graceland album") says more than a parameter's name.
+    values: BTreeSet<String>,
     /// The poles its name and its description's first word name; an axis
     /// named both ways is left out.
     poles: BTreeSet<(&'static str, bool)>,
@@ -207,12 +211,14 @@ impl ToolWords {
         let name_words: Vec<String> = name_stems(name);
         let described = content(description);
         let mut parameters = BTreeSet::new();
+        let mut enum_values = BTreeSet::new();
         if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
             for (k, spec) in props {
                 parameters.extend(name_stems(k));
                 let values = spec.get("enum").or_else(|| spec.get("items").and_then(|i| i.get("enum")));
                 for v in values.and_then(|v| v.as_array()).into_iter().flatten().filter_map(|v| v.as_str()) {
                     parameters.extend(name_stems(v));
+                    enum_values.extend(name_stems(v));
                 }
             }
         }
@@ -229,6 +235,7 @@ impl ToolWords {
             name: name_words.into_iter().collect(),
             description: described.into_iter().collect(),
             parameters,
+            values: enum_values,
             poles: pole_set,
             tells,
         }
@@ -389,7 +396,7 @@ impl Vocabulary {
             score += idf
                 * if t.name.contains(w) {
                     NAME_WEIGHT
-                } else if t.description.contains(w) {
+                } else if t.description.contains(w) || t.values.contains(w) {
                     1.0
                 } else if t.parameters.contains(w) {
                     PARAMETER_WEIGHT
