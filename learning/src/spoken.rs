@@ -93,10 +93,11 @@ fn folded(word: &str) -> String {
 const COURTESIES: &[&str] = &["please", "thanks", "grazie", "dai", "favore", "pls"];
 
 /// Whether the property holds a sentence the user says (a message, a
-/// query), whose first article is part of it.
+/// text), whose first article is part of it — a search's words are a
+/// title ("play the graceland album" searches "graceland").
 fn sentence_like(name: &str, spec: &Value) -> bool {
     let d = description(spec);
-    ["message", "text", "query", "search"].iter().any(|w| name.contains(w) || d.contains(w))
+    ["message", "text"].iter().any(|w| name.contains(w) || d.contains(w))
 }
 
 /// Whether `w` is a courtesy, a filler or a function word.
@@ -289,8 +290,21 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     for (i, hit) in &kinds {
         used[*i] |= hit.is_none();
     }
+    // A tool whose required text is free ("What to search for, as the
+    // user said it") takes its object as that text, not as a device.
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let text_required = props.iter().any(|(k, spec)| free_text(k, spec) && required.contains(&k.as_str()));
+    // An enum value said names its property ("the graceland album"): no
+    // word of a name or a text.
+    for (i, w) in ws.iter().enumerate() {
+        let named = props.values().filter_map(|spec| spec.get("enum")?.as_array()).flatten().filter_map(Value::as_str);
+        if named.into_iter().any(|v| stem(v) == stem(w) || stem(v) == folded(w)) {
+            used[i] = true;
+        }
+    }
     // Rule 4: a device by its name.
-    if !where_said {
+    if !where_said && !text_required {
         for (k, spec) in props {
             let d = description(spec);
             if k == "name" && !out.contains_key(k) && (d.contains("device") || d.contains("entity")) {
@@ -307,9 +321,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     }
     // Rule 5: free text.
     for (k, spec) in props {
-        let d = description(spec);
-        let free_text = d.contains("as the user said") || matches!(k.as_str(), "item" | "message" | "search_query");
-        if !free_text || out.contains_key(k) || spec.get("type").and_then(Value::as_str) != Some("string") {
+        if !free_text(k, spec) || out.contains_key(k) {
             continue;
         }
         if let Some(span) = free_span(&ws, &used, verb_end, context, sentence_like(k, spec)) {
@@ -378,6 +390,13 @@ fn clitic_imperative(w: &str) -> bool {
     CLITICS
         .iter()
         .any(|c| w.strip_suffix(c).is_some_and(|stem| stem.chars().count() >= 4 && stem.ends_with(['a', 'e', 'i'])))
+}
+
+/// Whether property `k` holds free text (rule 5): a string "as the user
+/// said it", an item, a message, a query — and no enum.
+fn free_text(k: &str, spec: &Value) -> bool {
+    let said = description(spec).contains("as the user said") || matches!(k, "item" | "message" | "search_query");
+    said && spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none()
 }
 
 /// Whether `value` is grammar and quantities alone — numbers, units,
@@ -575,6 +594,25 @@ mod tests {
         let f = fill(&timer, "metti in pausa il timer del bucato", &ctx("HassPauseTimer"));
         assert_eq!(f.get("area"), None, "'in pausa' is no place: {f:?}");
         assert_eq!(f.get("name"), Some(&json!("bucato")));
+    }
+
+    #[test]
+    fn a_required_text_is_the_object_and_an_enum_value_said_is_no_part_of_it() {
+        let media = json!({"type": "object", "properties": {
+            "search_query": {"type": "string", "description": "What to search for, as the user said it"},
+            "media_class": {"type": "string", "enum": ["album", "podcast", "playlist"]},
+            "name": {"type": "string", "description": "Name of one device or entity, as the user calls it"}},
+            "required": ["search_query"]});
+        let c = ctx("HassMediaSearchAndPlay");
+        for (request, want) in [
+            ("play the planet money podcast", "planet money"),
+            ("play the graceland album", "graceland"),
+            ("metti la playlist allenamento", "allenamento"),
+        ] {
+            let f = fill(&media, request, &c);
+            assert_eq!(f.get("search_query"), Some(&json!(want)), "{request}: {f:?}");
+            assert_eq!(f.get("name"), None, "{request}: {f:?}");
+        }
     }
 
     #[test]
