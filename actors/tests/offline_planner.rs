@@ -106,3 +106,37 @@ fn one_call_takes_the_whole_requests_values() {
     assert_eq!(steps[0].args.0.get("location"), Some(&serde_json::json!("Tel Aviv")));
     assert_eq!(steps[0].args.0.get("unit"), Some(&serde_json::json!("fahrenheit")));
 }
+
+/// The home fixture's tools (`tests/fixtures/home/tools.json`: 41 tools
+/// as a home-automation MCP server describes them).
+fn home_tools() -> Vec<engram_learning::offline_planner::ToolDescription> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home/tools.json");
+    let tools: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let list = tools.as_array().cloned().unwrap_or_else(|| tools["tools"].as_array().unwrap().clone());
+    list.iter()
+        .map(|t| {
+            let (name, description) = (t["name"].as_str().unwrap(), t["description"].as_str().unwrap());
+            (name.to_owned(), description.to_owned(), t["inputSchema"].clone())
+        })
+        .collect()
+}
+
+/// Rules 9 and 10: a question about a state goes to a tool that tells; a
+/// tool that sets is not planned for a request that gives it nothing to
+/// set — with either rule undone, "lights on" and "are the lights on" go
+/// to `HassLightSet`, the tool their words "light" lean to.
+#[test]
+fn a_state_question_is_told_and_a_setter_needs_a_value() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let planner = OfflinePlanner::new(e, &home_tools()).unwrap();
+    let tool = |request: &str| planner.plan(request, now()).unwrap().first().map(|s| s.tool.clone());
+    assert_eq!(tool("set the study lights to 15 percent").as_deref(), Some("HassLightSet"));
+    for (request, want) in [
+        ("lights on in the mudroom", "HassTurnOn"),
+        ("kitchen light off", "HassTurnOff"),
+        ("are the den lights on", "HassGetState"),
+        ("did i leave the den light on", "HassGetState"),
+    ] {
+        assert_eq!(tool(request).as_deref(), Some(want), "{request}");
+    }
+}

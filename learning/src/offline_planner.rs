@@ -80,6 +80,10 @@
 //!    tells, never to one that changes what is asked about; a tool that
 //!    tells and whose description names the state's axis ("Tells whether
 //!    devices are on or off") shares the question's pole.
+//! 10. **A tool that sets, given something to set.** A tool that sets
+//!    something (`HassLightSet`, `HassFanSetSpeed`) is not planned for a
+//!    request that gives it no value but where and which device: "lights
+//!    on in the mudroom" sets no brightness nor colour.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -402,6 +406,9 @@ impl OfflinePlanner {
                 .iter()
                 .filter(move |t| exact.is_none_or(|k| t.path == Some(Some(k))))
                 .filter(move |t| !telling || self.vocabulary.tells(index(t)))
+                // Rule 10: a tool that sets something, for a request that
+                // says no value of what it sets.
+                .filter(move |t| !sets_nothing(t, part, now))
                 // Rule 8: never a tool of the other pole.
                 .filter(|t| lex(t).is_some())
                 // Rule 3: an effectful action only to a tool that does it.
@@ -460,6 +467,23 @@ impl OfflinePlanner {
     pub fn arguments(&self, tool: &str, request: &str, now: DateTime<FixedOffset>) -> Option<ToolArgs> {
         self.tools.iter().find(|t| t.name == tool).map(|t| args_for(t, request, now))
     }
+}
+
+/// Rule 10: whether `tool` sets something (its name or description names
+/// the action `set`) and `part` gives it no value but where and which
+/// ([`crate::spoken::handles`]): "lights on in the mudroom" sets no
+/// brightness or colour, so it is no `HassLightSet`; "fan on in the attic"
+/// no speed.
+fn sets_nothing(tool: &Profile, part: &str, now: DateTime<FixedOffset>) -> bool {
+    if !tool.actions.contains("set") {
+        return false;
+    }
+    let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
+    let Some(props) = props.filter(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec))) else {
+        return false;
+    };
+    let args = args_for(tool, part, now);
+    !args.0.keys().any(|k| props.get(k).is_some_and(|spec| !crate::spoken::handles(k, spec)))
 }
 
 /// Rule 6: the same tool planned twice in a row, one call's arguments
