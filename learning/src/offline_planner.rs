@@ -81,9 +81,9 @@
 //!    tells and whose description names the state's axis ("Tells whether
 //!    devices are on or off") shares the question's pole.
 //! 10. **A tool that sets, given something to set.** A tool that sets
-//!    something (`HassLightSet`, `HassFanSetSpeed`) is not planned for a
-//!    request that gives it no value but where and which device: "lights
-//!    on in the mudroom" sets no brightness nor colour.
+//!     something (`HassLightSet`, `HassFanSetSpeed`) is not planned for a
+//!     request that gives it no value but where and which device: "lights
+//!     on in the mudroom" sets no brightness nor colour.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -421,8 +421,8 @@ impl OfflinePlanner {
         };
         let cosine = score(tool) - LEXICAL_SCALE * lex(tool).unwrap_or(0.0);
         let at = self.tools.iter().position(|x| std::ptr::eq(x, tool)).unwrap_or(0);
-        let worded = lex(tool).unwrap_or(0.0) - self.vocabulary.mood(at, &said) >= LEXICAL_BAR
-            && self.vocabulary.shared(at, &said) >= 2;
+        let worded = lex(tool).unwrap_or(0.0) - self.vocabulary.mood(at, said) >= LEXICAL_BAR
+            && self.vocabulary.shared(at, said) >= 2;
         // Rule 1: small talk nearer than any tool asks for none.
         let chat = nearest(v, &self.small_talk);
         tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
