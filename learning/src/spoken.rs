@@ -206,41 +206,9 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return out };
     let ws = words(request);
     let mut used = vec![false; ws.len()];
-    // Kind words: enum values of array properties, and the tool's name.
-    let mut kinds: Vec<(usize, Option<(&String, String)>)> = Vec::new();
-    // A verb before its pole is no kind ("switch off the playroom
-    // lights"; "ventilatore della cameretta" is one).
     let verb_end = verb_end(&ws, context);
-    let verb_before_pole =
-        |i: usize| i < verb_end && ws.get(i + 1).is_some_and(|n| !crate::fast_path::gate::poles_of(n).is_empty());
-    for (i, w) in ws.iter().enumerate().filter(|(i, _)| !verb_before_pole(*i)) {
-        let f = folded(w);
-        let hit = props.iter().find_map(|(k, spec)| {
-            item_enum(spec)?.into_iter().find(|v| stem(v) == f || stem(v) == stem(w)).map(|v| (k, v))
-        });
-        // A word of the tool's name is a kind of thing, not the verb or the
-        // pole that names its action ("turn the bedside lamp on").
-        let action = !crate::fast_path::gate::poles_of(w).is_empty() || crate::fast_path::gate::is_action(w);
-        if hit.is_some() || context.name.contains(&f) && !action {
-            kinds.push((i, hit));
-        }
-    }
-    // Numbers and their units are the number properties' values, never
-    // a place's or a name's words ("a 9 minute timer", "al 20 per cento").
-    let numeric = props.values().any(|s| matches!(s.get("type").and_then(Value::as_str), Some("number" | "integer")));
-    let all: Vec<&str> = ws.iter().map(String::as_str).collect();
-    for i in 0..ws.len() {
-        let number =
-            ws[i].chars().any(|c| c.is_ascii_digit()) || crate::fast_path::numbers::parse_at(&all, i).is_some();
-        if numeric && number {
-            used[i] = true;
-            let mut u = i + 1;
-            while ws.get(u).is_some_and(|w| UNITS.contains(&w.as_str())) {
-                used[u] = true;
-                u += 1;
-            }
-        }
-    }
+    let kinds = kind_words(&ws, props, context, verb_end);
+    mark_numbers(&ws, props, &mut used);
     let numbers = used.clone();
     let is_kind = |i: usize| kinds.iter().any(|(k, _)| *k == i) || numbers[i];
     // Words of grammar, never part of a place: kinds, verbs, poles.
@@ -295,14 +263,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let required: Vec<&str> =
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let text_required = props.iter().any(|(k, spec)| free_text(k, spec) && required.contains(&k.as_str()));
-    // An enum value said names its property ("the graceland album"): no
-    // word of a name or a text.
-    for (i, w) in ws.iter().enumerate() {
-        let named = props.values().filter_map(|spec| spec.get("enum")?.as_array()).flatten().filter_map(Value::as_str);
-        if named.into_iter().any(|v| stem(v) == stem(w) || stem(v) == folded(w)) {
-            used[i] = true;
-        }
-    }
+    mark_enum_values(&ws, props, &mut used);
     // Rule 4: a device by its name.
     if !where_said && !text_required {
         for (k, spec) in props {
@@ -330,6 +291,65 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         }
     }
     out
+}
+
+/// Kind words: enum values of array properties, and words of the tool's
+/// name — by index, with the array property and value a word names.
+fn kind_words<'p>(
+    ws: &[String],
+    props: &'p serde_json::Map<String, Value>,
+    context: &Context,
+    verb_end: usize,
+) -> Vec<(usize, Option<(&'p String, String)>)> {
+    let mut kinds = Vec::new();
+    // A verb before its pole is no kind ("switch off the playroom
+    // lights"; "ventilatore della cameretta" is one).
+    let verb_before_pole =
+        |i: usize| i < verb_end && ws.get(i + 1).is_some_and(|n| !crate::fast_path::gate::poles_of(n).is_empty());
+    for (i, w) in ws.iter().enumerate().filter(|(i, _)| !verb_before_pole(*i)) {
+        let f = folded(w);
+        let hit = props.iter().find_map(|(k, spec)| {
+            item_enum(spec)?.into_iter().find(|v| stem(v) == f || stem(v) == stem(w)).map(|v| (k, v))
+        });
+        // A word of the tool's name is a kind of thing, not the verb or the
+        // pole that names its action ("turn the bedside lamp on").
+        let action = !crate::fast_path::gate::poles_of(w).is_empty() || crate::fast_path::gate::is_action(w);
+        if hit.is_some() || context.name.contains(&f) && !action {
+            kinds.push((i, hit));
+        }
+    }
+    kinds
+}
+
+/// Marks numbers and their units: the number properties' values, never a
+/// place's or a name's words ("a 9 minute timer", "al 20 per cento").
+fn mark_numbers(ws: &[String], props: &serde_json::Map<String, Value>, used: &mut [bool]) {
+    let numeric = props.values().any(|s| matches!(s.get("type").and_then(Value::as_str), Some("number" | "integer")));
+    if !numeric {
+        return;
+    }
+    let all: Vec<&str> = ws.iter().map(String::as_str).collect();
+    for i in 0..ws.len() {
+        if ws[i].chars().any(|c| c.is_ascii_digit()) || crate::fast_path::numbers::parse_at(&all, i).is_some() {
+            used[i] = true;
+            let mut u = i + 1;
+            while ws.get(u).is_some_and(|w| UNITS.contains(&w.as_str())) {
+                used[u] = true;
+                u += 1;
+            }
+        }
+    }
+}
+
+/// Marks the enum values said: each names its property ("the graceland
+/// album"), no word of a name or a text.
+fn mark_enum_values(ws: &[String], props: &serde_json::Map<String, Value>, used: &mut [bool]) {
+    for (i, w) in ws.iter().enumerate() {
+        let named = props.values().filter_map(|spec| spec.get("enum")?.as_array()).flatten().filter_map(Value::as_str);
+        if named.into_iter().any(|v| stem(v) == stem(w) || stem(v) == folded(w)) {
+            used[i] = true;
+        }
+    }
 }
 
 fn mark(used: &mut [bool], (a, b): (usize, usize)) {

@@ -480,11 +480,14 @@ impl FastPath {
 
     /// Each L1 action's words ([`gate::ActionWords`]), from its phrasings.
     fn l1_action_words(&self) -> HashMap<String, gate::ActionWords> {
-        let mut by: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut by: HashMap<&str, Vec<String>> = HashMap::new();
         for (_, r) in self.l1.rows.values() {
-            by.entry(r.action.as_str()).or_default().push(r.canonical.as_str());
+            let words: Vec<&str> = r.canonical.split(' ').filter(|w| !slots::is_mask(w)).collect();
+            by.entry(r.action.as_str()).or_default().push(words.join(" "));
         }
-        by.into_iter().map(|(a, texts)| (a.to_owned(), gate::ActionWords::of(texts))).collect()
+        by.into_iter()
+            .map(|(a, texts)| (a.to_owned(), gate::ActionWords::of(texts.iter().map(String::as_str))))
+            .collect()
     }
 
     /// The tools' parameter schemas, by tool name: a said slot of a

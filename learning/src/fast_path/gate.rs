@@ -509,18 +509,14 @@ pub struct ActionWords {
 }
 
 impl ActionWords {
-    /// The words of `phrasings` (canonical, slots masked; a mask is no
-    /// word of the action).
+    /// The words of `phrasings` (canonical, their slots' masks taken
+    /// out by the caller: a mask is no word of the action).
     pub fn of<'a>(phrasings: impl IntoIterator<Item = &'a str>) -> Self {
         let mut out: Option<ActionWords> = None;
         for text in phrasings {
             let p = profile(text);
-            let words: BTreeSet<String> = p
-                .content
-                .into_keys()
-                .chain(p.axis_words.into_iter().map(|(_, w)| w))
-                .filter(|w| !super::slots::is_mask(w))
-                .collect();
+            let words: BTreeSet<String> =
+                p.content.into_keys().chain(p.axis_words.into_iter().map(|(_, w)| w)).collect();
             out = Some(match out {
                 None => ActionWords { said: words.clone(), every: words },
                 Some(mut a) => {
