@@ -367,17 +367,21 @@ fn free(used: &[bool], (a, b): (usize, usize)) -> bool {
 /// its particles, poles and the tool's own words ("turn off the", "tell
 /// everyone that").
 fn verb_end(ws: &[String], context: &Context) -> usize {
+    // The gerund of a word of the tool's name ("start vacuuming the …").
+    let gerund = |w: &str| w.strip_suffix("ing").is_some_and(|s| s.len() >= 3 && context.name.contains(&stem(s)));
     let verb = |w: &str| {
         crate::fast_path::gate::is_action(w)
             || !crate::fast_path::gate::poles_of(w).is_empty()
             || crate::tool_words::RequestWords::is_synonym(w)
             || context.name.contains(&stem(w))
+            || gerund(w)
     };
     let particle = |w: &str| {
         filler(w)
             || !crate::fast_path::gate::poles_of(w).is_empty()
             || crate::tool_words::RequestWords::is_synonym(w) && !crate::fast_path::gate::is_action(w)
             || THAT.contains(&w)
+            || gerund(w)
     };
     let mut i = 0;
     while i < ws.len() && filler(&ws[i]) && !verb(&ws[i]) {
@@ -586,6 +590,8 @@ mod tests {
         assert_eq!(f.get("domain"), Some(&json!(["light"])), "'switch' is the verb here: {f:?}");
         let f = fill(&device(), "please turn the bedside lamp on", &c);
         assert_eq!((f.get("name"), f.get("area")), (Some(&json!("bedside lamp")), None), "{f:?}");
+        let f = fill(&device(), "start vacuuming the kitchen", &ctx("HassVacuumStart"));
+        assert_eq!(f.get("name"), Some(&json!("kitchen")), "the tool's gerund is the verb's: {f:?}");
         let f = fill(&device(), "il proiettore spegnilo per favore", &ctx("HassTurnOff"));
         assert_eq!(f.get("name"), Some(&json!("proiettore")), "{f:?}");
         let shop = json!({"type": "object", "properties": {

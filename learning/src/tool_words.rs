@@ -188,6 +188,9 @@ pub struct ToolWords {
     poles: BTreeSet<(&'static str, bool)>,
     /// Whether it tells or reads.
     tells: bool,
+    /// Its verbs: its name's words and its description's first word,
+    /// stemmed ("resume" of "Resumes a paused timer").
+    verbs: BTreeSet<String>,
     /// The axes its description names anywhere ("Tells whether devices
     /// are on or off, open or closed"): the states a tool that tells
     /// answers about.
@@ -230,7 +233,9 @@ impl ToolWords {
         let tells = name_words.iter().any(|w| TELLS.contains(&w.as_str()))
             || described.first().is_some_and(|w| TELLS.contains(&w.as_str()));
         let described_axes = described.iter().flat_map(|w| poles_of(w)).map(|(a, _)| a).collect();
+        let verbs = said.iter().cloned().collect();
         ToolWords {
+            verbs,
             described_axes,
             name: name_words.into_iter().collect(),
             description: described.into_iter().collect(),
@@ -389,10 +394,16 @@ impl Vocabulary {
         }
         let mut score = 0.0;
         for w in &request.words {
+            let idf = self.idf.get(w).copied().unwrap_or(0.0);
             if !poles_of(w).is_empty() {
+                // A pole counts by its axis below; the tool's very verb
+                // ("resume" and "Resumes a paused timer", where "start"
+                // shares only the pole) counts as a description's word.
+                if t.verbs.contains(w) {
+                    score += idf;
+                }
                 continue;
             }
-            let idf = self.idf.get(w).copied().unwrap_or(0.0);
             score += idf
                 * if t.name.contains(w) {
                     NAME_WEIGHT
@@ -465,6 +476,18 @@ mod tests {
         }
         assert_eq!(best(&v, "resume the music in the bathroom"), 5);
         assert_eq!(best(&v, "metti in pausa la musica"), 4);
+    }
+
+    #[test]
+    fn the_tools_own_verb_counts_beside_its_pole() {
+        let tools: Vec<(&str, &str, serde_json::Value)> = vec![
+            ("HassUnpauseTimer", "Resumes a paused timer", json!({})),
+            ("HassStartTimer", "Starts a timer of a given duration", json!({})),
+        ];
+        let v = Vocabulary::new(tools.iter().map(|(n, d, s)| (*n, *d, s)));
+        // On a tie `best` takes the last: the verb must break it.
+        assert_eq!(best(&v, "resume the tea timer"), 0, "both name the pole; one says the verb");
+        assert_eq!(best(&v, "start the tea timer"), 1);
     }
 
     #[test]

@@ -336,7 +336,7 @@ pub struct FastPath {
 }
 
 /// How far under its bar two agreeing phrasings of one action may be and
-/// still serve together ([`vote`]). Set before measuring; 0.15 served
+/// still serve together (`vote`). Set before measuring; 0.15 served
 /// the same on the home fixture's dev split.
 pub const VOTE_MARGIN: f64 = 0.1;
 
