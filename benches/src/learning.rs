@@ -429,12 +429,19 @@ impl Report {
     /// The human form.
     pub fn human(&self) -> String {
         let mut s = format!("learning, on data the code never saw ({})\n", self.machine);
-        s.push_str("routing by meaning: 12 kinds of one structure, EN + IT, held-out split, both defaults\n");
+        // `--home` measures the home alone: no routing, pairs or planner
+        // figures to print.
+        if self.models.iter().any(|m| !m.routing.is_empty()) {
+            s.push_str("routing by meaning: 12 kinds of one structure, EN + IT, held-out split, both defaults\n");
+        }
         for m in &self.models {
-            s.push_str(&format!(
-                "  {}: same_kind {:.2} (calibrated) / {:.2} (from the train split)\n",
-                m.model, m.same_kind_calibrated, m.same_kind_from_train
-            ));
+            match m.routing.is_empty() {
+                true => s.push_str(&format!("  {}:\n", m.model)),
+                false => s.push_str(&format!(
+                    "  {}: same_kind {:.2} (calibrated) / {:.2} (from the train split)\n",
+                    m.model, m.same_kind_calibrated, m.same_kind_from_train
+                )),
+            }
             for r in &m.routing {
                 let lang: Vec<String> = r
                     .per_lang
@@ -464,10 +471,14 @@ impl Report {
                     )
                 })
                 .collect();
-            s.push_str(&format!("    paraphrases (held out): {}\n", pairs.join(" · ")));
+            if !pairs.is_empty() {
+                s.push_str(&format!("    paraphrases (held out): {}\n", pairs.join(" · ")));
+            }
             let planner: Vec<String> =
                 m.planner.iter().map(|c| format!("{} {}/{}", c.lang, c.right, c.requests)).collect();
-            s.push_str(&format!("    offline planner (held out): {}\n", planner.join(" · ")));
+            if !planner.is_empty() {
+                s.push_str(&format!("    offline planner (held out): {}\n", planner.join(" · ")));
+            }
             for h in &m.home {
                 s.push_str(&crate::home::human(h));
             }
