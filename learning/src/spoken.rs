@@ -563,6 +563,12 @@ mod tests {
         }})
     }
 
+    fn timer() -> Value {
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "Name of the timer, e.g. pasta"},
+            "area": {"type": "string", "description": "Area of the device the timer was started on"}}})
+    }
+
     fn ctx(name: &str) -> Context {
         Context::of(name, "")
     }
@@ -614,10 +620,7 @@ mod tests {
         let c = ctx("HassTurnOn");
         let f = fill(&device(), "its dark in the pantry can you turn the light on", &c);
         assert_eq!(f.get("area"), Some(&json!("pantry")), "a clause's words end the place");
-        let timer = json!({"type": "object", "properties": {
-            "name": {"type": "string", "description": "Name of the timer, e.g. pasta"},
-            "area": {"type": "string", "description": "Area of the device the timer was started on"}}});
-        let f = fill(&timer, "metti in pausa il timer del bucato", &ctx("HassPauseTimer"));
+        let f = fill(&timer(), "metti in pausa il timer del bucato", &ctx("HassPauseTimer"));
         assert_eq!(f.get("area"), None, "'in pausa' is no place: {f:?}");
         assert_eq!(f.get("name"), Some(&json!("bucato")));
     }
@@ -657,12 +660,9 @@ mod tests {
 
     #[test]
     fn the_name_of_a_thing_the_tool_names_is_what_qualifies_it() {
-        let timer = json!({"type": "object", "properties": {
-            "name": {"type": "string", "description": "Name of the timer, e.g. pasta"},
-            "area": {"type": "string", "description": "Area of the device the timer was started on"}}});
         let c = ctx("HassCancelTimer");
-        assert_eq!(fill(&timer, "stop the egg timer", &c).get("name"), Some(&json!("egg")));
-        assert_eq!(fill(&timer, "cancella il timer della torta", &c).get("name"), Some(&json!("torta")));
+        assert_eq!(fill(&timer(), "stop the egg timer", &c).get("name"), Some(&json!("egg")));
+        assert_eq!(fill(&timer(), "cancella il timer della torta", &c).get("name"), Some(&json!("torta")));
     }
 
     #[test]
