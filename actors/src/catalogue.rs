@@ -28,11 +28,17 @@
 //!    a model planner; the offline planner knows it cannot run and lets a
 //!    tool that can and does the same stand in for it (an MCP filesystem
 //!    server's `list_directory`; see `engram_learning::offline_planner`).
+//! 5. **What the model taught outlives the views.** The requests the model
+//!    answered well, as example phrasings of their tools
+//!    ([`TaughtPhrasings`]), are kept here, beside the views, not in one:
+//!    the router adds what each learnt turn taught, the planner reads them
+//!    with whatever view its turn took, and a refresh keeps them.
 
 use std::sync::{Arc, RwLock};
 
 use engram_learning::embedder::{EmbedError, Embedder};
 use engram_learning::offline_planner::{OfflinePlanner, ToolDescription};
+use engram_learning::taught_phrasings::TaughtPhrasings;
 
 use crate::tools::ToolRegistry;
 
@@ -61,6 +67,8 @@ pub struct Catalogue {
     view: RwLock<Arc<CatalogueView>>,
     /// One refresh at a time: two at once could swap in the older list last.
     refreshing: std::sync::Mutex<()>,
+    /// What the model taught the offline planner (rule 5).
+    taught: RwLock<TaughtPhrasings>,
 }
 
 impl Catalogue {
@@ -71,12 +79,29 @@ impl Catalogue {
         let offline =
             Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?.with_unconfigured(&registry.unconfigured()));
         let view = CatalogueView { version: 1, tools, offline };
-        Ok(Catalogue { registry, embedder, view: RwLock::new(Arc::new(view)), refreshing: Default::default() })
+        Ok(Catalogue {
+            registry,
+            embedder,
+            view: RwLock::new(Arc::new(view)),
+            refreshing: Default::default(),
+            taught: Default::default(),
+        })
     }
 
     /// The current view: take it once per turn.
     pub fn view(&self) -> Arc<CatalogueView> {
         self.view.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// What the model taught the offline planner (rule 5): read it for
+    /// [`OfflinePlanner::plan_taught`], briefly — the router waits to add.
+    pub fn taught(&self) -> std::sync::RwLockReadGuard<'_, TaughtPhrasings> {
+        self.taught.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the model taught, to add to (the router, rule 5).
+    pub fn taught_mut(&self) -> std::sync::RwLockWriteGuard<'_, TaughtPhrasings> {
+        self.taught.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The registry the views are built from (it runs the calls).

@@ -14,7 +14,9 @@ use engram_learning::fast_path::decision::Changes;
 use engram_learning::fast_path::decision::VectorSearch;
 use engram_learning::fast_path::{Decision, FastPath};
 use engram_learning::fast_path::{FastPathConfig, MultiToolConfig};
+use engram_learning::projections::canonical_queries::CanonicalRow;
 use engram_learning::projections::{CanonicalQueries, Pipelines};
+use engram_learning::taught_phrasings::TaughtPhrasings;
 use engram_local_state::embedding_cache::EmbeddingCache;
 use engram_storage::LogError;
 use engram_vector::index::{VectorConfig, VectorIndex};
@@ -159,6 +161,22 @@ impl FastPathService {
             self.fast_path.update_texts(canonical, pipelines, texts, &mut embed)
         };
         updated.map_err(|()| failure.expect("the embed closure records its failure"))
+    }
+
+    /// Takes `rows` (canonical queries' phrasings) into what the model
+    /// taught the offline planner, their examples embedded through the
+    /// memo — the vectors the fast path embedded them to, read back.
+    pub fn teach<'a>(
+        &self,
+        taught: &mut TaughtPhrasings,
+        rows: impl IntoIterator<Item = &'a CanonicalRow>,
+    ) -> Result<usize, FastPathError> {
+        let mut failure: Option<FastPathError> = None;
+        let added = {
+            let mut embed = memo_embed(self.embedder.as_ref(), self.cache.as_ref(), &mut failure);
+            taught.sync(rows, &mut embed)
+        };
+        added.map_err(|()| failure.expect("the embed closure records its failure"))
     }
 
     /// See [`FastPath::set_schemas`].

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, FixedOffset};
 use engram_actors::onnx_embedder::OnnxEmbedder;
 use engram_actors::tools::{BuiltinConfig, ToolRegistry};
-use engram_learning::embedder::EmbedderConfig;
+use engram_learning::embedder::{Embedder, EmbedderConfig};
 use engram_learning::offline_planner::OfflinePlanner;
 
 fn now() -> DateTime<FixedOffset> {
@@ -139,4 +139,46 @@ fn a_state_question_is_told_and_a_setter_needs_a_value() {
     ] {
         assert_eq!(tool(request).as_deref(), Some(want), "{request}");
     }
+}
+
+/// Rule 11: what the model taught counts beside the descriptions. Taught
+/// "open the kitchen blinds" and "resume the music in the kitchen", the
+/// planner plans requests worded otherwise as the model would — which,
+/// from the descriptions alone, it does not — and a request no tool fits
+/// still plans nothing.
+#[test]
+fn what_the_model_taught_plans_requests_the_descriptions_miss() {
+    use engram_events::payloads::ToolArgs;
+    use engram_learning::projections::canonical_queries::CanonicalRow;
+    use engram_learning::taught_phrasings::TaughtPhrasings;
+    let e: Arc<OnnxEmbedder> = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let planner = OfflinePlanner::new(e.clone(), &home_tools()).unwrap();
+    let row = |said: &str, tool: &str| CanonicalRow {
+        canonical: said.into(),
+        executor: tool.into(),
+        args_observed: ToolArgs::default(),
+        uses: 1,
+        first_seq: 1,
+        rejected: false,
+        slots: ToolArgs::default(),
+    };
+    let rows = [
+        row("open the kitchen blinds", "HassOpenCover"),
+        row("resume the music in the kitchen", "HassMediaUnpause"),
+        row("what's the temperature in the bedroom", "HassClimateGetTemperature"),
+    ];
+    let mut taught = TaughtPhrasings::default();
+    taught.sync(&rows, &mut |texts: &[&str]| e.embed_batch(texts)).unwrap();
+    let tool = |request: &str, taught: &TaughtPhrasings| {
+        planner.plan_taught(request, now(), taught).unwrap().first().map(|s| (s.tool.clone(), s.args.to_json()))
+    };
+    for (request, want, args) in [
+        ("raise the blinds in the office", "HassOpenCover", r#"{"area":"office","device_class":["blind"]}"#),
+        ("fai ripartire la musica in soggiorno", "HassMediaUnpause", r#"{"area":"soggiorno"}"#),
+    ] {
+        let alone = tool(request, &TaughtPhrasings::default());
+        assert_ne!(alone.as_ref().map(|(t, _)| t.as_str()), Some(want), "{request}: the descriptions alone");
+        assert_eq!(tool(request, &taught), Some((want.to_owned(), args.to_owned())), "{request}");
+    }
+    assert_eq!(tool("tell me a joke about the kitchen", &taught), None);
 }

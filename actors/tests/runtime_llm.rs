@@ -1644,3 +1644,76 @@ fn a_detail_said_in_passing_reaches_the_model_sessions_later() {
     assert!(!last.contains(DETAIL), "forgotten: {last}");
     rt.shutdown().unwrap();
 }
+
+/// The home fixture's tools (`tests/fixtures/home/tools.json`) as host
+/// tools, each answering "done".
+fn home_tools() -> Vec<Arc<FnTool>> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home/tools.json");
+    let tools: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let list = tools.as_array().cloned().unwrap_or_else(|| tools["tools"].as_array().unwrap().clone());
+    list.iter()
+        .map(|t| {
+            let (name, description) = (t["name"].as_str().unwrap(), t["description"].as_str().unwrap());
+            let tool = FnTool::new(name, description, |_, _| Ok(ToolOutput::trusted("done")));
+            Arc::new(tool.with_schema(t["inputSchema"].clone()))
+        })
+        .collect()
+}
+
+/// Issue 39, *the offline planner learns from the model*: the requests the
+/// model answered well are example phrasings of their tools, and with the
+/// model away — here a later start with no model at all, so the examples
+/// come back from the log — a request worded as none of them, which the
+/// descriptions alone plan otherwise, is planned as the model taught.
+#[test]
+fn with_the_model_away_requests_are_planned_as_the_model_taught() {
+    let rooms = ["kitchen", "bedroom", "office"];
+    // The planner's answer names the room the request does; the other
+    // contexts fail (their offline fallbacks answer).
+    let server = Server::respond_with(move |req| match ctx(req) {
+        Ctx::Planner => {
+            let asked = req.body["messages"].as_array().and_then(|m| m.last()).map(|m| m["content"].to_string());
+            let room = rooms.iter().find(|r| asked.as_deref().unwrap_or_default().contains(*r)).unwrap();
+            let call = json!([{"tool": "HassOpenCover", "args": {"area": room, "device_class": ["blind"]}}]);
+            said(&call.to_string(), (100, 20))
+        }
+        Ctx::ReplyLoop => said("Done.", (50, 2)),
+        _ => http_500(),
+    });
+    let asked = "could you raise the blinds in the living room";
+    let offline = |data: &Path| {
+        let mut b = Runtime::builder().data_dir(data).config(Config::default()).embedder(embedder());
+        for t in home_tools() {
+            b = b.tool(t);
+        }
+        b.turn_timeout(Duration::from_secs(30)).start().unwrap()
+    };
+    // Nothing taught, the descriptions alone do not plan it so.
+    let f = fixture();
+    let rt = offline(&f.data);
+    let r = rt.handle_utterance(&SessionId::new("s-alone"), asked).unwrap();
+    assert_ne!(r.steps.first().map(|s| s.tool.as_str()), Some("HassOpenCover"), "{r:?}");
+    rt.shutdown().unwrap();
+    // Taught by the model: three requests, each rated good.
+    let f = fixture();
+    let mut b = builder(&f, config(&server));
+    for t in home_tools() {
+        b = b.tool(t);
+    }
+    let rt = b.start().unwrap();
+    let s = SessionId::new("s-teach");
+    for room in rooms {
+        let r = rt.handle_utterance(&s, &format!("open the {room} blinds")).unwrap();
+        assert_eq!(r.model.as_deref(), Some(MODEL), "{r:?}");
+        rt.feedback(&s, FeedbackRating::Positive, None).unwrap();
+    }
+    rt.shutdown().unwrap();
+    // The model away.
+    let rt = offline(&f.data);
+    let r = rt.handle_utterance(&SessionId::new("s-away"), asked).unwrap();
+    assert_eq!(r.layer, Some(RouteLayer::Planner), "{r:?}");
+    let steps: Vec<(String, String)> = r.steps.iter().map(|s| (s.tool.clone(), s.args.to_json())).collect();
+    assert_eq!(steps, [("HassOpenCover".to_owned(), r#"{"area":"living room","device_class":["blind"]}"#.to_owned())]);
+    assert_eq!(plan_of(&events(&rt), r.turn).planner, PlannerKind::Offline);
+    rt.shutdown().unwrap();
+}

@@ -40,6 +40,7 @@ use engram::learning::fast_path::model_away;
 use engram::learning::offline_planner::{OfflinePlanner, ToolDescription};
 use engram::learning::projections::ActiveDays;
 use engram::learning::reactors::{FastPathReactor, Reactor};
+use engram::learning::taught_phrasings::TaughtPhrasings;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -241,6 +242,9 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
         }
     }
     let offline = OfflinePlanner::new(embedder.clone(), &tools)?;
+    // What the model taught, as the router hands it to the planner.
+    let mut taught = TaughtPhrasings::default();
+    taught.sync(reactor.canonical_queries().iter(), &mut |texts: &[&str]| embedder.embed_batch(texts))?;
     for r in rows.iter().filter(|r| r.role != "teach") {
         let key = format!("{}/{}", r.role, r.lang);
         let d = fast.route(&r.text, now())?;
@@ -263,7 +267,8 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
             out.misses.push(format!("miss {} {}: {:?}: {}", r.role, r.id, r.text, d.reason));
             let arguments = |tool: &str| offline.arguments(tool, &r.text, now());
             let reads_path = offline.reads_path(&r.text, now());
-            offline_steps = model_away::plan(d.near.as_ref(), offline.plan(&r.text, now())?, reads_path, &arguments).0;
+            let own = offline.plan_taught(&r.text, now(), &taught)?;
+            offline_steps = model_away::plan(d.near.as_ref(), own, reads_path, &arguments).0;
             if let Some(n) = &d.near {
                 out.near.push((n.similarity, right(want, &n.steps)));
             }

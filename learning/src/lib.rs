@@ -29,7 +29,9 @@
 //! * [`routing`] — the routing chain of a planner turn and its exploration
 //!   rule (seed 001 §9).
 //! * [`offline_planner`] — the plan of a turn when no model plans it: the
-//!   tools nearest the request in meaning, arguments from the extractor.
+//!   tools nearest the request in meaning, arguments from the extractor;
+//!   [`taught_phrasings`] — the requests the model answered well, as
+//!   example phrasings of their tools.
 //! * [`reactors`] — events derived from events (day activation, fast-path
 //!   learning, pattern recording, verdicts, summaries, graph facts).
 //! * [`projections`] — the folds the runtime and the CLI read: sessions,
@@ -57,5 +59,6 @@ pub mod reactors;
 pub mod routing;
 pub mod spoken;
 pub mod step_resolver;
+pub mod taught_phrasings;
 pub mod text;
 pub mod tool_words;

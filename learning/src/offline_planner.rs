@@ -84,6 +84,15 @@
 //!     something (`HassLightSet`, `HassFanSetSpeed`) is not planned for a
 //!     request that gives it no value but where and which device: "lights
 //!     on in the mudroom" sets no brightness nor colour.
+//! 11. **What the model taught counts beside the descriptions.** The
+//!     requests the model answered well with a tool
+//!     ([`crate::taught_phrasings`], given to [`OfflinePlanner::plan_taught`])
+//!     are phrasings of it: a tool's cosine is its best to its own texts
+//!     or to those examples, an example counting when it reaches the bar
+//!     by [`TAUGHT_MARGIN`] — one request is one wording, weaker evidence
+//!     than a description written to say what the tool does. "kill the
+//!     lights in the sunroom", taught as `HassTurnOff`, makes "kill the
+//!     lights in the den" no `HassLightSet`, whatever "lights" leans to.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -99,6 +108,7 @@ use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, ToolArgs};
 
 use crate::embedder::{EmbedError, Embedder};
+use crate::taught_phrasings::TaughtPhrasings;
 
 /// The model id plans made here carry (`plan.created.model`,
 /// `turn.completed.model`): the pattern store scores it like any model.
@@ -188,6 +198,13 @@ pub const LEXICAL_SCALE: f32 = 0.05;
 /// 8): a rare word of its name and the request's pole, or several words of
 /// its text.
 pub const LEXICAL_BAR: f32 = 6.0;
+
+/// How far above the bar an example the model taught must come to count
+/// (rule 11): `threshold + TAUGHT_MARGIN` (0.45 for the default model).
+/// Tuned on the home fixture's dev split (`docs/fast-path.md`): from
+/// 0.4 to 0.45 above nothing, dev's model-away figure is flat (the best);
+/// with no margin at all, one more request that no tool fits is planned.
+pub const TAUGHT_MARGIN: f32 = 0.1;
 
 /// Whether `part` gives a value for each of the arguments `schema`
 /// requires, and it requires one at least (rule 7).
@@ -321,6 +338,17 @@ impl OfflinePlanner {
     /// a tool, in order (empty when nothing matches), by the rules of the
     /// module doc.
     pub fn plan(&self, request: &str, now: DateTime<FixedOffset>) -> Result<Vec<PlanStep>, EmbedError> {
+        self.plan_taught(request, now, &TaughtPhrasings::default())
+    }
+
+    /// [`OfflinePlanner::plan`], with the requests the model answered well
+    /// as example phrasings of their tools (rule 11).
+    pub fn plan_taught(
+        &self,
+        request: &str,
+        now: DateTime<FixedOffset>,
+        taught: &TaughtPhrasings,
+    ) -> Result<Vec<PlanStep>, EmbedError> {
         let parts = split_conjunctions(request);
         // Rule 1: the user telling about themselves asks for nothing ("my
         // brother is called Paolo and he lives in Genoa"), unless a part
@@ -337,7 +365,7 @@ impl OfflinePlanner {
         let mut steps = Vec::new();
         let mut from: Vec<&str> = Vec::new();
         for (part, v) in parts.iter().zip(&vectors) {
-            if let Some(step) = self.step_for(part, v, now) {
+            if let Some(step) = self.step_for(part, v, now, taught) {
                 steps.push(step);
                 from.push(part);
             }
@@ -349,7 +377,7 @@ impl OfflinePlanner {
         if steps.is_empty() && parts.len() > 1 {
             let whole = crate::arguments::without_proper_nouns(request);
             let v = self.embedder.embed_batch(&[whole.as_str()])?.pop().unwrap_or_default();
-            if let Some(step) = self.step_for(request, &v, now) {
+            if let Some(step) = self.step_for(request, &v, now, taught) {
                 steps.push(step);
                 from.push(request);
             }
@@ -369,7 +397,13 @@ impl OfflinePlanner {
 
     /// The step for one part of a request (its vector `v`), if a tool
     /// matches it by the rules of the module doc.
-    fn step_for(&self, part: &str, v: &[f32], now: DateTime<FixedOffset>) -> Option<PlanStep> {
+    fn step_for(
+        &self,
+        part: &str,
+        v: &[f32],
+        now: DateTime<FixedOffset>,
+        taught: &TaughtPhrasings,
+    ) -> Option<PlanStep> {
         // Rule 1b: a question about what the assistant remembers is for
         // memory, whatever else it names ("… what city I live in").
         if crate::mood::asks_memory(part) && self.tools.iter().any(|t| t.name == RECALL && t.runnable) {
@@ -390,7 +424,10 @@ impl OfflinePlanner {
             lexical.get(i).copied().flatten()
         };
         let score = |t: &Profile| {
-            let mut score = nearest(v, &t.vectors) + LEXICAL_SCALE * lex(t).unwrap_or(0.0);
+            // Rule 11: an example the model taught counts past its bar.
+            let learnt = taught.nearest(&t.name, v).filter(|c| *c >= self.threshold + TAUGHT_MARGIN);
+            let mut score =
+                nearest(v, &t.vectors).max(learnt.unwrap_or(f32::MIN)) + LEXICAL_SCALE * lex(t).unwrap_or(0.0);
             // Rule 2: a path favours the tools taking one of its kind.
             if let (Some(kind), Some(takes)) = (path, t.path) {
                 score += PATH_BONUS + if takes == Some(kind) { PATH_BONUS } else { 0.0 };

@@ -296,7 +296,8 @@ impl Planner {
     fn plan_offline(&self, env: &Envelope, query: &str, done: usize) -> Vec<PlanStep> {
         let now = chrono::Utc::now().with_timezone(&self.setup.offset);
         let plan = |q: &str| {
-            self.setup.catalogue.view().offline.plan(q, now).unwrap_or_else(|e| {
+            let taught = self.setup.catalogue.taught();
+            self.setup.catalogue.view().offline.plan_taught(q, now, &taught).unwrap_or_else(|e| {
                 tracing::warn!("offline planner failed open: {e}");
                 Vec::new()
             })

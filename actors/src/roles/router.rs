@@ -254,7 +254,14 @@ impl Router {
             Some(f) if !self.learnt.is_empty() => {
                 let texts: Vec<String> = self.learnt.iter().cloned().collect();
                 match f.update_texts(canonical, pipelines, &texts) {
-                    Ok(_) => self.learnt.clear(),
+                    Ok(_) => {
+                        // What the turns taught, for the offline planner.
+                        let rows = texts.iter().flat_map(|t| canonical.for_text(t));
+                        if let Err(e) = f.teach(&mut self.setup.catalogue.taught_mut(), rows) {
+                            tracing::warn!("router: the offline planner not taught ({e})");
+                        }
+                        self.learnt.clear()
+                    }
                     // Kept as it was; tried again at the next turn.
                     Err(e) => tracing::warn!("router: fast path not updated ({e}); it answers from what it had"),
                 }
@@ -270,6 +277,9 @@ impl Router {
                     s.cache.clone(),
                 ) {
                     Ok(f) => {
+                        if let Err(e) = f.teach(&mut s.catalogue.taught_mut(), canonical.iter()) {
+                            tracing::warn!("router: the offline planner not taught ({e})");
+                        }
                         self.fast = Some(f);
                         self.learnt.clear();
                         self.schemas_version = None;
