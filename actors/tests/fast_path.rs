@@ -113,3 +113,26 @@ fn l2_download_this_page_and_describe_it() {
     let d = fp.route("delete https://rust-lang.org and describe it", now()).unwrap();
     assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
 }
+
+/// A request read two ways is the model's to answer: "switch on the
+/// christmas lights", after "switch on the reading lamp" (a device by
+/// name) and "turn on the kitchen light" (a room's lights) were taught, is
+/// a new device whose name holds a known domain word, or a new room
+/// called "christmas"; the room reading, no nearer than the device one,
+/// does not serve. A new room alone ("the hallway light") still does.
+#[test]
+fn a_new_value_read_two_ways_goes_to_the_model() {
+    let on = |args: &str| vec![step("HassTurnOn", args)];
+    let turns = [
+        ("turn on the kitchen light", on(r#"{"area":"kitchen","domain":["light"]}"#)),
+        ("turn on the bedroom light", on(r#"{"area":"bedroom","domain":["light"]}"#)),
+        ("turn on the office light", on(r#"{"area":"office","domain":["light"]}"#)),
+        ("switch on the reading lamp", on(r#"{"name":"reading lamp"}"#)),
+        ("switch on the coffee machine", on(r#"{"name":"coffee machine"}"#)),
+    ];
+    let fp = service(&turns, 1);
+    let d = fp.route("turn on the hallway light", now()).unwrap();
+    assert_eq!(d.steps, on(r#"{"area":"hallway","domain":["light"]}"#), "{d:?}");
+    let d = fp.route("switch on the christmas lights", now()).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+}

@@ -217,6 +217,7 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
     let mut teacher = Teacher { seq: 0, n: 0 };
     for r in rows.iter().filter(|r| r.role == "teach") {
         let d = fast.route(&r.text, now())?;
+        explain(r, &d);
         let want = r.call.as_ref();
         out.taught.0 += 1;
         let (layer, steps) = match d.layer {
@@ -248,9 +249,7 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
     for r in rows.iter().filter(|r| r.role != "teach") {
         let key = format!("{}/{}", r.role, r.lang);
         let d = fast.route(&r.text, now())?;
-        if std::env::var("HOME_FIXTURE_EXPLAIN").is_ok_and(|v| v.split(',').any(|x| x == r.id)) {
-            eprintln!("{} {:?}: {:?} {:?}\n  {}", r.id, r.text, d.layer, d.steps, d.trace.join("\n  "));
-        }
+        explain(r, &d);
         let want = r.call.as_ref();
         let t = out.groups.entry(key).or_default();
         t.asked += 1;
@@ -286,6 +285,14 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
         }
     }
     Ok(out)
+}
+
+/// With `HOME_FIXTURE_EXPLAIN=id,id,…`, the decision on those rows and
+/// its trace (stderr): what a rule was written against.
+fn explain(r: &Row, d: &engram::learning::fast_path::Decision) {
+    if std::env::var("HOME_FIXTURE_EXPLAIN").is_ok_and(|v| v.split(',').any(|x| x == r.id)) {
+        eprintln!("{} {:?}: {:?} {:?} {:?}\n  {}", r.id, r.text, d.layer, d.matched, d.steps, d.trace.join("\n  "));
+    }
 }
 
 /// A plan as `tool {args}` calls, for a miss's line.

@@ -799,12 +799,25 @@ impl FastPath {
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
         let found = self.l1_found(canon, q);
-        let scored = self.l1_scored(canon, found, refusals, embed);
+        // Readings of the request by phrasings that did not serve, of
+        // which action and how near: (action, similarity).
+        let mut rivals: Vec<(&str, f64)> = Vec::new();
+        let scored = self.l1_scored(canon, found, refusals, &mut rivals, embed);
         // Phrasings that failed their bar alone: (similarity, action, steps,
         // phrasing) — the neighbourhood a vote is taken in.
         let mut short: Vec<Short<'_>> = Vec::new();
         for m in scored {
             let (sim, r) = (m.sim, m.row);
+            // A request read two ways is not served by a reading that
+            // needs a new value and is no nearer than another action's —
+            // one under its bar, not learnt yet, or a new value holding a
+            // known one of another parameter: "switch on the christmas
+            // lights" (a taught "switch on the nameslot") is a new device
+            // or a new room's lights — the model knows.
+            if m.novel > 0 && rivals.iter().any(|(a, s)| *a != r.action.as_str() && *s >= m.sim) {
+                refusals.push((sim, format!("L1: {:?}: a new value, and the request reads another way", r.canonical)));
+                continue;
+            }
             if let Err(why) = self.gate(&m.fill.masked, &r.canonical, Some(r), embed) {
                 refusals.push((sim, format!("L1: {:?} refused by the gate: {why}", r.canonical)));
                 continue;
@@ -832,6 +845,7 @@ impl FastPath {
                     false => format!("L1: {:?} at similarity {sim:.3}: its action is not learnt yet", r.canonical),
                 };
                 refusals.push((sim, why));
+                rivals.push((&r.action, sim));
                 if servable {
                     short.push(Short { sim, bar, action: &r.action, steps: steps.clone(), phrasing: &r.canonical });
                 }
@@ -927,6 +941,7 @@ impl FastPath {
         canon: &str,
         found: Vec<Found<'a>>,
         refusals: &mut Vec<(f64, String)>,
+        rivals: &mut Vec<(&'a str, f64)>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Vec<Scored<'a>> {
         let mut scored = Vec::new();
@@ -949,27 +964,34 @@ impl FastPath {
                     }
                 },
             };
-            let (values, novel) = match self.fit(r, &fill, embed) {
+            let fitted = self.fit(r, &fill, embed);
+            // The request with the example's values in the slots.
+            let transplanted = transplant(canon, &fill, r);
+            let sim = match (transplanted == text, r.names.is_empty(), cos) {
+                (true, _, _) => Some(1.0),
+                (false, true, Some(cos)) => Some(cos),
+                _ if compared >= L1_COMPARED => None,
+                _ if matches!(fitted, Err((_, false))) => None,
+                _ => {
+                    compared += 1;
+                    match (embed(&transplanted), embed(text)) {
+                        (Ok(a), Ok(b)) => Some(f64::from(a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>())),
+                        _ => None,
+                    }
+                }
+            };
+            let (values, novel) = match fitted {
                 Ok(v) => v,
-                Err(why) => {
+                Err((why, rival)) => {
+                    // Another reading, as near as it is (`try_l1`).
+                    if let (true, Some(sim)) = (rival, sim) {
+                        rivals.push((&r.action, sim));
+                    }
                     refusals.push((cos.unwrap_or(0.0), format!("L1: {:?}: {why}", r.canonical)));
                     continue;
                 }
             };
-            // The request with the example's values in the slots.
-            let transplanted = transplant(canon, &fill, r);
-            let sim = match (transplanted == text, r.names.is_empty(), cos) {
-                (true, _, _) => 1.0,
-                (false, true, Some(cos)) => cos,
-                _ if compared >= L1_COMPARED => continue,
-                _ => {
-                    compared += 1;
-                    match (embed(&transplanted), embed(text)) {
-                        (Ok(a), Ok(b)) => f64::from(a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>()),
-                        _ => continue,
-                    }
-                }
-            };
+            let Some(sim) = sim else { continue };
             scored.push(Scored { novel, sim, text, row: r, fill, values });
         }
         scored.sort_by(|a, b| {
@@ -1037,19 +1059,22 @@ impl FastPath {
 
     /// The value each said slot of `r` takes from `fill`, if every one fits
     /// ([`slots::Vocabulary::fits`]), and how many of them the slot never
-    /// took before; or why not.
+    /// took before; or why not, and whether the request has another
+    /// reading for it (a new value holding one known for another
+    /// parameter: "christmas lights" as a new `name`, with `light` a
+    /// `domain`).
     fn fit<E>(
         &self,
         r: &L1Row,
         fill: &slots::Fill,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
-    ) -> Result<(BTreeMap<String, Value>, usize), String> {
+    ) -> Result<(BTreeMap<String, Value>, usize), (String, bool)> {
         let mut out = BTreeMap::new();
         let mut novel = 0;
         let action = self.actions.get(&r.action);
         let command = |w: &str| self.command_words.contains(w);
         for name in &r.names {
-            let Some(said) = fill.values.get(name) else { return Err(format!("no value for slot {name}")) };
+            let Some(said) = fill.values.get(name) else { return Err((format!("no value for slot {name}"), false)) };
             let enums = self.enum_of(&r.executor, name);
             let vocabulary = action.and_then(|a| a.vocabulary.get(name));
             // A value another action's slot of this parameter took is a
@@ -1069,7 +1094,10 @@ impl FastPath {
                     if !known {
                         novel += 1;
                         if let Some(other) = self.known_elsewhere(name, said) {
-                            return Err(format!("{said:?} is a value of {other} learnt before, not a new {name}"));
+                            return Err((
+                                format!("{said:?} is a value of {other} learnt before, not a new {name}"),
+                                true,
+                            ));
                         }
                     }
                     match known || fill.framed.contains(name) {
@@ -1083,7 +1111,7 @@ impl FastPath {
             };
             match value {
                 Some(v) => out.insert(name.clone(), v),
-                None => return Err(format!("{said:?} does not fit slot {name}")),
+                None => return Err((format!("{said:?} does not fit slot {name}"), false)),
             };
         }
         Ok((out, novel))
