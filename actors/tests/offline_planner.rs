@@ -182,3 +182,22 @@ fn what_the_model_taught_plans_requests_the_descriptions_miss() {
     }
     assert_eq!(tool("tell me a joke about the kitchen", &taught), None);
 }
+
+/// Rules 3, 10 and 12 on timers: "set" asks a tool that changes something
+/// for a value (a duration sets a new timer; nothing said, nothing set),
+/// and a new timer ("a timer", "un timer") is started, never one that is
+/// running extended — with any of them undone, one of these goes to
+/// `HassIncreaseTimer`, to nothing, or to `HassStartTimer {}`.
+#[test]
+fn a_new_timer_is_started_with_its_duration() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let planner = OfflinePlanner::new(e, &home_tools()).unwrap();
+    let plan = |request: &str| {
+        let steps = planner.plan(request, now()).unwrap();
+        steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect::<Vec<_>>()
+    };
+    assert_eq!(plan("set a timer for 3 minutes"), [r#"HassStartTimer {"minutes":3}"#]);
+    assert_eq!(plan("metti un timer di 8 minuti"), [r#"HassStartTimer {"minutes":8}"#]);
+    assert_eq!(plan("add 5 minutes to the timer"), [r#"HassIncreaseTimer {"minutes":5}"#]);
+    assert_eq!(plan("set a timer"), Vec::<String>::new());
+}

@@ -139,7 +139,11 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
         .iter()
         .filter(|(_, spec)| matches!(spec.get("type").and_then(Value::as_str), Some("number" | "integer")))
         .filter_map(|(name, spec)| {
-            property_words(name, spec).iter().find_map(|w| unit_of(w)).map(|u| (name.clone(), u))
+            let words = property_words(name, spec);
+            // A temperature in no unit its text names is in degrees,
+            // whichever scale: never a duration nor a share.
+            let unit = words.iter().find_map(|w| unit_of(w));
+            unit.or_else(|| words.iter().any(|w| w == "temperature").then_some("degree")).map(|u| (name.clone(), u))
         })
         .collect();
     let mut taken = Taken::default();
@@ -558,10 +562,12 @@ const COUNT_WORDS: &[&str] = &["number", "num", "of", "count", "total", "the", "
 fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mut Taken) -> Option<Value> {
     let (ex, toks) = (&said.ex, &said.toks[..]);
     let mine = said.units.iter().find(|(n, _)| n == name).map(|(_, u)| *u);
-    // A number said with a unit another property is in is not this one's
-    // ("eight minutes" is no `hours`); one said with this one's unit is.
-    let others =
-        |u: Option<&'static str>| u.is_some_and(|u| Some(u) != mine && said.units.iter().any(|(_, v)| *v == u));
+    // A number said with a unit another property is in, or another unit
+    // than this one's, is not this one's ("eight minutes" is no `hours`,
+    // "3 minutes" no temperature); one said with this one's unit is.
+    let others = |u: Option<&'static str>| {
+        u.is_some_and(|u| Some(u) != mine && (mine.is_some() || said.units.iter().any(|(_, v)| *v == u)))
+    };
     if let Some(unit) = mine {
         let at = ex.slots.iter().enumerate().position(|(i, s)| {
             s.kind == SlotKind::Number && !taken.slots.contains(&i) && slot_unit(&ex.text, toks, s.span) == Some(unit)
@@ -1111,6 +1117,19 @@ mod tests {
             Some(&json!("where is beijing"))
         );
         assert_eq!(fill(&search, "search the web", now()).missing, ["query"]);
+    }
+
+    #[test]
+    fn a_number_in_another_unit_is_not_the_propertys() {
+        let climate = props(json!({"temperature": {"type": "number", "description": "Target temperature"}}), &[]);
+        assert_eq!(fill(&climate, "set a timer for 3 minutes", now()).args.0.get("temperature"), None);
+        let got = fill(&climate, "metti 21 gradi", now());
+        assert_eq!(got.args.0.get("temperature"), Some(&json!(21)));
+        let got = fill(&climate, "set it to 68", now());
+        assert_eq!(got.args.0.get("temperature"), Some(&json!(68)));
+        let fan = props(json!({"percentage": {"type": "integer", "description": "Fan speed in percent"}}), &[]);
+        assert_eq!(fill(&fan, "set a timer for forty minutes", now()).args.0.get("percentage"), None);
+        assert_eq!(fill(&fan, "fan at 40", now()).args.0.get("percentage"), Some(&json!(40)));
     }
 
     #[test]

@@ -36,7 +36,8 @@
 //! 3. **I can't do that.** A part that names an effectful action (delete,
 //!    rename, send, move, play, …; `gate::effectful_actions`) is given only
 //!    to a tool whose name or description names it too; with none, the part
-//!    is not planned, rather than read the file it asked to delete. The
+//!    is not planned, rather than read the file it asked to delete ("set",
+//!    the most general, is done by a tool doing any). The
 //!    actions are read from the request's own words, not from the names
 //!    and quotes it carries ("a trip to New York" creates nothing new).
 //! 4. **A tool that can run stands in for one that cannot.** A tool that
@@ -93,6 +94,11 @@
 //!     than a description written to say what the tool does. "kill the
 //!     lights in the sunroom", taught as `HassTurnOff`, makes "kill the
 //!     lights in the den" no `HassLightSet`, whatever "lights" leans to.
+//! 12. **A new one is no running one.** A request for a new thing of the
+//!     kind a tool's name names — an indefinite article before it ("set a
+//!     timer for 3 minutes", "metti un timer di 8 minuti") — never goes to
+//!     a tool whose description has it act on one that exists ("Adds time
+//!     to a running timer").
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -231,6 +237,15 @@ struct Profile {
     path: Option<Option<PathKind>>,
     /// The effectful actions its name and description name (rule 3).
     actions: std::collections::BTreeSet<&'static str>,
+    /// Whether it changes something: an effectful action, or a pole in its
+    /// name (`HassStartTimer`, `HassTurnOn`) — what "set" asks of a tool
+    /// (rule 3).
+    changes: bool,
+    /// Its name's words (`HassStartTimer`: hass, start, timer).
+    name_words: Vec<String>,
+    /// Whether its description has it act on one that exists already ("a
+    /// running timer", "a paused timer": rule 12).
+    on_existing: bool,
     /// Whether it can do anything as configured (rule 4).
     runnable: bool,
 }
@@ -284,7 +299,15 @@ impl OfflinePlanner {
                 .chain(crate::text::normalize(description).split_whitespace().map(crate::tool_words::stem))
                 .collect();
             let actions = effectful_actions(&format!("{} {description} {}", name.replace('_', " "), words.join(" ")));
+            let lower = crate::text::normalize(description);
+            let on_existing = lower.split_whitespace().any(|w| EXISTING.contains(&w));
+            let name_words = crate::tool_words::split_name(name);
+            let changes = !actions.is_empty()
+                || crate::tool_words::split_name(name).iter().any(|w| !crate::fast_path::gate::poles_of(w).is_empty());
             profiles.push(Profile {
+                changes,
+                name_words,
+                on_existing,
                 description: description.clone(),
                 name: name.clone(),
                 schema: parameters.clone(),
@@ -438,6 +461,7 @@ impl OfflinePlanner {
         // Rule 9: a question about a state goes to a tool that tells.
         let telling = said.asks_state() && (0..self.tools.len()).any(|i| self.vocabulary.tells(i));
         let said = &said;
+        let asked_set = wanted.contains("set");
         let candidates = || {
             self.tools
                 .iter()
@@ -445,11 +469,13 @@ impl OfflinePlanner {
                 .filter(move |t| !telling || self.vocabulary.tells(index(t)))
                 // Rule 10: a tool that sets something, for a request that
                 // says no value of what it sets.
-                .filter(move |t| !sets_nothing(t, part, now))
+                .filter(move |t| !sets_nothing(t, part, asked_set, now))
                 // Rule 8: never a tool of the other pole.
                 .filter(|t| lex(t).is_some())
                 // Rule 3: an effectful action only to a tool that does it.
-                .filter(|t| wanted.is_subset(&t.actions))
+                .filter(|t| does(t, &wanted))
+                // Rule 12: a new one asked, never a tool for one running.
+                .filter(|t| !(t.on_existing && asks_new(part, &t.name_words)))
         };
         let best = candidates().map(|t| (t, score(t))).max_by(|a, b| a.1.total_cmp(&b.1));
         let Some((tool, _)) = best else {
@@ -506,13 +532,44 @@ impl OfflinePlanner {
     }
 }
 
+/// Rule 3: whether `tool` does every effectful action `wanted` names —
+/// "set", the most general of them ("set a timer for 3 minutes"), by any
+/// tool that changes something and takes a value to set (rule 10's): a
+/// tool that starts a timer of a duration sets one; one that reads, or
+/// one that only turns a device on, sets nothing.
+fn does(tool: &Profile, wanted: &std::collections::BTreeSet<&'static str>) -> bool {
+    let takes_value = || {
+        let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
+        props.is_some_and(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec)))
+    };
+    wanted.iter().all(|a| tool.actions.contains(a) || (*a == "set" && tool.changes && takes_value()))
+}
+
+/// Words of a tool's description that have it act on something that
+/// exists already (rule 12).
+const EXISTING: &[&str] = &["running", "paused", "existing", "active", "ongoing"];
+
+/// Indefinite articles, EN + IT: what asks for a new one (rule 12).
+const INDEFINITE: &[&str] = &["a", "an", "un", "uno", "una"];
+
+/// Rule 12: whether `part` asks for a new one of what the tool's name
+/// names — an indefinite article before a word of it ("set a timer",
+/// "metti un timer"): no tool that acts on a running timer does that.
+fn asks_new(part: &str, name_words: &[String]) -> bool {
+    let lower = crate::text::normalize(part).replace("un'", "un ");
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words.windows(2).any(|w| {
+        INDEFINITE.contains(&w[0]) && name_words.iter().any(|n| crate::tool_words::stem(w[1]) == *n || w[1] == n)
+    })
+}
+
 /// Rule 10: whether `tool` sets something (its name or description names
-/// the action `set`) and `part` gives it no value but where and which
+/// the action `set`, or the request asks it to: `asked_set`) and `part` gives it no value but where and which
 /// ([`crate::spoken::handles`]): "lights on in the mudroom" sets no
 /// brightness or colour, so it is no `HassLightSet`; "fan on in the attic"
 /// no speed.
-fn sets_nothing(tool: &Profile, part: &str, now: DateTime<FixedOffset>) -> bool {
-    if !tool.actions.contains("set") {
+fn sets_nothing(tool: &Profile, part: &str, asked_set: bool, now: DateTime<FixedOffset>) -> bool {
+    if !tool.actions.contains("set") && !asked_set {
         return false;
     }
     let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
