@@ -201,3 +201,19 @@ fn a_new_timer_is_started_with_its_duration() {
     assert_eq!(plan("add 5 minutes to the timer"), [r#"HassIncreaseTimer {"minutes":5}"#]);
     assert_eq!(plan("set a timer"), Vec::<String>::new());
 }
+
+/// Rule 3's causative "make" and the colour a light is set to: "make the
+/// kitchen light yellow" sets (it creates nothing), its colour as said,
+/// and a colour is never part of a place ("la luce del bagno blu").
+#[test]
+fn a_colour_is_set_as_said() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let planner = OfflinePlanner::new(e, &home_tools()).unwrap();
+    let plan = |request: &str| {
+        let steps = planner.plan(request, now()).unwrap();
+        steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect::<Vec<_>>()
+    };
+    assert_eq!(plan("make the kitchen light yellow"), [r#"HassLightSet {"area":"kitchen","color":"yellow"}"#]);
+    assert_eq!(plan("fai la luce del bagno blu"), [r#"HassLightSet {"area":"bagno","color":"blu"}"#]);
+    assert_eq!(plan("make a note"), Vec::<String>::new());
+}

@@ -29,6 +29,8 @@
 //!    word, any case ("in fahrenheit"); else a one-word value of four
 //!    letters or more that a word of the request has as its stem ("a
 //!    musical show" → `Music`).
+//!    A colour property (`color`, a string without an enum) takes the
+//!    colour the request names, as said ([`crate::colours`]).
 //! 4. **A number**, for `type: number` or `integer`: the one beside a word
 //!    of the property's name ("2 bedrooms", "two-bedroom" for
 //!    `number_of_beds`; a closed class of number words, EN + IT), else the
@@ -250,6 +252,12 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
         })
         .or_else(|| named_value(said, name, kind, taken))
         .or_else(|| enum_named(spec, said.request))
+        .or_else(|| {
+            crate::colours::colour_property(name, spec)
+                .then(|| crate::colours::said(said.request))
+                .flatten()
+                .map(Value::String)
+        })
         .or_else(|| match kind {
             "number" | "integer" => take_number(name, said, kind == "integer", taken),
             _ => None,

@@ -28,6 +28,7 @@
 //!   above share.
 //! * [`routing`] — the routing chain of a planner turn and its exploration
 //!   rule (seed 001 §9).
+//! * [`colours`] — colour names, EN + IT, for a colour property.
 //! * [`offline_planner`] — the plan of a turn when no model plans it: the
 //!   tools nearest the request in meaning, arguments from the extractor;
 //!   [`taught_phrasings`] — the requests the model answered well, as
@@ -42,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod arguments;
+pub mod colours;
 pub mod embedder;
 pub mod fast_path;
 pub mod features;

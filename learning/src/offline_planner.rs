@@ -37,7 +37,9 @@
 //!    rename, send, move, play, …; `gate::effectful_actions`) is given only
 //!    to a tool whose name or description names it too; with none, the part
 //!    is not planned, rather than read the file it asked to delete ("set",
-//!    the most general, is done by a tool doing any). The
+//!    the most general, is done by a tool that changes something and
+//!    takes a value; "make" before a definite object, "make the light
+//!    yellow", sets rather than creates). The
 //!    actions are read from the request's own words, not from the names
 //!    and quotes it carries ("a trip to New York" creates nothing new).
 //! 4. **A tool that can run stands in for one that cannot.** A tool that
@@ -435,7 +437,13 @@ impl OfflinePlanner {
         let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
         // Rule 3's actions are the request's own, not words of the
         // names and quotes it carries ("New York", "'make it new'").
-        let wanted = effectful_actions(&crate::arguments::without_values(part));
+        let mut wanted = effectful_actions(&crate::arguments::without_values(part));
+        // "Make the light yellow": a thing that exists made something
+        // else is set, not created.
+        if wanted.contains("create") && makes_existing(part) {
+            wanted.remove("create");
+            wanted.insert("set");
+        }
         // Rule 2: a path of a kind some tool takes goes to such a tool.
         let exact = path.filter(|k| self.tools.iter().any(|t| t.path == Some(Some(*k))));
         // Rule 8: the words it shares with each tool; `None` for a tool of
@@ -543,6 +551,16 @@ fn does(tool: &Profile, wanted: &std::collections::BTreeSet<&'static str>) -> bo
         props.is_some_and(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec)))
     };
     wanted.iter().all(|a| tool.actions.contains(a) || (*a == "set" && tool.changes && takes_value()))
+}
+
+/// Rule 3: whether `part` makes a thing that exists something else —
+/// "make" before a definite object ("make the kitchen light yellow"), a
+/// setting; "make a note" creates.
+fn makes_existing(part: &str) -> bool {
+    const DEFINITE: &[&str] = &["the", "my", "our", "this", "that", "these", "those", "all"];
+    let lower = crate::text::normalize(part);
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words.windows(2).any(|w| w[0] == "make" && DEFINITE.contains(&w[1]))
 }
 
 /// Words of a tool's description that have it act on something that

@@ -209,6 +209,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let verb_end = verb_end(&ws, context);
     let kinds = kind_words(&ws, props, context, verb_end);
     mark_numbers(&ws, props, &mut used);
+    mark_colours(&ws, props, &mut used);
     let numbers = used.clone();
     let is_kind = |i: usize| kinds.iter().any(|(k, _)| *k == i) || numbers[i];
     // Words of grammar, never part of a place: kinds, verbs, poles.
@@ -337,6 +338,17 @@ fn mark_numbers(ws: &[String], props: &serde_json::Map<String, Value>, used: &mu
                 used[u] = true;
                 u += 1;
             }
+        }
+    }
+}
+
+/// Marks the colours said, for a tool with a colour property
+/// ([`crate::colours`]): its value, never a place's or a name's word ("la
+/// luce del bagno blu").
+fn mark_colours(ws: &[String], props: &serde_json::Map<String, Value>, used: &mut [bool]) {
+    if props.iter().any(|(k, spec)| crate::colours::colour_property(k, spec)) {
+        for (i, w) in ws.iter().enumerate() {
+            used[i] |= crate::colours::is_colour(w);
         }
     }
 }
