@@ -183,6 +183,12 @@ fn what_the_model_taught_plans_requests_the_descriptions_miss() {
     assert_eq!(tool("tell me a joke about the kitchen", &taught), None);
 }
 
+/// The plan of `request` as `tool {args}` lines.
+fn calls(planner: &OfflinePlanner, request: &str) -> Vec<String> {
+    let steps = planner.plan(request, now()).unwrap();
+    steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect()
+}
+
 /// Rules 3, 10 and 12 on timers: "set" asks a tool that changes something
 /// for a value (a duration sets a new timer; nothing said, nothing set),
 /// and a new timer ("a timer", "un timer") is started, never one that is
@@ -192,10 +198,7 @@ fn what_the_model_taught_plans_requests_the_descriptions_miss() {
 fn a_new_timer_is_started_with_its_duration() {
     let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
     let planner = OfflinePlanner::new(e, &home_tools()).unwrap();
-    let plan = |request: &str| {
-        let steps = planner.plan(request, now()).unwrap();
-        steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect::<Vec<_>>()
-    };
+    let plan = |request: &str| calls(&planner, request);
     assert_eq!(plan("set a timer for 3 minutes"), [r#"HassStartTimer {"minutes":3}"#]);
     assert_eq!(plan("metti un timer di 8 minuti"), [r#"HassStartTimer {"minutes":8}"#]);
     assert_eq!(plan("add 5 minutes to the timer"), [r#"HassIncreaseTimer {"minutes":5}"#]);
@@ -209,10 +212,7 @@ fn a_new_timer_is_started_with_its_duration() {
 fn a_colour_is_set_as_said() {
     let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
     let planner = OfflinePlanner::new(e, &home_tools()).unwrap();
-    let plan = |request: &str| {
-        let steps = planner.plan(request, now()).unwrap();
-        steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect::<Vec<_>>()
-    };
+    let plan = |request: &str| calls(&planner, request);
     assert_eq!(plan("make the kitchen light yellow"), [r#"HassLightSet {"area":"kitchen","color":"yellow"}"#]);
     assert_eq!(plan("fai la luce del bagno blu"), [r#"HassLightSet {"area":"bagno","color":"blu"}"#]);
     assert_eq!(plan("make a note"), Vec::<String>::new());
