@@ -296,16 +296,17 @@ impl OfflinePlanner {
             // Its name's words (`HassLightSet`: light, set) and its
             // description's, third persons folded ("Sets", "Sends"): the
             // actions it does.
-            let words: Vec<String> = crate::tool_words::split_name(name)
-                .into_iter()
+            let name_words = crate::tool_words::split_name(name);
+            let words: Vec<String> = name_words
+                .iter()
+                .cloned()
                 .chain(crate::text::normalize(description).split_whitespace().map(crate::tool_words::stem))
                 .collect();
             let actions = effectful_actions(&format!("{} {description} {}", name.replace('_', " "), words.join(" ")));
             let lower = crate::text::normalize(description);
             let on_existing = lower.split_whitespace().any(|w| EXISTING.contains(&w));
-            let name_words = crate::tool_words::split_name(name);
-            let changes = !actions.is_empty()
-                || crate::tool_words::split_name(name).iter().any(|w| !crate::fast_path::gate::poles_of(w).is_empty());
+            let changes =
+                !actions.is_empty() || name_words.iter().any(|w| !crate::fast_path::gate::poles_of(w).is_empty());
             profiles.push(Profile {
                 changes,
                 name_words,
@@ -470,20 +471,22 @@ impl OfflinePlanner {
         let telling = said.asks_state() && (0..self.tools.len()).any(|i| self.vocabulary.tells(i));
         let said = &said;
         let asked_set = wanted.contains("set");
+        let new_things = asked_new(part);
         let candidates = || {
             self.tools
                 .iter()
                 .filter(move |t| exact.is_none_or(|k| t.path == Some(Some(k))))
                 .filter(move |t| !telling || self.vocabulary.tells(index(t)))
-                // Rule 10: a tool that sets something, for a request that
-                // says no value of what it sets.
-                .filter(move |t| !sets_nothing(t, part, asked_set, now))
                 // Rule 8: never a tool of the other pole.
                 .filter(|t| lex(t).is_some())
                 // Rule 3: an effectful action only to a tool that does it.
                 .filter(|t| does(t, &wanted))
                 // Rule 12: a new one asked, never a tool for one running.
-                .filter(|t| !(t.on_existing && asks_new(part, &t.name_words)))
+                .filter(|t| !(t.on_existing && t.name_words.iter().any(|n| new_things.contains(n))))
+                // Rule 10: a tool that sets something, for a request that
+                // says no value of what it sets — last: it fills the
+                // tool's arguments, the others only compare.
+                .filter(move |t| !sets_nothing(t, part, asked_set, now))
         };
         let best = candidates().map(|t| (t, score(t))).max_by(|a, b| a.1.total_cmp(&b.1));
         let Some((tool, _)) = best else {
@@ -546,11 +549,15 @@ impl OfflinePlanner {
 /// tool that starts a timer of a duration sets one; one that reads, or
 /// one that only turns a device on, sets nothing.
 fn does(tool: &Profile, wanted: &std::collections::BTreeSet<&'static str>) -> bool {
-    let takes_value = || {
-        let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
-        props.is_some_and(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec)))
-    };
-    wanted.iter().all(|a| tool.actions.contains(a) || (*a == "set" && tool.changes && takes_value()))
+    wanted.iter().all(|a| tool.actions.contains(a) || (*a == "set" && tool.changes && settable(tool).is_some()))
+}
+
+/// A tool's properties when one of them is a value to set — not only
+/// where and which ([`crate::spoken::handles`]): what rules 3 and 10 ask
+/// "set" for.
+fn settable(tool: &Profile) -> Option<&serde_json::Map<String, serde_json::Value>> {
+    let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
+    props.filter(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec)))
 }
 
 /// Rule 3: whether `part` makes a thing that exists something else —
@@ -570,15 +577,17 @@ const EXISTING: &[&str] = &["running", "paused", "existing", "active", "ongoing"
 /// Indefinite articles, EN + IT: what asks for a new one (rule 12).
 const INDEFINITE: &[&str] = &["a", "an", "un", "uno", "una"];
 
-/// Rule 12: whether `part` asks for a new one of what the tool's name
-/// names — an indefinite article before a word of it ("set a timer",
-/// "metti un timer"): no tool that acts on a running timer does that.
-fn asks_new(part: &str, name_words: &[String]) -> bool {
+/// Rule 12: what `part` asks a new one of — each word after an
+/// indefinite article, as said and as its stem ("set a timer", "metti un
+/// timer": timer); no tool that acts on a running timer makes one.
+fn asked_new(part: &str) -> Vec<String> {
     let lower = crate::text::normalize(part).replace("un'", "un ");
     let words: Vec<&str> = lower.split_whitespace().collect();
-    words.windows(2).any(|w| {
-        INDEFINITE.contains(&w[0]) && name_words.iter().any(|n| crate::tool_words::stem(w[1]) == *n || w[1] == n)
-    })
+    words
+        .windows(2)
+        .filter(|w| INDEFINITE.contains(&w[0]))
+        .flat_map(|w| [w[1].to_owned(), crate::tool_words::stem(w[1])])
+        .collect()
 }
 
 /// Rule 10: whether `tool` sets something (its name or description names
@@ -590,10 +599,7 @@ fn sets_nothing(tool: &Profile, part: &str, asked_set: bool, now: DateTime<Fixed
     if !tool.actions.contains("set") && !asked_set {
         return false;
     }
-    let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
-    let Some(props) = props.filter(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec))) else {
-        return false;
-    };
+    let Some(props) = settable(tool) else { return false };
     let args = args_for(tool, part, now);
     !args.0.keys().any(|k| props.get(k).is_some_and(|spec| !crate::spoken::handles(k, spec)))
 }

@@ -25,7 +25,7 @@
 //!    server gone) keeps its examples; the planner compares only the tools
 //!    it has, and they count again when the tool is back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::fast_path::decision::BatchEmbed;
 use crate::projections::canonical_queries::CanonicalRow;
@@ -48,13 +48,15 @@ impl TaughtPhrasings {
         embed: BatchEmbed<'_, E>,
     ) -> Result<usize, E> {
         let mut new: Vec<(&str, &str, String)> = Vec::new();
+        // The rows this batch takes, once each, without a scan per row.
+        let mut seen: HashSet<(&str, &str)> = HashSet::new();
         for r in rows {
             let held = self.by_tool.get(&r.executor).is_some_and(|t| t.contains_key(&r.canonical));
             if r.rejected {
                 if let Some(t) = self.by_tool.get_mut(&r.executor) {
                     t.remove(&r.canonical);
                 }
-            } else if !held && !new.iter().any(|(t, c, _)| *t == r.executor && *c == r.canonical) {
+            } else if !held && seen.insert((&r.executor, &r.canonical)) {
                 new.push((&r.executor, &r.canonical, r.example()));
             }
         }

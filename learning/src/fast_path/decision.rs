@@ -964,14 +964,23 @@ impl FastPath {
                     }
                 },
             };
-            let fitted = self.fit(r, &fill, embed);
+            let refuse = |why: String| (cos.unwrap_or(0.0), format!("L1: {:?}: {why}", r.canonical));
+            // A fill that does not fit is refused here; one that holds a
+            // known value of another parameter is a rival reading, its
+            // similarity measured first (`try_l1`).
+            let fitted = match self.fit(r, &fill, embed) {
+                Err((why, false)) => {
+                    refusals.push(refuse(why));
+                    continue;
+                }
+                fitted => fitted,
+            };
             // The request with the example's values in the slots.
             let transplanted = transplant(canon, &fill, r);
             let sim = match (transplanted == text, r.names.is_empty(), cos) {
                 (true, _, _) => Some(1.0),
                 (false, true, Some(cos)) => Some(cos),
                 _ if compared >= L1_COMPARED => None,
-                _ if matches!(fitted, Err((_, false))) => None,
                 _ => {
                     compared += 1;
                     match (embed(&transplanted), embed(text)) {
@@ -982,12 +991,11 @@ impl FastPath {
             };
             let (values, novel) = match fitted {
                 Ok(v) => v,
-                Err((why, rival)) => {
-                    // Another reading, as near as it is (`try_l1`).
-                    if let (true, Some(sim)) = (rival, sim) {
+                Err((why, _)) => {
+                    if let Some(sim) = sim {
                         rivals.push((&r.action, sim));
                     }
-                    refusals.push((cos.unwrap_or(0.0), format!("L1: {:?}: {why}", r.canonical)));
+                    refusals.push(refuse(why));
                     continue;
                 }
             };
