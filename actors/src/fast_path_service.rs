@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use engram_events::payloads::PlanStep;
 use engram_learning::embedder::EmbeddingModel;
 use engram_learning::fast_path::decision::Changes;
 use engram_learning::fast_path::decision::VectorSearch;
@@ -192,6 +193,19 @@ impl FastPathService {
     /// The decision for `text` said at `now`.
     pub fn route(&self, text: &str, now: chrono::DateTime<chrono::FixedOffset>) -> Result<Decision, FastPathError> {
         self.fast_path.route(text, now, &mut |t: &str| self.embed_one(t))
+    }
+
+    /// [`FastPathService::route`] with a second reader, `second` (the
+    /// offline planner's plan of the request): a learnt phrasing short of
+    /// serving alone serves when it plans the same call
+    /// ([`FastPath::route_read_twice`]).
+    pub fn route_read_twice(
+        &self,
+        text: &str,
+        now: chrono::DateTime<chrono::FixedOffset>,
+        second: &mut dyn FnMut(&str) -> Vec<PlanStep>,
+    ) -> Result<Decision, FastPathError> {
+        self.fast_path.route_read_twice(text, now, &mut |t: &str| self.embed_one(t), Some(second))
     }
 
     /// One text's vector, through the memo when there is one.

@@ -136,3 +136,55 @@ fn a_new_value_read_two_ways_goes_to_the_model() {
     let d = fp.route("switch on the christmas lights", now()).unwrap();
     assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
 }
+
+/// The home fixture's tools, as the offline planner reads them.
+fn home_planner() -> engram_learning::offline_planner::OfflinePlanner {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home/tools.json");
+    let tools: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let tools: Vec<_> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let (name, description) = (t["name"].as_str().unwrap(), t["description"].as_str().unwrap());
+            (name.to_owned(), description.to_owned(), t["inputSchema"].clone())
+        })
+        .collect();
+    engram_learning::offline_planner::OfflinePlanner::new(embedder(), &tools).unwrap()
+}
+
+/// A phrasing never taught, under the bar, is served when the offline
+/// planner — reading the request by the tools' descriptions alone —
+/// plans its call exactly (`second_reading`); never when that plan
+/// differs, and never past a pole one side does not say.
+#[test]
+fn an_untaught_phrasing_serves_when_a_second_reader_plans_the_same_call() {
+    let on = |area: &str| vec![step("HassTurnOn", &format!(r#"{{"area":"{area}","domain":["light"]}}"#))];
+    let off = |area: &str| vec![step("HassTurnOff", &format!(r#"{{"area":"{area}","domain":["light"]}}"#))];
+    let turns = [
+        ("turn the lights on in the kitchen", on("kitchen")),
+        ("turn the lights on in the bedroom", on("bedroom")),
+        ("turn the lights on in the office", on("office")),
+        ("turn the lights off in the kitchen", off("kitchen")),
+        ("turn the lights off in the bedroom", off("bedroom")),
+        ("turn the lights off in the office", off("office")),
+    ];
+    let fp = service(&turns, 1);
+    let planner = home_planner();
+    let mut second = |text: &str| planner.plan(text, now()).unwrap();
+    let text = "could you put the lights on in the hallway please";
+    let alone = fp.route(text, now()).unwrap();
+    assert_eq!(alone.layer, RouteLayer::Planner, "not near enough alone: {alone:?}");
+    let d = fp.route_read_twice(text, now(), &mut second).unwrap();
+    assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &on("hallway")), "{d:?}");
+    assert!(d.reason.contains("offline planner"), "{d:?}");
+    // A second reader that plans another value, or nothing, confirms nothing.
+    let d = fp.route_read_twice(text, now(), &mut |_| on("garage")).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+    let d = fp.route_read_twice(text, now(), &mut |_| Vec::new()).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+    // A pole one side names and the other does not say is no reading,
+    // whatever a reader plans ("out" is no pole the gate knows).
+    let d = fp.route_read_twice("put the lights out in the hallway", now(), &mut |_| off("hallway")).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+}

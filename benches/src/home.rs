@@ -215,8 +215,11 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
     fast.set_schemas(schemas.clone());
     let mut out = SplitScore { split: split.to_owned(), ..Default::default() };
     let mut teacher = Teacher { seq: 0, n: 0 };
+    let offline = OfflinePlanner::new(embedder.clone(), &tools)?;
+    // The router's second reader: the offline planner, by the descriptions.
+    let second = |text: &str| offline.plan(text, now()).unwrap_or_default();
     for r in rows.iter().filter(|r| r.role == "teach") {
-        let d = fast.route(&r.text, now())?;
+        let d = fast.route_read_twice(&r.text, now(), &mut { second })?;
         explain(r, &d);
         let want = r.call.as_ref();
         out.taught.0 += 1;
@@ -242,13 +245,12 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
             eprintln!("{split} bar {bar:.3} {key} uses {} agreed {:?} disagreed {:?}", a.uses, a.agreed, a.disagreed);
         }
     }
-    let offline = OfflinePlanner::new(embedder.clone(), &tools)?;
     // What the model taught, as the router hands it to the planner.
     let mut taught = TaughtPhrasings::default();
     taught.sync(reactor.canonical_queries().iter(), &mut |texts: &[&str]| embedder.embed_batch(texts))?;
     for r in rows.iter().filter(|r| r.role != "teach") {
         let key = format!("{}/{}", r.role, r.lang);
-        let d = fast.route(&r.text, now())?;
+        let d = fast.route_read_twice(&r.text, now(), &mut { second })?;
         explain(r, &d);
         let want = r.call.as_ref();
         let t = out.groups.entry(key).or_default();

@@ -303,14 +303,24 @@ impl Router {
     }
 
     /// The fast path's decision for `intent`, sent to the planner when it
-    /// would replay a tool this runtime does not have.
+    /// would replay a tool this runtime does not have. The offline
+    /// planner, reading the request by the tools' descriptions alone, is
+    /// the second reader of a learnt phrasing short of serving by itself
+    /// (`engram_learning::fast_path::second_reading`).
     fn decide(&mut self, intent: &IntentJudged, now: chrono::DateTime<FixedOffset>) -> Decision {
-        let decision = match self.fast_path().map(|f| f.route(&intent.query, now)) {
+        let view = self.setup.catalogue.view();
+        let mut second = |text: &str| match view.offline.plan(text, now) {
+            Ok(steps) => steps,
+            Err(e) => {
+                tracing::warn!("router: the offline planner could not read the request a second time: {e}");
+                Vec::new()
+            }
+        };
+        let decision = match self.fast_path().map(|f| f.route_read_twice(&intent.query, now, &mut second)) {
             Some(Ok(d)) => d,
             Some(Err(e)) => Decision::planner(format!("fast path failed: {e}"), None),
             None => Decision::planner("fast path unavailable".into(), None),
         };
-        let view = self.setup.catalogue.view();
         match decision.steps.iter().find(|s| !view.has(&s.tool)) {
             Some(step) if decision.layer != RouteLayer::Planner => Decision::planner(
                 format!("{:?} replay needs tool {:?}, which is not registered", decision.layer, step.tool),

@@ -158,6 +158,13 @@ pub fn config(mut base: Config, url: &str) -> Config {
         base.llm.prices.insert(m.into(), ModelPriceSection { input_per_mtok: p, output_per_mtok: p });
     }
     base.llm.planner_timeout_ms = 5_000;
+    // Each request here names a purpose never asked before, so that the
+    // models, not the fast path, answer and the store has their answers
+    // to learn from. A second reading would confirm "count the words in
+    // ~/x for the choir" by the offline planner (rightly: the purpose is
+    // no argument) and leave the store nothing to choose: off for this
+    // part only.
+    base.fast_path.second_reading = false;
     base
 }
 

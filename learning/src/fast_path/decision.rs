@@ -16,6 +16,7 @@ use engram_events::payloads::{NearMiss, PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::second_reading::{self, Lacking, Reading, SecondReader, SECOND_READING_BAR};
 use super::{canonical, gate, model_away, placeholder, slots, with_names_as_words, Extracted, L0Table, SlotKind};
 use crate::fast_path::{FastPathConfig, MultiToolConfig};
 use crate::projections::canonical_queries::{ActionRow, CanonicalRow};
@@ -117,6 +118,18 @@ impl Decision {
             near: None,
         }
     }
+}
+
+/// What the layers found that did not serve: the near miss (the nearest
+/// phrasing short of its bar alone) and the readings a second reader may
+/// confirm ([`second_reading`]).
+#[derive(Default)]
+struct Missed {
+    near: Option<NearMiss>,
+    readings: Vec<Reading>,
+    /// The request's proper nouns' words, as the gate folds them: no
+    /// reading passes over one ([`FastPath::words_readable`]).
+    names: HashSet<String>,
 }
 
 /// An L1 phrasing examined for a request ([`FastPath::l1_found`]): its
@@ -620,6 +633,21 @@ impl FastPath {
         now: DateTime<FixedOffset>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Result<Decision, E> {
+        self.route_read_twice(text, now, embed, None)
+    }
+
+    /// [`FastPath::route`], with a second reader: `second` plans the
+    /// request by other means (the offline planner), and a learnt
+    /// phrasing short of serving alone serves when that plan is its call
+    /// ([`second_reading`]; `[fast_path] second_reading`, on by default).
+    /// Called at most once, only when there is such a phrasing.
+    pub fn route_read_twice<E>(
+        &self,
+        text: &str,
+        now: DateTime<FixedOffset>,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+        second: Option<SecondReader<'_>>,
+    ) -> Result<Decision, E> {
         if let Some(d) = Decision::from_l0(&self.l0, text) {
             return Ok(d);
         }
@@ -643,7 +671,10 @@ impl FastPath {
             None => None,
         };
         let mut refusals: Vec<(f64, String)> = Vec::new();
-        let mut near: Option<NearMiss> = None;
+        let names = ex.of(SlotKind::ProperName).filter_map(Value::as_str);
+        let names =
+            names.flat_map(|n| crate::text::words(&crate::text::normalize(n)).map(gate::fold).collect::<Vec<_>>());
+        let mut missed = Missed { names: names.collect(), ..Missed::default() };
         let finish = |mut d: Decision, refusals: &[(f64, String)], canon: &str| {
             d.canonical = canon.to_owned();
             d.trace = refusals.iter().map(|(_, why)| why.clone()).collect();
@@ -651,15 +682,15 @@ impl FastPath {
             d
         };
         if let Some((lcanon, lex)) = &literal {
-            if let Some(d) = self.try_layers(lcanon, lex, None, &mut refusals, &mut near, embed) {
+            if let Some(d) = self.try_layers(lcanon, lex, None, &mut refusals, &mut missed, embed) {
                 return Ok(finish(d, &refusals, &canon));
             }
         }
-        if let Some(d) = self.try_layers(&canon, &ex, Some(&q), &mut refusals, &mut near, embed) {
+        if let Some(d) = self.try_layers(&canon, &ex, Some(&q), &mut refusals, &mut missed, embed) {
             return Ok(finish(d, &refusals, &canon));
         }
         if let (Some((lcanon, lex)), Some(lq)) = (&literal, &lq) {
-            if let Some(d) = self.try_layers(lcanon, lex, Some(lq), &mut refusals, &mut near, embed) {
+            if let Some(d) = self.try_layers(lcanon, lex, Some(lq), &mut refusals, &mut missed, embed) {
                 return Ok(finish(d, &refusals, &canon));
             }
         }
@@ -674,13 +705,57 @@ impl FastPath {
                 }
             }
         }
+        let second = second.filter(|_| self.fast.second_reading);
+        if let Some(d) = second.and_then(|read| self.confirmed(text, &missed.readings, read)) {
+            return Ok(finish(d, &refusals, &canon));
+        }
         let best = refusals.iter().max_by(|a, b| a.0.total_cmp(&b.0)).cloned();
         let mut d = match best {
             Some((sim, why)) => Decision::planner(why, Some(sim)),
             None => Decision::planner("no candidate close enough".into(), None),
         };
-        d.near = near.or_else(|| self.taught_guess(&canon, &ex, &q, embed));
+        d.near = missed.near.or_else(|| self.taught_guess(&canon, &ex, &q, embed));
         Ok(finish(d, &refusals, &canon))
+    }
+
+    /// The reading of `text` the second reader confirms, as an L1 answer
+    /// ([`second_reading`]): the reader is asked only when there is one.
+    fn confirmed(&self, text: &str, readings: &[Reading], read: SecondReader<'_>) -> Option<Decision> {
+        if !readings.iter().any(|r| r.sim >= SECOND_READING_BAR) {
+            return None;
+        }
+        let plan = read(text);
+        let r = second_reading::confirmed(readings, &plan)?;
+        let lacked = match &r.lacking {
+            Lacking::Bar { bar } => format!("under its bar {bar:.3}"),
+            Lacking::Words { why } => format!("the gate's words ({why})"),
+        };
+        Some(Decision {
+            layer: RouteLayer::L1,
+            steps: r.steps.clone(),
+            similarity: Some(r.sim),
+            matched: Some(r.phrasing.clone()),
+            reason: format!("L1: similarity {:.3}, {lacked}; the offline planner plans the same call", r.sim),
+            residual: None,
+            canonical: String::new(),
+            trace: Vec::new(),
+            query: None,
+            near: None,
+        })
+    }
+
+    /// Whether a phrasing the gate refused may still be a reading
+    /// ([`second_reading`], rule 1): only content words differ, none of
+    /// them a pole (an unknown verb may mean the opposite: "kill the
+    /// lights" against "turn on"), and no word only the request says is a
+    /// value some slot took (a second room: "lights on in the den and the
+    /// nursery") or one of the request's proper nouns, `names` (a call
+    /// that does not take a name keeps it as a word of its phrasing: "wave
+    /// hello to Luca" is not "wave hello to Marta").
+    fn words_readable(&self, why: &gate::Mismatch, names: &HashSet<String>) -> bool {
+        let gate::Mismatch::Content { request_only, candidate_only } = why else { return false };
+        let value = |w: &String| names.contains(w) || self.folded_values.values().any(|v| v.contains(w));
+        !request_only.iter().chain(candidate_only).any(|w| gate::is_pole(w)) && !request_only.iter().any(value)
     }
 
     /// With the model away (`model_away`), when no phrasing came near: the
@@ -771,10 +846,10 @@ impl FastPath {
         ex: &Extracted,
         q: Option<&[f32]>,
         refusals: &mut Vec<(f64, String)>,
-        near: &mut Option<NearMiss>,
+        missed: &mut Missed,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
-        self.try_l1(canon, ex, q, refusals, near, embed).or_else(|| self.try_l2(canon, ex, q, refusals, embed))
+        self.try_l1(canon, ex, q, refusals, missed, embed).or_else(|| self.try_l2(canon, ex, q, refusals, embed))
     }
 
     /// L1: the request against the learnt phrasings (module docs of
@@ -795,7 +870,7 @@ impl FastPath {
         ex: &Extracted,
         q: Option<&[f32]>,
         refusals: &mut Vec<(f64, String)>,
-        near: &mut Option<NearMiss>,
+        missed: &mut Missed,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
         let found = self.l1_found(canon, q);
@@ -818,9 +893,14 @@ impl FastPath {
                 refusals.push((sim, format!("L1: {:?}: a new value, and the request reads another way", r.canonical)));
                 continue;
             }
-            if let Err(why) = self.gate(&m.fill.masked, &r.canonical, Some(r), embed) {
-                refusals.push((sim, format!("L1: {:?} refused by the gate: {why}", r.canonical)));
-                continue;
+            // Content words alone may be confirmed by a second reading;
+            // any other refusal is final (`second_reading`, rule 1).
+            let gate = self.gate(&m.fill.masked, &r.canonical, Some(r), embed);
+            if let Err(why) = &gate {
+                if !matches!(why, gate::Mismatch::Content { .. }) {
+                    refusals.push((sim, format!("L1: {:?} refused by the gate: {why}", r.canonical)));
+                    continue;
+                }
             }
             let args = match slots::resolve(&r.args, &m.values).map(|a| placeholder::resolve(&a, ex)) {
                 Some(Ok(args)) => args,
@@ -839,6 +919,14 @@ impl FastPath {
             }
             let steps = vec![PlanStep { tool: r.executor.clone(), args }];
             let (bar, servable) = (self.action_bar(&r.action), self.servable(r));
+            if let Err(why) = gate {
+                refusals.push((sim, format!("L1: {:?} refused by the gate: {why}", r.canonical)));
+                if servable && self.words_readable(&why, &missed.names) {
+                    let lacking = Lacking::Words { why: why.to_string() };
+                    missed.readings.push(Reading { sim, phrasing: r.canonical.clone(), steps, lacking });
+                }
+                continue;
+            }
             if !servable || sim < bar {
                 let why = match servable {
                     true => format!("L1: best match {:?} at similarity {sim:.3} < its bar {bar:.3}", r.canonical),
@@ -848,9 +936,11 @@ impl FastPath {
                 rivals.push((&r.action, sim));
                 if servable {
                     short.push(Short { sim, bar, action: &r.action, steps: steps.clone(), phrasing: &r.canonical });
+                    let lacking = Lacking::Bar { bar };
+                    missed.readings.push(Reading { sim, phrasing: r.canonical.clone(), steps: steps.clone(), lacking });
                 }
-                if near.as_ref().is_none_or(|n| n.similarity < sim) {
-                    *near = Some(NearMiss { canonical: r.canonical.clone(), similarity: sim, steps });
+                if missed.near.as_ref().is_none_or(|n| n.similarity < sim) {
+                    missed.near = Some(NearMiss { canonical: r.canonical.clone(), similarity: sim, steps });
                 }
                 continue;
             }

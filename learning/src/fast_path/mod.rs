@@ -14,7 +14,10 @@
 //! * [`lexicon`] — Italian content words as their English concept, so the
 //!   gate lets a request learnt in one language serve its twin in the other;
 //! * [`model_away`] — what the offline planner plans when a learnt phrasing
-//!   was near the request (the model's choice, with the model away).
+//!   was near the request (the model's choice, with the model away);
+//! * [`second_reading`] — a learnt phrasing short of serving alone serves
+//!   when the offline planner, reading the request by the descriptions,
+//!   plans its call exactly.
 //!
 //! Its configuration is `[fast_path]` ([`FastPathConfig`], L0 and L1) and
 //! `[multi_tool_fast_path]` ([`MultiToolConfig`], L2) of `engram.toml`.
@@ -35,6 +38,7 @@ pub mod lexicon;
 pub mod model_away;
 pub mod numbers;
 pub mod placeholder;
+pub mod second_reading;
 pub mod slots;
 pub mod templates;
 
@@ -111,6 +115,11 @@ pub struct FastPathConfig {
     /// Unset: the model's calibration ([`Calibration::same_word`]); 1.0:
     /// the lexicon alone.
     pub gate_word_similarity: Option<f64>,
+    /// A learnt phrasing short of serving alone (under its bar, or only
+    /// content words apart) serves when the offline planner, reading the
+    /// request by the tools' descriptions, plans its call exactly
+    /// ([`second_reading`]). Off: only the phrasing's own evidence serves.
+    pub second_reading: bool,
 }
 
 impl Default for FastPathConfig {
@@ -124,6 +133,7 @@ impl Default for FastPathConfig {
             gate_word_similarity: None,
             row_error_rate: 0.25,
             row_bar_floor: None,
+            second_reading: true,
         }
     }
 }
@@ -201,4 +211,27 @@ impl MultiToolConfig {
     pub fn calibrate(&mut self, cal: &Calibration) {
         self.threshold.get_or_insert(cal.l2);
     }
+}
+
+/// Whether two calls are the same: same tools, same arguments, strings
+/// compared without regard to case or surrounding space, numbers by value.
+pub fn steps_agree(a: &[engram_events::payloads::PlanStep], b: &[engram_events::payloads::PlanStep]) -> bool {
+    fn same(x: &serde_json::Value, y: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match (x, y) {
+            (Value::String(p), Value::String(q)) => p.trim().eq_ignore_ascii_case(q.trim()),
+            (Value::Number(p), Value::Number(q)) => p.as_f64() == q.as_f64(),
+            (Value::Array(p), Value::Array(q)) => p.len() == q.len() && p.iter().zip(q).all(|(p, q)| same(p, q)),
+            (Value::Object(p), Value::Object(q)) => {
+                p.len() == q.len() && p.iter().all(|(k, v)| q.get(k).is_some_and(|w| same(v, w)))
+            }
+            _ => x == y,
+        }
+    }
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(p, q)| {
+            p.tool == q.tool
+                && p.args.0.len() == q.args.0.len()
+                && p.args.0.iter().all(|(k, v)| q.args.0.get(k).is_some_and(|w| same(v, w)))
+        })
 }

@@ -58,7 +58,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use super::judge::RUBRIC_TOOL_FAILURE;
 use super::Reactor;
 use crate::fast_path::MultiToolConfig;
-use crate::fast_path::{canonical, pipeline_id, placeholder, with_names_as_words, SlotKind};
+use crate::fast_path::{canonical, pipeline_id, placeholder, steps_agree, with_names_as_words, SlotKind};
 use crate::projections::{ActiveDays, CanonicalQueries, Pipelines};
 use engram_events::derived;
 use engram_local_state::projector::Projection;
@@ -476,29 +476,6 @@ impl FastPathReactor {
             _ => Vec::new(),
         }
     }
-}
-
-/// Whether two calls are the same: same tools, same arguments, strings
-/// compared without regard to case or surrounding space, numbers by value.
-pub fn steps_agree(a: &[PlanStep], b: &[PlanStep]) -> bool {
-    fn same(x: &serde_json::Value, y: &serde_json::Value) -> bool {
-        use serde_json::Value;
-        match (x, y) {
-            (Value::String(p), Value::String(q)) => p.trim().eq_ignore_ascii_case(q.trim()),
-            (Value::Number(p), Value::Number(q)) => p.as_f64() == q.as_f64(),
-            (Value::Array(p), Value::Array(q)) => p.len() == q.len() && p.iter().zip(q).all(|(p, q)| same(p, q)),
-            (Value::Object(p), Value::Object(q)) => {
-                p.len() == q.len() && p.iter().all(|(k, v)| q.get(k).is_some_and(|w| same(v, w)))
-            }
-            _ => x == y,
-        }
-    }
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(p, q)| {
-            p.tool == q.tool
-                && p.args.0.len() == q.args.0.len()
-                && p.args.0.iter().all(|(k, v)| q.args.0.get(k).is_some_and(|w| same(v, w)))
-        })
 }
 
 /// A pipeline's use, at the active-day rank `day_rank`.
