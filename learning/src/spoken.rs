@@ -319,7 +319,19 @@ fn kind_words<'p>(
             kinds.push((i, hit));
         }
     }
+    // Behind another kind, a kind word after a preposition of place is
+    // where: "the lights in the garage" (a room), "open the garage" (a
+    // kind of door).
+    let first = kinds.first().map(|(i, _)| *i);
+    kinds.retain(|(i, _)| Some(*i) == first || !after_preposition_of_place(ws, *i));
     kinds
+}
+
+/// Whether the word at `i` follows a preposition of place, articles
+/// aside ("in the garage", "nel garage").
+fn after_preposition_of_place(ws: &[String], i: usize) -> bool {
+    let before = ws[..i].iter().rev().find(|w| !ARTICLES.contains(&w.as_str()));
+    before.is_some_and(|w| PLACE_PREPOSITIONS.contains(&w.as_str()))
 }
 
 /// Marks numbers and their units: the number properties' values, never a
@@ -635,6 +647,21 @@ mod tests {
         let f = fill(&timer(), "metti in pausa il timer del bucato", &ctx("HassPauseTimer"));
         assert_eq!(f.get("area"), None, "'in pausa' is no place: {f:?}");
         assert_eq!(f.get("name"), Some(&json!("bucato")));
+    }
+
+    #[test]
+    fn a_kind_word_after_a_place_preposition_behind_another_kind_is_the_place() {
+        let schema = json!({"properties": {
+            "area": {"type": "string", "description": "Name of an area (room) of the home"},
+            "domain": {"type": "array", "items": {"type": "string", "enum": ["light", "fan"]}},
+            "device_class": {"type": "array", "items": {"type": "string", "enum": ["garage", "door"]}}
+        }});
+        let v = fill(&schema, "switch off the lights in the garage", &ctx("HassTurnOff"));
+        assert_eq!(v.get("area"), Some(&json!("garage")), "{v:?}");
+        assert_eq!(v.get("domain"), Some(&json!(["light"])), "{v:?}");
+        assert_eq!(v.get("device_class"), None, "{v:?}");
+        let v = fill(&schema, "open the garage door in the hall", &ctx("HassOpenCover"));
+        assert_eq!(v.get("device_class"), Some(&json!(["garage", "door"])), "{v:?}");
     }
 
     #[test]
