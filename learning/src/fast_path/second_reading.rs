@@ -1,8 +1,9 @@
 //! A second reading: a learnt phrasing near a request, but not near
 //! enough to serve alone, serves when the offline planner — reading the
-//! request by itself, from the tools' descriptions, what the model taught
-//! and its own word-order rules for the values — plans exactly its call
-//! (issue 39, *untaught phrasings*).
+//! request by itself, from the tools' descriptions and names alone (never
+//! what the model taught, which the phrasing already stands for) and its
+//! own word-order rules for the values — plans exactly its call (issue 39,
+//! *untaught phrasings*).
 //!
 //! Why: a phrasing never taught ("switch on the den lights" after "turn
 //! the lights on in the kitchen") sits at a cosine of 0.6–0.8 to the
