@@ -542,6 +542,33 @@ mod tests {
         assert!(read.iter().any(|r| r.as_ref().is_err_and(|e| e.is_record_damage())));
     }
 
+    /// A database closed a moment ago may still be writing its last
+    /// segments (on sled's own threads, which hold the `db` file's lock
+    /// until they end): the open waits for the lock before it walks the
+    /// files, so a write in flight is not taken for damage. Here a flipped
+    /// record stands for the write in flight, mended before the lock goes.
+    #[test]
+    fn a_database_still_writing_is_waited_for_not_called_damaged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let all = log_with(dir, 3000);
+        let db = dir.join("log.sled").join("db");
+        let whole = std::fs::read(&db).unwrap();
+        let held = std::fs::File::open(&db).unwrap();
+        held.lock().unwrap();
+        assert!(flip(&dir.join("log.sled"), &all[all.len() / 2]) >= 1);
+        assert!(find_damage(&dir.join("log.sled")).unwrap().is_some(), "mid-write, the files read as damaged");
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::write(&db, whole).unwrap();
+            drop(held);
+        });
+        let log = SledLog::open(dir, LogConfig::default()).expect("opened once the writes were done");
+        writer.join().unwrap();
+        let read: Vec<Envelope> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
+        assert_eq!(read, all);
+    }
+
     /// The replayed segments of `sled_dir`'s `db` as (number, file offset),
     /// oldest first, and the file's bytes.
     fn segments(sled_dir: &Path) -> (Vec<(u64, u64)>, Vec<u8>) {

@@ -210,19 +210,24 @@ pub(super) const SLED_LOCK_WAIT: Duration = Duration::from_secs(3);
 /// Opens the sled database. The caller holds the data-dir lock, so no
 /// other engram holds sled's file lock; if it is busy, a database closed a
 /// moment ago (in this process, or by one that just exited) has not
-/// released it yet — its flusher thread winds down — and it is waited for.
-/// Opens sled, waiting briefly for its file lock. Anything else sled says
-/// at open — or a panic inside it, which damaged files can cause — is
-/// [`LogError::Unopenable`], naming `engram repair`.
+/// released it yet — its threads wind down, maybe still writing — and it
+/// is waited for, before the files are walked for damage. Anything else
+/// sled says at open — or a panic inside it, which damaged files can
+/// cause — is [`LogError::Unopenable`], naming `engram repair`.
 pub(super) fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogError> {
     forget_interrupted_creation(dir)?;
     remove_unfinished_snapshots(dir).map_err(|e| LogError::io(dir, e))?;
+    let deadline = Instant::now() + SLED_LOCK_WAIT;
+    // A database closed a moment ago may still be writing (sled's last
+    // segment writes and snapshot run on its own threads, which hold the
+    // `db` file's lock until they end): its files are walked once it is
+    // quiet, or a write in flight reads as damage.
+    wait_for_sled_lock(dir, deadline);
     // sled's recovery would cut the log at a damaged record in what it
     // replays, on disk: refuse first, with the files as they are.
     if let Some(damage) = crate::sled_recovery::find_damage(dir).map_err(|e| LogError::io(dir, e))? {
         return Err(LogError::Unopenable { path: dir.to_owned(), what: damage.to_string() });
     }
-    let deadline = Instant::now() + SLED_LOCK_WAIT;
     loop {
         let open = || sled::Config::new().path(dir).mode(sled::Mode::LowSpace).cache_capacity(cache_bytes).open();
         let what = match std::panic::catch_unwind(open) {
@@ -237,6 +242,22 @@ pub(super) fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, LogErr
         };
         return Err(LogError::Unopenable { path: dir.to_owned(), what });
     }
+}
+
+/// Waits, until `deadline`, for sled's lock on `dir/db` (an exclusive
+/// `flock`, which sled takes at open and drops when its last thread lets go
+/// of the file) to be free, and releases it at once. Returns at once when
+/// there is no `db` yet; past the deadline it returns anyway, and sled's own
+/// open names the lock.
+fn wait_for_sled_lock(dir: &Path, deadline: Instant) {
+    let Ok(db) = std::fs::File::open(dir.join("db")) else { return };
+    while let Err(std::fs::TryLockError::WouldBlock) = db.try_lock() {
+        if Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = db.unlock();
 }
 
 /// sled writes its `conf` at creation in two `write`s (the parameters, then
