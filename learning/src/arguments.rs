@@ -13,9 +13,11 @@
 //!    ([`extract`](mod@crate::fast_path::extract)). A string whose name
 //!    has the word `date` (`show_date`) or whose description asks for
 //!    `YYYY-MM-DD` takes a day said in full ("May 15, 2023", "the 8th of
-//!    March 2023", `2023-5-2`, "15 maggio": ISO, the current year when none
-//!    is said), else a relative one ("tomorrow"); the numbers of a day are
-//!    no counts.
+//!    March 2023", `2023-5-2`, "15 maggio": ISO; without a year, the next
+//!    day's year when a later one says it — "from April 3rd to April 5th
+//!    2023" — else the current one), else a relative one ("tomorrow"); the
+//!    property that ends a span (`end_date`, `return_date`) takes its last
+//!    day, the others its first; the numbers of a day are no counts.
 //! 2. **A value named by its parameter.** The property's name said as
 //!    words (`botVersion` → "bot version", or its last word alone when
 //!    that is specific or a code follows: "id 1234") and followed by its
@@ -44,9 +46,13 @@
 //!    up to four words before it ("no need for a garage"), else `true`.
 //! 7. **A proper noun.** A string property the words before a proper noun
 //!    name ("directed by Gurinder Chadha" for `directed_by`, "from Austin"
-//!    for `from_city`) takes it; else one whose name or description speaks
-//!    of a place or a person (city, location, area, country, name,
-//!    contact, … — schemas are written in English) takes the first
+//!    for `from_city`) takes it, and so does one named for an end of a
+//!    trip the preposition before it says ("from JFK" for `origin_airport`,
+//!    "to LAX" for `destination_airport`, "da"/"a" in Italian); a month or
+//!    a weekday alone is no proper noun ("from March"); else one whose
+//!    name or description speaks of a place or a person (city, location,
+//!    area, country, name, contact, … — schemas are written in English)
+//!    takes the first
 //!    capitalised word run that does not open the sentence, a place the
 //!    first after a preposition of place ("the Avengers movie in Los
 //!    Angeles" → `location: "Los Angeles"`). A place keeps the region its
@@ -181,6 +187,7 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
         .into_iter()
         .filter(|n| !words_of(&n.text).iter().all(|w| taken_words.contains(w)))
         .filter(|n| !said.quotes.iter().any(|q| overlaps((q.0, q.1), (n.start, n.end))))
+        .filter(|n| !said.dates.iter().any(|d| overlaps(d.0, (n.start, n.end))) && !calendar_word(&n.text))
         .collect();
     let mut used_nouns: Vec<usize> = Vec::new();
     let mut still: Vec<(&String, &Value)> = Vec::new();
@@ -248,7 +255,7 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
     slot_for(name, spec)
         .and_then(|k| take_slot(&said.ex, k, &mut taken.slots))
         .or_else(|| {
-            (kind == "string" && date_like(name, spec)).then(|| take_date(&said.dates, &said.ex, taken)).flatten()
+            (kind == "string" && date_like(name, spec)).then(|| take_date(name, &said.dates, &said.ex, taken)).flatten()
         })
         .or_else(|| named_value(said, name, kind, taken))
         .or_else(|| enum_named(spec, said.request))
@@ -283,8 +290,27 @@ fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value) -> Option
                 _ => &n.cue[..n.cue.len().min(1)],
             };
             cue.iter().any(|c| words.iter().any(|w| same_stem(w, c) && (w.len() > 2 || c == w)))
+                || n.cue.first().is_some_and(|c| direction_cued(c, &words))
         })
         .filter(|i| !used.contains(i))
+}
+
+/// Rule 7's directions: a preposition of motion right before a proper noun
+/// cues the property named for that end of the trip, whatever its name
+/// says of it — "from JFK to LAX" is `origin_airport` JFK and
+/// `destination_airport` LAX, "da Milano a Roma" `from_city` and `to_city`.
+/// (Where both are proper nouns, word order alone would give the first to
+/// whichever property comes first.)
+fn direction_cued(cue: &str, name_words: &[String]) -> bool {
+    const FROM: (&[&str], &[&str]) = (&["from", "da", "dal", "dalla", "dallo", "dall"], &["from", "origin", "source"]);
+    const TO: (&[&str], &[&str]) =
+        (&["to", "into", "a", "al", "alla", "allo", "verso"], &["to", "destination", "dest"]);
+    // A date or time is no end of a trip ("from March 9th").
+    let when = name_words.iter().any(|w| matches!(w.as_str(), "date" | "time" | "day" | "hour"));
+    !when
+        && [FROM, TO]
+            .iter()
+            .any(|(cues, names)| cues.contains(&cue) && name_words.iter().any(|w| names.contains(&w.as_str())))
 }
 
 /// Rule 7: the next proper noun no property took — for a place, the first
@@ -471,7 +497,8 @@ fn quote_by_name(said: &Said<'_>, first: usize, end: usize, taken: &mut Taken) -
 
 /// Rule 1's absolute dates: `2023-04-08`, "May 15, 2023", "the 4th of
 /// March 2023", "15 maggio" — as ISO days, with their spans; a date
-/// without a year is in `now`'s.
+/// without a year is in the year of the next date said with one, else in
+/// `now`'s.
 fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize), String)> {
     use chrono::Datelike;
     static RULES: std::sync::OnceLock<[regex::Regex; 3]> = std::sync::OnceLock::new();
@@ -493,11 +520,13 @@ fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize)
             .or_else(|| IT.iter().position(|p| m.starts_with(p)))
             .map(|i| i as u32 + 1)
     };
-    let mut out: Vec<((usize, usize), String)> = Vec::new();
+    type Found = ((usize, usize), Option<i32>, u32, u32);
+    let mut found: Vec<Found> = Vec::new();
     let mut push = |span: (usize, usize), y: Option<i32>, m: Option<u32>, d: Option<u32>| {
-        let day = chrono::NaiveDate::from_ymd_opt(y.unwrap_or(now.year()), m.unwrap_or(0), d.unwrap_or(0));
-        if let Some(day) = day.filter(|_| !out.iter().any(|o| overlaps(o.0, span))) {
-            out.push((span, day.format("%Y-%m-%d").to_string()));
+        if let (Some(m), Some(d)) = (m, d) {
+            if !found.iter().any(|o| overlaps(o.0, span)) {
+                found.push((span, y, m, d));
+            }
         }
     };
     for c in iso.captures_iter(text) {
@@ -512,8 +541,17 @@ fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize)
         let m = c.get(0).expect("match");
         push((m.start(), m.end()), c.get(3).and_then(|y| y.as_str().parse().ok()), month(&c[2]), c[1].parse().ok());
     }
-    out.sort_by_key(|d| d.0);
-    out
+    found.sort_by_key(|d| d.0);
+    // A date without its year shares the next one's, as a range says it
+    // once ("from April 15th to April 22nd 2023"); else it is in now's.
+    (0..found.len())
+        .filter_map(|i| {
+            let (span, year, m, d) = found[i];
+            let year = year.or_else(|| found[i + 1..].iter().find_map(|f| f.1)).unwrap_or(now.year());
+            let day = chrono::NaiveDate::from_ymd_opt(year, m, d)?;
+            Some((span, day.format("%Y-%m-%d").to_string()))
+        })
+        .collect()
 }
 
 /// Whether a string property holds a day: `date` among its name's words,
@@ -523,9 +561,18 @@ fn date_like(name: &str, spec: &Value) -> bool {
     split_name(name).iter().any(|w| w == "date") || description.contains("YYYY-MM-DD")
 }
 
-/// The first absolute date no property took, else the first relative one.
-fn take_date(dates: &[((usize, usize), String)], ex: &crate::fast_path::Extracted, taken: &mut Taken) -> Option<Value> {
-    if let Some(i) = (0..dates.len()).find(|i| !taken.dates.contains(i)) {
+/// The first absolute date no property took — the last, for the end of a
+/// span ("from April 3rd to April 5th": `end_date` the 5th, whichever
+/// property is asked first) — else the first relative one.
+fn take_date(
+    name: &str,
+    dates: &[((usize, usize), String)],
+    ex: &crate::fast_path::Extracted,
+    taken: &mut Taken,
+) -> Option<Value> {
+    let end = split_name(name).iter().any(|w| matches!(w.as_str(), "end" | "return" | "until" | "checkout" | "out"));
+    let mut free = (0..dates.len()).filter(|i| !taken.dates.contains(i));
+    if let Some(i) = if end { free.next_back() } else { free.next() } {
         taken.dates.push(i);
         return Some(Value::String(dates[i].1.clone()));
     }
@@ -828,6 +875,12 @@ impl Noun {
     }
 }
 
+/// A month or a weekday alone ("from March", "next Friday"): capitalised,
+/// and no place or name — what it says is a date, rule 1's.
+fn calendar_word(noun: &str) -> bool {
+    noun.parse::<chrono::Month>().is_ok() || noun.parse::<chrono::Weekday>().is_ok()
+}
+
 /// Rule 7's proper nouns, each with the words before it; a run after a
 /// comma that follows another is that one's region, not a noun of its own.
 fn noun_runs(text: &str, toks: &[Tok]) -> Vec<Noun> {
@@ -1082,6 +1135,49 @@ mod tests {
             assert_eq!(f.args.0.get("date_of_journey"), Some(&json!(day)), "{request}");
             assert_eq!(f.args.0.get("number_of_adults"), Some(&json!(4)), "{request}");
         }
+    }
+
+    #[test]
+    fn a_span_of_days_shares_its_year_and_its_end_is_the_later_day() {
+        // `end_date` comes first in the schema: the order asked must not
+        // decide which day is which.
+        let forecast = props(
+            json!({"end_date": {"type": "string"}, "start_date": {"type": "string"}, "location": {"type": "string"}}),
+            &["end_date", "start_date"],
+        );
+        for request in
+            ["the weather in Paris from April 3rd to April 5th 2023", "meteo a Parigi dal 3 aprile al 5 aprile 2023"]
+        {
+            let f = fill(&forecast, request, now());
+            assert_eq!(f.args.0.get("start_date"), Some(&json!("2023-04-03")), "{request}");
+            assert_eq!(f.args.0.get("end_date"), Some(&json!("2023-04-05")), "{request}");
+        }
+        // A month said alone is a date's, never a place or a name.
+        let train = props(json!({"_from": {"type": "string"}, "date_of_journey": {"type": "string"}}), &[]);
+        let f = fill(&train, "train tickets for the 2nd of March", now());
+        assert_eq!(f.args.0.get("date_of_journey"), Some(&json!("2026-03-02")));
+        assert_eq!(f.args.0.get("_from"), None, "{:?}", f.args);
+        assert_eq!(fill(&train, "a train on Friday", now()).args.0.get("_from"), None);
+    }
+
+    #[test]
+    fn the_ends_of_a_trip_go_by_from_and_to_whatever_the_properties_are_called() {
+        let flights = props(
+            json!({"destination_airport": {"type": "string"}, "origin_airport": {"type": "string"}, "departure_date": {"type": "string"}}),
+            &["destination_airport", "origin_airport"],
+        );
+        for (request, from, to) in [
+            ("a flight from JFK to LAX on the 15th of April", "JFK", "LAX"),
+            ("a flight to LAX from JFK", "JFK", "LAX"),
+            ("un volo da Milano a Roma", "Milano", "Roma"),
+        ] {
+            let f = fill(&flights, request, now());
+            assert_eq!(f.args.0.get("origin_airport"), Some(&json!(from)), "{request}");
+            assert_eq!(f.args.0.get("destination_airport"), Some(&json!(to)), "{request}");
+        }
+        // A date property is no end of the trip, though it departs.
+        let f = fill(&flights, "a flight from Boston to Denver", now());
+        assert_eq!(f.args.0.get("departure_date"), None, "{:?}", f.args);
     }
 
     #[test]
