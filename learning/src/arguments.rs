@@ -37,7 +37,11 @@
 //!    of the property's name ("2 bedrooms", "two-bedroom" for
 //!    `number_of_beds`; a closed class of number words, EN + IT), else the
 //!    first number of the request no earlier property took ("a timer for
-//!    10 minutes" → 10); an integer property takes only whole numbers.
+//!    10 minutes" → 10); an integer property takes only whole numbers. A
+//!    number goes to the property in the unit said after it, past "more"
+//!    or "extra" ("three more minutes" is `minutes`); a duration said
+//!    without a figure is read as minutes ("half an hour", "un quarto
+//!    d'ora", "an hour and a half": 30, 15, 90).
 //! 5. **A quoted string**, for `type: string` without an enum: the first
 //!    text in quotes ("…", '…', «…», “…”) no earlier property took.
 //! 6. **A boolean the request names**: a word of the property's name that
@@ -104,6 +108,7 @@ const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da"
 /// ([`crate::spoken`]), then by the rules of the module docs for what is
 /// left.
 pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
+    let request = &*durations_in_minutes(request);
     if request.chars().any(char::is_uppercase) {
         return fill(schema, request, now);
     }
@@ -201,8 +206,10 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
             None => still.push((name, spec)),
         }
     }
+    // (A quantity is no place: "for 30 minutes".)
+    let quantity = |w: &String| w.parse::<f64>().is_ok() || unit_of(w).is_some();
     let mut lower_case =
-        lower_case_place(&said.ex.text).filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w)));
+        lower_case_place(&said.ex.text).filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w) || quantity(w)));
     for (name, spec) in still {
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
         let value = (kind == "string" && spec.get("enum").is_none() && place_or_name(name, spec))
@@ -241,7 +248,7 @@ struct Said<'a> {
 
 impl<'a> Said<'a> {
     fn new(request: &'a str, now: DateTime<FixedOffset>) -> Said<'a> {
-        let ex = extract(request, now);
+        let ex = extract(&durations_in_minutes(request), now);
         let toks = tokens(&ex.text);
         let quotes = quoted_spans(&ex.text);
         let dates = absolute_dates(&ex.text, now);
@@ -672,6 +679,32 @@ fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mut Taken) ->
     Some(as_kind(&slot.value, integer))
 }
 
+/// `text` with the durations people say without a figure ("half an
+/// hour", "un quarto d'ora", "an hour and a half") as minutes ("30
+/// minutes"): what rule 4 reads as a number in its unit, and no name or
+/// place of its own.
+fn durations_in_minutes(text: &str) -> std::borrow::Cow<'_, str> {
+    static SAID: std::sync::OnceLock<Vec<(regex::Regex, &'static str)>> = std::sync::OnceLock::new();
+    let said = SAID.get_or_init(|| {
+        [
+            (r"(?i)\b(?:an|one) hour and a half\b|\bun['’]ora e mezz[ao]\b", "90 minutes"),
+            (r"(?i)\bthree quarters of an hour\b|\btre quarti d['’]ora\b", "45 minutes"),
+            (r"(?i)\b(?:a |one )?half(?: an|-an|-)? ?hour\b|\bmezz['’]?ora\b|\bmezza ora\b", "30 minutes"),
+            (r"(?i)\b(?:a |one )?quarter(?: of an|-)? ?hour\b|\bun quarto d['’]ora\b", "15 minutes"),
+        ]
+        .into_iter()
+        .map(|(rule, minutes)| (regex::Regex::new(rule).expect("duration rule compiles"), minutes))
+        .collect()
+    });
+    let mut text = std::borrow::Cow::Borrowed(text);
+    for (rule, minutes) in said {
+        if rule.is_match(&text) {
+            text = std::borrow::Cow::Owned(rule.replace_all(&text, *minutes).into_owned());
+        }
+    }
+    text
+}
+
 /// The unit a word names, EN + IT: minutes, hours, seconds, percent,
 /// degrees, kelvin — what a number said before it counts.
 fn unit_of(word: &str) -> Option<&'static str> {
@@ -687,12 +720,16 @@ fn unit_of(word: &str) -> Option<&'static str> {
 }
 
 /// The unit said right after the number at `span`: a unit word, "per
-/// cento", or `%`.
+/// cento", or `%` — past a word that says the amount is added ("three
+/// more minutes", "5 extra minutes").
 fn slot_unit(text: &str, toks: &[Tok], span: (usize, usize)) -> Option<&'static str> {
     if text[span.1..].trim_start().starts_with('%') {
         return Some("percent");
     }
-    let last = toks.iter().rposition(|t| overlaps((t.start, t.end), span))?;
+    let mut last = toks.iter().rposition(|t| overlaps((t.start, t.end), span))?;
+    if toks.get(last + 1).is_some_and(|t| matches!(t.word.as_str(), "more" | "extra" | "additional" | "further")) {
+        last += 1;
+    }
     let next = toks.get(last + 1)?;
     if next.word == "per" && toks.get(last + 2).is_some_and(|t| t.word == "cento") {
         return Some("percent");
@@ -1254,6 +1291,33 @@ mod tests {
         let f = fill(&light, "warm white 2700 kelvin at 40%", now());
         assert_eq!(f.args.0.get("brightness"), Some(&json!(40)));
         assert_eq!(f.args.0.get("temperature"), Some(&json!(2700)));
+        // An amount added is still in its unit.
+        let f = fill(&timer, "give me three more minutes on the timer", now());
+        assert_eq!((f.args.0.get("minutes"), f.args.0.get("hours")), (Some(&json!(3)), None));
+    }
+
+    #[test]
+    fn a_duration_said_without_a_figure_is_minutes_and_no_name() {
+        let timer = props(
+            json!({"hours": {"type": "integer"}, "minutes": {"type": "integer"}, "name": {"type": "string", "description": "Name of the timer"}}),
+            &[],
+        );
+        for (request, minutes) in [
+            ("uh set a timer for half an hour", 30),
+            ("a half-hour timer", 30),
+            ("timer for a quarter of an hour", 15),
+            ("set a timer for an hour and a half", 90),
+            ("metti un timer di un quarto d'ora", 15),
+            ("metti un timer di un quarto d’ora", 15),
+            ("timer di mezz'ora", 30),
+            ("un timer di un'ora e mezza", 90),
+        ] {
+            let f = fill(&timer, request, now());
+            assert_eq!(f.args.0.get("minutes"), Some(&json!(minutes)), "{request}: {:?}", f.args);
+            assert_eq!((f.args.0.get("hours"), f.args.0.get("name")), (None, None), "{request}: {:?}", f.args);
+        }
+        // Words that only look like one.
+        assert_eq!(fill(&timer, "set a timer for the half time show", now()).args.0.get("minutes"), None);
     }
 
     #[test]
