@@ -541,6 +541,19 @@ impl OfflinePlanner {
     pub fn arguments(&self, tool: &str, request: &str, now: DateTime<FixedOffset>) -> Option<ToolArgs> {
         self.tools.iter().find(|t| t.name == tool).map(|t| args_for(t, request, now))
     }
+
+    /// Rule 10 for a call planned elsewhere — a near miss taken with the
+    /// model away (`fast_path::model_away`): whether `step`'s tool sets
+    /// something and `step` gives it nothing to set ("make the bedroom
+    /// light brighter" near a taught "make the X light Y" is
+    /// `HassLightSet` with a room and no colour). `false` for a tool it
+    /// does not know.
+    pub fn sets_nothing(&self, step: &PlanStep) -> bool {
+        self.tools
+            .iter()
+            .find(|t| t.name == step.tool)
+            .is_some_and(|t| t.actions.contains("set") && gives_nothing_to_set(t, &step.args))
+    }
 }
 
 /// Rule 3: whether `tool` does every effectful action `wanted` names —
@@ -599,8 +612,13 @@ fn sets_nothing(tool: &Profile, part: &str, asked_set: bool, now: DateTime<Fixed
     if !tool.actions.contains("set") && !asked_set {
         return false;
     }
+    settable(tool).is_some() && gives_nothing_to_set(tool, &args_for(tool, part, now))
+}
+
+/// Rule 10's test of a call: `args` hold no value of `tool`'s to set,
+/// only where and which.
+fn gives_nothing_to_set(tool: &Profile, args: &ToolArgs) -> bool {
     let Some(props) = settable(tool) else { return false };
-    let args = args_for(tool, part, now);
     !args.0.keys().any(|k| props.get(k).is_some_and(|spec| !crate::spoken::handles(k, spec)))
 }
 

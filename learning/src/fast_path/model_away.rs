@@ -30,6 +30,13 @@
 //!    phrasing holds only some of the values its slots took
 //!    (`FastPath::taught_guess`): what it lacks, the offline planner's
 //!    arguments for that tool complete.
+//! 6. A near miss whose call, so completed, sets something and is given
+//!    nothing to set (the offline planner's rule 10: "make the bedroom
+//!    light brighter" near "make the X light Y" is a room and no colour)
+//!    is not taken, and nothing is planned: its slot for what to set found
+//!    no value in the request, so the request asks something the phrasing
+//!    does not — and the descriptions' plan, which rule 4 ranks under the
+//!    near miss, is no better read ("brighter" planned as `HassTurnOff`).
 
 use engram_events::payloads::{NearMiss, PlanStep, ToolArgs};
 
@@ -50,12 +57,14 @@ pub enum Source {
 /// The plan with the model away (module docs): `near` is the turn's near
 /// miss, `own` the offline planner's plan of the request, `reads_path`
 /// whether that plan rests on a path's kind (rule 4), `arguments` the
-/// offline planner's arguments for a tool from the request (rule 5).
+/// offline planner's arguments for a tool from the request (rule 5),
+/// `sets_nothing` its rule 10 for a call (rule 6).
 pub fn plan(
     near: Option<&NearMiss>,
     own: Vec<PlanStep>,
     reads_path: bool,
     arguments: &dyn Fn(&str) -> Option<ToolArgs>,
+    sets_nothing: &dyn Fn(&PlanStep) -> bool,
 ) -> (Vec<PlanStep>, Source) {
     let Some(near) = near.filter(|n| n.similarity >= LEARNT_BAR && !n.steps.is_empty()) else {
         return (own, Source::Descriptions);
@@ -66,16 +75,19 @@ pub fn plan(
         return (own, Source::Descriptions);
     }
     // Another tool's arguments are no arguments of the near miss's.
-    let own = if same { own } else { Vec::new() };
+    let alike: &[PlanStep] = if same { &own } else { &[] };
     let mut steps = near.steps.clone();
     for (i, step) in steps.iter_mut().enumerate() {
-        let theirs = match own.get(i) {
+        let theirs = match alike.get(i) {
             Some(o) => Some(o.args.clone()),
             None => arguments(&step.tool),
         };
         for (k, v) in theirs.map(|a| a.0).unwrap_or_default() {
             step.args.0.entry(k).or_insert(v);
         }
+    }
+    if steps.iter().any(sets_nothing) {
+        return (Vec::new(), Source::Descriptions);
     }
     (steps, Source::Learnt)
 }
@@ -96,28 +108,28 @@ mod tests {
     #[test]
     fn a_near_miss_fills_in_where_the_descriptions_plan_nothing() {
         let n = near(0.7, vec![step("list_dir", "/a")]);
-        assert_eq!(plan(Some(&n), Vec::new(), false, &|_| None), (n.steps.clone(), Source::Learnt));
+        assert_eq!(plan(Some(&n), Vec::new(), false, &|_| None, &|_| false), (n.steps.clone(), Source::Learnt));
     }
 
     #[test]
     fn a_near_miss_under_the_bar_says_nothing() {
         let n = near(LEARNT_BAR - 0.01, vec![step("list_dir", "/a")]);
-        assert_eq!(plan(Some(&n), Vec::new(), false, &|_| None), (Vec::new(), Source::Descriptions));
+        assert_eq!(plan(Some(&n), Vec::new(), false, &|_| None, &|_| false), (Vec::new(), Source::Descriptions));
     }
 
     #[test]
     fn on_the_same_tool_the_learnt_values_are_taken() {
         let n = near(0.7, vec![step("list_dir", "/a")]);
         let own = vec![step("list_dir", "/b")];
-        assert_eq!(plan(Some(&n), own, false, &|_| None), (n.steps.clone(), Source::Learnt));
+        assert_eq!(plan(Some(&n), own, false, &|_| None, &|_| false), (n.steps.clone(), Source::Learnt));
     }
 
     #[test]
     fn on_another_tool_the_near_miss_wins_unless_a_path_decided() {
         let n = near(0.72, vec![step("list_dir", "/a/todo.txt")]);
         let own = vec![step("read_file", "/a/todo.txt")];
-        assert_eq!(plan(Some(&n), own.clone(), true, &|_| None), (own.clone(), Source::Descriptions));
-        assert_eq!(plan(Some(&n), own, false, &|_| None), (n.steps.clone(), Source::Learnt));
+        assert_eq!(plan(Some(&n), own.clone(), true, &|_| None, &|_| false), (own.clone(), Source::Descriptions));
+        assert_eq!(plan(Some(&n), own, false, &|_| None, &|_| false), (n.steps.clone(), Source::Learnt));
     }
 
     #[test]
@@ -130,8 +142,17 @@ mod tests {
             assert_eq!(tool, "HassTurnOn");
             Some(ToolArgs::from_json(r#"{"area": "laundry room", "domain": "x"}"#).unwrap())
         };
-        let (steps, source) = plan(Some(&n), Vec::new(), false, &area);
+        let (steps, source) = plan(Some(&n), Vec::new(), false, &area, &|_| false);
         assert_eq!(source, Source::Learnt);
         assert_eq!(steps[0].args.to_json(), r#"{"area":"laundry room","domain":["light"]}"#);
+    }
+
+    #[test]
+    fn a_near_miss_that_sets_nothing_is_not_taken() {
+        let n = near(0.7, vec![step("HassLightSet", "/x")]);
+        let own = vec![step("HassTurnOn", "/y")];
+        let unset = |s: &PlanStep| s.tool == "HassLightSet";
+        assert_eq!(plan(Some(&n), own, false, &|_| None, &unset), (Vec::new(), Source::Descriptions));
+        assert_eq!(plan(Some(&n), Vec::new(), false, &|_| None, &unset), (Vec::new(), Source::Descriptions));
     }
 }
