@@ -526,9 +526,13 @@ fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Optio
         return None;
     }
     let start = at + 2;
+    // Past its first word, a joining word may bind a compound name, as it
+    // does after a preposition of place ("della camera da letto", "della
+    // sala da pranzo").
+    let compound = |i: usize| i == start + 1 && JOINS.contains(&ws[i].as_str());
     let end = (start..ws.len())
         .find(|i| {
-            filler(&ws[*i]) && !ARTICLES.contains(&ws[*i].as_str())
+            filler(&ws[*i]) && !ARTICLES.contains(&ws[*i].as_str()) && !compound(*i)
                 || is_kind(*i)
                 || crate::fast_path::gate::is_action(&ws[*i])
                 || !crate::fast_path::gate::poles_of(&ws[*i]).is_empty()
@@ -662,6 +666,22 @@ mod tests {
         assert_eq!(v.get("device_class"), None, "{v:?}");
         let v = fill(&schema, "open the garage door in the hall", &ctx("HassOpenCover"));
         assert_eq!(v.get("device_class"), Some(&json!(["garage", "door"])), "{v:?}");
+    }
+
+    #[test]
+    fn a_compound_place_after_of_keeps_its_joining_word() {
+        let schema = json!({"properties": {
+            "area": {"type": "string", "description": "Name of an area (room) of the home"},
+            "domain": {"type": "array", "items": {"type": "string", "enum": ["light", "fan"]}},
+            "percentage": {"type": "integer"}
+        }});
+        let c = ctx("HassFanSetSpeed");
+        let v = fill(&schema, "metti il ventilatore della camera da letto al quaranta", &c);
+        assert_eq!(v.get("area"), Some(&json!("camera da letto")), "{v:?}");
+        let v = fill(&schema, "accendi la luce della sala da pranzo", &c);
+        assert_eq!(v.get("area"), Some(&json!("sala da pranzo")), "{v:?}");
+        let v = fill(&schema, "la luce della cucina al cinquanta", &c);
+        assert_eq!(v.get("area"), Some(&json!("cucina")), "{v:?}");
     }
 
     #[test]
