@@ -36,9 +36,18 @@ fn run_answers_lines_of_standard_input() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"what time is it\n:good\nche ore sono\ntell me a joke\n").unwrap();
+    // Line 3 is not UTF-8 (Latin-1 "café", stray bytes): named, skipped,
+    // and the lines after it are read.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"what time is it\n:good\ncaf\xe9 \xff\xfe\nche ore sono\ntell me a joke\n")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("standard input line 3: not valid UTF-8; skipped"), "{stderr}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 3, "{stdout}");
@@ -492,4 +501,38 @@ fn an_idle_session_is_replaced_unless_named() {
     let (status, stdout, err) = talk(spawn(&["--session", "s-named"]));
     assert!(!status.success(), "{err}{stdout}");
     assert!(err.contains("session \"s-named\" has ended"), "{err}");
+}
+
+/// An `engram.toml` in the data dir that cannot be read — a directory, a
+/// dangling symlink, a symlink loop — is an error naming it, never passed
+/// over for the configuration under `$XDG_CONFIG_HOME`.
+#[test]
+fn a_broken_config_in_the_data_dir_is_named_not_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let xdg = tmp.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("engram")).unwrap();
+    std::fs::write(xdg.join("engram").join("engram.toml"), "[tools]\nlocation = \"Xdg-City\"\n").unwrap();
+    let breakages: [(&str, &dyn Fn(&Path)); 3] = [
+        ("a directory", &|p| std::fs::create_dir(p).unwrap()),
+        ("a dangling symlink", &|p| std::os::unix::fs::symlink(p.with_file_name("gone.toml"), p).unwrap()),
+        ("a symlink loop", &|p| std::os::unix::fs::symlink(p, p).unwrap()),
+    ];
+    for (what, make) in breakages {
+        let data = tmp.path().join(what.replace(' ', "-"));
+        std::fs::create_dir_all(&data).unwrap();
+        let config = data.join("engram.toml");
+        make(&config);
+        let out = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--data")
+            .arg(&data)
+            .args(["run", "--offline", "--once", "where am I"])
+            .env_remove("ENGRAM_CONFIG")
+            .env("XDG_CONFIG_HOME", &xdg)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(stderr.contains(&config.display().to_string()), "{what}: {stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("Xdg-City"), "{what}");
+    }
 }

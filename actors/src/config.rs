@@ -225,20 +225,24 @@ impl Config {
 
     /// Where the configuration file is: `$ENGRAM_CONFIG`, else
     /// `<data>/engram.toml`, else `$XDG_CONFIG_HOME/engram/engram.toml`
-    /// (`~/.config/...`), the first that exists.
+    /// (`~/.config/...`), the first that is there — in any form: a
+    /// directory, a dangling symlink or a symlink loop in its place is
+    /// returned too, so that [`Config::load`] names it, rather than passed
+    /// over in silence for the next one.
     pub fn locate(data_dir: &Path) -> Option<PathBuf> {
         if let Some(p) = std::env::var_os("ENGRAM_CONFIG") {
             return Some(PathBuf::from(p));
         }
+        let there = |p: &Path| p.symlink_metadata().is_ok();
         let in_data = data_dir.join("engram.toml");
-        if in_data.is_file() {
+        if there(&in_data) {
             return Some(in_data);
         }
         let config_home = std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
         let p = config_home.join("engram").join("engram.toml");
-        p.is_file().then_some(p)
+        there(&p).then_some(p)
     }
 
     /// This configuration with `ENGRAM_<SECTION>_<KEY>` variables applied.

@@ -78,8 +78,22 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         match &args.once {
             Some(text) => turn(&rt, &session, text, None, args.json, &mut out)?,
             None => {
-                for line in std::io::stdin().lock().lines() {
-                    let line = line.context("reading standard input")?;
+                let mut input = std::io::stdin().lock();
+                let mut bytes = Vec::new();
+                let mut number = 0u64;
+                loop {
+                    bytes.clear();
+                    if input.read_until(b'\n', &mut bytes).context("reading standard input")? == 0 {
+                        break;
+                    }
+                    number += 1;
+                    // A line that is not UTF-8 (a terminal in Latin-1, a
+                    // binary pasted in) is skipped, named, and the run goes
+                    // on: the lines before and after it are the user's.
+                    let Ok(line) = std::str::from_utf8(&bytes) else {
+                        eprintln!("engram run: standard input line {number}: not valid UTF-8; skipped");
+                        continue;
+                    };
                     let line = line.trim();
                     if line.is_empty() {
                         continue;
