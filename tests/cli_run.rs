@@ -512,16 +512,15 @@ fn a_broken_config_in_the_data_dir_is_named_not_skipped() {
     let xdg = tmp.path().join("xdg");
     std::fs::create_dir_all(xdg.join("engram")).unwrap();
     std::fs::write(xdg.join("engram").join("engram.toml"), "[tools]\nlocation = \"Xdg-City\"\n").unwrap();
-    let breakages: [(&str, &dyn Fn(&Path)); 3] = [
-        ("a directory", &|p| std::fs::create_dir(p).unwrap()),
-        ("a dangling symlink", &|p| std::os::unix::fs::symlink(p.with_file_name("gone.toml"), p).unwrap()),
-        ("a symlink loop", &|p| std::os::unix::fs::symlink(p, p).unwrap()),
-    ];
-    for (what, make) in breakages {
+    for what in ["a directory", "a dangling symlink", "a symlink loop"] {
         let data = tmp.path().join(what.replace(' ', "-"));
         std::fs::create_dir_all(&data).unwrap();
         let config = data.join("engram.toml");
-        make(&config);
+        match what {
+            "a directory" => std::fs::create_dir(&config).unwrap(),
+            "a dangling symlink" => std::os::unix::fs::symlink(data.join("gone.toml"), &config).unwrap(),
+            _ => std::os::unix::fs::symlink(&config, &config).unwrap(),
+        }
         let out = Command::new(env!("CARGO_BIN_EXE_engram"))
             .arg("--data")
             .arg(&data)
