@@ -63,6 +63,17 @@ cargo check -p engram --no-default-features --locked --quiet
 cargo check -p engram --locked --quiet
 # No function over 100 lines outside tests, no import cycle between modules.
 python3 scripts/check-structure.py
-cargo test --workspace --all-targets --locked --no-fail-fast # every failure reported, not the first binary's
+# Every test binary runs, whatever fails in another; the totals and the
+# failing tests' names are printed at the end, and any failure fails.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --all-targets --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "test: %d passed, %d failed, %d ignored, over every test binary\n", p, f, i }' "$log" >&2
+if [ "$status" != 0 ]; then
+  echo "test: failed (cargo test exit $status):" >&2
+  grep -E '^test .* \.\.\. FAILED$|^error: .*target' "$log" >&2 || true
+  exit "$status"
+fi
 cargo test --workspace --doc --locked
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
