@@ -535,3 +535,37 @@ fn a_broken_config_in_the_data_dir_is_named_not_skipped() {
         assert!(!String::from_utf8_lossy(&out.stdout).contains("Xdg-City"), "{what}");
     }
 }
+
+/// SIGTERM (or Ctrl-C's SIGINT) to `engram run` ends it as the end of its
+/// input does: the session ends, so its summary and facts come, and the
+/// exit status is 128 + the signal. (Killed where it stood, as before, no
+/// session ever ended.)
+#[test]
+fn a_signal_ends_the_session_as_the_end_of_input_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = engram(dir.path())
+        .args(["run", "--offline"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"my name is Bob\n").unwrap();
+    stdin.flush().unwrap();
+    let mut reply = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut reply).unwrap();
+    assert!(reply.starts_with("[planner "), "{reply}");
+    // SAFETY: a signal to the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    assert!(stderr.contains("SIGTERM: ending session"), "{stderr}");
+    drop(stdin);
+    let events = export(dir.path());
+    let kinds = |k: EventKind| events.iter().filter(|e| e.kind() == k).count();
+    assert_eq!(kinds(EventKind::SessionEnded), 1, "the session ends");
+    assert_eq!(kinds(EventKind::SummaryWritten), 1, "and what its end derives comes");
+    assert_eq!(kinds(EventKind::GraphFactAdded), 1, "{events:?}");
+}

@@ -5,6 +5,7 @@
 mod bench;
 mod calibrate;
 mod demo;
+mod ending_signals;
 mod export;
 mod forget;
 mod import;

@@ -48,8 +48,60 @@ pub struct Args {
     offline: bool,
 }
 
+/// What the main loop of `engram run` is given: a line of standard input,
+/// its end, or a signal that ends the run as the end of input does.
+enum Input {
+    Line(Vec<u8>),
+    End,
+    Failed(std::io::Error),
+    Signal(libc::c_int),
+}
+
+/// Reads standard input on a thread of its own and watches for the ending
+/// signals ([`crate::ending_signals`]), both into one channel: the loop
+/// waits on either. (Before the runtime starts: its threads inherit the
+/// blocked signals.) A closed standard output is an end too: writes fail
+/// with `BrokenPipe` instead of killing the process, and the session ends.
+fn inputs() -> anyhow::Result<std::sync::mpsc::Receiver<Input>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let signalled = tx.clone();
+    crate::ending_signals::watch(move |sig| {
+        let _ = signalled.send(Input::Signal(sig));
+    })
+    .context("watching for signals")?;
+    // SAFETY: a signal disposition, set before the runtime's threads.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    std::thread::Builder::new()
+        .name("engram-stdin".into())
+        .spawn(move || {
+            let mut input = std::io::stdin().lock();
+            loop {
+                let mut bytes = Vec::new();
+                let msg = match input.read_until(b'\n', &mut bytes) {
+                    Ok(0) => Input::End,
+                    Ok(_) => Input::Line(bytes),
+                    Err(e) => Input::Failed(e),
+                };
+                let last = !matches!(msg, Input::Line(_));
+                if tx.send(msg).is_err() || last {
+                    return;
+                }
+            }
+        })
+        .context("reading standard input")?;
+    Ok(rx)
+}
+
+/// Whether `e` says standard output was closed (`engram run | head -n1`).
+fn output_closed(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(data)?;
+    let inputs = if args.once.is_none() { Some(inputs()?) } else { None };
     // A new device's first start fetches the stream: with a progress bar.
     let backend = crate::with_fetch_bar(config.storage.backend().map_err(anyhow::Error::msg)?);
     // Another command holding the data dir for a moment (a follower reads
@@ -74,92 +126,138 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             if rt.is_online() { "online" } else { "offline" }
         );
     }
-    let result = (|| -> anyhow::Result<()> {
-        match &args.once {
-            Some(text) => turn(&rt, &session, text, None, args.json, &mut out)?,
-            None => {
-                let mut input = std::io::stdin().lock();
-                let mut bytes = Vec::new();
-                let mut number = 0u64;
-                loop {
-                    bytes.clear();
-                    if input.read_until(b'\n', &mut bytes).context("reading standard input")? == 0 {
-                        break;
-                    }
-                    number += 1;
-                    // A line that is not UTF-8 (a terminal in Latin-1, a
-                    // binary pasted in) is skipped, named, and the run goes
-                    // on: the lines before and after it are the user's.
-                    let Ok(line) = std::str::from_utf8(&bytes) else {
-                        eprintln!("engram run: standard input line {number}: not valid UTF-8; skipped");
-                        continue;
-                    };
-                    let line = line.trim();
-                    if line.is_empty() {
-                        continue;
-                    }
-                    match line.split_once(' ').map_or((line, ""), |(c, r)| (c, r.trim())) {
-                        (":quit", _) => break,
-                        (":end", _) => {
-                            rt.end_session(&session)?;
-                            // The next session starts with what this one
-                            // taught (its summary and facts), as far as the
-                            // actors get in a few seconds.
-                            rt.settle(std::time::Duration::from_secs(10));
-                            session = SessionId::new(new_session_id());
-                            eprintln!("engram run: new session {}", session.as_str());
-                        }
-                        (":good", _) => feedback(&rt, &session, FeedbackRating::Positive, "")?,
-                        (":bad", rest) => feedback(&rt, &session, FeedbackRating::Negative, rest)?,
-                        (":correct", rest) => feedback(&rt, &session, FeedbackRating::Correction, rest)?,
-                        (":model", rest) => match rest.split_once(' ').map(|(m, t)| (m, t.trim())) {
-                            Some((model, text)) if !text.is_empty() => {
-                                let r = renewing(&mut session, explicit, |s| {
-                                    turn(&rt, s, text, Some(model), args.json, &mut out)
-                                });
-                                if let Err(e) = r {
-                                    eprintln!("engram run: {e}");
-                                }
-                            }
-                            _ => eprintln!("engram run: usage: :model NAME TEXT (NAME one of {:?})", rt.candidates()),
-                        },
-                        (":use", "") => {
-                            rt.use_model(&session, None)?;
-                            eprintln!("engram run: session model cleared");
-                        }
-                        (":use", model) => match rt.use_model(&session, Some(model)) {
-                            Ok(()) => eprintln!("engram run: session model {model}"),
-                            Err(e) => eprintln!("engram run: {e}"),
-                        },
-                        (":forget", "") => eprintln!("engram run: usage: :forget TEXT (the facts holding TEXT)"),
-                        (":forget", text) => {
-                            match rt.forget(&engram::learning::memory::Forget::Text(text.to_owned())) {
-                                Ok(env) => {
-                                    if let engram::Event::MemoryForgotten(m) = &env.event {
-                                        for f in &m.facts {
-                                            let fact = format!("{}/{}: {}", f.branch.as_str(), f.node, f.fact);
-                                            eprintln!("engram run: forgot {}", crate::output::escape_controls(&fact));
-                                        }
-                                    }
-                                    eprintln!("engram run: forgot every diary sentence holding {text:?}");
-                                }
-                                Err(e) => eprintln!("engram run: {e}"),
-                            }
-                        }
-                        (c, _) if c.starts_with(':') => eprintln!("engram run: unknown command {c}"),
-                        _ => renewing(&mut session, explicit, |s| turn(&rt, s, line, None, args.json, &mut out))?,
-                    }
-                }
-            }
+    let mut signalled = None;
+    let result = match (&args.once, inputs) {
+        (Some(text), _) => turn(&rt, &session, text, None, args.json, &mut out),
+        (None, None) => Ok(()),
+        (None, Some(inputs)) => {
+            let mut said = Said { rt: &rt, session: &mut session, explicit, json: args.json, out: &mut out };
+            lines(&inputs, &mut said).map(|sig| signalled = sig)
         }
-        if !args.no_end {
-            rt.end_session(&session)?;
-        }
-        Ok(())
-    })();
+    };
+    // The session ends however the run did — the input's end, `:quit`, a
+    // signal, a closed output, an error — so that its summary and facts
+    // come.
+    let ended = if args.no_end { Ok(0) } else { rt.end_session(&session) };
     rt.shutdown()?;
     result?;
-    Ok(ExitCode::SUCCESS)
+    ended?;
+    Ok(match signalled {
+        Some(sig) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// What a run's lines act on.
+struct Said<'a, W: Write> {
+    rt: &'a Runtime,
+    session: &'a mut SessionId,
+    explicit: bool,
+    json: bool,
+    out: &'a mut W,
+}
+
+/// Whether the lines go on after one.
+enum Flow {
+    Go,
+    Stop,
+}
+
+/// The lines of standard input, each a turn or a `:command`, until the
+/// input ends, `:quit`, the output closes or an ending signal comes
+/// (returned).
+fn lines<W: Write>(
+    inputs: &std::sync::mpsc::Receiver<Input>,
+    said: &mut Said<'_, W>,
+) -> anyhow::Result<Option<libc::c_int>> {
+    let mut number = 0u64;
+    loop {
+        let bytes = match inputs.recv() {
+            Ok(Input::Line(bytes)) => bytes,
+            Ok(Input::End) | Err(_) => return Ok(None),
+            Ok(Input::Failed(e)) => return Err(e).context("reading standard input"),
+            Ok(Input::Signal(sig)) => {
+                let name = crate::ending_signals::name(sig);
+                eprintln!("engram run: {name}: ending session {}", said.session.as_str());
+                return Ok(Some(sig));
+            }
+        };
+        number += 1;
+        // A line that is not UTF-8 (a terminal in Latin-1, a binary pasted
+        // in) is skipped, named, and the run goes on: the lines before and
+        // after it are the user's.
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            eprintln!("engram run: standard input line {number}: not valid UTF-8; skipped");
+            continue;
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Flow::Stop = command(line, said)? {
+            return Ok(None);
+        }
+    }
+}
+
+/// One line: a `:command`, else a turn.
+fn command<W: Write>(line: &str, said: &mut Said<'_, W>) -> anyhow::Result<Flow> {
+    let (rt, explicit, json) = (said.rt, said.explicit, said.json);
+    let (session, out) = (&mut *said.session, &mut *said.out);
+    match line.split_once(' ').map_or((line, ""), |(c, r)| (c, r.trim())) {
+        (":quit", _) => return Ok(Flow::Stop),
+        (":end", _) => {
+            rt.end_session(session)?;
+            // The next session starts with what this one
+            // taught (its summary and facts), as far as the
+            // actors get in a few seconds.
+            rt.settle(std::time::Duration::from_secs(10));
+            *session = SessionId::new(new_session_id());
+            eprintln!("engram run: new session {}", session.as_str());
+        }
+        (":good", _) => feedback(rt, session, FeedbackRating::Positive, "")?,
+        (":bad", rest) => feedback(rt, session, FeedbackRating::Negative, rest)?,
+        (":correct", rest) => feedback(rt, session, FeedbackRating::Correction, rest)?,
+        (":model", rest) => match rest.split_once(' ').map(|(m, t)| (m, t.trim())) {
+            Some((model, text)) if !text.is_empty() => {
+                let r = renewing(session, explicit, |s| turn(rt, s, text, Some(model), json, out));
+                if let Err(e) = r {
+                    eprintln!("engram run: {e}");
+                }
+            }
+            _ => eprintln!("engram run: usage: :model NAME TEXT (NAME one of {:?})", rt.candidates()),
+        },
+        (":use", "") => {
+            rt.use_model(session, None)?;
+            eprintln!("engram run: session model cleared");
+        }
+        (":use", model) => match rt.use_model(session, Some(model)) {
+            Ok(()) => eprintln!("engram run: session model {model}"),
+            Err(e) => eprintln!("engram run: {e}"),
+        },
+        (":forget", "") => eprintln!("engram run: usage: :forget TEXT (the facts holding TEXT)"),
+        (":forget", text) => match rt.forget(&engram::learning::memory::Forget::Text(text.to_owned())) {
+            Ok(env) => {
+                if let engram::Event::MemoryForgotten(m) = &env.event {
+                    for f in &m.facts {
+                        let fact = format!("{}/{}: {}", f.branch.as_str(), f.node, f.fact);
+                        eprintln!("engram run: forgot {}", crate::output::escape_controls(&fact));
+                    }
+                }
+                eprintln!("engram run: forgot every diary sentence holding {text:?}");
+            }
+            Err(e) => eprintln!("engram run: {e}"),
+        },
+        (c, _) if c.starts_with(':') => eprintln!("engram run: unknown command {c}"),
+        _ => {
+            match renewing(session, explicit, |s| turn(rt, s, line, None, json, out)) {
+                // Nobody reads the replies any more: the end.
+                Err(e) if output_closed(&e) => return Ok(Flow::Stop),
+                r => r?,
+            }
+        }
+    }
+    Ok(Flow::Go)
 }
 
 /// Runs `take` (a turn) in `session`; if the runtime ended that session by
