@@ -385,3 +385,45 @@ fn the_reference_server_over_streamable_http() {
     );
     check_everything(&hub);
 }
+
+/// True when `pid` has ended: gone, or a zombie no one reaped yet (an
+/// orphan's reaper in a container may never come).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// A server started through a launcher that runs it as its child (as
+/// `npx` and `uvx` do; here `sh`), stuck — it outlives its closed input —
+/// is stopped with the launcher at shutdown: the launcher leads a process
+/// group, and the group goes. (Killing the launcher alone left it
+/// running after engram.)
+#[test]
+fn a_server_behind_a_launcher_is_stopped_with_it() {
+    if node_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_stub.js");
+    let mut launched = McpServerSection {
+        command: "sh".into(),
+        // Not `exec`: the server is the launcher's child.
+        args: vec!["-c".into(), "node \"$0\" ok; echo launcher done >&2".into(), script.display().to_string()],
+        start_timeout_ms: 10_000,
+        ..McpServerSection::default()
+    };
+    for (var, from) in [("MCP_STUB_PIDFILE", "TEST_PIDFILE"), ("MCP_STUB_STAY", "TEST_STAY"), ("PATH", "PATH")] {
+        launched.env.insert(var.into(), from.into());
+    }
+    let env = BTreeMap::from([("TEST_PIDFILE", pidfile.display().to_string()), ("TEST_STAY", "1".to_owned())]);
+    let (_, on_change) = counter();
+    let hub = start(&section(vec![("launched", launched)]), env, on_change);
+    let _ = tool(&hub, "echo");
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(!ended(pid));
+    hub.shutdown();
+    wait_until("the server behind the launcher to end", Duration::from_secs(5), || ended(pid));
+}

@@ -19,7 +19,8 @@
 //
 // Every line it receives is appended to $MCP_STUB_LOG when that is set, so a
 // test can see e.g. the notifications/cancelled of a timed-out call; its pid
-// is written to $MCP_STUB_PIDFILE when that is set. It writes
+// is written to $MCP_STUB_PIDFILE when that is set (and $MCP_STUB_STAY
+// keeps it running after its stdin ends). It writes
 // one line to stderr at start, which the client may log.
 'use strict';
 
@@ -212,4 +213,9 @@ process.stdin.on('data', (chunk) => {
     handle(msg);
   }
 });
-process.stdin.on('end', () => process.exit(0));
+// With $MCP_STUB_STAY set it outlives its input, as a server stuck in a
+// call does.
+process.stdin.on('end', () => {
+  if (process.env.MCP_STUB_STAY) setInterval(() => {}, 1000);
+  else process.exit(0);
+});

@@ -265,8 +265,37 @@ impl Chatter {
 struct Connected {
     running: RunningService<RoleClient, Handler>,
     tools: Vec<ToolSpec>,
-    child: Option<tokio::process::Child>,
+    child: Option<ServerProcess>,
     list_changed: mpsc::UnboundedReceiver<()>,
+}
+
+/// A stdio server's process, started as the leader of a process group of
+/// its own: what a launcher it runs starts (`npx`, `uvx`, a shell script
+/// that runs the server as its child) is in that group too, and goes with
+/// it. Killing the launcher alone leaves such a server running after
+/// engram — stuck in a call, holding files or ports.
+struct ServerProcess {
+    child: tokio::process::Child,
+    /// The group's id (the leader's pid).
+    group: Option<libc::pid_t>,
+}
+
+impl ServerProcess {
+    /// Every process left in the group, killed (none: nothing happens).
+    fn kill_group(&self) {
+        if let Some(group) = self.group.filter(|g| *g > 0) {
+            // SAFETY: a signal to a process group this server started.
+            unsafe {
+                libc::killpg(group, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
 }
 
 /// Starts one server (spawns or reaches it, `initialize`, `tools/list`).
@@ -288,11 +317,17 @@ async fn connect(
                 cmd.current_dir(cwd);
             }
             cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-            let mut child = cmd.spawn().map_err(|e| format!("cannot run {command:?}: {e}"))?;
+            // A group of its own (`ServerProcess`): what it starts goes
+            // with it.
+            cmd.process_group(0);
+            let child = cmd.spawn().map_err(|e| format!("cannot run {command:?}: {e}"))?;
+            let group = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
+            let mut child = ServerProcess { child, group };
+            let child_io = &mut child.child;
             let (Some(stdout), Some(stdin), Some(stderr)) =
-                (child.stdout.take(), child.stdin.take(), child.stderr.take())
+                (child_io.stdout.take(), child_io.stdin.take(), child_io.stderr.take())
             else {
-                let _ = child.kill().await;
+                stop_child(&mut child).await;
                 return Err("the child's stdio could not be piped".to_owned());
             };
             tokio::spawn(read_stderr(name.to_owned(), stderr, chatter.clone()));
@@ -367,19 +402,23 @@ fn exited(status: Option<std::process::ExitStatus>) -> String {
 }
 
 /// Closes a child's pipes by dropping nothing we still hold, waits a
-/// moment for it to exit, kills it otherwise, and reaps it: no zombie.
-/// Returns its exit status when it exited by itself.
-async fn stop_child(child: &mut tokio::process::Child) -> Option<std::process::ExitStatus> {
-    if let Ok(Some(status)) = child.try_wait() {
-        return Some(status);
-    }
-    match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-        Ok(Ok(status)) => Some(status),
-        _ => {
-            let _ = child.kill().await;
-            None
-        }
-    }
+/// moment for it to exit, kills it otherwise, and reaps it: no zombie;
+/// then whatever it started in its group goes too. Returns its exit
+/// status when it exited by itself.
+async fn stop_child(process: &mut ServerProcess) -> Option<std::process::ExitStatus> {
+    let child = &mut process.child;
+    let status = match child.try_wait() {
+        Ok(Some(status)) => Some(status),
+        _ => match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            _ => {
+                let _ = child.kill().await;
+                None
+            }
+        },
+    };
+    process.kill_group();
+    status
 }
 
 /// Logs a stdio child's stderr (debug) and keeps its last line.
