@@ -569,3 +569,45 @@ fn a_signal_ends_the_session_as_the_end_of_input_does() {
     assert_eq!(kinds(EventKind::SummaryWritten), 1, "and what its end derives comes");
     assert_eq!(kinds(EventKind::GraphFactAdded), 1, "{events:?}");
 }
+
+/// An utterance longer than a turn's text may be (64 KiB, what `engram
+/// import` reads back) is refused naming its line, nothing recorded, and
+/// the run goes on; one at the limit is taken, and the log exports and
+/// imports again whole (its passages' vectors make its longest line ten
+/// times the utterance).
+#[test]
+fn an_utterance_over_the_limit_is_refused_and_one_at_it_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let words = ["alpha", "beta", "house", "light", "river", "stone"];
+    let long: String = (0..20_000).map(|i| words[i % words.len()]).collect::<Vec<_>>().join(" ");
+    let at_limit = &long[..long[..65_536].rfind(' ').unwrap()];
+    let input = format!("{at_limit}\n{}\nwhat time is it\n", &long[..70_000]);
+    let mut child = engram(&data)
+        .args(["run", "--offline"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let refused = "standard input line 2: an utterance of 69999 bytes is longer than the 65536"; // (its end trimmed)
+    assert!(stderr.contains(refused), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2, "the lines around it are answered");
+    let events = export(&data);
+    let kinds = |k: EventKind| events.iter().filter(|e| e.kind() == k).count();
+    assert_eq!(kinds(EventKind::UtteranceReceived), 2, "nothing of the refused one");
+    // The round trip the export promises.
+    let file = dir.path().join("export.jsonl");
+    let exported = engram(&data).arg("export").output().unwrap();
+    std::fs::write(&file, &exported.stdout).unwrap();
+    let again = dir.path().join("again");
+    let imported = engram(&again).args(["import", file.to_str().unwrap()]).output().unwrap();
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    assert_eq!(export(&again).len(), events.len());
+}

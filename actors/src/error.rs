@@ -41,6 +41,19 @@ pub enum RuntimeError {
         /// The candidates.
         candidates: Vec<String>,
     },
+    /// An utterance longer than a turn's text may be: refused before
+    /// anything is recorded. What the log holds must read back through
+    /// `engram import` (a turn's `text` is at most
+    /// `engram_learning::import::turn_record::limits::MAX_TEXT_BYTES`), and
+    /// no one speaks 64 KiB in one breath — a pasted file is read as a
+    /// file.
+    #[error("an utterance of {bytes} bytes is longer than the {max} a turn's text may be; nothing was recorded")]
+    UtteranceTooLong {
+        /// Its length in bytes.
+        bytes: usize,
+        /// The most there may be.
+        max: usize,
+    },
     /// The session was ended; a new one needs a new id.
     #[error("session {0:?} has ended; start a new session id")]
     SessionEnded(String),

@@ -131,7 +131,7 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         (Some(text), _) => turn(&rt, &session, text, None, args.json, &mut out),
         (None, None) => Ok(()),
         (None, Some(inputs)) => {
-            let mut said = Said { rt: &rt, session: &mut session, explicit, json: args.json, out: &mut out };
+            let mut said = Said { rt: &rt, session: &mut session, explicit, json: args.json, out: &mut out, line: 0 };
             lines(&inputs, &mut said).map(|sig| signalled = sig)
         }
     };
@@ -155,6 +155,8 @@ struct Said<'a, W: Write> {
     explicit: bool,
     json: bool,
     out: &'a mut W,
+    /// The number of the line being taken (1-based).
+    line: u64,
 }
 
 /// Whether the lines go on after one.
@@ -183,6 +185,7 @@ fn lines<W: Write>(
             }
         };
         number += 1;
+        said.line = number;
         // A line that is not UTF-8 (a terminal in Latin-1, a binary pasted
         // in) is skipped, named, and the run goes on: the lines before and
         // after it are the user's.
@@ -253,6 +256,10 @@ fn command<W: Write>(line: &str, said: &mut Said<'_, W>) -> anyhow::Result<Flow>
             match renewing(session, explicit, |s| turn(rt, s, line, None, json, out)) {
                 // Nobody reads the replies any more: the end.
                 Err(e) if output_closed(&e) => return Ok(Flow::Stop),
+                // Refused as it stands, nothing recorded: the run goes on.
+                Err(e) if matches!(e.downcast_ref(), Some(RuntimeError::UtteranceTooLong { .. })) => {
+                    eprintln!("engram run: standard input line {}: {e}", said.line);
+                }
                 r => r?,
             }
         }

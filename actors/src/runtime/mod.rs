@@ -230,6 +230,10 @@ impl Runtime {
         model: Option<String>,
     ) -> Result<Reply, RuntimeError> {
         checked(session)?;
+        let max = engram_learning::import::turn_record::limits::MAX_TEXT_BYTES;
+        if text.len() > max {
+            return Err(RuntimeError::UtteranceTooLong { bytes: text.len(), max });
+        }
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.listener.do_send(HostInput::Utterance {
             session: session.clone(),
