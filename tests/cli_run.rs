@@ -19,6 +19,24 @@ fn engram(data: &Path) -> Command {
     c
 }
 
+/// `engram run ARGS` on `data` fed `input` whole (written on a thread of
+/// its own, so a long input never waits on the replies), to its end.
+fn run_fed(data: &Path, args: &[&str], input: Vec<u8>) -> std::process::Output {
+    let mut child = engram(data)
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    out
+}
+
 /// Every envelope in the data dir, via `engram export`.
 fn export(data: &Path) -> Vec<Envelope> {
     let out = engram(data).arg("export").output().unwrap();
@@ -29,22 +47,10 @@ fn export(data: &Path) -> Vec<Envelope> {
 #[test]
 fn run_answers_lines_of_standard_input() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = engram(dir.path())
-        .args(["run", "--session", "s-stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // Line 3 is not UTF-8 (Latin-1 "café", stray bytes): named, skipped,
     // and the lines after it are read.
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"what time is it\n:good\ncaf\xe9 \xff\xfe\nche ore sono\ntell me a joke\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let input = b"what time is it\n:good\ncaf\xe9 \xff\xfe\nche ore sono\ntell me a joke\n";
+    let out = run_fed(dir.path(), &["--session", "s-stdin"], input.to_vec());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("standard input line 3: not valid UTF-8; skipped"), "{stderr}");
@@ -583,17 +589,7 @@ fn an_utterance_over_the_limit_is_refused_and_one_at_it_round_trips() {
     let long: String = (0..20_000).map(|i| words[i % words.len()]).collect::<Vec<_>>().join(" ");
     let at_limit = &long[..long[..65_536].rfind(' ').unwrap()];
     let input = format!("{at_limit}\n{}\nwhat time is it\n", &long[..70_000]);
-    let mut child = engram(&data)
-        .args(["run", "--offline"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let out = run_fed(&data, &["--offline"], input.into_bytes());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let refused = "standard input line 2: an utterance of 69999 bytes is longer than the 65536"; // (its end trimmed)

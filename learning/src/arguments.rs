@@ -110,7 +110,7 @@ const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da"
 pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
     let request = &*durations_in_minutes(request);
     if request.chars().any(char::is_uppercase) {
-        return fill(schema, request, now);
+        return fill_read(schema, request, now);
     }
     let context = crate::spoken::Context::of(tool, description);
     let spoken = crate::spoken::fill(schema, request, &context);
@@ -121,7 +121,7 @@ pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, no
     if let Some(r) = rest.get_mut("required").and_then(Value::as_array_mut) {
         r.retain(|k| k.as_str().is_none_or(|k| !spoken.contains_key(k)));
     }
-    let mut out = fill(&rest, request, now);
+    let mut out = fill_read(&rest, request, now);
     // A value the word order placed is no value for another property.
     let placed: Vec<String> = spoken.values().filter_map(Value::as_str).map(str::to_lowercase).collect();
     out.args.0.retain(|_, v| v.as_str().is_none_or(|s| !placed.iter().any(|p| s.to_lowercase().contains(p.as_str()))));
@@ -143,6 +143,13 @@ pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, no
 /// Fills the arguments of a tool with parameters `schema` from `request`,
 /// said at `now` (module docs).
 pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
+    fill_read(schema, &durations_in_minutes(request), now)
+}
+
+/// [`fill`] of a request whose durations are minutes already
+/// ([`durations_in_minutes`], read once by [`fill_for`] for both its
+/// readers).
+fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
     let mut out = Filled::default();
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return out };
     let required: Vec<&str> =
@@ -248,7 +255,7 @@ struct Said<'a> {
 
 impl<'a> Said<'a> {
     fn new(request: &'a str, now: DateTime<FixedOffset>) -> Said<'a> {
-        let ex = extract(&durations_in_minutes(request), now);
+        let ex = extract(request, now);
         let toks = tokens(&ex.text);
         let quotes = quoted_spans(&ex.text);
         let dates = absolute_dates(&ex.text, now);

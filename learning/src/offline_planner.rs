@@ -548,7 +548,7 @@ impl OfflinePlanner {
     /// light brighter" near a taught "make the X light Y" is
     /// `HassLightSet` with a room and no colour). `false` for a tool it
     /// does not know.
-    pub fn sets_nothing(&self, step: &PlanStep) -> bool {
+    pub fn call_sets_nothing(&self, step: &PlanStep) -> bool {
         self.tools
             .iter()
             .find(|t| t.name == step.tool)

@@ -310,7 +310,7 @@ impl Planner {
             env.turn.and_then(|t| self.near.get(&t)).filter(|n| done == 0 && n.steps.iter().all(|s| view.has(&s.tool)));
         let arguments = |tool: &str| view.offline.arguments(tool, query, now);
         let reads_path = view.offline.reads_path(query, now);
-        let sets_nothing = |step: &PlanStep| view.offline.sets_nothing(step);
+        let sets_nothing = |step: &PlanStep| view.offline.call_sets_nothing(step);
         let (planned, source) = model_away::plan(near, plan(query), reads_path, &arguments, &sets_nothing);
         if source == model_away::Source::Learnt {
             tracing::debug!(matched = ?near.map(|n| &n.canonical), "offline planner: as the model taught");

@@ -75,10 +75,10 @@ pub fn plan(
         return (own, Source::Descriptions);
     }
     // Another tool's arguments are no arguments of the near miss's.
-    let alike: &[PlanStep] = if same { &own } else { &[] };
+    let own = if same { own } else { Vec::new() };
     let mut steps = near.steps.clone();
     for (i, step) in steps.iter_mut().enumerate() {
-        let theirs = match alike.get(i) {
+        let theirs = match own.get(i) {
             Some(o) => Some(o.args.clone()),
             None => arguments(&step.tool),
         };
