@@ -108,7 +108,7 @@ const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da"
 /// ([`crate::spoken`]), then by the rules of the module docs for what is
 /// left.
 pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
-    let request = &*durations_in_minutes(request);
+    let request = &*crate::fast_path::extract::durations_in_minutes(request);
     if request.chars().any(char::is_uppercase) {
         return fill_read(schema, request, now);
     }
@@ -143,11 +143,11 @@ pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, no
 /// Fills the arguments of a tool with parameters `schema` from `request`,
 /// said at `now` (module docs).
 pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
-    fill_read(schema, &durations_in_minutes(request), now)
+    fill_read(schema, &crate::fast_path::extract::durations_in_minutes(request), now)
 }
 
 /// [`fill`] of a request whose durations are minutes already
-/// ([`durations_in_minutes`], read once by [`fill_for`] for both its
+/// ([`crate::fast_path::extract::durations_in_minutes`], read once by [`fill_for`] for both its
 /// readers).
 fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
     let mut out = Filled::default();
@@ -684,32 +684,6 @@ fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mut Taken) ->
     })?;
     taken.slots.push(i);
     Some(as_kind(&slot.value, integer))
-}
-
-/// `text` with the durations people say without a figure ("half an
-/// hour", "un quarto d'ora", "an hour and a half") as minutes ("30
-/// minutes"): what rule 4 reads as a number in its unit, and no name or
-/// place of its own.
-fn durations_in_minutes(text: &str) -> std::borrow::Cow<'_, str> {
-    static SAID: std::sync::OnceLock<Vec<(regex::Regex, &'static str)>> = std::sync::OnceLock::new();
-    let said = SAID.get_or_init(|| {
-        [
-            (r"(?i)\b(?:an|one) hour and a half\b|\bun['’]ora e mezz[ao]\b", "90 minutes"),
-            (r"(?i)\bthree quarters of an hour\b|\btre quarti d['’]ora\b", "45 minutes"),
-            (r"(?i)\b(?:a |one )?half(?: an|-an|-)? ?hour\b|\bmezz['’]?ora\b|\bmezza ora\b", "30 minutes"),
-            (r"(?i)\b(?:a |one )?quarter(?: of an|-)? ?hour\b|\bun quarto d['’]ora\b", "15 minutes"),
-        ]
-        .into_iter()
-        .map(|(rule, minutes)| (regex::Regex::new(rule).expect("duration rule compiles"), minutes))
-        .collect()
-    });
-    let mut text = std::borrow::Cow::Borrowed(text);
-    for (rule, minutes) in said {
-        if rule.is_match(&text) {
-            text = std::borrow::Cow::Owned(rule.replace_all(&text, *minutes).into_owned());
-        }
-    }
-    text
 }
 
 /// The unit a word names, EN + IT: minutes, hours, seconds, percent,

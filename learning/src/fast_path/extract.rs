@@ -172,6 +172,7 @@ fn rules() -> &'static Rules {
 /// Extracts every value from `text`, with `now` (the user's local time)
 /// anchoring relative dates and windows.
 pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
+    let text = durations_in_minutes(text);
     let text: String = text.chars().map(|c| if matches!(c, '\u{2019}' | '\u{2018}') { '\'' } else { c }).collect();
     let r = rules();
     let mut slots: Vec<Slot> = Vec::new();
@@ -342,6 +343,34 @@ fn day_window(from: NaiveDate, to: NaiveDate) -> Value {
     serde_json::json!({ "from": from.format("%Y-%m-%d").to_string(), "to": to.format("%Y-%m-%d").to_string() })
 }
 
+/// `text` with the durations people say without a figure ("half an
+/// hour", "un quarto d'ora", "an hour and a half") as minutes ("30
+/// minutes"): a number in its unit for the fast path's slots and the
+/// argument rules, and no name or place of its own. [`extract`] reads
+/// the text so; a caller that reads the words itself too (the argument
+/// rules' word order) rewrites the request once first.
+pub fn durations_in_minutes(text: &str) -> std::borrow::Cow<'_, str> {
+    static SAID: std::sync::OnceLock<Vec<(regex::Regex, &'static str)>> = std::sync::OnceLock::new();
+    let said = SAID.get_or_init(|| {
+        [
+            (r"(?i)\b(?:an|one) hour and a half\b|\bun['’]ora e mezz[ao]\b", "90 minutes"),
+            (r"(?i)\bthree quarters of an hour\b|\btre quarti d['’]ora\b", "45 minutes"),
+            (r"(?i)\b(?:a |one )?half(?: an|-an|-)? ?hour\b|\bmezz['’]?ora\b|\bmezza ora\b", "30 minutes"),
+            (r"(?i)\b(?:a |one )?quarter(?: of an|-)? ?hour\b|\bun quarto d['’]ora\b", "15 minutes"),
+        ]
+        .into_iter()
+        .map(|(rule, minutes)| (regex::Regex::new(rule).expect("duration rule compiles"), minutes))
+        .collect()
+    });
+    let mut text = std::borrow::Cow::Borrowed(text);
+    for (rule, minutes) in said {
+        if rule.is_match(&text) {
+            text = std::borrow::Cow::Owned(rule.replace_all(&text, *minutes).into_owned());
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,6 +398,22 @@ mod tests {
         // Not paths: a slash inside a word, a URL's path.
         assert_eq!(kinds("and/or"), vec![]);
         assert_eq!(kinds("see www.example.org/x").len(), 1);
+    }
+
+    /// A duration said without a figure is a number of minutes, so a
+    /// phrasing learnt with "20 minutes" serves "half an hour".
+    #[test]
+    fn durations_said_in_words_are_minutes() {
+        for (text, minutes) in [
+            ("uh set a timer for half an hour", 30),
+            ("metti un timer di un quarto d'ora", 15),
+            ("timer di mezz’ora", 30),
+            ("an hour and a half on the oven timer", 90),
+        ] {
+            let e = extract(text, now());
+            assert_eq!(e.of(SlotKind::Number).cloned().collect::<Vec<_>>(), [Value::from(minutes)], "{text}");
+            assert!(e.masked().contains("NUMBER  minutes"), "{text}: {}", e.masked());
+        }
     }
 
     #[test]
