@@ -116,3 +116,94 @@ fn follow_filters_by_kind() {
     assert_eq!(json::from_line(&got[0]).unwrap().session.unwrap().as_str(), "f-3");
     assert!(follower.lines.recv_timeout(Duration::from_millis(300)).is_err(), "nothing else matches");
 }
+
+/// A log of `n` `session.ended` events in `dir`, its owner gone.
+fn backlog(dir: &std::path::Path, n: u32) {
+    let log = SledLog::open(dir, LogConfig::default()).unwrap();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        log.append(chunk.iter().map(|&i| ended(i)).collect()).unwrap();
+    }
+}
+
+/// The seqs of `lines`, which must be whole envelopes.
+fn seqs(lines: &[String]) -> Vec<u64> {
+    lines.iter().map(|l| json::from_line(l).unwrap().seq.0).collect()
+}
+
+/// Issue 43 item 2: a follower reading the log itself (nobody owns the
+/// dir) whose output nobody reads blocks in its print — and held the data
+/// dir while it did, so no other command could open it ("data dir in use
+/// … locked by pid <the follower>"). It reads a batch at a time and prints
+/// with the dir free; read later, it has lost nothing.
+#[test]
+fn a_follower_whose_output_is_not_read_leaves_the_data_dir_free() {
+    let dir = tempfile::tempdir().unwrap();
+    backlog(dir.path(), 20_000);
+    // Its output is read by nobody until the end (a pipe holds 64 KiB;
+    // the backlog is megabytes).
+    let mut child = engram()
+        .arg("--data")
+        .arg(dir.path())
+        .args(["replay", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let stats = engram().arg("--data").arg(dir.path()).args(["stats", "--json"]).output().unwrap();
+    assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let got: Vec<String> = (0..20_000).map_while(|_| rx.recv_timeout(Duration::from_secs(20)).ok()).collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(seqs(&got), (1..=20_000).collect::<Vec<_>>(), "in order, no gap, no duplicate");
+}
+
+/// Issue 43 item 2: an owner closing its log waits for each follower to
+/// drain — and waited forever for one that stopped reading (`engram run`
+/// answered every turn, then never exited). Such a follower is dropped;
+/// resumed, it reconnects where its last whole line ended and loses
+/// nothing.
+#[test]
+fn a_follower_that_stops_reading_neither_holds_up_the_owner_nor_loses_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let owner = SledLog::open(dir.path(), LogConfig { serve_followers: true, ..LogConfig::default() }).unwrap();
+    owner.append((0..5).map(ended).collect()).unwrap();
+    let follower = Follower::start(dir.path(), &[]);
+    assert_eq!(follower.take(5).len(), 5);
+    // Suspended: it reads nothing while the owner appends megabytes.
+    let signal = |sig: &str| {
+        let pid = follower.child.id().to_string();
+        assert!(Command::new("kill").args([sig, &pid]).status().unwrap().success());
+    };
+    signal("-STOP");
+    for chunk in (5..20_000).collect::<Vec<u32>>().chunks(1000) {
+        owner.append(chunk.iter().map(|&i| ended(i)).collect()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // And one that never reads at all, beside it.
+    let mut idle = std::os::unix::net::UnixStream::connect(dir.path().join("engram.sock")).unwrap();
+    std::io::Write::write_all(&mut idle, b"from 1\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        drop(owner);
+        let _ = tx.send(());
+    });
+    assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok(), "closing the log waits for followers that do not read");
+    // A later owner appends; the follower, resumed, reads everything.
+    let later = SledLog::open(dir.path(), LogConfig { serve_followers: true, ..LogConfig::default() }).unwrap();
+    signal("-CONT");
+    later.append(vec![ended(20_000)]).unwrap();
+    let rest = follower.take(20_001 - 5);
+    assert_eq!(seqs(&rest), (6..=20_001).collect::<Vec<_>>(), "in order, no gap, no duplicate");
+    drop(idle);
+}

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use engram::events::codec::json;
@@ -17,6 +17,18 @@ use crate::output;
 
 /// How often a follower looks for an owner or for changes.
 const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+/// The most events a follower reading the log itself reads per open
+/// (what it holds in memory while it prints them).
+const FOLLOW_BATCH: usize = 4096;
+
+/// The longest a follower reading the log itself holds the data dir per
+/// open: an owner starting up waits at most about that long for it.
+const FOLLOW_HOLD: Duration = Duration::from_millis(250);
+
+/// How long a follower reading the log itself leaves the data dir free
+/// between two batches.
+const FOLLOW_GAP: Duration = Duration::from_millis(60);
 
 /// Prints events from `next` on, forever. While another process owns the
 /// data dir, events stream from its follow socket; while nobody does, the
@@ -33,6 +45,8 @@ fn follow(
     let db_file = data.join("log.sled").join("db");
     let stamp = || std::fs::metadata(&db_file).and_then(|m| Ok((m.len(), m.modified()?))).ok();
     let mut seen = None;
+    // The seq whose line last came cut (see below).
+    let mut cut = None;
     let storage = crate::load_config(data)?.storage;
     let shared = match storage.backend {
         StorageBackend::Jetstream => Some(storage.backend().map_err(anyhow::Error::msg)?),
@@ -48,7 +62,18 @@ fn follow(
                 if let Some(e) = line.strip_prefix("error: ") {
                     bail!("{}: {e}", data.display());
                 }
-                let env = json::from_line(&line)?;
+                // The owner drops a follower that stopped reading, perhaps
+                // mid-line: the cut line comes again on the next
+                // connection. The same line twice is no cut.
+                let env = match json::from_line(&line) {
+                    Ok(env) => env,
+                    Err(e) if cut == Some(next) => bail!("{}: seq {next}: {e}", data.display()),
+                    Err(_) => {
+                        cut = Some(next);
+                        break;
+                    }
+                };
+                cut = None;
                 next = env.seq.next();
                 if filter.matches(&env) {
                     print(&env)?;
@@ -77,25 +102,47 @@ fn follow(
         }
         let now = stamp();
         if now.is_some() && now != seen {
-            match SledLog::open(data, Default::default()) {
-                Ok(log) => {
-                    for env in log.read_from(next) {
-                        let env = env?;
-                        next = env.seq.next();
-                        if filter.matches(&env) {
-                            print(&env)?;
-                        }
-                    }
-                    drop(log);
-                    // Our own open and close touched the files too.
-                    seen = stamp();
+            // None: an owner is starting up.
+            if let Some((batch, more)) = read_batch(data, &mut next)? {
+                // Our own open and close touched the files too; with more
+                // to read, look again at once.
+                seen = if more { None } else { stamp() };
+                for env in batch.iter().filter(|e| filter.matches(e)) {
+                    print(env)?;
                 }
-                Err(LogError::DataDirInUse { .. }) => {} // an owner is starting up
-                Err(e) => return Err(e.into()),
+                if more {
+                    // A gap an owner waiting for the data dir (every 25 ms,
+                    // `open_waiting`) takes it in.
+                    std::thread::sleep(FOLLOW_GAP);
+                    continue;
+                }
             }
         }
         std::thread::sleep(FOLLOW_POLL);
     }
+}
+
+/// Reads the log of `data` itself from `next` on, a batch at a time —
+/// printed by the caller after the log is closed: a follower whose output
+/// is not read blocks in its print, and must not hold the data dir while
+/// it does (no `engram run` could start). `None` when someone holds the
+/// dir; else the batch and whether more is left.
+fn read_batch(data: &Path, next: &mut Seq) -> anyhow::Result<Option<(Vec<Envelope>, bool)>> {
+    let log = match SledLog::open(data, Default::default()) {
+        Ok(log) => log,
+        Err(LogError::DataDirInUse { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let (mut batch, started) = (Vec::new(), Instant::now());
+    for env in log.read_from(*next) {
+        let env = env?;
+        *next = env.seq.next();
+        batch.push(env);
+        if batch.len() >= FOLLOW_BATCH || started.elapsed() >= FOLLOW_HOLD {
+            return Ok(Some((batch, true)));
+        }
+    }
+    Ok(Some((batch, false)))
 }
 
 /// Print events in log order, filtered; `--follow` keeps printing new ones.

@@ -7,6 +7,9 @@
 //! JSON Lines envelopes from that position on — backlog, then live, through
 //! an ordinary [`crate::Subscription`]. When the owner closes
 //! the log, each connection first drains what was committed, then ends.
+//! A follower that stops reading is dropped after `WRITE_STALL` (1 s); its
+//! last line may then be cut, and it reconnects from the seq after its
+//! last whole line.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -28,6 +31,15 @@ pub fn socket_path(dir: &Path) -> PathBuf {
 /// How often a connection's thread looks at the shutdown flag, and how
 /// long the accept loop waits after a failed accept.
 const POLL: Duration = Duration::from_millis(100);
+
+/// How long a write to a follower may wait for it to read. A follower that
+/// stops reading (its output not read, or suspended) is dropped after it:
+/// otherwise its connection's thread blocks in the write for as long as
+/// the follower sleeps, and closing the log (which waits for every
+/// connection to drain) never returns — `engram run` answered every turn
+/// and then never exited. A dropped follower loses nothing: it reconnects
+/// `from` the seq after the last whole line it read.
+const WRITE_STALL: Duration = Duration::from_secs(1);
 
 /// The owner's side: accepts followers until dropped.
 pub struct FollowServer {
@@ -105,6 +117,7 @@ impl Drop for FollowServer {
 
 fn serve(stream: UnixStream, subscribe: &dyn Fn(Seq) -> Option<Subscription>, stop: &AtomicBool) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = stream.set_write_timeout(Some(WRITE_STALL));
     let mut request = String::new();
     let Ok(reader) = stream.try_clone() else { return };
     if BufReader::new(reader).read_line(&mut request).is_err() {
@@ -124,7 +137,7 @@ fn serve(stream: UnixStream, subscribe: &dyn Fn(Seq) -> Option<Subscription>, st
             Ok(Some(env)) => {
                 let line = codec::json::to_line(&env);
                 if out.write_all(line.as_bytes()).and_then(|_| out.write_all(b"\n")).is_err() {
-                    return; // the follower went away
+                    return; // the follower went away, or stopped reading
                 }
             }
             Ok(None) => {
