@@ -259,3 +259,43 @@ fn turns_into_sessions_the_log_holds_are_refused_unless_they_are_the_same_turns(
         log.read_from(Seq::FIRST).filter(|e| matches!(e.as_ref().unwrap().event, Event::SessionEnded(_))).count();
     assert_eq!(ended, 1, "one session.ended for s-1");
 }
+
+/// Issue 43 item 8: a file that grows, or is replaced, while it is
+/// imported. Every pass reads the bytes pass 1 validated: records appended
+/// after it (a turn of a session the import ends, an invalid line) are
+/// left for the next import, and a file put in its place is not read.
+#[test]
+fn a_file_that_changes_under_the_import_is_imported_as_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = SledLog::open(&dir.path().join("data"), LogConfig::default()).unwrap();
+    let records: Vec<Value> =
+        (1..=3).map(|t| record("s-1", t, "2026-11-23T10:00:00Z", &format!("request {t}"))).collect();
+    let path = write(dir.path(), "grow.jsonl", &records);
+    let plan = import::validate(&path).unwrap();
+    // After validation: a fourth turn of s-1, then a line that is no record.
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        writeln!(f, "{}", record("s-1", 4, "2026-11-23T10:05:00Z", "request 4")).unwrap();
+        writeln!(f, "not json").unwrap();
+    }
+    let none = Projector::in_memory(Vec::new());
+    let fine = |_: &Projector| Vec::<Box<dyn Reactor>>::new();
+    let stats = import::run(&plan, &log, &none, fine, |_| {}).unwrap();
+    assert_eq!((stats.imported_turns, stats.skipped_existing), (3, 0));
+    let kinds: Vec<EventKind> = log.read_from(Seq::FIRST).map(|e| e.unwrap().kind()).collect();
+    assert_eq!(kinds.last(), Some(&EventKind::SessionEnded), "the session ends after its third turn: {kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == EventKind::TurnCompleted).count(), 3);
+
+    // Replaced after validation (as an editor saves): the file validated
+    // is the one imported.
+    let other = dir.path().join("other.jsonl");
+    let plan =
+        import::validate(&write(dir.path(), "b.jsonl", &[record("s-2", 1, "2026-11-23T11:00:00Z", "b")])).unwrap();
+    write(dir.path(), "other.jsonl", &[record("s-3", 1, "2026-11-23T12:00:00Z", "c")]);
+    std::fs::rename(&other, dir.path().join("b.jsonl")).unwrap();
+    import::run(&plan, &log, &none, fine, |_| {}).unwrap();
+    let sessions: Vec<String> =
+        log.read_from(Seq::FIRST).filter_map(|e| e.unwrap().session.map(|s| s.as_str().to_owned())).collect();
+    assert!(sessions.contains(&"s-2".to_owned()) && !sessions.contains(&"s-3".to_owned()), "{sessions:?}");
+}

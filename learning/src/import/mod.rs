@@ -143,9 +143,50 @@ pub struct Plan {
     /// have (what checking against the log needs; what a record says is
     /// digested only for the turns the log holds, see [`Plan::check_log`]).
     turns: HashMap<(SessionId, u32), (usize, EventId)>,
+    /// What every pass reads: the same bytes each time.
+    source: Source,
+}
+
+/// The bytes an import reads, the same in every pass (pass 1 validates
+/// what pass 2 converts): a file that grows, or is replaced, while it is
+/// imported would otherwise have its later passes read records pass 1
+/// never checked — a turn appended after its session's end, a conflicting
+/// record taken for one already present, an invalid line found after
+/// thousands of events were appended.
+#[derive(Debug)]
+enum Source {
     /// An input that can be read only once (standard input, a FIFO), as
     /// it was read.
-    stdin: Option<Vec<u8>>,
+    Once(Vec<u8>),
+    /// A regular file: the one opened (a file put in its place later is
+    /// not read), up to its length when pass 1 opened it (records
+    /// appended after are left for the next import).
+    File { file: std::fs::File, len: u64 },
+}
+
+impl Source {
+    /// A regular file, as it is now.
+    fn file(path: &Path) -> Result<Source, ImportError> {
+        let read_error = |source| ImportError::Read { path: path.to_owned(), source };
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let len = file.metadata().map_err(read_error)?.len();
+        Ok(Source::File { file, len })
+    }
+
+    /// The lines, from the start.
+    fn lines<'a>(&'a self, path: &Path) -> Result<Lines<Box<dyn BufRead + 'a>>, ImportError> {
+        let reader: Box<dyn BufRead + 'a> = match self {
+            Source::Once(bytes) => Box::new(bytes.as_slice()),
+            Source::File { file, len } => {
+                use std::io::{Read, Seek};
+                let read_error = |source| ImportError::Read { path: path.to_owned(), source };
+                let mut file = file.try_clone().map_err(read_error)?;
+                file.rewind().map_err(read_error)?;
+                Box::new(std::io::BufReader::with_capacity(256 * 1024, file.take(*len)))
+            }
+        };
+        Ok(Lines::new(reader, path))
+    }
 }
 
 /// A line's number and its text, or why it cannot be read.
@@ -220,20 +261,6 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
-/// The file's lines: the file itself, read as it goes, or standard input
-/// (`-`), which cannot be read twice and so is held in memory.
-fn open_lines<'a>(path: &Path, stdin: Option<&'a [u8]>) -> Result<Lines<Box<dyn BufRead + 'a>>, ImportError> {
-    let reader: Box<dyn BufRead + 'a> = match stdin {
-        Some(bytes) => Box::new(bytes),
-        None => {
-            let file =
-                std::fs::File::open(path).map_err(|source| ImportError::Read { path: path.to_owned(), source })?;
-            Box::new(std::io::BufReader::with_capacity(256 * 1024, file))
-        }
-    };
-    Ok(Lines::new(reader, path))
-}
-
 /// Envelope lines have `kind` and `payload`; anything else is a turn record.
 fn detect(first_line: &str) -> Format {
     match serde_json::from_str::<serde_json::Value>(first_line) {
@@ -257,14 +284,13 @@ pub fn validate(path: &Path) -> Result<Plan, ImportError> {
             std::io::Read::read_to_end(&mut std::fs::File::open(path).map_err(read_error)?, &mut bytes)
                 .map_err(read_error)?;
         }
-        let mut plan = validate_lines(path, open_lines(path, Some(&bytes))?)?;
-        plan.stdin = Some(bytes);
-        return Ok(plan);
+        return validate_lines(path, Source::Once(bytes));
     }
-    validate_lines(path, open_lines(path, None)?)
+    validate_lines(path, Source::file(path)?)
 }
 
-fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, ImportError> {
+fn validate_lines(path: &Path, source: Source) -> Result<Plan, ImportError> {
+    let mut lines = source.lines(path)?;
     let mut errors = Vec::new();
     let mut total_bad = 0usize;
     let mut format = None;
@@ -315,6 +341,7 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
             }
         }
     }
+    drop(lines);
     if records == 0 {
         return Err(ImportError::Empty { path: path.to_owned() });
     }
@@ -327,7 +354,7 @@ fn validate_lines<R: BufRead>(path: &Path, mut lines: Lines<R>) -> Result<Plan, 
         records,
         sessions,
         turns: seen_turns,
-        stdin: None,
+        source,
     })
 }
 
@@ -375,7 +402,7 @@ impl Plan {
         if lines.is_empty() {
             return Ok(contents);
         }
-        let mut reader = open_lines(&self.path, self.stdin.as_deref())?;
+        let mut reader = self.source.lines(&self.path)?;
         while let Some((line, text)) = reader.next_line()? {
             if !lines.contains(&line) {
                 continue;
@@ -720,7 +747,7 @@ impl Conversion<'_> {
         let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
         let mut skipped = 0u64;
         let last_present = self.last_present_line()?;
-        let mut lines = open_lines(&plan.path, plan.stdin.as_deref())?;
+        let mut lines = plan.source.lines(&plan.path)?;
         while let Some((line, text)) = lines.next_line()? {
             self.line.set(line);
             // Pass 1 validated every line; a failure here means the file changed.
