@@ -27,7 +27,12 @@
 //!    the phrasing's words are matched in order against the request's, each
 //!    slot taking the run of words between its neighbours; a phrasing word
 //!    the request lacks, or a request word the phrasing lacks, costs more
-//!    when it carries meaning than when it is grammar. Articles and
+//!    when it carries meaning than when it is grammar, and a word said in
+//!    place of the phrasing's costs what the phrasing's word missing would
+//!    — so a request's own verb is not taken into the value beside it
+//!    ("add garbage bags to my shopping list" for "put itemslot on the
+//!    shopping list" fills "garbage bags"; the gate compares the verbs, and
+//!    the slot, its frame not matched, takes only a known value). Articles and
 //!    prepositions at a fill's edges are trimmed; a slot left empty fails
 //!    the fill.
 //! 5. **A fill must fit its slot** ([`Vocabulary::fits`]): a value the slot
@@ -358,6 +363,13 @@ fn align(t: &[Token], r: &[Token]) -> Alignment {
                 cost[i + 1][j + 1] = c;
                 how[i + 1][j + 1] = 0;
             }
+            // One word for another in its place (the gate compares them):
+            // a request's own verb is not taken into the value beside it.
+            let swap = c + gap(&t[i].text);
+            if j < m && !is_mask(&r[j].text) && swap < cost[i + 1][j + 1] {
+                cost[i + 1][j + 1] = swap;
+                how[i + 1][j + 1] = 3;
+            }
         }
     }
     (cost, how)
@@ -410,6 +422,10 @@ pub fn fill(template: &str, request: &str, names: &[String], edges: &dyn Fn(&str
             }
             1 => i -= 1,
             2 => j -= 1,
+            3 => {
+                i -= 1;
+                j -= 1;
+            }
             k => {
                 let k = k - 3;
                 spans.push((t[i - 1].text.clone(), i - 1, j - k, j));
@@ -866,6 +882,20 @@ mod tests {
         let unknown = |_: &str| Edges::Unknown;
         assert!(fill("tell everyone messageslot", "tell everyone the bus is here", &message, &unknown).is_none());
         assert!(fill("tell everyone messageslot", "tell everyone dinner is ready", &message, &unknown).is_some());
+    }
+
+    /// A word said in place of the phrasing's (another verb) stays out of
+    /// the value beside it: the gate, not the slot, compares the verbs.
+    #[test]
+    fn a_word_in_place_of_the_phrasings_is_not_taken_into_the_value() {
+        let item = ["item".to_owned()];
+        let no = |_: &str| Edges::Trim;
+        let f = fill("put itemslot on the shopping list", "add garbage bags to my shopping list", &item, &no).unwrap();
+        assert_eq!(f.values["item"], "garbage bags");
+        assert_eq!(f.masked, "add itemslot to my shopping list");
+        assert!(!f.framed.contains("item"), "another verb beside it: only a known value may fill it");
+        let f = fill("accendi il nameslot", "spegni il ventilatore", &["name".to_owned()], &no).unwrap();
+        assert_eq!((f.values["name"].as_str(), f.masked.as_str()), ("ventilatore", "spegni il nameslot"));
     }
 
     #[test]
