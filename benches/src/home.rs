@@ -270,7 +270,9 @@ pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitSc
             let reads_path = offline.reads_path(&r.text, now());
             let own = offline.plan_taught(&r.text, now(), &taught)?;
             let sets_nothing = |step: &PlanStep| offline.call_sets_nothing(step);
-            offline_steps = model_away::plan(d.near.as_ref(), own, reads_path, &arguments, &sets_nothing).0;
+            let one_of_two = |args: &ToolArgs| engram::learning::arguments::one_of_two(args, &r.text);
+            offline_steps =
+                model_away::plan(d.near.as_ref(), own, reads_path, &arguments, &sets_nothing, &one_of_two).0;
             if let Some(n) = &d.near {
                 out.near.push((n.similarity, right(want, &n.steps)));
             }

@@ -946,6 +946,42 @@ fn lower_case_place(text: &str) -> Option<String> {
         .then(|| tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "))
 }
 
+/// Whether `request` names, just before a text value of `args`, another
+/// joined to it by a conjunction ("the kitchen **and the** office lights",
+/// "in cucina **e in** bagno"): the value is one of two, and a call that
+/// says one drops the other — the planner abstains rather than make it.
+/// A value that holds the conjunction itself ("salt and pepper") is one.
+pub fn one_of_two(args: &ToolArgs, request: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect()
+    };
+    let said = words(request);
+    let mut texts = Vec::new();
+    for v in args.0.values() {
+        match v {
+            Value::String(s) => texts.push(s.as_str()),
+            Value::Array(a) => texts.extend(a.iter().filter_map(Value::as_str)),
+            _ => {}
+        }
+    }
+    let values: Vec<Vec<String>> = texts.into_iter().map(words).filter(|v| !v.is_empty()).collect();
+    let in_a_value = |w: &String| values.iter().any(|v| v.contains(w));
+    let grammar = |w: &&String| crate::fast_path::slots::is_determiner(w);
+    values.iter().filter(|v| v.len() <= said.len()).any(|value| {
+        (0..=said.len() - value.len()).filter(|&i| said[i..i + value.len()] == value[..]).any(|i| {
+            // Back over at most two articles or prepositions to the word
+            // that joins this value to what is before it, and what that
+            // is: a value the call says too ("the light and the fan",
+            // both domains) drops nothing.
+            let mut back = said[..i].iter().rev().skip_while(grammar);
+            let skipped = i - said[..i].iter().rev().skip_while(grammar).count();
+            let joined = back.next().is_some_and(|w| matches!(w.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure"));
+            let other = back.find(|w| !grammar(w));
+            skipped <= 2 && joined && other.is_some_and(|w| !in_a_value(w))
+        })
+    })
+}
+
 /// `text` without its proper nouns (rule 5's capitalised runs): what a
 /// request asks, whichever place or person it names — "what's the weather
 /// in Innsbruck" compared with a tool's description as "what's the weather
@@ -1000,6 +1036,28 @@ mod tests {
 
     fn now() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-11-26T10:00:00+01:00").unwrap()
+    }
+
+    /// A call that says one of two values the request joins drops the
+    /// other; one that says both, or a value holding the conjunction, is
+    /// whole.
+    #[test]
+    fn one_of_two_values_joined_is_found() {
+        let args = |v: serde_json::Value| ToolArgs::from_json(&v.to_string()).unwrap();
+        for (request, call, two) in [
+            ("turn on the kitchen and the office lights", json!({"area": "office", "domain": ["light"]}), true),
+            ("spegni la luce in cucina e in bagno", json!({"area": "bagno", "domain": ["light"]}), true),
+            (
+                "turn on the light and the fan in the bedroom",
+                json!({"area": "bedroom", "domain": ["light", "fan"]}),
+                false,
+            ),
+            ("add salt and pepper to the list", json!({"item": "salt and pepper"}), false),
+            ("turn on the office lights", json!({"area": "office"}), false),
+            ("turn on the lights and play jazz", json!({"search_query": "jazz"}), false),
+        ] {
+            assert_eq!(one_of_two(&args(call), request), two, "{request}");
+        }
     }
 
     #[test]

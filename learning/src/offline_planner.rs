@@ -101,6 +101,12 @@
 //!     timer for 3 minutes", "metti un timer di 8 minuti") — never goes to
 //!     a tool whose description has it act on one that exists ("Adds time
 //!     to a running timer").
+//! 13. **Two values, one call: nothing.** A plan of one call whose text
+//!     value the request names beside another, joined by a conjunction
+//!     ("turn on the kitchen and the office lights", "spegni la luce in
+//!     cucina e in bagno"), would drop one of them: the planner plans
+//!     nothing, and the model (or the user) says which
+//!     ([`crate::arguments::one_of_two`]).
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -416,6 +422,12 @@ impl OfflinePlanner {
         if let ([step], true) = (steps.as_mut_slice(), parts.len() > 1) {
             if let Some(tool) = self.tools.iter().find(|t| t.name == step.tool && from[0] != request) {
                 step.args = args_for(tool, request, now);
+            }
+        }
+        // Rule 13: one call cannot say two values of one property.
+        if let [step] = steps.as_slice() {
+            if crate::arguments::one_of_two(&step.args, request) {
+                return Ok(Vec::new());
             }
         }
         Ok(steps)

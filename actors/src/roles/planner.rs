@@ -311,7 +311,8 @@ impl Planner {
         let arguments = |tool: &str| view.offline.arguments(tool, query, now);
         let reads_path = view.offline.reads_path(query, now);
         let sets_nothing = |step: &PlanStep| view.offline.call_sets_nothing(step);
-        let (planned, source) = model_away::plan(near, plan(query), reads_path, &arguments, &sets_nothing);
+        let one_of_two = |args: &ToolArgs| engram_learning::arguments::one_of_two(args, query);
+        let (planned, source) = model_away::plan(near, plan(query), reads_path, &arguments, &sets_nothing, &one_of_two);
         if source == model_away::Source::Learnt {
             tracing::debug!(matched = ?near.map(|n| &n.canonical), "offline planner: as the model taught");
             return planned;

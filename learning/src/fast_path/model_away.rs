@@ -37,6 +37,11 @@
 //!    no value in the request, so the request asks something the phrasing
 //!    does not — and the descriptions' plan, which rule 4 ranks under the
 //!    near miss, is no better read ("brighter" planned as `HassTurnOff`).
+//! 7. A near miss of one call whose text value the request names beside
+//!    another, joined by a conjunction ("the kitchen and the office
+//!    lights"), is not taken, and nothing is planned: the call would drop
+//!    one (the offline planner's rule 13,
+//!    [`crate::arguments::one_of_two`]).
 
 use engram_events::payloads::{NearMiss, PlanStep, ToolArgs};
 
@@ -58,13 +63,16 @@ pub enum Source {
 /// miss, `own` the offline planner's plan of the request, `reads_path`
 /// whether that plan rests on a path's kind (rule 4), `arguments` the
 /// offline planner's arguments for a tool from the request (rule 5),
-/// `sets_nothing` its rule 10 for a call (rule 6).
+/// `sets_nothing` its rule 10 for a call (rule 6), `one_of_two` whether
+/// the request names another value beside one of these arguments (rule
+/// 7).
 pub fn plan(
     near: Option<&NearMiss>,
     own: Vec<PlanStep>,
     reads_path: bool,
     arguments: &dyn Fn(&str) -> Option<ToolArgs>,
     sets_nothing: &dyn Fn(&PlanStep) -> bool,
+    one_of_two: &dyn Fn(&ToolArgs) -> bool,
 ) -> (Vec<PlanStep>, Source) {
     let Some(near) = near.filter(|n| n.similarity >= LEARNT_BAR && !n.steps.is_empty()) else {
         return (own, Source::Descriptions);
@@ -86,7 +94,7 @@ pub fn plan(
             step.args.0.entry(k).or_insert(v);
         }
     }
-    if steps.iter().any(sets_nothing) {
+    if steps.iter().any(sets_nothing) || matches!(steps.as_slice(), [step] if one_of_two(&step.args)) {
         return (Vec::new(), Source::Descriptions);
     }
     (steps, Source::Learnt)
@@ -108,28 +116,37 @@ mod tests {
     #[test]
     fn a_near_miss_fills_in_where_the_descriptions_plan_nothing() {
         let n = near(0.7, vec![step("list_dir", "/a")]);
-        assert_eq!(plan(Some(&n), Vec::new(), false, &|_| None, &|_| false), (n.steps.clone(), Source::Learnt));
+        assert_eq!(
+            plan(Some(&n), Vec::new(), false, &|_| None, &|_| false, &|_| false),
+            (n.steps.clone(), Source::Learnt)
+        );
     }
 
     #[test]
     fn a_near_miss_under_the_bar_says_nothing() {
         let n = near(LEARNT_BAR - 0.01, vec![step("list_dir", "/a")]);
-        assert_eq!(plan(Some(&n), Vec::new(), false, &|_| None, &|_| false), (Vec::new(), Source::Descriptions));
+        assert_eq!(
+            plan(Some(&n), Vec::new(), false, &|_| None, &|_| false, &|_| false),
+            (Vec::new(), Source::Descriptions)
+        );
     }
 
     #[test]
     fn on_the_same_tool_the_learnt_values_are_taken() {
         let n = near(0.7, vec![step("list_dir", "/a")]);
         let own = vec![step("list_dir", "/b")];
-        assert_eq!(plan(Some(&n), own, false, &|_| None, &|_| false), (n.steps.clone(), Source::Learnt));
+        assert_eq!(plan(Some(&n), own, false, &|_| None, &|_| false, &|_| false), (n.steps.clone(), Source::Learnt));
     }
 
     #[test]
     fn on_another_tool_the_near_miss_wins_unless_a_path_decided() {
         let n = near(0.72, vec![step("list_dir", "/a/todo.txt")]);
         let own = vec![step("read_file", "/a/todo.txt")];
-        assert_eq!(plan(Some(&n), own.clone(), true, &|_| None, &|_| false), (own.clone(), Source::Descriptions));
-        assert_eq!(plan(Some(&n), own, false, &|_| None, &|_| false), (n.steps.clone(), Source::Learnt));
+        assert_eq!(
+            plan(Some(&n), own.clone(), true, &|_| None, &|_| false, &|_| false),
+            (own.clone(), Source::Descriptions)
+        );
+        assert_eq!(plan(Some(&n), own, false, &|_| None, &|_| false, &|_| false), (n.steps.clone(), Source::Learnt));
     }
 
     #[test]
@@ -142,7 +159,7 @@ mod tests {
             assert_eq!(tool, "HassTurnOn");
             Some(ToolArgs::from_json(r#"{"area": "laundry room", "domain": "x"}"#).unwrap())
         };
-        let (steps, source) = plan(Some(&n), Vec::new(), false, &area, &|_| false);
+        let (steps, source) = plan(Some(&n), Vec::new(), false, &area, &|_| false, &|_| false);
         assert_eq!(source, Source::Learnt);
         assert_eq!(steps[0].args.to_json(), r#"{"area":"laundry room","domain":["light"]}"#);
     }
@@ -152,7 +169,10 @@ mod tests {
         let n = near(0.7, vec![step("HassLightSet", "/x")]);
         let own = vec![step("HassTurnOn", "/y")];
         let unset = |s: &PlanStep| s.tool == "HassLightSet";
-        assert_eq!(plan(Some(&n), own, false, &|_| None, &unset), (Vec::new(), Source::Descriptions));
-        assert_eq!(plan(Some(&n), Vec::new(), false, &|_| None, &unset), (Vec::new(), Source::Descriptions));
+        assert_eq!(plan(Some(&n), own, false, &|_| None, &unset, &|_| false), (Vec::new(), Source::Descriptions));
+        assert_eq!(
+            plan(Some(&n), Vec::new(), false, &|_| None, &unset, &|_| false),
+            (Vec::new(), Source::Descriptions)
+        );
     }
 }

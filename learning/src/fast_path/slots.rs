@@ -144,7 +144,7 @@ fn is_edge_grammar(word: &str) -> bool {
 /// Articles, prepositions and possessives, EN + IT: what is trimmed from a
 /// fill's edges (rule 4) — a closed class; "is" or "here" are not, so a
 /// message keeps them ("grandpa is here").
-fn is_determiner(word: &str) -> bool {
+pub(crate) fn is_determiner(word: &str) -> bool {
     const WORDS: &[&str] = &[
         "the", "a", "an", "my", "your", "our", "his", "her", "their", "some", "this", "that", "these", "those", "in",
         "on", "at", "of", "to", "for", "from", "with", "into", "by", "il", "lo", "la", "i", "gli", "le", "un", "uno",
