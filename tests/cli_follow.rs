@@ -30,15 +30,7 @@ impl Follower {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let lines = lines_of(child.stdout.take().unwrap());
         Follower { child, lines }
     }
 
@@ -55,6 +47,19 @@ impl Follower {
         }
         got
     }
+}
+
+/// The lines of a child's output, read on a thread of their own.
+fn lines_of(out: std::process::ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    lines
 }
 
 impl Drop for Follower {
@@ -152,15 +157,7 @@ fn a_follower_whose_output_is_not_read_leaves_the_data_dir_free() {
     std::thread::sleep(Duration::from_millis(1500));
     let stats = engram().arg("--data").arg(dir.path()).args(["stats", "--json"]).output().unwrap();
     assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let rx = lines_of(child.stdout.take().unwrap());
     let got: Vec<String> = (0..20_000).map_while(|_| rx.recv_timeout(Duration::from_secs(20)).ok()).collect();
     let _ = child.kill();
     let _ = child.wait();
