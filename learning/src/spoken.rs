@@ -67,13 +67,20 @@ const UNITS: &[&str] = &[
 const THAT: &[&str] = &["that", "che"];
 
 /// The words of a request, elided articles split off ("l'album" → l,
-/// album).
+/// album); an English contraction ("we're", "it's", "don't") is one word.
 fn words(request: &str) -> Vec<String> {
+    const CONTRACTED: &[&str] = &["re", "s", "m", "ll", "d", "ve", "t"];
     normalize(request)
         .split(' ')
         .filter(|w| !w.is_empty())
         .flat_map(|w| match w.split_once('\'') {
-            Some((head, tail)) if head.len() <= 4 && !tail.is_empty() && head != "what" && head != "how" => {
+            Some((head, tail))
+                if head.len() <= 4
+                    && !tail.is_empty()
+                    && !CONTRACTED.contains(&tail)
+                    && head != "what"
+                    && head != "how" =>
+            {
                 vec![head.to_owned(), tail.to_owned()]
             }
             _ => vec![w.to_owned()],
@@ -582,6 +589,14 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// An Italian elision is two words; an English contraction is one
+    /// ("we're" was read as "we" and "re", and "re" began a value).
+    #[test]
+    fn elisions_split_and_contractions_do_not() {
+        assert_eq!(words("metti l'album"), ["metti", "l", "album"]);
+        assert_eq!(words("we're out of it's"), ["we're", "out", "of", "it's"]);
+    }
 
     fn device() -> Value {
         json!({"type": "object", "properties": {
