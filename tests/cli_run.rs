@@ -607,3 +607,25 @@ fn an_utterance_over_the_limit_is_refused_and_one_at_it_round_trips() {
     assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
     assert_eq!(export(&again).len(), events.len());
 }
+
+/// `[runtime] max_utterance_bytes` sets the limit lower (a voice
+/// assistant's); above import's 64 KiB it is a configuration error naming
+/// the key, since such a log would not import again.
+#[test]
+fn the_utterance_limit_is_configured_within_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("engram.toml"), "[runtime]\nmax_utterance_bytes = 40\n").unwrap();
+    let input = "what time is it\nwhat time is it in the kitchen and in the whole house please\nwhat day is it\n";
+    let out = run_fed(&data, &["--offline"], input.as_bytes().to_vec());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("standard input line 2: an utterance of 60 bytes is longer than the 40"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2, "the lines around it are answered");
+    std::fs::write(data.join("engram.toml"), "[runtime]\nmax_utterance_bytes = 100000\n").unwrap();
+    let out = engram(&data).args(["run", "--offline", "--once", "what time is it"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("engram.toml") && stderr.contains("runtime.max_utterance_bytes: 100000"), "{stderr}");
+}

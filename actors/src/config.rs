@@ -206,6 +206,7 @@ impl Config {
         let config: Config = toml::from_str(text).map_err(parse_error)?;
         config.llm.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
         config.mcp.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
+        config.runtime.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
         Ok(config)
     }
 

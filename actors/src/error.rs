@@ -41,13 +41,17 @@ pub enum RuntimeError {
         /// The candidates.
         candidates: Vec<String>,
     },
-    /// An utterance longer than a turn's text may be: refused before
+    /// An utterance longer than `[runtime] max_utterance_bytes` (at most a
+    /// turn's text as import reads it, the default): refused before
     /// anything is recorded. What the log holds must read back through
     /// `engram import` (a turn's `text` is at most
     /// `engram_learning::import::turn_record::limits::MAX_TEXT_BYTES`), and
     /// no one speaks 64 KiB in one breath — a pasted file is read as a
     /// file.
-    #[error("an utterance of {bytes} bytes is longer than the {max} a turn's text may be; nothing was recorded")]
+    #[error(
+        "an utterance of {bytes} bytes is longer than the {max} an utterance may be ([runtime] max_utterance_bytes); \
+         nothing was recorded"
+    )]
     UtteranceTooLong {
         /// Its length in bytes.
         bytes: usize,

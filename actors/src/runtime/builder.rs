@@ -162,6 +162,7 @@ impl RuntimeBuilder {
         // Every cosine threshold the configuration leaves unset is the one
         // calibrated for the model these vectors come from.
         config.calibrate_for(embedder.model_id());
+        config.runtime.check().map_err(RuntimeError::Config)?;
         let wiring = self.wiring(config, embedder, &log)?;
         let idle = Some(Duration::from_secs(wiring.config.runtime.session_idle_secs)).filter(|d| !d.is_zero());
         let listener = Listener::start(bus.clone(), self.mode.unwrap_or(IntentMode::Chat))?
@@ -174,6 +175,7 @@ impl RuntimeBuilder {
         let turn_timeout = self.turn_timeout.unwrap_or(TURN_TIMEOUT);
         let mut runtime = Runtime::launch(bus, listener, wiring.factories(), turn_timeout, online)?;
         runtime.candidates = wiring.candidates;
+        runtime.max_utterance_bytes = wiring.config.runtime.max_utterance_bytes;
         runtime.memo = Some(wiring.cache.clone());
         runtime.catalogue = Some(wiring.catalogue);
         #[cfg(feature = "mcp")]

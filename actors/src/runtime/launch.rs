@@ -100,6 +100,7 @@ impl Runtime {
             turn_timeout,
             online,
             candidates: Vec::new(),
+            max_utterance_bytes: engram_learning::import::turn_record::limits::MAX_TEXT_BYTES,
             snapshots,
             sizes,
             #[cfg(feature = "metrics")]

@@ -78,6 +78,28 @@ pub struct RuntimeSection {
     /// at a character boundary, saying so. The reply is stored once
     /// (`reply.delivered`); what remembers it (the summariser) keeps less.
     pub max_reply_bytes: usize,
+    /// Most bytes of one utterance: a longer one is refused before
+    /// anything is recorded ([`RuntimeError::UtteranceTooLong`]; `engram
+    /// run` names its line and goes on). At most what `engram import`
+    /// reads back as a turn's text (64 KiB, the default), so that every
+    /// log exports and imports again; a voice assistant may set far less.
+    pub max_utterance_bytes: usize,
+}
+
+impl RuntimeSection {
+    /// Checks what serde cannot: `max_utterance_bytes` within import's
+    /// limit (`Err` says which key and why).
+    pub fn check(&self) -> Result<(), String> {
+        let most = engram_learning::import::turn_record::limits::MAX_TEXT_BYTES;
+        match self.max_utterance_bytes {
+            0 => Err("runtime.max_utterance_bytes: 0 would refuse every utterance".into()),
+            n if n > most => Err(format!(
+                "runtime.max_utterance_bytes: {n} is more than a turn's text may be when the log is imported \
+                 again ({most} bytes)"
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Default for RuntimeSection {
@@ -91,6 +113,7 @@ impl Default for RuntimeSection {
             planner_max_tools: 12,
             snapshot_every: 4096,
             max_reply_bytes: 256 * 1024,
+            max_utterance_bytes: engram_learning::import::turn_record::limits::MAX_TEXT_BYTES,
         }
     }
 }
@@ -154,6 +177,8 @@ pub struct Runtime {
     online: bool,
     /// The models a user may choose (`[llm] candidates`).
     candidates: Vec<String>,
+    /// `[runtime] max_utterance_bytes`.
+    max_utterance_bytes: usize,
     /// Every actor and the listener, to save their snapshots at shutdown.
     snapshots: Vec<Recipient<SaveSnapshot>>,
     /// Every actor and the listener, to count what they hold.
@@ -230,7 +255,7 @@ impl Runtime {
         model: Option<String>,
     ) -> Result<Reply, RuntimeError> {
         checked(session)?;
-        let max = engram_learning::import::turn_record::limits::MAX_TEXT_BYTES;
+        let max = self.max_utterance_bytes;
         if text.len() > max {
             return Err(RuntimeError::UtteranceTooLong { bytes: text.len(), max });
         }
