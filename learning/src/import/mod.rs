@@ -178,14 +178,29 @@ impl Source {
         let reader: Box<dyn BufRead + 'a> = match self {
             Source::Once(bytes) => Box::new(bytes.as_slice()),
             Source::File { file, len } => {
-                use std::io::{Read, Seek};
-                let read_error = |source| ImportError::Read { path: path.to_owned(), source };
-                let mut file = file.try_clone().map_err(read_error)?;
-                file.rewind().map_err(read_error)?;
-                Box::new(std::io::BufReader::with_capacity(256 * 1024, file.take(*len)))
+                Box::new(std::io::BufReader::with_capacity(256 * 1024, At { file, pos: 0, end: *len }))
             }
         };
         Ok(Lines::new(reader, path))
+    }
+}
+
+/// A file read from `pos` to `end` by position: each pass has its own,
+/// whatever another pass's reader has read (a cloned handle would share
+/// one offset).
+struct At<'a> {
+    file: &'a std::fs::File,
+    pos: u64,
+    end: u64,
+}
+
+impl std::io::Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let want = buf.len().min(usize::try_from(self.end - self.pos).unwrap_or(usize::MAX));
+        let n = self.file.read_at(&mut buf[..want], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
     }
 }
 
