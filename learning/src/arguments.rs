@@ -77,7 +77,7 @@ use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::ToolArgs;
 use serde_json::Value;
 
-use crate::fast_path::extract::{extract, SlotKind};
+use crate::fast_path::extract::{durations_in_minutes, extract, SlotKind};
 use crate::tool_words::split_name;
 
 /// The arguments filled, and the required ones that could not be.
@@ -108,7 +108,7 @@ const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da"
 /// ([`crate::spoken`]), then by the rules of the module docs for what is
 /// left.
 pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
-    let request = &*crate::fast_path::extract::durations_in_minutes(request);
+    let request = &*durations_in_minutes(request);
     if request.chars().any(char::is_uppercase) {
         return fill_read(schema, request, now);
     }
@@ -143,11 +143,11 @@ pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, no
 /// Fills the arguments of a tool with parameters `schema` from `request`,
 /// said at `now` (module docs).
 pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
-    fill_read(schema, &crate::fast_path::extract::durations_in_minutes(request), now)
+    fill_read(schema, &durations_in_minutes(request), now)
 }
 
 /// [`fill`] of a request whose durations are minutes already
-/// ([`crate::fast_path::extract::durations_in_minutes`], read once by [`fill_for`] for both its
+/// ([`durations_in_minutes`], read once by [`fill_for`] for both its
 /// readers).
 fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
     let mut out = Filled::default();
@@ -973,11 +973,10 @@ pub fn one_of_two(args: &ToolArgs, request: &str) -> bool {
             // that joins this value to what is before it, and what that
             // is: a value the call says too ("the light and the fan",
             // both domains) drops nothing.
-            let mut back = said[..i].iter().rev().skip_while(grammar);
-            let skipped = i - said[..i].iter().rev().skip_while(grammar).count();
-            let joined = back.next().is_some_and(|w| matches!(w.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure"));
-            let other = back.find(|w| !grammar(w));
-            skipped <= 2 && joined && other.is_some_and(|w| !in_a_value(w))
+            let back: Vec<&String> = said[..i].iter().rev().skip_while(grammar).collect();
+            let joined = back.first().is_some_and(|w| matches!(w.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure"));
+            let other = back.iter().skip(1).find(|w| !grammar(w));
+            i - back.len() <= 2 && joined && other.is_some_and(|w| !in_a_value(w))
         })
     })
 }

@@ -174,14 +174,14 @@ impl Source {
     }
 
     /// The lines, from the start.
-    fn lines<'a>(&'a self, path: &Path) -> Result<Lines<Box<dyn BufRead + 'a>>, ImportError> {
+    fn lines<'a>(&'a self, path: &Path) -> Lines<Box<dyn BufRead + 'a>> {
         let reader: Box<dyn BufRead + 'a> = match self {
             Source::Once(bytes) => Box::new(bytes.as_slice()),
             Source::File { file, len } => {
                 Box::new(std::io::BufReader::with_capacity(256 * 1024, At { file, pos: 0, end: *len }))
             }
         };
-        Ok(Lines::new(reader, path))
+        Lines::new(reader, path)
     }
 }
 
@@ -305,7 +305,7 @@ pub fn validate(path: &Path) -> Result<Plan, ImportError> {
 }
 
 fn validate_lines(path: &Path, source: Source) -> Result<Plan, ImportError> {
-    let mut lines = source.lines(path)?;
+    let mut lines = source.lines(path);
     let mut errors = Vec::new();
     let mut total_bad = 0usize;
     let mut format = None;
@@ -417,7 +417,7 @@ impl Plan {
         if lines.is_empty() {
             return Ok(contents);
         }
-        let mut reader = self.source.lines(&self.path)?;
+        let mut reader = self.source.lines(&self.path);
         while let Some((line, text)) = reader.next_line()? {
             if !lines.contains(&line) {
                 continue;
@@ -762,7 +762,7 @@ impl Conversion<'_> {
         let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
         let mut skipped = 0u64;
         let last_present = self.last_present_line()?;
-        let mut lines = plan.source.lines(&plan.path)?;
+        let mut lines = plan.source.lines(&plan.path);
         while let Some((line, text)) = lines.next_line()? {
             self.line.set(line);
             // Pass 1 validated every line; a failure here means the file changed.
