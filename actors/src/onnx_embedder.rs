@@ -66,7 +66,8 @@ impl fmt::Debug for OnnxEmbedder {
 
 impl OnnxEmbedder {
     /// Loads ONNX Runtime (once per process), checks the model and tokenizer
-    /// against their pinned hashes and builds the session. Every failure is
+    /// against their pinned hashes and builds the session; installs the
+    /// models dir's gazetteer ([`crate::gazetteer`]) the first time. Every failure is
     /// an error naming the file; a missing asset also says to run
     /// `scripts/fetch-models.sh`.
     pub fn open(config: &EmbedderConfig) -> Result<OnnxEmbedder, EmbedError> {
@@ -91,6 +92,9 @@ impl OnnxEmbedder {
         let environment = runtime(&library)?;
         let session = build_session(&environment, &model_path, &model, config.effective_threads())?;
         let (token_type_ids, output) = check_signature(&session, &model_path, spec)?;
+        // The models dir's other asset: whoever plans with this embedder
+        // fills arguments with it.
+        crate::gazetteer::install_from(&dir);
         Ok(OnnxEmbedder { spec, session: Mutex::new(session), tokenizer, pad_id, token_type_ids, output })
     }
 

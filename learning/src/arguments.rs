@@ -52,7 +52,10 @@
 //!    name ("directed by Gurinder Chadha" for `directed_by`, "from Austin"
 //!    for `from_city`) takes it, and so does one named for an end of a
 //!    trip the preposition before it says ("from JFK" for `origin_airport`,
-//!    "to LAX" for `destination_airport`, "da"/"a" in Italian); a month or
+//!    "to LAX" for `destination_airport`, "da"/"a" in Italian), and one
+//!    for who plays in a film (`cast`, `starring`) a name said as a
+//!    performer ("featuring Christopher Lee", "with Danny John-Jules in
+//!    the cast", "acted by Ronald Young"); a month or
 //!    a weekday alone is no proper noun ("from March"); else one whose
 //!    name or description speaks of a place or a person (city, location,
 //!    area, country, name, contact, … — schemas are written in English)
@@ -68,6 +71,11 @@
 //!    (query, search, text, message, content, prompt, …): the words after
 //!    the request's last colon or semicolon ("search the web; where is
 //!    beijing").
+//!
+//! 9. **A place in the form its parameter asks for**: "Boston" for a
+//!    location described as "'City, State', such as 'Berkeley, CA'" is
+//!    `"Boston, MA"` — by the installed gazetteer ([`crate::places`]),
+//!    after the rules above chose the value.
 //!
 //! What it cannot fill is left out, and [`Filled::missing`] names the
 //! `required` properties among them: the caller asks the user for them in
@@ -108,6 +116,13 @@ const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da"
 /// ([`crate::spoken`]), then by the rules of the module docs for what is
 /// left.
 pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
+    let mut out = fill_either(tool, description, schema, request, now);
+    crate::places::in_asked_format(schema, &mut out.args, request);
+    out
+}
+
+/// [`fill_for`] before places are written as their parameters ask.
+fn fill_either(tool: &str, description: &str, schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
     let request = &*durations_in_minutes(request);
     if request.chars().any(char::is_uppercase) {
         return fill_read(schema, request, now);
@@ -143,7 +158,9 @@ pub fn fill_for(tool: &str, description: &str, schema: &Value, request: &str, no
 /// Fills the arguments of a tool with parameters `schema` from `request`,
 /// said at `now` (module docs).
 pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
-    fill_read(schema, &durations_in_minutes(request), now)
+    let mut out = fill_read(schema, &durations_in_minutes(request), now);
+    crate::places::in_asked_format(schema, &mut out.args, request);
+    out
 }
 
 /// [`fill`] of a request whose durations are minutes already
@@ -305,6 +322,7 @@ fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value) -> Option
             };
             cue.iter().any(|c| words.iter().any(|w| same_stem(w, c) && (w.len() > 2 || c == w)))
                 || n.cue.first().is_some_and(|c| direction_cued(c, &words))
+                || performer_cued(n, &words)
         })
         .filter(|i| !used.contains(i))
 }
@@ -325,6 +343,42 @@ fn direction_cued(cue: &str, name_words: &[String]) -> bool {
         && [FROM, TO]
             .iter()
             .any(|(cues, names)| cues.contains(&cue) && name_words.iter().any(|w| names.contains(&w.as_str())))
+}
+
+/// Rule 7's performers: a property for who plays in a film or show
+/// (`cast`, `starring`, `actors`) is cued by the words people say of one
+/// — "featuring", "starring", "acted by", "with" before the name, "in the
+/// cast" or "as an actor" after it — which never spell the property's
+/// name.
+fn performer_cued(noun: &Noun, name_words: &[String]) -> bool {
+    const NAMES: &[&str] =
+        &["cast", "actor", "actors", "actress", "starring", "star", "stars", "performer", "performers"];
+    const BEFORE: &[&str] = &[
+        "featuring",
+        "features",
+        "feature",
+        "starring",
+        "stars",
+        "starred",
+        "with",
+        "acted",
+        "actor",
+        "actress",
+        "con",
+        "interpretato",
+        "protagonista",
+    ];
+    const AFTER: &[&[&str]] =
+        &[&["in", "the", "cast"], &["as", "an", "actor"], &["as", "a", "actor"], &["as", "actor"], &["starring"]];
+    if !name_words.iter().any(|w| NAMES.contains(&w.as_str())) {
+        return false;
+    }
+    let before = match noun.cue.first().map(String::as_str) {
+        Some("by") => noun.cue.get(1),
+        _ => noun.cue.first(),
+    };
+    before.is_some_and(|w| BEFORE.contains(&w.as_str()))
+        || AFTER.iter().any(|a| noun.after.len() >= a.len() && noun.after.iter().zip(a.iter()).all(|(w, a)| w == a))
 }
 
 /// Rule 7: the next proper noun no property took — for a place, the first
@@ -876,6 +930,8 @@ struct Noun {
     end: usize,
     /// Up to two words before it, articles skipped ("directed by").
     cue: Vec<String>,
+    /// Up to three words after it ("in the cast").
+    after: Vec<String>,
     /// Whether a preposition of place stands right before it.
     after_place_preposition: bool,
     /// The run after a comma that says its region ("Riga, Latvia",
@@ -925,6 +981,7 @@ fn noun_runs(text: &str, toks: &[Tok]) -> Vec<Noun> {
             start: s,
             end: e,
             cue: before.iter().map(|t| t.word.clone()).collect(),
+            after: toks.iter().filter(|t| t.start >= e).take(3).map(|t| t.word.clone()).collect(),
             after_place_preposition: prev.is_some_and(|t| PLACE_PREPOSITIONS.contains(&t.word.as_str())),
             region,
         });
@@ -1286,6 +1343,25 @@ mod tests {
         assert_eq!(f.args.0.get("from_city"), Some(&json!("Austin, TX")));
         assert_eq!(f.args.0.get("to_city"), Some(&json!("Dallas, TX")));
         assert_eq!(f.args.0.get("enum_kind"), Some(&json!("Music")), "an enum value by its stem");
+    }
+
+    #[test]
+    fn a_performer_is_cued_by_how_people_say_one() {
+        let movies = props(json!({"cast": {"type": "string"}, "directed_by": {"type": "string"}}), &[]);
+        for (request, cast) in [
+            ("Find me a Horror movie that features Christopher Lee?", "Christopher Lee"),
+            ("fantasy movies with Danny John-Jules in the cast and directed by Jim Henson", "Danny John-Jules"),
+            ("a movie acted by Ronald Young and directed by Herbert Ross", "Ronald Young"),
+            ("Action movies directed by Sujeeth Reddy and featuring Supreet Reddy", "Supreet Reddy"),
+        ] {
+            let f = fill(&movies, request, now());
+            assert_eq!(f.args.0.get("cast"), Some(&json!(cast)), "{request}");
+            assert_ne!(f.args.0.get("directed_by"), Some(&json!(cast)), "{request}");
+        }
+        // A name said otherwise is no performer by these cues.
+        let f = fill(&movies, "a movie directed by Jim Henson", now());
+        assert_eq!(f.args.0.get("directed_by"), Some(&json!("Jim Henson")));
+        assert_eq!(f.args.0.get("cast"), None);
     }
 
     #[test]

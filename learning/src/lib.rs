@@ -56,6 +56,7 @@ pub mod memory;
 pub mod mood;
 pub mod offline_planner;
 pub mod patterns;
+pub mod places;
 pub mod projections;
 pub mod reactors;
 pub mod routing;
