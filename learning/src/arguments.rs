@@ -17,7 +17,11 @@
 //!    day's year when a later one says it — "from April 3rd to April 5th
 //!    2023" — else the current one), else a relative one ("tomorrow"); the
 //!    property that ends a span (`end_date`, `return_date`) takes its last
-//!    day, the others its first; the numbers of a day are no counts.
+//!    day, the others its first; the numbers of a day are no counts. A
+//!    string named for a `time` (`journey_start_time`, not `timeout`) or
+//!    described as `HH:MM` takes a time of day said ("9am", "4:30 in the
+//!    afternoon", "alle 3 del pomeriggio": `"16:30"`,
+//!    [`crate::time_of_day`]), whose numbers are then no counts either.
 //! 2. **A value named by its parameter.** The property's name said as
 //!    words (`botVersion` → "bot version", or its last word alone when
 //!    that is specific or a code follows: "id 1234") and followed by its
@@ -186,8 +190,12 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     let mut taken = Taken::default();
     // Absolute dates claim their numbers ("May 15, 2023" is no 15 and no
     // 2023).
+    // So do times of day, where a property holds one ("at 2 in the
+    // afternoon" is no count of 2).
+    let times_claim = properties.iter().any(|(name, spec)| time_like(name, spec));
     for (i, s) in said.ex.slots.iter().enumerate() {
-        if s.kind == SlotKind::Number && said.dates.iter().any(|d| overlaps(d.0, s.span)) {
+        let time = times_claim && said.times.iter().any(|t| overlaps(t.span, s.span));
+        if s.kind == SlotKind::Number && (time || said.dates.iter().any(|d| overlaps(d.0, s.span))) {
             taken.slots.push(i);
         }
     }
@@ -265,6 +273,7 @@ struct Said<'a> {
     toks: Vec<Tok>,
     quotes: Vec<(usize, usize, String)>,
     dates: Vec<((usize, usize), String)>,
+    times: Vec<crate::time_of_day::Said>,
     /// The unit each number property is in, by its name or description
     /// ("Brightness in percent", `minutes`).
     units: Vec<(String, &'static str)>,
@@ -276,7 +285,8 @@ impl<'a> Said<'a> {
         let toks = tokens(&ex.text);
         let quotes = quoted_spans(&ex.text);
         let dates = absolute_dates(&ex.text, now);
-        Said { request, ex, toks, quotes, dates, units: Vec::new() }
+        let times = crate::time_of_day::said(&ex.text);
+        Said { request, ex, toks, quotes, dates, times, units: Vec::new() }
     }
 }
 
@@ -288,6 +298,7 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
         .or_else(|| {
             (kind == "string" && date_like(name, spec)).then(|| take_date(name, &said.dates, &said.ex, taken)).flatten()
         })
+        .or_else(|| (kind == "string" && time_like(name, spec)).then(|| take_time(spec, said, taken)).flatten())
         .or_else(|| named_value(said, name, kind, taken))
         .or_else(|| enum_named(spec, said.request))
         .or_else(|| {
@@ -399,6 +410,7 @@ struct Taken {
     slots: Vec<usize>,
     quotes: Vec<usize>,
     dates: Vec<usize>,
+    times: Vec<usize>,
 }
 
 fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
@@ -627,6 +639,28 @@ fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize)
 fn date_like(name: &str, spec: &Value) -> bool {
     let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
     split_name(name).iter().any(|w| w == "date") || description.contains("YYYY-MM-DD")
+}
+
+/// Whether a string property holds a time of day: `time` among its
+/// name's words (not a `timeout`, `timezone` or `timestamp`, which split
+/// as one word), or a description that asks for `HH:MM`; never one with
+/// an enum.
+fn time_like(name: &str, spec: &Value) -> bool {
+    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    spec.get("type").and_then(Value::as_str) == Some("string")
+        && spec.get("enum").is_none()
+        && (split_name(name).iter().any(|w| w == "time") || description.contains("HH:MM"))
+}
+
+/// The first time of day no property took ([`crate::time_of_day`]), as
+/// the description asks: `HH:MM:SS` when it says so, else `HH:MM` (24
+/// hours — what "HH:MM" means, and what tools mostly ask).
+fn take_time(spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Option<Value> {
+    let i = (0..said.times.len()).find(|i| !taken.times.contains(i))?;
+    taken.times.push(i);
+    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    let format = if description.contains("HH:MM:SS") { "%H:%M:%S" } else { "%H:%M" };
+    Some(Value::String(said.times[i].time.format(format).to_string()))
 }
 
 /// The first absolute date no property took — the last, for the end of a
@@ -1343,6 +1377,23 @@ mod tests {
         assert_eq!(f.args.0.get("from_city"), Some(&json!("Austin, TX")));
         assert_eq!(f.args.0.get("to_city"), Some(&json!("Dallas, TX")));
         assert_eq!(f.args.0.get("enum_kind"), Some(&json!("Music")), "an enum value by its stem");
+    }
+
+    #[test]
+    fn a_time_property_takes_the_time_said_and_its_numbers_are_no_counts() {
+        let booking = props(
+            json!({"appointment_time": {"type": "string", "description": "in 24-hour format HH:MM"},
+                   "number_of_people": {"type": "integer"}, "timeout": {"type": "string"}}),
+            &["appointment_time"],
+        );
+        let f = fill(&booking, "a table at 2 in the afternoon for 3 people", now());
+        assert_eq!(f.args.0.get("appointment_time"), Some(&json!("14:00")));
+        assert_eq!(f.args.0.get("number_of_people"), Some(&json!(3)));
+        assert_eq!(f.args.0.get("timeout"), None, "a timeout is no time of day");
+        let f = fill(&booking, "prenota per 4 persone alle 8 di sera", now());
+        assert_eq!(f.args.0.get("appointment_time"), Some(&json!("20:00")));
+        assert_eq!(f.args.0.get("number_of_people"), Some(&json!(4)));
+        assert_eq!(fill(&booking, "a table for 2 people at 9", now()).missing, ["appointment_time"]);
     }
 
     #[test]

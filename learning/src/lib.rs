@@ -64,4 +64,5 @@ pub mod spoken;
 pub mod step_resolver;
 pub mod taught_phrasings;
 pub mod text;
+pub mod time_of_day;
 pub mod tool_words;
