@@ -12,10 +12,15 @@
 //!    `"uri"` by format — from the deterministic extractor
 //!    ([`extract`](mod@crate::fast_path::extract)). A string whose name
 //!    has the word `date` (`show_date`) or whose description asks for
-//!    `YYYY-MM-DD` takes a day said in full ("May 15, 2023", "the 8th of
-//!    March 2023", `2023-5-2`, "15 maggio": ISO; without a year, the next
-//!    day's year when a later one says it — "from April 3rd to April 5th
-//!    2023" — else the current one), else a relative one ("tomorrow"); the
+//!    a day's format takes a day said in full ("May 15, 2023", "the 8th of
+//!    March 2023", `2023-5-2`, `2023.10.1`, `05/15/2023` — month first
+//!    with slashes unless the first number cannot be a month, day first
+//!    with dots or dashes —, "15 maggio"; without a year, the next day's
+//!    year when a later one says it — "from April 3rd to April 5th 2023"
+//!    —, else an earlier one's, else a year said alone, else the current
+//!    one) before a relative one ("tomorrow"), written as the description
+//!    asks (`YYYY-MM-DD` unless it says `MM/DD/YYYY`, `DD/MM/YYYY` or
+//!    `DD-MM-YYYY`); the
 //!    property that ends a span (`end_date`, `return_date`) takes its last
 //!    day, the others its first; the numbers of a day are no counts. A
 //!    string named for a `time` (`journey_start_time`, not `timeout`) or
@@ -293,11 +298,12 @@ impl<'a> Said<'a> {
 /// Rules 1–6: the value the request marks for one property, if any.
 fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) -> Option<Value> {
     let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-    slot_for(name, spec)
-        .and_then(|k| take_slot(&said.ex, k, &mut taken.slots))
-        .or_else(|| {
-            (kind == "string" && date_like(name, spec)).then(|| take_date(name, &said.dates, &said.ex, taken)).flatten()
-        })
+    // A day said in full before a relative one ("today, April 25th
+    // 2023"): a date property reads dates first.
+    let date = kind == "string" && date_like(name, spec);
+    date.then(|| take_date(name, spec, &said.dates, &said.ex, taken))
+        .flatten()
+        .or_else(|| slot_for(name, spec).filter(|_| !date).and_then(|k| take_slot(&said.ex, k, &mut taken.slots)))
         .or_else(|| (kind == "string" && time_like(name, spec)).then(|| take_time(spec, said, taken)).flatten())
         .or_else(|| named_value(said, name, kind, taken))
         .or_else(|| enum_named(spec, said.request))
@@ -581,14 +587,16 @@ fn quote_by_name(said: &Said<'_>, first: usize, end: usize, taken: &mut Taken) -
 /// `now`'s.
 fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize), String)> {
     use chrono::Datelike;
-    static RULES: std::sync::OnceLock<[regex::Regex; 3]> = std::sync::OnceLock::new();
+    static RULES: std::sync::OnceLock<[regex::Regex; 5]> = std::sync::OnceLock::new();
     const MONTH: &str = "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|gennaio|febbraio|marzo|aprile|maggio|giugno|luglio|agosto|settembre|ottobre|novembre|dicembre";
-    let [iso, month_first, day_first] = RULES.get_or_init(|| {
+    let [iso, month_first, day_first, numeric, year_alone] = RULES.get_or_init(|| {
         let r = |s: &str| regex::Regex::new(s).expect("date rule compiles");
         [
-            r(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"),
+            r(r"\b(\d{4})([-./])(\d{1,2})[-./](\d{1,2})\b"),
             r(&format!(r"(?i)\b({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?")),
             r(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH})\b\.?(?:,?\s+(\d{{4}})\b)?")),
+            r(r"\b(\d{1,2})([/.-])(\d{1,2})[/.-](\d{4})\b"),
+            r(r"\b(19\d{2}|20\d{2})\b"),
         ]
     });
     let month = |m: &str| -> Option<u32> {
@@ -611,7 +619,17 @@ fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize)
     };
     for c in iso.captures_iter(text) {
         let m = c.get(0).expect("match");
-        push((m.start(), m.end()), c[1].parse().ok(), c[2].parse().ok(), c[3].parse().ok());
+        push((m.start(), m.end()), c[1].parse().ok(), c[3].parse().ok(), c[4].parse().ok());
+    }
+    // `05/15/2023` month first, as in the US; day first when the first
+    // number cannot be a month (`15/05/2023`) or the separator is a dot
+    // or a dash (`15.05.2023`, as Italians write).
+    for c in numeric.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        let (a, b): (Option<u32>, Option<u32>) = (c[1].parse().ok(), c[3].parse().ok());
+        let day_first = &c[2] != "/" || a.is_some_and(|a| a > 12);
+        let (mo, d) = if day_first { (b, a) } else { (a, b) };
+        push((m.start(), m.end()), c[4].parse().ok(), mo, d);
     }
     for c in month_first.captures_iter(text) {
         let m = c.get(0).expect("match");
@@ -622,12 +640,24 @@ fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize)
         push((m.start(), m.end()), c.get(3).and_then(|y| y.as_str().parse().ok()), month(&c[2]), c[1].parse().ok());
     }
     found.sort_by_key(|d| d.0);
+    // A year said alone, outside every date ("on March 11th? this year
+    // 2023").
+    let alone = year_alone
+        .find_iter(text)
+        .find(|y| !found.iter().any(|f| overlaps(f.0, (y.start(), y.end()))))
+        .and_then(|y| y.as_str().parse().ok());
     // A date without its year shares the next one's, as a range says it
-    // once ("from April 15th to April 22nd 2023"); else it is in now's.
+    // once ("from April 15th to April 22nd 2023"), else an earlier one's
+    // ("from April 18th 2023 until April 24th"), else the year said alone;
+    // else it is in now's.
     (0..found.len())
         .filter_map(|i| {
             let (span, year, m, d) = found[i];
-            let year = year.or_else(|| found[i + 1..].iter().find_map(|f| f.1)).unwrap_or(now.year());
+            let year = year
+                .or_else(|| found[i + 1..].iter().find_map(|f| f.1))
+                .or_else(|| found[..i].iter().rev().find_map(|f| f.1))
+                .or(alone)
+                .unwrap_or(now.year());
             let day = chrono::NaiveDate::from_ymd_opt(year, m, d)?;
             Some((span, day.format("%Y-%m-%d").to_string()))
         })
@@ -635,10 +665,12 @@ fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize)
 }
 
 /// Whether a string property holds a day: `date` among its name's words,
-/// or a description that asks for `YYYY-MM-DD`.
+/// or a description that asks for a day's format.
 fn date_like(name: &str, spec: &Value) -> bool {
     let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
-    split_name(name).iter().any(|w| w == "date") || description.contains("YYYY-MM-DD")
+    split_name(name).iter().any(|w| w == "date")
+        || description.contains("YYYY-MM-DD")
+        || date_format(description).is_some()
 }
 
 /// Whether a string property holds a time of day: `time` among its
@@ -668,17 +700,35 @@ fn take_time(spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Option<Value> 
 /// property is asked first) — else the first relative one.
 fn take_date(
     name: &str,
+    spec: &Value,
     dates: &[((usize, usize), String)],
     ex: &crate::fast_path::Extracted,
     taken: &mut Taken,
 ) -> Option<Value> {
     let end = split_name(name).iter().any(|w| matches!(w.as_str(), "end" | "return" | "until" | "checkout" | "out"));
     let mut free = (0..dates.len()).filter(|i| !taken.dates.contains(i));
-    if let Some(i) = if end { free.next_back() } else { free.next() } {
-        taken.dates.push(i);
-        return Some(Value::String(dates[i].1.clone()));
-    }
-    take_slot(ex, SlotKind::Date, &mut taken.slots)
+    let day = match if end { free.next_back() } else { free.next() } {
+        Some(i) => {
+            taken.dates.push(i);
+            Value::String(dates[i].1.clone())
+        }
+        None => take_slot(ex, SlotKind::Date, &mut taken.slots)?,
+    };
+    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    Some(match (day.as_str().map(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")), date_format(description)) {
+        (Some(Ok(d)), Some(format)) => Value::String(d.format(format).to_string()),
+        _ => day,
+    })
+}
+
+/// The day format a description asks for other than ISO's: `MM/DD/YYYY`
+/// (as US tools do), `DD/MM/YYYY`, `DD-MM-YYYY`, any case.
+fn date_format(description: &str) -> Option<&'static str> {
+    let upper = description.to_uppercase();
+    [("MM/DD/YYYY", "%m/%d/%Y"), ("DD/MM/YYYY", "%d/%m/%Y"), ("DD-MM-YYYY", "%d-%m-%Y")]
+        .into_iter()
+        .find(|(said, _)| upper.contains(said))
+        .map(|(_, format)| format)
 }
 
 /// Number words, for a count said in words beside what it counts ("two
@@ -1296,11 +1346,23 @@ mod tests {
             ("4 tickets on the 8th of march 2023", "2023-03-08"),
             ("4 tickets on 2023-5-2", "2023-05-02"),
             ("4 biglietti per il 15 maggio", "2026-05-15"),
+            ("4 tickets on 2023.10.1", "2023-10-01"),
+            ("4 tickets on 05/15/2023", "2023-05-15"),
+            ("4 biglietti per il 15.05.2023", "2023-05-15"),
+            ("4 tickets on March 11th? this year 2023", "2023-03-11"),
+            ("4 tickets for today, April 25th 2023", "2023-04-25"),
+            ("4 tickets from April 18th 2023 until the 24th", "2023-04-18"),
         ] {
             let f = fill(&trip, request, now());
             assert_eq!(f.args.0.get("date_of_journey"), Some(&json!(day)), "{request}");
             assert_eq!(f.args.0.get("number_of_adults"), Some(&json!(4)), "{request}");
         }
+        // Written as the description asks.
+        let us = props(json!({"date": {"type": "string", "description": "The date, in the format MM/DD/YYYY."}}), &[]);
+        assert_eq!(fill(&us, "events on March 6th 2023", now()).args.0.get("date"), Some(&json!("03/06/2023")));
+        let rental = props(json!({"start_date": {"type": "string"}, "end_date": {"type": "string"}}), &[]);
+        let f = fill(&rental, "a car from April 18th 2023 at 10am until April 24th", now());
+        assert_eq!(f.args.0.get("end_date"), Some(&json!("2023-04-24")), "an earlier day's year");
     }
 
     #[test]
