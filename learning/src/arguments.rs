@@ -53,10 +53,12 @@
 //!    d'ora", "an hour and a half": 30, 15, 90).
 //! 5. **A quoted string**, for `type: string` without an enum: the first
 //!    text in quotes ("…", '…', «…», “…”) no earlier property took.
-//! 6. **A boolean the request names**: a word of the property's name that
-//!    says what it is about (not `is`, `has`, `include`, …: "hidden" of
-//!    `include_hidden`) is in the request — `false` when a negation stands
-//!    up to four words before it ("no need for a garage"), else `true`.
+//! 6. **A boolean the request names**: a word of the property's name
+//!    that says what it is about (not `is`, `has`, `include`, …: "hidden"
+//!    of `include_hidden`) is in the request, or a part of a hyphenated
+//!    word of it ("in-unit") — `false` when a negation stands up to four
+//!    words before it ("no need for a garage"), else `true`; a string
+//!    enum of `True` and `False` is a boolean too, in its own spelling.
 //! 7. **A proper noun.** A string property the words before a proper noun
 //!    name ("directed by Gurinder Chadha" for `directed_by`, "from Austin"
 //!    for `from_city`) takes it, and so does one named for an end of a
@@ -195,11 +197,15 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     let mut taken = Taken::default();
     // Absolute dates claim their numbers ("May 15, 2023" is no 15 and no
     // 2023).
-    // So do times of day, where a property holds one ("at 2 in the
-    // afternoon" is no count of 2).
+    // So do times of day ("at 2 in the afternoon", "11:00 a.m." are no
+    // counts of 2 or 11) — one written `20.30` only where a property holds
+    // a time: elsewhere it may be a price.
     let times_claim = properties.iter().any(|(name, spec)| time_like(name, spec));
+    let clock = |t: &crate::time_of_day::Said| {
+        times_claim || said.ex.text[t.span.0..t.span.1].contains(|c: char| c == ':' || c.is_alphabetic())
+    };
     for (i, s) in said.ex.slots.iter().enumerate() {
-        let time = times_claim && said.times.iter().any(|t| overlaps(t.span, s.span));
+        let time = said.times.iter().any(|t| clock(t) && overlaps(t.span, s.span));
         if s.kind == SlotKind::Number && (time || said.dates.iter().any(|d| overlaps(d.0, s.span))) {
             taken.slots.push(i);
         }
@@ -319,6 +325,18 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
         })
         .or_else(|| (kind == "string" && spec.get("enum").is_none()).then(|| take_quote(&said.quotes, taken)).flatten())
         .or_else(|| (kind == "boolean").then(|| boolean_named(name, &said.toks)).flatten())
+        .or_else(|| yes_no_enum(name, spec, &said.toks))
+}
+
+/// Rule 6 for a boolean spelt as an enum of strings (`["True", "False",
+/// "dontcare"]`, as some schemas write one): the value the rule reads, in
+/// the enum's own spelling.
+fn yes_no_enum(name: &str, spec: &Value, toks: &[Tok]) -> Option<Value> {
+    let values = spec.get("enum")?.as_array()?;
+    let spelt = |b: bool| values.iter().find(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case(&b.to_string())));
+    let (yes, no) = (spelt(true)?, spelt(false)?);
+    let b = boolean_named(name, toks)?.as_bool()?;
+    Some(if b { yes.clone() } else { no.clone() })
 }
 
 /// Rule 7: the proper noun a string property's name is said right before
@@ -878,14 +896,17 @@ const FLAG_WORDS: &[&str] = &[
 
 /// Rule 6: a boolean the request names — every word of its name that says
 /// what it is about ("hidden" of `include_hidden`, "trip protection" of
-/// `trip_protection`), a stem each; `false` when a negation stands up to
-/// four words before ("no need for a garage"), else `true`.
+/// `trip_protection`), a stem each, one of them; `false` when a negation
+/// stands up to four words before ("no need for a garage"), else `true`.
 fn boolean_named(name: &str, toks: &[Tok]) -> Option<Value> {
     let about: Vec<String> = split_name(name).into_iter().filter(|w| !FLAG_WORDS.contains(&w.as_str())).collect();
     if about.is_empty() {
         return None;
     }
-    let at = about.iter().filter_map(|w| toks.iter().position(|t| same_stem(w, &t.word) || t.word == *w)).min()?;
+    // A word of the request, or a part of a hyphenated one ("in-unit
+    // laundry" for `in_unit_laundry`).
+    let said = |w: &String, t: &Tok| same_stem(w, &t.word) || t.word == *w || t.word.split('-').any(|p| p == w);
+    let at = about.iter().filter_map(|w| toks.iter().position(|t| said(w, t))).min()?;
     let negated = toks[at.saturating_sub(4)..at].iter().any(|t| crate::text::is_negation(&t.word));
     Some(Value::Bool(!negated))
 }
@@ -1456,6 +1477,21 @@ mod tests {
         assert_eq!(f.args.0.get("appointment_time"), Some(&json!("20:00")));
         assert_eq!(f.args.0.get("number_of_people"), Some(&json!(4)));
         assert_eq!(fill(&booking, "a table for 2 people at 9", now()).missing, ["appointment_time"]);
+    }
+
+    #[test]
+    fn a_boolean_spelt_as_an_enum_is_read_as_one() {
+        let search = props(
+            json!({"free_entry": {"type": "string", "enum": ["True", "False", "dontcare"]},
+                   "in_unit_laundry": {"type": "boolean"}, "city": {"type": "string"}}),
+            &[],
+        );
+        let f = fill(&search, "a museum with free entry and a flat with in-unit laundry", now());
+        assert_eq!(f.args.0.get("free_entry"), Some(&json!("True")));
+        assert_eq!(f.args.0.get("in_unit_laundry"), Some(&json!(true)));
+        let f = fill(&search, "a museum, no need for free entry", now());
+        assert_eq!(f.args.0.get("free_entry"), Some(&json!("False")));
+        assert_eq!(fill(&search, "a museum", now()).args.0.get("free_entry"), None);
     }
 
     #[test]

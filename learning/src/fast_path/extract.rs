@@ -275,12 +275,19 @@ pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
 /// capital letter where a sentence does not open ("is it snowing in
 /// Innsbruck", "what's the weather in New York, please", "Piove a
 /// Bologna?"). A run ends at punctuation; "I" and its contractions are
-/// not names, a possessive "'s" is not part of one. Capitalisation is the
+/// not names, a possessive "'s" is not part of one; a particle between
+/// two capitalised words is ("Guillermo del Toro"). Capitalisation is the
 /// only signal: a request in lower case names none (the offline planner's
 /// argument filler has its own fallback for that, `arguments`).
 pub fn proper_nouns(text: &str) -> Vec<(usize, usize)> {
+    /// Lower-case words inside a name, between two capitalised ones
+    /// ("Guillermo del Toro", "Leonardo da Vinci", "Thurop van Orman").
+    const PARTICLES: &[&str] = &["de", "del", "della", "der", "den", "van", "von", "da", "di", "du", "dos", "le", "la"];
     let mut out = Vec::new();
     let mut run: Option<(usize, usize)> = None;
+    // A particle after a run: the run goes on if a capitalised word
+    // follows it.
+    let mut particle = false;
     let mut opens = true;
     for m in rules().token.find_iter(text) {
         let (at, raw) = (m.start(), m.as_str());
@@ -289,9 +296,12 @@ pub fn proper_nouns(text: &str) -> Vec<(usize, usize)> {
         let core = core.strip_suffix("'s").unwrap_or(core);
         let pronoun = core == "I" || core.starts_with("I'");
         let capital = core.chars().next().is_some_and(char::is_uppercase) && !opens && !pronoun;
+        let was_particle = std::mem::take(&mut particle);
         if capital {
             let (s, e) = (at + lead, at + lead + core.len());
             run = Some(run.map_or((s, e), |(s0, _)| (s0, e)));
+        } else if run.is_some() && !was_particle && raw == core && PARTICLES.contains(&core) {
+            particle = true;
         } else if let Some(r) = run.take() {
             out.push(r);
         }
@@ -478,6 +488,8 @@ mod tests {
         assert_eq!(names("what's the weather in New York, please"), ["New York"]);
         assert_eq!(names("Piove a Bologna stasera?"), ["Bologna"]);
         assert_eq!(names("send Marta's notes to Luca"), ["Marta", "Luca"]);
+        assert_eq!(names("a film directed by Guillermo del Toro"), ["Guillermo del Toro"]);
+        assert_eq!(names("songs by Ed Sheeran de la radio"), ["Ed Sheeran"], "no name after the particle");
         // Openings, "I" and its contractions, lower case: no names.
         assert!(names("Turn on the lights. Then I'll read").is_empty());
         assert!(names("weather in new york").is_empty());
