@@ -224,3 +224,13 @@ fn garbage_model_is_a_clear_error() {
     let err = OnnxEmbedder::open(&config).unwrap_err();
     assert!(matches!(err, EmbedError::AssetMismatch { what: "model", .. }), "{err:?}");
 }
+
+#[test]
+fn a_long_text_is_embedded_from_its_opening_as_the_model_reads_it() {
+    // 4 MB: the tokenizer reads only what the model can take (it took
+    // 2.7 s to tokenize all of it, for tokens the model never saw).
+    let long = "the quick brown fox jumps over the lazy dog ".repeat(100_000);
+    let opening = &long[..engram_actors::onnx_embedder::input_bytes(EmbeddingModel::default().spec())];
+    assert!(opening.len() < 64 * 1024, "{}", opening.len());
+    assert_eq!(embed(&long), embed(opening));
+}
