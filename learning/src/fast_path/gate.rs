@@ -127,7 +127,10 @@ const AXES: &[(&str, &[&str], &[&str])] = &[
     (
         "power",
         &["on", "accendi", "accendere", "accenda", "accendimi", "acceso", "accesa", "accesi", "accese"],
-        &["off", "spegni", "spegnere", "spenga", "spegnimi", "spento", "spenta", "spenti", "spente"],
+        &[
+            "off", "spegni", "spegnere", "spenga", "spegnimi", "spengi", "spengere", "spento", "spenta", "spenti",
+            "spente",
+        ],
     ),
     (
         "open",
@@ -341,8 +344,32 @@ fn profile(canonical: &str) -> Profile {
             *p.content.entry(f).or_default() += 1;
         }
     }
+    level_to_a_value_is_a_set(&n, &mut p);
     p
 }
+
+/// "Turn the volume up to sixty", "abbassa il volume al quindici": a
+/// level word with a value it goes *to* sets the level — the direction
+/// says nothing the value does not — so the side reads as the `set`
+/// action, not as a pole of the level axis. A change *by* a value ("up by
+/// 10", "alza di 2 gradi") stays a change.
+fn level_to_a_value_is_a_set(normalized: &str, p: &mut Profile) {
+    const TO: &[&str] = &["to", "at", "al", "allo", "alla", "a"];
+    let ws: Vec<&str> = words(normalized).collect();
+    let number = SlotKind::Number.name();
+    let to_value = ws.windows(2).any(|w| TO.contains(&w[0]) && w[1] == number);
+    let level = p.poles.iter().any(|(axis, _)| *axis == LEVEL);
+    if !(to_value && level) {
+        return;
+    }
+    p.poles.retain(|(axis, _)| *axis != LEVEL);
+    p.axis_words.retain(|(axis, _)| *axis != LEVEL);
+    *p.actions.entry(SET).or_default() += 1;
+    p.effectful.insert(SET);
+}
+
+/// The axis of a level going up or down.
+const LEVEL: &str = "level";
 
 /// The effectful action classes `text` names ("delete", "send", …; EN +
 /// IT): what the offline planner must not answer with a tool that cannot
@@ -712,6 +739,29 @@ mod tests {
             ("read the file PATH", "cancella il file PATH"),
             ("what's the weather in rome", "che tempo fa a milano"),
             ("open the bedroom window", "non aprire la finestra della camera da letto"),
+        ] {
+            assert!(check(a, b).is_err(), "{a} / {b}");
+            assert!(check(b, a).is_err(), "{b} / {a}");
+        }
+    }
+
+    #[test]
+    fn a_level_said_with_the_value_it_goes_to_is_a_set() {
+        for (a, b) in [
+            ("turn the volume up to number", "set the volume to number"),
+            ("abbassa il volume al number", "set the volume to number"),
+            ("set the office to number gradi", "imposta number degrees in the office"),
+        ] {
+            assert_eq!(check(a, b), Ok(()), "{a} / {b}");
+            assert_eq!(check(b, a), Ok(()), "{b} / {a}");
+        }
+        // A change by a value is no set, and a level without one keeps
+        // its pole.
+        for (a, b) in [
+            ("turn the volume up by number", "set the volume to number"),
+            ("alza il volume di number", "imposta il volume a number"),
+            ("turn the volume up", "turn the volume down to number"),
+            ("spengi la luce", "accendi la luce"),
         ] {
             assert!(check(a, b).is_err(), "{a} / {b}");
             assert!(check(b, a).is_err(), "{b} / {a}");

@@ -75,6 +75,8 @@ const CONCEPTS: &[(&str, &str)] = &[
     ("genova", "genoa"),
     ("giardino", "garden"),
     ("giorno", "day"),
+    ("gradi", "degree"),
+    ("grado", "degree"),
     ("grande", "big"),
     ("grandezza", "size"),
     ("ieri", "yesterday"),
