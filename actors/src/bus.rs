@@ -44,6 +44,8 @@ pub struct Bus {
     snapshots: SnapshotDir,
     snapshot_every: u64,
     local_db: LocalDb,
+    /// Set by [`Bus::close`]: appends are refused from then on.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Bus {
@@ -61,6 +63,7 @@ impl Bus {
             observer: None,
             snapshot_every: 4096,
             local_db: log.local_db().clone(),
+            closed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -228,6 +231,14 @@ impl Bus {
         self.counted(events, |log, events| log.append_deferred(events))
     }
 
+    /// Refuses every later append ([`LogError::WriterStopped`]): what the
+    /// runtime's shutdown does last, so that an actor still inside a model
+    /// call when shutdown stopped waiting writes nothing after it — it
+    /// stays at the event that asked, for the next start to handle again.
+    pub fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
     /// Runs `append` on a non-empty batch, telling the observer (its new
     /// events by kind, its time to the acknowledgement) if there is one.
     fn counted(
@@ -237,6 +248,9 @@ impl Bus {
     ) -> Result<Vec<AppendOutcome>, LogError> {
         if events.is_empty() {
             return Ok(Vec::new());
+        }
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(LogError::WriterStopped);
         }
         let Some(observer) = &self.observer else { return append(&*self.log, events) };
         let kinds: Vec<EventKind> = events.iter().map(Envelope::kind).collect();

@@ -260,7 +260,7 @@ fn read_pinned(what: &'static str, path: &Path, blake3: &'static str) -> Result<
 
 /// The most bytes of a text the tokenizer reads for `spec`'s model: the
 /// model takes its first `max_tokens` tokens, and no token is longer than
-/// [`BYTES_PER_TOKEN`] — so a 4 MB text costs what its opening costs, not
+/// 64 bytes — so a 4 MB text costs what its opening costs, not
 /// seconds of tokenizing what truncation then drops (issue 43: nothing an
 /// utterance does outlasts its turn).
 pub fn input_bytes(spec: &ModelSpec) -> usize {

@@ -87,7 +87,8 @@ fn a_name_in_the_request_names_no_action() {
     let steps = planner.plan("What's the weather like in New York right now?", now()).unwrap();
     assert_eq!(steps.len(), 1, "{steps:?}");
     assert_eq!(steps[0].tool, "get_current_weather");
-    assert_eq!(steps[0].args.0.get("location"), Some(&serde_json::json!("New York")));
+    // Written as the tool asks ("City, State"), from the installed gazetteer.
+    assert_eq!(steps[0].args.0.get("location"), Some(&serde_json::json!("New York, NY")));
 }
 
 /// Rule 6: one call of a split request takes the values of the parts no
@@ -103,7 +104,7 @@ fn one_call_takes_the_whole_requests_values() {
         )
         .unwrap();
     assert_eq!(steps.len(), 1, "{steps:?}");
-    assert_eq!(steps[0].args.0.get("location"), Some(&serde_json::json!("Tel Aviv")));
+    assert_eq!(steps[0].args.0.get("location"), Some(&serde_json::json!("Tel Aviv, Israel")));
     assert_eq!(steps[0].args.0.get("unit"), Some(&serde_json::json!("fahrenheit")));
 }
 

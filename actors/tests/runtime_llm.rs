@@ -917,6 +917,65 @@ fn failing_background_models_fall_back_to_the_offline_reactors() {
     rt.shutdown().unwrap();
 }
 
+/// Issue 40: a slow model at a session's end (summary, facts) holds
+/// shutdown at most `MODEL_CALL_WAIT`; nothing is written after shutdown
+/// returns, and the next start asks again and writes the model's summary —
+/// once.
+#[test]
+fn a_slow_model_at_a_sessions_end_holds_no_shutdown_and_the_next_start_asks_again() {
+    const SLOW: Duration = Duration::from_secs(8);
+    let slow_now = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = slow_now.clone();
+    let server = server(move |c| {
+        let answer = match c {
+            Ctx::Planner => said("[]", (50, 2)),
+            Ctx::ReplyLoop => said("Nice to meet you, Ada.", (10, 5)),
+            Ctx::Summary => said(r#"{"summary": "Ada introduced herself.", "topics": ["Ada"]}"#, (10, 5)),
+            Ctx::Graph => said("[]", (10, 1)),
+            other => panic!("no {other:?} call expected"),
+        };
+        match c {
+            Ctx::Summary | Ctx::Graph if flag.load(Ordering::SeqCst) => slow(answer, SLOW),
+            _ => answer,
+        }
+    });
+    let f = fixture();
+    let mut config = config(&server);
+    config.llm.summary_timeout_ms = 30_000;
+    config.llm.timeout_ms = 30_000;
+    let rt = start(&f, config.clone());
+    let s = SessionId::new("s-slow-end");
+    rt.handle_utterance(&s, "my name is Ada").unwrap();
+    rt.end_session(&s).unwrap();
+    let asked = Instant::now();
+    rt.shutdown().unwrap();
+    let took = asked.elapsed();
+    assert!(took < SLOW - Duration::from_secs(3), "shutdown waited {took:?} for the model");
+    slow_now.store(false, Ordering::SeqCst);
+    // The data dir is the old runtime's until its call in flight ends.
+    let deadline = Instant::now() + SLOW + Duration::from_secs(20);
+    let rt = loop {
+        match builder(&f, config.clone()).start() {
+            Ok(rt) => break rt,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not yet: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("the data dir stayed held: {e}"),
+        }
+    };
+    assert!(rt.settle(Duration::from_secs(20)));
+    let all = events(&rt);
+    let written = summaries(&all);
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0].summariser, SummariserKind::Llm);
+    assert_eq!(written[0].summary, "Ada introduced herself.");
+    // The first call's answer came after shutdown and was not written.
+    assert_eq!(llm_calls(&all, ActorKind::Summariser).len(), 1);
+    assert_eq!(requests(&server, Ctx::Summary).len(), 2, "the next start asked again");
+    rt.shutdown().unwrap();
+}
+
 /// Seed 002 #1: the planner and the reply loop see the conversation, so a
 /// follow-up reaches the model with what it follows; a stop starts afresh.
 #[test]

@@ -2,6 +2,7 @@
 //! which model, under which timeout, priced how — and the one way a role
 //! asks it something and records the call (`ask`), whatever the answer.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,11 @@ pub struct ContextLlm {
     pub timeout: Duration,
     /// Prices of calls.
     pub prices: Arc<PriceTable>,
+    /// Calls in flight, counted with every other context of the runtime:
+    /// what shutdown reads to stop waiting for a model at a session's end
+    /// (`Runtime::shutdown`; the call is picked up from the log by the
+    /// next start).
+    pub in_flight: Arc<AtomicUsize>,
 }
 
 impl ContextLlm {
@@ -36,7 +42,14 @@ impl ContextLlm {
             model: section.model_for(context).to_owned(),
             timeout: section.timeout(context),
             prices,
+            in_flight: Arc::default(),
         }
+    }
+
+    /// This context counting its calls in `in_flight` (the runtime's
+    /// counter, shared by every context).
+    pub fn counted_in(self, in_flight: Arc<AtomicUsize>) -> Self {
+        ContextLlm { in_flight, ..self }
     }
 
     /// One call with `messages` (no tools), its answer checked by `parse`.
@@ -55,7 +68,24 @@ impl ContextLlm {
             context: self.context,
             timeout: self.timeout,
         };
+        let _call = InFlight::new(&self.in_flight);
         ask(&*self.client, &request, &self.prices, |r| parse(&r.content))
+    }
+}
+
+/// One call counted in flight while it lives.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn new(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::AcqRel);
+        InFlight(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

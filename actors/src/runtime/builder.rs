@@ -175,6 +175,7 @@ impl RuntimeBuilder {
         let turn_timeout = self.turn_timeout.unwrap_or(TURN_TIMEOUT);
         let mut runtime = Runtime::launch(bus, listener, wiring.factories(), turn_timeout, online)?;
         runtime.candidates = wiring.candidates;
+        runtime.model_calls = wiring.model_calls.clone();
         runtime.max_utterance_bytes = wiring.config.runtime.max_utterance_bytes;
         runtime.memo = Some(wiring.cache.clone());
         runtime.catalogue = Some(wiring.catalogue);
@@ -254,6 +255,7 @@ impl RuntimeBuilder {
     fn folding(&mut self, config: Config, embedder: Arc<dyn Embedder>, log: &OpenLog) -> Result<Wiring, RuntimeError> {
         let catalogue = Arc::new(Catalogue::new(Arc::new(ToolRegistry::new()), embedder.clone())?);
         Ok(Wiring {
+            model_calls: Arc::default(),
             prices: Arc::new(PriceTable::from_config(&config.llm)),
             offset: self.offset.unwrap_or_else(|| *chrono::Local::now().offset()),
             cache: EmbeddingCache::open(log.local_db(), CacheCaps::default())?,
@@ -364,6 +366,7 @@ impl RuntimeBuilder {
             _ => vec![default_model.clone()],
         };
         Ok(Wiring {
+            model_calls: Arc::default(),
             prices: Arc::new(PriceTable::from_config(&config.llm)),
             offset: self.offset.unwrap_or_else(|| *chrono::Local::now().offset()),
             config,
@@ -400,6 +403,8 @@ struct Wiring {
     /// Slot 5 of the routing chain.
     default_model: String,
     candidates: Vec<String>,
+    /// Background model calls in flight ([`ContextLlm::in_flight`]).
+    model_calls: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Wiring {
@@ -407,7 +412,9 @@ impl Wiring {
     /// and timeout; `None` offline, or when `[llm]` does not opt in (the
     /// judges: a call per turn or utterance).
     fn context_llm(&self, context: LlmContext, enabled: bool) -> Option<ContextLlm> {
-        self.llm.clone().filter(|_| enabled).map(|c| ContextLlm::new(c, &self.config.llm, context, self.prices.clone()))
+        self.llm.clone().filter(|_| enabled).map(|c| {
+            ContextLlm::new(c, &self.config.llm, context, self.prices.clone()).counted_in(self.model_calls.clone())
+        })
     }
 
     /// `[tools] location` as the built-ins read it (blank: none).

@@ -100,6 +100,8 @@ impl Runtime {
             turn_timeout,
             online,
             candidates: Vec::new(),
+            model_calls: Arc::default(),
+            held_by_model: false,
             max_utterance_bytes: engram_learning::import::turn_record::limits::MAX_TEXT_BYTES,
             snapshots,
             sizes,

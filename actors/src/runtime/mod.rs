@@ -124,6 +124,14 @@ pub const TURN_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long shutdown waits for the actors to save their snapshots.
 pub const SNAPSHOT_WAIT: Duration = Duration::from_secs(10);
 
+/// How long shutdown waits for the actors to handle what is in the log.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
+/// How long shutdown waits when what it waits for is a model call in the
+/// background (a session's summary or facts, a verdict): a local model
+/// may take tens of seconds, and the next start makes the call again.
+pub const MODEL_CALL_WAIT: Duration = Duration::from_secs(2);
+
 /// What the host gets back for an utterance.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reply {
@@ -177,6 +185,10 @@ pub struct Runtime {
     online: bool,
     /// The models a user may choose (`[llm] candidates`).
     candidates: Vec<String>,
+    /// Background model calls in flight (summary, facts, verdicts).
+    model_calls: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether shutdown stopped waiting for a model call.
+    held_by_model: bool,
     /// `[runtime] max_utterance_bytes`.
     max_utterance_bytes: usize,
     /// Every actor and the listener, to save their snapshots at shutdown.
@@ -495,8 +507,14 @@ impl Runtime {
     /// are due, stops the actors and flushes the log. Dropping a runtime
     /// without calling it stops the actors too, without waiting: they
     /// resume from their checkpoints at the next start.
+    ///
+    /// A model asked at a session's end (its summary, its facts, a
+    /// verdict) holds the process at most [`MODEL_CALL_WAIT`]: after that,
+    /// shutdown stops waiting, the actor keeps its checkpoint before the
+    /// event that asked, and the next start asks again from the log — a
+    /// slow local model never keeps `engram run` from exiting.
     pub fn shutdown(mut self) -> Result<(), RuntimeError> {
-        if self.settle(Duration::from_secs(10)) {
+        if self.settle_for_shutdown() {
             // Every actor has handled all it wants up to the head: its
             // checkpoint is the head (an import before the next start then
             // counts as history to every actor; see `ActorCheckpoints::advance`).
@@ -515,6 +533,7 @@ impl Runtime {
         }
         self.bus.flush_checkpoints()?;
         self.bus.log().flush()?;
+        self.bus.close();
         Ok(())
     }
 
@@ -552,6 +571,32 @@ impl Runtime {
         }
     }
 
+    /// [`settle`](Self::settle) for up to 10 s — less when what is left
+    /// is a background model call (module docs of [`Runtime::shutdown`]).
+    fn settle_for_shutdown(&mut self) -> bool {
+        let started = Instant::now();
+        loop {
+            let head = self.bus.head();
+            if self.actors.iter().all(|a| a.status.settled_at(head)) && self.bus.head() == head {
+                return true;
+            }
+            let waited = started.elapsed();
+            let calls = self.model_calls.load(Ordering::Acquire);
+            if waited >= MODEL_CALL_WAIT && calls > 0 {
+                tracing::warn!(
+                    calls,
+                    "shutdown: not waiting for a model call at a session's end; the next start makes it again"
+                );
+                self.held_by_model = true;
+                return false;
+            }
+            if waited >= SHUTDOWN_WAIT {
+                return self.settle(Duration::ZERO);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     fn stop_all(&mut self) {
         self.stop.store(true, Ordering::Release);
         for t in self.threads.drain(..) {
@@ -565,7 +610,10 @@ impl Runtime {
         // dropping its actor's handle on the bus as it goes: wait for them,
         // so that the log (and the data dir's lock) is released when
         // `shutdown` returns and the data dir can be opened again at once.
-        let deadline = Instant::now() + Duration::from_secs(5);
+        // (Not for an actor inside a model call: it lets go when the call
+        // ends, and nothing it would write is waited for.)
+        let wait = if self.held_by_model { Duration::ZERO } else { Duration::from_secs(5) };
+        let deadline = Instant::now() + wait;
         while Arc::strong_count(&self.bus) > 1 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
