@@ -356,6 +356,40 @@ fn a_failing_planner_fails_towards_offline_and_the_turn_goes_on() {
     }
 }
 
+/// Issue 40: a model that answers but cannot plan (a small one) still
+/// answers a question no tool serves; the offline "I don't know" is for a
+/// model that fails or is absent.
+#[test]
+fn a_question_no_tool_serves_is_answered_by_a_model_that_could_not_plan() {
+    let answering = server(|c| match c {
+        Ctx::Planner => said("The capital of France is Paris, of course!", (30, 9)),
+        Ctx::ReplyLoop => said("The capital of France is Paris.", (40, 8)),
+        Ctx::Summary | Ctx::Graph => said("[]", (1, 1)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&answering));
+    let r = rt.handle_utterance(&SessionId::new("s-capital"), "what is the capital of France?").unwrap();
+    assert_eq!(r.text, "The capital of France is Paris.");
+    let all = events(&rt);
+    let plan = plan_of(&all, r.turn);
+    assert_eq!((plan.planner, plan.steps.len()), (PlannerKind::Llm, 0), "{plan:?}");
+    assert_eq!(llm_calls(&all, ActorKind::Planner)[0].outcome, LlmOutcome::Malformed);
+    assert_eq!(llm_calls(&all, ActorKind::ReplyLoop).len(), 1);
+    rt.shutdown().unwrap();
+    // A model that cannot be reached leaves the question to the offline
+    // reply, which says why.
+    let failing = server(|c| match c {
+        Ctx::Planner => http_500(),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&failing));
+    let r = rt.handle_utterance(&SessionId::new("s-capital"), "what is the capital of France?").unwrap();
+    assert!(r.text.ends_with("(The model answered with an error: answered without it.)"), "{}", r.text);
+    rt.shutdown().unwrap();
+}
+
 #[test]
 fn a_failing_reply_model_fails_open_to_the_tool_results() {
     let server = server(|c| match c {

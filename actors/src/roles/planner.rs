@@ -187,6 +187,8 @@ impl Planner {
             Some(client) if model != OFFLINE_MODEL => {
                 allowed = self.narrowed_tools(env, &query, &mut out);
                 let (record, planned) = self.plan_with_model(env, &*client, &model, &query, &done, allowed.as_deref());
+                let answered =
+                    matches!(&record.event, Event::LlmCallCompleted(c) if c.outcome == LlmOutcome::Malformed);
                 out.push(record);
                 match planned {
                     Some(steps) => (PlannerKind::Llm, steps),
@@ -196,7 +198,15 @@ impl Planner {
                     // (the call's record says why; the reply says so).
                     None => {
                         allowed = None;
-                        (PlannerKind::Offline, self.plan_offline(env, &query, done.len()))
+                        match self.plan_offline(env, &query, done.len()) {
+                            // A model that answered, but with no usable
+                            // plan, for a request no tool serves ("what is
+                            // the capital of France?"): the empty plan, and
+                            // the reply loop's model answers it — a small
+                            // model that cannot plan can still say "Paris".
+                            offline if offline.is_empty() && answered => (PlannerKind::Llm, offline),
+                            offline => (PlannerKind::Offline, offline),
+                        }
                     }
                 }
             }
