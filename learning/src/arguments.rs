@@ -1101,7 +1101,23 @@ fn lower_case_place(text: &str) -> Option<String> {
         return None;
     }
     let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
-    let lower: Vec<String> = text.split_whitespace().map(|w| clean(w).to_lowercase()).collect();
+    let mut lower: Vec<String> = text.split_whitespace().map(|w| clean(w).to_lowercase()).collect();
+    // Courtesies at the end are no part of the place ("in bergen please",
+    // "a bergen per favore", "thank you").
+    loop {
+        let n = lower.len();
+        let last = lower.last().cloned().unwrap_or_default();
+        if n > 0 && (last.is_empty() || crate::spoken::COURTESIES.contains(&last.as_str())) {
+            lower.pop();
+            if last == "favore" && lower.last().is_some_and(|p| p == "per") {
+                lower.pop();
+            }
+        } else if last == "you" && n >= 2 && lower[n - 2] == "thank" {
+            lower.truncate(n - 2);
+        } else {
+            break;
+        }
+    }
     let p = lower.iter().rposition(|w| PREPOSITIONS.contains(&w.as_str()))?;
     let tail: Vec<&String> = lower[p + 1..].iter().filter(|w| !w.is_empty()).take(3).collect();
     (!tail.is_empty() && p + 1 + tail.len() == lower.len())
@@ -1592,6 +1608,16 @@ mod tests {
         );
         let f = fill(&s, "what's the temperature in garage", now());
         assert_eq!(f.args.0.len(), 1, "{:?}", f.args.0);
+        // A courtesy after the place is no part of it.
+        let weather = props(json!({"city": {"type": "string", "description": "The city"}}), &["city"]);
+        for request in [
+            "what's the weather in bergen please",
+            "what's the weather in bergen thank you",
+            "che tempo fa a bergen per favore",
+            "che tempo fa a bergen grazie",
+        ] {
+            assert_eq!(fill(&weather, request, now()).args.0.get("city"), Some(&json!("bergen")), "{request}");
+        }
     }
 
     #[test]

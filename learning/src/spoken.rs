@@ -97,7 +97,7 @@ fn folded(word: &str) -> String {
 }
 
 /// Courtesies said after a value ("in soggiorno dai", "please").
-const COURTESIES: &[&str] = &["please", "thanks", "grazie", "dai", "favore", "pls"];
+pub(crate) const COURTESIES: &[&str] = &["please", "thanks", "grazie", "dai", "favore", "pls"];
 
 /// Whether the property holds a sentence the user says (a message, a
 /// text), whose first article is part of it — a search's words are a
