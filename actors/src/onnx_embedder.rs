@@ -174,7 +174,7 @@ impl OnnxEmbedder {
     }
 
     fn encode(&self, text: &str) -> Result<tokenizers::Encoding, EmbedError> {
-        let text = opening(text, input_bytes(self.spec));
+        let text = engram_learning::text::cut_bytes(text, input_bytes(self.spec));
         self.tokenizer.encode(text, true).map_err(|e| EmbedError::Tokenize(e.to_string()))
     }
 }
@@ -273,15 +273,6 @@ pub fn input_bytes(spec: &ModelSpec) -> usize {
 /// Bytes a token can span, with room: WordPiece and SentencePiece tokens
 /// are a few characters, a character at most four bytes.
 const BYTES_PER_TOKEN: usize = 64;
-
-/// `text` up to `max` bytes, cut at a character boundary.
-fn opening(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let cut = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
-    &text[..cut]
-}
 
 /// The tokenizer, set up for single sentences: no padding (MiniLM's file
 /// pads every input to 128 tokens, which would only cost time) and
@@ -436,14 +427,6 @@ fn check_signature(session: &Session, path: &Path, spec: &ModelSpec) -> Result<(
 mod tests {
     use super::*;
     use engram_learning::embedder::FETCH_HINT;
-
-    #[test]
-    fn the_opening_is_cut_at_a_character() {
-        assert_eq!(opening("città", 4), "citt");
-        assert_eq!(opening("città", 5), "citt", "à is two bytes: not cut in half");
-        assert_eq!(opening("città", 6), "città");
-        assert_eq!(opening("ab", 100), "ab");
-    }
 
     #[test]
     fn mean_pool_ignores_masked_tokens_and_normalises() {

@@ -22,6 +22,20 @@ pub fn truncate(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` cut to at most `max` bytes, at a character boundary (as it is
+/// when it fits): the one byte budget cut — a reply, a tool's output, what
+/// the embedder reads.
+pub fn cut_bytes(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Normalises `text`: lowercase; typographic apostrophes straightened and
 /// kept inside words (`what's`, `l'ora`); every other punctuation mark
 /// becomes a space; whitespace runs collapse to one space, trimmed.
@@ -132,6 +146,14 @@ const STOP_WORDS_IT: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_bytes_keeps_characters_whole() {
+        assert_eq!(cut_bytes("città", 4), "citt");
+        assert_eq!(cut_bytes("città", 5), "citt", "à is two bytes: not cut in half");
+        assert_eq!(cut_bytes("città", 6), "città");
+        assert_eq!(cut_bytes("ab", 100), "ab");
+    }
 
     #[test]
     fn truncate_cuts_on_characters() {

@@ -1002,11 +1002,8 @@ fn capped(text: String, max: usize) -> String {
     if text.len() <= max {
         return text;
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\n… [cut: {} more bytes; [runtime] max_reply_bytes = {max}]", &text[..end], text.len() - end)
+    let kept = engram_learning::text::cut_bytes(&text, max);
+    format!("{kept}\n… [cut: {} more bytes; [runtime] max_reply_bytes = {max}]", text.len() - kept.len())
 }
 
 #[cfg(test)]

@@ -25,14 +25,8 @@ const CALLER_GRACE: Duration = Duration::from_secs(2);
 /// `s` cut to at most `max` bytes at a character boundary, and whether it
 /// was cut.
 fn cut_bytes(s: &str, max: usize) -> (&str, bool) {
-    if s.len() <= max {
-        return (s, false);
-    }
-    let mut i = max;
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    (&s[..i], true)
+    let cut = engram_learning::text::cut_bytes(s, max);
+    (cut, cut.len() < s.len())
 }
 
 /// One tool of one MCP server, callable like any other tool. Calls go to
