@@ -682,10 +682,16 @@ fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize)
         .collect()
 }
 
+/// A property's description as written (case kept: "HH:MM" and
+/// "MM/DD/YYYY" are read as spelt); empty when it has none.
+fn description_of(spec: &Value) -> &str {
+    spec.get("description").and_then(Value::as_str).unwrap_or("")
+}
+
 /// Whether a string property holds a day: `date` among its name's words,
 /// or a description that asks for a day's format.
 fn date_like(name: &str, spec: &Value) -> bool {
-    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    let description = description_of(spec);
     split_name(name).iter().any(|w| w == "date")
         || description.contains("YYYY-MM-DD")
         || date_format(description).is_some()
@@ -696,7 +702,7 @@ fn date_like(name: &str, spec: &Value) -> bool {
 /// as one word), or a description that asks for `HH:MM`; never one with
 /// an enum.
 fn time_like(name: &str, spec: &Value) -> bool {
-    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    let description = description_of(spec);
     spec.get("type").and_then(Value::as_str) == Some("string")
         && spec.get("enum").is_none()
         && (split_name(name).iter().any(|w| w == "time") || description.contains("HH:MM"))
@@ -708,7 +714,7 @@ fn time_like(name: &str, spec: &Value) -> bool {
 fn take_time(spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Option<Value> {
     let i = (0..said.times.len()).find(|i| !taken.times.contains(i))?;
     taken.times.push(i);
-    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    let description = description_of(spec);
     let format = if description.contains("HH:MM:SS") { "%H:%M:%S" } else { "%H:%M" };
     Some(Value::String(said.times[i].time.format(format).to_string()))
 }
@@ -732,7 +738,7 @@ fn take_date(
         }
         None => take_slot(ex, SlotKind::Date, &mut taken.slots)?,
     };
-    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    let description = description_of(spec);
     Some(match (day.as_str().map(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")), date_format(description)) {
         (Some(Ok(d)), Some(format)) => Value::String(d.format(format).to_string()),
         _ => day,
@@ -894,10 +900,11 @@ const FLAG_WORDS: &[&str] = &[
     "does", "flag", "in", "on", "the", "of", "a", "to",
 ];
 
-/// Rule 6: a boolean the request names — every word of its name that says
-/// what it is about ("hidden" of `include_hidden`, "trip protection" of
-/// `trip_protection`), a stem each, one of them; `false` when a negation
-/// stands up to four words before ("no need for a garage"), else `true`.
+/// Rule 6: a boolean the request names — a word of its name that says
+/// what it is about ("hidden" of `include_hidden`, "protection" of
+/// `trip_protection`), by its stem; `false` when a negation stands up to
+/// four words before the first one said ("no need for a garage"), else
+/// `true`.
 fn boolean_named(name: &str, toks: &[Tok]) -> Option<Value> {
     let about: Vec<String> = split_name(name).into_iter().filter(|w| !FLAG_WORDS.contains(&w.as_str())).collect();
     if about.is_empty() {
@@ -967,7 +974,7 @@ fn place_like(name: &str, spec: &Value) -> bool {
 }
 
 fn property_words(name: &str, spec: &Value) -> Vec<String> {
-    let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+    let description = description_of(spec);
     let mut words = split_name(name);
     words.extend(words_of(description));
     words

@@ -215,7 +215,8 @@ impl PlaceFormat {
     /// writes it, if the gazetteer knows it (rules 2–4).
     fn write(self, g: &Gazetteer, said: &str, region: Option<(&str, Region)>) -> Option<String> {
         let city = g.city(said, region.as_ref().map(|r| &r.1))?;
-        let as_said = if said.chars().any(char::is_uppercase) { said.to_string() } else { capitalised(said) };
+        let as_said =
+            if said.chars().any(char::is_uppercase) { said.to_string() } else { crate::fast_path::slots::title(said) };
         let region = match (city.country.as_str(), self, region) {
             ("US", _, _) => city.region.clone(),
             ("GB", PlaceFormat::CountryCode, _) => "UK".to_string(),
@@ -264,16 +265,6 @@ fn fold(s: &str) -> String {
         .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
         .map(|c| if c == '-' { ' ' } else { c })
         .collect()
-}
-
-fn capitalised(s: &str) -> String {
-    s.split(' ')
-        .map(|w| {
-            let mut c = w.chars();
-            c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
-        })
-        .collect::<Vec<String>>()
-        .join(" ")
 }
 
 static INSTALLED: OnceLock<Gazetteer> = OnceLock::new();

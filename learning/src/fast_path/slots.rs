@@ -586,7 +586,9 @@ fn casing(said: &str, value: &str) -> Option<Casing> {
     }
 }
 
-fn title(s: &str) -> String {
+/// Each word of `s` with a capital first letter ("new york" → "New
+/// York").
+pub(crate) fn title(s: &str) -> String {
     s.split(' ')
         .map(|w| {
             let mut c = w.chars();
