@@ -368,13 +368,19 @@ impl Runtime {
         rx.recv().map_err(|_| RuntimeError::Stopped)?
     }
 
+    /// Whether every actor has handled everything up to `head`, and `head`
+    /// is still the log's head.
+    fn settled_at(&self, head: Seq) -> bool {
+        self.actors.iter().all(|a| a.status.settled_at(head)) && self.bus.head() == head
+    }
+
     /// Waits until every actor has handled everything in the log (or
     /// `timeout` passes); true when they have.
     pub fn settle(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
             let head = self.bus.head();
-            if self.actors.iter().all(|a| a.status.settled_at(head)) && self.bus.head() == head {
+            if self.settled_at(head) {
                 return true;
             }
             if Instant::now() >= deadline {
@@ -576,8 +582,7 @@ impl Runtime {
     fn settle_for_shutdown(&mut self) -> bool {
         let started = Instant::now();
         loop {
-            let head = self.bus.head();
-            if self.actors.iter().all(|a| a.status.settled_at(head)) && self.bus.head() == head {
+            if self.settled_at(self.bus.head()) {
                 return true;
             }
             let waited = started.elapsed();
