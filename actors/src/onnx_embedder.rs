@@ -66,8 +66,9 @@ impl fmt::Debug for OnnxEmbedder {
 
 impl OnnxEmbedder {
     /// Loads ONNX Runtime (once per process), checks the model and tokenizer
-    /// against their pinned hashes and builds the session; installs the
-    /// models dir's gazetteer ([`crate::gazetteer`]) the first time. Every failure is
+    /// against their pinned hashes and builds the session; gives the
+    /// argument rules the models dir's gazetteer ([`crate::gazetteer`]),
+    /// read when first needed. Every failure is
     /// an error naming the file; a missing asset also says to run
     /// `scripts/fetch-models.sh`.
     pub fn open(config: &EmbedderConfig) -> Result<OnnxEmbedder, EmbedError> {

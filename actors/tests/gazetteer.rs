@@ -1,5 +1,5 @@
 //! The gazetteer `scripts/fetch-models.sh` installs beside the models, as
-//! the offline planner reads it: the embedder's opening installs it, and a
+//! the offline planner reads it: the embedder's opening gives its loader, and a
 //! place goes to a tool in the form the tool's parameter asks for. Without
 //! the installed files these tests fail, naming the script: they never
 //! skip.

@@ -8,7 +8,7 @@
 //! tool wants `"Boston, MA"`. A model knows where Boston is; the offline
 //! planner knows it from a gazetteer — GeoNames' cities (5,000 people or
 //! more; 1,000 in the US), installed beside the embedding model by
-//! `scripts/fetch-models.sh` and handed in by the edge ([`install`]), so
+//! `scripts/fetch-models.sh` and read by the edge ([`install_loader`]), so
 //! this crate reads no file.
 //!
 //! The rules, each a reason to leave a value as the user said it:
@@ -267,29 +267,40 @@ fn fold(s: &str) -> String {
         .collect()
 }
 
-static INSTALLED: OnceLock<Gazetteer> = OnceLock::new();
+/// How the edge reads the gazetteer, when a place's format is first
+/// asked for.
+type Loader = Box<dyn Fn() -> Option<Gazetteer> + Send + Sync>;
 
-/// Makes `g` the gazetteer the argument rules read, for the life of the
-/// process (the first installed stays: the models dir does not change
-/// under a running process).
-pub fn install(g: Gazetteer) {
-    let _ = INSTALLED.set(g);
+static LOADER: OnceLock<Loader> = OnceLock::new();
+static LOADED: OnceLock<Option<Gazetteer>> = OnceLock::new();
+
+/// Gives the argument rules their gazetteer, as `load` reads it — called
+/// the first time a parameter asks for a place's format, not before:
+/// parsing it takes about 180 ms and some MB, which a process whose tools
+/// ask for no place format never spends. The first loader given stays
+/// (the models dir does not change under a running process).
+pub fn install_loader(load: impl Fn() -> Option<Gazetteer> + Send + Sync + 'static) {
+    let _ = LOADER.set(Box::new(load));
 }
 
-/// The installed gazetteer, if the edge installed one.
+/// The gazetteer, loaded now if this is the first ask; `None` when the
+/// edge gave no loader yet, or its loader found none.
 pub fn installed() -> Option<&'static Gazetteer> {
-    INSTALLED.get()
+    let load = LOADER.get()?;
+    LOADED.get_or_init(load).as_ref()
 }
 
 /// Rewrites, in `args`, each place value whose parameter in `schema` asks
 /// for a format (module docs), reading the region said after it in
-/// `request`. Without an installed gazetteer, nothing changes.
+/// `request`. Without an installed gazetteer, nothing changes; the
+/// gazetteer is loaded only once a parameter asks for a format.
 pub fn in_asked_format(schema: &Value, args: &mut ToolArgs, request: &str) {
-    let Some(g) = installed() else { return };
-    write_places(g, schema, args, request);
+    write_places(&installed, schema, args, request);
 }
 
-fn write_places(g: &Gazetteer, schema: &Value, args: &mut ToolArgs, request: &str) {
+/// [`in_asked_format`] with the gazetteer `gazetteer` gives, asked for
+/// only when a parameter asks for a format.
+fn write_places<'g>(gazetteer: &dyn Fn() -> Option<&'g Gazetteer>, schema: &Value, args: &mut ToolArgs, request: &str) {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
     for (name, value) in args.0.iter_mut() {
         let Some(spec) = properties.get(name) else { continue };
@@ -300,6 +311,7 @@ fn write_places(g: &Gazetteer, schema: &Value, args: &mut ToolArgs, request: &st
             continue;
         };
         let Some(said) = value.as_str() else { continue };
+        let Some(g) = gazetteer() else { return };
         let written = match said.split_once(',') {
             Some((city, words)) => {
                 let words = words.trim();
@@ -356,7 +368,8 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"city": {"type": "string", "description": description}}});
         let mut args = ToolArgs::default();
         args.0.insert("city".into(), json!(value));
-        write_places(&gazetteer(), &schema, &mut args, request);
+        let g = gazetteer();
+        write_places(&|| Some(&g), &schema, &mut args, request);
         args.0["city"].as_str().unwrap().to_string()
     }
 
