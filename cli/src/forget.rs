@@ -40,7 +40,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         (Some(text), None) => Forget::Text(text),
         (None, None) => anyhow::bail!("say what to forget: a text, or --session ID"),
     };
-    let log = crate::open_existing(data)?;
+    // A dry run only reads: it opens a copy of the log, as `stats` does.
+    let log = if args.dry_run { crate::open_for_reading(data)? } else { crate::open_existing(data)? };
     let (seq, m): (Option<u64>, MemoryForgotten) = if args.dry_run {
         (None, Memory::from_log(log.log())?.retraction(&what)?)
     } else {

@@ -309,11 +309,11 @@ pub(crate) fn open_existing(data: &std::path::Path) -> anyhow::Result<Log> {
 }
 
 /// [`open_existing`] for commands that only read (`export`, `stats`,
-/// `inspect`, `replay`, `verify`): on a JetStream data dir whose server
-/// cannot be reached, they read the data dir's copy of the stream — a
-/// laptop away from its server still shows what it knows — and on a full
-/// disk, a copy of the log made elsewhere; saying so on stderr, rather than
-/// fail.
+/// `inspect`, `replay`, `verify`, `route`, `recommend`, `forget
+/// --dry-run`): they read a copy of the log, so the data dir keeps every
+/// byte it had (`LogBackend::open_for_reading`), and on a JetStream data
+/// dir whose server cannot be reached, the data dir's copy of the stream;
+/// a note on stderr says when what they read is not the log itself.
 pub(crate) fn open_for_reading(data: &std::path::Path) -> anyhow::Result<Log> {
     let (backend, config) = existing_backend(data)?;
     let (log, note) = open_waiting(|| backend.open_for_reading(data, config.clone()), |e| Some(e))?;

@@ -113,8 +113,7 @@ fn store(data: &Path) -> anyhow::Result<Option<PatternOutcomes>> {
     if !data.join("log.sled").is_dir() {
         return Ok(None);
     }
-    let log = crate::open_log(data)?;
-    let mut projector = Projector::open(&log, projections::all(), |_, _| {})?;
-    projector.persist()?;
+    let log = crate::open_for_reading(data)?;
+    let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     Ok(projector.get::<PatternOutcomes>("pattern_outcomes").cloned())
 }

@@ -51,9 +51,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     } else if !data.join("log.sled").is_dir() {
         Decision::planner("nothing learned yet (no data dir)".into(), None)
     } else {
-        let log = crate::open_log(data)?;
-        let mut projector = Projector::open(&log, projections::all(), |_, _| {})?;
-        projector.persist()?;
+        let log = crate::open_for_reading(data)?;
+        let projector = Projector::open(&log, projections::all(), |_, _| {})?;
         let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
         let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
         let embedder = Arc::new(OnnxEmbedder::open(&config.embedder)?);
