@@ -11,7 +11,13 @@ use std::sync::Arc;
 use engram::actors::config::Config;
 use engram::actors::onnx_embedder::OnnxEmbedder;
 use engram::learning::embedder::{Embedder, EmbedderConfig};
-use engram_bench::soak::{drive, Checkpoint, Report};
+use engram_bench::soak::workload::Shape;
+use engram_bench::soak::{drive, Checkpoint, Report, Run};
+
+/// `turns` turns of today's mix (seed 7), a checkpoint every `every`.
+fn run(turns: usize, every: usize) -> Run {
+    Run { turns, every, seed: 7, shape: Shape::default() }
+}
 
 fn embedder() -> Arc<dyn Embedder> {
     Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap_or_else(|e| panic!("the embedding model: {e}")))
@@ -118,7 +124,7 @@ fn check(report: &Report, slack: usize) {
 
 #[test]
 fn what_the_actors_hold_stays_bounded_after_warm_up() {
-    let report = drive(Config::default(), embedder(), 500, 250, 7, |_, _| {}).expect("the soak");
+    let report = drive(Config::default(), embedder(), run(500, 250), |_, _| {}).expect("the soak");
     assert_eq!(report.checkpoints.len(), 2);
     check(&report, 2);
 }
@@ -128,7 +134,7 @@ fn what_the_actors_hold_stays_bounded_after_warm_up() {
 #[test]
 #[ignore = "minutes: the long soak"]
 fn soak_long() {
-    let report = drive(Config::default(), embedder(), 6_000, 1_000, 7, |_, _| {}).expect("the soak");
+    let report = drive(Config::default(), embedder(), run(6_000, 1_000), |_, _| {}).expect("the soak");
     check(&report, 2);
     assert!(
         report.rss_bytes_per_turn_after_warmup < 2_048.0,

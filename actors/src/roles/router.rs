@@ -99,6 +99,9 @@ impl Router {
         // rows changed is not kept, or it grows with every turn.
         let mut patterns = PatternOutcomes::default();
         patterns.stop_tracking();
+        // It recommends; the pattern reactor records. Pending turns would
+        // be a second copy of every open session's turns.
+        patterns.keep_outcomes_only();
         Router {
             setup,
             learn,

@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use crate::runtime::Latency;
 use crate::{machine, round2};
-use workload::{Files, Kind, User};
+use workload::{Files, Kind, Shape, User};
 
 /// Options of `engram bench soak`.
 #[derive(clap::Args, Debug)]
@@ -47,6 +47,7 @@ the environment sets another cap).
 
 Examples:
   engram bench soak --turns 20000 --json
+  engram bench soak --turns 20000 --every 2000 --session-turns 20000 --distinct 50
   engram bench soak --turns 50000 --every 5000
   ENGRAM_STORAGE_CACHE_MB=8 engram bench soak --turns 10000 --every 2000")]
 pub struct Options {
@@ -65,6 +66,16 @@ pub struct Options {
     /// Seed of the workload
     #[arg(long, value_name = "N", default_value_t = 31)]
     pub seed: u64,
+
+    /// Turns in every session (default: drawn, 2 to 8); a number over
+    /// --turns makes the run one session, as a voice assistant left running
+    #[arg(long, value_name = "N")]
+    pub session_turns: Option<usize>,
+
+    /// Percent of turns made distinct: a word and a number no earlier turn
+    /// had appended to the request
+    #[arg(long, value_name = "PCT", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub distinct: u8,
 }
 
 /// The figures at one checkpoint.
@@ -162,6 +173,8 @@ pub struct Report {
     pub machine: String,
     /// Turns taken.
     pub turns: usize,
+    /// Sessions' length and the share of distinct requests.
+    pub shape: Shape,
     /// Turns of each kind.
     pub mix: BTreeMap<String, usize>,
     /// Turns answered by each layer (`L0`, `L1`, `L2`, `Planner`, `none`).
@@ -209,14 +222,19 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         indicatif::ProgressStyle::with_template("  soak {bar:40} {pos}/{len} turns, {per_sec}, eta {eta} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let report = drive(config, embedder, opts.turns, opts.every, opts.seed, |done, checkpoint| {
-        bar.set_position(done as u64);
-        if let Some(c) = checkpoint {
-            bar.set_message(format!("RSS {} MiB", c.rss_kib / 1024));
-            // A line per checkpoint on stderr, so a long run that is
-            // stopped still leaves its curve.
-            bar.suspend(|| {
-                eprintln!(
+    let shape = Shape { session_turns: opts.session_turns.map(|n| n.max(1)), distinct_pct: opts.distinct };
+    let report = drive(
+        config,
+        embedder,
+        Run { turns: opts.turns, every: opts.every, seed: opts.seed, shape },
+        |done, checkpoint| {
+            bar.set_position(done as u64);
+            if let Some(c) = checkpoint {
+                bar.set_message(format!("RSS {} MiB", c.rss_kib / 1024));
+                // A line per checkpoint on stderr, so a long run that is
+                // stopped still leaves its curve.
+                bar.suspend(|| {
+                    eprintln!(
                     "  soak: {} turns, RSS {:.1} MiB, learnt {:.1} MiB, memo {:.1} MiB, p50 {:.2} ms, p99 {:.2} ms, \
                      {:.0} turns/s, heap in use {:.1} MiB, free {:.1} MiB, lags {:?}",
                     c.turns,
@@ -230,9 +248,10 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
                     c.heap_mib().1,
                     c.lags
                 )
-            });
-        }
-    })?;
+                });
+            }
+        },
+    )?;
     bar.finish_and_clear();
     Ok(report)
 }
@@ -247,19 +266,32 @@ struct Tally {
     sessions: usize,
 }
 
-/// Drives `turns` turns of the workload (seeded by `seed`) through a live
-/// offline runtime on a temp data dir under `config` (its tool roots and
-/// location set to the workload's) with `embedder`, a checkpoint every
-/// `every` turns; `tick` is called after each turn with the turns done and
-/// the checkpoint when one was just taken.
+/// What a soak runs: how many turns, a checkpoint every how many, the
+/// workload's seed and shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Run {
+    /// Turns in all.
+    pub turns: usize,
+    /// A checkpoint every this many turns.
+    pub every: usize,
+    /// The workload's seed.
+    pub seed: u64,
+    /// Sessions' length and the share of distinct requests.
+    pub shape: Shape,
+}
+
+/// Drives `run.turns` turns of the workload through a live offline runtime
+/// on a temp data dir under `config` (its tool roots and location set to
+/// the workload's) with `embedder`, a checkpoint every `run.every` turns;
+/// `tick` is called after each turn with the turns done and the checkpoint
+/// when one was just taken.
 pub fn drive(
     mut config: Config,
     embedder: Arc<dyn Embedder>,
-    turns: usize,
-    every: usize,
-    seed: u64,
+    run: Run,
     mut tick: impl FnMut(usize, Option<&Checkpoint>),
 ) -> anyhow::Result<Report> {
+    let Run { turns, every, seed, shape } = run;
     let tmp = tempfile::tempdir()?;
     let files = Files::create(&tmp.path().join("files"))?;
     config.tools.file_roots = vec![files.root.clone()];
@@ -273,7 +305,7 @@ pub fn drive(
         .turn_timeout(Duration::from_secs(60))
         .start()
         .context("starting the runtime")?;
-    let mut user = User::new(seed, files);
+    let mut user = User::new(seed, files, shape);
     let mut tally = Tally::default();
     let mut checkpoints = Vec::new();
     let mut window: Vec<Duration> = Vec::with_capacity(every.max(1));
@@ -298,7 +330,7 @@ pub fn drive(
         tally.sessions += 1;
     }
     rt.shutdown()?;
-    Ok(report(turns, tally, checkpoints))
+    Ok(report(turns, shape, tally, checkpoints))
 }
 
 /// One request of `user` in `session`, timed into `window`, and maybe
@@ -357,7 +389,7 @@ fn checkpoint(rt: &Runtime, turns: usize, sessions: usize, window: &[Duration], 
 
 /// The report of a run: growth measured from the first checkpoint (the
 /// warm-up) to the last.
-fn report(turns: usize, tally: Tally, checkpoints: Vec<Checkpoint>) -> Report {
+fn report(turns: usize, shape: Shape, tally: Tally, checkpoints: Vec<Checkpoint>) -> Report {
     let mut growth = BTreeMap::new();
     let (mut rss_per_turn, mut learnt_per_turn, mut memo_per_turn) = (0.0, 0.0, 0.0);
     if let (Some(first), Some(last)) = (checkpoints.first(), checkpoints.last()) {
@@ -375,6 +407,7 @@ fn report(turns: usize, tally: Tally, checkpoints: Vec<Checkpoint>) -> Report {
     Report {
         machine: machine(),
         turns,
+        shape,
         mix: tally.mix,
         layers: tally.layers,
         feedback: (tally.good, tally.bad),
@@ -389,7 +422,14 @@ fn report(turns: usize, tally: Tally, checkpoints: Vec<Checkpoint>) -> Report {
 impl Report {
     /// The human form.
     pub fn human(&self) -> String {
-        let mut out = format!("engram bench soak — {}\n{} turns, mix {:?}\n", self.machine, self.turns, self.mix);
+        let sessions = self
+            .shape
+            .session_turns
+            .map_or("sessions of 2 to 8 turns".to_owned(), |n| format!("sessions of {n} turns"));
+        let mut out = format!(
+            "engram bench soak — {}\n{} turns, {sessions}, {} % distinct, mix {:?}\n",
+            self.machine, self.turns, self.shape.distinct_pct, self.mix
+        );
         out.push_str(&format!(
             "answered by {:?}; feedback {} good, {} bad\n\n",
             self.layers, self.feedback.0, self.feedback.1

@@ -132,22 +132,52 @@ pub fn word_count(root: PathBuf) -> Arc<FnTool> {
     )
 }
 
+/// The workload's shape beside its mix: how long sessions are and how many
+/// requests are new words. Today's mix (sessions of 2 to 8 turns, a few
+/// novel requests) cannot see what a long session keeps, nor what each
+/// distinct turn adds; a voice assistant left running all day is one
+/// session, and real requests rarely repeat word for word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Shape {
+    /// Turns in every session (`None`: drawn, 2 to 8).
+    pub session_turns: Option<usize>,
+    /// Percent of turns made distinct: the drawn request with a word and
+    /// a number no earlier turn had ("… for the garden, ref 10042").
+    pub distinct_pct: u8,
+}
+
+/// Words a distinct turn ends with, beside its number.
+const DISTINCT_WORDS: &[&str] = &["garden", "office", "kitchen", "ufficio", "cantina", "garage", "studio", "attic"];
+
 /// The user: draws turns.
 pub struct User {
     rng: Rng,
     files: Files,
     novel: u64,
+    shape: Shape,
 }
 
 impl User {
-    /// A user drawing with `seed` over `files`.
-    pub fn new(seed: u64, files: Files) -> User {
-        User { rng: Rng::new(seed), files, novel: 0 }
+    /// A user drawing with `seed` over `files`, sessions and requests
+    /// shaped by `shape`.
+    pub fn new(seed: u64, files: Files, shape: Shape) -> User {
+        User { rng: Rng::new(seed), files, novel: 0, shape }
     }
 
-    /// Turns in the next session: 2 to 8.
+    /// Turns in the next session: the shape's, else 2 to 8.
     pub fn session_len(&mut self) -> usize {
-        2 + self.rng.below(7)
+        self.shape.session_turns.unwrap_or_else(|| 2 + self.rng.below(7))
+    }
+
+    /// The next request and its kind, made distinct by the shape's share.
+    pub fn next_turn(&mut self) -> (Kind, String) {
+        let (kind, text) = self.draw();
+        if self.rng.below(100) >= usize::from(self.shape.distinct_pct) {
+            return (kind, text);
+        }
+        self.novel += 1;
+        let word = self.pick(DISTINCT_WORDS);
+        (kind, format!("{text} for the {word}, ref {}", 10_000 + self.novel))
     }
 
     /// Whether to give feedback on the turn just answered: `Some(true)`
@@ -161,8 +191,8 @@ impl User {
         from[self.rng.below(from.len())]
     }
 
-    /// The next request and its kind.
-    pub fn next_turn(&mut self) -> (Kind, String) {
+    /// A request of the mix and its kind.
+    fn draw(&mut self) -> (Kind, String) {
         let roll = self.rng.below(100);
         let kind = match roll {
             0..35 => Kind::Repeat,

@@ -139,6 +139,9 @@ pub struct PatternOutcomes {
     /// eviction order (idle past the age cap first, then least recently
     /// updated, then thinnest evidence), kept so cap checks never scan.
     by_age: BTreeSet<AgeKey>,
+    /// A copy that only recommends keeps no pending turns
+    /// ([`PatternOutcomes::keep_outcomes_only`]).
+    outcomes_only: bool,
 }
 
 /// An outcome row's place in the eviction order.
@@ -157,6 +160,7 @@ impl Default for PatternOutcomes {
             index: KnnIndex::default(),
             families: HashMap::new(),
             by_age: BTreeSet::new(),
+            outcomes_only: false,
         }
     }
 }
@@ -329,6 +333,15 @@ impl PatternOutcomes {
         out
     }
 
+    /// Keeps no pending turns from now on: for a copy that only recommends
+    /// and records nothing (the router's), whose pending turns no one
+    /// reads. A pending turn weighs about 1.6 KB (the request's vector),
+    /// and a session keeps its turns pending until it ends — in a day-long
+    /// session, thousands. Held in memory only, like `stop_tracking`.
+    pub fn keep_outcomes_only(&mut self) {
+        self.outcomes_only = true;
+    }
+
     /// Turns of open sessions.
     pub fn pending_count(&self) -> usize {
         self.pending.len()
@@ -408,7 +421,7 @@ impl PatternOutcomes {
 
     fn pending_entry(&mut self, env: &Envelope) -> Option<&mut PendingTurn> {
         let (session, turn) = (env.session.as_ref()?, env.turn?);
-        if self.has_ended(session) {
+        if self.outcomes_only || self.has_ended(session) {
             return None;
         }
         let key = pending_key(session, turn);
@@ -611,6 +624,18 @@ impl Projection for PatternOutcomes {
                         p.features = std::mem::take(&mut p.features).normalized();
                     }
                     p.model = t.model.clone();
+                    if p.model.is_none() {
+                        // No model answered (the fast path did): the
+                        // session's end records model turns only, so what
+                        // would describe the turn to the store (its
+                        // features, about 1 KB, and a vector) is dropped
+                        // now rather than kept till the session ends — a
+                        // day-long session has thousands. The row stays,
+                        // so that a verdict on the turn lands on it.
+                        p.features = StructuralFeatures::default();
+                        p.workload = None;
+                        p.embedding = None;
+                    }
                     p.completed = true;
                     p.cost_usd = t.cost_usd;
                     p.latency_ms = t.latency_ms;
