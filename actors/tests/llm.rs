@@ -27,6 +27,8 @@ fn request(tools: Vec<ToolSpec>) -> ChatRequest {
         tools,
         context: LlmContext::ReplyLoop,
         timeout: Duration::from_secs(5),
+        answer_schema: None,
+        max_tokens: None,
     }
 }
 
@@ -721,4 +723,53 @@ fn an_echoed_key_is_scrubbed_in_every_spelling() {
     let err = client.chat(&request(vec![])).unwrap_err();
     let shown = format!("{err} {err:?}");
     assert!(shown.contains("<redacted>") && !shown.contains("SECRET"), "{shown}");
+}
+
+/// Structured output (issue 40 item 1): a plan's schema and its token bound
+/// go to each server in its own field, and the answer says it was decoded
+/// under the schema.
+#[test]
+fn the_answer_schema_and_token_bound_go_to_both_servers() {
+    let schema = engram_actors::llm::structured::plan_schema(&weather_tool(), 5);
+    let req = ChatRequest { answer_schema: Some(schema.clone()), max_tokens: Some(512), ..request(vec![]) };
+    let server = Server::start(vec![
+        Reply::sse(&[r#"{"choices":[{"delta":{"content":"[]"}}]}"#, "[DONE]"]),
+        Reply::ndjson(&[OLLAMA_DONE]),
+    ]);
+    assert!(openai(&server, None).chat(&req).unwrap().structured);
+    assert!(ollama(&server).chat(&req).unwrap().structured);
+    let sent = server.requests();
+    assert!(server.rejections().is_empty(), "{:?}", server.rejections());
+    assert_eq!(sent[0].body["response_format"]["type"], "json_schema");
+    assert_eq!(sent[0].body["response_format"]["json_schema"]["schema"], schema);
+    assert_eq!(sent[0].body["max_tokens"], 512);
+    assert_eq!(sent[1].body["format"], schema);
+    assert_eq!(sent[1].body["options"]["num_predict"], 512);
+    assert_eq!(
+        sent[0].body["response_format"]["json_schema"]["schema"]["items"]["properties"]["tool"]["enum"],
+        json!(["get_weather"])
+    );
+}
+
+/// A server without structured output refuses the field (HTTP 400): the
+/// call is made again without it and answers, and that model is asked
+/// without a schema from then on — one refusal, not one a turn.
+#[test]
+fn a_server_without_structured_output_is_asked_again_without_the_schema() {
+    let server = Server::respond_with(|req| match req.body.get("response_format") {
+        Some(_) => Reply::status(
+            400,
+            r#"{"error":{"message":"Unrecognized request argument supplied: response_format","type":"invalid_request_error"}}"#,
+        ),
+        None => Reply::sse(&[r#"{"choices":[{"delta":{"content":"[]"}}]}"#, "[DONE]"]),
+    });
+    let client = openai(&server, None);
+    let schema = engram_actors::llm::structured::plan_schema(&weather_tool(), 5);
+    let req = ChatRequest { answer_schema: Some(schema), ..request(vec![]) };
+    for _ in 0..2 {
+        let resp = client.chat(&req).unwrap();
+        assert_eq!((resp.content.as_str(), resp.structured), ("[]", false));
+    }
+    let with_schema = server.requests().iter().filter(|r| r.body.get("response_format").is_some()).count();
+    assert_eq!((server.requests().len(), with_schema), (3, 1), "asked with the schema once");
 }

@@ -53,6 +53,8 @@ impl Live {
             tools,
             context: LlmContext::ReplyLoop,
             timeout: CALL_TIMEOUT,
+            answer_schema: None,
+            max_tokens: None,
         }
     }
 

@@ -390,6 +390,41 @@ fn a_question_no_tool_serves_is_answered_by_a_model_that_could_not_plan() {
     rt.shutdown().unwrap();
 }
 
+/// Issue 40 item 1: a small model writes prose when asked for a plan and
+/// a plan when its decoding is held to the plan's schema (as llama.cpp's
+/// server holds it, by a grammar made from the schema). The planner sends
+/// the schema — the catalogue's tools by name, each with its arguments —
+/// so the model's own plan runs, not the offline planner's.
+#[test]
+fn a_small_model_held_to_the_plans_schema_plans_the_turn_itself() {
+    let server = Server::respond_with(|req| match ctx(req) {
+        // Held to a schema, a plan; free, what a small model says.
+        Ctx::Planner if req.body.get("format").is_some() => {
+            said(r#"[{"tool": "get_weather", "args": {"city": "Oslo"}}]"#, (80, 12))
+        }
+        Ctx::Planner => said("Sure! The weather in Oslo is something I can check for you.", (80, 12)),
+        Ctx::ReplyLoop => said("It is raining in Oslo.", (40, 6)),
+        Ctx::Summary | Ctx::Graph => said("[]", (1, 1)),
+        other => panic!("no {other:?} call expected"),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&server));
+    let r = rt.handle_utterance(&SessionId::new("s-schema"), "how is the weather in Oslo").unwrap();
+    let all = events(&rt);
+    let plan = plan_of(&all, r.turn);
+    assert_eq!(plan.planner, PlannerKind::Llm, "{plan:?}");
+    assert_eq!(plan.steps.len(), 1);
+    let asked = requests(&server, Ctx::Planner);
+    let schema = &asked[0].body["format"];
+    let tools: Vec<&Value> = schema["items"]["anyOf"]
+        .as_array()
+        .map(|a| a.iter().map(|s| &s["properties"]["tool"]["enum"][0]).collect())
+        .unwrap_or_default();
+    assert!(tools.contains(&&json!("get_weather")), "the schema names the catalogue's tools: {schema}");
+    assert_eq!(asked[0].body["options"]["num_predict"], 512, "a plan's answer is bounded");
+    rt.shutdown().unwrap();
+}
+
 #[test]
 fn a_failing_reply_model_fails_open_to_the_tool_results() {
     let server = server(|c| match c {

@@ -67,6 +67,8 @@ impl ContextLlm {
             tools: Vec::new(),
             context: self.context,
             timeout: self.timeout,
+            answer_schema: None,
+            max_tokens: None,
         };
         let _call = InFlight::new(&self.in_flight);
         ask(&*self.client, &request, &self.prices, |r| parse(&r.content))

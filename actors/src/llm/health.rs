@@ -206,6 +206,8 @@ mod tests {
             tools: Vec::new(),
             context: LlmContext::Planner,
             timeout: Duration::from_secs(5),
+            answer_schema: None,
+            max_tokens: None,
         }
     }
 

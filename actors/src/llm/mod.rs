@@ -32,6 +32,7 @@ pub mod record;
 pub mod section;
 #[cfg(feature = "llm-http")]
 mod servers;
+pub mod structured;
 pub mod text_tools;
 
 pub use context_llm::ContextLlm;
@@ -215,6 +216,18 @@ pub struct ChatRequest {
     pub context: LlmContext,
     /// Bounds the whole call: connect, request and the whole stream.
     pub timeout: Duration,
+    /// A JSON schema the answer's text must follow (`None`: free text).
+    /// Sent as OpenAI's `response_format` (`json_schema`; llama.cpp's
+    /// server turns it into a grammar) or Ollama's `format`, so the server
+    /// constrains the model's decoding to it — a small model that writes
+    /// prose when asked for a plan writes a plan. A server that refuses it
+    /// (HTTP 400) is asked again without it, and not asked with it again
+    /// for that model ([`structured`]); the text is parsed either way.
+    pub answer_schema: Option<serde_json::Value>,
+    /// At most this many tokens in the answer (`None`: the server's
+    /// default): a plan is short, and a model that rambles should not
+    /// spend the turn's budget doing it.
+    pub max_tokens: Option<u32>,
 }
 
 /// A complete (non-streamed) answer.
@@ -233,6 +246,9 @@ pub struct ChatResponse {
     /// The tools went as text guidance, not natively: `native_tools = "off"`,
     /// or the server said the model has no tool calling (see [`text_tools`]).
     pub text_tool_fallback: bool,
+    /// The answer was decoded under the request's `answer_schema`: the
+    /// server took it (`false` when none was asked, or it was refused).
+    pub structured: bool,
 }
 
 /// Why a call failed. No variant ever holds the API key.

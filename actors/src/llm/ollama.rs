@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::http::{Lines, Transport};
+use super::structured::SchemaSupport;
 use super::text_tools::chat_with_tools;
 use super::{
     pair_tool_calls, ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, NativeTools, ToolCall,
@@ -33,6 +34,8 @@ pub struct OllamaClient {
     native_tools: NativeTools,
     /// Model → when `/api/show` was asked and whether it listed `tools`.
     probed: Mutex<HashMap<String, (Instant, bool)>>,
+    /// Which models refused a `format` schema ([`super::structured`]).
+    schemas: SchemaSupport,
 }
 
 impl OllamaClient {
@@ -44,6 +47,7 @@ impl OllamaClient {
             transport: Transport::new(base_url, api_key)?,
             native_tools: NativeTools::Auto,
             probed: Mutex::new(HashMap::new()),
+            schemas: SchemaSupport::default(),
         })
     }
 
@@ -102,6 +106,10 @@ impl OllamaClient {
     }
 
     fn send(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.schemas.send(self.transport.base_url(), req, |r| self.post(r))
+    }
+
+    fn post(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
         let url = format!("{}/api/chat", self.transport.base_url());
         let lines = self.transport.post_stream(&url, &request_body(req)?, req.timeout)?;
@@ -150,6 +158,12 @@ pub fn request_body(req: &ChatRequest) -> Result<Value, LlmError> {
     });
     if !req.tools.is_empty() {
         body["tools"] = Value::Array(req.tools.iter().map(tool).collect());
+    }
+    if let Some(schema) = &req.answer_schema {
+        body["format"] = schema.clone();
+    }
+    if let Some(n) = req.max_tokens {
+        body["options"] = json!({ "num_predict": n });
     }
     Ok(body)
 }

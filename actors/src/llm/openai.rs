@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 
 use super::http::{Lines, Transport};
+use super::structured::SchemaSupport;
 use super::text_tools::chat_with_tools;
 use super::{
     pair_tool_calls, ApiKey, ChatRequest, ChatResponse, LlmClient, LlmError, NativeTools, ToolCall, ToolPairing,
@@ -22,6 +23,8 @@ use super::{
 pub struct OpenAiClient {
     transport: Transport,
     native_tools: NativeTools,
+    /// Which models refused a `response_format` ([`super::structured`]).
+    schemas: SchemaSupport,
 }
 
 impl OpenAiClient {
@@ -29,7 +32,11 @@ impl OpenAiClient {
     /// `/v1`); `api_key` goes out as `Authorization: Bearer`. Tools go
     /// natively ([`NativeTools::Auto`]); see [`OpenAiClient::with_native_tools`].
     pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, LlmError> {
-        Ok(OpenAiClient { transport: Transport::new(base_url, api_key)?, native_tools: NativeTools::Auto })
+        Ok(OpenAiClient {
+            transport: Transport::new(base_url, api_key)?,
+            native_tools: NativeTools::Auto,
+            schemas: SchemaSupport::default(),
+        })
     }
 
     /// This client with tools sent as `mode` says. The protocol has no
@@ -61,6 +68,10 @@ impl OpenAiClient {
     }
 
     fn send(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.schemas.send(self.transport.base_url(), req, |r| self.post(r))
+    }
+
+    fn post(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
         let lines = self.transport.post_stream(&self.url(), &request_body(req)?, req.timeout)?;
         let mut resp = read_stream(lines)?;
@@ -118,6 +129,15 @@ pub fn request_body(req: &ChatRequest) -> Result<Value, LlmError> {
     });
     if !req.tools.is_empty() {
         body["tools"] = Value::Array(req.tools.iter().map(tool).collect());
+    }
+    if let Some(schema) = &req.answer_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": { "name": "answer", "schema": schema },
+        });
+    }
+    if let Some(n) = req.max_tokens {
+        body["max_tokens"] = Value::from(n);
     }
     Ok(body)
 }

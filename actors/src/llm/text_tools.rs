@@ -223,6 +223,8 @@ mod tests {
             tools,
             context: engram_events::payloads::LlmContext::ReplyLoop,
             timeout: std::time::Duration::from_secs(1),
+            answer_schema: None,
+            max_tokens: None,
         };
         let t = text_mode_request(&req);
         assert!(t.tools.is_empty());

@@ -67,6 +67,11 @@ pub struct PlannerSetup {
 /// model (seed 002 #12: "ok", "no" need no plan).
 pub const MIN_PLAN_CHARS: usize = 4;
 
+/// At most this many tokens in a plan's answer: five steps with their
+/// arguments fit in well under 512; a model that rambles stops there
+/// rather than spending the turn's budget.
+pub const PLAN_MAX_TOKENS: u32 = 512;
+
 /// The planner's state: each open turn's request.
 pub struct Planner {
     setup: PlannerSetup,
@@ -286,6 +291,10 @@ impl Planner {
             tools: Vec::new(),
             context: LlmContext::Planner,
             timeout: self.setup.timeout,
+            // The plan's shape, so a server with structured output keeps
+            // even a small model to a plan of these tools.
+            answer_schema: Some(llm::structured::plan_schema(&specs, llm::contexts::MAX_PLAN_STEPS)),
+            max_tokens: Some(PLAN_MAX_TOKENS),
         };
         let names: Vec<&str> = view.tools.iter().map(|t| t.0.as_str()).collect();
         let (record, parsed) = crate::llm::context_llm::ask(client, &request, &self.setup.prices, |r| {

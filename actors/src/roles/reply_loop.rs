@@ -777,6 +777,8 @@ impl ReplyLoop {
                 tools: specs.clone(),
                 context: LlmContext::ReplyLoop,
                 timeout: self.setup.chat_timeout.min(left),
+                answer_schema: None,
+                max_tokens: None,
             };
             let (record, result) = crate::llm::context_llm::ask(&**client, &request, &self.setup.prices, |r| {
                 Ok::<_, std::convert::Infallible>(r.clone())

@@ -320,10 +320,33 @@ fn messages(body: &Value) -> Result<&Vec<Value>, String> {
 pub fn check_openai(body: &Value) -> Result<(), String> {
     only_keys(
         body,
-        &["model", "messages", "stream", "stream_options", "tools", "tool_choice", "temperature", "max_tokens"],
+        &[
+            "model",
+            "messages",
+            "stream",
+            "stream_options",
+            "tools",
+            "tool_choice",
+            "temperature",
+            "max_tokens",
+            "response_format",
+        ],
         "request",
     )?;
     let msgs = messages(body)?;
+    // Structured output as llama.cpp's server and OpenAI take it.
+    if let Some(format) = body.get("response_format") {
+        only_keys(format, &["type", "json_schema"], "response_format")?;
+        if format.get("type") != Some(&Value::from("json_schema")) {
+            return Err("response_format.type must be \"json_schema\" here".into());
+        }
+        let schema = &format["json_schema"];
+        only_keys(schema, &["name", "schema", "strict", "description"], "response_format.json_schema")?;
+        string(schema, "name", "response_format.json_schema")?;
+        if !schema.get("schema").is_some_and(Value::is_object) {
+            return Err("response_format.json_schema.schema must be a JSON schema object".into());
+        }
+    }
     if let Some(opts) = body.get("stream_options") {
         if body.get("stream") != Some(&Value::Bool(true)) {
             return Err("stream_options is only allowed when stream is true".into());
