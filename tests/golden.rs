@@ -9,7 +9,8 @@
 //! `canonical.rejected`, `pipeline.rejected`; `golden-v6`:
 //! `memory.passages_indexed` and the actor `memory`; `golden-v7`:
 //! `canonical.recorded` v2, `fastpath.missed` v2, `canonical.compared`,
-//! `canonical.rejected` v2), so together they
+//! `canonical.rejected` v2; `golden-v8`: `llm.call_completed` v2), so
+//! together they
 //! hold every kind. To write a new
 //! one (only ever a *new* fixture directory; an existing one is history and
 //! is never rewritten): add it to [`FIXTURES`], then
@@ -34,7 +35,7 @@ struct Fixture {
 }
 
 /// Every golden log, oldest first.
-const FIXTURES: [Fixture; 7] = [
+const FIXTURES: [Fixture; 8] = [
     Fixture { name: "golden-v1", events: fixture_events },
     Fixture { name: "golden-v2", events: fixture_v2_events },
     Fixture { name: "golden-v3", events: fixture_v3_events },
@@ -42,7 +43,47 @@ const FIXTURES: [Fixture; 7] = [
     Fixture { name: "golden-v5", events: fixture_v5_events },
     Fixture { name: "golden-v6", events: fixture_v6_events },
     Fixture { name: "golden-v7", events: fixture_v7_events },
+    Fixture { name: "golden-v8", events: fixture_v8_events },
 ];
+
+/// `golden-v8`: `llm.call_completed` v2 — how the tools went (natively, as
+/// text) and whether the answer was held to a schema, and a request refused
+/// before it was sent recorded as `protocol_error`.
+fn fixture_v8_events() -> Vec<Envelope> {
+    let at = engram::events::chrono::DateTime::parse_from_rfc3339("2026-12-02T08:00:00Z").unwrap().to_utc();
+    let id = |n: u32| EventId(derive_ulid(at, &[b"golden-v8", &n.to_be_bytes()]));
+    let turn = TurnId(derive_ulid(at, &[b"golden-v8-turn"]));
+    let call = |context, outcome, tools, structured| LlmCallCompleted {
+        model: "openai:smollm2-135m".into(),
+        context,
+        input_tokens: if outcome == LlmOutcome::Ok { 412 } else { 0 },
+        output_tokens: if outcome == LlmOutcome::Ok { 23 } else { 0 },
+        cost_usd: Decimal::ZERO,
+        pricing_version: "2026-11".into(),
+        latency_ms: 950,
+        outcome,
+        tools,
+        structured,
+    };
+    vec![
+        Envelope::at(id(1), at, ActorKind::Planner, call(LlmContext::Planner, LlmOutcome::Ok, LlmTools::None, true)),
+        Envelope::at(
+            id(2),
+            at,
+            ActorKind::ReplyLoop,
+            call(LlmContext::ReplyLoop, LlmOutcome::Ok, LlmTools::Text, false),
+        ),
+        Envelope::at(
+            id(3),
+            at,
+            ActorKind::ReplyLoop,
+            call(LlmContext::ReplyLoop, LlmOutcome::ProtocolError, LlmTools::Unknown, false),
+        ),
+    ]
+    .into_iter()
+    .map(|e| e.with_session(SessionId::new("g8")).with_turn(turn))
+    .collect()
+}
 
 fn fixture_dir(f: &Fixture) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(f.name)

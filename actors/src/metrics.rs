@@ -352,6 +352,8 @@ mod tests {
             pricing_version: "v".into(),
             latency_ms: 1200,
             outcome: LlmOutcome::Ok,
+            tools: engram_events::payloads::LlmTools::None,
+            structured: false,
         };
         m.observe(&Envelope::new(ActorKind::Planner, call));
         let text = render(&registry);

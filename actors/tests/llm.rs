@@ -13,7 +13,7 @@ use engram_actors::llm::{
     call_completed, client_from_config_with_env, ApiKey, ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError,
     ModelPrice, NativeTools, OllamaClient, OpenAiClient, PriceTable, ToolCall, ToolSpec,
 };
-use engram_events::payloads::{LlmContext, LlmOutcome};
+use engram_events::payloads::{LlmContext, LlmOutcome, LlmTools};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use support::llm_server::{post_json, refused_url, Reply, Server};
@@ -693,6 +693,30 @@ fn call_completed_records_ok_and_failed_calls() {
     assert_eq!(e.latency_ms, 6012);
     assert_eq!(e.outcome, LlmOutcome::Timeout);
     assert_eq!(e.model, "openai:gpt-5-mini");
+
+    // Issue 40 item 6: what happened, said — a request refused before it
+    // was sent is a protocol error (it was `unreachable`), tools went
+    // natively or as text, the answer was held to a schema or not.
+    let refused = Err(LlmError::Protocol("call a to get_weather is never answered".into()));
+    assert_eq!(call_completed(&req, &refused, Duration::ZERO, &prices()).outcome, LlmOutcome::ProtocolError);
+    let (none, structured) = {
+        let e = call_completed(
+            &req,
+            &Ok(ChatResponse { structured: true, ..ChatResponse::default() }),
+            Duration::ZERO,
+            &prices(),
+        );
+        (e.tools, e.structured)
+    };
+    assert_eq!((none, structured), (LlmTools::None, true));
+    let with_tools = request(weather_tool());
+    let as_text = Ok(ChatResponse { text_tool_fallback: true, ..ChatResponse::default() });
+    assert_eq!(call_completed(&with_tools, &as_text, Duration::ZERO, &prices()).tools, LlmTools::Text);
+    assert_eq!(
+        call_completed(&with_tools, &Ok(ChatResponse::default()), Duration::ZERO, &prices()).tools,
+        LlmTools::Native
+    );
+    assert_eq!(call_completed(&with_tools, &timed_out, Duration::ZERO, &prices()).tools, LlmTools::Unknown);
 }
 
 /// A server that echoes the key — in a 200 answer's text or tool call, or

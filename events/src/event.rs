@@ -141,7 +141,7 @@ catalog! {
     /// `tool.completed`
     ToolCompleted(ToolCompleted) = 8, "tool.completed", 1;
     /// `llm.call_completed`
-    LlmCallCompleted(LlmCallCompleted) = 9, "llm.call_completed", 1;
+    LlmCallCompleted(LlmCallCompleted) = 9, "llm.call_completed", 2;
     /// `reply.delivered`
     ReplyDelivered(ReplyDelivered) = 10, "reply.delivered", 1;
     /// `turn.completed`

@@ -264,10 +264,19 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
             decimal(),
             text(),
             any::<u64>(),
-            select(LlmOutcome::ALL),
+            (select(LlmOutcome::ALL), select(LlmTools::ALL), any::<bool>()),
         )
             .prop_map(
-                |(model, context, input_tokens, output_tokens, cost_usd, pricing_version, latency_ms, outcome)| {
+                |(
+                    model,
+                    context,
+                    input_tokens,
+                    output_tokens,
+                    cost_usd,
+                    pricing_version,
+                    latency_ms,
+                    (outcome, tools, structured),
+                )| {
                     LlmCallCompleted {
                         model,
                         context,
@@ -277,6 +286,8 @@ fn arb_event(kind: EventKind) -> BoxedStrategy<Event> {
                         pricing_version,
                         latency_ms,
                         outcome,
+                        tools,
+                        structured,
                     }
                     .into()
                 },
@@ -825,6 +836,8 @@ fn tool_args_and_money_are_canonical() {
             pricing_version: "2026-11".into(),
             latency_ms: 11_800,
             outcome: LlmOutcome::Ok,
+            tools: LlmTools::None,
+            structured: false,
         },
     );
     let line = json::to_line(&env);

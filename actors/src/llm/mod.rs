@@ -286,14 +286,16 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// The outcome recorded in `llm.call_completed`. A configuration or
-    /// protocol error never reached a server, so it counts as unreachable.
+    /// The outcome recorded in `llm.call_completed`. A protocol error is
+    /// one (the request was refused before it was sent); a configuration
+    /// error never reached a server, so it counts as unreachable.
     pub fn outcome(&self) -> LlmOutcome {
         match self {
             LlmError::Timeout { .. } => LlmOutcome::Timeout,
             LlmError::Http { .. } => LlmOutcome::HttpError,
             LlmError::Malformed(_) => LlmOutcome::Malformed,
-            LlmError::Unreachable(_) | LlmError::Config(_) | LlmError::Protocol(_) => LlmOutcome::Unreachable,
+            LlmError::Protocol(_) => LlmOutcome::ProtocolError,
+            LlmError::Unreachable(_) | LlmError::Config(_) => LlmOutcome::Unreachable,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use engram_events::payloads::{LlmCallCompleted, LlmOutcome};
+use engram_events::payloads::{LlmCallCompleted, LlmOutcome, LlmTools};
 use rust_decimal::Decimal;
 
 use super::{ChatRequest, ChatResponse, LlmError, PriceTable};
@@ -32,5 +32,12 @@ pub fn call_completed(
         pricing_version: prices.version_for(&req.model),
         latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
         outcome,
+        tools: match result {
+            _ if req.tools.is_empty() => LlmTools::None,
+            Ok(r) if r.text_tool_fallback => LlmTools::Text,
+            Ok(_) => LlmTools::Native,
+            Err(_) => LlmTools::Unknown,
+        },
+        structured: result.as_ref().is_ok_and(|r| r.structured),
     }
 }

@@ -8,9 +8,9 @@ use crate::codec::DecodeError;
 use crate::event::{Event, EventKind};
 use crate::payloads::{
     CanonicalRecorded, CanonicalRecordedV1, CanonicalRejected, CanonicalRejectedV1, FastPathHit, FastPathHitV1,
-    FastPathMissed, FastPathMissedV1, PatternRecorded, PatternRecordedV1, PatternRecordedV2, PlanCreated,
-    PlanCreatedV1, RouteDecided, RouteDecidedV1, ToolCalled, ToolCalledV1, ToolCalledV2, UtteranceReceived,
-    UtteranceReceivedV1,
+    FastPathMissed, FastPathMissedV1, LlmCallCompleted, LlmCallCompletedV1, PatternRecorded, PatternRecordedV1,
+    PatternRecordedV2, PlanCreated, PlanCreatedV1, RouteDecided, RouteDecidedV1, ToolCalled, ToolCalledV1,
+    ToolCalledV2, UtteranceReceived, UtteranceReceivedV1,
 };
 
 /// Decodes a payload archive of an older schema version.
@@ -61,6 +61,10 @@ pub(crate) fn from_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resul
             let v1 = rkyv::from_bytes::<CanonicalRejectedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
             Ok(Event::CanonicalRejected(CanonicalRejected::from(v1)))
         }
+        (EventKind::LlmCallCompleted, 1) => {
+            let v1 = rkyv::from_bytes::<LlmCallCompletedV1, rkyv::rancor::Error>(bytes).map_err(archive_err)?;
+            Ok(Event::LlmCallCompleted(LlmCallCompleted::from(v1)))
+        }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
 }
@@ -109,6 +113,11 @@ pub(crate) fn check_archive(kind: EventKind, version: u16, bytes: &[u8]) -> Resu
             .map_err(archive_err),
         (EventKind::CanonicalRejected, 1) => {
             rkyv::access::<rkyv::Archived<CanonicalRejectedV1>, rkyv::rancor::Error>(bytes)
+                .map(|_| ())
+                .map_err(archive_err)
+        }
+        (EventKind::LlmCallCompleted, 1) => {
+            rkyv::access::<rkyv::Archived<LlmCallCompletedV1>, rkyv::rancor::Error>(bytes)
                 .map(|_| ())
                 .map_err(archive_err)
         }
@@ -165,6 +174,10 @@ pub(crate) fn from_json(kind: EventKind, version: u16, value: serde_json::Value)
             let v1: CanonicalRejectedV1 =
                 serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
             Ok(Event::CanonicalRejected(CanonicalRejected::from(v1)))
+        }
+        (EventKind::LlmCallCompleted, 1) => {
+            let v1: LlmCallCompletedV1 = serde_path_to_error::deserialize(value).map_err(DecodeError::payload_field)?;
+            Ok(Event::LlmCallCompleted(LlmCallCompleted::from(v1)))
         }
         _ => Err(DecodeError::SchemaVersion { kind: kind.name(), version, current: kind.schema_version() }),
     }
@@ -322,6 +335,33 @@ mod tests {
         assert_eq!(binary::decode(&frame).unwrap(), expected);
         assert_eq!(binary::split_frame(&frame).unwrap().0.view().unwrap().decode().unwrap(), expected);
         let line = crate::codec::json::to_line(&expected).replace("\"v\":3", "\"v\":2");
+        assert_eq!(crate::codec::json::from_line(&line).unwrap(), expected);
+    }
+
+    #[test]
+    fn llm_call_completed_v1_is_upcast_with_tools_unknown_and_no_schema() {
+        use crate::payloads::{LlmCallCompleted, LlmCallCompletedV1, LlmContext, LlmOutcome, LlmTools};
+        let v1 = LlmCallCompletedV1 {
+            model: "ollama:m".into(),
+            context: LlmContext::Planner,
+            input_tokens: 10,
+            output_tokens: 2,
+            cost_usd: rust_decimal::Decimal::new(5, 4),
+            pricing_version: "2026-11".into(),
+            latency_ms: 900,
+            outcome: LlmOutcome::Unreachable,
+        };
+        let expected = header(LlmCallCompleted::from(v1.clone()));
+        assert!(matches!(&expected.event, Event::LlmCallCompleted(c)
+            if c.tools == LlmTools::Unknown && !c.structured && c.outcome == LlmOutcome::Unreachable));
+        let frame = encode_raw(&expected, EventKind::LlmCallCompleted.code(), 1, &archive(&v1));
+        assert_eq!(binary::decode(&frame).unwrap(), expected);
+        assert_eq!(binary::split_frame(&frame).unwrap().0.view().unwrap().decode().unwrap(), expected);
+        let line = crate::codec::json::to_line(&expected)
+            .replace("\"v\":2", "\"v\":1")
+            .replace(",\"structured\":false", "")
+            .replace(",\"tools\":\"unknown\"", "");
+        assert!(!line.contains("tools"), "{line}");
         assert_eq!(crate::codec::json::from_line(&line).unwrap(), expected);
     }
 

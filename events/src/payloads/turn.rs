@@ -506,6 +506,27 @@ closed_enum! {
         Malformed => "malformed",
         /// The server could not be reached.
         Unreachable => "unreachable",
+        /// The request was refused before it was sent: its conversation
+        /// breaks the tool-call protocol (a caller's bug, which a strict
+        /// server would answer with a 400). From schema v2 of
+        /// `llm.call_completed`; v1 recorded it as `unreachable`.
+        ProtocolError => "protocol_error",
+    }
+}
+
+closed_enum! {
+    /// How the tools offered to a call went to the server.
+    pub enum LlmTools {
+        /// No tools were offered.
+        None => "none",
+        /// In the protocol's own tool fields.
+        Native => "native",
+        /// As text guidance in the prompt, the calls parsed back out of
+        /// the answer (`[llm] native_tools = "off"`, or a model without
+        /// tool calling).
+        Text => "text",
+        /// Offered, but the call failed before it said which way they went.
+        Unknown => "unknown",
     }
 }
 
@@ -530,6 +551,55 @@ payload! {
         pub latency_ms: u64,
         /// How it ended (fail-open paths are visible here).
         pub outcome: LlmOutcome,
+        /// How the tools offered went: natively, as text, or none offered.
+        pub tools: LlmTools,
+        /// The answer was decoded under the JSON schema the call sent
+        /// (structured output: the planner's plan); `false` when none was
+        /// sent or the server refused it.
+        pub structured: bool,
+    }
+}
+
+payload! {
+    /// `llm.call_completed` schema v1 (before `tools` and `structured`, and
+    /// with a refused request recorded as `unreachable`). Never written any
+    /// more; read and upcast to v2 (tools `unknown`, not structured).
+    pub struct LlmCallCompletedV1 {
+        /// See [`LlmCallCompleted::model`].
+        pub model: String,
+        /// See [`LlmCallCompleted::context`].
+        pub context: LlmContext,
+        /// See [`LlmCallCompleted::input_tokens`].
+        pub input_tokens: u32,
+        /// See [`LlmCallCompleted::output_tokens`].
+        pub output_tokens: u32,
+        /// See [`LlmCallCompleted::cost_usd`].
+        #[serde(with = "rust_decimal::serde::str")]
+        #[rkyv(with = crate::remote::DecimalDef)]
+        pub cost_usd: Decimal,
+        /// See [`LlmCallCompleted::pricing_version`].
+        pub pricing_version: String,
+        /// See [`LlmCallCompleted::latency_ms`].
+        pub latency_ms: u64,
+        /// See [`LlmCallCompleted::outcome`].
+        pub outcome: LlmOutcome,
+    }
+}
+
+impl From<LlmCallCompletedV1> for LlmCallCompleted {
+    fn from(v1: LlmCallCompletedV1) -> Self {
+        LlmCallCompleted {
+            model: v1.model,
+            context: v1.context,
+            input_tokens: v1.input_tokens,
+            output_tokens: v1.output_tokens,
+            cost_usd: v1.cost_usd,
+            pricing_version: v1.pricing_version,
+            latency_ms: v1.latency_ms,
+            outcome: v1.outcome,
+            tools: LlmTools::Unknown,
+            structured: false,
+        }
     }
 }
 

@@ -177,6 +177,9 @@ impl TurnBuilder<'_> {
             pricing_version: r.pricing_version.clone(),
             latency_ms: r.planner_ms,
             outcome: LlmOutcome::Ok,
+            // A turn record does not say how its planner was asked.
+            tools: LlmTools::Unknown,
+            structured: false,
         };
         self.push(planned_at, ActorKind::Planner, call);
     }
