@@ -446,15 +446,15 @@ fn states(p: &RecalledPassage) -> bool {
 pub fn said_line(p: &RecalledPassage, lang: engram_learning::lang::Lang) -> String {
     use chrono::Datelike;
     use engram_events::payloads::Speaker;
-    use engram_learning::fast_path::templates::MESI;
+    use engram_learning::calendar::italian;
     use engram_learning::lang::Lang;
     let text = p.text.trim();
     match (lang, p.speaker) {
         (Lang::It, Speaker::User) => {
-            format!("Il {} {} mi hai detto: \"{text}\"", p.day.day(), MESI[p.day.month0() as usize])
+            format!("Il {} {} mi hai detto: \"{text}\"", p.day.day(), italian(p.day.month0()))
         }
         (Lang::It, Speaker::Assistant) => {
-            format!("Il {} {} ti ho detto: \"{text}\"", p.day.day(), MESI[p.day.month0() as usize])
+            format!("Il {} {} ti ho detto: \"{text}\"", p.day.day(), italian(p.day.month0()))
         }
         (_, Speaker::User) => format!("On {} you said: \"{text}\"", p.day.format("%-d %B")),
         (_, Speaker::Assistant) => format!("On {} I told you: \"{text}\"", p.day.format("%-d %B")),

@@ -606,26 +606,19 @@ fn quote_by_name(said: &Said<'_>, first: usize, end: usize, taken: &mut Taken) -
 fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize), String)> {
     use chrono::Datelike;
     static RULES: std::sync::OnceLock<[regex::Regex; 5]> = std::sync::OnceLock::new();
-    const MONTH: &str = "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|gennaio|febbraio|marzo|aprile|maggio|giugno|luglio|agosto|settembre|ottobre|novembre|dicembre";
     let [iso, month_first, day_first, numeric, year_alone] = RULES.get_or_init(|| {
         let r = |s: &str| regex::Regex::new(s).expect("date rule compiles");
+        let month = crate::calendar::alternation();
         [
             r(r"\b(\d{4})([-./])(\d{1,2})[-./](\d{1,2})\b"),
-            r(&format!(r"(?i)\b({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?")),
-            r(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH})\b\.?(?:,?\s+(\d{{4}})\b)?")),
+            r(&format!(r"(?i)\b({month})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?")),
+            r(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({month})\b\.?(?:,?\s+(\d{{4}})\b)?")),
             r(r"\b(\d{1,2})([/.-])(\d{1,2})[/.-](\d{4})\b"),
             r(r"\b(19\d{2}|20\d{2})\b"),
         ]
     });
-    let month = |m: &str| -> Option<u32> {
-        let m = m.to_lowercase();
-        const EN: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
-        const IT: [&str; 12] = ["gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "set", "ott", "nov", "dic"];
-        EN.iter()
-            .position(|p| m.starts_with(p))
-            .or_else(|| IT.iter().position(|p| m.starts_with(p)))
-            .map(|i| i as u32 + 1)
-    };
+    // The rules capture a name of the calendar's, in any case.
+    let month = |m: &str| crate::calendar::month_of(&m.to_lowercase()).map(|i| i as u32 + 1);
     type Found = ((usize, usize), Option<i32>, u32, u32);
     let mut found: Vec<Found> = Vec::new();
     let mut push = |span: (usize, usize), y: Option<i32>, m: Option<u32>, d: Option<u32>| {

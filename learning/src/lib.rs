@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod arguments;
+pub mod calendar;
 pub mod colours;
 pub mod embedder;
 pub mod fast_path;

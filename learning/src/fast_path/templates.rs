@@ -18,22 +18,6 @@ use chrono::{DateTime, Datelike, FixedOffset, Timelike};
 use crate::lang::Lang;
 
 const GIORNI: [&str; 7] = ["lunedì", "martedì", "mercoledì", "giovedì", "venerdì", "sabato", "domenica"];
-/// Italian month names, January first: what an Italian answer dates with
-/// (L0's date, a quoted memory's day).
-pub const MESI: [&str; 12] = [
-    "gennaio",
-    "febbraio",
-    "marzo",
-    "aprile",
-    "maggio",
-    "giugno",
-    "luglio",
-    "agosto",
-    "settembre",
-    "ottobre",
-    "novembre",
-    "dicembre",
-];
 
 /// The L0 answer of `tool` in `lang`, from its `output` and the turn's
 /// time `now`; `None` for an executor without a template.
@@ -50,7 +34,7 @@ pub fn l0_answer(tool: &str, output: &str, now: DateTime<FixedOffset>, lang: Lan
             "Oggi è {} {} {} {}.",
             GIORNI[now.weekday().num_days_from_monday() as usize],
             now.day(),
-            MESI[now.month0() as usize],
+            crate::calendar::italian(now.month0()),
             now.year()
         )),
         ("get_location", _) if !output.trim().is_empty() => Some(match lang {

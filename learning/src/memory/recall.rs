@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 
 use chrono::{Duration, NaiveDate};
 
+use crate::calendar::month_of;
 use crate::text::normalize;
 
 /// Share of the request's content words the hot window must hold for the
@@ -108,23 +109,6 @@ const DATE_WORDS: &[&str] = &[
     "stamattina",
 ];
 
-/// Month names (EN, IT; English three-letter abbreviations), January
-/// first: the calendar, for dates a request names.
-const MONTHS: [&[&str]; 12] = [
-    &["january", "jan", "gennaio"],
-    &["february", "feb", "febbraio"],
-    &["march", "mar", "marzo"],
-    &["april", "apr", "aprile"],
-    &["may", "maggio"],
-    &["june", "jun", "giugno"],
-    &["july", "jul", "luglio"],
-    &["august", "aug", "agosto"],
-    &["september", "sep", "sept", "settembre"],
-    &["october", "oct", "ottobre"],
-    &["november", "nov", "novembre"],
-    &["december", "dec", "dicembre"],
-];
-
 /// Weekday names (EN, IT), Monday first.
 const WEEKDAYS: [&[&str]; 7] = [
     &["monday", "lunedì", "lunedi"],
@@ -153,7 +137,7 @@ fn day_number(word: &str) -> Option<u32> {
 pub fn named_day(normalized: &str, today: NaiveDate) -> Option<NaiveDate> {
     use chrono::Datelike;
     let words: Vec<&str> = normalized.split(' ').collect();
-    let month = words.iter().position(|w| MONTHS.iter().any(|m| m.contains(w)));
+    let month = words.iter().position(|w| month_of(w).is_some());
     let weekday = words.iter().find_map(|w| WEEKDAYS.iter().position(|d| d.contains(w)));
     let day = match month {
         // A day number right before or after the month name.
@@ -166,7 +150,7 @@ pub fn named_day(normalized: &str, today: NaiveDate) -> Option<NaiveDate> {
             .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.ends_with(['t', 'h', 'd']))
             .find_map(|w| day_number(w)),
     };
-    let month = month.and_then(|i| MONTHS.iter().position(|m| m.contains(&words[i])));
+    let month = month.and_then(|i| month_of(words[i]));
     if (month, day, weekday) == (None, None, None) {
         return None;
     }
@@ -193,7 +177,7 @@ pub fn enrich_by_rule(query: &str, today: NaiveDate) -> Enrichment {
             None => (None, None),
         },
     };
-    let calendar = |w: &str| MONTHS.iter().chain(WEEKDAYS.iter()).any(|names| names.contains(&w));
+    let calendar = |w: &str| month_of(w).is_some() || WEEKDAYS.iter().any(|names| names.contains(&w));
     let keywords = content_set(query)
         .into_iter()
         .filter(|w| !DATE_WORDS.contains(&w.as_str()) && !calendar(w) && day_number(w).is_none())
