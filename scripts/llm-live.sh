@@ -165,8 +165,8 @@ run_checks() {
 # layer, the model and the latency, as `engram run` prints it.
 run_turns() {
     say "live turns (engram run)"
-    (cd "$repo" && cargo build -q -p engram-cli)
-    local engram="${CARGO_TARGET_DIR:-$repo/target}/debug/engram"
+    (cd "$repo" && cargo build -q --release -p engram-cli)
+    local engram="${CARGO_TARGET_DIR:-$repo/target}/release/engram"
     [[ -n "${ENGRAM_MODELS_DIR:-}" ]] || export ENGRAM_MODELS_DIR="${XDG_DATA_HOME:-$HOME/.local/share}/engram/models"
     [[ -f "$ENGRAM_MODELS_DIR/MANIFEST" ]] || "$repo/scripts/fetch-models.sh" "$ENGRAM_MODELS_DIR"
     local work
@@ -188,9 +188,11 @@ EOF
         "list the files in ~/Notes"
         "what time is it"
         "read the file ~/Notes/todo.txt"
+        "what is the capital of France?"
+        "my name is Ada and I live in Turin"
         "tell me a joke"
     )
-    local status=0 round req out started took data
+    local status=0 round req out started took exited rc data pid
     # ENGRAM_LIVE_* are this script's: engram refuses unknown ENGRAM_ variables.
     run_engram() {
         env -u ENGRAM_LIVE_DIR -u ENGRAM_LIVE_PORT -u ENGRAM_LIVE_THREADS -u ENGRAM_LIVE_REPEAT -u ENGRAM_LIVE_NICE \
@@ -203,9 +205,18 @@ EOF
             data="$(mktemp -d "$work/data-XXXX")"
             cp "$work/engram.toml" "$data/"
             started=$(ms_now)
-            if out=$(HOME="$work/home" run_engram --data "$data" run --once "$req" 2>"$work/stderr"); then
-                took=$(($(ms_now) - started))
-                echo "turn $round | $req | ${took} ms | $out" | tee -a "$dir/turns.log"
+            # The reply's time (its line on stdout) and the exit's apart:
+            # what a session's end asks of the model must not hold the exit.
+            HOME="$work/home" run_engram --data "$data" run --once "$req" >"$work/stdout" 2>"$work/stderr" &
+            pid=$!
+            while kill -0 "$pid" 2>/dev/null && [[ ! -s "$work/stdout" ]]; do sleep 0.02; done
+            took=$(($(ms_now) - started))
+            rc=0
+            wait "$pid" || rc=$?
+            exited=$(($(ms_now) - started - took))
+            out="$(cat "$work/stdout")"
+            if [[ $rc == 0 ]]; then
+                echo "turn $round | $req | reply ${took} ms, exit ${exited} ms later | $out" | tee -a "$dir/turns.log"
                 # Each model call of the turn, from its llm.call_completed.
                 run_engram --data "$data" export | python3 -c '
 import json, sys
@@ -213,7 +224,7 @@ for line in sys.stdin:
     e = json.loads(line)
     if e.get("kind") == "llm.call_completed":
         p = e["payload"]
-        print("  call %s %s %s ms in=%s out=%s" % (p["context"], p["outcome"], p["latency_ms"], p["input_tokens"], p["output_tokens"]))
+        print("  call %s %s %s ms in=%s out=%s tools=%s structured=%s" % (p["context"], p["outcome"], p["latency_ms"], p["input_tokens"], p["output_tokens"], p.get("tools"), p.get("structured")))
 ' | tee -a "$dir/turns.log"
             else
                 echo "turn $round | $req | FAILED: $(tail -3 "$work/stderr")" | tee -a "$dir/turns.log"

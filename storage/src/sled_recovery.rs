@@ -22,8 +22,9 @@
 //! | 3 | bytes that are no message (zeros, a stale segment number, a length past the segment) end that segment's messages, as they end sled's — the normal end of the active segment looks like that |
 //! | 4 | a suspect message that can be a write a kill cut short (rule 6) is left to sled: it cuts the log there, and nothing from there on was acknowledged — an acknowledgement waits for every earlier write, and this one never ended. That holds even when later messages check out: sled writes its buffers concurrently, and a later, smaller one can end while an earlier one is cut |
 //! | 5 | a sound message pointing at a blob that fails the blob's own checksum is damage (the blob was written whole before the message) |
-//! | 6 | a suspect message that cannot be a cut write is **damage**, last or not. A write cut short by a kill stops at a page boundary and leaves the rest of its area as it was: zeros where it was never written (sled zeroes free segments at open), or the leftovers of the segment's previous use (sled reuses a cleaned segment without zeroing it). So a message inside one 4 KiB page was written whole, and so was one followed at once by a sound message of its segment unless it shows a sign of a cut; one that spans pages is cut when it ends in zeros from a page boundary on — with nothing written right after it, or over 32 bytes or more (the follower may then open a later buffer, written concurrently and whole while this one was cut: the CI failure of `acknowledged_events_survive_kill_9` under four appenders) — or when it holds leftovers: our frames out of `seq` order, or a sound message of an earlier use of the segment (`cut`) |
-//! | 7 | a suspect message spanning pages with neither sign (leftovers that are neither frames nor messages: the middle of an old blob or node) is damage when any sound message follows it in the walk, and left to sled when it is the last thing written — a cut write's tail, sled's own case (a flipped byte there costs that one message, as sled alone would) |
+//! | 6 | a suspect message that cannot be a cut write is **damage**, last or not. A write cut short by a kill stops at a page boundary and leaves the rest of its area as it was: zeros where it was never written (sled zeroes free segments at open), or the leftovers of the segment's previous use (sled reuses a cleaned segment without zeroing it). So a message inside one 4 KiB page was written whole (one followed by a sound message with no sign of a cut goes to rule 8); one that spans pages is cut when it ends in zeros from a page boundary on — with nothing written right after it, or over 32 bytes or more (the follower may then open a later buffer, written concurrently and whole while this one was cut: the CI failure of `acknowledged_events_survive_kill_9` under four appenders) — or when it holds leftovers: our frames out of `seq` order, or a sound message of an earlier use of the segment (`cut`) |
+//! | 7 | a suspect message spanning pages with neither sign (leftovers that are neither frames nor messages: the middle of an old blob or node) is left to sled when it is the last thing written — a cut write's tail, sled's own case (a flipped byte there costs that one message, as sled alone would); when a sound message follows it, rule 8 decides |
+//! | 8 | a suspect message spanning pages that a sound message follows, at once or later, with no sign of rule 6, is **damage** when changing one byte would make its checksum hold (a flip: the damage a disk or a hand makes changes bytes in place, and CRC-32 finds one changed byte: `one_byte_explains`), else a cut write: sled writes its buffers concurrently, and a kill that cuts one can leave a later one whole after it — short tails of zeros (11 of a 24-byte message written, the next buffer sound) and leftovers with no sign both came out of the kill loop (`tests/crash.rs`), which rules 6 and 7 alone called damage |
 //!
 //! Damage makes [`crate::log::SledLog::open`] refuse with
 //! [`crate::error::LogError::Unopenable`], naming the byte offset and the seqs the damaged
@@ -41,13 +42,18 @@
 //! What this cannot tell apart: a flipped byte in a message whose last
 //! page happens to be zeros, or which happens to hold leftovers, is taken
 //! for a cut write, and sled's cut costs what follows; one in the last
-//! message written, with neither sign, costs that message (rule 7). A
-//! flip in a message's header (its length or segment number) makes it no
+//! message written, with neither sign, costs that message (rule 7); many
+//! bytes changed in a message a sound one follows read as a cut (rule 8),
+//! and a cut write whose checksum one byte happens to explain (odds of
+//! about its length × 2⁻²⁴) reads as damage, which `engram repair` then
+//! salvages. A flip in a message's header (its length or segment number) makes it no
 //! message (rule 3): the walk reads the segment's normal end there and says
 //! nothing, while sled cuts the log at it. The crash tests
 //! (`tests/crash.rs`: kill -9 under four appenders, a segment reused
-//! within a run) hold the other side: a kill never makes the log refuse
-//! to open. (Until this rule knew about reused segments, a cut write's
+//! within a run, and a kill loop whose child dies inside sled's own writes,
+//! cut at a page boundary, on both backends, counting which rule told each
+//! cut — [`walk`]'s [`Verdict`]) hold the other side: a kill never makes the
+//! log refuse to open. (Until this rule knew about reused segments, a cut write's
 //! leftovers there read as damage, and a killed log would not reopen.)
 
 use std::fs::File;
@@ -121,14 +127,62 @@ impl std::fmt::Display for Damage {
     }
 }
 
+/// What the walk of a replayed tail found, and by which rule: the one
+/// thing [`find_damage`] acts on is [`Verdict::Damaged`]; the rest say why
+/// sled may open the log, so the crash tests can count which rules their
+/// kills reached (a rule no kill reaches is a rule no test has shown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// No message in the replayed tail fails its checksum (or there is no
+    /// database yet, or one this walk cannot read).
+    Sound,
+    /// The first suspect message is a write a kill cut short (rules 4 and
+    /// 6), told by this sign; sled cuts the log there.
+    Cut(CutSign),
+    /// The first suspect message spans pages with neither sign and is the
+    /// last thing written (rule 7): a cut write's tail, left to sled.
+    LastWrite,
+    /// Damage (rules 5, 6 and 7): sled must not open the log as it is.
+    Damaged(Damage),
+}
+
+/// How a suspect message spanning pages shows it is a write a kill cut
+/// short (rule 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CutSign {
+    /// It ends in zeros from a page boundary on, nothing written after it.
+    Zeros,
+    /// It ends in 32 or more zeros from a page boundary on,
+    /// and a later buffer, written concurrently and whole, follows it.
+    ZerosBeforeLaterBuffer,
+    /// It holds our frames out of `seq` order: the front is this write's,
+    /// the rest an older node left in a reused segment.
+    FramesOutOfOrder,
+    /// It holds a sound message of an earlier use of its segment.
+    StaleMessage,
+    /// A sound message follows it (at once or later: a later buffer,
+    /// written whole while this one was cut), it shows none of the signs
+    /// above, and no one changed byte explains its checksum — the one kind
+    /// of damage a flip makes (rule 8).
+    Unexplained,
+}
+
 /// Walks the replayed tail of the sled database in `sled_dir` (see the
 /// module docs). `Ok(None)`: sled may open it — nothing damaged there, or
 /// no database yet, or one this walk cannot read (sled then says why).
 pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
+    Ok(match walk(sled_dir)? {
+        Verdict::Damaged(damage) => Some(damage),
+        Verdict::Sound | Verdict::Cut(_) | Verdict::LastWrite => None,
+    })
+}
+
+/// The walk behind [`find_damage`], saying which rule decided. Reads only.
+pub fn walk(sled_dir: &Path) -> std::io::Result<Verdict> {
     let db = sled_dir.join("db");
     let file = match File::open(&db) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verdict::Sound),
         Err(e) => return Err(e),
     };
     let seg = segment_size(sled_dir);
@@ -155,7 +209,9 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
         }
     }
     segments.sort_unstable();
-    let mut pending: Option<Damage> = None;
+    // The first suspect message with no sign either way (rule 7), and
+    // whether one changed byte explains its checksum (rule 8).
+    let mut pending: Option<(Damage, bool)> = None;
     let mut bytes = Vec::new();
     for (lsn, lid) in segments {
         let len = seg.min(file_len - lid);
@@ -166,15 +222,18 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
         while pos + MAX_MSG_HEADER_LEN <= seg {
             match read_message(&bytes, pos, number) {
                 Message::Sound { kind, end, body } => {
-                    if pending.is_some() {
-                        return Ok(pending); // rule 7: more was written after it
+                    // Rules 7 and 8: more was written after it.
+                    match pending {
+                        Some((damage, true)) => return Ok(Verdict::Damaged(damage)),
+                        Some((_, false)) => return Ok(Verdict::Cut(CutSign::Unexplained)),
+                        None => {}
                     }
                     // Rule 5: a blob is written whole before the message
                     // that points at it, so a sound pointer to a blob that
                     // fails its checksum is damage, last or not.
                     if matches!(kind, kind::BLOB_META | kind::BLOB_NODE | kind::BLOB_LINK) {
                         if let Some((fix, blob)) = blob_fix(sled_dir, body) {
-                            return Ok(Some(damage_at(lid + pos, &blob, fix)));
+                            return Ok(Verdict::Damaged(damage_at(lid + pos, &blob, fix)));
                         }
                     }
                     if kind == kind::CAP {
@@ -190,9 +249,12 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
                         match cut(&bytes, pos, end, number, lid) {
                             // Rule 4: sled cuts the log here, and nothing
                             // after it was acknowledged.
-                            Cut::Yes => return Ok(None),
-                            Cut::No => return Ok(Some(damage)),     // rule 6
-                            Cut::Unknown => pending = Some(damage), // rule 7
+                            Cut::Yes(sign) => return Ok(Verdict::Cut(sign)),
+                            Cut::No => return Ok(Verdict::Damaged(damage)), // rule 6
+                            Cut::Unknown => {
+                                let explained = one_byte_explains(&bytes[pos as usize..end as usize]);
+                                pending = Some((damage, explained)); // rule 7
+                            }
                         }
                     }
                     pos = end;
@@ -201,7 +263,7 @@ pub fn find_damage(sled_dir: &Path) -> std::io::Result<Option<Damage>> {
             }
         }
     }
-    Ok(None)
+    Ok(if pending.is_some() { Verdict::LastWrite } else { Verdict::Sound })
 }
 
 /// Whether the suspect message at `pos..end` of a segment (`number`, at
@@ -221,7 +283,7 @@ enum Cut {
     /// node lists its records in `seq` order; an older one's follow at a
     /// lower `seq`), or a sound message of an earlier use of the segment
     /// (a lower segment number) starting past its first page boundary.
-    Yes,
+    Yes(CutSign),
     /// Neither sign (rule 7 decides).
     Unknown,
 }
@@ -242,17 +304,85 @@ fn cut(segment: &[u8], pos: u64, end: u64, number: u64, lid: u64) -> Cut {
     // it is long enough that no message written whole ends that way: the
     // follower can be the first message of a later buffer, which sled
     // writes concurrently and which may end while this one is cut.
-    let zero_cut = zeros_from.is_some_and(|b| !followed || end - b >= MIN_CUT_ZEROS);
     let body = &segment[pos as usize..end as usize];
     let out_of_order = || crate::segment::find_frames(body).windows(2).any(|w| w[1].0 < w[0].0);
     let stale = || (first_boundary..end).any(|q| stale_message_at(segment, q, number));
-    if zero_cut || out_of_order() || stale() {
-        Cut::Yes
-    } else if followed {
-        Cut::No
-    } else {
-        Cut::Unknown
+    match zeros_from {
+        Some(_) if !followed => Cut::Yes(CutSign::Zeros),
+        Some(b) if end - b >= MIN_CUT_ZEROS => Cut::Yes(CutSign::ZerosBeforeLaterBuffer),
+        _ if out_of_order() => Cut::Yes(CutSign::FramesOutOfOrder),
+        _ if stale() => Cut::Yes(CutSign::StaleMessage),
+        // Rule 8: a flip changes one byte; a cut, every byte from a page
+        // boundary on that differs from what was there.
+        _ if followed && one_byte_explains(&segment[pos as usize..end as usize]) => Cut::No,
+        _ if followed => Cut::Yes(CutSign::Unexplained),
+        _ => Cut::Unknown,
     }
+}
+
+/// The IEEE CRC-32 table (reflected, polynomial `0xEDB88320`), sled's
+/// checksum through `crc32fast`.
+const CRC_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 == 1 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            k += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+};
+
+/// For each top byte, the table index whose entry has it: the table's top
+/// bytes are a permutation of 0..=255, which makes a CRC step invertible.
+const CRC_BY_TOP: [u8; 256] = {
+    let mut by_top = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        by_top[(CRC_TABLE[i] >> 24) as usize] = i as u8;
+        i += 1;
+    }
+    by_top
+};
+
+/// Whether changing one byte of the message (`whole`: header and body, as
+/// stored) would make its checksum hold — the mark of a flip, the damage
+/// the crash and corruption tests make (rule 8). CRC-32 is linear: the
+/// stored and the computed checksums differ by the checksum of the error
+/// alone, and an error of one byte `v` at `k` bytes from the end is
+/// `T[v]` advanced over `k` zero bytes. So the difference, stepped back
+/// one zero byte at a time, meets some `T[v]` within the message's length
+/// exactly when one byte explains it. A cut write's difference is random:
+/// it meets one by chance with odds of about `len × 2⁻²⁴` (a 4 KiB
+/// message: 1 in 4,000). One pass over the message, no copy.
+fn one_byte_explains(whole: &[u8]) -> bool {
+    let Some((stored, _, _, _, header_len)) = parse_header(whole) else { return false };
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&whole[header_len..]);
+    hasher.update(&whole[4..header_len]);
+    let actual = hasher.finalize() ^ 0xFFFF_FFFF;
+    let difference = stored ^ actual;
+    // The checksum itself flipped: it differs from the right one in one byte.
+    if difference.to_le_bytes().iter().filter(|b| **b != 0).count() == 1 {
+        return true;
+    }
+    // The checksummed bytes: the body, then the header after the CRC.
+    let len = whole.len() - 4;
+    let mut r = difference;
+    for _ in 0..len {
+        let index = CRC_BY_TOP[(r >> 24) as usize];
+        if index != 0 && CRC_TABLE[index as usize] == r {
+            return true;
+        }
+        // One zero byte back: r = (prev >> 8) ^ T[prev & 0xFF].
+        r = ((r ^ CRC_TABLE[index as usize]) << 8) | u32::from(index);
+    }
+    false
 }
 
 /// A sound message of an earlier use of this segment (a segment number
@@ -751,16 +881,88 @@ mod tests {
         assert_eq!(read, all[..read.len()], "a prefix of what was written");
         drop(log);
 
-        // Written whole, one byte flipped, ending in fewer zeros than a
-        // cut leaves: damage, as before.
+        // Written whole ending in fewer zeros than a cut leaves (its
+        // checksum made to hold over them), then one byte flipped: damage,
+        // as one changed byte explains its checksum (rule 8).
         let (tmp, _, (lid, pos, end, _), mut bytes) = log_with_spanning(4000, |m, _| m.3);
         let sled_dir = tmp.path().join("log.sled");
         let tail = (lid + end - 4) as usize..(lid + end) as usize;
         bytes[tail].fill(0);
+        reseal(&mut bytes[(lid + pos) as usize..(lid + end) as usize]);
         bytes[(lid + pos + 40) as usize] ^= 0x01;
         std::fs::write(sled_dir.join("db"), &bytes).unwrap();
         let damage = find_damage(&sled_dir).unwrap().expect("damage");
         assert_eq!(damage.offset, lid + pos);
+
+        // The same short zero tail with no flip but the checksum of what
+        // was meant (a cut write a later buffer follows, the kill loop's
+        // case: 11 of 24 bytes written): no one byte explains it, a cut.
+        let (tmp, _, (lid, pos, end, _), mut bytes) = log_with_spanning(4000, |m, _| m.3);
+        let sled_dir = tmp.path().join("log.sled");
+        bytes[(lid + end - 4) as usize..(lid + end) as usize].copy_from_slice(&[0; 4]);
+        let message = &bytes[(lid + pos) as usize..(lid + end) as usize];
+        if !one_byte_explains(message) {
+            std::fs::write(sled_dir.join("db"), &bytes).unwrap();
+            assert_eq!(walk(&sled_dir).unwrap(), Verdict::Cut(CutSign::Unexplained));
+        }
+    }
+
+    /// Gives the message `whole` the checksum its bytes have.
+    fn reseal(whole: &mut [u8]) {
+        let (_, _, _, _, header_len) = parse_header(whole).unwrap();
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&whole[header_len..]);
+        hasher.update(&whole[4..header_len]);
+        let crc = hasher.finalize() ^ 0xFFFF_FFFF;
+        whole[0..4].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Rule 8's test of a flip: every one changed byte anywhere in a
+    /// message (any value, the checksum included) is found; two changed
+    /// bytes, or a cut's many, are not (fixed draws: no chance involved).
+    #[test]
+    fn one_changed_byte_explains_a_checksum_and_a_cut_does_not() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for body_len in [16u64, 292, 4990] {
+            // crc, kind 4 (a node), length, segment number 3, page id 9.
+            let mut message = vec![0, 0, 0, 0, 4];
+            message.extend(match body_len {
+                0..=240 => vec![body_len as u8],
+                241..=2287 => vec![241 + ((body_len - 240) / 256) as u8, ((body_len - 240) % 256) as u8],
+                _ => vec![249, ((body_len - 2288) >> 8) as u8, (body_len - 2288) as u8],
+            });
+            message.extend_from_slice(&[3, 9]);
+            let header_len = message.len();
+            message.extend((0..body_len).map(|_| next() as u8));
+            let len = message.len();
+            assert_eq!(parse_header(&message).unwrap().2, body_len, "body length");
+            reseal(&mut message);
+            for _ in 0..200 {
+                let mut flipped = message.clone();
+                let at = (next() as usize) % len;
+                flipped[at] ^= (next() as u8) | 1;
+                if parse_header(&flipped).is_some_and(|h| h.2 == parse_header(&message).unwrap().2) {
+                    assert!(one_byte_explains(&flipped), "len {len}: a flip at {at} not found");
+                }
+            }
+            for _ in 0..200 {
+                let mut cut = message.clone();
+                let from = header_len + (next() as usize) % (len - header_len - 1);
+                let n = ((next() as usize) % (len - from)).max(2);
+                for b in &mut cut[from..from + n] {
+                    *b = next() as u8;
+                }
+                if cut[from..from + n] != message[from..from + n] {
+                    assert!(!one_byte_explains(&cut) || cut.iter().zip(&message).filter(|(a, b)| a != b).count() == 1);
+                }
+            }
+        }
     }
 
     /// Rule 7: a cut write whose leftovers are neither frames nor messages
@@ -785,12 +987,20 @@ mod tests {
         let read: Vec<Envelope> = log.read_from(Seq::FIRST).map(Result::unwrap).collect();
         assert_eq!(read, all[..read.len()], "a prefix of what was written");
 
-        // The same noise inside a message a sound one follows: written
-        // whole, so damage.
+        // The same noise inside a message a sound one follows: a cut write
+        // a later buffer follows, as the kill loop makes them (no one byte
+        // explains its checksum, rule 8) — left to sled.
         let (tmp, _, (lid, pos, end, _), mut bytes) = log_with_spanning(4000, |m, _| m.3);
         let sled_dir = tmp.path().join("log.sled");
         let cut = (lid + pos) / PAGE * PAGE + PAGE - lid;
         noise(&mut bytes[(lid + cut) as usize..(lid + end) as usize]);
+        std::fs::write(sled_dir.join("db"), &bytes).unwrap();
+        assert_eq!(walk(&sled_dir).unwrap(), Verdict::Cut(CutSign::Unexplained));
+
+        // One byte of it changed instead: damage (rule 8), last or not.
+        let (tmp, _, (lid, pos, end, _), mut bytes) = log_with_spanning(4000, |m, _| m.3);
+        let sled_dir = tmp.path().join("log.sled");
+        bytes[(lid + end - 1) as usize] ^= 0x5a;
         std::fs::write(sled_dir.join("db"), &bytes).unwrap();
         let damage = find_damage(&sled_dir).unwrap().expect("damage");
         assert_eq!(damage.offset, lid + pos);
