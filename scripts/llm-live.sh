@@ -204,6 +204,7 @@ EOF
             # (fast path, patterns, diary) answers instead of the planner.
             data="$(mktemp -d "$work/data-XXXX")"
             cp "$work/engram.toml" "$data/"
+            : >"$work/stdout"
             started=$(ms_now)
             # The reply's time (its line on stdout) and the exit's apart:
             # what a session's end asks of the model must not hold the exit.

@@ -425,6 +425,36 @@ fn a_small_model_held_to_the_plans_schema_plans_the_turn_itself() {
     rt.shutdown().unwrap();
 }
 
+/// Issue 40 item 2: a small model's value that the request never said is
+/// never run — the plan is refused and the offline planner plans the turn
+/// with the user's own city; a large model's plan runs as it came (the
+/// check asks that of small models only).
+#[test]
+fn a_small_models_made_up_value_is_never_run() {
+    for (model, small) in [("tiny:3b", true), (MODEL, false)] {
+        let server = server(|c| match c {
+            Ctx::Planner => said(r#"[{"tool": "get_weather", "args": {"city": "Bergen"}}]"#, (80, 12)),
+            Ctx::ReplyLoop => said("Here is the weather.", (40, 6)),
+            Ctx::Summary | Ctx::Graph | Ctx::ToolDigest | Ctx::MemoryDigest => said("[]", (1, 1)),
+            other => panic!("no {other:?} call expected"),
+        });
+        let f = fixture();
+        let mut config = config(&server);
+        config.llm.model = model.into();
+        let price = config.llm.prices[MODEL].clone();
+        config.llm.prices.insert(model.into(), price);
+        let rt = start(&f, config);
+        let r = rt.handle_utterance(&SessionId::new("s-made-up"), "how is the weather in Oslo").unwrap();
+        let plan = plan_of(&events(&rt), r.turn);
+        let city = if small { "Oslo" } else { "Bergen" };
+        assert_eq!(plan.steps.len(), 1, "{model}: {plan:?}");
+        assert_eq!(plan.steps[0].args.0["city"], city, "{model}: {plan:?}");
+        let planner = if small { PlannerKind::Offline } else { PlannerKind::Llm };
+        assert_eq!(plan.planner, planner, "{model}");
+        rt.shutdown().unwrap();
+    }
+}
+
 #[test]
 fn a_failing_reply_model_fails_open_to_the_tool_results() {
     let server = server(|c| match c {
@@ -624,7 +654,8 @@ fn a_small_model_reads_long_tool_results_and_memory_digested() {
     config.llm.prices.insert("tiny:3b".into(), price);
     let rt = builder(&f, config).tool(long_page()).start().unwrap();
     let session = SessionId::new("s-digest");
-    rt.handle_utterance(&session, "when does the fjord cruise leave?").unwrap();
+    // The page is named: a small model passes only values the request says.
+    rt.handle_utterance(&session, "when does the fjord cruise leave? see https://fjords.example").unwrap();
     let tool_message = |req: &Recorded| -> String {
         let messages = req.body["messages"].as_array().unwrap();
         messages.iter().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
@@ -639,7 +670,7 @@ fn a_small_model_reads_long_tool_results_and_memory_digested() {
     assert!(digests.iter().all(|c| c.outcome == LlmOutcome::Ok && c.model == "ollama:tiny:3b"), "{digests:?}");
 
     // The digest fails: the model reads the raw page.
-    rt.handle_utterance(&session, "when does the fjord cruise leave, again?").unwrap();
+    rt.handle_utterance(&session, "when does the fjord cruise leave, again? https://fjords.example").unwrap();
     let seen = tool_message(requests(&server, Ctx::ReplyLoop).last().unwrap());
     assert!(seen.contains("Lorem ipsum") && seen.contains("10:00"), "the raw result: {seen}");
     let calls = llm_calls(&events(&rt), ActorKind::ReplyLoop);

@@ -33,6 +33,8 @@
 //!   tools nearest the request in meaning, arguments from the extractor;
 //!   [`taught_phrasings`] — the requests the model answered well, as
 //!   example phrasings of their tools.
+//! * [`plan_check`] — a model's plan checked against the tools' schemas
+//!   and the request: near-misses mended, the rest refused.
 //! * [`reactors`] — events derived from events (day activation, fast-path
 //!   learning, pattern recording, verdicts, summaries, graph facts).
 //! * [`projections`] — the folds the runtime and the CLI read: sessions,
@@ -58,6 +60,7 @@ pub mod mood;
 pub mod offline_planner;
 pub mod patterns;
 pub mod places;
+pub mod plan_check;
 pub mod projections;
 pub mod reactors;
 pub mod routing;

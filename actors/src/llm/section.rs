@@ -158,6 +158,10 @@ pub fn is_small_model(model: &str) -> bool {
 fn model_size_b(model: &str) -> Option<f64> {
     let lower = model.to_ascii_lowercase();
     lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).find_map(|token| {
+        // `135m`: millions (SmolLM2-135M).
+        if let Some(millions) = token.strip_suffix('m').and_then(|d| d.parse::<f64>().ok()) {
+            return Some(millions / 1000.0).filter(|b| b.is_finite() && *b > 0.0);
+        }
         let digits = token.strip_suffix('b')?;
         let digits = digits.strip_prefix('e').unwrap_or(digits);
         match digits.split_once('x') {
@@ -356,7 +360,9 @@ mod tests {
 
     #[test]
     fn model_sizes_come_from_the_name() {
-        for small in ["gemma3:4b", "qwen2.5:7b-instruct", "phi3:3.8b", "gemma3n:e2b", "llama3.2:1B"] {
+        for small in
+            ["gemma3:4b", "qwen2.5:7b-instruct", "phi3:3.8b", "gemma3n:e2b", "llama3.2:1B", "smollm2-135m-instruct"]
+        {
             assert!(is_small_model(small), "{small}");
         }
         for large in ["llama3.1:8b", "mixtral:8x7b", "gpt-5-mini", "m1", "gemma4:26b", "qwen3-30b-a3b"] {

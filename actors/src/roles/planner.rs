@@ -192,8 +192,14 @@ impl Planner {
             Some(client) if model != OFFLINE_MODEL => {
                 allowed = self.narrowed_tools(env, &query, &mut out);
                 let (record, planned) = self.plan_with_model(env, &*client, &model, &query, &done, allowed.as_deref());
-                let answered =
-                    matches!(&record.event, Event::LlmCallCompleted(c) if c.outcome == LlmOutcome::Malformed);
+                // The model answered, with nothing usable: a malformed
+                // answer, or a plan the check refused.
+                let (planned, refused) = match planned {
+                    Some(steps) => self.checked(&model, &query, steps).map_or((None, true), |s| (Some(s), false)),
+                    None => (None, false),
+                };
+                let answered = refused
+                    || matches!(&record.event, Event::LlmCallCompleted(c) if c.outcome == LlmOutcome::Malformed);
                 out.push(record);
                 match planned {
                     Some(steps) => (PlannerKind::Llm, steps),
@@ -307,6 +313,38 @@ impl Planner {
             )
             .ok();
         (derived(env, ActorKind::Planner, record, 0), steps)
+    }
+
+    /// The model's steps checked against the tools' schemas and `query`
+    /// ([`engram_learning::plan_check`]): mended where the request says
+    /// what was meant; `None` when a step must not run. A small model's
+    /// values must be the request's own, and a call of its with no
+    /// arguments a tool the offline planner finds the request about — a
+    /// small model's near-miss becomes the right call, never a wrong one.
+    fn checked(&self, model: &str, query: &str, steps: Vec<PlanStep>) -> Option<Vec<PlanStep>> {
+        let view = self.setup.catalogue.view();
+        let small = crate::llm::is_small_model(model);
+        let empty = serde_json::json!({});
+        let mut out = Vec::with_capacity(steps.len());
+        for step in steps {
+            let schema = view.tools.iter().find(|t| t.0 == step.tool).map_or(&empty, |t| &t.2);
+            // A call with nothing the request says in it is tied to the
+            // request by its tool alone: that tool must be one the offline
+            // planner finds the request about. (A follow-up's "and how is
+            // it now?" carries its tie in what it says.)
+            if small && step.args.is_empty() && !view.offline.backs(query, &step.tool).unwrap_or(false) {
+                tracing::warn!(%model, tool = %step.tool, "the model's plan refused: the request is not about that tool; the offline planner plans the turn");
+                return None;
+            }
+            match engram_learning::plan_check::check_step(&step, schema, query, small) {
+                engram_learning::plan_check::Checked::Run(step) => out.push(step),
+                engram_learning::plan_check::Checked::Refused(why) => {
+                    tracing::warn!(%model, "the model's plan refused: {why}; the offline planner plans the turn");
+                    return None;
+                }
+            }
+        }
+        Some(out)
     }
 
     /// The offline planner's plan of `query`, numbered after `done` replayed

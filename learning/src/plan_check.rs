@@ -1,0 +1,270 @@
+//! A model's plan, checked against the tools' schemas and the request
+//! before it runs: a near-miss mended into the right call, anything else
+//! refused — never run as a wrong call.
+//!
+//! A small model held to the plan's schema (`llm::structured`) picks a tool
+//! of the catalogue and fills its arguments, but its values drift: a path
+//! missing its leading folder (`todo.txt` for `~/Notes/todo.txt`), a number
+//! with its unit as a string (`"5 minutes"`), a date it made up. The rules,
+//! in order, per step:
+//!
+//! | # | rule |
+//! |---|---|
+//! | 1 | a step naming an earlier result (`"$0"`) is kept as it is: its value comes at run time |
+//! | 2 | a path the request names in full replaces the model's when the model's is its tail (`todo.txt`, `Notes/todo.txt` for `~/Notes/todo.txt`) |
+//! | 3 | a number or integer parameter given as text takes the number in it (`"5 minutes"` → 5); a boolean as text, `true`/`false`; an enum's value, the enum's spelling (`Celsius` → `celsius`) |
+//! | 4 | a value of the wrong type that rule 3 cannot mend, a value outside its enum, or a required parameter missing refuses the plan |
+//! | 5 | **grounded** (asked of small models, whose values drift): every text or number value must be one the request says (a path: whole; other text: its words, in any case; a number: its digits) — a value made up refuses the plan |
+//!
+//! A refused plan goes where an unusable one goes: the offline planner plans
+//! the turn, and when it plans nothing the model answers in words. The
+//! caller decides which models are held to rule 5, and whether a call with
+//! no arguments is one the request is about at all (`OfflinePlanner::backs`).
+
+use engram_events::payloads::{PlanStep, ToolArgs};
+use serde_json::Value;
+
+/// What the check made of a step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checked {
+    /// Run it as it is, or as mended.
+    Run(PlanStep),
+    /// Do not run it: why, for the log.
+    Refused(String),
+}
+
+/// Checks `step` against its tool's parameter `schema` (JSON Schema, an
+/// object's) and the `request` it was planned for; `grounded`: rule 5.
+pub fn check_step(step: &PlanStep, schema: &Value, request: &str, grounded: bool) -> Checked {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let mut args = step.args.0.clone();
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for name in required.iter().filter_map(Value::as_str) {
+            if args.get(name).is_none_or(Value::is_null) {
+                return Checked::Refused(format!("{}: required argument {name:?} missing", step.tool));
+            }
+        }
+    }
+    for (name, value) in args.iter_mut() {
+        // Rule 1: an earlier result, filled in at run time.
+        if value.as_str().is_some_and(|s| s.trim_start().starts_with('$')) {
+            continue;
+        }
+        let property = properties.and_then(|p| p.get(name));
+        match mend(name, value, property, request) {
+            Ok(Some(mended)) => *value = mended,
+            Ok(None) => {}
+            Err(why) => return Checked::Refused(format!("{}: argument {name:?} {why}", step.tool)),
+        }
+        // A path is said whole; other text, word by word.
+        let path = is_path_parameter(name, property).then(|| value.as_str()).flatten();
+        let is_said = match path {
+            Some(path) => request.to_lowercase().contains(&path.trim().to_lowercase()),
+            None => said(value, request),
+        };
+        if grounded && !is_said {
+            return Checked::Refused(format!("{}: argument {name:?} = {value} is not in the request", step.tool));
+        }
+    }
+    Checked::Run(PlanStep { tool: step.tool.clone(), args: ToolArgs(args) })
+}
+
+/// Rules 2–4 for one value: `Ok(Some(v))` mended, `Ok(None)` as it is.
+fn mend(name: &str, value: &Value, property: Option<&Value>, request: &str) -> Result<Option<Value>, String> {
+    let kind = property.and_then(|p| p.get("type")).and_then(Value::as_str);
+    let enumerated = property.and_then(|p| p.get("enum")).and_then(Value::as_array);
+    let text = value.as_str();
+    if kind == Some("string") && is_path_parameter(name, property) {
+        if let Some(full) = text.and_then(|t| full_path(t, request)) {
+            return Ok(Some(Value::from(full)));
+        }
+    }
+    // `Some(None)`: a mend was due and could not be made.
+    let due: Option<Option<Value>> = match (kind, text) {
+        (Some("integer"), Some(t)) => Some(first_number(t).filter(|n| n.fract() == 0.0).map(|n| Value::from(n as i64))),
+        (Some("integer"), None) if value.is_f64() => {
+            Some(value.as_f64().filter(|n| n.fract() == 0.0).map(|n| Value::from(n as i64)))
+        }
+        (Some("number"), Some(t)) => Some(first_number(t).and_then(serde_json::Number::from_f64).map(Value::Number)),
+        (Some("boolean"), Some(t)) => Some(match t.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" => Some(Value::Bool(true)),
+            "false" | "no" => Some(Value::Bool(false)),
+            _ => None,
+        }),
+        _ => None,
+    };
+    let mended = match due {
+        Some(Some(v)) => Some(v),
+        Some(None) => return Err(format!("is not a {}: {value}", kind.unwrap_or("value"))),
+        None => None,
+    };
+    let current = mended.as_ref().unwrap_or(value);
+    if !fits_type(current, kind) {
+        return Err(format!("is not a {}: {current}", kind.unwrap_or("value")));
+    }
+    if let Some(options) = enumerated {
+        if options.contains(current) {
+            return Ok(mended);
+        }
+        let spelt = current.as_str().and_then(|t| {
+            options.iter().find(|o| o.as_str().is_some_and(|o| o.eq_ignore_ascii_case(t.trim()))).cloned()
+        });
+        return match spelt {
+            Some(option) => Ok(Some(option)),
+            None => Err(format!("{current} is none of {}", Value::Array(options.clone()))),
+        };
+    }
+    Ok(mended)
+}
+
+/// Whether `value` is of the schema's `kind` (no kind: anything).
+fn fits_type(value: &Value, kind: Option<&str>) -> bool {
+    match kind {
+        Some("string") => value.is_string(),
+        Some("integer") => value.as_i64().is_some() || value.as_u64().is_some(),
+        Some("number") => value.is_number(),
+        Some("boolean") => value.is_boolean(),
+        Some("array") => value.is_array(),
+        Some("object") => value.is_object(),
+        _ => true,
+    }
+}
+
+/// A parameter that takes a path: so named, or so described.
+fn is_path_parameter(name: &str, property: Option<&Value>) -> bool {
+    let name = name.to_ascii_lowercase();
+    let described = property
+        .and_then(|p| p.get("description"))
+        .and_then(Value::as_str)
+        .is_some_and(|d| d.to_ascii_lowercase().contains("path"));
+    name.contains("path") || name == "file" || name == "dir" || name == "directory" || described
+}
+
+/// Rule 2: the path the request names whose tail `given` is, when it is
+/// not the request's own already. `None`: keep `given`.
+fn full_path(given: &str, request: &str) -> Option<String> {
+    let given = given.trim();
+    let tail = given.trim_start_matches("./").trim_start_matches('/');
+    if tail.is_empty() {
+        return None;
+    }
+    request
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | ',' | ';' | '?' | '!' | '(' | ')')))
+        .map(|w| w.strip_suffix('.').filter(|s| s.contains('/')).unwrap_or(w))
+        .filter(|w| w.contains('/') && *w != given)
+        .find(|w| w.ends_with(&format!("/{tail}")))
+        .map(str::to_owned)
+}
+
+/// The first number written in `text` (`"5 minutes"` → 5, `"-2.5"`).
+fn first_number(text: &str) -> Option<f64> {
+    let start = text.find(|c: char| c.is_ascii_digit())?;
+    let start = if start > 0 && text.as_bytes()[start - 1] == b'-' { start - 1 } else { start };
+    let digits: String = text[start..]
+        .chars()
+        .enumerate()
+        .take_while(|(i, c)| c.is_ascii_digit() || *c == '.' || (*i == 0 && *c == '-'))
+        .map(|(_, c)| c)
+        .collect();
+    digits.trim_end_matches('.').parse().ok()
+}
+
+/// Rule 5: whether the request says `value` — each word of a text (any
+/// case), the digits of a number; booleans and the empty text say nothing
+/// that could be made up.
+fn said(value: &Value, request: &str) -> bool {
+    let request = request.to_lowercase();
+    let words: Vec<&str> = request.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    match value {
+        Value::String(text) => {
+            let text = text.to_lowercase();
+            request.contains(text.trim())
+                || text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).all(|w| words.contains(&w))
+        }
+        Value::Number(n) => {
+            let spelt = n.to_string();
+            let whole = spelt.strip_suffix(".0").unwrap_or(&spelt).to_owned();
+            words.contains(&whole.as_str()) || request.contains(&whole)
+        }
+        Value::Array(items) => items.iter().all(|v| said(v, &request)),
+        Value::Object(fields) => fields.values().all(|v| said(v, &request)),
+        Value::Bool(_) | Value::Null => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn step(tool: &str, args: Value) -> PlanStep {
+        PlanStep { tool: tool.into(), args: ToolArgs(args.as_object().unwrap().clone()) }
+    }
+
+    fn read_file() -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string", "description": "the file's path"}}, "required": ["path"]})
+    }
+
+    fn timer() -> Value {
+        json!({"type": "object", "properties": {
+            "minutes": {"type": "integer"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+        }, "required": ["minutes"]})
+    }
+
+    #[test]
+    fn a_path_the_request_names_in_full_mends_the_models_tail() {
+        let request = "read the file ~/Notes/todo.txt";
+        for given in ["todo.txt", "Notes/todo.txt", "/todo.txt"] {
+            let got = check_step(&step("read_file", json!({"path": given})), &read_file(), request, true);
+            assert_eq!(got, Checked::Run(step("read_file", json!({"path": "~/Notes/todo.txt"}))), "{given}");
+        }
+        // The request's own path is kept; another file is no tail of it.
+        let same = step("read_file", json!({"path": "~/Notes/todo.txt"}));
+        assert_eq!(check_step(&same, &read_file(), request, true), Checked::Run(same.clone()));
+        let other = step("read_file", json!({"path": "notes.txt"}));
+        assert!(matches!(check_step(&other, &read_file(), request, true), Checked::Refused(_)));
+        assert_eq!(check_step(&other, &read_file(), request, false), Checked::Run(other));
+    }
+
+    #[test]
+    fn a_number_with_its_unit_becomes_the_number_and_an_enum_its_spelling() {
+        let request = "set a timer for 5 minutes in Celsius";
+        let got =
+            check_step(&step("timer", json!({"minutes": "5 minutes", "unit": "Celsius"})), &timer(), request, true);
+        assert_eq!(got, Checked::Run(step("timer", json!({"minutes": 5, "unit": "celsius"}))));
+        let kelvin = step("timer", json!({"minutes": 5, "unit": "kelvin"}));
+        assert!(
+            matches!(check_step(&kelvin, &timer(), request, false), Checked::Refused(why) if why.contains("none of"))
+        );
+        let words = step("timer", json!({"minutes": "a few"}));
+        assert!(
+            matches!(check_step(&words, &timer(), request, false), Checked::Refused(why) if why.contains("integer"))
+        );
+    }
+
+    #[test]
+    fn a_required_argument_missing_or_a_value_made_up_refuses_the_plan() {
+        let missing = step("read_file", json!({}));
+        assert!(
+            matches!(check_step(&missing, &read_file(), "read my file", false), Checked::Refused(w) if w.contains("missing"))
+        );
+        // The live small model's answer to "read the file ~/Notes/todo.txt".
+        let date = json!({"type": "object", "properties": {"date": {"type": "string"}}});
+        let made_up = step("get_date", json!({"date": "2022-01-23T17:17:43"}));
+        let request = "read the file ~/Notes/todo.txt";
+        assert!(
+            matches!(check_step(&made_up, &date, request, true), Checked::Refused(w) if w.contains("not in the request"))
+        );
+        // A large model's value stands: rule 5 is the caller's to ask.
+        assert!(matches!(check_step(&made_up, &date, request, false), Checked::Run(_)));
+        // A number the request says is grounded; one it does not, not.
+        let seven = step("timer", json!({"minutes": 7}));
+        assert!(matches!(check_step(&seven, &timer(), "imposta un timer di 7 minuti", true), Checked::Run(_)));
+        assert!(matches!(check_step(&seven, &timer(), "set a timer", true), Checked::Refused(_)));
+        // An earlier result is filled in at run time.
+        let chained = step("read_file", json!({"path": "$0"}));
+        assert_eq!(check_step(&chained, &read_file(), "read it", true), Checked::Run(chained));
+    }
+}
