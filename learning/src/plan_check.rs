@@ -14,7 +14,9 @@
 //! | 2 | a path the request names in full replaces the model's when the model's is its tail (`todo.txt`, `Notes/todo.txt` for `~/Notes/todo.txt`) |
 //! | 3 | a number or integer parameter given as text takes the number in it (`"5 minutes"` → 5); a boolean as text, `true`/`false`; an enum's value, the enum's spelling (`Celsius` → `celsius`) |
 //! | 4 | a value of the wrong type that rule 3 cannot mend, a value outside its enum, or a required parameter missing refuses the plan |
-//! | 5 | **grounded** (asked of small models, whose values drift): every text or number value must be one the request says (a path: whole; other text: its words, in any case; a number: its digits) — a value made up refuses the plan |
+//! | 5 | **grounded** (asked of small models, whose values drift): every text or number value must be one the request says (a path: whole; other text: its words, in any case; a number: its digits) — a required value made up refuses the plan |
+//! | 6 | under rule 5, a path parameter whose value the request does not say takes the one path the request names, if it names exactly one: the user said which file |
+//! | 7 | under rule 5, an optional value the request does not say is dropped, and the tool's default applies (SmolLM2-135M adds `"max_bytes": 1` to its file reads) |
 //!
 //! A refused plan goes where an unusable one goes: the offline planner plans
 //! the turn, and when it plans nothing the model answers in words. The
@@ -38,13 +40,17 @@ pub enum Checked {
 pub fn check_step(step: &PlanStep, schema: &Value, request: &str, grounded: bool) -> Checked {
     let properties = schema.get("properties").and_then(Value::as_object);
     let mut args = step.args.0.clone();
-    if let Some(required) = schema.get("required").and_then(Value::as_array) {
-        for name in required.iter().filter_map(Value::as_str) {
-            if args.get(name).is_none_or(Value::is_null) {
-                return Checked::Refused(format!("{}: required argument {name:?} missing", step.tool));
-            }
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for name in &required {
+        if args.get(*name).is_none_or(Value::is_null) {
+            return Checked::Refused(format!("{}: required argument {name:?} missing", step.tool));
         }
     }
+    let mut dropped = Vec::new();
     for (name, value) in args.iter_mut() {
         // Rule 1: an earlier result, filled in at run time.
         if value.as_str().is_some_and(|s| s.trim_start().starts_with('$')) {
@@ -63,8 +69,19 @@ pub fn check_step(step: &PlanStep, schema: &Value, request: &str, grounded: bool
             None => said(value, request),
         };
         if grounded && !is_said {
-            return Checked::Refused(format!("{}: argument {name:?} = {value} is not in the request", step.tool));
+            // Rule 6: the one path the request names, for a path parameter.
+            if let Some(only) = path.and(the_only_path(request)) {
+                *value = Value::from(only);
+                continue;
+            }
+            if required.contains(&name.as_str()) {
+                return Checked::Refused(format!("{}: argument {name:?} = {value} is not in the request", step.tool));
+            }
+            dropped.push(name.clone()); // rule 7
         }
+    }
+    for name in dropped {
+        args.remove(&name);
     }
     Checked::Run(PlanStep { tool: step.tool.clone(), args: ToolArgs(args) })
 }
@@ -148,13 +165,25 @@ fn full_path(given: &str, request: &str) -> Option<String> {
     if tail.is_empty() {
         return None;
     }
+    paths_in(request).filter(|w| *w != given).find(|w| w.ends_with(&format!("/{tail}"))).map(str::to_owned)
+}
+
+/// The paths `request` names: its words with a `/` in them (no URLs),
+/// quotes and closing punctuation trimmed.
+fn paths_in(request: &str) -> impl Iterator<Item = &str> {
     request
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | ',' | ';' | '?' | '!' | '(' | ')')))
         .map(|w| w.strip_suffix('.').filter(|s| s.contains('/')).unwrap_or(w))
-        .filter(|w| w.contains('/') && *w != given)
-        .find(|w| w.ends_with(&format!("/{tail}")))
-        .map(str::to_owned)
+        .filter(|w| w.contains('/') && !w.contains("://"))
+}
+
+/// The one path `request` names (a word with a `/` in it), if it names
+/// exactly one.
+fn the_only_path(request: &str) -> Option<String> {
+    let mut paths = paths_in(request);
+    let first = paths.next()?;
+    paths.next().is_none().then(|| first.to_owned())
 }
 
 /// The first number written in `text` (`"5 minutes"` → 5, `"-2.5"`).
@@ -203,7 +232,10 @@ mod tests {
     }
 
     fn read_file() -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string", "description": "the file's path"}}, "required": ["path"]})
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "the file's path"},
+            "max_bytes": {"type": "integer"}
+        }, "required": ["path"]})
     }
 
     fn timer() -> Value {
@@ -223,9 +255,15 @@ mod tests {
         // The request's own path is kept; another file is no tail of it.
         let same = step("read_file", json!({"path": "~/Notes/todo.txt"}));
         assert_eq!(check_step(&same, &read_file(), request, true), Checked::Run(same.clone()));
-        let other = step("read_file", json!({"path": "notes.txt"}));
-        assert!(matches!(check_step(&other, &read_file(), request, true), Checked::Refused(_)));
-        assert_eq!(check_step(&other, &read_file(), request, false), Checked::Run(other));
+        // Another file, from a small model: the one path the request names
+        // (rule 6); from a large one, as it came.
+        let other = step("read_file", json!({"path": "todos.txt", "max_bytes": 1}));
+        let want = step("read_file", json!({"path": "~/Notes/todo.txt"}));
+        assert_eq!(check_step(&other, &read_file(), request, true), Checked::Run(want), "max_bytes dropped (rule 7)");
+        assert_eq!(check_step(&other, &read_file(), request, false), Checked::Run(other.clone()));
+        // With two paths named, none is the one: refused.
+        let two = "read ~/Notes/todo.txt and ~/Notes/garden.md";
+        assert!(matches!(check_step(&other, &read_file(), two, true), Checked::Refused(_)));
     }
 
     #[test]
@@ -251,12 +289,16 @@ mod tests {
             matches!(check_step(&missing, &read_file(), "read my file", false), Checked::Refused(w) if w.contains("missing"))
         );
         // The live small model's answer to "read the file ~/Notes/todo.txt".
-        let date = json!({"type": "object", "properties": {"date": {"type": "string"}}});
+        let date = json!({"type": "object", "properties": {"date": {"type": "string"}}, "required": ["date"]});
         let made_up = step("get_date", json!({"date": "2022-01-23T17:17:43"}));
         let request = "read the file ~/Notes/todo.txt";
         assert!(
             matches!(check_step(&made_up, &date, request, true), Checked::Refused(w) if w.contains("not in the request"))
         );
+        // Optional, it is dropped (rule 7): a call with nothing of the
+        // request in it, which the caller ties to the request or refuses.
+        let optional = json!({"type": "object", "properties": {"date": {"type": "string"}}});
+        assert_eq!(check_step(&made_up, &optional, request, true), Checked::Run(step("get_date", json!({}))));
         // A large model's value stands: rule 5 is the caller's to ask.
         assert!(matches!(check_step(&made_up, &date, request, false), Checked::Run(_)));
         // A number the request says is grounded; one it does not, not.

@@ -94,10 +94,16 @@ pub fn plan_schema(tools: &[ToolSpec], max_steps: usize) -> Value {
                 Some("object") => t.parameters.clone(),
                 _ => json!({"type": "object"}),
             };
+            // Only `tool` required: a server that turns the schema into a
+            // grammar (llama.cpp) writes required properties first, so the
+            // model names the tool before it fills arguments (with both
+            // required it writes them in key order, `args` first, and
+            // SmolLM2-135M filled `get_date`'s arguments for every request,
+            // measured). Missing arguments are `{}` to the parser.
             json!({
                 "type": "object",
                 "properties": {"tool": {"type": "string", "enum": [t.name]}, "args": args},
-                "required": ["tool", "args"],
+                "required": ["tool"],
             })
         })
         .collect();

@@ -72,6 +72,9 @@ pub const MIN_PLAN_CHARS: usize = 4;
 /// rather than spending the turn's budget.
 pub const PLAN_MAX_TOKENS: u32 = 512;
 
+/// The steps a small model's plan may have (its schema's `maxItems`).
+pub const SMALL_MODEL_PLAN_STEPS: usize = 2;
+
 /// The planner's state: each open turn's request.
 pub struct Planner {
     setup: PlannerSetup,
@@ -291,6 +294,11 @@ impl Planner {
         let profile = self.profile.render();
         let now = env.at.with_timezone(&self.setup.offset);
         let situation = llm::contexts::situation(now, self.setup.location.as_deref());
+        // A small model repeats a step till its tokens run out (measured:
+        // SmolLM2-135M wrote `read_file` three times in 160 tokens): its
+        // plans are held to two steps.
+        let max_steps =
+            if crate::llm::is_small_model(model) { SMALL_MODEL_PLAN_STEPS } else { llm::contexts::MAX_PLAN_STEPS };
         let request = ChatRequest {
             model: model.to_owned(),
             messages: llm::contexts::planner_messages(query, &specs, &dialogue, done, profile.as_deref(), &situation),
@@ -299,7 +307,7 @@ impl Planner {
             timeout: self.setup.timeout,
             // The plan's shape, so a server with structured output keeps
             // even a small model to a plan of these tools.
-            answer_schema: Some(llm::structured::plan_schema(&specs, llm::contexts::MAX_PLAN_STEPS)),
+            answer_schema: Some(llm::structured::plan_schema(&specs, max_steps)),
             max_tokens: Some(PLAN_MAX_TOKENS),
         };
         let names: Vec<&str> = view.tools.iter().map(|t| t.0.as_str()).collect();
@@ -328,15 +336,20 @@ impl Planner {
         let mut out = Vec::with_capacity(steps.len());
         for step in steps {
             let schema = view.tools.iter().find(|t| t.0 == step.tool).map_or(&empty, |t| &t.2);
-            // A call with nothing the request says in it is tied to the
-            // request by its tool alone: that tool must be one the offline
-            // planner finds the request about. (A follow-up's "and how is
-            // it now?" carries its tie in what it says.)
-            if small && step.args.is_empty() && !view.offline.backs(query, &step.tool).unwrap_or(false) {
-                tracing::warn!(%model, tool = %step.tool, "the model's plan refused: the request is not about that tool; the offline planner plans the turn");
-                return None;
-            }
             match engram_learning::plan_check::check_step(&step, schema, query, small) {
+                // The same call twice is a small model repeating itself.
+                engram_learning::plan_check::Checked::Run(step) if out.contains(&step) => {}
+                // A call with nothing the request says in it (as checked:
+                // made-up optional values dropped) is tied to the request
+                // by its tool alone: that tool must be one the offline
+                // planner finds the request about. (A follow-up's "and how
+                // is it now?" carries its tie in what it says.)
+                engram_learning::plan_check::Checked::Run(step)
+                    if small && step.args.is_empty() && !view.offline.backs(query, &step.tool).unwrap_or(false) =>
+                {
+                    tracing::warn!(%model, tool = %step.tool, "the model's plan refused: the request is not about that tool; the offline planner plans the turn");
+                    return None;
+                }
                 engram_learning::plan_check::Checked::Run(step) => out.push(step),
                 engram_learning::plan_check::Checked::Refused(why) => {
                     tracing::warn!(%model, "the model's plan refused: {why}; the offline planner plans the turn");
