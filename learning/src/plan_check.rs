@@ -204,17 +204,18 @@ fn first_number(text: &str) -> Option<f64> {
 /// that could be made up.
 fn said(value: &Value, request: &str) -> bool {
     let request = request.to_lowercase();
-    let words: Vec<&str> = request.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
     match value {
         Value::String(text) => {
             let text = text.to_lowercase();
+            let words = crate::text::normalize(&request);
+            let said: Vec<&str> = crate::text::words(&words).collect();
             request.contains(text.trim())
-                || text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).all(|w| words.contains(&w))
+                || crate::text::words(&crate::text::normalize(&text)).all(|w| said.contains(&w))
         }
+        // A number's digits anywhere in the request (a decimal's too).
         Value::Number(n) => {
             let spelt = n.to_string();
-            let whole = spelt.strip_suffix(".0").unwrap_or(&spelt).to_owned();
-            words.contains(&whole.as_str()) || request.contains(&whole)
+            request.contains(spelt.strip_suffix(".0").unwrap_or(&spelt))
         }
         Value::Array(items) => items.iter().all(|v| said(v, &request)),
         Value::Object(fields) => fields.values().all(|v| said(v, &request)),
