@@ -10,6 +10,7 @@
 //! | 3 | without a model: the `planner_max_tools` tools nearest the request in embedding space (the offline planner's own vectors of each tool's description and phrasings) |
 //! | 4 | always in: `recall` (memory needs no routing), and a tool that failed in the turn before (the user is probably supplying what it lacked, seed 002's carry-over guard) |
 //! | 4b | the picks of rules 2–3 are kept for the conversation (per session, the request normalised; a pause longer than the dialogue window or the session's end clears them): the same request asked again costs no router call; rule 4's additions are made afresh each turn |
+//! | 4c | a model whose prompt budget is smaller than what rules 1–3 give (a tiny model: `engram_learning::model_budget`, rule 3) sees the budget's tools: the first of rule 2's picks, else the nearest by rule 3, nearest first (a small model leans to the first tool it is shown); rule 4's added on top |
 //! | 5 | the reply loop's model sees what was routed, the plan's tools and `search_tools`; a `search_tools` call (at most 3 per reply) returns the 5 best matches not yet offered, by rule 3's ranking, and offers them from the next model turn on |
 
 use std::sync::Arc;
@@ -47,6 +48,22 @@ impl ToolRouter {
     /// Whether the catalogue is too big for a prompt (rule 1).
     pub fn narrows(&self) -> bool {
         self.catalogue.view().tools.len() > self.max
+    }
+
+    /// The tools a prompt may list (`[runtime] planner_max_tools`).
+    pub fn max_tools(&self) -> usize {
+        self.max
+    }
+
+    /// Whether a prompt of at most `budget` tools must be narrowed (rules
+    /// 1 and 4c).
+    pub fn narrows_to(&self, budget: usize) -> bool {
+        self.catalogue.view().tools.len() > budget.min(self.max)
+    }
+
+    /// The `n` tools nearest `query`, nearest first (rules 3 and 4c).
+    pub fn nearest(&self, query: &str, n: usize) -> Vec<String> {
+        self.ranked(query, n)
     }
 
     /// The version of the catalogue the router sees now: picks cached for

@@ -1876,3 +1876,95 @@ fn with_the_model_away_requests_are_planned_as_the_model_taught() {
     assert_eq!(plan_of(&events(&rt), r.turn).planner, PlannerKind::Offline);
     rt.shutdown().unwrap();
 }
+
+/// The planner's timeout follows the model's measured speed
+/// (`engram_learning::model_budget`, rule 5): a model that answers every
+/// call in 600 ms — measured on the intent judge's call — is given the
+/// time its plan needs, past the configured 300 ms, but never past
+/// `planner_timeout_max_ms`. With one fixed timeout every plan of this
+/// model timed out and the turn went offline.
+#[test]
+fn a_slow_model_gets_the_planner_time_its_measured_speed_asks() {
+    let delay = Duration::from_millis(600);
+    let run = |ceiling_ms: u64| {
+        let server = server(move |c| match c {
+            Ctx::Intent => slow(
+                said(
+                    r#"{"directed": true, "query": "what is the weather in Oslo", "stop": false, "confidence": 0.9}"#,
+                    (300, 20),
+                ),
+                delay,
+            ),
+            Ctx::Planner => slow(weather_plan(), delay),
+            Ctx::ReplyLoop => said("Rainy, 12 degrees.", (10, 2)),
+            _ => said("{}", (1, 1)),
+        });
+        let f = fixture();
+        let mut config = config(&server);
+        // The judge is the planner's model: one speed measured for both.
+        config.llm.intent_judge_model = MODEL.into();
+        config.llm.planner_timeout_max_ms = ceiling_ms;
+        let rt = builder(&f, config).intent_mode(IntentMode::Voice).start().unwrap();
+        let s = SessionId::new("s-slow-model");
+        let r = rt.handle_from(&s, "engram, what's the weather in Oslo", UtteranceSource::Voice).unwrap();
+        let all = events(&rt);
+        let planner = llm_calls(&all, ActorKind::Planner);
+        let plan = plan_of(&all, r.turn);
+        rt.shutdown().unwrap();
+        (planner, plan, server)
+    };
+    let (planner, plan, server) = run(5_000);
+    assert_eq!(planner.len(), 1, "{planner:?}");
+    assert_eq!(planner[0].outcome, LlmOutcome::Ok, "given the time its speed asks: {planner:?}");
+    assert_eq!(plan.planner, PlannerKind::Llm);
+    assert_eq!(requests(&server, Ctx::Intent).len(), 1);
+    // The ceiling holds: 400 ms is less than the model takes.
+    let (planner, plan, _) = run(400);
+    assert_eq!(planner[0].outcome, LlmOutcome::Timeout, "{planner:?}");
+    assert_eq!(plan.planner, PlannerKind::Offline);
+}
+
+/// A tiny model (under 1 B by its name) is shown the two tools nearest the
+/// request, nearest first, with `recall` (`model_budget`, rule 3; before,
+/// every tool, and SmolLM2-135M chose the first it was shown); its call
+/// runs when the offline planner's plan does not pass it over for another
+/// tool (`plan_check` rule 8), and a plan that ran tools is answered with
+/// what they returned, not reworded by the tiny model (rule 6).
+#[test]
+fn a_tiny_model_plans_among_the_nearest_tools_and_its_tools_answer() {
+    for (answer, by_model) in [
+        (r#"[{"tool": "get_weather", "args": {"city": "Oslo"}}]"#, true),
+        // A tool of the prompt, with a value the request says, that the
+        // offline planner passes over for get_weather: refused.
+        (r#"[{"tool": "fetch_page", "args": {"url": "Oslo"}}]"#, false),
+    ] {
+        let server = server(move |c| match c {
+            Ctx::Planner => said(answer, (80, 12)),
+            Ctx::Summary | Ctx::Graph | Ctx::ToolDigest | Ctx::MemoryDigest => said("[]", (1, 1)),
+            other => panic!("no {other:?} call expected"),
+        });
+        let f = fixture();
+        let mut config = config(&server);
+        let model = "smol:135m";
+        config.llm.model = model.into();
+        let price = config.llm.prices[MODEL].clone();
+        config.llm.prices.insert(model.into(), price);
+        let rt = start(&f, config);
+        let r = rt.handle_utterance(&SessionId::new("s-tiny"), "how is the weather in Oslo").unwrap();
+        let planned = requests(&server, Ctx::Planner);
+        let system = system_messages(&planned[0]);
+        let listed: Vec<&str> =
+            system[0].lines().filter_map(|l| l.strip_prefix("- ").and_then(|l| l.split(':').next())).collect();
+        assert_eq!(listed.len(), 3, "two nearest and recall: {listed:?}");
+        assert_eq!((listed[0], listed[2]), ("get_weather", "recall"), "nearest first: {listed:?}");
+        assert!(system[0].contains("at most 1 step,"), "{}", system[0]);
+        let plan = plan_of(&events(&rt), r.turn);
+        assert_eq!(plan.steps.len(), 1, "{plan:?}");
+        assert_eq!((plan.steps[0].tool.as_str(), &plan.steps[0].args.0["city"]), ("get_weather", &json!("Oslo")));
+        let planner = if by_model { PlannerKind::Llm } else { PlannerKind::Offline };
+        assert_eq!(plan.planner, planner, "{answer}");
+        assert!(r.text.starts_with(WEATHER), "the tool's own answer: {:?}", r.text);
+        assert!(requests(&server, Ctx::ReplyLoop).is_empty(), "no rewording by the tiny model");
+        rt.shutdown().unwrap();
+    }
+}

@@ -34,7 +34,9 @@
 //!   [`taught_phrasings`] — the requests the model answered well, as
 //!   example phrasings of their tools.
 //! * [`plan_check`] — a model's plan checked against the tools' schemas
-//!   and the request: near-misses mended, the rest refused.
+//!   and the request: near-misses mended, the rest refused;
+//!   [`model_budget`] — what a model's plan prompt may hold for its size,
+//!   and its timeout from its measured speed.
 //! * [`reactors`] — events derived from events (day activation, fast-path
 //!   learning, pattern recording, verdicts, summaries, graph facts).
 //! * [`projections`] — the folds the runtime and the CLI read: sessions,
@@ -56,6 +58,7 @@ pub mod import;
 pub mod intent;
 pub mod lang;
 pub mod memory;
+pub mod model_budget;
 pub mod mood;
 pub mod offline_planner;
 pub mod patterns;

@@ -366,15 +366,6 @@ impl OfflinePlanner {
         Ok(ranked)
     }
 
-    /// Whether `tool` is one `request` is about, as this planner judges a
-    /// tool (its best cosine to the request at or above the bar it plans
-    /// with): what a small model's choice must also have before it runs
-    /// (`plan_check`), so a tool picked for a question no tool serves is
-    /// never called.
-    pub fn backs(&self, request: &str, tool: &str) -> Result<bool, EmbedError> {
-        Ok(self.rank(request)?.iter().any(|(name, cosine)| name == tool && *cosine >= self.threshold))
-    }
-
     /// The plan for `request` said at `now`: one step per part that matches
     /// a tool, in order (empty when nothing matches), by the rules of the
     /// module doc.

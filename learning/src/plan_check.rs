@@ -17,11 +17,11 @@
 //! | 5 | **grounded** (asked of small models, whose values drift): every text or number value must be one the request says (a path: whole; other text: its words, in any case; a number: its digits) — a required value made up refuses the plan |
 //! | 6 | under rule 5, a path parameter whose value the request does not say takes the one path the request names, if it names exactly one: the user said which file |
 //! | 7 | under rule 5, an optional value the request does not say is dropped, and the tool's default applies (SmolLM2-135M adds `"max_bytes": 1` to its file reads) |
+//! | 8 | under rule 5, the tool itself is checked against the offline planner's plan of the same request ([`offline_agrees`]): a call left with no arguments must be a tool that plan has (nothing else ties it to the request); and a *tiny* model's call with arguments must not be a tool that plan passes over for another — shown the two nearest tools, it picks between them almost at random (measured: SmolLM2-135M chose `list_dir` for "read the file ~/Notes/todo.txt", the path then mended into a call that fails). A larger small model's call with arguments stands (a follow-up's `get_weather {"city": "it"}` after a weather turn, where the offline planner reads "tonight" as a date); so does any grounded call when the offline planner plans nothing |
 //!
 //! A refused plan goes where an unusable one goes: the offline planner plans
 //! the turn, and when it plans nothing the model answers in words. The
-//! caller decides which models are held to rule 5, and whether a call with
-//! no arguments is one the request is about at all (`OfflinePlanner::backs`).
+//! caller decides which models are held to rules 5–8.
 
 use engram_events::payloads::{PlanStep, ToolArgs};
 use serde_json::Value;
@@ -33,6 +33,23 @@ pub enum Checked {
     Run(PlanStep),
     /// Do not run it: why, for the log.
     Refused(String),
+}
+
+/// Rule 8: whether a small model's checked `step` may run beside the
+/// tools the offline planner plans for the same request (`offline`, in
+/// its order); `tiny`: the model is under 1 B, and its choice of tool is
+/// checked too. `Err`: why not, for the log.
+pub fn offline_agrees(step: &PlanStep, offline: &[String], tiny: bool) -> Result<(), String> {
+    if offline.contains(&step.tool) {
+        return Ok(());
+    }
+    match (step.args.is_empty(), offline.first()) {
+        (true, _) => {
+            Err(format!("{}: a call with nothing from the request, of a tool the request is not about", step.tool))
+        }
+        (false, Some(other)) if tiny => Err(format!("{}: the request is about {other}", step.tool)),
+        (false, _) => Ok(()),
+    }
 }
 
 /// Checks `step` against its tool's parameter `schema` (JSON Schema, an
@@ -226,6 +243,23 @@ fn said(value: &Value, request: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_models_tool_must_not_contradict_the_offline_plan() {
+        let read = vec!["read_file".to_owned()];
+        let path = serde_json::json!({"path": "~/Notes/todo.txt"});
+        assert!(offline_agrees(&step("read_file", path.clone()), &read, true).is_ok());
+        let why = offline_agrees(&step("list_dir", path.clone()), &read, true).unwrap_err();
+        assert!(why.contains("read_file"), "{why}");
+        // A larger small model's choice of tool stands.
+        assert!(offline_agrees(&step("list_dir", path.clone()), &read, false).is_ok());
+        // Nothing planned offline: a grounded call stands, a bare one not.
+        assert!(offline_agrees(&step("list_dir", path), &[], true).is_ok());
+        for tiny in [true, false] {
+            assert!(offline_agrees(&step("get_now", serde_json::json!({})), &[], tiny).is_err());
+            assert!(offline_agrees(&step("get_now", serde_json::json!({})), &["get_now".into()], tiny).is_ok());
+        }
+    }
     use serde_json::json;
 
     fn step(tool: &str, args: Value) -> PlanStep {

@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{ChatRequest, ChatResponse, LlmClient, LlmError};
+use super::{ChatRequest, ChatResponse, LlmClient, LlmError, ModelSpeeds};
 
 /// Retries of a refused connection or a 5xx answer (rule 1).
 pub const RETRIES: u32 = 2;
@@ -51,6 +51,8 @@ pub struct Guarded {
     backoff: Duration,
     /// Per model: when its pause ends, and the failure that began it.
     paused: Mutex<HashMap<String, (Instant, Failure)>>,
+    /// Where each answered call's speed is recorded, if anywhere.
+    speeds: Option<Arc<ModelSpeeds>>,
 }
 
 /// The failure that opened a pause: why the server was unreachable.
@@ -84,7 +86,13 @@ impl Guarded {
     /// `inner` with a first backoff of `backoff` and a pause of `pause`
     /// (tests use short ones).
     pub fn with_timing(inner: Arc<dyn LlmClient>, backoff: Duration, pause: Duration) -> Self {
-        Guarded { inner, pause, backoff, paused: Mutex::new(HashMap::new()) }
+        Guarded { inner, pause, backoff, paused: Mutex::new(HashMap::new()), speeds: None }
+    }
+
+    /// Records each answered call's speed in `speeds` ([`super::speed`]).
+    pub fn measuring(mut self, speeds: Arc<ModelSpeeds>) -> Self {
+        self.speeds = Some(speeds);
+        self
     }
 
     /// True while calls for `model` are skipped (rule 2).
@@ -169,6 +177,10 @@ impl LlmClient for Guarded {
                     tracing::info!(provider = self.inner.provider(), model = %req.model, "the model server answers again");
                 }
             }
+        }
+        drop(state);
+        if let (Ok(resp), Some(speeds)) = (&result, &self.speeds) {
+            speeds.record(req, resp);
         }
         result
     }

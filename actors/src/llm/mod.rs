@@ -32,6 +32,7 @@ pub mod record;
 pub mod section;
 #[cfg(feature = "llm-http")]
 mod servers;
+pub mod speed;
 pub mod structured;
 pub mod text_tools;
 
@@ -47,6 +48,7 @@ pub use record::call_completed;
 pub use section::{is_small_model, LlmSection, ModelPriceSection, ModelServerSection, NativeTools};
 #[cfg(feature = "llm-http")]
 pub use servers::{client_from_config, client_from_config_with_env};
+pub use speed::ModelSpeeds;
 
 /// Who wrote a chat message; the adapters map it to each wire format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -66,7 +66,13 @@ pub struct LlmSection {
     /// (graph extraction).
     pub timeout_ms: u64,
     /// Planner (#12) timeout: it gates the turn, so it is short and fails open.
+    /// A model measured slower gets more, up to `planner_timeout_max_ms`
+    /// (`engram_learning::model_budget`, rule 5): twice the time its
+    /// measured speed predicts for the prompt.
     pub planner_timeout_ms: u64,
+    /// The most a planner call may be given when the model's measured
+    /// speed asks for more than `planner_timeout_ms`.
+    pub planner_timeout_max_ms: u64,
     /// Whether the LLM planner (#12) runs; false: every planner turn gets
     /// the empty plan and the reply loop's model calls tools as it goes.
     /// (A request under 4 characters is never planned by the model.)
@@ -145,32 +151,11 @@ pub enum NativeTools {
 }
 
 /// Whether `model` is small — at most 7 billion parameters by the size its
-/// name gives (`gemma3:4b`, `qwen2.5:7b-instruct`, `phi3:3.8b`,
-/// `gemma3n:e2b`, `mixtral:8x7b` = 56B): seed 002's SMALL tier, whose
-/// context window the digests (#4, #5) protect. A name without a size
-/// (`gpt-5-mini`) is taken for a large model: the digests stay off unless
-/// `[llm]` turns them on.
-pub fn is_small_model(model: &str) -> bool {
-    model_size_b(model).is_some_and(|b| b <= 7.0)
-}
-
-/// The parameter count, in billions, a model's name states.
-fn model_size_b(model: &str) -> Option<f64> {
-    let lower = model.to_ascii_lowercase();
-    lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).find_map(|token| {
-        // `135m`: millions (SmolLM2-135M).
-        if let Some(millions) = token.strip_suffix('m').and_then(|d| d.parse::<f64>().ok()) {
-            return Some(millions / 1000.0).filter(|b| b.is_finite() && *b > 0.0);
-        }
-        let digits = token.strip_suffix('b')?;
-        let digits = digits.strip_prefix('e').unwrap_or(digits);
-        match digits.split_once('x') {
-            Some((n, each)) => Some(n.parse::<f64>().ok()? * each.parse::<f64>().ok()?),
-            None => digits.parse::<f64>().ok(),
-        }
-        .filter(|b| b.is_finite() && *b > 0.0)
-    })
-}
+/// name gives: seed 002's SMALL tier, whose context window the digests
+/// (#4, #5) protect. A name without a size (`gpt-5-mini`) is taken for a
+/// large model: the digests stay off unless `[llm]` turns them on. The
+/// reading of sizes is [`engram_learning::model_budget`]'s.
+pub use engram_learning::model_budget::is_small_model;
 
 /// `[llm.models.NAME]`: the server of one candidate model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -224,6 +209,7 @@ impl Default for LlmSection {
             api_key_env: String::new(),
             timeout_ms: 30_000,
             planner_timeout_ms: 6_000,
+            planner_timeout_max_ms: 12_000,
             planner_enabled: true,
             chat_timeout_ms: 45_000,
             reply_budget_ms: 20_000,
@@ -359,15 +345,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn model_sizes_come_from_the_name() {
-        for small in
-            ["gemma3:4b", "qwen2.5:7b-instruct", "phi3:3.8b", "gemma3n:e2b", "llama3.2:1B", "smollm2-135m-instruct"]
-        {
-            assert!(is_small_model(small), "{small}");
-        }
-        for large in ["llama3.1:8b", "mixtral:8x7b", "gpt-5-mini", "m1", "gemma4:26b", "qwen3-30b-a3b"] {
-            assert!(!is_small_model(large), "{large}");
-        }
+    fn the_digests_follow_the_model_size() {
         let c = LlmSection { memory_digest: Some(true), ..LlmSection::default() };
         assert!(c.memory_digest_for("gpt-5") && !c.tool_result_digest_for("gpt-5"));
         assert!(c.tool_result_digest_for("gemma3:4b"));

@@ -27,12 +27,13 @@ use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::catalogue::Catalogue;
-use crate::llm::{self, ChatRequest, LlmClient, PriceTable};
+use crate::llm::{self, ChatRequest, LlmClient, ModelSpeeds, PriceTable};
 use crate::shell::Role;
 use crate::tool_router::ToolRouter;
 use engram_learning::fast_path::model_away;
 use engram_learning::memory::dialogue::Dialogue;
 use engram_learning::memory::profile::Profile;
+use engram_learning::model_budget::{ModelTier, PlanBudget};
 use engram_learning::offline_planner::OFFLINE_MODEL;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
@@ -43,8 +44,14 @@ pub struct PlannerSetup {
     pub llm: Option<Arc<dyn LlmClient>>,
     /// Prices of LLM calls.
     pub prices: Arc<PriceTable>,
-    /// The planner call's timeout (seed 002: 6 s).
+    /// The planner call's timeout (seed 002: 6 s); a model measured slower
+    /// gets more (`engram_learning::model_budget`, rule 5).
     pub timeout: Duration,
+    /// The most a planner call is given, however slow the model measured.
+    pub timeout_max: Duration,
+    /// The models' measured speeds in this process (none: every call gets
+    /// `timeout`).
+    pub speeds: Option<Arc<ModelSpeeds>>,
     /// The tools the plan may use, and the offline planner over them
     /// (always built: it is the fallback too), as they are at each turn.
     pub catalogue: Arc<Catalogue>,
@@ -66,14 +73,6 @@ pub struct PlannerSetup {
 /// A request shorter than this (characters, trimmed) is not planned by the
 /// model (seed 002 #12: "ok", "no" need no plan).
 pub const MIN_PLAN_CHARS: usize = 4;
-
-/// At most this many tokens in a plan's answer: five steps with their
-/// arguments fit in well under 512; a model that rambles stops there
-/// rather than spending the turn's budget.
-pub const PLAN_MAX_TOKENS: u32 = 512;
-
-/// The steps a small model's plan may have (its schema's `maxItems`).
-pub const SMALL_MODEL_PLAN_STEPS: usize = 2;
 
 /// The planner's state: each open turn's request.
 pub struct Planner {
@@ -193,12 +192,12 @@ impl Planner {
             // plan, and the reply loop's model goes on without one.
             Some(_) if model != OFFLINE_MODEL && skip => (PlannerKind::Llm, Vec::new()),
             Some(client) if model != OFFLINE_MODEL => {
-                allowed = self.narrowed_tools(env, &query, &mut out);
+                allowed = self.narrowed_tools(env, &query, &model, &mut out);
                 let (record, planned) = self.plan_with_model(env, &*client, &model, &query, &done, allowed.as_deref());
                 // The model answered, with nothing usable: a malformed
                 // answer, or a plan the check refused.
                 let (planned, refused) = match planned {
-                    Some(steps) => self.checked(&model, &query, steps).map_or((None, true), |s| (Some(s), false)),
+                    Some(steps) => self.checked(env, &model, &query, steps).map_or((None, true), |s| (Some(s), false)),
                     None => (None, false),
                 };
                 let answered = refused
@@ -248,14 +247,28 @@ impl Planner {
         out
     }
 
-    /// A catalogue too big for the prompt: the tool router's picks (its
-    /// call recorded in `out`), a tool that just failed kept; `None`: every
-    /// tool.
-    fn narrowed_tools(&mut self, env: &Envelope, query: &str, out: &mut Vec<Envelope>) -> Option<Vec<String>> {
-        let router = self.setup.router.clone().filter(|r| r.narrows())?;
+    /// A catalogue too big for the prompt, or for `model`'s budget: the
+    /// tool router's picks (its call recorded in `out`) or the nearest
+    /// tools, as many as the budget allows, a tool that just failed kept;
+    /// `None`: every tool.
+    fn narrowed_tools(
+        &mut self,
+        env: &Envelope,
+        query: &str,
+        model: &str,
+        out: &mut Vec<Envelope>,
+    ) -> Option<Vec<String>> {
+        let router = self.setup.router.clone()?;
+        let budget = PlanBudget::for_model(model, router.max_tools());
+        if !router.narrows_to(budget.tools) {
+            return None;
+        }
         let version = router.version();
         let picked = match self.routed(env, query, version) {
             Some(cached) => cached,
+            // A catalogue the prompt holds, too big for this model alone:
+            // the nearest tools, no router call (rule 4c).
+            None if !router.narrows() => router.nearest(query, budget.tools),
             None => {
                 let (picked, record) = router.pick(query);
                 if let Some(record) = record {
@@ -265,7 +278,13 @@ impl Planner {
                 picked
             }
         };
+        let picked = picked.into_iter().take(budget.tools).collect();
         Some(router.with_kept(picked, &self.dialogue.last_failed_tools(env)))
+    }
+
+    /// The tools a prompt may list (`[runtime] planner_max_tools`).
+    fn max_tools(&self) -> usize {
+        self.setup.router.as_ref().map_or(usize::MAX, ToolRouter::max_tools)
     }
 
     /// Asks `model` for the plan of `query` after the replayed prefix
@@ -285,37 +304,64 @@ impl Planner {
         allowed: Option<&[String]>,
     ) -> (Envelope, Option<Vec<PlanStep>>) {
         let view = self.setup.catalogue.view();
-        let specs: Vec<_> = crate::llm::context_llm::llm_specs(&view.tools)
-            .into_iter()
-            .filter(|s| allowed.is_none_or(|a| a.contains(&s.name)))
-            .collect();
-        // The conversation so far (seed 002 #1), this turn aside.
-        let dialogue = self.dialogue.before(env);
-        let profile = self.profile.render();
+        let budget = PlanBudget::for_model(model, self.max_tools());
+        let all = crate::llm::context_llm::llm_specs(&view.tools);
+        // The narrowed tools in the router's order, nearest first: a small
+        // model leans to the first tool it is shown.
+        let specs: Vec<_> = match allowed {
+            Some(names) => names.iter().filter_map(|n| all.iter().find(|s| &s.name == n).cloned()).collect(),
+            None => all,
+        };
+        // The conversation so far (seed 002 #1), this turn aside, and what
+        // earlier sessions taught — within the model's budget.
+        let (profile, dialogue) = engram_learning::model_budget::fit_context(
+            budget.context_chars,
+            self.profile.render(),
+            self.dialogue.before(env),
+        );
         let now = env.at.with_timezone(&self.setup.offset);
         let situation = llm::contexts::situation(now, self.setup.location.as_deref());
-        // A small model repeats a step till its tokens run out (measured:
-        // SmolLM2-135M wrote `read_file` three times in 160 tokens): its
-        // plans are held to two steps.
-        let max_steps =
-            if crate::llm::is_small_model(model) { SMALL_MODEL_PLAN_STEPS } else { llm::contexts::MAX_PLAN_STEPS };
-        let request = ChatRequest {
+        let messages = llm::contexts::planner_messages(
+            query,
+            &specs,
+            &dialogue,
+            done,
+            profile.as_deref(),
+            &situation,
+            budget.steps,
+        );
+        let mut request = ChatRequest {
             model: model.to_owned(),
-            messages: llm::contexts::planner_messages(query, &specs, &dialogue, done, profile.as_deref(), &situation),
+            messages,
             tools: Vec::new(),
             context: LlmContext::Planner,
             timeout: self.setup.timeout,
             // The plan's shape, so a server with structured output keeps
-            // even a small model to a plan of these tools.
-            answer_schema: Some(llm::structured::plan_schema(&specs, max_steps)),
-            max_tokens: Some(PLAN_MAX_TOKENS),
+            // even a small model to a plan of these tools and steps.
+            answer_schema: Some(llm::structured::plan_schema(&specs, budget.steps)),
+            max_tokens: Some(budget.max_tokens()),
         };
+        // As long as this model's measured speed needs for this prompt.
+        let speed = self.setup.speeds.as_ref().and_then(|s| s.of(model));
+        request.timeout = engram_learning::model_budget::plan_timeout(
+            speed.as_ref(),
+            crate::llm::speed::prompt_chars(&request),
+            &budget,
+            self.setup.timeout,
+            self.setup.timeout_max,
+        );
+        tracing::debug!(%model, timeout_ms = request.timeout.as_millis() as u64, tools = specs.len(), "planner call");
         let names: Vec<&str> = view.tools.iter().map(|t| t.0.as_str()).collect();
         let (record, parsed) = crate::llm::context_llm::ask(client, &request, &self.setup.prices, |r| {
             llm::contexts::parse_plan_after(&r.content, &names, done.len())
         });
-        // parse_plan keeps at most MAX_PLAN_STEPS (seed 002 #12).
+        // parse_plan keeps at most MAX_PLAN_STEPS (seed 002 #12); a
+        // model's budget may allow fewer.
         let steps = parsed
+            .map(|mut steps| {
+                steps.truncate(budget.steps.max(1));
+                steps
+            })
             .map_err(
                 |e| tracing::warn!(model = %model, "planner model failed ({e}); the offline planner plans the turn"),
             )
@@ -327,10 +373,19 @@ impl Planner {
     /// ([`engram_learning::plan_check`]): mended where the request says
     /// what was meant; `None` when a step must not run. A small model's
     /// values must be the request's own, and a call of its with no
-    /// arguments a tool the offline planner finds the request about — a
+    /// arguments a tool the offline planner plans for the request — a
     /// small model's near-miss becomes the right call, never a wrong one.
-    fn checked(&self, model: &str, query: &str, steps: Vec<PlanStep>) -> Option<Vec<PlanStep>> {
+    fn checked(&self, env: &Envelope, model: &str, query: &str, steps: Vec<PlanStep>) -> Option<Vec<PlanStep>> {
         let view = self.setup.catalogue.view();
+        // The offline planner's tools for the request, asked once, when a
+        // small model's call needs them (plan_check rule 8).
+        let mut offline: Option<Vec<String>> = None;
+        let tiny = ModelTier::of(model) == ModelTier::Tiny;
+        let mut agrees = |step: &PlanStep| {
+            let offline =
+                offline.get_or_insert_with(|| self.plan_offline(env, query, 0).into_iter().map(|s| s.tool).collect());
+            engram_learning::plan_check::offline_agrees(step, offline, tiny)
+        };
         let small = crate::llm::is_small_model(model);
         let empty = serde_json::json!({});
         let mut out = Vec::with_capacity(steps.len());
@@ -339,17 +394,18 @@ impl Planner {
             match engram_learning::plan_check::check_step(&step, schema, query, small) {
                 // The same call twice is a small model repeating itself.
                 engram_learning::plan_check::Checked::Run(step) if out.contains(&step) => {}
-                // A call with nothing the request says in it (as checked:
-                // made-up optional values dropped) is tied to the request
-                // by its tool alone: that tool must be one the offline
-                // planner finds the request about. (A follow-up's "and how
-                // is it now?" carries its tie in what it says.)
-                engram_learning::plan_check::Checked::Run(step)
-                    if small && step.args.is_empty() && !view.offline.backs(query, &step.tool).unwrap_or(false) =>
-                {
-                    tracing::warn!(%model, tool = %step.tool, "the model's plan refused: the request is not about that tool; the offline planner plans the turn");
-                    return None;
-                }
+                // Rule 8: the tool itself, beside the offline planner's
+                // plan — near the request is not enough once the prompt
+                // lists only the nearest tools (measured: "tell me a joke"
+                // → `get_now`, whose cosine passed the offline bar, while
+                // the offline planner plans nothing).
+                engram_learning::plan_check::Checked::Run(step) if small => match agrees(&step) {
+                    Ok(()) => out.push(step),
+                    Err(why) => {
+                        tracing::warn!(%model, "the model's plan refused: {why}; the offline planner plans the turn");
+                        return None;
+                    }
+                },
                 engram_learning::plan_check::Checked::Run(step) => out.push(step),
                 engram_learning::plan_check::Checked::Refused(why) => {
                     tracing::warn!(%model, "the model's plan refused: {why}; the offline planner plans the turn");

@@ -305,7 +305,12 @@ impl ReplyLoop {
         // plan asks for `recall`, or planned nothing (fail-open: the model
         // may need memory to answer at all).
         let asks_recall = steps.iter().any(|s| s.tool == crate::tools::memory::RECALL);
-        let agentic = layer == RouteLayer::Planner && model.as_deref().is_some_and(|m| !m.starts_with("offline:"));
+        // A tiny model's plan that ran tools is answered with what they
+        // returned, as offline (`model_budget`, rule 6).
+        let agentic = layer == RouteLayer::Planner
+            && model.as_deref().is_some_and(|m| {
+                !m.starts_with("offline:") && (steps.is_empty() || engram_learning::model_budget::words_tool_results(m))
+            });
         // Offline (not agentic) no model reads the conversation in
         // progress: what was said in it is recalled like any other.
         let recalled = if layer == RouteLayer::Planner && (asks_recall || steps.is_empty()) {

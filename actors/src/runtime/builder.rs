@@ -256,6 +256,7 @@ impl RuntimeBuilder {
         let catalogue = Arc::new(Catalogue::new(Arc::new(ToolRegistry::new()), embedder.clone())?);
         Ok(Wiring {
             model_calls: Arc::default(),
+            speeds: Arc::default(),
             prices: Arc::new(PriceTable::from_config(&config.llm)),
             offset: self.offset.unwrap_or_else(|| *chrono::Local::now().offset()),
             cache: EmbeddingCache::open(log.local_db(), CacheCaps::default())?,
@@ -326,7 +327,10 @@ impl RuntimeBuilder {
         };
         // Every call retries what may pass and skips a server that is down
         // (llm/health.rs), so turns fall towards offline fast.
-        let llm = llm.map(|l| Arc::new(crate::llm::Guarded::new(l)) as Arc<dyn LlmClient>);
+        // Each answered call's speed is measured, for the planner's
+        // timeout (llm/speed.rs).
+        let speeds = Arc::new(crate::llm::ModelSpeeds::default());
+        let llm = llm.map(|l| Arc::new(crate::llm::Guarded::new(l).measuring(speeds.clone())) as Arc<dyn LlmClient>);
         let mut registry = ToolRegistry::with_builtins(BuiltinConfig::from_section(&config.tools));
         for t in std::mem::take(&mut self.tools) {
             registry.register(t);
@@ -367,6 +371,7 @@ impl RuntimeBuilder {
         };
         Ok(Wiring {
             model_calls: Arc::default(),
+            speeds,
             prices: Arc::new(PriceTable::from_config(&config.llm)),
             offset: self.offset.unwrap_or_else(|| *chrono::Local::now().offset()),
             config,
@@ -405,6 +410,8 @@ struct Wiring {
     candidates: Vec<String>,
     /// Background model calls in flight ([`ContextLlm::in_flight`]).
     model_calls: Arc<std::sync::atomic::AtomicUsize>,
+    /// Each model's measured speed (llm/speed.rs), for the planner.
+    speeds: Arc<crate::llm::ModelSpeeds>,
 }
 
 impl Wiring {
@@ -446,6 +453,8 @@ impl Wiring {
             llm: self.llm.clone(),
             prices: self.prices.clone(),
             timeout: self.config.llm.timeout(LlmContext::Planner),
+            timeout_max: Duration::from_millis(self.config.llm.planner_timeout_max_ms),
+            speeds: Some(self.speeds.clone()),
             catalogue: self.catalogue.clone(),
             offset: self.offset,
             location: self.location(),
