@@ -1928,7 +1928,8 @@ fn a_slow_model_gets_the_planner_time_its_measured_speed_asks() {
 /// request, nearest first, with `recall` (`model_budget`, rule 3; before,
 /// every tool, and SmolLM2-135M chose the first it was shown); its call
 /// runs when the offline planner's plan does not pass it over for another
-/// tool (`plan_check` rule 8), and a plan that ran tools is answered with
+/// tool (`plan_check` rule 8), its empty plan only when the offline
+/// planner plans nothing either (rule 9), and a plan that ran tools is answered with
 /// what they returned, not reworded by the tiny model (rule 6).
 #[test]
 fn a_tiny_model_plans_among_the_nearest_tools_and_its_tools_answer() {
@@ -1937,6 +1938,8 @@ fn a_tiny_model_plans_among_the_nearest_tools_and_its_tools_answer() {
         // A tool of the prompt, with a value the request says, that the
         // offline planner passes over for get_weather: refused.
         (r#"[{"tool": "fetch_page", "args": {"url": "Oslo"}}]"#, false),
+        // No step, where the offline planner plans one: its plan runs.
+        ("[]", false),
     ] {
         let server = server(move |c| match c {
             Ctx::Planner => said(answer, (80, 12)),

@@ -18,10 +18,11 @@
 //! | 6 | under rule 5, a path parameter whose value the request does not say takes the one path the request names, if it names exactly one: the user said which file |
 //! | 7 | under rule 5, an optional value the request does not say is dropped, and the tool's default applies (SmolLM2-135M adds `"max_bytes": 1` to its file reads) |
 //! | 8 | under rule 5, the tool itself is checked against the offline planner's plan of the same request ([`offline_agrees`]): a call left with no arguments must be a tool that plan has (nothing else ties it to the request); and a *tiny* model's call with arguments must not be a tool that plan passes over for another — shown the two nearest tools, it picks between them almost at random (measured: SmolLM2-135M chose `list_dir` for "read the file ~/Notes/todo.txt", the path then mended into a call that fails). A larger small model's call with arguments stands (a follow-up's `get_weather {"city": "it"}` after a weather turn, where the offline planner reads "tonight" as a date); so does any grounded call when the offline planner plans nothing |
+//! | 9 | a *tiny* model's empty plan stands only when the offline planner plans nothing either ([`empty_plan_stands`]): its `[]` is no more a choice than its tools are (measured: SmolLM2-135M answered "list the files in ~/Notes" with `[]`, then in words with the prompt's own location line) |
 //!
 //! A refused plan goes where an unusable one goes: the offline planner plans
 //! the turn, and when it plans nothing the model answers in words. The
-//! caller decides which models are held to rules 5–8.
+//! caller decides which models are held to rules 5–9.
 
 use engram_events::payloads::{PlanStep, ToolArgs};
 use serde_json::Value;
@@ -49,6 +50,16 @@ pub fn offline_agrees(step: &PlanStep, offline: &[String], tiny: bool) -> Result
         }
         (false, Some(other)) if tiny => Err(format!("{}: the request is about {other}", step.tool)),
         (false, _) => Ok(()),
+    }
+}
+
+/// Rule 9: whether a tiny model's empty plan stands beside the tools the
+/// offline planner plans for the same request (`offline`); `Err`: why
+/// not, for the log.
+pub fn empty_plan_stands(offline: &[String]) -> Result<(), String> {
+    match offline.first() {
+        Some(tool) => Err(format!("no step, for a request the offline planner plans {tool} for")),
+        None => Ok(()),
     }
 }
 
@@ -255,6 +266,7 @@ mod tests {
         assert!(offline_agrees(&step("list_dir", path.clone()), &read, false).is_ok());
         // Nothing planned offline: a grounded call stands, a bare one not.
         assert!(offline_agrees(&step("list_dir", path), &[], true).is_ok());
+        assert!(empty_plan_stands(&[]).is_ok() && empty_plan_stands(&read).is_err());
         for tiny in [true, false] {
             assert!(offline_agrees(&step("get_now", serde_json::json!({})), &[], tiny).is_err());
             assert!(offline_agrees(&step("get_now", serde_json::json!({})), &["get_now".into()], tiny).is_ok());

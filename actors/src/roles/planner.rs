@@ -378,16 +378,22 @@ impl Planner {
     fn checked(&self, env: &Envelope, model: &str, query: &str, steps: Vec<PlanStep>) -> Option<Vec<PlanStep>> {
         let view = self.setup.catalogue.view();
         // The offline planner's tools for the request, asked once, when a
-        // small model's call needs them (plan_check rule 8).
+        // small model's plan needs them (plan_check rules 8 and 9).
         let mut offline: Option<Vec<String>> = None;
-        let tiny = ModelTier::of(model) == ModelTier::Tiny;
-        let mut agrees = |step: &PlanStep| {
-            let offline =
-                offline.get_or_insert_with(|| self.plan_offline(env, query, 0).into_iter().map(|s| s.tool).collect());
-            engram_learning::plan_check::offline_agrees(step, offline, tiny)
+        let mut offline_tools = || {
+            offline
+                .get_or_insert_with(|| self.plan_offline(env, query, 0).into_iter().map(|s| s.tool).collect())
+                .clone()
         };
+        let tiny = ModelTier::of(model) == ModelTier::Tiny;
         let small = crate::llm::is_small_model(model);
         let empty = serde_json::json!({});
+        if tiny && steps.is_empty() {
+            if let Err(why) = engram_learning::plan_check::empty_plan_stands(&offline_tools()) {
+                tracing::warn!(%model, "the model's plan refused: {why}; the offline planner plans the turn");
+                return None;
+            }
+        }
         let mut out = Vec::with_capacity(steps.len());
         for step in steps {
             let schema = view.tools.iter().find(|t| t.0 == step.tool).map_or(&empty, |t| &t.2);
@@ -399,13 +405,15 @@ impl Planner {
                 // lists only the nearest tools (measured: "tell me a joke"
                 // → `get_now`, whose cosine passed the offline bar, while
                 // the offline planner plans nothing).
-                engram_learning::plan_check::Checked::Run(step) if small => match agrees(&step) {
-                    Ok(()) => out.push(step),
-                    Err(why) => {
-                        tracing::warn!(%model, "the model's plan refused: {why}; the offline planner plans the turn");
-                        return None;
+                engram_learning::plan_check::Checked::Run(step) if small => {
+                    match engram_learning::plan_check::offline_agrees(&step, &offline_tools(), tiny) {
+                        Ok(()) => out.push(step),
+                        Err(why) => {
+                            tracing::warn!(%model, "the model's plan refused: {why}; the offline planner plans the turn");
+                            return None;
+                        }
                     }
-                },
+                }
                 engram_learning::plan_check::Checked::Run(step) => out.push(step),
                 engram_learning::plan_check::Checked::Refused(why) => {
                     tracing::warn!(%model, "the model's plan refused: {why}; the offline planner plans the turn");
