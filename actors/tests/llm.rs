@@ -29,6 +29,7 @@ fn request(tools: Vec<ToolSpec>) -> ChatRequest {
         timeout: Duration::from_secs(5),
         answer_schema: None,
         max_tokens: None,
+        temperature: None,
     }
 }
 

@@ -55,6 +55,7 @@ impl Live {
             timeout: CALL_TIMEOUT,
             answer_schema: None,
             max_tokens: None,
+            temperature: None,
         }
     }
 

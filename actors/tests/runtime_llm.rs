@@ -1961,6 +1961,8 @@ fn a_tiny_model_plans_among_the_nearest_tools_and_its_tools_answer() {
         assert_eq!(listed.len(), 3, "two nearest and recall: {listed:?}");
         assert_eq!((listed[0], listed[2]), ("get_weather", "recall"), "nearest first: {listed:?}");
         assert!(system[0].contains("at most 1 step,"), "{}", system[0]);
+        // A plan is asked at temperature 0, its tokens bounded by its budget.
+        assert_eq!(planned[0].body["options"], json!({"num_predict": 128, "temperature": 0.0}));
         let plan = plan_of(&events(&rt), r.turn);
         assert_eq!(plan.steps.len(), 1, "{plan:?}");
         assert_eq!((plan.steps[0].tool.as_str(), &plan.steps[0].args.0["city"]), ("get_weather", &json!("Oslo")));

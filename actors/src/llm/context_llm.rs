@@ -69,6 +69,7 @@ impl ContextLlm {
             timeout: self.timeout,
             answer_schema: None,
             max_tokens: None,
+            temperature: None,
         };
         let _call = InFlight::new(&self.in_flight);
         ask(&*self.client, &request, &self.prices, |r| parse(&r.content))

@@ -220,6 +220,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             answer_schema: None,
             max_tokens: None,
+            temperature: None,
         }
     }
 

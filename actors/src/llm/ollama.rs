@@ -163,7 +163,10 @@ pub fn request_body(req: &ChatRequest) -> Result<Value, LlmError> {
         body["format"] = schema.clone();
     }
     if let Some(n) = req.max_tokens {
-        body["options"] = json!({ "num_predict": n });
+        body["options"]["num_predict"] = Value::from(n);
+    }
+    if let Some(t) = req.temperature {
+        body["options"]["temperature"] = Value::from(t);
     }
     Ok(body)
 }

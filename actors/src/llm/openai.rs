@@ -139,6 +139,9 @@ pub fn request_body(req: &ChatRequest) -> Result<Value, LlmError> {
     if let Some(n) = req.max_tokens {
         body["max_tokens"] = Value::from(n);
     }
+    if let Some(t) = req.temperature {
+        body["temperature"] = Value::from(t);
+    }
     Ok(body)
 }
 

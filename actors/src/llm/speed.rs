@@ -61,6 +61,7 @@ mod tests {
             timeout: Duration::from_secs(6),
             answer_schema: None,
             max_tokens: None,
+            temperature: None,
         };
         let answered = |tokens, ms| ChatResponse { output_tokens: tokens, latency_ms: ms, ..ChatResponse::default() };
         assert!(speeds.of("slow").is_none());

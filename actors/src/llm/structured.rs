@@ -130,6 +130,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             answer_schema: schema.then(|| json!({"type": "object"})),
             max_tokens: None,
+            temperature: None,
         }
     }
 

@@ -225,6 +225,7 @@ mod tests {
             timeout: std::time::Duration::from_secs(1),
             answer_schema: None,
             max_tokens: None,
+            temperature: None,
         };
         let t = text_mode_request(&req);
         assert!(t.tools.is_empty());

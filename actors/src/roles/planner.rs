@@ -340,6 +340,8 @@ impl Planner {
             // even a small model to a plan of these tools and steps.
             answer_schema: Some(llm::structured::plan_schema(&specs, budget.steps)),
             max_tokens: Some(budget.max_tokens()),
+            // A plan is rule-following (seed 002 asks 0 of such calls).
+            temperature: Some(0.0),
         };
         // As long as this model's measured speed needs for this prompt.
         let speed = self.setup.speeds.as_ref().and_then(|s| s.of(model));

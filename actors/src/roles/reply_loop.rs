@@ -784,6 +784,7 @@ impl ReplyLoop {
                 timeout: self.setup.chat_timeout.min(left),
                 answer_schema: None,
                 max_tokens: None,
+                temperature: None,
             };
             let (record, result) = crate::llm::context_llm::ask(&**client, &request, &self.setup.prices, |r| {
                 Ok::<_, std::convert::Infallible>(r.clone())

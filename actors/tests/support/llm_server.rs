@@ -334,6 +334,11 @@ pub fn check_openai(body: &Value) -> Result<(), String> {
         "request",
     )?;
     let msgs = messages(body)?;
+    if let Some(t) = body.get("temperature") {
+        if !t.as_f64().is_some_and(|t| (0.0..=2.0).contains(&t)) {
+            return Err(format!("temperature must be a number in 0..=2, got {t}"));
+        }
+    }
     // Structured output as llama.cpp's server and OpenAI take it.
     if let Some(format) = body.get("response_format") {
         only_keys(format, &["type", "json_schema"], "response_format")?;
@@ -428,6 +433,9 @@ pub fn check_openai(body: &Value) -> Result<(), String> {
 /// answered before the next other message.
 pub fn check_ollama(body: &Value) -> Result<(), String> {
     only_keys(body, &["model", "messages", "stream", "tools", "format", "options", "keep_alive", "think"], "request")?;
+    if let Some(options) = body.get("options") {
+        only_keys(options, &["num_predict", "temperature"], "options")?;
+    }
     let msgs = messages(body)?;
     check_tools(body)?;
     let mut open: Vec<String> = Vec::new();
