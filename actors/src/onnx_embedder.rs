@@ -296,12 +296,12 @@ fn load_tokenizer(path: &Path, json: &[u8], input: ModelInput) -> Result<(Tokeni
 
 /// The runtime the process loaded, by canonical library path, and its
 /// environment (`None` until the first embedder opens).
-struct Runtime {
+struct OrtRuntime {
     library: Option<PathBuf>,
     environment: Option<Environment>,
 }
 
-static RUNTIME: Mutex<Runtime> = Mutex::new(Runtime { library: None, environment: None });
+static RUNTIME: Mutex<OrtRuntime> = Mutex::new(OrtRuntime { library: None, environment: None });
 
 /// Loads ONNX Runtime from `library` and builds ort's environment, once per
 /// process (ort keeps both in globals: a second `init_from` with another path

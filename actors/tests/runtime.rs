@@ -374,7 +374,7 @@ fn session_end_records_patterns_and_feedback_updates_them() {
     let counted = rt.handle_utterance(&s, "count the words in ~/c.txt").unwrap();
     // Feedback right after the turn, as a host may give it within the
     // turn's own millisecond: it is still the latest verdict
-    // (`reactors::judge::AFTER_THE_TURN`).
+    // (`reactors::verdicts::AFTER_THE_TURN`).
     rt.feedback(&s, FeedbackRating::Positive, Some("thanks")).unwrap();
     rt.end_session(&s).unwrap();
     assert!(rt.settle(Duration::from_secs(10)));

@@ -234,7 +234,7 @@ enum PathKind {
     Dir,
 }
 
-struct Profile {
+struct ToolProfile {
     name: String,
     /// Its description (the words a value of its is not).
     description: String,
@@ -261,7 +261,7 @@ struct Profile {
 /// Tools by embedding similarity.
 pub struct OfflinePlanner {
     embedder: Arc<dyn Embedder>,
-    tools: Vec<Profile>,
+    tools: Vec<ToolProfile>,
     /// The tools as words (rule 8), in the order of `tools`.
     vocabulary: crate::tool_words::Vocabulary,
     small_talk: Vec<Vec<f32>>,
@@ -313,7 +313,7 @@ impl OfflinePlanner {
             let on_existing = lower.split_whitespace().any(|w| EXISTING.contains(&w));
             let changes =
                 !actions.is_empty() || name_words.iter().any(|w| !crate::fast_path::gate::poles_of(w).is_empty());
-            profiles.push(Profile {
+            profiles.push(ToolProfile {
                 changes,
                 name_words,
                 on_existing,
@@ -463,11 +463,11 @@ impl OfflinePlanner {
         // the other pole.
         let said = crate::tool_words::RequestWords::new(part);
         let lexical: Vec<Option<f32>> = (0..self.tools.len()).map(|i| self.vocabulary.score(i, &said)).collect();
-        let lex = |t: &Profile| {
+        let lex = |t: &ToolProfile| {
             let i = self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
             lexical.get(i).copied().flatten()
         };
-        let score = |t: &Profile| {
+        let score = |t: &ToolProfile| {
             // Rule 11: an example the model taught counts past its bar.
             let learnt = taught.nearest(&t.name, v).filter(|c| *c >= self.threshold + TAUGHT_MARGIN);
             let mut score =
@@ -478,7 +478,7 @@ impl OfflinePlanner {
             }
             score
         };
-        let index = |t: &Profile| self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
+        let index = |t: &ToolProfile| self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
         // Rule 9: a question about a state goes to a tool that tells.
         let telling = said.asks_state() && (0..self.tools.len()).any(|i| self.vocabulary.tells(i));
         let said = &said;
@@ -573,14 +573,14 @@ impl OfflinePlanner {
 /// tool that changes something and takes a value to set (rule 10's): a
 /// tool that starts a timer of a duration sets one; one that reads, or
 /// one that only turns a device on, sets nothing.
-fn does(tool: &Profile, wanted: &std::collections::BTreeSet<&'static str>) -> bool {
+fn does(tool: &ToolProfile, wanted: &std::collections::BTreeSet<&'static str>) -> bool {
     wanted.iter().all(|a| tool.actions.contains(a) || (*a == "set" && tool.changes && settable(tool).is_some()))
 }
 
 /// A tool's properties when one of them is a value to set — not only
 /// where and which ([`crate::spoken::handles`]): what rules 3 and 10 ask
 /// "set" for.
-fn settable(tool: &Profile) -> Option<&serde_json::Map<String, serde_json::Value>> {
+fn settable(tool: &ToolProfile) -> Option<&serde_json::Map<String, serde_json::Value>> {
     let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
     props.filter(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec)))
 }
@@ -620,7 +620,7 @@ fn asked_new(part: &str) -> Vec<String> {
 /// ([`crate::spoken::handles`]): "lights on in the mudroom" sets no
 /// brightness or colour, so it is no `HassLightSet`; "fan on in the attic"
 /// no speed.
-fn sets_nothing(tool: &Profile, part: &str, asked_set: bool, now: DateTime<FixedOffset>) -> bool {
+fn sets_nothing(tool: &ToolProfile, part: &str, asked_set: bool, now: DateTime<FixedOffset>) -> bool {
     if !tool.actions.contains("set") && !asked_set {
         return false;
     }
@@ -629,7 +629,7 @@ fn sets_nothing(tool: &Profile, part: &str, asked_set: bool, now: DateTime<Fixed
 
 /// Rule 10's test of a call: `args` hold no value of `tool`'s to set,
 /// only where and which.
-fn gives_nothing_to_set(tool: &Profile, args: &ToolArgs) -> bool {
+fn gives_nothing_to_set(tool: &ToolProfile, args: &ToolArgs) -> bool {
     let Some(props) = settable(tool) else { return false };
     !args.0.keys().any(|k| props.get(k).is_some_and(|spec| !crate::spoken::handles(k, spec)))
 }
@@ -705,7 +705,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// slots by name or format, enum values named, numbers, quoted strings,
 /// proper nouns for places and names. A required argument left unfilled is
 /// left out: the reply loop asks for it rather than call the tool.
-fn args_for(tool: &Profile, part: &str, now: DateTime<FixedOffset>) -> ToolArgs {
+fn args_for(tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>) -> ToolArgs {
     crate::arguments::fill_for(&tool.name, &tool.description, &tool.schema, part, now).args
 }
 

@@ -157,7 +157,7 @@ fn verdicts_from_turns_corrections_and_feedback() {
     let f = |turn: TurnId, (s, c): (f64, f64), rubric: &str| {
         (turn, s, c, JudgeKind::Feedback, rubric.to_owned(), "feedback.received".to_owned())
     };
-    use engram_learning::reactors::judge::*;
+    use engram_learning::reactors::verdicts::*;
     assert_eq!(
         v,
         vec![
@@ -301,7 +301,7 @@ fn facts_land_in_their_branches_and_a_move_replaces_the_old_city() {
 
 #[test]
 fn a_full_node_is_merged_down_to_its_newest_facts() {
-    use engram_learning::reactors::graph::MAX_FACTS_PER_NODE;
+    use engram_learning::reactors::graph_facts::MAX_FACTS_PER_NODE;
     let mut s = Sess::new("s-many", 0);
     for i in 0..MAX_FACTS_PER_NODE + 2 {
         s.turn(&format!("I like band number {i}."), "ok", &[], true);

@@ -56,7 +56,7 @@ pub trait Backlog: Send + Sync {
 
 type Batch = Arc<[Envelope]>;
 
-struct Slot {
+struct Subscriber {
     id: u64,
     live: Sender<Batch>,
     wake: Sender<()>,
@@ -66,7 +66,7 @@ struct Slot {
 /// The writer's side: the registered subscribers.
 #[derive(Default)]
 pub struct Hub {
-    slots: Mutex<Vec<Slot>>,
+    slots: Mutex<Vec<Subscriber>>,
     next_id: AtomicU64,
     closed: AtomicBool,
 }
@@ -111,7 +111,7 @@ impl Hub {
             // Dropping the senders disconnects the subscriber at once.
             return (id, live_rx, wake_rx, lagged);
         }
-        slots.push(Slot { id, live: live_tx, wake: wake_tx, lagged: lagged.clone() });
+        slots.push(Subscriber { id, live: live_tx, wake: wake_tx, lagged: lagged.clone() });
         (id, live_rx, wake_rx, lagged)
     }
 

@@ -101,7 +101,7 @@ impl Judge {
                 // stands: its id is a millisecond later, so it wins — by
                 // order, not by hash bytes — and a user's feedback, dated
                 // two after at the least, wins over it
-                // (`engram_learning::reactors::judge::AFTER_THE_TURN`).
+                // (`engram_learning::reactors::verdicts::AFTER_THE_TURN`).
                 let later = env.at + chrono::Duration::milliseconds(1);
                 let eval_id =
                     EvalId::derive(later, &[b"judge-llm", &env.id.0 .0.to_be_bytes(), &turn.0 .0.to_be_bytes()]);

@@ -282,7 +282,7 @@ pub fn fold(word: &str) -> String {
 }
 
 #[derive(Default)]
-struct Profile {
+struct ActionProfile {
     negated: bool,
     /// A question about a state (rule 6).
     asks: bool,
@@ -299,10 +299,12 @@ struct Profile {
     values: std::collections::BTreeMap<String, usize>,
 }
 
-fn profile(canonical: &str) -> Profile {
+fn profile(canonical: &str) -> ActionProfile {
     let n = lexicon::phrases(&normalize(canonical));
-    let mut p =
-        Profile { asks: words(&n).next().is_some_and(|w| STATE_QUESTION_OPENERS.contains(&w)), ..Default::default() };
+    let mut p = ActionProfile {
+        asks: words(&n).next().is_some_and(|w| STATE_QUESTION_OPENERS.contains(&w)),
+        ..Default::default()
+    };
     for w in words(&n) {
         if STATE_FORMS.contains(&w) {
             p.asks = true;
@@ -353,7 +355,7 @@ fn profile(canonical: &str) -> Profile {
 /// says nothing the value does not — so the side reads as the `set`
 /// action, not as a pole of the level axis. A change *by* a value ("up by
 /// 10", "alza di 2 gradi") stays a change.
-fn level_to_a_value_is_a_set(normalized: &str, p: &mut Profile) {
+fn level_to_a_value_is_a_set(normalized: &str, p: &mut ActionProfile) {
     const TO: &[&str] = &["to", "at", "al", "allo", "alla", "a"];
     let ws: Vec<&str> = words(normalized).collect();
     let number = SlotKind::Number.name();
@@ -452,11 +454,14 @@ pub fn continuations(text: &str) -> Vec<(usize, usize)> {
 /// on one side only still refuses by the list: the held-out pairs showed
 /// the model calling an inflection the same action ("chiamato", *called*,
 /// for "chiama", *call*), which would replay "did mom call?" as "call mom".
-fn one_sided_as_content(mut r: Profile, mut c: Profile) -> Result<(Profile, Profile), Mismatch> {
-    let axes = |p: &Profile| p.poles.iter().map(|(a, _)| *a).collect::<BTreeSet<_>>();
+fn one_sided_as_content(
+    mut r: ActionProfile,
+    mut c: ActionProfile,
+) -> Result<(ActionProfile, ActionProfile), Mismatch> {
+    let axes = |p: &ActionProfile| p.poles.iter().map(|(a, _)| *a).collect::<BTreeSet<_>>();
     let (ra, ca) = (axes(&r), axes(&c));
     for axis in ra.intersection(&ca) {
-        let signs = |p: &Profile| p.poles.iter().filter(|(a, _)| a == axis).map(|(_, s)| *s).collect::<Vec<_>>();
+        let signs = |p: &ActionProfile| p.poles.iter().filter(|(a, _)| a == axis).map(|(_, s)| *s).collect::<Vec<_>>();
         if signs(&r) != signs(&c) {
             return Err(Mismatch::Polarity { axis });
         }
@@ -467,8 +472,8 @@ fn one_sided_as_content(mut r: Profile, mut c: Profile) -> Result<(Profile, Prof
     // same values (rule 7, checked before), "set" is implied. Any other
     // effectful action stays on the list: a bare "the photos" is no
     // "delete the photos", nor "mom" "call mom".
-    let verbless = |p: &Profile| p.actions.is_empty() && p.poles.is_empty();
-    let implied = |one: &Profile, other: &Profile| {
+    let verbless = |p: &ActionProfile| p.actions.is_empty() && p.poles.is_empty();
+    let implied = |one: &ActionProfile, other: &ActionProfile| {
         one.effectful.len() == 1 && one.effectful.contains(SET) && verbless(other) && !one.values.is_empty()
     };
     if !(implied(&r, &c) || implied(&c, &r)) {
@@ -492,8 +497,8 @@ fn one_sided_as_content(mut r: Profile, mut c: Profile) -> Result<(Profile, Prof
 
 /// Rule 7: the first value kind the two sides carry a different number of
 /// times, with the two counts.
-fn differing_values(r: &Profile, c: &Profile) -> Option<(String, usize, usize)> {
-    let count = |p: &Profile, k: &str| p.values.get(k).copied().unwrap_or(0);
+fn differing_values(r: &ActionProfile, c: &ActionProfile) -> Option<(String, usize, usize)> {
+    let count = |p: &ActionProfile, k: &str| p.values.get(k).copied().unwrap_or(0);
     r.values
         .keys()
         .chain(c.values.keys())

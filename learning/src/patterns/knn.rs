@@ -71,7 +71,7 @@ fn sets(f: &StructuralFeatures) -> [Vec<&str>; SETS] {
 }
 
 #[derive(Clone)]
-struct Slot {
+struct IndexEntry {
     id: FingerprintId,
     alive: bool,
     /// Models with an outcome row, sorted.
@@ -116,7 +116,7 @@ pub struct KnnIndex {
     /// 0: no workload; else interned id + 1.
     workloads: Vec<u32>,
     workload_ids: HashMap<String, u32>,
-    slots: Vec<Slot>,
+    slots: Vec<IndexEntry>,
     by_id: HashMap<FingerprintId, u32>,
     arenas: Vec<Arena>,
     /// Slots holding a route-time fingerprint (rows are recorded ones, so
@@ -265,7 +265,7 @@ impl KnnIndex {
         if fp.stage == Stage::Route {
             self.route_slots.push(slot as u32);
         }
-        self.slots.push(Slot { id, alive: true, models: Vec::new(), fingerprint: fp });
+        self.slots.push(IndexEntry { id, alive: true, models: Vec::new(), fingerprint: fp });
         self.by_id.insert(id, slot as u32);
         slot
     }

@@ -55,7 +55,7 @@ use engram_events::{ActorKind, Envelope, Event, TurnId};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::judge::RUBRIC_TOOL_FAILURE;
+use super::verdicts::RUBRIC_TOOL_FAILURE;
 use super::Reactor;
 use crate::fast_path::MultiToolConfig;
 use crate::fast_path::{canonical, pipeline_id, placeholder, steps_agree, with_names_as_words, SlotKind};

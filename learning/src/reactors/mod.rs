@@ -11,19 +11,19 @@
 
 pub mod days;
 pub mod fast_path;
-pub mod graph;
-pub mod judge;
+pub mod graph_facts;
 pub mod patterns;
-pub mod summariser;
+pub mod summaries;
+pub mod verdicts;
 
 use engram_events::Envelope;
 
 pub use days::DayReactor;
 pub use fast_path::FastPathReactor;
-pub use graph::GraphReactor;
-pub use judge::JudgeReactor;
+pub use graph_facts::GraphReactor;
 pub use patterns::PatternReactor;
-pub use summariser::SummaryReactor;
+pub use summaries::SummaryReactor;
+pub use verdicts::JudgeReactor;
 
 /// Derives events from events.
 pub trait Reactor: Send {

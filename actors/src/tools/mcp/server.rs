@@ -13,7 +13,7 @@ use rmcp::{ClientHandler, Peer, ServiceExt};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
-use super::spec::ToolSpec;
+use super::spec::McpToolSpec;
 use super::{McpServerSection, McpServerStatus, McpState, BACKOFF_FIRST, BACKOFF_MAX, INHERITED_ENV};
 
 /// The longest line read from a stdio server (what rmcp accepts too).
@@ -27,7 +27,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub(super) struct Conn {
     pub(super) peer: Peer<RoleClient>,
-    pub(super) tools: Arc<Vec<ToolSpec>>,
+    pub(super) tools: Arc<Vec<McpToolSpec>>,
     /// Turns true when the connection closes (a call in flight then fails
     /// at once, rule 4).
     pub(super) closed: watch::Receiver<bool>,
@@ -92,7 +92,7 @@ impl Shared {
     }
 
     /// What the server lists now (none while it is not connected).
-    pub(super) fn specs(&self) -> Arc<Vec<ToolSpec>> {
+    pub(super) fn specs(&self) -> Arc<Vec<McpToolSpec>> {
         match &self.lock().conn {
             Some(c) => c.tools.clone(),
             None => Arc::default(),
@@ -264,7 +264,7 @@ impl Chatter {
 /// A connected server and what has to be cleaned up with it.
 struct Connected {
     running: RunningService<RoleClient, Handler>,
-    tools: Vec<ToolSpec>,
+    tools: Vec<McpToolSpec>,
     child: Option<ServerProcess>,
     list_changed: mpsc::UnboundedReceiver<()>,
 }
@@ -343,7 +343,7 @@ async fn connect(
             match started {
                 Ok(Ok((running, tools))) => Ok(Connected {
                     running,
-                    tools: tools.iter().map(ToolSpec::from_rmcp).collect(),
+                    tools: tools.iter().map(McpToolSpec::from_rmcp).collect(),
                     child: Some(child),
                     list_changed,
                 }),
@@ -377,7 +377,7 @@ async fn connect(
             match started {
                 Ok(Ok((running, tools))) => Ok(Connected {
                     running,
-                    tools: tools.iter().map(ToolSpec::from_rmcp).collect(),
+                    tools: tools.iter().map(McpToolSpec::from_rmcp).collect(),
                     child: None,
                     list_changed,
                 }),
@@ -590,17 +590,17 @@ impl Supervisor {
         let mut waiting = Box::pin(connected.running.waiting());
         let end = loop {
             let event = tokio::select! {
-                quit = &mut waiting => Event::Quit(format!("the connection closed ({quit:?})")),
+                quit = &mut waiting => WatchEvent::Quit(format!("the connection closed ({quit:?})")),
                 r = self.stop.wait_for(|s| *s) => {
                     drop(r);
-                    Event::Stop
+                    WatchEvent::Stop
                 }
-                Some(()) = connected.list_changed.recv() => Event::ListChanged,
+                Some(()) = connected.list_changed.recv() => WatchEvent::ListChanged,
             };
             match event {
-                Event::Quit(why) => break End::Closed(why),
-                Event::Stop => break End::Stop,
-                Event::ListChanged => {
+                WatchEvent::Quit(why) => break End::Closed(why),
+                WatchEvent::Stop => break End::Stop,
+                WatchEvent::ListChanged => {
                     // Several notifications in a row: one re-listing.
                     while connected.list_changed.try_recv().is_ok() {}
                     self.relist(name, &peer, &closed_rx).await;
@@ -642,7 +642,7 @@ impl Supervisor {
     async fn relist(&self, name: &str, peer: &Peer<RoleClient>, closed: &watch::Receiver<bool>) {
         match tokio::time::timeout(self.start_timeout, peer.list_all_tools()).await {
             Ok(Ok(listed)) => {
-                let mut specs: Vec<ToolSpec> = listed.iter().map(ToolSpec::from_rmcp).collect();
+                let mut specs: Vec<McpToolSpec> = listed.iter().map(McpToolSpec::from_rmcp).collect();
                 specs.sort_by(|a, b| a.name.cmp(&b.name));
                 let differs = match self.shared.connection() {
                     Ok(c) => *c.tools != specs,
@@ -662,7 +662,7 @@ impl Supervisor {
 }
 
 /// What woke a connection's watch.
-enum Event {
+enum WatchEvent {
     Quit(String),
     Stop,
     ListChanged,

@@ -22,20 +22,20 @@ pub fn side_effect_from_hints(read_only: Option<bool>, open_world: Option<bool>)
 
 /// What a server says of one tool, as engram keeps it.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct ToolSpec {
+pub(super) struct McpToolSpec {
     pub(super) name: String,
     pub(super) description: String,
     pub(super) parameters: serde_json::Value,
     pub(super) side_effect: SideEffectClass,
 }
 
-impl ToolSpec {
-    pub(super) fn from_rmcp(t: &rmcp::model::Tool) -> ToolSpec {
+impl McpToolSpec {
+    pub(super) fn from_rmcp(t: &rmcp::model::Tool) -> McpToolSpec {
         let (read_only, open_world) =
             t.annotations.as_ref().map_or((None, None), |a| (a.read_only_hint, a.open_world_hint));
         let description =
             t.description.as_deref().map(str::trim).filter(|d| !d.is_empty()).or(t.title.as_deref()).unwrap_or("");
-        ToolSpec {
+        McpToolSpec {
             name: t.name.to_string(),
             description: cut_chars(description, DESCRIPTION_MAX_CHARS),
             parameters: serde_json::Value::Object((*t.input_schema).clone()),

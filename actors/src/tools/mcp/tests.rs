@@ -108,7 +108,7 @@ fn tool_spec_from_the_server() {
         "annotations": {"openWorldHint": true}
     }))
     .unwrap();
-    let spec = spec::ToolSpec::from_rmcp(&t);
+    let spec = spec::McpToolSpec::from_rmcp(&t);
     assert_eq!(spec.name, "search");
     assert!(spec.description.starts_with("Searches.\n\n"));
     assert_eq!(spec.description.chars().count(), DESCRIPTION_MAX_CHARS + 1);

@@ -9,7 +9,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceError;
 
 use super::server::Shared;
-use super::spec::ToolSpec;
+use super::spec::McpToolSpec;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// The most of a result's text a call returns (rule 3); the rest is cut,
@@ -34,11 +34,11 @@ fn cut_bytes(s: &str, max: usize) -> (&str, bool) {
 /// tool), and fail at once while it has none.
 pub struct McpTool {
     server: Arc<Shared>,
-    spec: ToolSpec,
+    spec: McpToolSpec,
 }
 
 impl McpTool {
-    pub(super) fn new(server: Arc<Shared>, spec: ToolSpec) -> McpTool {
+    pub(super) fn new(server: Arc<Shared>, spec: McpToolSpec) -> McpTool {
         McpTool { server, spec }
     }
 
