@@ -31,7 +31,7 @@ use engram::events::{Seq, SessionId};
 use engram::learning::embedder::{Embedder, EmbedderConfig};
 use engram::learning::fast_path::l0::L0Table;
 use engram::learning::projections::{CanonicalQueries, Pipelines};
-use engram::local_state::embedding_cache::{CacheCaps, EmbeddingCache};
+use engram::local_state::embedding_cache::CacheCaps;
 use engram::local_state::projector::Projector;
 use serde::Serialize;
 
@@ -312,7 +312,7 @@ fn direct_fast_path(rt: &Runtime, config: &Config, embedder: Arc<dyn Embedder>) 
     }
     let canonical = projector.get::<CanonicalQueries>("canonical_queries").cloned().unwrap_or_default();
     let pipelines = projector.get::<Pipelines>("pipelines").cloned().unwrap_or_default();
-    let cache = EmbeddingCache::open(rt.local_db(), CacheCaps::default())?;
+    let cache = rt.embedding_cache(CacheCaps::default())?;
     let sections = (&config.fast_path, &config.multi_tool_fast_path);
     Ok(FastPathService::build(sections, &canonical, &pipelines, embedder, Some(cache))?)
 }

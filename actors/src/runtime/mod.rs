@@ -422,10 +422,15 @@ impl Runtime {
         self.bus.log()
     }
 
-    /// The data dir's database, where what it keeps beside the log lives
-    /// (the embedding memo, the projections' trees: `engram_local_state`).
-    pub fn local_db(&self) -> &engram_storage::LocalDb {
-        self.bus.local_db()
+    /// The data dir's embedding memo, as the runtime's roles use it (a
+    /// request embedded once is not embedded again), with `caps`: typed
+    /// local state for a host or a bench that embeds beside the runtime —
+    /// never the raw database it lives in.
+    pub fn embedding_cache(
+        &self,
+        caps: engram_local_state::embedding_cache::CacheCaps,
+    ) -> Result<engram_local_state::embedding_cache::EmbeddingCache, RuntimeError> {
+        Ok(engram_local_state::embedding_cache::EmbeddingCache::open(self.bus.local_db(), caps)?)
     }
 
     /// Whether a model server is configured (false: offline mode).
