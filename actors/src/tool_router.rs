@@ -61,11 +61,6 @@ impl ToolRouter {
         self.catalogue.view().tools.len() > budget.min(self.max)
     }
 
-    /// The `n` tools nearest `query`, nearest first (rules 3 and 4c).
-    pub fn nearest(&self, query: &str, n: usize) -> Vec<String> {
-        self.ranked(query, n)
-    }
-
     /// The version of the catalogue the router sees now: picks cached for
     /// another version are stale (an MCP server's tools changed).
     pub fn version(&self) -> u64 {
@@ -95,11 +90,11 @@ impl ToolRouter {
                     llm.ask(contexts::router_messages(query, &listed), |t| contexts::parse_router(t, &names));
                 let picked = parsed.unwrap_or_else(|e| {
                     tracing::warn!(model = %llm.model, "tool router failed open to the embedding ranking: {e}");
-                    self.ranked(query, self.max)
+                    self.nearest(query, self.max)
                 });
                 (picked, Some(call))
             }
-            None => (self.ranked(query, self.max), None),
+            None => (self.nearest(query, self.max), None),
         }
     }
 
@@ -114,8 +109,9 @@ impl ToolRouter {
         picked
     }
 
-    /// The `n` tools nearest `query` (rule 3); none when embedding fails.
-    fn ranked(&self, query: &str, n: usize) -> Vec<String> {
+    /// The `n` tools nearest `query`, nearest first (rules 3 and 4c); none
+    /// when embedding fails.
+    pub fn nearest(&self, query: &str, n: usize) -> Vec<String> {
         match self.catalogue.view().offline.rank(query) {
             Ok(ranked) => ranked.into_iter().take(n).map(|(name, _)| name).collect(),
             Err(e) => {
@@ -129,7 +125,7 @@ impl ToolRouter {
     /// `(name, description)`.
     pub fn search(&self, query: &str, known: &[String]) -> Vec<(String, String)> {
         let view = self.catalogue.view();
-        self.ranked(query, view.tools.len())
+        self.nearest(query, view.tools.len())
             .into_iter()
             .filter(|n| !known.contains(n))
             .take(FOUND)

@@ -254,6 +254,7 @@ fn said(value: &Value, request: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_small_models_tool_must_not_contradict_the_offline_plan() {
@@ -272,7 +273,6 @@ mod tests {
             assert!(offline_agrees(&step("get_now", serde_json::json!({})), &["get_now".into()], tiny).is_ok());
         }
     }
-    use serde_json::json;
 
     fn step(tool: &str, args: Value) -> PlanStep {
         PlanStep { tool: tool.into(), args: ToolArgs(args.as_object().unwrap().clone()) }

@@ -387,8 +387,8 @@ impl Planner {
                 .get_or_insert_with(|| self.plan_offline(env, query, 0).into_iter().map(|s| s.tool).collect())
                 .clone()
         };
-        let tiny = ModelTier::of(model) == ModelTier::Tiny;
-        let small = crate::llm::is_small_model(model);
+        let tier = ModelTier::of(model);
+        let (tiny, small) = (tier == ModelTier::Tiny, tier.is_small());
         let empty = serde_json::json!({});
         if tiny && steps.is_empty() {
             if let Err(why) = engram_learning::plan_check::empty_plan_stands(&offline_tools()) {
