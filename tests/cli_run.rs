@@ -409,7 +409,7 @@ fn a_restart_starts_from_the_snapshots_and_a_damaged_one_costs_only_a_fold() {
 /// A file whose text carries terminal control sequences (a title change,
 /// a cleared screen, a reordering mark), read out by `engram run`: the
 /// terminal gets them escaped, the log keeps the text as it was. A reply
-/// over `[runtime] max_reply_bytes` is stored cut, once: the summary the
+/// over `[reply_loop] max_reply_bytes` is stored cut, once: the summary the
 /// session ends with does not hold it again.
 #[test]
 fn replies_reach_the_terminal_escaped_and_the_log_capped_once() {
@@ -426,7 +426,7 @@ fn replies_reach_the_terminal_escaped_and_the_log_capped_once() {
         let out = engram(&data)
             .args(["run", "--once", text])
             .env("ENGRAM_TOOLS_FILE_ROOTS", roots)
-            .env("ENGRAM_RUNTIME_MAX_REPLY_BYTES", "2000")
+            .env("ENGRAM_REPLY_LOOP_MAX_REPLY_BYTES", "2000")
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -457,6 +457,30 @@ fn replies_reach_the_terminal_escaped_and_the_log_capped_once() {
             assert!(s.summary.len() < 4100 && !s.summary.contains("line2999"), "the summary holds the reply again");
         }
     }
+}
+
+/// A key that moved out of `[runtime]` to its component's section is still
+/// read where it was, and the user is told where it lives now.
+#[test]
+fn a_key_moved_out_of_runtime_is_read_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    std::fs::write(data.join("engram.toml"), "[runtime]\nmax_reply_bytes = 2000\n").unwrap();
+    let out = engram(data).args(["run", "--once", "what time is it"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("[runtime] max_reply_bytes is deprecated: write it as [reply_loop] max_reply_bytes"),
+        "{stderr}"
+    );
+    std::fs::write(
+        data.join("engram.toml"),
+        "[runtime]\nmax_reply_bytes = 2000\n[reply_loop]\nmax_reply_bytes = 3000\n",
+    )
+    .unwrap();
+    let out = engram(data).args(["run", "--once", "what time is it"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("both are set"), "{stderr}");
 }
 
 /// A session `engram run` opened itself and the runtime ended by idleness

@@ -4,10 +4,21 @@
 //! `engram_learning::fast_path`, `[pattern]` in `engram_learning::patterns`,
 //! `[embedder]` in `engram_learning::embedder`, `[storage]` in
 //! `engram_storage::backend`, `[llm]` in [`crate::llm::section`], `[tools]`
-//! in [`crate::tools`], `[mcp]` in [`crate::tools::mcp`], `[runtime]` in
-//! [`crate::runtime`]; `[metrics]`
-//! ([`MetricsSection`]) is here, since the metrics themselves are an
-//! optional feature and the key must parse in every build.
+//! in [`crate::tools`], `[mcp]` in [`crate::tools::mcp`], `[memory]` in
+//! [`crate::recollection`], `[reply_loop]` in [`crate::roles::reply_loop`],
+//! `[planner]` in `engram_learning::model_budget`, `[dialogue]` in
+//! `engram_learning::memory::dialogue`, `[routing]` in
+//! `engram_learning::routing`. Two are here: `[metrics]`
+//! ([`MetricsSection`]), since the metrics themselves are an optional
+//! feature and the key must parse in every build, and `[runtime]`
+//! ([`RuntimeSection`]), the runtime's own knobs, since the runtime is
+//! built from a [`Config`] (defined there, the two modules would import
+//! each other).
+//!
+//! Keys that moved to their component's section (`[runtime]
+//! agentic_max_turns` is `[reply_loop] max_turns`, …: [`MOVED`]) are still
+//! read where they were, in the file and as `ENGRAM_RUNTIME_*`, with a
+//! warning naming the new place; set in both places they are an error.
 //!
 //! Precedence, per key: an environment variable beats the file, the file
 //! beats the default in code (seed 000). The variable for a key is
@@ -35,8 +46,12 @@
 //! file_roots = ["/home/anna/Documents", "/home/anna/Notes"]
 //!
 //! [runtime]
-//! agentic_max_turns = 8
 //! session_idle_secs = 1800
+//!
+//! [reply_loop]
+//! max_turns = 8
+//!
+//! [routing]
 //! model_rules = { doc = "qwen3:32b" }   # intent tag → model (routing slot 3)
 //! ```
 
@@ -50,8 +65,13 @@ use engram_storage::StorageSection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use engram_learning::memory::dialogue::DialogueSection;
+use engram_learning::model_budget::PlannerSection;
+use engram_learning::routing::RoutingSection;
+
 use crate::llm::LlmSection;
-use crate::runtime::RuntimeSection;
+use crate::recollection::MemorySection;
+use crate::roles::reply_loop::ReplyLoopSection;
 use crate::tools::mcp::McpSection;
 use crate::tools::ToolsSection;
 
@@ -111,6 +131,68 @@ pub struct MetricsSection {
     pub listen: String,
 }
 
+/// `[runtime]`: the live runtime's own knobs (seed 002) — when a session
+/// ends on its own, how often actors save their state, how long an
+/// utterance may be.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RuntimeSection {
+    /// A session with no utterance for this long is ended (`session.ended`
+    /// with reason `idle`), so the pattern store records it and the
+    /// summariser writes its summary; 0 never ends one on its own.
+    pub session_idle_secs: u64,
+    /// How often, in events of the log, each actor saves a snapshot of
+    /// its folded state, so a start reads the state and the log's tail
+    /// instead of folding the log from seq 1 (a shutdown saves one too once
+    /// a quarter of this has passed); 0: never.
+    pub snapshot_every: u64,
+    /// Most bytes of one utterance: a longer one is refused before
+    /// anything is recorded ([`crate::RuntimeError::UtteranceTooLong`];
+    /// `engram run` names its line and goes on). At most what `engram
+    /// import` reads back as a turn's text (64 KiB, the default), so that
+    /// every log exports and imports again; a voice assistant may set far
+    /// less.
+    pub max_utterance_bytes: usize,
+}
+
+impl RuntimeSection {
+    /// Checks what serde cannot: `max_utterance_bytes` within import's
+    /// limit (`Err` says which key and why).
+    pub fn check(&self) -> Result<(), String> {
+        let most = engram_learning::import::turn_record::limits::MAX_TEXT_BYTES;
+        match self.max_utterance_bytes {
+            0 => Err("runtime.max_utterance_bytes: 0 would refuse every utterance".into()),
+            n if n > most => Err(format!(
+                "runtime.max_utterance_bytes: {n} is more than a turn's text may be when the log is imported \
+                 again ({most} bytes)"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Default for RuntimeSection {
+    fn default() -> Self {
+        RuntimeSection {
+            session_idle_secs: 30 * 60,
+            snapshot_every: 4096,
+            max_utterance_bytes: engram_learning::import::turn_record::limits::MAX_TEXT_BYTES,
+        }
+    }
+}
+
+/// A key that moved out of `[runtime]` to the section of the component it
+/// configures: (old key in `[runtime]`, new section, new key). The old
+/// place is still read, with a warning.
+pub const MOVED: &[(&str, &str, &str)] = &[
+    ("agentic_max_turns", "reply_loop", "max_turns"),
+    ("max_reply_bytes", "reply_loop", "max_reply_bytes"),
+    ("model_rules", "routing", "model_rules"),
+    ("dialogue_window_secs", "dialogue", "window_secs"),
+    ("dialogue_max_turns", "dialogue", "max_turns"),
+    ("planner_max_tools", "planner", "max_tools"),
+];
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -131,12 +213,67 @@ pub struct Config {
     pub tools: ToolsSection,
     /// The live runtime.
     pub runtime: RuntimeSection,
+    /// The reply loop.
+    pub reply_loop: ReplyLoopSection,
+    /// The planner's prompt.
+    pub planner: PlannerSection,
+    /// The conversation the planner and the reply loop see.
+    pub dialogue: DialogueSection,
+    /// The routing chain's rules.
+    pub routing: RoutingSection,
     /// The metrics endpoint.
     pub metrics: MetricsSection,
     /// MCP servers whose tools join the catalogue (`[mcp.servers.NAME]`).
     pub mcp: McpSection,
     /// Recalled memory's share of a prompt.
-    pub memory: crate::recollection::MemorySection,
+    pub memory: MemorySection,
+}
+
+/// Moves each [`MOVED`] key found in `table`'s `[runtime]` to its new
+/// place, warning for each (`path` names the file); an error if the new
+/// place is set too. Returns how many moved.
+fn move_runtime_keys(table: &mut toml::Table, path: &Path) -> Result<usize, ConfigError> {
+    let mut moved = 0;
+    for (old, section, key) in MOVED {
+        let Some(value) = table.get_mut("runtime").and_then(|r| r.as_table_mut()).and_then(|r| r.remove(*old)) else {
+            continue;
+        };
+        let parse = |message: String| ConfigError::Parse { path: path.to_owned(), message };
+        let target = table.entry(*section).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let Some(target) = target.as_table_mut() else {
+            return Err(parse(format!("{section}: expected a table")));
+        };
+        if target.contains_key(*key) {
+            return Err(parse(format!("runtime.{old} is {section}.{key} now, and both are set: keep {section}.{key}")));
+        }
+        tracing::warn!(
+            "{}: [runtime] {old} is deprecated: write it as [{section}] {key} (read as that for now)",
+            path.display()
+        );
+        target.insert((*key).to_owned(), value);
+        moved += 1;
+    }
+    Ok(moved)
+}
+
+/// Renames each `ENGRAM_RUNTIME_*` variable of a [`MOVED`] key to its new
+/// name, warning for each; an error if the new one is set too.
+fn move_runtime_vars(env: &mut BTreeMap<String, String>) -> Result<(), ConfigError> {
+    for (old, section, key) in MOVED {
+        let old_var = format!("ENGRAM_RUNTIME_{}", old.to_uppercase());
+        let Some(value) = env.remove(&old_var) else { continue };
+        let new_var = format!("ENGRAM_{}_{}", section.to_uppercase(), key.to_uppercase());
+        if env.contains_key(&new_var) {
+            return Err(ConfigError::Env {
+                var: old_var,
+                value,
+                message: format!("this is {new_var} now, and both are set: keep {new_var}"),
+            });
+        }
+        tracing::warn!("{old_var} is deprecated: set {new_var} (read as that for now)");
+        env.insert(new_var, value);
+    }
+    Ok(())
 }
 
 /// A TOML error without the excerpt of the file it quotes (`3 | api_key =
@@ -203,7 +340,18 @@ impl Config {
                 ),
             });
         }
-        let config: Config = toml::from_str(text).map_err(parse_error)?;
+        let mut table = table;
+        let config: Config = if move_runtime_keys(&mut table, path)? == 0 {
+            toml::from_str(text).map_err(parse_error)?
+        } else {
+            // Read from the table the keys moved in: no line numbers then,
+            // the key path still named.
+            let message = |e: toml::de::Error| ConfigError::Parse {
+                path: path.to_owned(),
+                message: e.message().trim().to_owned(),
+            };
+            toml::Value::Table(table).try_into().map_err(message)?
+        };
         config.llm.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
         config.mcp.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
         config.runtime.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
@@ -250,7 +398,8 @@ impl Config {
     /// Any other `ENGRAM_*` variable is an error unless it is one of
     /// [`OTHER_VARS`] or the one `[llm] api_key_env` names.
     pub fn with_env(self, env: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
-        let env: BTreeMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("ENGRAM_")).collect();
+        let mut env: BTreeMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("ENGRAM_")).collect();
+        move_runtime_vars(&mut env)?;
         let api_key_env = self.llm.api_key_env.clone();
         let credentials_env = self.storage.credentials_env.clone();
         let mut tree = serde_json::to_value(&self).expect("config serialises");
@@ -550,5 +699,34 @@ mod tests {
             let e = load(toml).unwrap_err();
             assert!(e.contains(key) && e.contains("engram.toml"), "{key}: {e}");
         }
+    }
+
+    #[test]
+    fn keys_moved_out_of_runtime_are_read_where_they_were() {
+        let p = Path::new("engram.toml");
+        let old = "[runtime]\nagentic_max_turns = 3\nmax_reply_bytes = 2000\nmodel_rules = { doc = \"big\" }\n\
+                   dialogue_window_secs = 60\ndialogue_max_turns = 2\nplanner_max_tools = 5\nsession_idle_secs = 7\n";
+        let c = Config::from_toml(old, p).unwrap();
+        assert_eq!((c.reply_loop.max_turns, c.reply_loop.max_reply_bytes), (3, 2000));
+        assert_eq!(c.routing.model_rules.get("doc").map(String::as_str), Some("big"));
+        assert_eq!((c.dialogue.window_secs, c.dialogue.max_turns), (60, 2));
+        assert_eq!(c.planner.max_tools, 5);
+        assert_eq!(c.runtime.session_idle_secs, 7, "a key that stayed stays");
+        let new = "[runtime]\nsession_idle_secs = 7\n[reply_loop]\nmax_turns = 3\nmax_reply_bytes = 2000\n\
+                   [routing]\nmodel_rules = { doc = \"big\" }\n[dialogue]\nwindow_secs = 60\nmax_turns = 2\n\
+                   [planner]\nmax_tools = 5\n";
+        assert_eq!(Config::from_toml(new, p).unwrap(), c, "the old place reads as the new");
+        // Both places: which one the user meant is theirs to say.
+        let e = Config::from_toml("[runtime]\nplanner_max_tools = 5\n[planner]\nmax_tools = 6\n", p).unwrap_err();
+        assert!(e.to_string().contains("runtime.planner_max_tools is planner.max_tools now"), "{e}");
+        // A typo beside a moved key is still named.
+        let e = Config::from_toml("[runtime]\nplanner_max_tools = 5\nsesion_idle_secs = 1\n", p).unwrap_err();
+        assert!(e.to_string().contains("sesion_idle_secs"), "{e}");
+        // The environment too.
+        let c = Config::default().with_env(env(&[("ENGRAM_RUNTIME_AGENTIC_MAX_TURNS", "4")])).unwrap();
+        assert_eq!(c.reply_loop.max_turns, 4);
+        let both = env(&[("ENGRAM_RUNTIME_AGENTIC_MAX_TURNS", "4"), ("ENGRAM_REPLY_LOOP_MAX_TURNS", "5")]);
+        let e = Config::default().with_env(both).unwrap_err();
+        assert!(e.to_string().contains("ENGRAM_REPLY_LOOP_MAX_TURNS"), "{e}");
     }
 }

@@ -5,9 +5,9 @@
 //!
 //! | # | rule |
 //! |---|---|
-//! | 1 | a catalogue of at most `[runtime] planner_max_tools` (12) tools is not narrowed: every prompt lists it all, no call |
+//! | 1 | a catalogue of at most `[planner] max_tools` (12) tools is not narrowed: every prompt lists it all, no call |
 //! | 2 | a bigger one: the router model (`tool_router_model`, else `intent_judge_model`, else `model`; `router_timeout_ms`) picks at most 5 by name, or none; a failure (timeout, error, no known name) falls open to rule 3 — not to "every tool", which is what the budget forbids |
-//! | 3 | without a model: the `planner_max_tools` tools nearest the request in embedding space (the offline planner's own vectors of each tool's description and phrasings) |
+//! | 3 | without a model: the `[planner] max_tools` tools nearest the request in embedding space (the offline planner's own vectors of each tool's description and phrasings) |
 //! | 4 | always in: `recall` (memory needs no routing), and a tool that failed in the turn before (the user is probably supplying what it lacked, seed 002's carry-over guard) |
 //! | 4b | the picks of rules 2–3 are kept for the conversation (per session, the request normalised; a pause longer than the dialogue window or the session's end clears them): the same request asked again costs no router call; rule 4's additions are made afresh each turn |
 //! | 4c | a model whose prompt budget is smaller than what rules 1–3 give (a tiny model: `engram_learning::model_budget`, rule 3) sees the budget's tools: the first of rule 2's picks, else the nearest by rule 3, nearest first (a small model leans to the first tool it is shown); rule 4's added on top |
@@ -50,7 +50,7 @@ impl ToolRouter {
         self.catalogue.view().tools.len() > self.max
     }
 
-    /// The tools a prompt may list (`[runtime] planner_max_tools`).
+    /// The tools a prompt may list (`[planner] max_tools`).
     pub fn max_tools(&self) -> usize {
         self.max
     }

@@ -117,7 +117,7 @@ fn config(a: &Server, b: &Server, explore: f64) -> Config {
         let p = price.parse().unwrap();
         c.llm.prices.insert(m.into(), ModelPriceSection { input_per_mtok: p, output_per_mtok: p });
     }
-    c.runtime.model_rules.insert("doc".into(), "big".into());
+    c.routing.model_rules.insert("doc".into(), "big".into());
     c.pattern.explore = explore;
     // The store learns from the models' answers: every weather request
     // here must reach a model, none be answered by a learnt phrasing the
@@ -358,7 +358,7 @@ fn the_store_learns_which_candidate_gets_each_kind_of_request_right() {
     // Exploration at half the open turns instead of a quarter: the same
     // policy, fewer sessions for the test to be sure of its evidence.
     let mut config = config(&a, &b, 0.5);
-    config.runtime.model_rules.clear();
+    config.routing.model_rules.clear();
     let weather_tool = FnTool::new("get_weather", "Current weather for a city", |args, _ctx| {
         match args.0.get("city").and_then(|c| c.as_str()) {
             Some("Oslo") => Ok(ToolOutput::trusted("12 C")),
@@ -522,7 +522,7 @@ fn kinds_of_one_structure_are_routed_by_meaning() {
     let (a, b) = (scripted(|_| said("[]"), "Done."), scripted(|_| said("[]"), "Done."));
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(&a, &b, 0.5);
-    config.runtime.model_rules.clear();
+    config.routing.model_rules.clear();
     let rt = start(dir.path(), config);
     let split = |name: &'static str| set.iter().filter(move |r| r["split"] == name);
     let train: Vec<&serde_json::Value> = {
@@ -577,7 +577,7 @@ fn on_a_tie_the_store_routes_to_the_cheaper_candidate() {
     let mut config = config(&a, &b, 0.0);
     // `big` (ten times dearer) is the default.
     config.llm.model = "big".into();
-    config.runtime.model_rules.clear();
+    config.routing.model_rules.clear();
     let rt = start(dir.path(), config);
     // The user tries each model on the weather, five sessions each; both
     // answer right.

@@ -580,7 +580,7 @@ fn a_routing_rule_wins_over_the_pattern_store() {
     use engram_events::payloads::{ChainEntry, ChainVerdict, RoutePolicy};
     let f = fixture();
     let mut config = engram_actors::config::Config::default();
-    config.runtime.model_rules.insert("doc".into(), "local:doc-model".into());
+    config.routing.model_rules.insert("doc".into(), "local:doc-model".into());
     // L1 off: every turn must reach the routing chain (see
     // `the_pattern_store_routes_similar_turns_once_it_has_evidence`).
     config.fast_path.canonical_query_enabled = false;

@@ -477,7 +477,7 @@ fn a_failing_reply_model_fails_open_to_the_tool_results() {
 }
 
 /// Seed 002 #6: a loop that only calls tools stops after
-/// `agentic_max_turns` model turns, and the max-turn digest writes the
+/// `[reply_loop] max_turns` model turns, and the max-turn digest writes the
 /// reply, caveat first, from what the loop did — one priced call; when the
 /// digest fails, the reply falls back to the tool results.
 #[test]
@@ -500,7 +500,7 @@ fn a_reply_loop_that_only_calls_tools_stops_after_eight_model_turns() {
     let all = events(&rt);
     let calls = llm_calls(&all, ActorKind::ReplyLoop);
     let turns: Vec<_> = calls.iter().filter(|c| c.context == LlmContext::ReplyLoop).collect();
-    assert_eq!(turns.len(), 8, "agentic_max_turns model turns");
+    assert_eq!(turns.len(), 8, "[reply_loop] max_turns model turns");
     assert!(turns.iter().all(|c| c.outcome == LlmOutcome::Ok));
     assert_eq!(requests(&server, Ctx::ReplyLoop).len(), 8);
     assert_eq!(f.weather_calls.load(Ordering::SeqCst), 8);
@@ -1399,7 +1399,7 @@ fn planner_tools(req: &Recorded) -> Vec<String> {
 }
 
 /// Seed 002 #7 and #8: with 200 host tools the planner's prompt lists at
-/// most `planner_max_tools` — the router's picks (one priced call), or
+/// most `[planner] max_tools` — the router's picks (one priced call), or
 /// when the router fails the nearest tools by embedding — and the reply
 /// loop's model sees the same few plus `search_tools`, which offers more
 /// from the next model turn on.

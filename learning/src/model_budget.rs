@@ -21,7 +21,7 @@
 //!    one step, and gets [`TINY_CONTEXT_CHARS`] characters of dialogue and
 //!    memory; a small one at most [`SMALL_TOOLS`] tools and two steps (it
 //!    repeats a step till its tokens run out: SmolLM2 wrote `read_file`
-//!    three times in 160 tokens); a large one what `[runtime]` configures
+//!    three times in 160 tokens); a large one what `[planner]` configures
 //!    and five steps (seed 002 #12).
 //! 4. **Speed from the calls made** ([`CallSpeed`]): every answered call
 //!    adds its prompt size (characters sent), its answer (tokens) and its
@@ -129,6 +129,24 @@ pub fn words_tool_results(model: &str) -> bool {
     ModelTier::of(model) != ModelTier::Tiny
 }
 
+/// `[planner]`: the planner's prompt, as configured; a small model's
+/// budget is cut from it (rule 3).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlannerSection {
+    /// Most tools a planner prompt lists: a bigger catalogue (a host that
+    /// registers 200 tools) is narrowed to this many by the tool router
+    /// (seed 002 #7), and the reply loop's model may find more with
+    /// `search_tools` (#8).
+    pub max_tools: usize,
+}
+
+impl Default for PlannerSection {
+    fn default() -> Self {
+        PlannerSection { max_tools: 12 }
+    }
+}
+
 /// What a plan's prompt may hold for one model (rule 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanBudget {
@@ -143,7 +161,7 @@ pub struct PlanBudget {
 
 impl PlanBudget {
     /// The budget of `model`, given the configured tools per prompt
-    /// (`[runtime] planner_max_tools`).
+    /// (`[planner] max_tools`).
     pub fn for_model(model: &str, configured_tools: usize) -> PlanBudget {
         let configured_tools = configured_tools.max(1);
         match ModelTier::of(model) {

@@ -31,7 +31,7 @@ use crate::llm::{self, ChatRequest, LlmClient, ModelSpeeds, PriceTable};
 use crate::shell::Role;
 use crate::tool_router::ToolRouter;
 use engram_learning::fast_path::model_away;
-use engram_learning::memory::dialogue::Dialogue;
+use engram_learning::memory::dialogue::{Dialogue, DialogueSection};
 use engram_learning::memory::profile::Profile;
 use engram_learning::model_budget::{ModelTier, PlanBudget};
 use engram_learning::offline_planner::OFFLINE_MODEL;
@@ -60,9 +60,8 @@ pub struct PlannerSetup {
     /// `[tools] location`, for the time and place line of the prompt
     /// (seed 002 #1).
     pub location: Option<String>,
-    /// The conversation's window and per-prompt cap (`[runtime]
-    /// dialogue_window_secs`, `dialogue_max_turns`).
-    pub dialogue: (u64, usize),
+    /// The conversation's window and per-prompt cap (`[dialogue]`).
+    pub dialogue: DialogueSection,
     /// Narrows a catalogue too big for the prompt (seed 002 #7).
     pub router: Option<ToolRouter>,
     /// `[llm] planner_enabled`: false leaves planning to the reply loop's
@@ -98,7 +97,7 @@ pub struct Planner {
 impl Planner {
     /// A planner with nothing open.
     pub fn new(setup: PlannerSetup) -> Planner {
-        let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
+        let dialogue = Dialogue::configured(&setup.dialogue);
         Planner {
             setup,
             queries: HashMap::new(),
@@ -282,7 +281,7 @@ impl Planner {
         Some(router.with_kept(picked, &self.dialogue.last_failed_tools(env)))
     }
 
-    /// The tools a prompt may list (`[runtime] planner_max_tools`).
+    /// The tools a prompt may list (`[planner] max_tools`).
     fn max_tools(&self) -> usize {
         self.setup.router.as_ref().map_or(usize::MAX, ToolRouter::max_tools)
     }

@@ -5,7 +5,7 @@
 //! `tool.called` / `tool.completed` per step, `llm.call_completed` per
 //! model turn, then `reply.delivered` and `turn.completed` — one batch, so
 //! a turn is in the log whole or not at all. With an LLM, planner turns go
-//! on as the agentic loop of seed 002 #1: up to `agentic_max_turns` model
+//! on as the agentic loop of seed 002 #1: up to `[reply_loop] max_turns` model
 //! turns, each with its timeout, tool results fenced as untrusted data
 //! before the model reads them; a model that fails or times out fails open
 //! to a reply built from the tool results. Step arguments may name an
@@ -41,7 +41,7 @@ use crate::shell::Role;
 use crate::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
 use crate::tools::ToolContext;
 use engram_learning::fence::fence_untrusted;
-use engram_learning::memory::dialogue::{Call, Dialogue, CARRY_CHARS};
+use engram_learning::memory::dialogue::{Call, Dialogue, DialogueSection, CARRY_CHARS};
 use engram_learning::memory::profile::Profile;
 use engram_learning::step_resolver;
 use engram_learning::text::truncate;
@@ -49,6 +49,25 @@ use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, Snap
 
 /// Most characters of a tool's output kept in `tool.completed`.
 pub const OUTPUT_CHARS: usize = 4096;
+
+/// `[reply_loop]`: how long a reply may run and be.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplyLoopSection {
+    /// Most model turns of the agentic loop per reply (seed 002 #1: 8).
+    pub max_turns: u32,
+    /// Most bytes of one reply the log stores (and the host gets): a longer
+    /// one — a model's runaway answer, a big file read out — is cut there,
+    /// at a character boundary, saying so. The reply is stored once
+    /// (`reply.delivered`); what remembers it (the summariser) keeps less.
+    pub max_reply_bytes: usize,
+}
+
+impl Default for ReplyLoopSection {
+    fn default() -> Self {
+        ReplyLoopSection { max_turns: 8, max_reply_bytes: 256 * 1024 }
+    }
+}
 
 /// What the reply loop needs.
 #[derive(Clone)]
@@ -67,16 +86,15 @@ pub struct ReplySetup {
     /// All the model turns of one reply together (`[llm]
     /// reply_budget_ms`).
     pub reply_budget: Duration,
-    /// Most model turns per reply (seed 002: 8).
+    /// Most model turns per reply (`[reply_loop] max_turns`).
     pub agentic_max_turns: u32,
     /// The user's UTC offset.
     pub offset: FixedOffset,
     /// `[tools] location`, for the time and place line of every model
     /// turn (seed 002 #1).
     pub location: Option<String>,
-    /// The conversation's window and per-prompt cap (`[runtime]
-    /// dialogue_window_secs`, `dialogue_max_turns`).
-    pub dialogue: (u64, usize),
+    /// The conversation's window and per-prompt cap (`[dialogue]`).
+    pub dialogue: DialogueSection,
     /// What embeds diary entries and requests for recall (the fast path's
     /// embedder and memo); none: keywords alone rank the diary.
     pub embed: Option<(
@@ -94,7 +112,7 @@ pub struct ReplySetup {
     /// The tool router, for `search_tools` (seed 002 #8) when the plan's
     /// catalogue was narrowed.
     pub router: Option<crate::tool_router::ToolRouter>,
-    /// Most bytes of a reply stored (`[runtime] max_reply_bytes`).
+    /// Most bytes of a reply stored (`[reply_loop] max_reply_bytes`).
     pub max_reply_bytes: usize,
 }
 
@@ -228,7 +246,7 @@ impl<'a> Run<'a> {
 impl ReplyLoop {
     /// A reply loop with no turn under way.
     pub fn new(setup: ReplySetup) -> ReplyLoop {
-        let dialogue = Dialogue::new(setup.dialogue.0, setup.dialogue.1);
+        let dialogue = Dialogue::configured(&setup.dialogue);
         let recollection = Recollection::new(setup.offset, setup.embed.clone(), setup.memory_budget_tokens);
         ReplyLoop { setup, turns: HashMap::new(), dialogue, profile: Profile::default(), recollection }
     }
@@ -748,7 +766,7 @@ impl ReplyLoop {
 
     /// The agentic loop (seed 002 #1): the model sees the request and the
     /// (fenced, maybe digested) results so far, calls tools or answers; at
-    /// most `agentic_max_turns` model turns, then the max-turn digest; a
+    /// most `[reply_loop] max_turns` model turns, then the max-turn digest; a
     /// model that fails falls open to the tool results.
     fn agentic(
         &self,
@@ -1011,7 +1029,7 @@ fn capped(text: String, max: usize) -> String {
         return text;
     }
     let kept = engram_learning::text::cut_bytes(&text, max);
-    format!("{kept}\n… [cut: {} more bytes; [runtime] max_reply_bytes = {max}]", text.len() - kept.len())
+    format!("{kept}\n… [cut: {} more bytes; [reply_loop] max_reply_bytes = {max}]", text.len() - kept.len())
 }
 
 #[cfg(test)]

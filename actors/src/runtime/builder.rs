@@ -429,10 +429,6 @@ impl Wiring {
         BuiltinConfig::from_section(&self.config.tools).location
     }
 
-    fn dialogue(&self) -> (u64, usize) {
-        (self.config.runtime.dialogue_window_secs, self.config.runtime.dialogue_max_turns)
-    }
-
     fn router(&self) -> RouterSetup {
         RouterSetup {
             fast_path: self.config.fast_path.clone(),
@@ -443,7 +439,7 @@ impl Wiring {
             offset: self.offset,
             default_model: self.default_model.clone(),
             candidates: self.candidates.clone(),
-            rules: self.config.runtime.model_rules.iter().map(|(t, m)| (t.clone(), m.clone())).collect(),
+            rules: self.config.routing.model_rules.iter().map(|(t, m)| (t.clone(), m.clone())).collect(),
             catalogue: self.catalogue.clone(),
         }
     }
@@ -458,7 +454,7 @@ impl Wiring {
             catalogue: self.catalogue.clone(),
             offset: self.offset,
             location: self.location(),
-            dialogue: self.dialogue(),
+            dialogue: self.config.dialogue.clone(),
             router: Some(tool_router.clone()),
             enabled: self.config.llm.planner_enabled,
         }
@@ -473,10 +469,10 @@ impl Wiring {
             prices: self.prices.clone(),
             chat_timeout: llm.timeout(LlmContext::ReplyLoop),
             reply_budget: Duration::from_millis(llm.reply_budget_ms),
-            agentic_max_turns: self.config.runtime.agentic_max_turns,
+            agentic_max_turns: self.config.reply_loop.max_turns,
             offset: self.offset,
             location: self.location(),
-            dialogue: self.dialogue(),
+            dialogue: self.config.dialogue.clone(),
             embed: Some((self.embedder.clone(), Some(self.cache.clone()))),
             enrichment: self.context_llm(LlmContext::Enrichment, true),
             digests: Digests {
@@ -488,7 +484,7 @@ impl Wiring {
             },
             step_resolver: self.context_llm(LlmContext::StepResolver, true),
             router: Some(tool_router),
-            max_reply_bytes: self.config.runtime.max_reply_bytes,
+            max_reply_bytes: self.config.reply_loop.max_reply_bytes,
         }
     }
 
@@ -496,7 +492,7 @@ impl Wiring {
     fn factories(&self) -> Vec<(&'static str, RoleFactory)> {
         let tool_router = ToolRouter::new(
             self.catalogue.clone(),
-            self.config.runtime.planner_max_tools,
+            self.config.planner.max_tools,
             self.context_llm(LlmContext::ToolRouter, true),
         );
         let (router, planner) = (self.router(), self.planner(&tool_router));

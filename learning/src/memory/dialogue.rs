@@ -7,9 +7,9 @@
 //! (what the user asked), `reply.delivered` (what the assistant answered),
 //! `tool.completed` (whether an answer quotes tools) — so it is the same
 //! after a restart. A conversation is a session's turns no older than the
-//! window (`[runtime] dialogue_window_secs`, 300): a pause longer than that
+//! window (`[dialogue] window_secs`, 300): a pause longer than that
 //! starts a new one, and so do a stop command and the session's end.
-//! Per prompt it carries at most `dialogue_max_turns` turns, each side cut
+//! Per prompt it carries at most `[dialogue] max_turns` turns, each side cut
 //! to [`ENTRY_CHARS`]; an answer built from tool output is fenced as
 //! untrusted data, as tool results are in the reply loop.
 //!
@@ -42,6 +42,24 @@ pub const CARRY_TURNS: usize = 2;
 pub const CARRY_CHARS: usize = 300;
 /// Tool calls kept per exchange.
 const CALLS_KEPT: usize = 8;
+
+/// `[dialogue]`: the conversation the planner and the reply loop see
+/// (seed 002 #1). Read by each role that folds a [`Dialogue`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DialogueSection {
+    /// A session's exchanges no older than this (seconds) are one
+    /// conversation: a longer pause starts a new one; 0: none.
+    pub window_secs: u64,
+    /// Most exchanges of that conversation per prompt.
+    pub max_turns: usize,
+}
+
+impl Default for DialogueSection {
+    fn default() -> Self {
+        DialogueSection { window_secs: 300, max_turns: 8 }
+    }
+}
 
 /// The kinds a role folds for its [`Dialogue`].
 pub const DIALOGUE_KINDS: &[EventKind] = &[
@@ -104,6 +122,11 @@ impl Dialogue {
             sessions: HashMap::new(),
             with_tools: HashSet::new(),
         }
+    }
+
+    /// A dialogue as `[dialogue]` configures it.
+    pub fn configured(section: &DialogueSection) -> Dialogue {
+        Dialogue::new(section.window_secs, section.max_turns)
     }
 
     /// Entries held: sessions, their exchanges, turns waiting for their

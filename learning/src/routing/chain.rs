@@ -1,6 +1,6 @@
 //! The routing chain of a planner turn (seed 001 §9): five slots, each
 //! asked in order, the first answer wins — the user's override for this
-//! utterance, the session's sticky choice, a rule (`[runtime] model_rules`,
+//! utterance, the session's sticky choice, a rule (`[routing] model_rules`,
 //! by intent tag), the pattern store (with exploration asked first), the
 //! default model. Every slot is asked whatever won above it, and the whole
 //! chain is recorded in `route.decided`: an answer a higher slot beat is
