@@ -25,6 +25,7 @@ use engram::events::payloads::*;
 use engram::events::rust_decimal::Decimal;
 use engram::events::{EvalId, EventId, FingerprintId, TurnId};
 use engram::learning::import::{turn_events, turn_record};
+use engram::storage::ImportSource;
 use engram::{ActorKind, Envelope, Event, EventKind, EventLog, LogConfig, Seq, SessionId, SledLog};
 
 /// One golden log: its directory under `tests/fixtures/` and the builder
@@ -469,7 +470,8 @@ fn golden_data_dir_replays_unchanged() {
 fn golden_jsonl_imports_to_the_same_log() {
     for f in &FIXTURES {
         let tmp = tempfile::tempdir().unwrap();
-        let plan = engram::learning::import::validate(&fixture_dir(f).join("log.jsonl")).unwrap();
+        let file = fixture_dir(f).join("log.jsonl");
+        let plan = engram::learning::import::validate(&file, ImportSource::open(&file).unwrap()).unwrap();
         let log = SledLog::open(tmp.path(), LogConfig::default()).unwrap();
         let none = engram::local_state::projector::Projector::in_memory(Vec::new());
         engram::learning::import::run(&plan, &log, &none, |_| Vec::new(), |_| {}).unwrap();

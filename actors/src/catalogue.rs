@@ -71,13 +71,24 @@ pub struct Catalogue {
     taught: RwLock<TaughtPhrasings>,
 }
 
+/// The offline planner over `tools`, told which of them `registry` cannot
+/// run as configured and what a path is on disk.
+fn offline_planner(
+    embedder: &Arc<dyn Embedder>,
+    tools: &[ToolDescription],
+    registry: &ToolRegistry,
+) -> Result<OfflinePlanner, EmbedError> {
+    Ok(OfflinePlanner::new(embedder.clone(), tools)?
+        .with_unconfigured(&registry.unconfigured())
+        .with_paths(Arc::new(crate::tools::files::path_on_disk)))
+}
+
 impl Catalogue {
     /// The catalogue of `registry`'s tools, their descriptions embedded
     /// with `embedder`.
     pub fn new(registry: Arc<ToolRegistry>, embedder: Arc<dyn Embedder>) -> Result<Catalogue, EmbedError> {
         let tools = Arc::new(registry.specs());
-        let offline =
-            Arc::new(OfflinePlanner::new(embedder.clone(), &tools)?.with_unconfigured(&registry.unconfigured()));
+        let offline = Arc::new(offline_planner(&embedder, &tools, &registry)?);
         let view = CatalogueView { version: 1, tools, offline };
         Ok(Catalogue {
             registry,
@@ -117,9 +128,8 @@ impl Catalogue {
         if *current.tools == tools {
             return;
         }
-        match OfflinePlanner::new(self.embedder.clone(), &tools) {
+        match offline_planner(&self.embedder, &tools, &self.registry) {
             Ok(offline) => {
-                let offline = offline.with_unconfigured(&self.registry.unconfigured());
                 let view =
                     CatalogueView { version: current.version + 1, tools: Arc::new(tools), offline: Arc::new(offline) };
                 tracing::info!(version = view.version, tools = view.tools.len(), "the tool catalogue changed");

@@ -104,7 +104,7 @@ fn import_with(data: &Path, records: &str, beside: bool) -> Option<Prepared> {
     let file = data.with_extension("jsonl");
     std::fs::write(&file, records).unwrap();
     let config = config();
-    let plan = import::validate(&file).unwrap();
+    let plan = import::validate(&file, engram_storage::ImportSource::open(&file).unwrap()).unwrap();
     let log = open(data);
     let before = log.head();
     let projector = Projector::open(&log, projections::all(), |_, _| {}).unwrap();

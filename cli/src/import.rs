@@ -36,7 +36,8 @@ pub struct Args {
 
 pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(data)?;
-    let plan = import::validate(&args.file)?;
+    let source = engram::storage::ImportSource::open(&args.file)?;
+    let plan = import::validate(&args.file, source)?;
     let log = crate::open_log_for_import(data)?;
     let projector = Projector::open(&log, projections::all(), |_, _| {})?;
     let bar = output::progress(plan.records as u64, "importing");

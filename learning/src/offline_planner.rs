@@ -228,11 +228,19 @@ fn gives_all_it_requires(schema: &serde_json::Value, part: &str, now: DateTime<F
 }
 
 /// What a tool's `path` parameter names, by its description.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum PathKind {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    /// A file: read it.
     File,
+    /// A directory: list it.
     Dir,
 }
+
+/// What the file system says a path is (`None`: nothing there), asked by
+/// the planner when a request names a path (rule 2). The host's side
+/// ([`OfflinePlanner::with_paths`]): the planner itself reads no disk, and
+/// without a lookup it goes by the path's form alone.
+pub type PathLookup = Arc<dyn Fn(&str) -> Option<PathKind> + Send + Sync>;
 
 struct ToolProfile {
     name: String,
@@ -266,6 +274,8 @@ pub struct OfflinePlanner {
     vocabulary: crate::tool_words::Vocabulary,
     small_talk: Vec<Vec<f32>>,
     threshold: f32,
+    /// What a named path is on disk, when the host says (rule 2).
+    paths: Option<PathLookup>,
 }
 
 /// A tool as the planner sees it: name, description, JSON-schema params.
@@ -333,7 +343,7 @@ impl OfflinePlanner {
         // me a joke", stay below), see `Calibration::offline_planner`.
         let threshold = EmbeddingModel::calibration_for_id(embedder.model_id()).offline_planner;
         let vocabulary = crate::tool_words::Vocabulary::new(tools.iter().map(|(n, d, p)| (n.as_str(), d.as_str(), p)));
-        Ok(OfflinePlanner { embedder, tools: profiles, vocabulary, small_talk, threshold })
+        Ok(OfflinePlanner { embedder, tools: profiles, vocabulary, small_talk, threshold, paths: None })
     }
 
     /// The same planner knowing that the tools named in `names` cannot do
@@ -346,6 +356,14 @@ impl OfflinePlanner {
         for t in &mut self.tools {
             t.runnable = !names.iter().any(|n| n.as_ref() == t.name);
         }
+        self
+    }
+
+    /// The same planner asking `lookup` what a path a request names is
+    /// (a file to read, a directory to list) before going by its form:
+    /// "~/.config" is a directory by form and may be a file on disk.
+    pub fn with_paths(mut self, lookup: PathLookup) -> Self {
+        self.paths = Some(lookup);
         self
     }
 
@@ -447,7 +465,7 @@ impl OfflinePlanner {
         if crate::mood::asks_memory(part) && self.tools.iter().any(|t| t.name == RECALL && t.runnable) {
             return Some(PlanStep { tool: RECALL.to_owned(), args: ToolArgs::default() });
         }
-        let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
+        let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(|p| self.path_kind(p));
         // Rule 3's actions are the request's own, not words of the
         // names and quotes it carries ("New York", "'make it new'").
         let mut wanted = effectful_actions(&crate::arguments::without_values(part));
@@ -542,7 +560,7 @@ impl OfflinePlanner {
     /// (rule 2): what the planner reads better than a learnt phrasing,
     /// which knows no file from a folder (`fast_path::model_away` rule 4).
     pub fn reads_path(&self, request: &str, now: DateTime<FixedOffset>) -> bool {
-        let path = extract(request, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(path_kind);
+        let path = extract(request, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(|p| self.path_kind(p));
         path.is_some_and(|k| self.tools.iter().any(|t| t.path == Some(Some(k))))
     }
 
@@ -673,17 +691,17 @@ fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
-/// What a path names: what the file system says when it exists; else a
-/// file when its last component has an extension (`notes.txt`), a
-/// directory otherwise (`~/projects`, `docs/`).
-fn path_kind(path: &str) -> PathKind {
-    let expanded = match path.strip_prefix("~/") {
-        Some(rest) => std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(rest)),
-        None => Some(std::path::PathBuf::from(path)),
-    };
-    if let Some(meta) = expanded.and_then(|p| std::fs::metadata(p).ok()) {
-        return if meta.is_dir() { PathKind::Dir } else { PathKind::File };
+impl OfflinePlanner {
+    /// What a path names: what the host's lookup says when it is there
+    /// ([`OfflinePlanner::with_paths`]); else by its form ([`path_form`]).
+    fn path_kind(&self, path: &str) -> PathKind {
+        self.paths.as_ref().and_then(|lookup| lookup(path)).unwrap_or_else(|| path_form(path))
     }
+}
+
+/// What a path names by its form: a file when its last component has an
+/// extension (`notes.txt`), a directory otherwise (`~/projects`, `docs/`).
+fn path_form(path: &str) -> PathKind {
     let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
     match last.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() && !path.ends_with('/') => PathKind::File,
@@ -786,22 +804,11 @@ mod tests {
 
     #[test]
     fn a_path_names_a_file_by_its_extension() {
-        assert!(path_kind("~/notes/todo.txt") == PathKind::File);
-        assert!(path_kind("report.md") == PathKind::File);
+        assert!(path_form("~/notes/todo.txt") == PathKind::File);
+        assert!(path_form("report.md") == PathKind::File);
         for dir in ["~/projects", "~/notes/", "/", "~/.config", "docs.d/"] {
-            assert!(path_kind(dir) == PathKind::Dir, "{dir}");
+            assert!(path_form(dir) == PathKind::Dir, "{dir}");
         }
-    }
-
-    #[test]
-    fn an_existing_path_is_what_the_file_system_says() {
-        let dir = std::env::temp_dir().join(format!("engram-path-kind-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("photos.d")).unwrap();
-        std::fs::write(dir.join(".bashrc"), "").unwrap();
-        // By form, a dot-file reads as a directory and "photos.d" as a file.
-        assert!(path_kind(dir.join(".bashrc").to_str().unwrap()) == PathKind::File);
-        assert!(path_kind(dir.join("photos.d").to_str().unwrap()) == PathKind::Dir);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

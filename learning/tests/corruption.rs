@@ -25,7 +25,7 @@ use engram_learning::import;
 use engram_learning::reactors::{DayReactor, Reactor};
 use engram_local_state::projector::Projector;
 use engram_storage::verify::verify;
-use engram_storage::{AppendOutcome, EventLog, LogConfig, LogError, SledLog};
+use engram_storage::{AppendOutcome, EventLog, ImportSource, LogConfig, LogError, SledLog};
 
 /// `n` turn records over `sessions` interleaved sessions, some planner
 /// turns, some fast-path ones, most judged.
@@ -64,7 +64,7 @@ fn imported_log(dir: &Path) -> (Vec<Envelope>, Vec<(Seq, usize)>) {
     std::fs::write(&file, turn_file(120, 9)).unwrap();
     let data = dir.join("data");
     let log = open(&data);
-    let plan = import::validate(&file).unwrap();
+    let plan = import::validate(&file, ImportSource::open(&file).unwrap()).unwrap();
     let reactors = |_: &Projector| -> Vec<Box<dyn Reactor>> { vec![Box::new(DayReactor::default())] };
     let none = Projector::in_memory(Vec::new());
     let stats = import::run(&plan, &log, &none, reactors, |_| {}).unwrap();

@@ -10,7 +10,7 @@ use engram_learning::import::{self, turn_events, turn_record, ImportError};
 use engram_learning::projections;
 use engram_learning::reactors::Reactor;
 use engram_local_state::projector::Projector;
-use engram_storage::{EventLog, LogConfig, SledLog};
+use engram_storage::{EventLog, ImportSource, LogConfig, SledLog};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -20,7 +20,7 @@ fn reactors(projector: &Projector) -> Vec<Box<dyn Reactor>> {
 }
 
 fn import_file(log: &SledLog, path: &Path) -> Result<import::ImportStats, ImportError> {
-    let plan = import::validate(path)?;
+    let plan = import::validate(path, ImportSource::open(path)?)?;
     let mut projector = Projector::in_memory(projections::all());
     projector.catch_up(log, |_, _| {}).unwrap();
     import::run(&plan, log, &projector, reactors, |_| {})
@@ -171,7 +171,7 @@ fn a_long_line_is_refused_before_it_is_parsed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("long.jsonl");
     std::fs::write(&path, format!("{}\n", "x".repeat(turn_record::limits::MAX_LINE_BYTES + 1))).unwrap();
-    let e = import::validate(&path).unwrap_err().to_string();
+    let e = import::validate(&path, ImportSource::open(&path).unwrap()).unwrap_err().to_string();
     assert!(e.contains(":1: -: longer than 1048576 bytes"), "{e}");
 }
 
@@ -204,7 +204,7 @@ fn a_panic_while_converting_stops_at_its_line_after_the_records_before_it() {
     let records: Vec<Value> =
         (1..=5).map(|t| record("s-1", t, "2026-11-23T10:00:00Z", &format!("request {t}"))).collect();
     let path = write(dir.path(), "f.jsonl", &records);
-    let plan = import::validate(&path).unwrap();
+    let plan = import::validate(&path, ImportSource::open(&path).unwrap()).unwrap();
     let none = Projector::in_memory(Vec::new());
     let e = import::run(&plan, &log, &none, |_| vec![Box::new(PanicsOnThird::default()) as Box<dyn Reactor>], |_| {})
         .unwrap_err()
@@ -271,7 +271,7 @@ fn a_file_that_changes_under_the_import_is_imported_as_validated() {
     let records: Vec<Value> =
         (1..=3).map(|t| record("s-1", t, "2026-11-23T10:00:00Z", &format!("request {t}"))).collect();
     let path = write(dir.path(), "grow.jsonl", &records);
-    let plan = import::validate(&path).unwrap();
+    let plan = import::validate(&path, ImportSource::open(&path).unwrap()).unwrap();
     // After validation: a fourth turn of s-1, then a line that is no record.
     {
         use std::io::Write;
@@ -290,8 +290,8 @@ fn a_file_that_changes_under_the_import_is_imported_as_validated() {
     // Replaced after validation (as an editor saves): the file validated
     // is the one imported.
     let other = dir.path().join("other.jsonl");
-    let plan =
-        import::validate(&write(dir.path(), "b.jsonl", &[record("s-2", 1, "2026-11-23T11:00:00Z", "b")])).unwrap();
+    let b = write(dir.path(), "b.jsonl", &[record("s-2", 1, "2026-11-23T11:00:00Z", "b")]);
+    let plan = import::validate(&b, ImportSource::open(&b).unwrap()).unwrap();
     write(dir.path(), "other.jsonl", &[record("s-3", 1, "2026-11-23T12:00:00Z", "c")]);
     std::fs::rename(&other, dir.path().join("b.jsonl")).unwrap();
     import::run(&plan, &log, &none, fine, |_| {}).unwrap();

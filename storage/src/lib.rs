@@ -29,6 +29,8 @@
 //!   sound one; [`sled_recovery`] — a damaged record in the part of the
 //!   log sled replays at open is found before sled would cut the log at it.
 //! * [`data_dir`] — where the data dir is, and that it stays owner-only.
+//! * [`import_source`] — the file, FIFO or standard input `engram import`
+//!   reads, opened here so the import itself opens nothing.
 
 #![warn(missing_docs)]
 
@@ -39,6 +41,7 @@ pub mod error;
 pub mod event_log;
 pub mod follow;
 pub mod id_index;
+pub mod import_source;
 #[cfg(feature = "jetstream")]
 pub mod jetstream;
 pub mod local_db;
@@ -55,6 +58,7 @@ pub use backend::{LogBackend, OpenLog, StorageBackend, StorageSection};
 pub use durability::Durability;
 pub use error::LogError;
 pub use event_log::{AppendOutcome, AppendTicket, EventLog};
+pub use import_source::{ImportSource, ImportSourceError};
 #[cfg(feature = "jetstream")]
 pub use jetstream::{JetStreamConfig, JetStreamLog};
 pub use local_db::LocalDb;

@@ -17,6 +17,7 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use engram_events::payloads::{SideEffectClass, ToolArgs};
+use engram_learning::offline_planner::PathKind;
 use serde_json::json;
 
 use super::{args, Tool, ToolContext, ToolError, ToolOutput};
@@ -119,6 +120,20 @@ impl FileRoots {
         }
         Ok(real)
     }
+}
+
+/// What a path a request names is on disk (`~/` from `$HOME`), for the
+/// offline planner's choice between reading and listing it
+/// ([`OfflinePlanner::with_paths`](engram_learning::offline_planner::OfflinePlanner::with_paths)):
+/// "~/.config" is a directory by its form and may be a file. `None` when
+/// nothing is there.
+pub fn path_on_disk(path: &str) -> Option<PathKind> {
+    let expanded = match path.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest))?,
+        None => PathBuf::from(path),
+    };
+    let meta = std::fs::metadata(expanded).ok()?;
+    Some(if meta.is_dir() { PathKind::Dir } else { PathKind::File })
 }
 
 fn io_error<'a>(tool: &'a str, raw: &'a str) -> impl Fn(std::io::Error) -> ToolError + 'a {
@@ -314,6 +329,18 @@ impl Tool for ReadFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// By form a dot-file reads as a directory and "photos.d" as a file;
+    /// the disk says otherwise, and the planner asks it first.
+    #[test]
+    fn an_existing_path_is_what_the_file_system_says() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("photos.d")).unwrap();
+        std::fs::write(dir.path().join(".bashrc"), "").unwrap();
+        assert_eq!(path_on_disk(dir.path().join(".bashrc").to_str().unwrap()), Some(PathKind::File));
+        assert_eq!(path_on_disk(dir.path().join("photos.d").to_str().unwrap()), Some(PathKind::Dir));
+        assert_eq!(path_on_disk(dir.path().join("nothing.txt").to_str().unwrap()), None);
+    }
 
     #[test]
     fn tilde_expands_to_home_and_stays_confined() {

@@ -1,5 +1,9 @@
 //! `engram import`: turn records or envelopes, JSON Lines, auto-detected.
 //!
+//! It opens nothing: the caller opens the input — a file, a FIFO, standard
+//! input ([`ImportSource::open`], in storage) or bytes it holds — and each
+//! pass below reads it again from the start, the same bytes each time.
+//!
 //! Import is all or nothing on bad input. Nothing is appended until both
 //! of these have passed:
 //!
@@ -42,7 +46,7 @@ use crate::projections::{ActiveDays, CanonicalQueries, PatternOutcomes, Pipeline
 use crate::reactors::{self, DayReactor, FastPathReactor, PatternReactor, Reactor};
 use engram_local_state::projector::Projector;
 use engram_storage::LogError;
-use engram_storage::{AppendTicket, EventLog};
+use engram_storage::{AppendTicket, EventLog, ImportSource, ImportSourceError};
 use turn_record::FieldError;
 
 /// What kind of lines a file holds.
@@ -100,6 +104,12 @@ pub enum ImportError {
     Log(#[from] LogError),
 }
 
+impl From<ImportSourceError> for ImportError {
+    fn from(e: ImportSourceError) -> Self {
+        ImportError::Read { path: e.path, source: e.source }
+    }
+}
+
 fn render_invalid(path: &Path, errors: &[LineError], total: usize) -> String {
     let mut out = String::new();
     for e in errors {
@@ -144,64 +154,13 @@ pub struct Plan {
     /// digested only for the turns the log holds, see [`Plan::check_log`]).
     turns: HashMap<(SessionId, u32), (usize, EventId)>,
     /// What every pass reads: the same bytes each time.
-    source: Source,
+    source: ImportSource,
 }
 
-/// The bytes an import reads, the same in every pass (pass 1 validates
-/// what pass 2 converts): a file that grows, or is replaced, while it is
-/// imported would otherwise have its later passes read records pass 1
-/// never checked — a turn appended after its session's end, a conflicting
-/// record taken for one already present, an invalid line found after
-/// thousands of events were appended.
-#[derive(Debug)]
-enum Source {
-    /// An input that can be read only once (standard input, a FIFO), as
-    /// it was read.
-    Once(Vec<u8>),
-    /// A regular file: the one opened (a file put in its place later is
-    /// not read), up to its length when pass 1 opened it (records
-    /// appended after are left for the next import).
-    File { file: std::fs::File, len: u64 },
-}
-
-impl Source {
-    /// A regular file, as it is now.
-    fn file(path: &Path) -> Result<Source, ImportError> {
-        let read_error = |source| ImportError::Read { path: path.to_owned(), source };
-        let file = std::fs::File::open(path).map_err(read_error)?;
-        let len = file.metadata().map_err(read_error)?.len();
-        Ok(Source::File { file, len })
-    }
-
-    /// The lines, from the start.
-    fn lines<'a>(&'a self, path: &Path) -> Lines<Box<dyn BufRead + 'a>> {
-        let reader: Box<dyn BufRead + 'a> = match self {
-            Source::Once(bytes) => Box::new(bytes.as_slice()),
-            Source::File { file, len } => {
-                Box::new(std::io::BufReader::with_capacity(256 * 1024, At { file, pos: 0, end: *len }))
-            }
-        };
-        Lines::new(reader, path)
-    }
-}
-
-/// A file read from `pos` to `end` by position: each pass has its own,
-/// whatever another pass's reader has read (a cloned handle would share
-/// one offset).
-struct At<'a> {
-    file: &'a std::fs::File,
-    pos: u64,
-    end: u64,
-}
-
-impl std::io::Read for At<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use std::os::unix::fs::FileExt;
-        let want = buf.len().min(usize::try_from(self.end - self.pos).unwrap_or(usize::MAX));
-        let n = self.file.read_at(&mut buf[..want], self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
+/// The lines of `source` from the start (each pass reads again; see
+/// [`ImportSource`] for why every pass reads the same bytes).
+fn lines_of<'a>(source: &'a ImportSource, path: &Path) -> Lines<Box<dyn BufRead + 'a>> {
+    Lines::new(source.reader(), path)
 }
 
 /// A line's number and its text, or why it cannot be read.
@@ -284,28 +243,13 @@ fn detect(first_line: &str) -> Format {
     }
 }
 
-/// Pass 1: validates the whole file, a line at a time, keeping only what
-/// the uniqueness checks need. An input that can be read only once —
-/// `-` (standard input), a FIFO, a character device — is read once and
-/// kept in memory for the later passes. Any invalid line fails the import.
-pub fn validate(path: &Path) -> Result<Plan, ImportError> {
-    let read_error = |source| ImportError::Read { path: path.to_owned(), source };
-    let once = path == Path::new("-") || std::fs::metadata(path).is_ok_and(|m| !m.file_type().is_file());
-    if once {
-        let mut bytes = Vec::new();
-        if path == Path::new("-") {
-            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(read_error)?;
-        } else {
-            std::io::Read::read_to_end(&mut std::fs::File::open(path).map_err(read_error)?, &mut bytes)
-                .map_err(read_error)?;
-        }
-        return validate_lines(path, Source::Once(bytes));
-    }
-    validate_lines(path, Source::file(path)?)
-}
-
-fn validate_lines(path: &Path, source: Source) -> Result<Plan, ImportError> {
-    let mut lines = source.lines(path);
+/// Pass 1: validates the whole input, a line at a time, keeping only
+/// what the uniqueness checks need; `path` names the input in errors.
+/// `source` is what the caller opened ([`ImportSource::open`]: a file, a
+/// FIFO, standard input) or bytes it holds; the later passes read it
+/// again. Any invalid line fails the import.
+pub fn validate(path: &Path, source: ImportSource) -> Result<Plan, ImportError> {
+    let mut lines = lines_of(&source, path);
     let mut errors = Vec::new();
     let mut total_bad = 0usize;
     let mut format = None;
@@ -417,7 +361,7 @@ impl Plan {
         if lines.is_empty() {
             return Ok(contents);
         }
-        let mut reader = self.source.lines(&self.path);
+        let mut reader = lines_of(&self.source, &self.path);
         while let Some((line, text)) = reader.next_line()? {
             if !lines.contains(&line) {
                 continue;
@@ -762,7 +706,7 @@ impl Conversion<'_> {
         let mut tool_history: HashMap<SessionId, bool> = HashMap::new();
         let mut skipped = 0u64;
         let last_present = self.last_present_line()?;
-        let mut lines = plan.source.lines(&plan.path);
+        let mut lines = lines_of(&plan.source, &plan.path);
         while let Some((line, text)) = lines.next_line()? {
             self.line.set(line);
             // Pass 1 validated every line; a failure here means the file changed.
@@ -928,5 +872,75 @@ impl fmt::Display for Format {
             Format::TurnRecords => "turn records",
             Format::Envelopes => "envelopes",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_storage::{LogConfig, SledLog};
+
+    fn record(session: &str, turn: u32, text: &str) -> String {
+        serde_json::json!({
+            "session": session, "turn": turn, "at": format!("2026-11-23T10:0{turn}:00Z"), "text": text,
+            "steps": [], "model": "m1", "cost_usd": "0.01"
+        })
+        .to_string()
+    }
+
+    fn validate_text(text: &str) -> Result<Plan, ImportError> {
+        validate(Path::new("turns.jsonl"), ImportSource::bytes(text))
+    }
+
+    fn import(log: &SledLog, text: &str) -> Result<ImportStats, ImportError> {
+        let plan = validate_text(text)?;
+        run(&plan, log, &Projector::in_memory(Vec::new()), |_| Vec::new(), |_| {})
+    }
+
+    #[test]
+    fn blank_lines_and_crlf_are_not_records_and_the_format_is_detected() {
+        let text = format!("\n{}\r\n   \n{}\n", record("s-1", 1, "hi"), record("s-1", 2, "again"));
+        let plan = validate_text(&text).unwrap();
+        assert_eq!((plan.format, plan.records), (Format::TurnRecords, 2));
+        let env = Envelope::new(
+            engram_events::ActorKind::Listener,
+            engram_events::payloads::DayActivated { day: "2026-11-23".into(), rank: 1 },
+        );
+        let plan = validate_text(&format!("{}\n", codec::json::to_line(&env))).unwrap();
+        assert_eq!((plan.format, plan.records), (Format::Envelopes, 1));
+    }
+
+    #[test]
+    fn bad_lines_are_named_and_counted_past_the_ones_listed() {
+        assert!(matches!(validate_text("\n \n"), Err(ImportError::Empty { .. })));
+        let dup = format!("{}\n{}\n", record("s-1", 1, "a"), record("s-1", 1, "b"));
+        let e = validate_text(&dup).unwrap_err().to_string();
+        assert!(e.contains("turns.jsonl:2: turn: turn 1 of session \"s-1\" already at line 1"), "{e}");
+        let mut bytes = record("s-1", 1, "a").into_bytes();
+        bytes.extend_from_slice(b"\n\xff\xfe\n");
+        let e = validate(Path::new("t"), ImportSource::bytes(bytes)).unwrap_err().to_string();
+        assert!(e.contains("t:2: -: not UTF-8 text"), "{e}");
+        let many: String = (0..MAX_REPORTED + 5).map(|_| "not json\n").collect();
+        let e = validate_text(&many).unwrap_err().to_string();
+        assert!(e.contains("… and 5 more invalid lines") && e.contains("25 invalid line(s); nothing imported"), "{e}");
+    }
+
+    /// Step 2: the same records again add nothing; a record that says
+    /// something else for a turn the log holds is refused, naming the seq,
+    /// and nothing of its file is appended.
+    #[test]
+    fn a_second_import_adds_nothing_and_a_conflict_appends_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        let text = format!("{}\n{}\n", record("s-1", 1, "lights on"), record("s-1", 2, "lights off"));
+        let first = import(&log, &text).unwrap();
+        assert_eq!((first.imported_turns, first.skipped_existing), (2, 0));
+        let head = log.head();
+        let again = import(&log, &text).unwrap();
+        assert_eq!((again.imported_turns, again.skipped_existing, again.events_appended), (0, 2, 0));
+        let other = format!("{}\n{}\n", record("s-1", 2, "lights OFF"), record("s-2", 1, "new"));
+        let e = import(&log, &other).unwrap_err().to_string();
+        assert!(e.contains("turns.jsonl:1: turn: turn 2 of session \"s-1\" is already in the log (seq "), "{e}");
+        assert_eq!(log.head(), head, "nothing appended");
     }
 }
