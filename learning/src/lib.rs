@@ -66,6 +66,7 @@ pub mod places;
 pub mod plan_check;
 pub mod projections;
 pub mod reactors;
+pub mod reply_composition;
 pub mod routing;
 pub mod spoken;
 pub mod step_resolver;
