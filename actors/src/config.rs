@@ -330,7 +330,7 @@ impl Config {
     pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let parse_error =
             |e: toml::de::Error| ConfigError::Parse { path: path.to_owned(), message: unquoted(&e, text) };
-        let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        let mut table: toml::Table = toml::from_str(text).map_err(parse_error)?;
         if let Some(key) = secret_key(&table) {
             return Err(ConfigError::Parse {
                 path: path.to_owned(),
@@ -340,7 +340,6 @@ impl Config {
                 ),
             });
         }
-        let mut table = table;
         let config: Config = if move_runtime_keys(&mut table, path)? == 0 {
             toml::from_str(text).map_err(parse_error)?
         } else {

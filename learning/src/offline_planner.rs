@@ -465,7 +465,7 @@ impl OfflinePlanner {
         if crate::mood::asks_memory(part) && self.tools.iter().any(|t| t.name == RECALL && t.runnable) {
             return Some(PlanStep { tool: RECALL.to_owned(), args: ToolArgs::default() });
         }
-        let path = extract(part, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(|p| self.path_kind(p));
+        let path = self.path_named(part, now);
         // Rule 3's actions are the request's own, not words of the
         // names and quotes it carries ("New York", "'make it new'").
         let mut wanted = effectful_actions(&crate::arguments::without_values(part));
@@ -560,7 +560,7 @@ impl OfflinePlanner {
     /// (rule 2): what the planner reads better than a learnt phrasing,
     /// which knows no file from a folder (`fast_path::model_away` rule 4).
     pub fn reads_path(&self, request: &str, now: DateTime<FixedOffset>) -> bool {
-        let path = extract(request, now).of(SlotKind::Path).next().and_then(|p| p.as_str()).map(|p| self.path_kind(p));
+        let path = self.path_named(request, now);
         path.is_some_and(|k| self.tools.iter().any(|t| t.path == Some(Some(k))))
     }
 
@@ -692,10 +692,13 @@ fn sentences(text: &str) -> Vec<&str> {
 }
 
 impl OfflinePlanner {
-    /// What a path names: what the host's lookup says when it is there
-    /// ([`OfflinePlanner::with_paths`]); else by its form ([`path_form`]).
-    fn path_kind(&self, path: &str) -> PathKind {
-        self.paths.as_ref().and_then(|lookup| lookup(path)).unwrap_or_else(|| path_form(path))
+    /// What the path `text` names is, if it names one: what the host's
+    /// lookup says when the path is there ([`OfflinePlanner::with_paths`]);
+    /// else by its form ([`path_form`]).
+    fn path_named(&self, text: &str, now: DateTime<FixedOffset>) -> Option<PathKind> {
+        let slots = extract(text, now);
+        let path = slots.of(SlotKind::Path).next()?.as_str()?;
+        Some(self.paths.as_ref().and_then(|lookup| lookup(path)).unwrap_or_else(|| path_form(path)))
     }
 }
 

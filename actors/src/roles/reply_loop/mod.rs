@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::llm::is_small_model;
 use chrono::{DateTime, FixedOffset, SubsecRound, Utc};
@@ -27,24 +27,18 @@ use engram_events::payloads::*;
 use engram_events::{ActorKind, Envelope, Event, EventKind, SessionId, TurnId};
 use engram_learning::lang;
 use engram_learning::memory::{directives, enrich_by_rule, should_recall};
-use engram_learning::offline_planner::OFFLINE_MODEL;
 use engram_learning::reply_composition::{acknowledgement, capped, offline_note, TurnResults};
 use rust_decimal::Decimal;
 
 use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::catalogue::Catalogue;
-use crate::llm::contexts;
-use crate::llm::{ChatMessage, ChatRequest, LlmClient, PriceTable, ToolCall};
+use crate::llm::{LlmClient, PriceTable};
 use crate::recollection::{Recalled, Recollection};
 use crate::shell::Role;
-use crate::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
 use crate::tools::ToolContext;
-use engram_learning::fence::fence_untrusted;
-use engram_learning::memory::dialogue::{Call, Dialogue, DialogueSection, CARRY_CHARS};
+use engram_learning::memory::dialogue::{Dialogue, DialogueSection};
 use engram_learning::memory::profile::Profile;
-use engram_learning::step_resolver;
-use engram_learning::text::truncate;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 mod model_loop;
@@ -514,7 +508,7 @@ impl Role for ReplyLoop {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use engram_learning::text::truncate;
 
     #[test]
     fn truncation_keeps_char_boundaries() {

@@ -2,7 +2,16 @@
 //! prompt, the model's turns with their tool calls, the digests (#4, #5,
 //! #6) and failing open towards offline.
 
+use std::time::Instant;
+
+use engram_learning::fence::fence_untrusted;
+use engram_learning::offline_planner::OFFLINE_MODEL;
+use engram_learning::text::truncate;
+
 use super::*;
+use crate::llm::contexts;
+use crate::llm::{ChatMessage, ChatRequest, ToolCall};
+use crate::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
 
 impl ReplyLoop {
     /// The recalled memory for the prompt: digested (#4) for a small model

@@ -2,7 +2,15 @@
 //! arguments left to the conversation), made through the registry, and
 //! recorded as `tool.called` / `tool.completed`.
 
+use std::time::Instant;
+
+use engram_learning::fence::fence_untrusted;
+use engram_learning::memory::dialogue::{Call, CARRY_CHARS};
+use engram_learning::step_resolver;
+use engram_learning::text::truncate;
+
 use super::*;
+use crate::llm::contexts;
 
 impl ReplyLoop {
     /// Runs `steps` in order: a planner's with the arguments they left to
