@@ -20,8 +20,6 @@
 //!   fallbacks of seed 002 #9 and #10.
 //! * [`fence`] — the fence around untrusted text (a tool's output, a fact
 //!   the user said) before a model reads it.
-//! * [`heap`] — the bytes a learnt table holds, counted from its contents
-//!   (what `engram bench soak` sets beside RSS).
 //! * [`step_resolver`] — the arguments a planned step leaves to the
 //!   conversation (seed 002 #13).
 //! * [`text`] — the one text normalisation and stop-word list all of the
@@ -53,7 +51,6 @@ pub mod embedder;
 pub mod fast_path;
 pub mod features;
 pub mod fence;
-pub mod heap;
 pub mod import;
 pub mod intent;
 pub mod lang;

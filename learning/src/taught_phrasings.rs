@@ -92,7 +92,7 @@ impl TaughtPhrasings {
     /// Heap bytes held (texts and vectors; [`crate::heap`]): what a soak
     /// sets beside RSS.
     pub fn heap_bytes(&self) -> usize {
-        use crate::heap::string;
+        use engram_local_state::heap_bytes::string;
         self.by_tool
             .iter()
             .map(|(tool, rows)| {

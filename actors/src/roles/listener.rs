@@ -436,7 +436,7 @@ impl Listener {
     /// session ends once, and a host's ended id is refused), counted from
     /// their contents ([`engram_learning::heap`]).
     fn heap_bytes(&self) -> usize {
-        use engram_learning::heap::{alloc, hash_map, string};
+        use engram_local_state::heap_bytes::{alloc, hash_map, string};
         hash_map(&self.sessions)
             + self
                 .sessions

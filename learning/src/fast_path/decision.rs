@@ -224,7 +224,7 @@ impl<R: PartialEq> Layer<R> {
     /// Heap bytes: the rows by text (`row` counts a row's own heap), the
     /// key map, both copies of each text, and the vector index.
     fn heap_bytes(&self, row: impl Fn(&R) -> usize) -> usize {
-        use crate::heap::{hash_map, string};
+        use engram_local_state::heap_bytes::{hash_map, string};
         hash_map(&self.rows)
             + hash_map(&self.text_of)
             + self.rows.iter().map(|(t, (_, r))| 2 * string(t) + row(r)).sum::<usize>()
@@ -611,7 +611,7 @@ impl FastPath {
     /// Heap bytes of L1 and of L2 (rows, texts, vector indexes;
     /// [`crate::heap`]): what a soak sets beside RSS.
     pub fn heap_bytes(&self) -> (usize, usize) {
-        use crate::heap::{json, string};
+        use engram_local_state::heap_bytes::{json, string};
         let l1 = self.l1.heap_bytes(|r| {
             string(&r.canonical)
                 + string(&r.executor)

@@ -306,7 +306,7 @@ impl PassageIndex {
     /// graph), counted from the contents ([`crate::heap`]): what a soak
     /// sets beside RSS.
     pub fn heap_bytes(&self) -> usize {
-        use crate::heap::{hash_map, string, vec};
+        use engram_local_state::heap_bytes::{hash_map, string, vec};
         let passages = vec(&self.passages)
             + self
                 .passages

@@ -165,7 +165,7 @@ impl KnnIndex {
     /// ([`crate::heap`]). The interned feature values are left out (a few
     /// hundred short strings, bounded by the vocabulary of features).
     pub fn heap_bytes(&self) -> usize {
-        use crate::heap::{alloc, features, hash_map, string, vec};
+        use engram_local_state::heap_bytes::{alloc, features, hash_map, string, vec};
         let layout = self.bits.iter().map(vec).sum::<usize>()
             + self.counts.iter().map(vec).sum::<usize>()
             + vec(&self.tokens)

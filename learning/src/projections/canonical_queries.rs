@@ -175,7 +175,7 @@ impl CanonicalQueries {
     /// Heap bytes held by the rows ([`crate::heap`]): what a soak sets
     /// beside RSS.
     pub fn heap_bytes(&self) -> usize {
-        use crate::heap::{json, string, table};
+        use engram_local_state::heap_bytes::{json, string, table};
         table(&self.rows, |r| string(&r.canonical) + string(&r.executor) + json(&r.args_observed) + json(&r.slots))
             + table(&self.actions, |a| {
                 string(&a.executor)

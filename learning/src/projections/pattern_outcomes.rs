@@ -384,7 +384,7 @@ impl PatternOutcomes {
     /// fingerprints, `pending_keys` with the pending turns). What a soak
     /// sets beside RSS.
     pub fn heap_bytes(&self) -> Vec<(&'static str, usize)> {
-        use crate::heap::{alloc, btree_entry, features, hash_map, string, table, vec};
+        use engram_local_state::heap_bytes::{alloc, btree_entry, features, hash_map, string, table, vec};
         let embedding = |e: &Option<QueryEmbedding>| {
             e.as_ref().map_or(0, |e| string(&e.provider) + alloc(e.vector.len() * size_of::<f32>()))
         };

@@ -48,7 +48,7 @@ impl Pipelines {
     /// Heap bytes held by the rows ([`crate::heap`]; a row by its JSON
     /// length): what a soak sets beside RSS.
     pub fn heap_bytes(&self) -> usize {
-        crate::heap::table(&self.rows, crate::heap::json)
+        engram_local_state::heap_bytes::table(&self.rows, engram_local_state::heap_bytes::json)
     }
 }
 

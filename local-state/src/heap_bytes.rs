@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use engram_events::payloads::StructuralFeatures;
-use engram_local_state::projector::Table;
+use crate::projector::Table;
 
 /// Bytes glibc's `malloc` takes for a request of `n` bytes (0: none).
 pub fn alloc(n: usize) -> usize {
