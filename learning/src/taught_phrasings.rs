@@ -89,7 +89,7 @@ impl TaughtPhrasings {
         self.len() == 0
     }
 
-    /// Heap bytes held (texts and vectors; [`crate::heap`]): what a soak
+    /// Heap bytes held (texts and vectors; [`engram_local_state::heap_bytes`]): what a soak
     /// sets beside RSS.
     pub fn heap_bytes(&self) -> usize {
         use engram_local_state::heap_bytes::string;

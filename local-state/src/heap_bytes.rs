@@ -13,8 +13,8 @@
 
 use std::collections::HashMap;
 
-use engram_events::payloads::StructuralFeatures;
 use crate::projector::Table;
+use engram_events::payloads::StructuralFeatures;
 
 /// Bytes glibc's `malloc` takes for a request of `n` bytes (0: none).
 pub fn alloc(n: usize) -> usize {

@@ -12,10 +12,10 @@
 //! | [`snapshot`] — an actor's folded state at a `seq` | `DIR/snapshots/<owner>.snap` | a cache: folded again when unusable |
 //! | [`embedding_cache`] — the bounded memo `(model, text) → vector` | `cache.embeddings` | no: recomputed when missing |
 //! | [`origin`] — on a shared log, the turns and sessions spoken to this device | `device.origin` | no: only this device knows it |
-
-And [`heap_bytes`]: what a table held in memory costs on the heap,
-counted from its contents (what `engram bench soak` sets beside RSS) —
-beside the tables it counts, not in the crates that decide with them.
+//!
+//! And [`heap_bytes`]: what a table held in memory costs on the heap,
+//! counted from its contents (what `engram bench soak` sets beside RSS) —
+//! beside the tables it counts, not in the crates that decide with them.
 //!
 //! The log engine (`engram-storage`) knows none of this: it hands out the
 //! database ([`LocalDb`]) and never reads these trees. The assistant's own

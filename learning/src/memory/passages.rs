@@ -303,7 +303,7 @@ impl PassageIndex {
 
     /// Heap bytes held: the passages (text, session, int8 codes), the
     /// lexical index, and the vector index (f32 rows, their codes and the
-    /// graph), counted from the contents ([`crate::heap`]): what a soak
+    /// graph), counted from the contents ([`engram_local_state::heap_bytes`]): what a soak
     /// sets beside RSS.
     pub fn heap_bytes(&self) -> usize {
         use engram_local_state::heap_bytes::{hash_map, string, vec};

@@ -162,7 +162,7 @@ impl KnnIndex {
     /// Heap bytes held: the per-slot feature layout, the slots with their
     /// fingerprints (kept to rebuild on compaction, embedding included) and
     /// models, and the embedding arenas, counted from the contents
-    /// ([`crate::heap`]). The interned feature values are left out (a few
+    /// ([`engram_local_state::heap_bytes`]). The interned feature values are left out (a few
     /// hundred short strings, bounded by the vocabulary of features).
     pub fn heap_bytes(&self) -> usize {
         use engram_local_state::heap_bytes::{alloc, features, hash_map, string, vec};

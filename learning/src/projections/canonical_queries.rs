@@ -172,7 +172,7 @@ pub struct CanonicalQueries {
 }
 
 impl CanonicalQueries {
-    /// Heap bytes held by the rows ([`crate::heap`]): what a soak sets
+    /// Heap bytes held by the rows ([`engram_local_state::heap_bytes`]): what a soak sets
     /// beside RSS.
     pub fn heap_bytes(&self) -> usize {
         use engram_local_state::heap_bytes::{json, string, table};

@@ -378,7 +378,7 @@ impl PatternOutcomes {
 
     /// Heap bytes held, by table (`fingerprints.bytes`, `outcomes.bytes`,
     /// `history.bytes`, `ended.bytes`, `pending.bytes`, `index.bytes`: the
-    /// K-NN index), counted from the entries ([`crate::heap`]); the derived
+    /// K-NN index), counted from the entries ([`engram_local_state::heap_bytes`]); the derived
     /// maps are counted with the table they follow (`turns_of` with the
     /// history, `by_age` with the outcomes, `families` with the
     /// fingerprints, `pending_keys` with the pending turns). What a soak

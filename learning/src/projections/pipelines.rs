@@ -45,7 +45,7 @@ pub struct Pipelines {
 }
 
 impl Pipelines {
-    /// Heap bytes held by the rows ([`crate::heap`]; a row by its JSON
+    /// Heap bytes held by the rows ([`engram_local_state::heap_bytes`]; a row by its JSON
     /// length): what a soak sets beside RSS.
     pub fn heap_bytes(&self) -> usize {
         engram_local_state::heap_bytes::table(&self.rows, engram_local_state::heap_bytes::json)
