@@ -70,10 +70,10 @@ use engram_learning::model_budget::PlannerSection;
 use engram_learning::routing::RoutingSection;
 
 use crate::llm::LlmSection;
-use crate::recollection::MemorySection;
 use crate::roles::reply_loop::ReplyLoopSection;
 use crate::tools::mcp::McpSection;
 use crate::tools::ToolsSection;
+use engram_learning::memory::MemorySection;
 
 /// The `ENGRAM_*` variables that are not configuration keys: the data dir,
 /// the configuration file, the log filter, and where the embedding model

@@ -9,11 +9,11 @@
 //! so warm-up over a long log costs no inference.
 //!
 //! A lookup takes an [`Enrichment`] (keywords and a day range; by the model
-//! when one is configured, else by rule) and ranks the days in range by
-//! the cosine between the request and the entry plus a bonus per keyword
-//! the entry holds; an entry that neither resembles the request (the
-//! model's `Calibration::recall` cosine) nor holds a keyword stays out. The WORLD facts of the
-//! knowledge graph that hold a keyword go in beside them.
+//! when one is configured, else by rule), asks the memory index and the
+//! day index, and hands what they found to
+//! [`engram_learning::memory::recalled`], whose rules rank the days and the
+//! knowledge graph's WORLD facts and pack them within the budget: this
+//! module holds the indexes and the embeddings, not the rules.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -21,87 +21,16 @@ use std::sync::Arc;
 use chrono::{FixedOffset, NaiveDate};
 use engram_events::Envelope;
 use engram_learning::embedder::EmbeddingModel;
+use engram_learning::lang::Lang;
 use engram_learning::memory::passages::CHARS_PER_TOKEN;
-use engram_learning::memory::{recall::content_set, Diary, Enrichment, MemoryQuery, PassageIndex, RecalledPassage};
+use engram_learning::memory::recalled::{self, DayFound, DayWords, Findings};
+use engram_learning::memory::{Diary, Enrichment, MemoryQuery, PassageIndex, Recalled};
 use engram_local_state::embedding_cache::EmbeddingCache;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 use engram_vector::{VectorConfig, VectorIndex};
 
 use crate::fast_path_service::embed_text;
-use engram_learning::embedder::Embedder;
-use engram_learning::fence::fence_untrusted;
-use engram_learning::text::truncate;
-
-/// `[memory]`: how much of a prompt recalled memory may take.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MemorySection {
-    /// Tokens (≈ 4 characters each) of what was said, the diary and the
-    /// WORLD facts one request may bring into the model's context, most
-    /// relevant first. The default, 600, holds about eight passages of a
-    /// long conversation: measured on the memory fixture in
-    /// docs/memory.md, where each step up or down is priced.
-    pub context_budget_tokens: usize,
-}
-
-impl Default for MemorySection {
-    fn default() -> Self {
-        MemorySection { context_budget_tokens: DEFAULT_BUDGET_TOKENS }
-    }
-}
-
-/// [`MemorySection::context_budget_tokens`]'s default.
-pub const DEFAULT_BUDGET_TOKENS: usize = 600;
-
-/// Most diary entries in a prompt.
-pub const MAX_DAYS: usize = 3;
-/// Most WORLD facts in a prompt.
-pub const MAX_WORLD: usize = 5;
-/// What one matching keyword adds to an entry's score.
-const KEYWORD_BONUS: f32 = 0.1;
-/// Longest entry in a prompt (characters).
-const ENTRY_CHARS: usize = 800;
-
-/// What recall found: what the user said, dated entries and WORLD facts.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Recalled {
-    /// Passages of earlier turns, most relevant first.
-    pub passages: Vec<RecalledPassage>,
-    /// `(day, entry)`, best first.
-    pub days: Vec<(NaiveDate, String)>,
-    /// WORLD facts, `node: fact`.
-    pub world: Vec<String>,
-}
-
-impl Recalled {
-    /// Whether nothing was found.
-    pub fn is_empty(&self) -> bool {
-        self.passages.is_empty() && self.days.is_empty() && self.world.is_empty()
-    }
-
-    /// One line per finding, dated (for the `recall` tool): what was said
-    /// first, then the diary's days, then WORLD facts.
-    pub fn lines(&self) -> Vec<String> {
-        self.passages
-            .iter()
-            .map(RecalledPassage::line)
-            .chain(self.days.iter().map(|(d, t)| format!("{d} (diary): {t}")))
-            .chain(self.world.iter().cloned())
-            .collect()
-    }
-
-    /// The block for the reply loop's prompt, fenced as data; `None` when
-    /// nothing was found.
-    pub fn render(&self) -> Option<String> {
-        if self.is_empty() {
-            return None;
-        }
-        Some(format!(
-            "From earlier conversations with the user (dated, most relevant first; where two disagree, the later holds; reference only):\n{}",
-            fence_untrusted("memory of earlier sessions", &self.lines().join("\n"))
-        ))
-    }
-}
+use engram_learning::embedder::{Calibration, Embedder};
 
 /// The diary with its vector index, and the memory index.
 pub struct Recollection {
@@ -113,10 +42,9 @@ pub struct Recollection {
     index: Option<VectorIndex<i32>>,
     /// Days whose entry changed since it was last embedded.
     stale: BTreeSet<NaiveDate>,
-    /// Each day's content words (its text's, its topics'), kept with the
-    /// entry so a recall counts keywords without normalising every entry
-    /// again.
-    words: HashMap<NaiveDate, (BTreeSet<String>, BTreeSet<String>)>,
+    /// Each day's content words, kept with the entry so a recall counts
+    /// keywords without normalising every entry again.
+    words: HashMap<NaiveDate, DayWords>,
 }
 
 impl Recollection {
@@ -223,90 +151,33 @@ impl Recollection {
                 return unscored(facts);
             }
         };
-        let mut scored: Vec<(f32, usize, String)> = facts
-            .into_iter()
-            .zip(vectors)
-            .enumerate()
-            .map(|(i, (f, v))| (q.iter().zip(&v).map(|(a, b)| a * b).sum(), i, f))
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        scored.into_iter().map(|(c, _, f)| (Some(c), f)).collect()
+        recalled::by_cosine(&q, facts, vectors)
     }
 
-    /// The answer to a question no tool matched, from what was said: the
-    /// best recalled passage that states something, when it resembles the
-    /// request as much as a tool's description must to be planned
-    /// offline (`Calibration::offline_planner`) — memory competes as one
-    /// more tool would. Only a question (`?`) is answered so: a statement
-    /// ("abito a Torino") resembles what was said before without asking
-    /// for it. `None`: the turn stays unanswered.
-    pub fn answer_unplanned(
-        &self,
-        request: &str,
-        recalled: &Recalled,
-        lang: engram_learning::lang::Lang,
-    ) -> Option<String> {
-        if !request.trim_end().ends_with('?') {
-            return None;
-        }
-        let cal = self.embed.as_ref().map(|(e, _)| EmbeddingModel::calibration_for_id(e.model_id()))?;
-        let p = recalled.passages.iter().find(|p| answers(p, cal.offline_planner, &cal))?;
-        Some(said_line(p, lang))
+    /// The answer to a question no tool matched, from what was said
+    /// (`engram_learning::memory::recalled`, rule 6).
+    pub fn answer_unplanned(&self, request: &str, recalled: &Recalled, lang: Lang) -> Option<String> {
+        recalled::answer_unplanned(request, recalled, self.calibration().as_ref(), lang)
     }
 
-    /// What the `recall` tool answers `query` with: the user's `facts` and
-    /// the passage said that answers it best ("On 12 November you said:
-    /// …", in `lang`), whichever resembles the request more first — so an
-    /// answer cut to its first line is still the answer — then the rest of
-    /// what was recalled. A passage answers only when it resembles the
-    /// request (the model's `Calibration::recall` cosine) and states
-    /// something (not only a question the user asked).
+    /// What the `recall` tool answers `query` with: the user's `facts`
+    /// ranked by their cosine with it, the passage said that answers it
+    /// best, then the rest of what was recalled
+    /// (`engram_learning::memory::recalled`, rule 7).
     pub fn recall_lines(
         &self,
         query: &str,
         recalled: &Recalled,
         facts: Vec<String>,
-        lang: engram_learning::lang::Lang,
+        lang: Lang,
     ) -> (Vec<String>, Vec<String>) {
         let facts = self.score_facts(query, facts);
-        let cal = self.embed.as_ref().map(|(e, _)| EmbeddingModel::calibration_for_id(e.model_id()));
-        let best = cal.and_then(|cal| recalled.passages.iter().position(|p| answers(p, cal.recall, &cal)));
-        let mut answer: Vec<String> = Vec::new();
-        let mut rest = Vec::new();
-        match best {
-            Some(i) => {
-                let p = &recalled.passages[i];
-                let passage_first = facts.first().and_then(|(c, _)| *c).is_none_or(|c| p.cosine.unwrap_or(0.0) > c);
-                let line = said_line(p, lang);
-                if passage_first {
-                    answer.push(line);
-                    answer.extend(facts.into_iter().map(|(_, f)| f));
-                } else {
-                    answer.extend(facts.into_iter().map(|(_, f)| f));
-                    answer.push(line);
-                }
-                let others = Recalled {
-                    passages: recalled
-                        .passages
-                        .iter()
-                        .enumerate()
-                        .filter(|(j, p)| *j != i && states(p))
-                        .map(|(_, p)| p.clone())
-                        .collect(),
-                    ..recalled.clone()
-                };
-                rest.extend(others.lines());
-            }
-            None => {
-                answer.extend(facts.into_iter().map(|(_, f)| f));
-                let stated = Recalled {
-                    passages: recalled.passages.iter().filter(|p| states(p)).cloned().collect(),
-                    ..recalled.clone()
-                };
-                rest.extend(stated.lines());
-            }
-        }
-        (answer, rest)
+        recalled::recall_answer(recalled, facts, self.calibration().as_ref(), lang)
+    }
+
+    /// The embedding model's calibration; `None` without a model.
+    fn calibration(&self) -> Option<Calibration> {
+        self.embed.as_ref().map(|(e, _)| EmbeddingModel::calibration_for_id(e.model_id()))
     }
 
     /// Brings the words and the index up to date with the diary.
@@ -317,7 +188,7 @@ impl Recollection {
                 continue;
             };
             let text = entry.text.clone();
-            self.words.insert(day, (content_set(&text), content_set(&entry.topics.join(" "))));
+            self.words.insert(day, DayWords::of(entry));
             if self.embed.is_none() {
                 continue;
             }
@@ -345,7 +216,6 @@ impl Recollection {
         in_progress: Option<(&engram_events::SessionId, chrono::DateTime<chrono::Utc>)>,
     ) -> Recalled {
         self.refresh();
-        let keywords: BTreeSet<String> = enrichment.keywords.iter().flat_map(|k| content_set(k)).collect();
         // The request is embedded only when something it is compared with
         // was: no vectors, no inference.
         let query_vector = match self.index.is_some() || self.passages.holds_outside(in_progress) {
@@ -363,9 +233,7 @@ impl Recollection {
         };
         let found = self.passages.search(&memory_query);
         let passages = self.passages.pack(&found, self.budget_chars, query_vector.as_deref());
-        let mut left =
-            self.budget_chars.saturating_sub(passages.iter().map(|p| p.line().chars().count() + 1).sum::<usize>());
-        let cosines: std::collections::HashMap<i32, f32> = match (&self.index, &query_vector) {
+        let cosines: HashMap<i32, f32> = match (&self.index, &query_vector) {
             (Some(index), Some(q)) => index
                 .search_exact(q, index.len())
                 .ok()
@@ -375,89 +243,23 @@ impl Recollection {
                 .collect(),
             _ => Default::default(),
         };
-        // A named day is asked for whatever its words.
-        let named = enrichment.from.is_some() || enrichment.to.is_some();
-        let min_cosine =
-            self.embed.as_ref().map_or(f32::INFINITY, |(e, _)| EmbeddingModel::calibration_for_id(e.model_id()).recall);
-        let mut days: Vec<(f32, NaiveDate, String)> = self
+        let days = self
             .diary
             .entries()
-            .filter(|e| enrichment.covers(e.date))
-            .filter_map(|e| {
-                let n = self.words.get(&e.date).map_or(0, |(text, topics)| {
-                    text.intersection(&keywords).count() + topics.intersection(&keywords).count()
-                });
-                let cosine = cosines.get(&key(e.date)).copied().unwrap_or(0.0);
-                (named || n > 0 || cosine >= min_cosine)
-                    .then(|| (cosine + KEYWORD_BONUS * n as f32, e.date, truncate(&e.text, ENTRY_CHARS)))
+            .map(|entry| DayFound {
+                entry,
+                words: self.words.get(&entry.date),
+                cosine: cosines.get(&key(entry.date)).copied().unwrap_or(0.0),
             })
             .collect();
-        days.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        days.truncate(MAX_DAYS);
-        // The diary's days and the WORLD facts fill what the passages left
-        // of the budget.
-        days.retain(|(_, _, text)| {
-            let cost = text.chars().count() + 20;
-            let fits = cost <= left;
-            if fits {
-                left -= cost;
-            }
-            fits
-        });
-        let hits = |text: &str| content_set(text).intersection(&keywords).count();
-        let mut world: Vec<(usize, String)> = world
-            .iter()
-            .map(|(node, fact)| (hits(fact) + hits(node), format!("{node}: {fact}")))
-            .filter(|(n, _)| *n > 0)
-            .collect();
-        world.sort_by_key(|w| std::cmp::Reverse(w.0));
-        let world: Vec<String> = world
-            .into_iter()
-            .take(MAX_WORLD)
-            .map(|(_, f)| f)
-            .filter(|f| {
-                let fits = f.chars().count() < left;
-                if fits {
-                    left -= f.chars().count() + 1;
-                }
-                fits
-            })
-            .collect();
-        Recalled { passages, days: days.into_iter().map(|(_, d, t)| (d, t)).collect(), world }
-    }
-}
-
-/// Whether a passage can answer the request: at least `bar` alike with
-/// it, but not the same request said before (`Calibration::same_request`,
-/// the L1 bar: an earlier "tell me a joke" is no answer to this one), and
-/// stating something (a question is no answer to a later one).
-fn answers(p: &RecalledPassage, bar: f32, cal: &engram_learning::embedder::Calibration) -> bool {
-    p.cosine.is_some_and(|c| c >= bar && (c as f64) < cal.same_request) && states(p)
-}
-
-/// Whether a passage states something: one of its sentences does not ask
-/// (a question the user asked is no fact to quote back).
-fn states(p: &RecalledPassage) -> bool {
-    engram_learning::memory::sentences(&p.text).iter().any(|s| !engram_learning::mood::asks(s))
-}
-
-/// A passage as an answer, in the request's language: "On 12 November
-/// you said: "…"" / "Il 12 novembre mi hai detto: "…"".
-pub fn said_line(p: &RecalledPassage, lang: engram_learning::lang::Lang) -> String {
-    use chrono::Datelike;
-    use engram_events::payloads::Speaker;
-    use engram_learning::calendar::italian;
-    use engram_learning::lang::Lang;
-    let text = p.text.trim();
-    match (lang, p.speaker) {
-        (Lang::It, Speaker::User) => {
-            format!("Il {} {} mi hai detto: \"{text}\"", p.day.day(), italian(p.day.month0()))
-        }
-        (Lang::It, Speaker::Assistant) => {
-            format!("Il {} {} ti ho detto: \"{text}\"", p.day.day(), italian(p.day.month0()))
-        }
-        (_, Speaker::User) => format!("On {} you said: \"{text}\"", p.day.format("%-d %B")),
-        (_, Speaker::Assistant) => format!("On {} I told you: \"{text}\"", p.day.format("%-d %B")),
+        recalled::assemble(Findings {
+            enrichment,
+            passages,
+            days,
+            world,
+            min_cosine: self.calibration().map_or(f32::INFINITY, |c| c.recall),
+            budget_chars: self.budget_chars,
+        })
     }
 }
 

@@ -3,15 +3,10 @@
 //! before the planner sees it, and the reply loop's model can look for
 //! more.
 //!
-//! | # | rule |
-//! |---|---|
-//! | 1 | a catalogue of at most `[planner] max_tools` (12) tools is not narrowed: every prompt lists it all, no call |
-//! | 2 | a bigger one: the router model (`tool_router_model`, else `intent_judge_model`, else `model`; `router_timeout_ms`) picks at most 5 by name, or none; a failure (timeout, error, no known name) falls open to rule 3 — not to "every tool", which is what the budget forbids |
-//! | 3 | without a model: the `[planner] max_tools` tools nearest the request in embedding space (the offline planner's own vectors of each tool's description and phrasings) |
-//! | 4 | always in: `recall` (memory needs no routing), and a tool that failed in the turn before (the user is probably supplying what it lacked, seed 002's carry-over guard) |
-//! | 4b | the picks of rules 2–3 are kept for the conversation (per session, the request normalised; a pause longer than the dialogue window or the session's end clears them): the same request asked again costs no router call; rule 4's additions are made afresh each turn |
-//! | 4c | a model whose prompt budget is smaller than what rules 1–3 give (a tiny model: `engram_learning::model_budget`, rule 3) sees the budget's tools: the first of rule 2's picks, else the nearest by rule 3, nearest first (a small model leans to the first tool it is shown); rule 4's added on top |
-//! | 5 | the reply loop's model sees what was routed, the plan's tools and `search_tools`; a `search_tools` call (at most 3 per reply) returns the 5 best matches not yet offered, by rule 3's ranking, and offers them from the next model turn on |
+//! The rules (which tools, how many, what is always in, what a search
+//! finds) are [`engram_learning::tool_narrowing`]'s; this module holds the
+//! catalogue, asks the router model (rule 2) and the offline planner's
+//! ranking (rule 3), and writes `search_tools`' spec for the model.
 
 use std::sync::Arc;
 
@@ -21,20 +16,16 @@ use serde_json::json;
 use crate::catalogue::Catalogue;
 use crate::llm::ContextLlm;
 use crate::llm::{contexts, ToolSpec};
-use crate::tools::memory::RECALL;
+use engram_learning::tool_narrowing::{self, Narrowing};
 
 /// The tool searcher's name, as the reply loop's model calls it.
 pub const SEARCH_TOOLS: &str = "search_tools";
-/// Most `search_tools` calls per reply (seed 002: 3).
-pub const MAX_SEARCHES: usize = 3;
-/// Tools one search returns.
-const FOUND: usize = 5;
 
 /// The router over the catalogue, as it is at each call.
 #[derive(Clone)]
 pub struct ToolRouter {
     catalogue: Arc<Catalogue>,
-    max: usize,
+    narrowing: Narrowing,
     llm: Option<ContextLlm>,
 }
 
@@ -42,23 +33,28 @@ impl ToolRouter {
     /// Narrows `catalogue` to `max` tools (rule 1), asking `llm` when given
     /// (rule 2), else ranking with the offline planner's vectors (rule 3).
     pub fn new(catalogue: Arc<Catalogue>, max: usize, llm: Option<ContextLlm>) -> ToolRouter {
-        ToolRouter { catalogue, max: max.max(1), llm }
+        ToolRouter { catalogue, narrowing: Narrowing::new(max), llm }
     }
 
     /// Whether the catalogue is too big for a prompt (rule 1).
     pub fn narrows(&self) -> bool {
-        self.catalogue.view().tools.len() > self.max
+        self.narrowing.narrows(self.catalogue.view().tools.len())
     }
 
     /// The tools a prompt may list (`[planner] max_tools`).
     pub fn max_tools(&self) -> usize {
-        self.max
+        self.narrowing.max_tools()
+    }
+
+    /// The rules it applies.
+    pub fn narrowing(&self) -> Narrowing {
+        self.narrowing
     }
 
     /// Whether a prompt of at most `budget` tools must be narrowed (rules
     /// 1 and 4c).
     pub fn narrows_to(&self, budget: usize) -> bool {
-        self.catalogue.view().tools.len() > budget.min(self.max)
+        self.narrowing.narrows_to(self.catalogue.view().tools.len(), budget)
     }
 
     /// The version of the catalogue the router sees now: picks cached for
@@ -81,39 +77,33 @@ impl ToolRouter {
     /// for `query` — what a conversation may cache, since rule 4's
     /// additions change from turn to turn.
     pub fn pick(&self, query: &str) -> (Vec<String>, Option<LlmCallCompleted>) {
-        match &self.llm {
-            Some(llm) => {
-                let view = self.catalogue.view();
-                let listed: Vec<(String, String)> = view.tools.iter().map(|t| (t.0.clone(), t.1.clone())).collect();
-                let names: Vec<&str> = view.tools.iter().map(|t| t.0.as_str()).collect();
-                let (call, parsed) =
-                    llm.ask(contexts::router_messages(query, &listed), |t| contexts::parse_router(t, &names));
-                let picked = parsed.unwrap_or_else(|e| {
-                    tracing::warn!(model = %llm.model, "tool router failed open to the embedding ranking: {e}");
-                    self.nearest(query, self.max)
-                });
-                (picked, Some(call))
-            }
-            None => (self.nearest(query, self.max), None),
-        }
+        let nearest = |n| self.nearest(query, n);
+        let Some(llm) = &self.llm else { return (self.narrowing.picks::<String>(None, nearest), None) };
+        let view = self.catalogue.view();
+        let listed: Vec<(String, String)> = view.tools.iter().map(|t| (t.0.clone(), t.1.clone())).collect();
+        let names: Vec<&str> = view.tools.iter().map(|t| t.0.as_str()).collect();
+        let (call, parsed) = llm.ask(contexts::router_messages(query, &listed), |t| contexts::parse_router(t, &names));
+        let parsed = parsed.map_err(|e| format!("{e} (model {})", llm.model));
+        (self.narrowing.picks(Some(parsed), nearest), Some(call))
     }
 
     /// `picked` with rule 4's tools: `recall` and `also`.
-    pub fn with_kept(&self, mut picked: Vec<String>, also: &[String]) -> Vec<String> {
+    pub fn with_kept(&self, picked: Vec<String>, also: &[String]) -> Vec<String> {
         let view = self.catalogue.view();
-        for name in also.iter().map(String::as_str).chain([RECALL]) {
-            if view.has(name) && !picked.iter().any(|p| p == name) {
-                picked.push(name.to_owned());
-            }
-        }
-        picked
+        tool_narrowing::with_kept(picked, also, |name| view.has(name))
+    }
+
+    /// The first `budget` of `picked` with rule 4's tools (rule 4c).
+    pub fn offered(&self, picked: Vec<String>, budget: usize, also: &[String]) -> Vec<String> {
+        let view = self.catalogue.view();
+        self.narrowing.offered(picked, budget, also, |name| view.has(name))
     }
 
     /// The `n` tools nearest `query`, nearest first (rules 3 and 4c); none
     /// when embedding fails.
     pub fn nearest(&self, query: &str, n: usize) -> Vec<String> {
         match self.catalogue.view().offline.rank(query) {
-            Ok(ranked) => ranked.into_iter().take(n).map(|(name, _)| name).collect(),
+            Ok(ranked) => tool_narrowing::nearest(ranked, n),
             Err(e) => {
                 tracing::warn!("tool router: ranking failed ({e}); no tool offered");
                 Vec::new()
@@ -125,10 +115,8 @@ impl ToolRouter {
     /// `(name, description)`.
     pub fn search(&self, query: &str, known: &[String]) -> Vec<(String, String)> {
         let view = self.catalogue.view();
-        self.nearest(query, view.tools.len())
+        tool_narrowing::found(self.nearest(query, view.tools.len()), known)
             .into_iter()
-            .filter(|n| !known.contains(n))
-            .take(FOUND)
             .filter_map(|n| view.tools.iter().find(|t| t.0 == n).map(|t| (t.0.clone(), t.1.clone())))
             .collect()
     }

@@ -1794,7 +1794,7 @@ fn a_detail_said_in_passing_reaches_the_model_sessions_later() {
     let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
     let memory = system.iter().find(|m| m.contains(DETAIL)).unwrap_or_else(|| panic!("not recalled: {system:?}"));
     assert!(always_fenced(memory, DETAIL), "as data: {memory}");
-    let budget = engram_actors::recollection::DEFAULT_BUDGET_TOKENS * 4;
+    let budget = engram_learning::memory::recalled::DEFAULT_BUDGET_TOKENS * 4;
     assert!(memory.len() < budget + 800, "within the budget: {} chars", memory.len());
 
     rt.forget(&engram_learning::memory::Forget::Text("crushed corners".into())).unwrap();

@@ -35,11 +35,12 @@ use serde::{Deserialize, Serialize};
 use crate::patterns::Rng;
 use crate::runtime::Latency;
 use crate::{progress, round2};
-use engram::actors::recollection::{Recollection, DEFAULT_BUDGET_TOKENS};
+use engram::actors::recollection::Recollection;
 use engram::actors::roles::memory_indexer::MemoryIndexer;
 use engram::events::payloads::{MemoryForgotten, Passage, PassagesIndexed, Speaker};
 use engram::learning::embedder::Embedder;
 use engram::learning::memory::passages::{dequantize, quantize, CHARS_PER_TOKEN};
+use engram::learning::memory::recalled::DEFAULT_BUDGET_TOKENS;
 use engram::learning::memory::{enrich_by_rule, MemoryQuery, PassageIndex};
 use engram::{ActorKind, Envelope, SessionId};
 

@@ -70,4 +70,5 @@ pub mod step_resolver;
 pub mod taught_phrasings;
 pub mod text;
 pub mod time_of_day;
+pub mod tool_narrowing;
 pub mod tool_words;

@@ -277,8 +277,7 @@ impl Planner {
                 picked
             }
         };
-        let picked = picked.into_iter().take(budget.tools).collect();
-        Some(router.with_kept(picked, &self.dialogue.last_failed_tools(env)))
+        Some(router.offered(picked, budget.tools, &self.dialogue.last_failed_tools(env)))
     }
 
     /// The tools a prompt may list (`[planner] max_tools`).

@@ -3,7 +3,8 @@
 //! carries; the extractive summariser (fallback of #9), the rule-based
 //! knowledge-graph fact extractor (fallback of #10), the day-by-day diary
 //! both summarisers write into, the rules that decide when and what to
-//! recall from it (#3b, #3's fallback), and what a user's "forget this"
+//! recall from it (#3b, #3's fallback) and how what it recalls is ranked
+//! and packed into a prompt ([`recalled`]), and what a user's "forget this"
 //! retracts.
 //!
 //! Both work on sentences, so they agree on what one is: the summariser
@@ -19,6 +20,7 @@ pub mod forget;
 pub mod passages;
 pub mod profile;
 pub mod recall;
+pub mod recalled;
 
 pub use diary::{DayEntry, Diary};
 pub use extractive::{summarise, TurnText};
@@ -26,6 +28,7 @@ pub use facts::{extract_facts, Fact};
 pub use forget::{Forget, ForgetError, Memory};
 pub use passages::{MemoryQuery, PassageIndex, RecalledPassage};
 pub use recall::{enrich_by_rule, should_recall, Enrichment};
+pub use recalled::{MemorySection, Recalled};
 
 /// The content words of `text`, in order: normalised, at least three
 /// characters, not a stop word (negations included) — what the summariser's

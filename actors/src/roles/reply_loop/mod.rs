@@ -34,11 +34,12 @@ use super::with_prompt_context;
 use crate::bus::Bus;
 use crate::catalogue::Catalogue;
 use crate::llm::{LlmClient, PriceTable};
-use crate::recollection::{Recalled, Recollection};
+use crate::recollection::Recollection;
 use crate::shell::Role;
 use crate::tools::ToolContext;
 use engram_learning::memory::dialogue::{Dialogue, DialogueSection};
 use engram_learning::memory::profile::Profile;
+use engram_learning::memory::Recalled;
 use engram_local_state::snapshot::{Snapshot, SnapshotError, SnapshotReader, SnapshotWriter};
 
 mod model_loop;

@@ -11,7 +11,8 @@ use engram_learning::text::truncate;
 use super::*;
 use crate::llm::contexts;
 use crate::llm::{ChatMessage, ChatRequest, ToolCall};
-use crate::tool_router::{MAX_SEARCHES, SEARCH_TOOLS};
+use crate::tool_router::SEARCH_TOOLS;
+use engram_learning::tool_narrowing::MAX_SEARCHES;
 
 impl ReplyLoop {
     /// The recalled memory for the prompt: digested (#4) for a small model
