@@ -91,6 +91,12 @@
 //! What it cannot fill is left out, and [`Filled::missing`] names the
 //! `required` properties among them: the caller asks the user for them in
 //! one line rather than call the tool without them.
+//!
+//! The rules' code, by file: rule 1 in `slots.rs`, rule 2 in
+//! `named_values.rs`, rule 4 in `numbers.rs`, rule 7 in `proper_nouns.rs`;
+//! rules 3, 5, 6 and 8 here. What the offline planner asks of a request's
+//! values besides ([`one_of_two`], [`without_proper_nouns`],
+//! [`without_values`]) is in `request_values.rs`.
 
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::ToolArgs;
@@ -98,6 +104,14 @@ use serde_json::Value;
 
 use crate::fast_path::extract::{durations_in_minutes, extract, SlotKind};
 use crate::tool_words::split_name;
+
+mod named_values;
+mod numbers;
+mod proper_nouns;
+mod request_values;
+mod slots;
+
+pub use request_values::{one_of_two, without_proper_nouns, without_values};
 
 /// The arguments filled, and the required ones that could not be.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -107,19 +121,6 @@ pub struct Filled {
     /// Required properties left without a value, by name.
     pub missing: Vec<String>,
 }
-
-/// Words of a property's name or description that make it place-like
-/// (rule 7) — schemas are written in English.
-const PLACE: &[&str] =
-    &["city", "cities", "location", "town", "country", "place", "where", "region", "destination", "area", "address"];
-
-/// Words of a property's name or description that make it name-like (rule
-/// 7).
-const PLACE_OR_NAME: &[&str] = &["name", "person", "contact", "recipient", "who"];
-
-/// Prepositions before a place or a name in a lower-case request (rule 5),
-/// EN + IT.
-const PREPOSITIONS: &[&str] = &["in", "at", "to", "for", "near", "a", "di", "da", "per", "su", "con", "al", "ad"];
 
 /// Fills the arguments of the tool `tool` (described as `description`)
 /// with parameters `schema` from `request`, said at `now`: a request in
@@ -190,7 +191,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
             let words = property_words(name, spec);
             // A temperature in no unit its text names is in degrees,
             // whichever scale: never a duration nor a share.
-            let unit = words.iter().find_map(|w| unit_of(w));
+            let unit = words.iter().find_map(|w| numbers::unit_of(w));
             unit.or_else(|| words.iter().any(|w| w == "temperature").then_some("degree")).map(|u| (name.clone(), u))
         })
         .collect();
@@ -200,7 +201,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     // So do times of day ("at 2 in the afternoon", "11:00 a.m." are no
     // counts of 2 or 11) — one written `20.30` only where a property holds
     // a time: elsewhere it may be a price.
-    let times_claim = properties.iter().any(|(name, spec)| time_like(name, spec));
+    let times_claim = properties.iter().any(|(name, spec)| slots::time_like(name, spec));
     let clock = |t: &crate::time_of_day::Said| {
         times_claim || said.ex.text[t.span.0..t.span.1].contains(|c: char| c == ':' || c.is_alphabetic())
     };
@@ -231,32 +232,34 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
         }
     }
     // Rules 7 and 8, for the strings left.
-    let nouns: Vec<Noun> = noun_runs(&said.ex.text, &said.toks)
+    let nouns: Vec<proper_nouns::Noun> = proper_nouns::noun_runs(&said.ex.text, &said.toks)
         .into_iter()
         .filter(|n| !words_of(&n.text).iter().all(|w| taken_words.contains(w)))
         .filter(|n| !said.quotes.iter().any(|q| overlaps((q.0, q.1), (n.start, n.end))))
-        .filter(|n| !said.dates.iter().any(|d| overlaps(d.0, (n.start, n.end))) && !calendar_word(&n.text))
+        .filter(|n| {
+            !said.dates.iter().any(|d| overlaps(d.0, (n.start, n.end))) && !proper_nouns::calendar_word(&n.text)
+        })
         .collect();
     let mut used_nouns: Vec<usize> = Vec::new();
     let mut still: Vec<(&String, &Value)> = Vec::new();
     for (name, spec) in left {
-        match cued_noun(&nouns, &used_nouns, name, spec) {
+        match proper_nouns::cued_noun(&nouns, &used_nouns, name, spec) {
             Some(i) => {
                 used_nouns.push(i);
-                let v = nouns[i].with_region(place_like(name, spec));
+                let v = nouns[i].with_region(proper_nouns::place_like(name, spec));
                 out.args.0.insert(name.clone(), Value::String(v));
             }
             None => still.push((name, spec)),
         }
     }
     // (A quantity is no place: "for 30 minutes".)
-    let quantity = |w: &String| w.parse::<f64>().is_ok() || unit_of(w).is_some();
-    let mut lower_case =
-        lower_case_place(&said.ex.text).filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w) || quantity(w)));
+    let quantity = |w: &String| w.parse::<f64>().is_ok() || numbers::unit_of(w).is_some();
+    let mut lower_case = proper_nouns::lower_case_place(&said.ex.text)
+        .filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w) || quantity(w)));
     for (name, spec) in still {
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-        let value = (kind == "string" && spec.get("enum").is_none() && place_or_name(name, spec))
-            .then(|| match next_noun(&nouns, &mut used_nouns, place_like(name, spec)) {
+        let value = (kind == "string" && spec.get("enum").is_none() && proper_nouns::place_or_name(name, spec))
+            .then(|| match proper_nouns::next_noun(&nouns, &mut used_nouns, proper_nouns::place_like(name, spec)) {
                 Some(v) => Some(v),
                 // One property takes it: a place is no name too.
                 None if nouns.is_empty() => lower_case.take(),
@@ -295,7 +298,7 @@ impl<'a> Said<'a> {
         let ex = extract(request, now);
         let toks = tokens(&ex.text);
         let quotes = quoted_spans(&ex.text);
-        let dates = absolute_dates(&ex.text, now);
+        let dates = slots::absolute_dates(&ex.text, now);
         let times = crate::time_of_day::said(&ex.text);
         Said { request, ex, toks, quotes, dates, times, units: Vec::new() }
     }
@@ -306,12 +309,16 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
     let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
     // A day said in full before a relative one ("today, April 25th
     // 2023"): a date property reads dates first.
-    let date = kind == "string" && date_like(name, spec);
-    date.then(|| take_date(name, spec, &said.dates, &said.ex, taken))
+    let date = kind == "string" && slots::date_like(name, spec);
+    date.then(|| slots::take_date(name, spec, &said.dates, &said.ex, taken))
         .flatten()
-        .or_else(|| slot_for(name, spec).filter(|_| !date).and_then(|k| take_slot(&said.ex, k, &mut taken.slots)))
-        .or_else(|| (kind == "string" && time_like(name, spec)).then(|| take_time(spec, said, taken)).flatten())
-        .or_else(|| named_value(said, name, kind, taken))
+        .or_else(|| {
+            slots::slot_for(name, spec).filter(|_| !date).and_then(|k| slots::take_slot(&said.ex, k, &mut taken.slots))
+        })
+        .or_else(|| {
+            (kind == "string" && slots::time_like(name, spec)).then(|| slots::take_time(spec, said, taken)).flatten()
+        })
+        .or_else(|| named_values::named_value(said, name, kind, taken))
         .or_else(|| enum_named(spec, said.request))
         .or_else(|| {
             crate::colours::colour_property(name, spec)
@@ -320,7 +327,7 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
                 .map(Value::String)
         })
         .or_else(|| match kind {
-            "number" | "integer" => take_number(name, said, kind == "integer", taken),
+            "number" | "integer" => numbers::take_number(name, said, kind == "integer", taken),
             _ => None,
         })
         .or_else(|| (kind == "string" && spec.get("enum").is_none()).then(|| take_quote(&said.quotes, taken)).flatten())
@@ -337,95 +344,6 @@ fn yes_no_enum(name: &str, spec: &Value, toks: &[Tok]) -> Option<Value> {
     let (yes, no) = (spelt(true)?, spelt(false)?);
     let b = boolean_named(name, toks)?.as_bool()?;
     Some(if b { yes.clone() } else { no.clone() })
-}
-
-/// Rule 7: the proper noun a string property's name is said right before
-/// ("directed by Gurinder Chadha" for `directed_by`), by index.
-fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value) -> Option<usize> {
-    let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-    if kind != "string" || spec.get("enum").is_some() {
-        return None;
-    }
-    let words = split_name(name);
-    nouns
-        .iter()
-        .position(|n| {
-            // The word right before, or the one before a joining word.
-            let cue = match n.cue.first().map(String::as_str) {
-                Some("by" | "of" | "as" | "is" | "named" | "called") => &n.cue[..],
-                _ => &n.cue[..n.cue.len().min(1)],
-            };
-            cue.iter().any(|c| words.iter().any(|w| same_stem(w, c) && (w.len() > 2 || c == w)))
-                || n.cue.first().is_some_and(|c| direction_cued(c, &words))
-                || performer_cued(n, &words)
-        })
-        .filter(|i| !used.contains(i))
-}
-
-/// Rule 7's directions: a preposition of motion right before a proper noun
-/// cues the property named for that end of the trip, whatever its name
-/// says of it — "from JFK to LAX" is `origin_airport` JFK and
-/// `destination_airport` LAX, "da Milano a Roma" `from_city` and `to_city`.
-/// (Where both are proper nouns, word order alone would give the first to
-/// whichever property comes first.)
-fn direction_cued(cue: &str, name_words: &[String]) -> bool {
-    const FROM: (&[&str], &[&str]) = (&["from", "da", "dal", "dalla", "dallo", "dall"], &["from", "origin", "source"]);
-    const TO: (&[&str], &[&str]) =
-        (&["to", "into", "a", "al", "alla", "allo", "verso"], &["to", "destination", "dest"]);
-    // A date or time is no end of a trip ("from March 9th").
-    let when = name_words.iter().any(|w| matches!(w.as_str(), "date" | "time" | "day" | "hour"));
-    !when
-        && [FROM, TO]
-            .iter()
-            .any(|(cues, names)| cues.contains(&cue) && name_words.iter().any(|w| names.contains(&w.as_str())))
-}
-
-/// Rule 7's performers: a property for who plays in a film or show
-/// (`cast`, `starring`, `actors`) is cued by the words people say of one
-/// — "featuring", "starring", "acted by", "with" before the name, "in the
-/// cast" or "as an actor" after it — which never spell the property's
-/// name.
-fn performer_cued(noun: &Noun, name_words: &[String]) -> bool {
-    const NAMES: &[&str] =
-        &["cast", "actor", "actors", "actress", "starring", "star", "stars", "performer", "performers"];
-    const BEFORE: &[&str] = &[
-        "featuring",
-        "features",
-        "feature",
-        "starring",
-        "stars",
-        "starred",
-        "with",
-        "acted",
-        "actor",
-        "actress",
-        "con",
-        "interpretato",
-        "protagonista",
-    ];
-    const AFTER: &[&[&str]] =
-        &[&["in", "the", "cast"], &["as", "an", "actor"], &["as", "a", "actor"], &["as", "actor"], &["starring"]];
-    if !name_words.iter().any(|w| NAMES.contains(&w.as_str())) {
-        return false;
-    }
-    let before = match noun.cue.first().map(String::as_str) {
-        Some("by") => noun.cue.get(1),
-        _ => noun.cue.first(),
-    };
-    before.is_some_and(|w| BEFORE.contains(&w.as_str()))
-        || AFTER.iter().any(|a| noun.after.len() >= a.len() && noun.after.iter().zip(a.iter()).all(|(w, a)| w == a))
-}
-
-/// Rule 7: the next proper noun no property took — for a place, the first
-/// after a preposition of place, with its region.
-fn next_noun(nouns: &[Noun], used: &mut Vec<usize>, place: bool) -> Option<String> {
-    let free = |i: &usize| !used.contains(i);
-    let pick = (0..nouns.len())
-        .filter(free)
-        .find(|i| place && nouns[*i].after_place_preposition)
-        .or_else(|| (0..nouns.len()).find(free))?;
-    used.push(pick);
-    Some(nouns[pick].with_region(place))
 }
 
 /// What the rules took already: extractor slots and quotes, by index.
@@ -484,400 +402,10 @@ fn same_stem(a: &str, b: &str) -> bool {
     short.len() >= 3 && long.starts_with(short)
 }
 
-/// Words that join a parameter's name to its value ("port number 5432",
-/// "nickname 'PrimaryDB'", "username is ada", "set to 22"), EN.
-const LINKS: &[&str] = &[
-    "as", "is", "of", "to", "be", "called", "named", "the", "a", "an", "with", "equal", "equals", "number", "value",
-    "at", "=", ":",
-];
-
-/// Rule 2: a value the request names by its parameter — the parameter's
-/// name said as words and followed by the value (a quote within three
-/// words, else the next word that is not a joining one: a number for a
-/// number, a code- or name-like word for a string), or a quote followed by
-/// "as" and the name ("'admin_user' as username").
-fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut Taken) -> Option<Value> {
-    if !matches!(kind, "string" | "number" | "integer") {
-        return None;
-    }
-    let (text, toks, ex) = (said.ex.text.as_str(), &said.toks, &said.ex);
-    for (first, end) in name_said(toks, &split_name(name)) {
-        if kind == "string" {
-            if let Some(q) = quote_by_name(said, first, end, taken) {
-                return Some(q);
-            }
-        }
-        let next = toks[end + 1..].iter().take(3).find(|t| !LINKS.contains(&t.word.as_str()))?;
-        let quoted = said.quotes.iter().any(|q| overlaps((q.0, q.1), (next.start, next.end)));
-        if quoted && !NUMBER_WORDS.iter().any(|(w, _)| *w == next.word) {
-            continue;
-        }
-        match kind {
-            "number" | "integer" => {
-                if let Some((_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == next.word) {
-                    return Some(Value::from(*n));
-                }
-                let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
-                    s.kind == SlotKind::Number && !taken.slots.contains(i) && overlaps(s.span, (next.start, next.end))
-                })?;
-                if kind == "integer" && slot.value.as_f64().is_some_and(|f| f.fract() != 0.0) {
-                    return None;
-                }
-                taken.slots.push(i);
-                return Some(slot.value.clone());
-            }
-            _ => {
-                let raw = &text[next.start..next.end];
-                let code = raw.chars().any(|c| c.is_ascii_digit() || "-_./@:".contains(c))
-                    || raw.chars().next().is_some_and(char::is_uppercase);
-                // A number is an id here ("user id 1234"); other values
-                // (a path, a date) go by their own rule.
-                let other =
-                    ex.slots.iter().any(|s| s.kind != SlotKind::Number && overlaps(s.span, (next.start, next.end)));
-                if code && !other {
-                    for (i, s) in ex.slots.iter().enumerate() {
-                        if overlaps(s.span, (next.start, next.end)) {
-                            taken.slots.push(i);
-                        }
-                    }
-                    return Some(Value::String(raw.to_owned()));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// Where a parameter's name (its `words`) is said, as token ranges: all
-/// its words in a row, or its last word alone when that is specific (four
-/// letters or more) or a code follows it ("id 1234").
-fn name_said(toks: &[Tok], words: &[String]) -> Vec<(usize, usize)> {
-    let Some(last) = words.last() else { return Vec::new() };
-    if words.iter().map(String::len).sum::<usize>() < 3 {
-        return Vec::new();
-    }
-    let n = words.len();
-    let mut ends: Vec<(usize, usize)> = Vec::new();
-    for i in 0..toks.len() {
-        let whole = i + n <= toks.len()
-            && (0..n).all(|k| {
-                toks[i + k].word == words[k]
-                    || (k == n - 1 && words[k].len() >= 4 && same_stem(&toks[i + k].word, &words[k]))
-            });
-        if whole {
-            ends.push((i, i + n - 1));
-        } else if n > 1 && toks[i].word == *last {
-            let code = toks[i + 1..].iter().find(|t| !LINKS.contains(&t.word.as_str()));
-            if last.len() >= 4 || code.is_some_and(|t| t.word.chars().any(|c| c.is_ascii_digit())) {
-                ends.push((i, i));
-            }
-        }
-    }
-    ends
-}
-
-/// Rule 2's quotes: one right before the name said at tokens
-/// `first..=end` ("the 'main' database", "'admin_user' as username"),
-/// else one within three words after it, in the same clause ("nickname
-/// 'PrimaryDB'").
-fn quote_by_name(said: &Said<'_>, first: usize, end: usize, taken: &mut Taken) -> Option<Value> {
-    let (text, toks, quotes) = (said.ex.text.as_str(), &said.toks, &said.quotes);
-    let (before, after) = (toks[first].start, toks[end].end);
-    let right_before = (0..quotes.len()).find(|q| {
-        let between = text[quotes[*q].1.min(before)..before].trim();
-        !taken.quotes.contains(q) && quotes[*q].1 <= before && (between.is_empty() || between == "as")
-    });
-    let within = toks.get(end + 3).map_or(text.len(), |t| t.end);
-    let right_after = (0..quotes.len()).find(|q| {
-        !taken.quotes.contains(q)
-            && quotes[*q].0 >= after
-            && quotes[*q].0 <= within
-            && !text[after..quotes[*q].0].contains([',', '.', ';'])
-    });
-    let q = right_before.or(right_after)?;
-    taken.quotes.push(q);
-    Some(Value::String(quotes[q].2.clone()))
-}
-
-/// Rule 1's absolute dates: `2023-04-08`, "May 15, 2023", "the 4th of
-/// March 2023", "15 maggio" — as ISO days, with their spans; a date
-/// without a year is in the year of the next date said with one, else in
-/// `now`'s.
-fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize), String)> {
-    use chrono::Datelike;
-    static RULES: std::sync::OnceLock<[regex::Regex; 5]> = std::sync::OnceLock::new();
-    let [iso, month_first, day_first, numeric, year_alone] = RULES.get_or_init(|| {
-        let r = |s: &str| regex::Regex::new(s).expect("date rule compiles");
-        let month = crate::calendar::alternation();
-        [
-            r(r"\b(\d{4})([-./])(\d{1,2})[-./](\d{1,2})\b"),
-            r(&format!(r"(?i)\b({month})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?")),
-            r(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({month})\b\.?(?:,?\s+(\d{{4}})\b)?")),
-            r(r"\b(\d{1,2})([/.-])(\d{1,2})[/.-](\d{4})\b"),
-            r(r"\b(19\d{2}|20\d{2})\b"),
-        ]
-    });
-    // The rules capture a name of the calendar's, in any case.
-    let month = |m: &str| crate::calendar::month_of(&m.to_lowercase()).map(|i| i as u32 + 1);
-    type Found = ((usize, usize), Option<i32>, u32, u32);
-    let mut found: Vec<Found> = Vec::new();
-    let mut push = |span: (usize, usize), y: Option<i32>, m: Option<u32>, d: Option<u32>| {
-        if let (Some(m), Some(d)) = (m, d) {
-            if !found.iter().any(|o| overlaps(o.0, span)) {
-                found.push((span, y, m, d));
-            }
-        }
-    };
-    for c in iso.captures_iter(text) {
-        let m = c.get(0).expect("match");
-        push((m.start(), m.end()), c[1].parse().ok(), c[3].parse().ok(), c[4].parse().ok());
-    }
-    // `05/15/2023` month first, as in the US; day first when the first
-    // number cannot be a month (`15/05/2023`) or the separator is a dot
-    // or a dash (`15.05.2023`, as Italians write).
-    for c in numeric.captures_iter(text) {
-        let m = c.get(0).expect("match");
-        let (a, b): (Option<u32>, Option<u32>) = (c[1].parse().ok(), c[3].parse().ok());
-        let day_first = &c[2] != "/" || a.is_some_and(|a| a > 12);
-        let (mo, d) = if day_first { (b, a) } else { (a, b) };
-        push((m.start(), m.end()), c[4].parse().ok(), mo, d);
-    }
-    for c in month_first.captures_iter(text) {
-        let m = c.get(0).expect("match");
-        push((m.start(), m.end()), c.get(3).and_then(|y| y.as_str().parse().ok()), month(&c[1]), c[2].parse().ok());
-    }
-    for c in day_first.captures_iter(text) {
-        let m = c.get(0).expect("match");
-        push((m.start(), m.end()), c.get(3).and_then(|y| y.as_str().parse().ok()), month(&c[2]), c[1].parse().ok());
-    }
-    found.sort_by_key(|d| d.0);
-    // A year said alone, outside every date ("on March 11th? this year
-    // 2023").
-    let alone = year_alone
-        .find_iter(text)
-        .find(|y| !found.iter().any(|f| overlaps(f.0, (y.start(), y.end()))))
-        .and_then(|y| y.as_str().parse().ok());
-    // A date without its year shares the next one's, as a range says it
-    // once ("from April 15th to April 22nd 2023"), else an earlier one's
-    // ("from April 18th 2023 until April 24th"), else the year said alone;
-    // else it is in now's.
-    (0..found.len())
-        .filter_map(|i| {
-            let (span, year, m, d) = found[i];
-            let year = year
-                .or_else(|| found[i + 1..].iter().find_map(|f| f.1))
-                .or_else(|| found[..i].iter().rev().find_map(|f| f.1))
-                .or(alone)
-                .unwrap_or(now.year());
-            let day = chrono::NaiveDate::from_ymd_opt(year, m, d)?;
-            Some((span, day.format("%Y-%m-%d").to_string()))
-        })
-        .collect()
-}
-
 /// A property's description as written (case kept: "HH:MM" and
 /// "MM/DD/YYYY" are read as spelt); empty when it has none.
 fn description_of(spec: &Value) -> &str {
     spec.get("description").and_then(Value::as_str).unwrap_or("")
-}
-
-/// Whether a string property holds a day: `date` among its name's words,
-/// or a description that asks for a day's format.
-fn date_like(name: &str, spec: &Value) -> bool {
-    let description = description_of(spec);
-    split_name(name).iter().any(|w| w == "date")
-        || description.contains("YYYY-MM-DD")
-        || date_format(description).is_some()
-}
-
-/// Whether a string property holds a time of day: `time` among its
-/// name's words (not a `timeout`, `timezone` or `timestamp`, which split
-/// as one word), or a description that asks for `HH:MM`; never one with
-/// an enum.
-fn time_like(name: &str, spec: &Value) -> bool {
-    let description = description_of(spec);
-    spec.get("type").and_then(Value::as_str) == Some("string")
-        && spec.get("enum").is_none()
-        && (split_name(name).iter().any(|w| w == "time") || description.contains("HH:MM"))
-}
-
-/// The first time of day no property took ([`crate::time_of_day`]), as
-/// the description asks: `HH:MM:SS` when it says so, else `HH:MM` (24
-/// hours — what "HH:MM" means, and what tools mostly ask).
-fn take_time(spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Option<Value> {
-    let i = (0..said.times.len()).find(|i| !taken.times.contains(i))?;
-    taken.times.push(i);
-    let description = description_of(spec);
-    let format = if description.contains("HH:MM:SS") { "%H:%M:%S" } else { "%H:%M" };
-    Some(Value::String(said.times[i].time.format(format).to_string()))
-}
-
-/// The first absolute date no property took — the last, for the end of a
-/// span ("from April 3rd to April 5th": `end_date` the 5th, whichever
-/// property is asked first) — else the first relative one.
-fn take_date(
-    name: &str,
-    spec: &Value,
-    dates: &[((usize, usize), String)],
-    ex: &crate::fast_path::Extracted,
-    taken: &mut Taken,
-) -> Option<Value> {
-    let end = split_name(name).iter().any(|w| matches!(w.as_str(), "end" | "return" | "until" | "checkout" | "out"));
-    let mut free = (0..dates.len()).filter(|i| !taken.dates.contains(i));
-    let day = match if end { free.next_back() } else { free.next() } {
-        Some(i) => {
-            taken.dates.push(i);
-            Value::String(dates[i].1.clone())
-        }
-        None => take_slot(ex, SlotKind::Date, &mut taken.slots)?,
-    };
-    let description = description_of(spec);
-    Some(match (day.as_str().map(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")), date_format(description)) {
-        (Some(Ok(d)), Some(format)) => Value::String(d.format(format).to_string()),
-        _ => day,
-    })
-}
-
-/// The day format a description asks for other than ISO's: `MM/DD/YYYY`
-/// (as US tools do), `DD/MM/YYYY`, `DD-MM-YYYY`, any case.
-fn date_format(description: &str) -> Option<&'static str> {
-    let upper = description.to_uppercase();
-    [("MM/DD/YYYY", "%m/%d/%Y"), ("DD/MM/YYYY", "%d/%m/%Y"), ("DD-MM-YYYY", "%d-%m-%Y")]
-        .into_iter()
-        .find(|(said, _)| upper.contains(said))
-        .map(|(_, format)| format)
-}
-
-/// Number words, for a count said in words beside what it counts ("two
-/// bedrooms", "tre biglietti").
-const NUMBER_WORDS: &[(&str, i64)] = &[
-    ("one", 1),
-    ("two", 2),
-    ("three", 3),
-    ("four", 4),
-    ("five", 5),
-    ("six", 6),
-    ("seven", 7),
-    ("eight", 8),
-    ("nine", 9),
-    ("ten", 10),
-    ("eleven", 11),
-    ("twelve", 12),
-    ("uno", 1),
-    ("una", 1),
-    ("due", 2),
-    ("tre", 3),
-    ("quattro", 4),
-    ("cinque", 5),
-    ("sei", 6),
-    ("sette", 7),
-    ("otto", 8),
-    ("nove", 9),
-    ("dieci", 10),
-];
-
-/// Words of a parameter's name that say nothing of what it counts.
-const COUNT_WORDS: &[&str] = &["number", "num", "of", "count", "total", "the", "n", "in", "no", "amount", "max", "min"];
-
-/// Rule 4: a number for a number property — the one beside a word of the
-/// property's name ("2 bedrooms" for `number_of_beds`; "two bedrooms" too),
-/// else the first number no property took; an integer property takes only
-/// whole numbers.
-fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mut Taken) -> Option<Value> {
-    let (ex, toks) = (&said.ex, &said.toks[..]);
-    let mine = said.units.iter().find(|(n, _)| n == name).map(|(_, u)| *u);
-    // A number said with a unit another property is in, or another unit
-    // than this one's, is not this one's ("eight minutes" is no `hours`,
-    // "3 minutes" no temperature); one said with this one's unit is.
-    let others = |u: Option<&'static str>| {
-        u.is_some_and(|u| Some(u) != mine && (mine.is_some() || said.units.iter().any(|(_, v)| *v == u)))
-    };
-    if let Some(unit) = mine {
-        let at = ex.slots.iter().enumerate().position(|(i, s)| {
-            s.kind == SlotKind::Number && !taken.slots.contains(&i) && slot_unit(&ex.text, toks, s.span) == Some(unit)
-        });
-        if let Some(i) = at {
-            taken.slots.push(i);
-            return Some(as_kind(&ex.slots[i].value, integer));
-        }
-    }
-    let counted: Vec<String> = split_name(name).into_iter().filter(|w| !COUNT_WORDS.contains(&w.as_str())).collect();
-    let names_it = |t: Option<&Tok>| t.is_some_and(|t| counted.iter().any(|w| same_stem(w, &t.word)));
-    let whole = |v: &Value| !integer || v.as_f64().is_some_and(|f| f.fract() == 0.0);
-    // Beside a word of its name: a figure, then a number word.
-    for (i, s) in ex.slots.iter().enumerate() {
-        if s.kind != SlotKind::Number || taken.slots.contains(&i) || !whole(&s.value) {
-            continue;
-        }
-        if others(slot_unit(&ex.text, toks, s.span)) {
-            continue;
-        }
-        let at = toks.iter().position(|t| overlaps((t.start, t.end), s.span));
-        if at.is_some_and(|k| names_it(toks.get(k + 1)) || (k > 0 && names_it(toks.get(k - 1)))) {
-            taken.slots.push(i);
-            return Some(as_kind(&s.value, integer));
-        }
-    }
-    for (k, t) in toks.iter().enumerate() {
-        // "two bedrooms", or one word: "two-bedroom".
-        let (head, tail) = t.word.split_once('-').unwrap_or((&t.word, ""));
-        if let Some((_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == head) {
-            let named = match tail {
-                "" => names_it(toks.get(k + 1)),
-                tail => counted.iter().any(|w| same_stem(w, tail)),
-            };
-            if named {
-                return Some(Value::from(*n));
-            }
-        }
-    }
-    let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
-        s.kind == SlotKind::Number
-            && !taken.slots.contains(i)
-            && whole(&s.value)
-            && !others(slot_unit(&ex.text, toks, s.span))
-    })?;
-    taken.slots.push(i);
-    Some(as_kind(&slot.value, integer))
-}
-
-/// The unit a word names, EN + IT: minutes, hours, seconds, percent,
-/// degrees, kelvin — what a number said before it counts.
-fn unit_of(word: &str) -> Option<&'static str> {
-    Some(match word {
-        "minute" | "minutes" | "min" | "mins" | "minuto" | "minuti" => "minute",
-        "hour" | "hours" | "ora" | "ore" => "hour",
-        "second" | "seconds" | "sec" | "secs" | "secondo" | "secondi" => "second",
-        "percent" | "percentage" | "percento" | "pct" => "percent",
-        "degree" | "degrees" | "grado" | "gradi" => "degree",
-        "kelvin" => "kelvin",
-        _ => return None,
-    })
-}
-
-/// The unit said right after the number at `span`: a unit word, "per
-/// cento", or `%` — past a word that says the amount is added ("three
-/// more minutes", "5 extra minutes").
-fn slot_unit(text: &str, toks: &[Tok], span: (usize, usize)) -> Option<&'static str> {
-    if text[span.1..].trim_start().starts_with('%') {
-        return Some("percent");
-    }
-    let mut last = toks.iter().rposition(|t| overlaps((t.start, t.end), span))?;
-    if toks.get(last + 1).is_some_and(|t| matches!(t.word.as_str(), "more" | "extra" | "additional" | "further")) {
-        last += 1;
-    }
-    let next = toks.get(last + 1)?;
-    if next.word == "per" && toks.get(last + 2).is_some_and(|t| t.word == "cento") {
-        return Some("percent");
-    }
-    unit_of(&next.word)
-}
-
-fn as_kind(v: &Value, integer: bool) -> Value {
-    match (integer, v.as_f64()) {
-        (true, Some(f)) => Value::from(f as i64),
-        _ => v.clone(),
-    }
 }
 
 /// Rule 5: the first quoted text no property took.
@@ -911,23 +439,6 @@ fn boolean_named(name: &str, toks: &[Tok]) -> Option<Value> {
     Some(Value::Bool(!negated))
 }
 
-/// Rule 1: the slot kind a property names, by its name or its format.
-fn slot_for(name: &str, spec: &Value) -> Option<SlotKind> {
-    SlotKind::from_name(name).or_else(|| match spec.get("format").and_then(Value::as_str) {
-        Some("date") => Some(SlotKind::Date),
-        Some("email") => Some(SlotKind::Email),
-        Some("uri" | "url") => Some(SlotKind::Url),
-        _ => None,
-    })
-}
-
-/// The first slot of `kind` no property took yet.
-fn take_slot(ex: &crate::fast_path::Extracted, kind: SlotKind, used: &mut Vec<usize>) -> Option<Value> {
-    let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| s.kind == kind && !used.contains(i))?;
-    used.push(i);
-    Some(slot.value.clone())
-}
-
 /// Rule 3: the first value of the property's enum the request names as a
 /// whole word (or words), any case; else one a word of the request has for
 /// its stem ("a musical show" names `Music`).
@@ -953,17 +464,6 @@ fn enum_named(spec: &Value, request: &str) -> Option<Value> {
 /// Lower-case words, letters and digits only.
 fn words_of(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
-}
-
-/// Whether a string property holds a place or a name (rule 7).
-fn place_or_name(name: &str, spec: &Value) -> bool {
-    property_words(name, spec).iter().any(|w| PLACE_OR_NAME.contains(&w.as_str()) || PLACE.contains(&w.as_str()))
-}
-
-/// Whether a string property holds a place (rule 7): its name or
-/// description names one.
-fn place_like(name: &str, spec: &Value) -> bool {
-    property_words(name, spec).iter().any(|w| PLACE.contains(&w.as_str()))
 }
 
 fn property_words(name: &str, spec: &Value) -> Vec<String> {
@@ -1022,188 +522,6 @@ fn quoted_spans(text: &str) -> Vec<(usize, usize, String)> {
 /// Texts in quotes, in order.
 fn quoted_strings(text: &str) -> Vec<String> {
     quoted_spans(text).into_iter().map(|q| q.2).collect()
-}
-
-/// Prepositions before a place (rule 7), EN + IT.
-const PLACE_PREPOSITIONS: &[&str] =
-    &["in", "at", "near", "from", "to", "a", "da", "di", "per", "su", "nel", "nella", "vicino"];
-
-/// A proper noun of the request and what stands before it.
-struct Noun {
-    text: String,
-    start: usize,
-    end: usize,
-    /// Up to two words before it, articles skipped ("directed by").
-    cue: Vec<String>,
-    /// Up to three words after it ("in the cast").
-    after: Vec<String>,
-    /// Whether a preposition of place stands right before it.
-    after_place_preposition: bool,
-    /// The run after a comma that says its region ("Riga, Latvia",
-    /// "Portland, OR").
-    region: Option<String>,
-}
-
-impl Noun {
-    /// As a value: a place with its region ("San Diego, CA").
-    fn with_region(&self, place: bool) -> String {
-        match (&self.region, place) {
-            (Some(r), true) => format!("{}, {r}", self.text),
-            _ => self.text.clone(),
-        }
-    }
-}
-
-/// A month or a weekday alone ("from March", "next Friday"): capitalised,
-/// and no place or name — what it says is a date, rule 1's.
-fn calendar_word(noun: &str) -> bool {
-    noun.parse::<chrono::Month>().is_ok() || noun.parse::<chrono::Weekday>().is_ok()
-}
-
-/// Rule 7's proper nouns, each with the words before it; a run after a
-/// comma that follows another is that one's region, not a noun of its own.
-fn noun_runs(text: &str, toks: &[Tok]) -> Vec<Noun> {
-    let runs = crate::fast_path::extract::proper_nouns(text);
-    let mut out: Vec<Noun> = Vec::new();
-    let mut skip = false;
-    for (k, &(s, e)) in runs.iter().enumerate() {
-        if std::mem::take(&mut skip) {
-            continue;
-        }
-        let region =
-            runs.get(k + 1).filter(|(s2, _)| text[e..*s2].trim() == ",").map(|(s2, e2)| text[*s2..*e2].to_owned());
-        skip = region.is_some();
-        let before: Vec<&Tok> = toks
-            .iter()
-            .filter(|t| t.end <= s)
-            .rev()
-            .filter(|t| !matches!(t.word.as_str(), "the" | "a" | "an"))
-            .take(2)
-            .collect();
-        let prev = toks.iter().rfind(|t| t.end <= s);
-        out.push(Noun {
-            text: text[s..e].to_owned(),
-            start: s,
-            end: e,
-            cue: before.iter().map(|t| t.word.clone()).collect(),
-            after: toks.iter().filter(|t| t.start >= e).take(3).map(|t| t.word.clone()).collect(),
-            after_place_preposition: prev.is_some_and(|t| PLACE_PREPOSITIONS.contains(&t.word.as_str())),
-            region,
-        });
-    }
-    out
-}
-
-/// A lower-case request's place (a voice transcript): the words after its
-/// last preposition, three at most, when they end it.
-fn lower_case_place(text: &str) -> Option<String> {
-    if text.chars().any(char::is_uppercase) {
-        return None;
-    }
-    let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
-    let mut lower: Vec<String> = text.split_whitespace().map(|w| clean(w).to_lowercase()).collect();
-    // Courtesies at the end are no part of the place ("in bergen please",
-    // "a bergen per favore", "thank you").
-    loop {
-        let n = lower.len();
-        let last = lower.last().cloned().unwrap_or_default();
-        if n > 0 && (last.is_empty() || crate::spoken::COURTESIES.contains(&last.as_str())) {
-            lower.pop();
-            if last == "favore" && lower.last().is_some_and(|p| p == "per") {
-                lower.pop();
-            }
-        } else if last == "you" && n >= 2 && lower[n - 2] == "thank" {
-            lower.truncate(n - 2);
-        } else {
-            break;
-        }
-    }
-    let p = lower.iter().rposition(|w| PREPOSITIONS.contains(&w.as_str()))?;
-    let tail: Vec<&String> = lower[p + 1..].iter().filter(|w| !w.is_empty()).take(3).collect();
-    (!tail.is_empty() && p + 1 + tail.len() == lower.len())
-        .then(|| tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "))
-}
-
-/// Whether `request` names, just before a text value of `args`, another
-/// joined to it by a conjunction ("the kitchen **and the** office lights",
-/// "in cucina **e in** bagno"): the value is one of two, and a call that
-/// says one drops the other — the planner abstains rather than make it.
-/// A value that holds the conjunction itself ("salt and pepper") is one.
-pub fn one_of_two(args: &ToolArgs, request: &str) -> bool {
-    let words = |text: &str| -> Vec<String> {
-        text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect()
-    };
-    let said = words(request);
-    let mut texts = Vec::new();
-    for v in args.0.values() {
-        match v {
-            Value::String(s) => texts.push(s.as_str()),
-            Value::Array(a) => texts.extend(a.iter().filter_map(Value::as_str)),
-            _ => {}
-        }
-    }
-    let values: Vec<Vec<String>> = texts.into_iter().map(words).filter(|v| !v.is_empty()).collect();
-    let in_a_value = |w: &String| values.iter().any(|v| v.contains(w));
-    let grammar = |w: &&String| crate::fast_path::slots::is_determiner(w);
-    values.iter().filter(|v| v.len() <= said.len()).any(|value| {
-        (0..=said.len() - value.len()).filter(|&i| said[i..i + value.len()] == value[..]).any(|i| {
-            // Back over at most two articles or prepositions to the word
-            // that joins this value to what is before it, and what that
-            // is: a value the call says too ("the light and the fan",
-            // both domains) drops nothing.
-            let back: Vec<&String> = said[..i].iter().rev().skip_while(grammar).collect();
-            let joined = back.first().is_some_and(|w| matches!(w.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure"));
-            let other = back.iter().skip(1).find(|w| !grammar(w));
-            i - back.len() <= 2 && joined && other.is_some_and(|w| !in_a_value(w))
-        })
-    })
-}
-
-/// `text` without its proper nouns (rule 5's capitalised runs): what a
-/// request asks, whichever place or person it names — "what's the weather
-/// in Innsbruck" compared with a tool's description as "what's the weather
-/// in", so that a name the model hardly knows does not pull it away.
-pub fn without_proper_nouns(text: &str) -> String {
-    let nouns = noun_candidates(text);
-    if nouns.is_empty() || !text.chars().any(char::is_uppercase) {
-        return text.to_owned();
-    }
-    let mut out = text.to_owned();
-    for n in nouns {
-        out = out.replacen(&n, " ", 1);
-    }
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `text` without its proper nouns and quoted strings: the words the
-/// user asks with, not the values they pass ("book a table at New Delhi
-/// Palace" names no "new" thing to create).
-pub fn without_values(text: &str) -> String {
-    let mut out = without_proper_nouns(text);
-    for q in quoted_strings(&out) {
-        out = out.replacen(&q, " ", 1);
-    }
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Rule 5's candidates: capitalised word runs that do not open the
-/// sentence; else (a request in lower case) the words after its last
-/// preposition, three at most.
-fn noun_candidates(text: &str) -> Vec<String> {
-    let mut out: Vec<String> =
-        crate::fast_path::extract::proper_nouns(text).into_iter().map(|(s, e)| text[s..e].to_owned()).collect();
-    if out.is_empty() && !text.chars().any(char::is_uppercase) {
-        let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let lower: Vec<String> = words.iter().map(|w| clean(w).to_lowercase()).collect();
-        if let Some(p) = lower.iter().rposition(|w| PREPOSITIONS.contains(&w.as_str())) {
-            let tail: Vec<&String> = lower[p + 1..].iter().filter(|w| !w.is_empty()).take(3).collect();
-            if !tail.is_empty() && p + 1 + tail.len() == lower.len() {
-                out.push(tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "));
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -112,17 +112,30 @@
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
 //! what the tool does in its first sentence and adds caveats after), and
 //! a built-in's example phrasings.
+//!
+//! The rules' code, by file: the fixed phrasings of rule 1 in
+//! `phrasings.rs`, rule 2's paths in `paths.rs`, rules 3, 10 and 12 (what
+//! a part asks done, and whether a tool does it) in `action_fit.rs`, the
+//! split on conjunctions and rule 6's merge in `parts.rs`; the ranking
+//! that weighs them all here.
 
 use std::sync::Arc;
 
 use crate::embedder::EmbeddingModel;
-use crate::fast_path::extract::{extract, SlotKind};
 use crate::fast_path::gate::effectful_actions;
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::{PlanStep, ToolArgs};
 
 use crate::embedder::{EmbedError, Embedder};
 use crate::taught_phrasings::TaughtPhrasings;
+
+mod action_fit;
+mod parts;
+mod paths;
+mod phrasings;
+
+pub use parts::split_conjunctions;
+pub use phrasings::{builtin_examples, GENERAL_KNOWLEDGE, SMALL_TALK};
 
 /// The model id plans made here carry (`plan.created.model`,
 /// `turn.completed.model`): the pattern store scores it like any model.
@@ -131,63 +144,6 @@ pub const OFFLINE_MODEL: &str = "offline:tool-similarity";
 /// The built-in memory tool's name: what a question about what the
 /// assistant remembers is for (rule 1b).
 pub const RECALL: &str = "recall";
-
-/// Example phrasings of the built-in tools, compared with requests besides
-/// the tools' one-line descriptions.
-pub fn builtin_examples(tool: &str) -> &'static [&'static str] {
-    match tool {
-        "get_now" => &["what time is it", "tell me the time", "current time", "che ore sono"],
-        "get_date" => &["what is the date today", "what day is it", "today's date", "che giorno è oggi"],
-        "get_location" => &["where am I", "what is my location", "which city am I in", "dove mi trovo"],
-        "list_dir" => &["list the files in the folder", "show the directory contents", "what files are in the folder"],
-        "read_file" => &["read the file", "show me the contents of the file", "open the file and print it"],
-        "undo" => &["undo that", "undo the last action", "revert what you just did"],
-        RECALL => &[
-            "what is my name",
-            "where do I live",
-            "what do you know about me",
-            "what did we talk about",
-            "do you remember what I told you",
-            "come mi chiamo",
-            "ti ricordi cosa ti ho detto",
-            "dove abito",
-            "di cosa abbiamo parlato",
-        ],
-        _ => &[],
-    }
-}
-
-/// Requests that ask for no tool at all (rule 1), EN + IT.
-pub const SMALL_TALK: &[&str] = &[
-    "how are you",
-    "how are you doing today",
-    "tell me a joke",
-    "thank you",
-    "thanks a lot",
-    "hello there",
-    "good morning",
-    "who are you",
-    "come stai",
-    "come va oggi",
-    "raccontami una barzelletta",
-    "grazie",
-    "ciao",
-    "buongiorno",
-    "chi sei",
-];
-
-/// Questions of general knowledge, which no tool answers (rule 1, beside
-/// [`SMALL_TALK`]), EN + IT: "what's the capital of France" is compared
-/// with them as well as with the tools, and is no request for
-/// `get_location` however near "which city am I in" it is.
-pub const GENERAL_KNOWLEDGE: &[&str] = &[
-    "what is the capital of a country",
-    "who wrote this book",
-    "how many people live in the city",
-    "qual è la capitale di questo paese",
-    "chi ha scritto questo libro",
-    "quanti abitanti ha la città",
-];
 
 /// What a path in the request adds to a tool that takes one (rule 2); as
 /// much again when the parameter is the path's kind (file or directory).
@@ -320,7 +276,7 @@ impl OfflinePlanner {
                 .collect();
             let actions = effectful_actions(&format!("{} {description} {}", name.replace('_', " "), words.join(" ")));
             let lower = crate::text::normalize(description);
-            let on_existing = lower.split_whitespace().any(|w| EXISTING.contains(&w));
+            let on_existing = lower.split_whitespace().any(|w| action_fit::EXISTING.contains(&w));
             let changes =
                 !actions.is_empty() || name_words.iter().any(|w| !crate::fast_path::gate::poles_of(w).is_empty());
             profiles.push(ToolProfile {
@@ -433,7 +389,7 @@ impl OfflinePlanner {
             }
         }
         // Rule 6: a call repeated with no value of its own is one call.
-        merge_repeats(&mut steps, &mut from);
+        parts::merge_repeats(&mut steps, &mut from);
         // Rule 6: one call takes its arguments from the whole request — the
         // parts no tool matched carry its values ("the weather in Tel Aviv,
         // and could you give it in Fahrenheit").
@@ -471,7 +427,7 @@ impl OfflinePlanner {
         let mut wanted = effectful_actions(&crate::arguments::without_values(part));
         // "Make the light yellow": a thing that exists made something
         // else is set, not created.
-        if wanted.contains("create") && makes_existing(part) {
+        if wanted.contains("create") && action_fit::makes_existing(part) {
             wanted.remove("create");
             wanted.insert("set");
         }
@@ -501,7 +457,7 @@ impl OfflinePlanner {
         let telling = said.asks_state() && (0..self.tools.len()).any(|i| self.vocabulary.tells(i));
         let said = &said;
         let asked_set = wanted.contains("set");
-        let new_things = asked_new(part);
+        let new_things = action_fit::asked_new(part);
         let candidates = || {
             self.tools
                 .iter()
@@ -510,13 +466,13 @@ impl OfflinePlanner {
                 // Rule 8: never a tool of the other pole.
                 .filter(|t| lex(t).is_some())
                 // Rule 3: an effectful action only to a tool that does it.
-                .filter(|t| does(t, &wanted))
+                .filter(|t| action_fit::does(t, &wanted))
                 // Rule 12: a new one asked, never a tool for one running.
                 .filter(|t| !(t.on_existing && t.name_words.iter().any(|n| new_things.contains(n))))
                 // Rule 10: a tool that sets something, for a request that
                 // says no value of what it sets — last: it fills the
                 // tool's arguments, the others only compare.
-                .filter(move |t| !sets_nothing(t, part, asked_set, now))
+                .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
         };
         let best = candidates().map(|t| (t, score(t))).max_by(|a, b| a.1.total_cmp(&b.1));
         let Some((tool, _)) = best else {
@@ -556,14 +512,6 @@ impl OfflinePlanner {
 }
 
 impl OfflinePlanner {
-    /// Whether `request` names a path of a kind one of the tools takes
-    /// (rule 2): what the planner reads better than a learnt phrasing,
-    /// which knows no file from a folder (`fast_path::model_away` rule 4).
-    pub fn reads_path(&self, request: &str, now: DateTime<FixedOffset>) -> bool {
-        let path = self.path_named(request, now);
-        path.is_some_and(|k| self.tools.iter().any(|t| t.path == Some(Some(k))))
-    }
-
     /// The arguments the request gives `tool` (by its schema), whatever
     /// tool the planner would choose: with the model away, a tool the
     /// model taught for requests like this one is completed with them
@@ -582,93 +530,7 @@ impl OfflinePlanner {
         self.tools
             .iter()
             .find(|t| t.name == step.tool)
-            .is_some_and(|t| t.actions.contains("set") && gives_nothing_to_set(t, &step.args))
-    }
-}
-
-/// Rule 3: whether `tool` does every effectful action `wanted` names —
-/// "set", the most general of them ("set a timer for 3 minutes"), by any
-/// tool that changes something and takes a value to set (rule 10's): a
-/// tool that starts a timer of a duration sets one; one that reads, or
-/// one that only turns a device on, sets nothing.
-fn does(tool: &ToolProfile, wanted: &std::collections::BTreeSet<&'static str>) -> bool {
-    wanted.iter().all(|a| tool.actions.contains(a) || (*a == "set" && tool.changes && settable(tool).is_some()))
-}
-
-/// A tool's properties when one of them is a value to set — not only
-/// where and which ([`crate::spoken::handles`]): what rules 3 and 10 ask
-/// "set" for.
-fn settable(tool: &ToolProfile) -> Option<&serde_json::Map<String, serde_json::Value>> {
-    let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
-    props.filter(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec)))
-}
-
-/// Rule 3: whether `part` makes a thing that exists something else —
-/// "make" before a definite object ("make the kitchen light yellow"), a
-/// setting; "make a note" creates.
-fn makes_existing(part: &str) -> bool {
-    const DEFINITE: &[&str] = &["the", "my", "our", "this", "that", "these", "those", "all"];
-    let lower = crate::text::normalize(part);
-    let words: Vec<&str> = lower.split_whitespace().collect();
-    words.windows(2).any(|w| w[0] == "make" && DEFINITE.contains(&w[1]))
-}
-
-/// Words of a tool's description that have it act on something that
-/// exists already (rule 12).
-const EXISTING: &[&str] = &["running", "paused", "existing", "active", "ongoing"];
-
-/// Indefinite articles, EN + IT: what asks for a new one (rule 12).
-const INDEFINITE: &[&str] = &["a", "an", "un", "uno", "una"];
-
-/// Rule 12: what `part` asks a new one of — each word after an
-/// indefinite article, as said and as its stem ("set a timer", "metti un
-/// timer": timer); no tool that acts on a running timer makes one.
-fn asked_new(part: &str) -> Vec<String> {
-    let lower = crate::text::normalize(part).replace("un'", "un ");
-    let words: Vec<&str> = lower.split_whitespace().collect();
-    words
-        .windows(2)
-        .filter(|w| INDEFINITE.contains(&w[0]))
-        .flat_map(|w| [w[1].to_owned(), crate::tool_words::stem(w[1])])
-        .collect()
-}
-
-/// Rule 10: whether `tool` sets something (its name or description names
-/// the action `set`, or the request asks it to: `asked_set`) and `part` gives it no value but where and which
-/// ([`crate::spoken::handles`]): "lights on in the mudroom" sets no
-/// brightness or colour, so it is no `HassLightSet`; "fan on in the attic"
-/// no speed.
-fn sets_nothing(tool: &ToolProfile, part: &str, asked_set: bool, now: DateTime<FixedOffset>) -> bool {
-    if !tool.actions.contains("set") && !asked_set {
-        return false;
-    }
-    settable(tool).is_some() && gives_nothing_to_set(tool, &args_for(tool, part, now))
-}
-
-/// Rule 10's test of a call: `args` hold no value of `tool`'s to set,
-/// only where and which.
-fn gives_nothing_to_set(tool: &ToolProfile, args: &ToolArgs) -> bool {
-    let Some(props) = settable(tool) else { return false };
-    !args.0.keys().any(|k| props.get(k).is_some_and(|spec| !crate::spoken::handles(k, spec)))
-}
-
-/// Rule 6: the same tool planned twice in a row, one call's arguments
-/// among the other's, is one call — the one with more ("the weather in
-/// London, including the temperature and the wind"); with values of their
-/// own each ("the kitchen light and the bedroom light") both stay. `from`
-/// (each step's part) follows `steps`.
-fn merge_repeats(steps: &mut Vec<PlanStep>, from: &mut Vec<&str>) {
-    let within = |x: &PlanStep, y: &PlanStep| x.args.0.iter().all(|(n, v)| y.args.0.get(n) == Some(v));
-    let mut k = 1;
-    while k < steps.len() {
-        let (a, b) = (&steps[k - 1], &steps[k]);
-        if a.tool == b.tool && (within(a, b) || within(b, a)) {
-            let drop = if within(a, b) { k - 1 } else { k };
-            steps.remove(drop);
-            from.remove(drop);
-        } else {
-            k += 1;
-        }
+            .is_some_and(|t| t.actions.contains("set") && action_fit::gives_nothing_to_set(t, &step.args))
     }
 }
 
@@ -691,27 +553,6 @@ fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
-impl OfflinePlanner {
-    /// What the path `text` names is, if it names one: what the host's
-    /// lookup says when the path is there ([`OfflinePlanner::with_paths`]);
-    /// else by its form ([`path_form`]).
-    fn path_named(&self, text: &str, now: DateTime<FixedOffset>) -> Option<PathKind> {
-        let slots = extract(text, now);
-        let path = slots.of(SlotKind::Path).next()?.as_str()?;
-        Some(self.paths.as_ref().and_then(|lookup| lookup(path)).unwrap_or_else(|| path_form(path)))
-    }
-}
-
-/// What a path names by its form: a file when its last component has an
-/// extension (`notes.txt`), a directory otherwise (`~/projects`, `docs/`).
-fn path_form(path: &str) -> PathKind {
-    let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-    match last.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() && !path.ends_with('/') => PathKind::File,
-        _ => PathKind::Dir,
-    }
-}
-
 /// The best cosine of `v` to any of `vectors` (a tool's phrasings, or the
 /// small-talk ones).
 fn nearest(v: &[f32], vectors: &[Vec<f32>]) -> f32 {
@@ -730,79 +571,10 @@ fn args_for(tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>) -> ToolA
     crate::arguments::fill_for(&tool.name, &tool.description, &tool.schema, part, now).args
 }
 
-/// The parts of a request joined by conjunctions (EN + IT), trimmed, empty
-/// ones dropped. "and" inside a part that names no second action is split
-/// too: a part that matches no tool is simply not planned.
-pub fn split_conjunctions(request: &str) -> Vec<String> {
-    const JOINERS: &[&str] = &[
-        " and then ",
-        ", then ",
-        " then ",
-        " after that ",
-        " and also ",
-        " and ",
-        " e poi ",
-        " poi ",
-        " e anche ",
-        " e ",
-        "; ",
-    ];
-    let mut parts = vec![request.trim().to_owned()];
-    for j in JOINERS {
-        parts = parts
-            .into_iter()
-            .flat_map(|p| {
-                let lower = p.to_lowercase();
-                // Split on the lower-cased text's positions (ASCII joiners keep
-                // byte offsets aligned for the original).
-                if lower.len() != p.len() {
-                    return vec![p];
-                }
-                let mut out = Vec::new();
-                let mut at = 0;
-                for (i, _) in lower.match_indices(j) {
-                    out.push(p[at..i].to_owned());
-                    at = i + j.len();
-                }
-                out.push(p[at..].to_owned());
-                out
-            })
-            .collect();
-    }
-    let parts: Vec<String> = parts
-        .into_iter()
-        .map(|p| p.trim().trim_matches(|c: char| c == ',' || c == '.').trim().to_owned())
-        .filter(|p| !p.is_empty())
-        .collect();
-    // A part of one word asks nothing alone ("open and read the file"): it
-    // joins the part after it (the one before, when it is the last).
-    let mut out: Vec<String> = Vec::with_capacity(parts.len());
-    let mut pending: Option<String> = None;
-    for p in parts {
-        let p = match pending.take() {
-            Some(word) => format!("{word} {p}"),
-            None => p,
-        };
-        if p.split_whitespace().count() < 2 {
-            pending = Some(p);
-        } else {
-            out.push(p);
-        }
-    }
-    if let Some(word) = pending {
-        match out.last_mut() {
-            Some(last) => {
-                last.push(' ');
-                last.push_str(&word);
-            }
-            None => out.push(word),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
+    use super::parts::merge_repeats;
+    use super::paths::path_form;
     use super::*;
 
     #[test]

@@ -1,0 +1,142 @@
+//! Rule 4 of the argument filler: a number for a number property — the
+//! one in the property's unit, the one beside a word of its name (a figure
+//! or a number word), else the first left. Separate: units and counts are
+//! their own reading of the request.
+
+use serde_json::Value;
+
+use super::{overlaps, same_stem, Said, Taken, Tok};
+use crate::fast_path::extract::SlotKind;
+use crate::tool_words::split_name;
+
+/// Number words, for a count said in words beside what it counts ("two
+/// bedrooms", "tre biglietti").
+pub(super) const NUMBER_WORDS: &[(&str, i64)] = &[
+    ("one", 1),
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("six", 6),
+    ("seven", 7),
+    ("eight", 8),
+    ("nine", 9),
+    ("ten", 10),
+    ("eleven", 11),
+    ("twelve", 12),
+    ("uno", 1),
+    ("una", 1),
+    ("due", 2),
+    ("tre", 3),
+    ("quattro", 4),
+    ("cinque", 5),
+    ("sei", 6),
+    ("sette", 7),
+    ("otto", 8),
+    ("nove", 9),
+    ("dieci", 10),
+];
+
+/// Words of a parameter's name that say nothing of what it counts.
+const COUNT_WORDS: &[&str] = &["number", "num", "of", "count", "total", "the", "n", "in", "no", "amount", "max", "min"];
+
+/// Rule 4: a number for a number property — the one beside a word of the
+/// property's name ("2 bedrooms" for `number_of_beds`; "two bedrooms" too),
+/// else the first number no property took; an integer property takes only
+/// whole numbers.
+pub(super) fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mut Taken) -> Option<Value> {
+    let (ex, toks) = (&said.ex, &said.toks[..]);
+    let mine = said.units.iter().find(|(n, _)| n == name).map(|(_, u)| *u);
+    // A number said with a unit another property is in, or another unit
+    // than this one's, is not this one's ("eight minutes" is no `hours`,
+    // "3 minutes" no temperature); one said with this one's unit is.
+    let others = |u: Option<&'static str>| {
+        u.is_some_and(|u| Some(u) != mine && (mine.is_some() || said.units.iter().any(|(_, v)| *v == u)))
+    };
+    if let Some(unit) = mine {
+        let at = ex.slots.iter().enumerate().position(|(i, s)| {
+            s.kind == SlotKind::Number && !taken.slots.contains(&i) && slot_unit(&ex.text, toks, s.span) == Some(unit)
+        });
+        if let Some(i) = at {
+            taken.slots.push(i);
+            return Some(as_kind(&ex.slots[i].value, integer));
+        }
+    }
+    let counted: Vec<String> = split_name(name).into_iter().filter(|w| !COUNT_WORDS.contains(&w.as_str())).collect();
+    let names_it = |t: Option<&Tok>| t.is_some_and(|t| counted.iter().any(|w| same_stem(w, &t.word)));
+    let whole = |v: &Value| !integer || v.as_f64().is_some_and(|f| f.fract() == 0.0);
+    // Beside a word of its name: a figure, then a number word.
+    for (i, s) in ex.slots.iter().enumerate() {
+        if s.kind != SlotKind::Number || taken.slots.contains(&i) || !whole(&s.value) {
+            continue;
+        }
+        if others(slot_unit(&ex.text, toks, s.span)) {
+            continue;
+        }
+        let at = toks.iter().position(|t| overlaps((t.start, t.end), s.span));
+        if at.is_some_and(|k| names_it(toks.get(k + 1)) || (k > 0 && names_it(toks.get(k - 1)))) {
+            taken.slots.push(i);
+            return Some(as_kind(&s.value, integer));
+        }
+    }
+    for (k, t) in toks.iter().enumerate() {
+        // "two bedrooms", or one word: "two-bedroom".
+        let (head, tail) = t.word.split_once('-').unwrap_or((&t.word, ""));
+        if let Some((_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == head) {
+            let named = match tail {
+                "" => names_it(toks.get(k + 1)),
+                tail => counted.iter().any(|w| same_stem(w, tail)),
+            };
+            if named {
+                return Some(Value::from(*n));
+            }
+        }
+    }
+    let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
+        s.kind == SlotKind::Number
+            && !taken.slots.contains(i)
+            && whole(&s.value)
+            && !others(slot_unit(&ex.text, toks, s.span))
+    })?;
+    taken.slots.push(i);
+    Some(as_kind(&slot.value, integer))
+}
+
+/// The unit a word names, EN + IT: minutes, hours, seconds, percent,
+/// degrees, kelvin — what a number said before it counts.
+pub(super) fn unit_of(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "minute" | "minutes" | "min" | "mins" | "minuto" | "minuti" => "minute",
+        "hour" | "hours" | "ora" | "ore" => "hour",
+        "second" | "seconds" | "sec" | "secs" | "secondo" | "secondi" => "second",
+        "percent" | "percentage" | "percento" | "pct" => "percent",
+        "degree" | "degrees" | "grado" | "gradi" => "degree",
+        "kelvin" => "kelvin",
+        _ => return None,
+    })
+}
+
+/// The unit said right after the number at `span`: a unit word, "per
+/// cento", or `%` — past a word that says the amount is added ("three
+/// more minutes", "5 extra minutes").
+fn slot_unit(text: &str, toks: &[Tok], span: (usize, usize)) -> Option<&'static str> {
+    if text[span.1..].trim_start().starts_with('%') {
+        return Some("percent");
+    }
+    let mut last = toks.iter().rposition(|t| overlaps((t.start, t.end), span))?;
+    if toks.get(last + 1).is_some_and(|t| matches!(t.word.as_str(), "more" | "extra" | "additional" | "further")) {
+        last += 1;
+    }
+    let next = toks.get(last + 1)?;
+    if next.word == "per" && toks.get(last + 2).is_some_and(|t| t.word == "cento") {
+        return Some("percent");
+    }
+    unit_of(&next.word)
+}
+
+fn as_kind(v: &Value, integer: bool) -> Value {
+    match (integer, v.as_f64()) {
+        (true, Some(f)) => Value::from(f as i64),
+        _ => v.clone(),
+    }
+}

@@ -1,0 +1,172 @@
+//! Rule 1 of the argument filler: a slot of the property's name or
+//! format — the extractor's slots, days said in full (ISO, written out,
+//! numeric) and times of day, written as the description asks. Separate
+//! because reading and writing days is a concern of its own, beside the
+//! rules that place the other values.
+
+use chrono::{DateTime, FixedOffset};
+use serde_json::Value;
+
+use super::{description_of, overlaps, Said, Taken};
+use crate::fast_path::extract::SlotKind;
+use crate::tool_words::split_name;
+
+/// Rule 1's absolute dates: `2023-04-08`, "May 15, 2023", "the 4th of
+/// March 2023", "15 maggio" — as ISO days, with their spans; a date
+/// without a year is in the year of the next date said with one, else in
+/// `now`'s.
+pub(super) fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((usize, usize), String)> {
+    use chrono::Datelike;
+    static RULES: std::sync::OnceLock<[regex::Regex; 5]> = std::sync::OnceLock::new();
+    let [iso, month_first, day_first, numeric, year_alone] = RULES.get_or_init(|| {
+        let r = |s: &str| regex::Regex::new(s).expect("date rule compiles");
+        let month = crate::calendar::alternation();
+        [
+            r(r"\b(\d{4})([-./])(\d{1,2})[-./](\d{1,2})\b"),
+            r(&format!(r"(?i)\b({month})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?")),
+            r(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({month})\b\.?(?:,?\s+(\d{{4}})\b)?")),
+            r(r"\b(\d{1,2})([/.-])(\d{1,2})[/.-](\d{4})\b"),
+            r(r"\b(19\d{2}|20\d{2})\b"),
+        ]
+    });
+    // The rules capture a name of the calendar's, in any case.
+    let month = |m: &str| crate::calendar::month_of(&m.to_lowercase()).map(|i| i as u32 + 1);
+    type Found = ((usize, usize), Option<i32>, u32, u32);
+    let mut found: Vec<Found> = Vec::new();
+    let mut push = |span: (usize, usize), y: Option<i32>, m: Option<u32>, d: Option<u32>| {
+        if let (Some(m), Some(d)) = (m, d) {
+            if !found.iter().any(|o| overlaps(o.0, span)) {
+                found.push((span, y, m, d));
+            }
+        }
+    };
+    for c in iso.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        push((m.start(), m.end()), c[1].parse().ok(), c[3].parse().ok(), c[4].parse().ok());
+    }
+    // `05/15/2023` month first, as in the US; day first when the first
+    // number cannot be a month (`15/05/2023`) or the separator is a dot
+    // or a dash (`15.05.2023`, as Italians write).
+    for c in numeric.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        let (a, b): (Option<u32>, Option<u32>) = (c[1].parse().ok(), c[3].parse().ok());
+        let day_first = &c[2] != "/" || a.is_some_and(|a| a > 12);
+        let (mo, d) = if day_first { (b, a) } else { (a, b) };
+        push((m.start(), m.end()), c[4].parse().ok(), mo, d);
+    }
+    for c in month_first.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        push((m.start(), m.end()), c.get(3).and_then(|y| y.as_str().parse().ok()), month(&c[1]), c[2].parse().ok());
+    }
+    for c in day_first.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        push((m.start(), m.end()), c.get(3).and_then(|y| y.as_str().parse().ok()), month(&c[2]), c[1].parse().ok());
+    }
+    found.sort_by_key(|d| d.0);
+    // A year said alone, outside every date ("on March 11th? this year
+    // 2023").
+    let alone = year_alone
+        .find_iter(text)
+        .find(|y| !found.iter().any(|f| overlaps(f.0, (y.start(), y.end()))))
+        .and_then(|y| y.as_str().parse().ok());
+    // A date without its year shares the next one's, as a range says it
+    // once ("from April 15th to April 22nd 2023"), else an earlier one's
+    // ("from April 18th 2023 until April 24th"), else the year said alone;
+    // else it is in now's.
+    (0..found.len())
+        .filter_map(|i| {
+            let (span, year, m, d) = found[i];
+            let year = year
+                .or_else(|| found[i + 1..].iter().find_map(|f| f.1))
+                .or_else(|| found[..i].iter().rev().find_map(|f| f.1))
+                .or(alone)
+                .unwrap_or(now.year());
+            let day = chrono::NaiveDate::from_ymd_opt(year, m, d)?;
+            Some((span, day.format("%Y-%m-%d").to_string()))
+        })
+        .collect()
+}
+
+/// Whether a string property holds a day: `date` among its name's words,
+/// or a description that asks for a day's format.
+pub(super) fn date_like(name: &str, spec: &Value) -> bool {
+    let description = description_of(spec);
+    split_name(name).iter().any(|w| w == "date")
+        || description.contains("YYYY-MM-DD")
+        || date_format(description).is_some()
+}
+
+/// Whether a string property holds a time of day: `time` among its
+/// name's words (not a `timeout`, `timezone` or `timestamp`, which split
+/// as one word), or a description that asks for `HH:MM`; never one with
+/// an enum.
+pub(super) fn time_like(name: &str, spec: &Value) -> bool {
+    let description = description_of(spec);
+    spec.get("type").and_then(Value::as_str) == Some("string")
+        && spec.get("enum").is_none()
+        && (split_name(name).iter().any(|w| w == "time") || description.contains("HH:MM"))
+}
+
+/// The first time of day no property took ([`crate::time_of_day`]), as
+/// the description asks: `HH:MM:SS` when it says so, else `HH:MM` (24
+/// hours — what "HH:MM" means, and what tools mostly ask).
+pub(super) fn take_time(spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Option<Value> {
+    let i = (0..said.times.len()).find(|i| !taken.times.contains(i))?;
+    taken.times.push(i);
+    let description = description_of(spec);
+    let format = if description.contains("HH:MM:SS") { "%H:%M:%S" } else { "%H:%M" };
+    Some(Value::String(said.times[i].time.format(format).to_string()))
+}
+
+/// The first absolute date no property took — the last, for the end of a
+/// span ("from April 3rd to April 5th": `end_date` the 5th, whichever
+/// property is asked first) — else the first relative one.
+pub(super) fn take_date(
+    name: &str,
+    spec: &Value,
+    dates: &[((usize, usize), String)],
+    ex: &crate::fast_path::Extracted,
+    taken: &mut Taken,
+) -> Option<Value> {
+    let end = split_name(name).iter().any(|w| matches!(w.as_str(), "end" | "return" | "until" | "checkout" | "out"));
+    let mut free = (0..dates.len()).filter(|i| !taken.dates.contains(i));
+    let day = match if end { free.next_back() } else { free.next() } {
+        Some(i) => {
+            taken.dates.push(i);
+            Value::String(dates[i].1.clone())
+        }
+        None => take_slot(ex, SlotKind::Date, &mut taken.slots)?,
+    };
+    let description = description_of(spec);
+    Some(match (day.as_str().map(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")), date_format(description)) {
+        (Some(Ok(d)), Some(format)) => Value::String(d.format(format).to_string()),
+        _ => day,
+    })
+}
+
+/// The day format a description asks for other than ISO's: `MM/DD/YYYY`
+/// (as US tools do), `DD/MM/YYYY`, `DD-MM-YYYY`, any case.
+fn date_format(description: &str) -> Option<&'static str> {
+    let upper = description.to_uppercase();
+    [("MM/DD/YYYY", "%m/%d/%Y"), ("DD/MM/YYYY", "%d/%m/%Y"), ("DD-MM-YYYY", "%d-%m-%Y")]
+        .into_iter()
+        .find(|(said, _)| upper.contains(said))
+        .map(|(_, format)| format)
+}
+
+/// Rule 1: the slot kind a property names, by its name or its format.
+pub(super) fn slot_for(name: &str, spec: &Value) -> Option<SlotKind> {
+    SlotKind::from_name(name).or_else(|| match spec.get("format").and_then(Value::as_str) {
+        Some("date") => Some(SlotKind::Date),
+        Some("email") => Some(SlotKind::Email),
+        Some("uri" | "url") => Some(SlotKind::Url),
+        _ => None,
+    })
+}
+
+/// The first slot of `kind` no property took yet.
+pub(super) fn take_slot(ex: &crate::fast_path::Extracted, kind: SlotKind, used: &mut Vec<usize>) -> Option<Value> {
+    let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| s.kind == kind && !used.contains(i))?;
+    used.push(i);
+    Some(slot.value.clone())
+}

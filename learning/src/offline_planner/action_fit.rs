@@ -1,0 +1,77 @@
+//! Rules 3, 10 and 12: what a part of a request asks done, and whether a
+//! tool does it — the effectful actions it names ("make" before a definite
+//! object sets), a tool that sets given nothing to set, a new one asked of
+//! a tool for a running one. Separate: each is a filter on the candidates,
+//! read from the request's words and the tool's profile, not from the
+//! embedding.
+
+use chrono::{DateTime, FixedOffset};
+use engram_events::payloads::ToolArgs;
+
+use super::{args_for, ToolProfile};
+
+/// Rule 3: whether `tool` does every effectful action `wanted` names —
+/// "set", the most general of them ("set a timer for 3 minutes"), by any
+/// tool that changes something and takes a value to set (rule 10's): a
+/// tool that starts a timer of a duration sets one; one that reads, or
+/// one that only turns a device on, sets nothing.
+pub(super) fn does(tool: &ToolProfile, wanted: &std::collections::BTreeSet<&'static str>) -> bool {
+    wanted.iter().all(|a| tool.actions.contains(a) || (*a == "set" && tool.changes && settable(tool).is_some()))
+}
+
+/// A tool's properties when one of them is a value to set — not only
+/// where and which ([`crate::spoken::handles`]): what rules 3 and 10 ask
+/// "set" for.
+fn settable(tool: &ToolProfile) -> Option<&serde_json::Map<String, serde_json::Value>> {
+    let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
+    props.filter(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec)))
+}
+
+/// Rule 3: whether `part` makes a thing that exists something else —
+/// "make" before a definite object ("make the kitchen light yellow"), a
+/// setting; "make a note" creates.
+pub(super) fn makes_existing(part: &str) -> bool {
+    const DEFINITE: &[&str] = &["the", "my", "our", "this", "that", "these", "those", "all"];
+    let lower = crate::text::normalize(part);
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words.windows(2).any(|w| w[0] == "make" && DEFINITE.contains(&w[1]))
+}
+
+/// Words of a tool's description that have it act on something that
+/// exists already (rule 12).
+pub(super) const EXISTING: &[&str] = &["running", "paused", "existing", "active", "ongoing"];
+
+/// Indefinite articles, EN + IT: what asks for a new one (rule 12).
+const INDEFINITE: &[&str] = &["a", "an", "un", "uno", "una"];
+
+/// Rule 12: what `part` asks a new one of — each word after an
+/// indefinite article, as said and as its stem ("set a timer", "metti un
+/// timer": timer); no tool that acts on a running timer makes one.
+pub(super) fn asked_new(part: &str) -> Vec<String> {
+    let lower = crate::text::normalize(part).replace("un'", "un ");
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| INDEFINITE.contains(&w[0]))
+        .flat_map(|w| [w[1].to_owned(), crate::tool_words::stem(w[1])])
+        .collect()
+}
+
+/// Rule 10: whether `tool` sets something (its name or description names
+/// the action `set`, or the request asks it to: `asked_set`) and `part` gives it no value but where and which
+/// ([`crate::spoken::handles`]): "lights on in the mudroom" sets no
+/// brightness or colour, so it is no `HassLightSet`; "fan on in the attic"
+/// no speed.
+pub(super) fn sets_nothing(tool: &ToolProfile, part: &str, asked_set: bool, now: DateTime<FixedOffset>) -> bool {
+    if !tool.actions.contains("set") && !asked_set {
+        return false;
+    }
+    settable(tool).is_some() && gives_nothing_to_set(tool, &args_for(tool, part, now))
+}
+
+/// Rule 10's test of a call: `args` hold no value of `tool`'s to set,
+/// only where and which.
+pub(super) fn gives_nothing_to_set(tool: &ToolProfile, args: &ToolArgs) -> bool {
+    let Some(props) = settable(tool) else { return false };
+    !args.0.keys().any(|k| props.get(k).is_some_and(|spec| !crate::spoken::handles(k, spec)))
+}

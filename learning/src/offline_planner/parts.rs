@@ -1,0 +1,96 @@
+//! A request in parts: split on conjunctions before each part is planned,
+//! and the calls of parts that repeat one merged after (rule 6). Separate:
+//! text on either side of the planning, with no embedding and no tool.
+
+use engram_events::payloads::PlanStep;
+
+/// The parts of a request joined by conjunctions (EN + IT), trimmed, empty
+/// ones dropped. "and" inside a part that names no second action is split
+/// too: a part that matches no tool is simply not planned.
+pub fn split_conjunctions(request: &str) -> Vec<String> {
+    const JOINERS: &[&str] = &[
+        " and then ",
+        ", then ",
+        " then ",
+        " after that ",
+        " and also ",
+        " and ",
+        " e poi ",
+        " poi ",
+        " e anche ",
+        " e ",
+        "; ",
+    ];
+    let mut parts = vec![request.trim().to_owned()];
+    for j in JOINERS {
+        parts = parts
+            .into_iter()
+            .flat_map(|p| {
+                let lower = p.to_lowercase();
+                // Split on the lower-cased text's positions (ASCII joiners keep
+                // byte offsets aligned for the original).
+                if lower.len() != p.len() {
+                    return vec![p];
+                }
+                let mut out = Vec::new();
+                let mut at = 0;
+                for (i, _) in lower.match_indices(j) {
+                    out.push(p[at..i].to_owned());
+                    at = i + j.len();
+                }
+                out.push(p[at..].to_owned());
+                out
+            })
+            .collect();
+    }
+    let parts: Vec<String> = parts
+        .into_iter()
+        .map(|p| p.trim().trim_matches(|c: char| c == ',' || c == '.').trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    // A part of one word asks nothing alone ("open and read the file"): it
+    // joins the part after it (the one before, when it is the last).
+    let mut out: Vec<String> = Vec::with_capacity(parts.len());
+    let mut pending: Option<String> = None;
+    for p in parts {
+        let p = match pending.take() {
+            Some(word) => format!("{word} {p}"),
+            None => p,
+        };
+        if p.split_whitespace().count() < 2 {
+            pending = Some(p);
+        } else {
+            out.push(p);
+        }
+    }
+    if let Some(word) = pending {
+        match out.last_mut() {
+            Some(last) => {
+                last.push(' ');
+                last.push_str(&word);
+            }
+            None => out.push(word),
+        }
+    }
+    out
+}
+
+/// Rule 6: the same tool planned twice in a row, one call's arguments
+/// among the other's, is one call — the one with more ("the weather in
+/// London, including the temperature and the wind"); with values of their
+/// own each ("the kitchen light and the bedroom light") both stay. `from`
+/// (each step's part) follows `steps`.
+pub(super) fn merge_repeats(steps: &mut Vec<PlanStep>, from: &mut Vec<&str>) {
+    let within = |x: &PlanStep, y: &PlanStep| x.args.0.iter().all(|(n, v)| y.args.0.get(n) == Some(v));
+    let mut k = 1;
+    while k < steps.len() {
+        let (a, b) = (&steps[k - 1], &steps[k]);
+        if a.tool == b.tool && (within(a, b) || within(b, a)) {
+            let drop = if within(a, b) { k - 1 } else { k };
+            steps.remove(drop);
+            from.remove(drop);
+        } else {
+            k += 1;
+        }
+    }
+}
