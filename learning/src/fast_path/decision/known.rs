@@ -1,0 +1,142 @@
+//! What the learnt rows say beyond each phrasing: the values said slots
+//! took, by parameter (known values), the words phrasings say around
+//! values and each action's words (for the gate), each slot's vocabulary
+//! and edges, and a parameter's enum in its tool's schema. Apart because
+//! these are tables derived on update and looked up by L1, the gate and
+//! the model-away guess alike.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::{parameter, FastPath};
+use crate::fast_path::{gate, slots, SlotKind};
+
+impl FastPath {
+    /// Every value the actions' said slots took, as said, with the
+    /// parameters that took it.
+    fn known_values(&self) -> HashMap<String, Vec<(String, Value)>> {
+        let mut out: HashMap<String, Vec<(String, Value)>> = HashMap::new();
+        let mut keys: Vec<&String> = self.actions.keys().collect();
+        keys.sort(); // a deterministic first value per (said, parameter)
+        for key in keys {
+            for (name, v) in &self.actions[key].vocabulary {
+                for (said, value, _) in &v.values {
+                    let entry = out.entry(said.clone()).or_default();
+                    if !entry.iter().any(|(p, _)| p == parameter(name)) {
+                        entry.push((parameter(name).to_owned(), value.clone()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// [`FastPath::known_values`] and [`FastPath::said_by_parameter`], from
+    /// the actions' vocabularies.
+    pub(super) fn refresh_known(&mut self) {
+        self.known_values = self.known_values();
+        let mut by: HashMap<String, Vec<String>> = HashMap::new();
+        for (said, params) in &self.known_values {
+            for (p, _) in params {
+                by.entry(p.clone()).or_default().push(said.clone());
+            }
+        }
+        for v in by.values_mut() {
+            v.sort(); // the map's order is not the same from run to run
+        }
+        self.folded_values = by
+            .iter()
+            .map(|(p, said)| (p.clone(), said.iter().filter(|s| !s.contains(' ')).map(|s| gate::fold(s)).collect()))
+            .collect();
+        self.said_by_parameter = by;
+    }
+
+    /// The value some action's slot of the same parameter as `name` took
+    /// when said as `said`.
+    pub(super) fn known_as(&self, name: &str, said: &str) -> Option<Value> {
+        let own = parameter(name);
+        self.known_values.get(said)?.iter().find(|(p, _)| p == own).map(|(_, v)| v.clone())
+    }
+
+    /// The parameter, other than `name`'s, that a value held in `said`
+    /// (a run of its words) was learnt as, if any.
+    pub(super) fn known_elsewhere(&self, name: &str, said: &str) -> Option<String> {
+        let words: Vec<&str> = said.split(' ').collect();
+        let own = parameter(name);
+        for len in 1..=words.len() {
+            for run in words.windows(len) {
+                let run = run.join(" ");
+                if let Some(params) = self.known_values.get(&run) {
+                    if let Some((p, _)) = params.iter().find(|(p, _)| p.as_str() != own) {
+                        return Some(p.clone());
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The words L1's phrasings say around their values.
+    pub(super) fn l1_command_words(&self) -> HashSet<String> {
+        self.l1
+            .rows
+            .values()
+            .flat_map(|(_, r)| crate::text::words(&r.canonical).map(str::to_owned).collect::<Vec<_>>())
+            .filter(|w| {
+                !slots::is_mask(w)
+                    && SlotKind::from_name(w).is_none()
+                    && !crate::text::is_stop_word(w, crate::text::Negations::Keep)
+            })
+            .collect()
+    }
+
+    /// Each L1 action's words ([`gate::ActionWords`]), from its phrasings.
+    pub(super) fn l1_action_words(&self) -> HashMap<String, gate::ActionWords> {
+        let mut by: HashMap<&str, Vec<String>> = HashMap::new();
+        for (_, r) in self.l1.rows.values() {
+            let words: Vec<&str> = r.canonical.split(' ').filter(|w| !slots::is_mask(w)).collect();
+            by.entry(r.action.as_str()).or_default().push(words.join(" "));
+        }
+        by.into_iter()
+            .map(|(a, texts)| (a.to_owned(), gate::ActionWords::of(texts.iter().map(String::as_str))))
+            .collect()
+    }
+
+    /// The values said for slot `name`'s parameter by any action's slot
+    /// (its own action's among them), sorted.
+    pub(super) fn said(&self, name: &str) -> Vec<String> {
+        self.said_by_parameter.get(parameter(name)).cloned().unwrap_or_default()
+    }
+
+    /// The slot `name` of `action`'s vocabulary.
+    pub(super) fn vocabulary(&self, action: &str, name: &str) -> Option<&slots::Vocabulary> {
+        self.actions.get(action)?.vocabulary.get(name)
+    }
+
+    /// How the values of slot `name` of `action` begin
+    /// ([`slots::Vocabulary::edges`]).
+    pub(super) fn edges(&self, action: &str, name: &str) -> slots::Edges {
+        self.actions
+            .get(action)
+            .and_then(|a| a.vocabulary.get(name))
+            .map_or(slots::Edges::Unknown, slots::Vocabulary::edges)
+    }
+
+    /// The enum of the parameter a slot is (`domain.0` → `domain`'s
+    /// items'), from the tool's schema.
+    pub(super) fn enum_of(&self, tool: &str, slot: &str) -> Option<Vec<Value>> {
+        let mut spec = self.schemas.get(tool)?.get("properties")?;
+        let mut parts = slot.split('.').peekable();
+        while let Some(part) = parts.next() {
+            spec = match part.parse::<usize>() {
+                Ok(_) => spec.get("items")?,
+                Err(_) => spec.get(part)?,
+            };
+            if parts.peek().is_some() && spec.get("properties").is_some() {
+                spec = spec.get("properties")?;
+            }
+        }
+        spec.get("enum")?.as_array().cloned()
+    }
+}
