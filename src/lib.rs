@@ -53,6 +53,21 @@
 //! clients) are on by default; `metrics`, `jetstream` and `full` are not.
 //! With `default-features = false` the host gives its own embedder and LLM
 //! client.
+//!
+//! # What a host touches
+//!
+//! | to | use | notes |
+//! |---|---|---|
+//! | start the runtime | [`actors::Runtime::builder`] → [`actors::RuntimeBuilder`] | `data_dir` is required; `config`, `embedder`, `llm`, `tool`, `offline`, … |
+//! | configure it | [`actors::config::Config`] (`Config::load`, `Config::locate`) | `engram.toml` and `ENGRAM_*`; every section in `docs/embedding.md` |
+//! | give it an embedder | [`learning::embedder::Embedder`] | four methods; its docs hold a small embedder a host can start from, run as a test |
+//! | give it a model | [`actors::llm::LlmClient`] | two methods; its docs hold a scripted client run in a runtime, as a test |
+//! | give it a tool | [`actors::Tool`] ([`actors::ToolContext`], [`actors::ToolOutput`], [`actors::ToolError`]) | `docs/embedding.md`, *Writing a tool* |
+//! | take a turn | [`actors::Runtime::handle_utterance`]`(&`[`SessionId`]`, &str)` → `Result<`[`actors::Reply`]`, `[`actors::RuntimeError`]`>` | `Reply`'s fields: `turn:` [`TurnId`], `heard:` [`actors::roles::listener::Heard`], `text: String`, `layer: Option<`[`RouteLayer`]`>`, `model: Option<String>`, `steps: Vec<`[`PlanStep`]`>`, `tools_ok: bool`, `latency_ms: u64` |
+//! | rate a turn | [`actors::Runtime::feedback`]`(&SessionId, `[`FeedbackRating`]`, Option<&str>)` → `Result<Option<TurnId>, RuntimeError>` | the session's last turn; `None`: it has none |
+//! | end a session | [`actors::Runtime::end_session`] → `Result<u32, RuntimeError>` | nothing ends a session by itself |
+//! | read what happened | [`actors::Runtime::log`] → [`EventLog`]; `subscribe` → [`Subscription`] | `recv()` → `Result<Envelope, LogError>`; `recv_timeout`, `try_recv` → `Result<Option<Envelope>, LogError>` |
+//! | stop | [`actors::Runtime::shutdown`] | settles the actors, saves snapshots, flushes |
 
 #![warn(missing_docs)]
 
@@ -63,5 +78,6 @@ pub use engram_local_state as local_state;
 pub use engram_storage as storage;
 pub use engram_vector as vector;
 
+pub use engram_events::payloads::{FeedbackRating, PlanStep, RouteLayer, UtteranceSource};
 pub use engram_events::{ActorKind, Envelope, Event, EventKind, Seq, SessionId, TurnId};
 pub use engram_storage::{Durability, EventLog, Filter, LogConfig, LogError, SledLog, Subscription};

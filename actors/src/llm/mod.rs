@@ -310,6 +310,86 @@ impl LlmError {
 
 /// A chat model behind some server. Blocking: each actor calls it from its
 /// own thread, and the request's timeout bounds the wait.
+///
+/// One of a host's two extension points (the other is
+/// [`Embedder`](engram_learning::embedder::Embedder)): with the
+/// `llm-http` feature engram brings Ollama and OpenAI-compatible clients
+/// built from `[llm]`; a host with another server, an in-process model or
+/// a test script implements this and passes it to
+/// [`RuntimeBuilder::llm`](crate::runtime::RuntimeBuilder::llm). Every
+/// context of seed 002 arrives here ([`ChatRequest::context`]: the planner,
+/// the reply loop, the judge, the summariser, …); an error fails that
+/// context towards offline — the offline planner plans, the heuristic
+/// judge judges — so a client may serve only the contexts it wants.
+///
+/// A client that plans nothing (an empty plan, `[]`) and answers in words,
+/// with a host's own embedder, in a runtime that starts in a temporary
+/// data dir:
+///
+/// ```
+/// use std::sync::Arc;
+/// use engram_actors::llm::{ChatRequest, ChatResponse, LlmClient, LlmError};
+/// use engram_actors::Runtime;
+/// use engram_events::payloads::LlmContext;
+/// use engram_events::SessionId;
+/// use engram_learning::embedder::{EmbedError, Embedder};
+///
+/// /// The host's model: here, a script.
+/// struct Scripted;
+///
+/// impl LlmClient for Scripted {
+///     fn provider(&self) -> &str {
+///         "scripted" // recorded as `scripted:<model>` in llm.call_completed
+///     }
+///
+///     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+///         let content = match req.context {
+///             // The plan is a JSON list of steps; none is needed here.
+///             LlmContext::Planner => "[]".to_owned(),
+///             LlmContext::ReplyLoop => "Rain taps the window / the kettle hums".to_owned(),
+///             // The judge, the summariser, …: they fail open to their rules.
+///             _ => return Err(LlmError::Unreachable("not served by this host".into())),
+///         };
+///         Ok(ChatResponse { content, input_tokens: 12, output_tokens: 8, ..ChatResponse::default() })
+///     }
+/// }
+///
+/// /// Any embedder does for the example (see `Embedder`'s own).
+/// struct Letters;
+///
+/// impl Embedder for Letters {
+///     fn model_id(&self) -> &str {
+///         "letters-v1"
+///     }
+///     fn dim(&self) -> usize {
+///         26
+///     }
+///     fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+///         let mut v = vec![0.0f32; 26];
+///         for c in text.to_lowercase().chars().filter(char::is_ascii_lowercase) {
+///             v[(c as u8 - b'a') as usize] += 1.0;
+///         }
+///         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
+///         Ok(v.into_iter().map(|x| x / norm).collect())
+///     }
+///     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+///         texts.iter().map(|t| self.embed(t)).collect()
+///     }
+/// }
+///
+/// let data = tempfile::tempdir()?;
+/// let rt = Runtime::builder()
+///     .data_dir(data.path())
+///     .embedder(Arc::new(Letters))
+///     .llm(Arc::new(Scripted))
+///     .start()?;
+/// assert!(rt.is_online());
+/// let reply = rt.handle_utterance(&SessionId::new("s-1"), "write me a haiku about rain")?;
+/// assert_eq!(reply.text, "Rain taps the window / the kettle hums");
+/// assert_eq!(reply.model.as_deref(), Some("default"), "no [llm] model: the server's default");
+/// rt.shutdown()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait LlmClient: Send + Sync {
     /// `ollama` or `openai`: the provider half of the canonical
     /// `provider:model` name recorded in events.

@@ -49,6 +49,75 @@ pub const DEFAULT_THREADS: usize = 1;
 /// with unit L2 norm, so cosine similarity is a dot product; the vector is a
 /// pure function of `(model_id, text)`, which is what lets the embedding
 /// cache key vectors by it.
+///
+/// One of a host's two extension points (the other is the actors'
+/// `LlmClient`): with the `onnx` feature engram opens a local sentence
+/// model from `[embedder]`; without it, or to use another model, a host
+/// implements this and passes it to `RuntimeBuilder::embedder` — without
+/// one, and without the feature, the runtime refuses to start
+/// (`RuntimeError::NoEmbedder`). The fast path, the offline planner,
+/// memory and the pattern store compare texts by these vectors, so what
+/// the model puts near each other decides what engram takes for the same
+/// request: the bars it replays at are calibrated for the models engram
+/// knows ([`EmbeddingModel`]), and another model's ids get the default
+/// model's calibration.
+///
+/// A small embedder a host can start from — the hashing trick over words,
+/// no model at all: texts sharing words are near, paraphrases are not
+/// (a real sentence model is what learning by meaning needs):
+///
+/// ```
+/// use engram_learning::embedder::{EmbedError, Embedder};
+///
+/// /// Words hashed into `DIM` buckets, then scaled to unit length.
+/// struct WordHash;
+///
+/// const DIM: usize = 256;
+///
+/// impl Embedder for WordHash {
+///     fn model_id(&self) -> &str {
+///         // The model and its exact weights: a change of either is a new id,
+///         // and vectors of different ids are never compared.
+///         "word-hash-256-v1"
+///     }
+///
+///     fn dim(&self) -> usize {
+///         DIM
+///     }
+///
+///     fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+///         let mut v = vec![0.0f32; DIM];
+///         for word in text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+///             // FNV-1a: stable across runs and machines, as the embedding
+///             // memo needs (std's hasher is seeded per process).
+///             let h = word.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+///             v[(h % DIM as u64) as usize] += 1.0;
+///         }
+///         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+///         if norm == 0.0 {
+///             return Err(EmbedError::Inference(format!("no words in {text:?}")));
+///         }
+///         Ok(v.into_iter().map(|x| x / norm).collect())
+///     }
+///
+///     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+///         texts.iter().map(|t| self.embed(t)).collect()
+///     }
+/// }
+///
+/// let e = WordHash;
+/// let cos = |a: &str, b: &str| -> f32 {
+///     let (a, b) = (e.embed(a).unwrap(), e.embed(b).unwrap());
+///     a.iter().zip(&b).map(|(x, y)| x * y).sum()
+/// };
+/// let v = e.embed("Turn on the kitchen light")?;
+/// assert_eq!(v.len(), e.dim());
+/// assert!((v.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-5, "unit length");
+/// assert!(cos("turn on the kitchen light", "turn on the light in the kitchen") > cos("turn on the kitchen light", "what is the weather"));
+/// assert!(e.embed("?!").is_err(), "nothing to embed is an error, not a zero vector");
+/// // The runtime takes it as `Runtime::builder().embedder(Arc::new(WordHash))`.
+/// # Ok::<(), EmbedError>(())
+/// ```
 pub trait Embedder: Send + Sync {
     /// Names the model and its exact weights; stored next to every vector, and
     /// vectors of different ids are never compared.
