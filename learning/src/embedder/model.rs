@@ -80,7 +80,7 @@ pub struct Calibration {
     /// Recall's least cosine for a diary entry with no keyword in common.
     pub recall: f32,
     /// The memory index's least cosine for a passage its embedding ranks
-    /// (`learning/src/memory/passages.rs`): below it a passage comes in
+    /// (`learning/src/memory/passages/`): below it a passage comes in
     /// only by words in common. Measured by `engram bench memory
     /// --passage-bar` on the dev split of `tests/fixtures/memory` (the
     /// held-out split is never tuned on): see docs/memory.md.
