@@ -76,13 +76,15 @@ fn export(data: &Path) -> Vec<u8> {
 /// The counts `engram import --json` reports; its time, rate, peak memory
 /// and snapshot time are checked to be there, and left out (they vary).
 fn import(data: &Path, file: &Path) -> Value {
-    let mut report = json(engram(data, &["import", file.to_str().unwrap(), "--json"]));
+    let mut report = json(engram(data, &["import", "--no-memory-index", file.to_str().unwrap(), "--json"]));
     let appended = report["events_appended"].as_u64().unwrap_or(0);
     let fields = report.as_object_mut().unwrap();
     let seconds = fields.remove("seconds").and_then(|v| v.as_f64()).expect("seconds");
     let rate = fields.remove("events_per_second").and_then(|v| v.as_f64()).expect("events_per_second");
     let peak = fields.remove("peak_rss_bytes").and_then(|v| v.as_u64()).expect("peak_rss_bytes");
     fields.remove("snapshots_seconds").expect("snapshots_seconds (null or the seconds it took)");
+    assert_eq!(fields.remove("memory_index"), Some(Value::Null), "--no-memory-index");
+    assert_eq!(fields.remove("memory_index_seconds"), Some(Value::Null), "--no-memory-index");
     let append = fields.remove("append_seconds").and_then(|v| v.as_f64()).expect("append_seconds");
     fields.remove("append_events_per_second").and_then(|v| v.as_f64()).expect("append_events_per_second");
     assert!(seconds >= 0.0 && peak > 1 << 20, "{seconds} s, {peak} bytes");
@@ -460,7 +462,7 @@ fn deterministic_idempotent_round_trip_and_stats() {
     assert_eq!(again, serde_json::json!({"imported_turns": 0, "skipped_existing": n, "events_appended": 0}));
     assert!(export(&a) == export_a, "a second import changes nothing");
     // Human output says the same.
-    let human = stdout(&ok(engram(&a, &["import", file.to_str().unwrap()])));
+    let human = stdout(&ok(engram(&a, &["import", "--no-memory-index", file.to_str().unwrap()])));
     assert!(
         human.contains("imported 0 turns (0 events)") && human.contains(&format!("{n} already present")),
         "{human}"
@@ -513,7 +515,7 @@ fn killed_import(data: &Path, file: &Path, delay: Duration, from_open: bool) {
     let mut child: Child = bin()
         .arg("--data")
         .arg(data)
-        .args(["import", file.to_str().unwrap()])
+        .args(["import", "--no-memory-index", file.to_str().unwrap()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -839,8 +841,14 @@ fn a_big_import_prepares_the_actors_snapshots_and_appends_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "turns.jsonl", turns(60, 6));
     let prepare = |data: &Path, extra: &[&str]| {
-        let mut args =
-            vec!["--data".as_ref(), data.as_os_str(), "import".as_ref(), file.as_os_str(), "--json".as_ref()];
+        let mut args = vec![
+            "--data".as_ref(),
+            data.as_os_str(),
+            "import".as_ref(),
+            "--no-memory-index".as_ref(),
+            file.as_os_str(),
+            "--json".as_ref(),
+        ];
         args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
         json(ok(bin().args(args).env("ENGRAM_RUNTIME_SNAPSHOT_EVERY", "64").stdin(Stdio::null()).output().unwrap()))
     };
@@ -872,7 +880,14 @@ fn a_big_import_prepares_the_actors_snapshots_and_appends_nothing_else() {
     }
     let more = write(dir.path(), "more.jsonl", turns(60, 6).replace("\"session\":\"s-", "\"session\":\"t-"));
     let out = bin()
-        .args(["--data".as_ref(), data.as_os_str(), "import".as_ref(), more.as_os_str(), "--json".as_ref()])
+        .args([
+            "--data".as_ref(),
+            data.as_os_str(),
+            "import".as_ref(),
+            "--no-memory-index".as_ref(),
+            more.as_os_str(),
+            "--json".as_ref(),
+        ])
         .env("ENGRAM_RUNTIME_SNAPSHOT_EVERY", "64")
         .stdin(Stdio::null())
         .output()
@@ -966,4 +981,51 @@ fn import_checks_storage_settings_and_the_data_dir_path() {
             stderr(&o)
         );
     }
+}
+
+/// Issue 41 item 5: conversations imported as turn records are indexed for
+/// recall — by `engram memory index`, or by the import itself — once: a
+/// second run appends nothing, and a later question is answered from what
+/// was said in them.
+#[test]
+fn imported_conversations_are_indexed_for_recall_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("turns.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"session":"s-1","turn":1,"at":"2026-11-20T10:00:00Z","text":"the outer box had seven crushed corners when it arrived","steps":[],"latency_ms":900}"#,
+            "\n",
+            r#"{"session":"s-1","turn":2,"at":"2026-11-20T10:01:00Z","text":"la chiamata con Jacob è spostata a mercoledì","steps":[],"latency_ms":900}"#,
+            "\n",
+            r#"{"session":"s-2","turn":1,"at":"2026-11-21T09:00:00Z","text":"remind me to water the basil","steps":[],"latency_ms":900}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+
+    // Left for later: nothing indexed, then the command indexes every turn, once.
+    let later = dir.path().join("later");
+    let report = json(engram(&later, &["import", file, "--no-memory-index", "--json"]));
+    assert_eq!(report["memory_index"], Value::Null);
+    let first = json(engram(&later, &["memory", "index", "--json"]));
+    assert_eq!((first["turns"].as_u64(), first["turns_indexed"].as_u64()), (Some(3), Some(3)), "{first}");
+    assert_eq!((first["passages"].as_u64(), first["without_vectors"].as_u64()), (Some(3), Some(0)), "{first}");
+    let head = |data: &Path| json(engram(data, &["stats", "--json"]))["events"].clone();
+    let before = head(&later);
+    let second = json(engram(&later, &["memory", "index", "--json"]));
+    assert_eq!((second["already_indexed"].as_u64(), second["turns_indexed"].as_u64()), (Some(3), Some(0)));
+    assert_eq!(head(&later), before, "a second run appends nothing");
+    // What was said in the imported conversation answers a later question.
+    let o = ok(engram(&later, &["run", "--offline", "--once", "how many corners of the box were crushed?"]));
+    assert!(stdout(&o).contains("seven crushed corners"), "{}", stdout(&o));
+
+    // By the import itself; an import of the same file again adds nothing.
+    let at_once = dir.path().join("at-once");
+    let report = json(engram(&at_once, &["import", file, "--json"]));
+    assert_eq!(report["memory_index"]["turns_indexed"].as_u64(), Some(3), "{report}");
+    let again = json(engram(&at_once, &["import", file, "--json"]));
+    assert_eq!(again["memory_index"]["already_indexed"].as_u64(), Some(3), "{again}");
+    assert_eq!(again["memory_index"]["turns_indexed"].as_u64(), Some(0), "{again}");
 }

@@ -39,6 +39,7 @@ pub mod error;
 pub mod fast_path_service;
 pub mod gazetteer;
 pub mod llm;
+pub mod memory_backfill;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(feature = "onnx")]

@@ -14,20 +14,30 @@ use crate::output;
 /// The whole file is validated first: if any line is invalid nothing is
 /// imported and each bad line is reported as FILE:LINE: FIELD: message.
 /// Ids are derived from the records, so importing a file twice adds nothing
-/// and an interrupted import completes when run again.
+/// and an interrupted import completes when run again. Then, for turn
+/// records, what was said is indexed for recall, as `engram memory index`
+/// does (embedding every imported turn, in batches; `--no-memory-index`
+/// leaves it for later; envelopes are a copy of a log and add nothing).
 #[derive(clap::Args)]
 pub struct Args {
     /// The JSON Lines file
     file: PathBuf,
     /// Print {"imported_turns":N,"skipped_existing":N,"events_appended":N,
     /// "seconds":S,"events_per_second":N,"peak_rss_bytes":N,
-    /// "append_seconds":S,"append_events_per_second":N,"snapshots_seconds":S|null}:
+    /// "append_seconds":S,"append_events_per_second":N,"snapshots_seconds":S|null,
+    /// "memory_index":{"turns","already_indexed","turns_indexed","passages","without_vectors"}|null,
+    /// "memory_index_seconds":S|null}:
     /// `seconds`, its rate and the peak are the whole command's, start to
     /// exit; `append_*` is the conversion and append phase (the actors'
     /// snapshots fold beside it), `snapshots_seconds` what their saving
-    /// took after it
+    /// took after it, `memory_index*` the back-fill after that (null: not run)
     #[arg(long)]
     json: bool,
+    /// Do not index what was said for recall now (`engram memory index`
+    /// does it later; until then the reply loop does not recall the
+    /// imported conversations' words)
+    #[arg(long)]
+    no_memory_index: bool,
     /// Do not fold the imported history into the actors' snapshots (the
     /// next start then folds it, once)
     #[arg(long)]
@@ -86,8 +96,14 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
              the next `engram run` does it and folds the imported history once"
         );
     }
-    let snapshots_seconds =
-        (wanted && behind == 0).then(|| prepare_snapshots(&log, config, beside, stats.events_appended)).flatten();
+    let snapshots_seconds = (wanted && behind == 0)
+        .then(|| prepare_snapshots(&log, config.clone(), beside, stats.events_appended))
+        .flatten();
+    // Envelopes are a copy of a log (`engram export`): they bring the
+    // source's passages, and add nothing it did not hold.
+    let memory_index = (!args.no_memory_index && plan.format == import::Format::TurnRecords)
+        .then(|| index_memory(&log, &config))
+        .flatten();
     drop(log);
     // The figures a user waits for: the whole command, start to here (all
     // that is left is printing), and the process's peak memory over all of
@@ -104,6 +120,8 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
         report["append_seconds"] = serde_json::json!(ms(seconds));
         report["append_events_per_second"] = serde_json::json!(per_second.round());
         report["snapshots_seconds"] = serde_json::json!(snapshots_seconds.map(ms));
+        report["memory_index"] = serde_json::to_value(memory_index.map(|(m, _)| m))?;
+        report["memory_index_seconds"] = serde_json::json!(memory_index.map(|(_, s)| ms(s)));
         output::print_json(&report)?;
     } else {
         println!(
@@ -126,6 +144,9 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             None => String::new(),
         };
         println!("phases: append {seconds:.2} s ({per_second:.0} events/s){snapshots}");
+        if let Some((m, s)) = memory_index {
+            println!("{} in {s:.2} s", crate::memory_index::summary(&m));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -157,6 +178,27 @@ fn prepare_snapshots(
         Ok(()) => Some(started.elapsed().as_secs_f64()),
         Err(e) => {
             tracing::warn!("actor snapshots not prepared ({e}); the next start folds the imported history once");
+            None
+        }
+    }
+}
+
+/// Indexes what was said in the data dir's history for recall (`engram
+/// memory index`), after the import: the seconds it took and what it did,
+/// or `None` with a warning when it could not (the import itself stands).
+fn index_memory(
+    log: &crate::Log,
+    config: &engram::actors::config::Config,
+) -> Option<(engram::actors::memory_backfill::Backfill, f64)> {
+    let started = std::time::Instant::now();
+    let indexed = crate::memory_index::index(log.log().as_ref(), config).and_then(|m| {
+        log.flush()?;
+        Ok(m)
+    });
+    match indexed {
+        Ok(m) => Some((m, started.elapsed().as_secs_f64())),
+        Err(e) => {
+            tracing::warn!("what was said is not indexed for recall ({e}); `engram memory index` does it later");
             None
         }
     }

@@ -10,6 +10,7 @@ mod export;
 mod forget;
 mod import;
 mod inspect;
+mod memory_index;
 mod output;
 mod rebuild;
 mod recommend;
@@ -85,6 +86,9 @@ enum Command {
     Run(run::Args),
     /// Retract what the assistant learnt: the facts holding a text, or what a session taught
     Forget(forget::Args),
+    /// The memory index of what was said: index the data dir's history
+    #[command(subcommand)]
+    Memory(memory_index::Command),
     /// List the tools the assistant can call: built-ins and MCP servers' (name, source, side effect)
     Tools(tools::Args),
     /// Benchmarks, each beside its peer baseline
@@ -174,6 +178,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::run(&data, args),
         Command::Run(args) => run::run(&data, args),
         Command::Forget(args) => forget::run(&data, args),
+        Command::Memory(cmd) => memory_index::run(&data, cmd),
         Command::Tools(args) => tools::run(&data, args),
         Command::Bench(cmd) => bench::run(cmd),
         Command::DemoHomeServer => demo::home_server(),

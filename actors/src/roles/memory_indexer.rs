@@ -12,13 +12,15 @@
 //! rather than losing them.
 //!
 //! A data dir's history from before this actor existed, or imported, is
-//! not indexed (the actor starts at the log's end, as every actor new to a
-//! data dir does).
+//! not seen by it (the actor starts at the log's end, as every actor new to
+//! a data dir does): [`crate::memory_backfill`] indexes it, with the same
+//! passages and the same derived ids (`engram memory index`, and `engram
+//! import` after it appends).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use engram_events::payloads::{Passage, PassagesIndexed, Speaker};
+use engram_events::payloads::{Passage, PassagesIndexed, Speaker, TurnCompleted};
 use engram_events::{derived, ActorKind, Envelope, Event, EventKind, TurnId};
 use engram_learning::embedder::Embedder;
 use engram_learning::memory::passages::{quantize, split};
@@ -56,27 +58,55 @@ impl MemoryIndexer {
 
     /// The passages of a turn: the user's words, then the reply's.
     pub fn passages(&self, request: &str, reply: Option<&str>) -> Vec<Passage> {
-        let mut texts: Vec<(Speaker, String)> = split(request).into_iter().map(|t| (Speaker::User, t)).collect();
-        texts.extend(reply.into_iter().flat_map(split).map(|t| (Speaker::Assistant, t)));
-        let vectors = match (&self.embedder, texts.is_empty()) {
-            (Some(e), false) => {
-                let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
-                match e.embed_batch(&refs) {
-                    Ok(v) if v.len() == texts.len() => v.iter().map(|v| Some(quantize(e.model_id(), v))).collect(),
-                    Ok(_) => {
-                        tracing::warn!("memory indexer: the embedder returned a wrong count; words alone");
-                        vec![None; texts.len()]
-                    }
-                    Err(e) => {
-                        tracing::warn!("memory indexer: embedding failed ({e}); the passages keep their words");
-                        vec![None; texts.len()]
-                    }
-                }
-            }
-            _ => vec![None; texts.len()],
-        };
-        texts.into_iter().zip(vectors).map(|((speaker, text), vector)| Passage { text, speaker, vector }).collect()
+        passages_of(self.embedder.as_deref(), &[(request, reply)]).pop().unwrap_or_default()
     }
+}
+
+/// Whether a completed turn's reply is indexed beside its request: a
+/// model's is (what it confirmed: "Updated: Sunday 15 November, 1 pm");
+/// an offline one is a template over a tool's output or over memory
+/// itself, and would only echo it back later.
+pub fn reply_kept(turn: &TurnCompleted) -> bool {
+    turn.model.as_deref().is_some_and(|m| !m.starts_with("offline:"))
+}
+
+/// The passages of `turns` (`(request, reply)` each), in order: per turn
+/// the user's words, then the reply's, every text of every turn embedded
+/// in one batch (none without an embedder, or when it fails: the passages
+/// keep their words).
+pub fn passages_of(embedder: Option<&dyn Embedder>, turns: &[(&str, Option<&str>)]) -> Vec<Vec<Passage>> {
+    let texts: Vec<Vec<(Speaker, String)>> = turns
+        .iter()
+        .map(|(request, reply)| {
+            let mut texts: Vec<(Speaker, String)> = split(request).into_iter().map(|t| (Speaker::User, t)).collect();
+            texts.extend(reply.iter().flat_map(|r| split(r)).map(|t| (Speaker::Assistant, t)));
+            texts
+        })
+        .collect();
+    let all: Vec<&str> = texts.iter().flatten().map(|(_, t)| t.as_str()).collect();
+    let mut vectors = match (embedder, all.is_empty()) {
+        (Some(e), false) => match e.embed_batch(&all) {
+            Ok(v) if v.len() == all.len() => v.iter().map(|v| Some(quantize(e.model_id(), v))).collect(),
+            Ok(_) => {
+                tracing::warn!("memory indexer: the embedder returned a wrong count; words alone");
+                vec![None; all.len()]
+            }
+            Err(e) => {
+                tracing::warn!("memory indexer: embedding failed ({e}); the passages keep their words");
+                vec![None; all.len()]
+            }
+        },
+        _ => vec![None; all.len()],
+    }
+    .into_iter();
+    texts
+        .into_iter()
+        .map(|turn| {
+            turn.into_iter()
+                .map(|(speaker, text)| Passage { text, speaker, vector: vectors.next().flatten() })
+                .collect()
+        })
+        .collect()
 }
 
 impl Role for MemoryIndexer {
@@ -124,12 +154,7 @@ impl Role for MemoryIndexer {
                 Vec::new()
             }
             Event::TurnCompleted(t) => {
-                // A model's reply is kept beside the request (what it
-                // confirmed: "Updated: Sunday 15 November, 1 pm"); an
-                // offline one is a template over a tool's output or over
-                // memory itself, and would only echo it back later.
-                let by_model = t.model.as_deref().is_some_and(|m| !m.starts_with("offline:"));
-                let reply = env.turn.and_then(|turn| self.replies.remove(&turn)).filter(|_| by_model);
+                let reply = env.turn.and_then(|turn| self.replies.remove(&turn)).filter(|_| reply_kept(t));
                 let passages = self.passages(&t.text, reply.as_deref());
                 if passages.is_empty() {
                     return Vec::new();
