@@ -150,9 +150,19 @@ fn import_is_deterministic_idempotent_and_round_trips() {
         "append_seconds",
         "append_events_per_second",
         "snapshots_seconds",
+        "memory_index_seconds",
     ] {
         assert!(again.as_object_mut().unwrap().remove(timing).is_some(), "{timing} reported");
     }
+    // What was said was indexed for recall by the first import, once.
+    let indexed = first["memory_index"].clone();
+    assert_eq!(indexed["turns_indexed"], 300, "{first}");
+    assert_eq!(indexed["without_vectors"], 0, "{first}");
+    let memory = again.as_object_mut().unwrap().remove("memory_index").expect("memory_index reported");
+    assert_eq!(
+        memory,
+        serde_json::json!({"turns":300,"already_indexed":300,"turns_indexed":0,"passages":0,"without_vectors":0})
+    );
     assert_eq!(again, serde_json::json!({"imported_turns":0,"skipped_existing":300,"events_appended":0}));
     assert_eq!(export(&a), export(&b));
     // export | import - into an empty dir reproduces the export.

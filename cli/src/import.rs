@@ -108,21 +108,16 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
     // The figures a user waits for: the whole command, start to here (all
     // that is left is printing), and the process's peak memory over all of
     // it — the snapshots' fold included. The phases are named beside them.
-    let command = crate::command_seconds();
-    let command_rate = stats.events_appended as f64 / command.max(1e-9);
-    let peak_rss = peak_rss_bytes();
-    let ms = |s: f64| (s * 1000.0).round() / 1000.0;
+    let figures = Figures {
+        command: crate::command_seconds(),
+        peak_rss: peak_rss_bytes(),
+        append: seconds,
+        per_second,
+        snapshots: snapshots_seconds,
+        memory_index,
+    };
     if args.json {
-        let mut report = serde_json::to_value(stats)?;
-        report["seconds"] = serde_json::json!(ms(command));
-        report["events_per_second"] = serde_json::json!(command_rate.round());
-        report["peak_rss_bytes"] = serde_json::json!(peak_rss);
-        report["append_seconds"] = serde_json::json!(ms(seconds));
-        report["append_events_per_second"] = serde_json::json!(per_second.round());
-        report["snapshots_seconds"] = serde_json::json!(snapshots_seconds.map(ms));
-        report["memory_index"] = serde_json::to_value(memory_index.map(|(m, _)| m))?;
-        report["memory_index_seconds"] = serde_json::json!(memory_index.map(|(_, s)| ms(s)));
-        output::print_json(&report)?;
+        output::print_json(&figures.json(&stats)?)?;
     } else {
         println!(
             "imported {} turns ({} events) from {} ({}); {} already present; data dir {}",
@@ -133,22 +128,68 @@ pub fn run(data: &Path, args: Args) -> anyhow::Result<ExitCode> {
             stats.skipped_existing,
             data.display()
         );
+        figures.print(&stats);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an import reports beside what it imported: the whole command
+/// (start to report) and its phases.
+struct Figures {
+    /// The whole command's seconds.
+    command: f64,
+    /// The process's peak resident memory.
+    peak_rss: Option<u64>,
+    /// The conversion and append phase's seconds, and its rate.
+    append: f64,
+    per_second: f64,
+    /// The actors' snapshots' fold after it (`None`: not done).
+    snapshots: Option<f64>,
+    /// The memory back-fill after that, and its seconds (`None`: not run).
+    memory_index: Option<(engram::actors::memory_backfill::Backfill, f64)>,
+}
+
+impl Figures {
+    /// `--json`'s report.
+    fn json(&self, stats: &import::ImportStats) -> anyhow::Result<serde_json::Value> {
+        let ms = |s: f64| (s * 1000.0).round() / 1000.0;
+        let mut report = serde_json::to_value(stats)?;
+        report["seconds"] = serde_json::json!(ms(self.command));
+        report["events_per_second"] = serde_json::json!(self.command_rate(stats).round());
+        report["peak_rss_bytes"] = serde_json::json!(self.peak_rss);
+        report["append_seconds"] = serde_json::json!(ms(self.append));
+        report["append_events_per_second"] = serde_json::json!(self.per_second.round());
+        report["snapshots_seconds"] = serde_json::json!(self.snapshots.map(ms));
+        report["memory_index"] = serde_json::to_value(self.memory_index.map(|(m, _)| m))?;
+        report["memory_index_seconds"] = serde_json::json!(self.memory_index.map(|(_, s)| ms(s)));
+        Ok(report)
+    }
+
+    /// The human report's figures: the whole command's first, then the
+    /// phases.
+    fn print(&self, stats: &import::ImportStats) {
         println!(
             "{:.2} s, {:.0} events/s, the whole command; peak memory {} MiB",
-            command,
-            command_rate,
-            peak_rss.map_or("unknown".to_owned(), |b| (b >> 20).to_string())
+            self.command,
+            self.command_rate(stats),
+            self.peak_rss.map_or("unknown".to_owned(), |b| (b >> 20).to_string())
         );
-        let snapshots = match snapshots_seconds {
-            Some(s) => format!("; actor snapshots prepared in {s:.2} s (the next start folds none of this history)"),
+        let snapshots = match self.snapshots {
+            Some(s) => format!(
+                "; actor snapshots prepared in {s:.2} s (the next start does not fold the imported turns again)"
+            ),
             None => String::new(),
         };
-        println!("phases: append {seconds:.2} s ({per_second:.0} events/s){snapshots}");
-        if let Some((m, s)) = memory_index {
+        println!("phases: append {:.2} s ({:.0} events/s){snapshots}", self.append, self.per_second);
+        if let Some((m, s)) = self.memory_index {
             println!("{} in {s:.2} s", crate::memory_index::summary(&m));
         }
     }
-    Ok(ExitCode::SUCCESS)
+
+    /// Events appended per second of the whole command.
+    fn command_rate(&self, stats: &import::ImportStats) -> f64 {
+        stats.events_appended as f64 / self.command.max(1e-9)
+    }
 }
 
 /// Folds the imported history into the actors' snapshots, as their
