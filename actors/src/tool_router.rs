@@ -46,11 +46,6 @@ impl ToolRouter {
         self.narrowing.max_tools()
     }
 
-    /// The rules it applies.
-    pub fn narrowing(&self) -> Narrowing {
-        self.narrowing
-    }
-
     /// Whether a prompt of at most `budget` tools must be narrowed (rules
     /// 1 and 4c).
     pub fn narrows_to(&self, budget: usize) -> bool {

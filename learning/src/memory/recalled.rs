@@ -150,7 +150,7 @@ pub struct Findings<'a> {
 }
 
 /// The keywords an enrichment asks for, as content words.
-pub fn keywords(enrichment: &Enrichment) -> BTreeSet<String> {
+fn keywords(enrichment: &Enrichment) -> BTreeSet<String> {
     enrichment.keywords.iter().flat_map(|k| content_set(k)).collect()
 }
 
