@@ -404,6 +404,67 @@ fn a_session_records_one_sample_per_fingerprint_and_model() {
     h.assert_rebuilds();
 }
 
+/// A day-long session kept every turn pending until its end (≈ 3 KB a
+/// planner turn with its request vector); its older turns are now recorded
+/// in parts, and what it adds up to is the same outcome row.
+#[test]
+fn a_long_session_is_recorded_in_parts_and_keeps_few_turns_pending() {
+    use engram_learning::projections::pattern_outcomes::{PART_KEEPS, PART_TURNS};
+    let a = feats(&["debug"], &[".py"]);
+    let mut h = Harness::default_store();
+    let mut s = Sess::new("long", 0);
+    let n = PART_TURNS + PART_KEEPS + 10;
+    for i in 0..n {
+        let r = s.turn(Some("m:a"), &a);
+        r.score = Some(if i % 2 == 0 { 1.0 } else { 0.5 });
+    }
+    // Turn by turn: the part is due at the turn that completes
+    // PART_TURNS + PART_KEEPS, and records the oldest PART_TURNS.
+    let mut parts = Vec::new();
+    for (i, r) in s.turns.iter().enumerate() {
+        let d = h.feed(turn_events(r, false));
+        if !d.is_empty() {
+            parts.push((i + 1, d));
+        }
+        assert!(h.live.pending_count() < PART_TURNS + PART_KEEPS, "turn {}: {} pending", i + 1, h.live.pending_count());
+    }
+    assert_eq!(parts.len(), 1, "one part in {n} turns");
+    let (at, d) = &parts[0];
+    assert_eq!(*at, PART_TURNS + PART_KEEPS);
+    let turns: Vec<TurnId> = d.iter().map(|e| recorded(e).turn.unwrap()).collect();
+    assert_eq!(turns, (1..=PART_TURNS as u32).map(|k| s.tid(k)).collect::<Vec<_>>());
+    let first = recorded(&d[0]);
+    assert_eq!((first.sample_size_before, first.sample_size_after), (0, 1));
+    assert_eq!(first.cost_usd, dec("0.01") * Decimal::from(PART_TURNS as u64));
+    // Each verdict that arrived before the part is on its turn's record.
+    assert!(d.iter().all(|e| recorded(e).success_score.is_some()));
+    assert_eq!(h.live.pending_count(), n - PART_TURNS);
+
+    // The end records the rest as a second sample; every turn is in the
+    // history once, and the row holds every turn's cost and score.
+    let end = h.feed(vec![s.end()]);
+    assert_eq!(end.len(), n - PART_TURNS);
+    assert_eq!(h.live.pending_count(), 0);
+    let row = h.row(fid(&a), "m:a");
+    assert_eq!(row.sample_size, 2);
+    assert_eq!(row.cost_micros, 10_000 * n as i64);
+    assert_eq!(row.score_count, n as u64);
+    assert!((1..=n as u32).all(|k| h.live.score_of(s.tid(k)).is_some()));
+    // A late verdict on a turn of the part replaces its score.
+    let late =
+        verdict(s.tid(1), eval_id(s.end_at() + Duration::hours(1), 1), 0.0, 1.0, s.end_at() + Duration::hours(1));
+    let d = h.feed(vec![late]);
+    assert_eq!(d.len(), 1);
+    assert_eq!(recorded(&d[0]).replaces_score, Some(1.0));
+    h.assert_rebuilds();
+    // Derived again from the same log (a replay, a resumed import): nothing new.
+    let mut again = Harness::default_store();
+    let log: Vec<Envelope> = h.log.iter().filter(|e| !is_pattern(e)).cloned().collect();
+    again.feed(log);
+    let ids = |l: &[Envelope]| l.iter().filter(|e| is_pattern(e)).map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(ids(&again.log), ids(&h.log));
+}
+
 #[test]
 fn parsed_turn_records_feed_the_store() {
     let lines = [

@@ -8,6 +8,12 @@
 //!   its first turn if one arrived while the session was open; each further
 //!   turn of the group gets a score-only `pattern.recorded` (`before ==
 //!   after`) so its own verdict, now or later, has a row to land on.
+//! * a long session's `turn.completed` that makes a part due (its
+//!   [`PART_TURNS`](crate::projections::pattern_outcomes::PART_TURNS)
+//!   completed turns older than its newest
+//!   [`PART_KEEPS`](crate::projections::pattern_outcomes::PART_KEEPS)) →
+//!   those turns recorded as a session's end records them, so a day-long
+//!   session does not keep every turn pending.
 //! * `eval.completed` for a recorded turn → a score-only `pattern.recorded`
 //!   that rolls the turn's previous score back exactly and folds the new
 //!   one, unless the verdict is not newer than the one applied (idempotent
@@ -110,6 +116,22 @@ impl PatternReactor {
         }
         let turns: Vec<(TurnId, &PendingTurn)> =
             self.store.pending_of(session).into_iter().filter(|(_, p)| p.completed && p.model.is_some()).collect();
+        self.record(env, turns)
+    }
+
+    /// A long session's part (the projection's pending rule 3): its older
+    /// completed model turns recorded as its end would record them, from
+    /// the `turn.completed` that made the part due.
+    fn on_part(&self, env: &Envelope, session: &SessionId, part: &[TurnId]) -> Vec<Envelope> {
+        let turns: Vec<(TurnId, &PendingTurn)> =
+            self.store.pending_of(session).into_iter().filter(|(t, p)| p.model.is_some() && part.contains(t)).collect();
+        self.record(env, turns)
+    }
+
+    /// One `pattern.recorded` contribution per `(fingerprint, model)` of
+    /// `turns` (a session's, or a part's), score-only records for the
+    /// group's further turns, then the caps' evictions.
+    fn record(&self, env: &Envelope, turns: Vec<(TurnId, &PendingTurn)>) -> Vec<Envelope> {
         if turns.is_empty() {
             return Vec::new();
         }
@@ -377,6 +399,16 @@ impl Reactor for PatternReactor {
 
     fn react(&mut self, env: &Envelope) -> Vec<Envelope> {
         let out = match (&env.event, &env.session) {
+            (Event::TurnCompleted(t), Some(session)) => {
+                // Folded in the projection's steps, with the part (if one
+                // is due) recorded between them: the projection's own fold
+                // of this event drops the same rows.
+                self.store.complete_turn(env, t);
+                let part = self.store.part_due(session);
+                let out = self.on_part(env, session, &part);
+                self.store.drop_pending(session, &part);
+                return out;
+            }
             (Event::SessionEnded(_), Some(session)) => self.on_session_ended(env, session),
             (Event::EvalCompleted(e), _) => self.on_eval(env, e),
             _ => Vec::new(),

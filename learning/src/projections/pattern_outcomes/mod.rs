@@ -12,13 +12,16 @@
 //! The projection only folds: `pattern.recorded` writes an accumulator,
 //! `pattern.evicted` removes exactly the rows it lists, and the pending
 //! table follows `route.decided` / `tool.called` / `turn.completed` / `eval.completed`
-//! until `session.ended`. A session ends once: its turns and its end seen
+//! until `session.ended`, or until a long session records its older turns
+//! as a part ([`pending`]'s rule 3). A session ends once: its turns and its end seen
 //! again (a re-import, a re-delivery) change nothing. What to record, which verdict wins and what to
 //! evict is decided by [`crate::reactors::PatternReactor`], which writes
 //! those events. An in-memory [`KnnIndex`] over the fingerprint and
 //! outcome tables serves [`PatternOutcomes::find_k_nearest`] and
 //! [`PatternOutcomes::recommend`]; it is derived state, rebuilt on load and
 //! not part of the digest.
+
+mod pending;
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
@@ -28,13 +31,14 @@ use engram_events::payloads::{
     FingerprintKind, PatternEvicted, PatternRecorded, PatternReembedded, QueryEmbedding, StructuralFeatures,
 };
 use engram_events::{Envelope, EvalId, Event, EventKind, FingerprintId, SessionId, TurnId};
-use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use ulid::Ulid;
 
 use crate::patterns::recommend::score_cluster;
 use crate::patterns::{Embedding, Fingerprint, KnnIndex, Neighbor, OutcomeRow, PatternConfig, Recommendation, Stage};
 use engram_local_state::projector::{Projection, Table, TableRows};
+
+pub use pending::{PendingTurn, PendingVerdict, PART_KEEPS, PART_TURNS};
 
 /// A stored fingerprint.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,45 +82,6 @@ pub struct ScoreRow {
     /// The score folded into the outcome's mean for this turn, if any
     /// (a verdict below `min_eval_confidence` is applied but not folded).
     pub folded: Option<f64>,
-}
-
-/// A verdict on a turn of a session still open.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PendingVerdict {
-    /// The verdict's id.
-    pub eval_id: EvalId,
-    /// Its score.
-    pub score: f64,
-    /// Its confidence.
-    pub confidence: f64,
-    /// The judge's price table version, if it reported one.
-    #[serde(default)]
-    pub judge_pricing_version: Option<String>,
-}
-
-/// A turn of a session that has not ended yet.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PendingTurn {
-    /// Its normalized features.
-    pub features: StructuralFeatures,
-    /// Its workload tag.
-    pub workload: Option<String>,
-    /// The model it was routed to (`None`: the fast path answered).
-    pub model: Option<String>,
-    /// Whether `turn.completed` arrived.
-    pub completed: bool,
-    /// Its LLM cost.
-    #[serde(with = "rust_decimal::serde::str")]
-    pub cost_usd: Decimal,
-    /// Its wall time.
-    pub latency_ms: u64,
-    /// Price table version of the cost.
-    pub pricing_version: String,
-    /// The latest verdict so far.
-    pub verdict: Option<PendingVerdict>,
-    /// The request's embedding, when the route carried one.
-    #[serde(default)]
-    pub embedding: Option<QueryEmbedding>,
 }
 
 /// The `pattern_outcomes` projection.
@@ -182,18 +147,6 @@ fn split_outcome_key(key: &[u8]) -> Option<(FingerprintId, &str)> {
 
 fn turn_key(turn: TurnId) -> [u8; 16] {
     turn.0 .0.to_be_bytes()
-}
-
-fn session_prefix(session: &SessionId) -> Vec<u8> {
-    let mut k = session.as_str().as_bytes().to_vec();
-    k.push(0);
-    k
-}
-
-fn pending_key(session: &SessionId, turn: TurnId) -> Vec<u8> {
-    let mut k = session_prefix(session);
-    k.extend_from_slice(&turn_key(turn));
-    k
 }
 
 impl PatternOutcomes {
@@ -311,43 +264,6 @@ impl PatternOutcomes {
         self.history.get(&turn_key(turn))
     }
 
-    /// A turn of a session still open.
-    pub fn pending_turn(&self, turn: TurnId) -> Option<&PendingTurn> {
-        self.pending_keys.get(&turn).and_then(|k| self.pending.get(k))
-    }
-
-    /// The open turns of `session`, by turn id (their start time): an order
-    /// that does not depend on when they were appended, so a resumed import
-    /// decides exactly what a clean one did.
-    pub fn pending_of(&self, session: &SessionId) -> Vec<(TurnId, &PendingTurn)> {
-        let prefix = session_prefix(session);
-        let mut out: Vec<(TurnId, &PendingTurn)> = self
-            .pending
-            .range_prefix(&prefix)
-            .filter_map(|(k, v)| {
-                let id: [u8; 16] = k.get(prefix.len()..)?.try_into().ok()?;
-                Some((TurnId(Ulid(u128::from_be_bytes(id))), v))
-            })
-            .collect();
-        out.sort_by_key(|(t, _)| *t);
-        out
-    }
-
-    /// Keeps no pending turns from now on: for a copy that only recommends
-    /// and records nothing (the router's), whose pending turns no one
-    /// reads. A pending turn weighs about 1.6 KB on average (a planner
-    /// turn's request vector most of it),
-    /// and a session keeps its turns pending until it ends — in a day-long
-    /// session, thousands. Held in memory only, like `stop_tracking`.
-    pub fn keep_outcomes_only(&mut self) {
-        self.outcomes_only = true;
-    }
-
-    /// Turns of open sessions.
-    pub fn pending_count(&self) -> usize {
-        self.pending.len()
-    }
-
     /// Entries per table and derived map, by name (`fingerprints`,
     /// `outcomes`, `history`, …; `dirty`: changed keys not yet taken), and
     /// the bytes each table holds ([`PatternOutcomes::heap_bytes`]): what a
@@ -418,16 +334,6 @@ impl PatternOutcomes {
     /// Whether `session` has ended (its outcomes are recorded).
     pub fn has_ended(&self, session: &SessionId) -> bool {
         self.ended.get(session.as_str().as_bytes()).is_some()
-    }
-
-    fn pending_entry(&mut self, env: &Envelope) -> Option<&mut PendingTurn> {
-        let (session, turn) = (env.session.as_ref()?, env.turn?);
-        if self.outcomes_only || self.has_ended(session) {
-            return None;
-        }
-        let key = pending_key(session, turn);
-        self.pending_keys.insert(turn, key.clone());
-        Some(self.pending.entry(&key, PendingTurn::default))
     }
 
     fn fold_recorded(&mut self, env: &Envelope, p: &PatternRecorded) {
@@ -590,89 +496,17 @@ impl Projection for PatternOutcomes {
 
     fn apply(&mut self, env: &Envelope) {
         match &env.event {
-            Event::RouteDecided(r) => {
-                if let Some(p) = self.pending_entry(env) {
-                    p.features = r.features.clone().normalized();
-                    p.workload = r.workload.clone();
-                    p.embedding = r.embedding.clone();
-                }
-            }
-            // What a tool may do, as it declares it (live turns; imported
-            // ones carry their features whole).
-            Event::ToolCalled(c) => {
-                if let Some(class) = c.side_effect {
-                    if let Some(p) = self.pending_entry(env) {
-                        if !p.features.side_effect_classes.contains(&class) {
-                            p.features.side_effect_classes.push(class);
-                            p.features = std::mem::take(&mut p.features).normalized();
-                        }
-                    }
-                }
-            }
+            Event::RouteDecided(r) => self.fold_route(env, r),
+            Event::ToolCalled(c) => self.fold_tool(env, c),
             Event::TurnCompleted(t) => {
-                if let Some(p) = self.pending_entry(env) {
-                    // What the turn did, known only now: a planner turn's
-                    // route had no steps to name its tools or the dirs
-                    // they touched. Two models may run different tools for
-                    // one kind of request and so record two fingerprints;
-                    // a route-time query skips these fields
-                    // (`Stage::Route`) and meets both alike.
-                    if p.features.tool_names.is_empty() && !t.steps.is_empty() {
-                        p.features.tool_names = t.steps.iter().map(|s| s.tool.clone()).collect();
-                        if p.features.file_path_buckets.is_empty() {
-                            p.features.file_path_buckets = crate::features::path_buckets(&t.steps);
-                        }
-                        p.features = std::mem::take(&mut p.features).normalized();
-                    }
-                    p.model = t.model.clone();
-                    if p.model.is_none() {
-                        // No model answered (the fast path did): the
-                        // session's end records model turns only, so what
-                        // would describe the turn to the store (its
-                        // features; a fast-path route carries no vector)
-                        // is dropped now rather than kept till the session
-                        // ends — measured, the pending rows went from
-                        // 1 649 to 1 506 B a turn on average in one long
-                        // session. The row stays, so that a verdict on the
-                        // turn lands on it.
-                        p.features = StructuralFeatures::default();
-                        p.workload = None;
-                        p.embedding = None;
-                    }
-                    p.completed = true;
-                    p.cost_usd = t.cost_usd;
-                    p.latency_ms = t.latency_ms;
-                    p.pricing_version = t.pricing_version.clone();
+                self.complete_turn(env, t);
+                if let Some(session) = &env.session {
+                    let part = self.part_due(session);
+                    self.drop_pending(session, &part);
                 }
             }
-            Event::EvalCompleted(e) => {
-                let Some(key) = self.pending_keys.get(&e.subject_turn).cloned() else { return };
-                if let Some(p) = self.pending.get_mut(&key) {
-                    // The greatest eval id is the latest verdict.
-                    if p.verdict.as_ref().is_none_or(|v| e.eval_id > v.eval_id) {
-                        p.verdict = Some(PendingVerdict {
-                            eval_id: e.eval_id,
-                            score: e.score,
-                            confidence: e.confidence,
-                            judge_pricing_version: e.judge_pricing_version.clone(),
-                        });
-                    }
-                }
-            }
-            Event::SessionEnded(_) => {
-                let Some(session) = &env.session else { return };
-                if self.has_ended(session) {
-                    return;
-                }
-                self.ended.insert(session.as_str().as_bytes().to_vec(), env.at);
-                let prefix = session_prefix(session);
-                let keys: Vec<Vec<u8>> = self.pending.range_prefix(&prefix).map(|(k, _)| k.clone()).collect();
-                for k in keys {
-                    self.pending.remove(&k);
-                    let id: [u8; 16] = k[k.len() - 16..].try_into().expect("16 bytes");
-                    self.pending_keys.remove(&TurnId(Ulid(u128::from_be_bytes(id))));
-                }
-            }
+            Event::EvalCompleted(e) => self.fold_verdict(e),
+            Event::SessionEnded(_) => self.end_session(env),
             Event::PatternRecorded(p) => self.fold_recorded(env, p),
             Event::PatternEvicted(e) => self.fold_evicted(e),
             Event::PatternReembedded(r) => self.fold_reembedded(r),
