@@ -583,10 +583,11 @@ fn hnsw_rs_peer(opts: &Options, index: &VectorIndex<u64>, data: &Data, truth: &[
     use hnsw_rs::hnsw::Hnsw;
     let dim = data.dim;
     let n = data.base.len() / dim;
-    let rows: Vec<&[f32]> = (0..n as u64).map(|i| index.get(&i).expect("every base vector is stored")).collect();
+    let rows: Vec<std::borrow::Cow<'_, [f32]>> =
+        (0..n as u64).map(|i| index.get(&i).expect("every base vector is stored")).collect();
     let t = Instant::now();
     let graph = Hnsw::<f32, CosineDistance>::new(opts.m, n, 16, opts.ef_construction, CosineDistance::default());
-    graph.parallel_insert_slice(&rows.iter().enumerate().map(|(i, r)| (*r, i)).collect());
+    graph.parallel_insert_slice(&rows.iter().enumerate().map(|(i, r)| (&**r, i)).collect());
     let build_s = round(t.elapsed().as_secs_f64(), 2);
     let queries: Vec<f32> = data
         .queries

@@ -1,6 +1,7 @@
 //! [`VectorIndex`]: cosine K-NN over keys of the caller's choosing, exact
 //! when small, HNSW when large, with deletes and a file format.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::io::Write;
@@ -108,6 +109,19 @@ pub struct VectorConfig {
     /// Threads for bulk graph builds (0: all available).
     #[serde(skip)]
     pub build_threads: usize,
+    /// Keep each row's `f32` copy (true, the default), or its int8 codes
+    /// only: a quarter of the memory, every score then from the codes —
+    /// the exact scan, the graph's build and its re-scoring. For vectors
+    /// that were int8 codes and a scale to begin with (memory's passages,
+    /// as the log keeps them) the codes are the same vector, so the
+    /// cosines are the same less rounding; for others they are off by the
+    /// quantisation's few thousandths ([`crate::quantized`]).
+    #[serde(default = "float_rows_default")]
+    pub float_rows: bool,
+}
+
+fn float_rows_default() -> bool {
+    true
 }
 
 impl VectorConfig {
@@ -120,6 +134,7 @@ impl VectorConfig {
             hnsw: HnswParams::default(),
             compact_ratio: DEFAULT_COMPACT_RATIO,
             build_threads: 0,
+            float_rows: true,
         }
     }
 
@@ -150,6 +165,8 @@ pub struct Hit<K> {
 ///   [`VectorConfig::exact_below`] rows every search is an exact scan;
 ///   at that size a graph ([`Hnsw`], over the same arena — no second copy)
 ///   is built once, in parallel, and then grown one node per insert.
+///   With [`VectorConfig::float_rows`] false the rows are kept as int8
+///   codes only (a quarter of the bytes) and scored from them.
 /// * [`VectorIndex::remove`] tombstones: the row stays (in the graph it
 ///   still routes searches) but is never returned — the graph search
 ///   filters while it walks, so a result is never short of live rows
@@ -240,9 +257,21 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
         self.slot_of.contains_key(key)
     }
 
-    /// The stored (normalised) vector of `key`.
-    pub fn get(&self, key: &K) -> Option<&[f32]> {
-        self.slot_of.get(key).map(|&s| self.arena.row(s))
+    /// The stored (normalised) vector of `key` (decoded from its codes
+    /// when the index keeps no floats).
+    pub fn get(&self, key: &K) -> Option<Cow<'_, [f32]>> {
+        let &s = self.slot_of.get(key)?;
+        Some(if self.config.float_rows { Cow::Borrowed(self.arena.row(s)) } else { Cow::Owned(self.codes.decode(s)) })
+    }
+
+    /// Rows stored, tombstones included: the arena's, or the codes' when
+    /// the index keeps no floats.
+    fn stored(&self) -> usize {
+        if self.config.float_rows {
+            self.arena.len()
+        } else {
+            self.codes.len()
+        }
     }
 
     /// Changes the default search breadth (takes effect immediately; the
@@ -269,7 +298,7 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
 
     /// Appends a prepared row; tombstones a previous row of the same key.
     fn push_row(&mut self, key: K, row: &[f32]) {
-        let slot = self.arena.push(row);
+        let slot = if self.config.float_rows { self.arena.push(row) } else { self.codes.push(row) };
         if let Some(old) = self.slot_of.insert(key.clone(), slot) {
             self.keys[old as usize] = None;
             self.dead += 1;
@@ -285,7 +314,8 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
     /// the index reaches the crossover, extends it otherwise.
     fn sync_graph(&mut self) {
         let threads = self.config.threads();
-        if self.graph.is_some() || self.arena.len() >= self.config.exact_below {
+        let stored = self.stored();
+        if self.config.float_rows && (self.graph.is_some() || stored >= self.config.exact_below) {
             self.codes.extend_from(self.arena.rows());
         }
         match self.graph.take() {
@@ -294,7 +324,7 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
                 g.extend(rows, threads);
                 self.graph = Some(g);
             }
-            None if self.arena.len() >= self.config.exact_below && !self.arena.is_empty() => {
+            None if stored >= self.config.exact_below && stored > 0 => {
                 let mut g = Hnsw::new(self.config.hnsw);
                 g.extend(self.rows(), threads);
                 self.graph = Some(g);
@@ -356,16 +386,22 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
     /// reach the crossover). Slots are renumbered; keys are unaffected.
     pub fn compact(&mut self) {
         let mut arena = ExactScan::with_kernel(self.config.dim, self.arena.kernel());
+        let mut codes = Codes::new(self.config.dim);
         let mut keys = Vec::with_capacity(self.len());
         for (slot, key) in self.keys.iter().enumerate() {
             if let Some(k) = key {
-                let new = arena.push(self.arena.row(slot as u32));
+                let new = if self.config.float_rows {
+                    arena.push(self.arena.row(slot as u32))
+                } else {
+                    let (c, scale) = self.codes.row(slot as u32);
+                    codes.push_coded(c, scale)
+                };
                 self.slot_of.insert(k.clone(), new);
                 keys.push(Some(k.clone()));
             }
         }
         self.arena = arena;
-        self.codes = Codes::new(self.config.dim);
+        self.codes = if self.config.float_rows { Codes::new(self.config.dim) } else { codes };
         self.keys = keys;
         self.dead = 0;
         self.graph = None;
@@ -408,6 +444,15 @@ impl<K: Clone + Eq + Hash> VectorIndex<K> {
     }
 
     fn scan(&self, q: &[f32], k: usize) -> Vec<(u32, f32)> {
+        if !self.config.float_rows {
+            let mut top = crate::exact::TopK::new(k);
+            for slot in 0..self.codes.len() as u32 {
+                if self.keys[slot as usize].is_some() {
+                    top.push(slot, self.codes.dot_f32(q, slot));
+                }
+            }
+            return top.into_sorted();
+        }
         if self.dead == 0 {
             self.arena.search(q, k)
         } else {
@@ -459,14 +504,24 @@ impl<K: Clone + Eq + Hash + Serialize + DeserializeOwned> VectorIndex<K> {
         let header =
             serde_json::to_vec(&header).map_err(|source| VectorError::Keys { path: path.to_owned(), source })?;
         let mut buf = Vec::with_capacity(
-            16 + header.len() + 4 * self.arena.len() * self.config.dim + keys.len() + 4 * graph.len() + 32,
+            16 + header.len() + 4 * self.stored() * self.config.dim + keys.len() + 4 * graph.len() + 32,
         );
         buf.extend_from_slice(MAGIC);
         buf.extend_from_slice(&VERSION.to_le_bytes());
         buf.extend_from_slice(&(header.len() as u32).to_le_bytes());
         buf.extend_from_slice(&header);
-        for x in self.arena.rows().rows().flatten() {
-            buf.extend_from_slice(&x.to_le_bytes());
+        // An index keeping codes only writes the floats they stand for
+        // (one file format; its load encodes them again, to the same codes).
+        if self.config.float_rows {
+            for x in self.arena.rows().rows().flatten() {
+                buf.extend_from_slice(&x.to_le_bytes());
+            }
+        } else {
+            for slot in 0..self.codes.len() as u32 {
+                for x in self.codes.decode(slot) {
+                    buf.extend_from_slice(&x.to_le_bytes());
+                }
+            }
         }
         buf.extend_from_slice(&keys);
         for w in &graph {
@@ -561,9 +616,16 @@ impl<K: Clone + Eq + Hash + Serialize + DeserializeOwned> VectorIndex<K> {
             }
             Some(g)
         };
-        let arena = ExactScan::from_flat(dim, &data);
+        let mut arena = ExactScan::from_flat(dim, &data);
         drop(data);
-        let codes = if graph.is_some() { Codes::from_rows(dim, arena.rows()) } else { Codes::new(dim) };
+        let codes = if graph.is_some() || !header.config.float_rows {
+            Codes::from_rows(dim, arena.rows())
+        } else {
+            Codes::new(dim)
+        };
+        if !header.config.float_rows {
+            arena = ExactScan::new(dim);
+        }
         Ok(VectorIndex { arena, codes, config: header.config, keys, slot_of, dead, graph })
     }
 }
@@ -585,6 +647,73 @@ mod tests {
             hnsw: HnswParams { m: 12, ef_construction: 80, ..HnswParams::default() },
             build_threads: 2,
             ..VectorConfig::new(dim)
+        }
+    }
+
+    /// Vectors that were int8 codes to begin with (memory's passages, as
+    /// the log keeps them): an index keeping codes only answers as one
+    /// keeping floats — same keys, same cosines less rounding — exact and
+    /// through its graph, after deletes and a compaction and a round trip,
+    /// without the floats' 4 bytes a dimension.
+    #[test]
+    fn codes_only_answers_as_floats_for_coded_vectors() {
+        let dim = 48;
+        let (base, queries) = data(1_500, dim, 11);
+        // Each row as its codes stand for it.
+        let coded: Vec<f32> = base
+            .chunks_exact(dim)
+            .flat_map(|r| {
+                let mut c = vec![0i8; dim];
+                let scale = crate::quantized::encode(r, &mut c);
+                c.into_iter().map(move |x| x as f32 * scale)
+            })
+            .collect();
+        let build = |float_rows: bool| {
+            let mut idx: VectorIndex = VectorIndex::new(VectorConfig { float_rows, ..small_config(dim, 600) }).unwrap();
+            for (i, row) in coded.chunks_exact(dim).take(700).enumerate() {
+                idx.insert(i as u64, row).unwrap();
+            }
+            idx.extend(coded.chunks_exact(dim).enumerate().skip(700).map(|(i, r)| (i as u64, r))).unwrap();
+            for k in (0..1_500).step_by(4) {
+                idx.remove(&k);
+            }
+            idx
+        };
+        let (floats, codes) = (build(true), build(false));
+        assert!(floats.uses_graph() && codes.uses_graph());
+        // The floats' 4 bytes a dimension gone (less the blocks' slack).
+        let saved = floats.heap_bytes() - codes.heap_bytes();
+        assert!(saved >= 1_500 * dim * 3, "{} vs {}", codes.heap_bytes(), floats.heap_bytes());
+        let same = |a: Vec<Hit<u64>>, b: Vec<Hit<u64>>| {
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!((x.cosine - y.cosine).abs() < 1e-5, "{} vs {}", x.cosine, y.cosine);
+            }
+            let (ka, kb): (Vec<u64>, Vec<u64>) = (a.iter().map(|h| h.key).collect(), b.iter().map(|h| h.key).collect());
+            // Equal up to ties a rounding can reorder.
+            assert!(ka.iter().filter(|k| kb.contains(k)).count() + 1 >= ka.len(), "{ka:?} vs {kb:?}");
+        };
+        for q in queries.chunks_exact(dim) {
+            same(floats.search_exact(q, 10).unwrap(), codes.search_exact(q, 10).unwrap());
+            let got = codes.search(q, 10).unwrap();
+            assert!(got.iter().all(|h| h.key % 4 != 0), "a deleted key came back");
+        }
+        let k = 7u64;
+        let (a, b) = (floats.get(&k).unwrap(), codes.get(&k).unwrap());
+        assert!(a.iter().zip(b.iter()).all(|(x, y)| (x - y).abs() < 1e-5));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("codes.vx");
+        codes.dump(&path).unwrap();
+        let loaded: VectorIndex = VectorIndex::load(&path).unwrap();
+        assert!(!loaded.config().float_rows);
+        for q in queries.chunks_exact(dim) {
+            same(codes.search(q, 10).unwrap(), loaded.search(q, 10).unwrap());
+        }
+        let mut compacted = build(false);
+        compacted.compact();
+        assert_eq!(compacted.tombstones(), 0);
+        for q in queries.chunks_exact(dim) {
+            same(codes.search_exact(q, 10).unwrap(), compacted.search_exact(q, 10).unwrap());
         }
     }
 

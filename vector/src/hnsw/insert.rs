@@ -21,7 +21,7 @@ impl Hnsw {
     /// # Panics
     /// If the arena holds fewer rows than the graph has nodes.
     pub fn extend(&mut self, rows: Rows<'_>, threads: usize) {
-        let total = rows.data.len();
+        let total = rows.len();
         let first = self.len();
         assert!(total >= first, "arena shrank under the graph");
         for _ in first..total {
@@ -80,8 +80,8 @@ impl Hnsw {
             }
             for orphan in orphans {
                 self.read_links(orphan, 0, &mut links);
-                let q = rows.row(orphan);
-                let mut near: Vec<Cand> = links.iter().map(|&w| Cand { dist: rows.dist(q, w), node: w }).collect();
+                let mut near: Vec<Cand> =
+                    links.iter().map(|&w| Cand { dist: rows.dist_nodes(orphan, w), node: w }).collect();
                 near.sort_unstable();
                 let with_room = near.iter().find(|c| {
                     self.read_links(c.node, 0, &mut theirs);
@@ -98,6 +98,7 @@ impl Hnsw {
     fn insert(&self, node: u32, rows: Rows<'_>) {
         let level = self.levels[node as usize];
         let q = rows.row(node);
+        let q = &*q;
         // A node that raises the top layer holds the entry lock for its
         // whole insertion (rare: one node in m^level), as hnswlib does.
         let mut guard = self.entry.lock().unwrap_or_else(|p| p.into_inner());
@@ -141,9 +142,8 @@ impl Hnsw {
                 // recall stuck at 0.999). Keep them, as `connect` does.
                 self.read_links(node, layer, &mut buf);
                 let mut mine: Vec<Cand> = chosen.clone();
-                let base = rows.row(node);
                 for &n in buf.iter().filter(|&&n| !chosen.iter().any(|c| c.node == n)) {
-                    mine.push(Cand { dist: rows.dist(base, n), node: n });
+                    mine.push(Cand { dist: rows.dist_nodes(node, n), node: n });
                 }
                 mine.sort_unstable();
                 let kept = if mine.len() > cap { self.select(&mine, cap, rows) } else { mine };
@@ -176,8 +176,7 @@ impl Hnsw {
             self.write_links(node, level, buf);
             return;
         }
-        let base = rows.row(node);
-        let mut cands: Vec<Cand> = buf.iter().map(|&n| Cand { dist: rows.dist(base, n), node: n }).collect();
+        let mut cands: Vec<Cand> = buf.iter().map(|&n| Cand { dist: rows.dist_nodes(node, n), node: n }).collect();
         cands.push(Cand { dist, node: new });
         cands.sort_unstable();
         let kept = self.select(&cands, cap, rows);
@@ -198,8 +197,7 @@ impl Hnsw {
             if kept.len() >= m {
                 break;
             }
-            let v = rows.row(c.node);
-            if kept.iter().all(|k| rows.dist(v, k.node) >= c.dist) {
+            if kept.iter().all(|k| rows.dist_nodes(c.node, k.node) >= c.dist) {
                 kept.push(*c);
             }
         }
@@ -250,9 +248,9 @@ mod reach {
         }
         assert_eq!(unreachable(&g), vec![orphan]);
         let q = rows.row(orphan);
-        assert!(!g.search(q, 1, 64, rows, |_| false).iter().any(|c| c.0 == orphan), "an orphan is never found");
+        assert!(!g.search(&q, 1, 64, rows, |_| false).iter().any(|c| c.0 == orphan), "an orphan is never found");
         g.link_orphans(rows);
         assert!(unreachable(&g).is_empty());
-        assert_eq!(g.search(q, 1, 64, rows, |_| false)[0].0, orphan, "found again");
+        assert_eq!(g.search(&q, 1, 64, rows, |_| false)[0].0, orphan, "found again");
     }
 }

@@ -32,6 +32,7 @@ mod layers;
 mod search;
 mod words;
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::atomic::AtomicU32;
 use std::sync::Mutex;
@@ -105,23 +106,63 @@ pub struct Rows<'a> {
     pub kernel: Kernel,
     /// The rows' int8 codes, when the caller keeps them (as
     /// [`crate::VectorIndex`] does): a search then walks the graph on them
-    /// and re-scores its candidates on `data`. Building always uses `data`.
+    /// and re-scores its candidates on `data`. Building uses `data`, or the
+    /// codes when `data` is empty (an index keeping codes only,
+    /// [`crate::VectorConfig::float_rows`]): rows are then scored as the
+    /// floats their codes stand for.
     pub codes: Option<&'a Codes>,
 }
 
 impl Rows<'_> {
+    /// The graph's rows: the floats', or the codes' when there are no
+    /// floats.
+    fn len(&self) -> usize {
+        match self.codes {
+            Some(c) if self.data.is_empty() => c.len(),
+            _ => self.data.len(),
+        }
+    }
+
+    /// The codes, when they are all there is.
     #[inline]
-    fn row(&self, node: u32) -> &'_ [f32] {
-        self.data.row(node)
+    fn codes_only(&self) -> Option<&Codes> {
+        self.codes.filter(|_| self.data.is_empty())
+    }
+
+    /// Row `node` as floats: borrowed, or decoded from its codes.
+    fn row(&self, node: u32) -> Cow<'_, [f32]> {
+        match self.codes_only() {
+            Some(c) => Cow::Owned(c.decode(node)),
+            None => Cow::Borrowed(self.data.row(node)),
+        }
     }
 
     #[inline]
     fn dist(&self, q: &[f32], node: u32) -> f32 {
-        1.0 - self.kernel.dot(q, self.row(node))
+        match self.codes_only() {
+            Some(c) => 1.0 - c.dot_f32(q, node),
+            None => 1.0 - self.kernel.dot(q, self.data.row(node)),
+        }
+    }
+
+    /// `1 − cosine` of rows `a` and `b`.
+    #[inline]
+    fn dist_nodes(&self, a: u32, b: u32) -> f32 {
+        match self.codes_only() {
+            Some(c) => {
+                let ((ca, sa), (cb, sb)) = (c.row(a), c.row(b));
+                1.0 - self.kernel.dot_i8(ca, cb) as f32 * (sa * sb)
+            }
+            None => 1.0 - self.kernel.dot(self.data.row(a), self.data.row(b)),
+        }
     }
 
     #[inline]
     fn prefetch(&self, node: u32) {
+        if let Some(c) = self.codes_only() {
+            c.prefetch(node);
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};

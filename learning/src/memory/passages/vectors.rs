@@ -52,6 +52,11 @@ impl PassageIndex {
                 let mut c = VectorConfig::new(dim.max(1));
                 c.build_threads = 1;
                 c.ef_search = EF_SEARCH;
+                // The log keeps a passage's vector as int8 codes and a
+                // scale: the index's codes are those codes, so an `f32`
+                // copy beside them (2 KB a 512-d passage, half of what a
+                // passage holds resident) would add nothing but memory.
+                c.float_rows = false;
                 if exact {
                     c.exact_below = usize::MAX;
                 }
