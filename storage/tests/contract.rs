@@ -305,8 +305,7 @@ fn publishers_hand_live_batches_over_in_order_once(b: &impl Backend) {
         let mut s = sub.lock().unwrap();
         assert_eq!(s.try_recv_live(), None, "the backlog is the reader's");
         assert!(s.needs_log());
-        let (weak, got, calls, on_publisher) =
-            (Arc::downgrade(&sub), got.clone(), calls.clone(), on_publisher.clone());
+        let (weak, got, calls, on_publisher) = (Arc::downgrade(&sub), got.clone(), calls.clone(), on_publisher.clone());
         s.on_publish(Arc::new(move || {
             calls.fetch_add(1, Ordering::SeqCst);
             let Some(sub) = weak.upgrade() else { return };
