@@ -213,10 +213,12 @@ pub struct Shell {
     snapshot_at: Seq,
 }
 
-/// An event for the actor (from its subscription).
+/// Events for the actor, in `seq` order: those of one committed batch it
+/// wants, in one message, so an actor wakes once per batch rather than
+/// once per event ([`crate::dispatch`], rule 5).
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Deliver(pub Envelope);
+pub struct Deliver(pub Vec<Envelope>);
 
 /// Save the role's state as a snapshot at `upto`, the log's head, which
 /// the runtime has seen every actor settle at ([`crate::Runtime::shutdown`]),
@@ -514,20 +516,28 @@ impl Handler<Sizes> for Shell {
 impl Handler<Deliver> for Shell {
     type Result = ();
 
-    fn handle(&mut self, Deliver(env): Deliver, ctx: &mut Context<Self>) {
-        if self.role.is_none() || env.seq <= self.position {
-            return;
-        }
-        // The subscription has no gaps; only before the catch-up has run can
-        // a delivery be ahead of what was read from the log.
-        if !self.caught_up {
-            if self.fill(Seq(env.seq.0 - 1), ctx).is_err() {
+    fn handle(&mut self, Deliver(events): Deliver, ctx: &mut Context<Self>) {
+        for env in events {
+            if self.role.is_none() {
                 return;
             }
-            self.set_caught_up(true);
-        }
-        if self.step(&env).is_err() {
-            ctx.stop();
+            if env.seq <= self.position {
+                continue;
+            }
+            // The subscription has no gaps; only before the catch-up has run
+            // can a delivery be ahead of what was read from the log.
+            if !self.caught_up {
+                if self.fill(Seq(env.seq.0 - 1), ctx).is_err() {
+                    return;
+                }
+                self.set_caught_up(true);
+            }
+            if self.step(&env).is_err() {
+                // The rest of the batch is read from the log by the
+                // restarted actor's catch-up.
+                ctx.stop();
+                return;
+            }
         }
     }
 }

@@ -56,11 +56,16 @@ pub trait Backlog: Send + Sync {
 
 type Batch = Arc<[Envelope]>;
 
+/// What a subscription has called on the publisher's thread after each
+/// batch put in its live buffer ([`Subscription::on_publish`]).
+pub type Notify = Arc<dyn Fn() + Send + Sync>;
+
 struct Subscriber {
     id: u64,
     live: Sender<Batch>,
     wake: Sender<()>,
     lagged: Arc<AtomicBool>,
+    notify: Option<Notify>,
 }
 
 /// The writer's side: the registered subscribers.
@@ -72,18 +77,39 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// Delivers a committed batch to every subscriber, never blocking.
+    /// Delivers a committed batch to every subscriber, never blocking;
+    /// then, on this thread and outside the hub's lock, calls what the
+    /// subscribers asked to have called ([`Subscription::on_publish`]).
     pub fn publish(&self, batch: Batch) {
+        let mut notify: Vec<Notify> = Vec::new();
+        {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.retain(|slot| {
+                let kept = match slot.live.try_send(batch.clone()) {
+                    Ok(()) => true,
+                    Err(TrySendError::Full(_)) => {
+                        slot.lagged.store(true, Ordering::Release);
+                        let _ = slot.wake.try_send(());
+                        true
+                    }
+                    Err(TrySendError::Disconnected(_)) => false,
+                };
+                if let (true, Some(n)) = (kept, &slot.notify) {
+                    notify.push(n.clone());
+                }
+                kept
+            });
+        }
+        for n in notify {
+            n();
+        }
+    }
+
+    fn set_notify(&self, id: u64, notify: Notify) {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.retain(|slot| match slot.live.try_send(batch.clone()) {
-            Ok(()) => true,
-            Err(TrySendError::Full(_)) => {
-                slot.lagged.store(true, Ordering::Release);
-                let _ = slot.wake.try_send(());
-                true
-            }
-            Err(TrySendError::Disconnected(_)) => false,
-        });
+        if let Some(slot) = slots.iter_mut().find(|s| s.id == id) {
+            slot.notify = Some(notify);
+        }
     }
 
     /// Whether anyone subscribes: a writer with no subscriber builds no
@@ -111,7 +137,7 @@ impl Hub {
             // Dropping the senders disconnects the subscriber at once.
             return (id, live_rx, wake_rx, lagged);
         }
-        slots.push(Subscriber { id, live: live_tx, wake: wake_tx, lagged: lagged.clone() });
+        slots.push(Subscriber { id, live: live_tx, wake: wake_tx, lagged: lagged.clone(), notify: None });
         (id, live_rx, wake_rx, lagged)
     }
 
@@ -193,6 +219,44 @@ impl Subscription {
     /// The next matching event if one is available now.
     pub fn try_recv(&mut self) -> Result<Option<Envelope>, LogError> {
         self.recv_until(Some(Instant::now()))
+    }
+
+    /// Has `notify` called after every batch the log publishes to this
+    /// subscription, on the publishing thread (the writer's, or an
+    /// appender committing on its own), once the batch is in the live
+    /// buffer: a subscriber can then take it there with
+    /// [`Subscription::try_recv_live`] instead of waiting for a thread of
+    /// its own to wake. `notify` must not block: the publisher is
+    /// committing.
+    pub fn on_publish(&self, notify: Notify) {
+        self.hub.set_notify(self.id, notify);
+    }
+
+    /// The next matching event already in the live buffer (or taken from
+    /// it before), without waiting and without reading the log: `None`
+    /// when there is none, and also when the subscription must read the
+    /// log first — after a gap, having fallen behind, before its backlog
+    /// is read — which [`Subscription::needs_log`] tells and
+    /// [`Subscription::try_recv`] does. What a publisher's thread may do
+    /// in [`Subscription::on_publish`]'s call, where reading the log (which
+    /// waits for it to be applied) has no place.
+    pub fn try_recv_live(&mut self) -> Option<Envelope> {
+        loop {
+            if let Some(env) = self.pending.pop_front() {
+                return Some(env);
+            }
+            if self.needs_log() {
+                return None;
+            }
+            let batch = self.live.try_recv().ok()?;
+            self.take_live(&batch);
+        }
+    }
+
+    /// Whether the next events must be read from the log, not the live
+    /// buffer ([`Subscription::try_recv_live`] stops there).
+    pub fn needs_log(&self) -> bool {
+        self.from_log || self.lagged.load(Ordering::Acquire)
     }
 
     fn recv_until(&mut self, deadline: Option<Instant>) -> Result<Option<Envelope>, LogError> {

@@ -470,8 +470,8 @@ impl Handler<Deliver> for Listener {
     type Result = ();
 
     fn handle(&mut self, msg: Deliver, _ctx: &mut Context<Self>) {
-        if LISTENER_KINDS.contains(&msg.0.kind()) {
-            self.fold(&msg.0);
+        for env in msg.0.iter().filter(|env| LISTENER_KINDS.contains(&env.kind())) {
+            self.fold(env);
         }
     }
 }

@@ -80,14 +80,15 @@ impl Runtime {
         // event before any shell counts that event as seen, so once the
         // shells have settled the listener has been handed everything too
         // (its snapshot at shutdown relies on it).
-        let mut feeds =
-            vec![Feed { kinds: Some(LISTENER_KINDS.to_vec()), addr: listener.clone().recipient(), status: None }];
+        let listener_feed =
+            Feed { kinds: Some(LISTENER_KINDS.to_vec()), addr: listener.clone().recipient(), status: None };
+        let mut feeds = Vec::new();
         for (((deliver, save, size), kinds), (name, status)) in addrs.into_iter().zip(kinds).zip(&statuses) {
             feeds.push(Feed { kinds, addr: deliver, status: Some((name, status.clone())) });
             snapshots.push(save);
             sizes.push(size);
         }
-        let threads = vec![dispatch::start(&bus, from, feeds, bridge.clone(), stop.clone())?];
+        let threads = vec![dispatch::start(&bus, from, listener_feed, feeds, bridge.clone(), stop.clone())?];
         let actors = statuses.into_iter().map(|(name, status)| ActorEntry { name, status }).collect();
         Ok(Runtime {
             bus,

@@ -189,21 +189,13 @@ impl SledLog {
         id_index::get(&self.shared.ids, id)
     }
 
-    /// [`EventLog::append`] committed on the caller's thread whenever the
-    /// writer is idle, whatever the policy. For the JetStream log's copy
-    /// (relaxed, one append per acknowledged publish or fetched chunk): its
-    /// caller waits for the outcome at once, so the writer thread's
-    /// pipelining buys nothing there, and the two hops to it and back are
-    /// most of a relaxed append's time.
+    /// [`EventLog::append`] for the JetStream log's copy (relaxed, one
+    /// append per acknowledged publish or fetched chunk): its caller waits
+    /// for the outcome at once, so it commits on the caller's thread when
+    /// the writer is idle ([`SledLog::append_waiting`]).
     #[cfg(feature = "jetstream")]
     pub(crate) fn append_here(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
-        self.appendable()?;
-        let (ack, rx) = bounded(1);
-        let msg = WriterMsg::Append { events, ack, durable: true };
-        if let Err(msg) = self.commit_on_caller(msg, true) {
-            self.send(msg)?;
-        }
-        AppendTicket::new(rx).wait()
+        self.append_waiting(events, true)
     }
 
     /// Appends frames another copy of this log stores — the events at
@@ -216,7 +208,7 @@ impl SledLog {
     #[cfg(feature = "jetstream")]
     pub(crate) fn append_frames_here(&self, first: Seq, frames: &[u8], ids: &[EventId]) -> Result<bool, LogError> {
         self.appendable()?;
-        self.on_idle_writer(true, |writer| writer.commit_frames(first, frames, ids)).unwrap_or(Ok(false))
+        self.on_idle_writer(|writer| writer.commit_frames(first, frames, ids)).unwrap_or(Ok(false))
     }
 
     /// [`EventLog::seq_of`] of many ids at once: each index bucket read
@@ -225,6 +217,16 @@ impl SledLog {
     #[cfg(feature = "jetstream")]
     pub(crate) fn seq_of_many(&self, ids: &[EventId]) -> Result<crate::id_index::IdMap<Seq>, LogError> {
         self.shared.seq_of_many(ids)
+    }
+
+    /// Wakes the writer thread to read its fsync timer again. Not counted
+    /// in flight: a tick orders nothing, so the next caller may still
+    /// commit on its own thread before the writer has woken for it (rule
+    /// of `on_idle_writer`: only appends and flushes go first).
+    fn tick(&self) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(WriterMsg::Tick);
+        }
     }
 
     /// Hands `msg` to the writer thread.
@@ -237,21 +239,17 @@ impl SledLog {
         })
     }
 
-    /// Commits a durable append on the caller's thread when the writer is
-    /// idle — nothing in flight to it, its state free — under the durable
-    /// policy: a lone appender then pays its fsync and nothing else, not
-    /// two thread hops (≈ 10–30 µs of a ≈ 130 µs append here). Otherwise
-    /// gives the message back, for the writer thread (group commit: it
-    /// takes all the appends that queued meanwhile at once).
+    /// Commits `msg` on the caller's thread when the writer is idle —
+    /// nothing in flight to it, its state free — under either policy:
+    /// a lone appender then pays its own commit (and, durable, its fsync)
+    /// and nothing else, not two thread hops to the writer and back
+    /// (≈ 10–30 µs of a ≈ 130 µs durable append here, most of a relaxed
+    /// or deferred one). Otherwise gives the message back, for the writer
+    /// thread (group commit: it takes all the appends that queued
+    /// meanwhile at once).
     fn commit_here(&self, msg: WriterMsg) -> Result<(), WriterMsg> {
-        self.commit_on_caller(msg, false)
-    }
-
-    /// [`SledLog::commit_here`], under the relaxed policy too when
-    /// `relaxed_too`: there the hops are most of an append's time.
-    fn commit_on_caller(&self, msg: WriterMsg, relaxed_too: bool) -> Result<(), WriterMsg> {
         let mut msg = Some(msg);
-        let done = self.on_idle_writer(relaxed_too, |writer| {
+        let done = self.on_idle_writer(|writer| {
             // Counted as a message sent to the writer: `Writer::group`
             // takes it off the count for every message it takes.
             self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -263,20 +261,35 @@ impl SledLog {
         }
     }
 
+    /// An append whose caller waits for its acknowledgement at once
+    /// ([`EventLog::append`], [`EventLog::append_deferred`]): committed on
+    /// the caller's thread when the writer is idle ([`SledLog::commit_here`]),
+    /// else by the writer thread. `durable: false`: acknowledged once
+    /// committed, made durable by the next durable append or the timer,
+    /// as a deferred append always was — only the thread differs.
+    fn append_waiting(&self, events: Vec<Envelope>, durable: bool) -> Result<Vec<AppendOutcome>, LogError> {
+        self.appendable()?;
+        let (ack, rx) = bounded(1);
+        let msg = WriterMsg::Append { events, ack, durable };
+        if let Err(msg) = self.commit_here(msg) {
+            self.send(msg)?;
+        }
+        AppendTicket::new(rx).wait()
+    }
+
     /// Runs `f` with the writer's state on the caller's thread when the
     /// writer is idle — nothing in flight to it, its state free, not
-    /// closed, and (unless `relaxed_too`) the durable policy — and tells
-    /// the writer's timer about a record left unsynced; `None` otherwise.
-    /// The one protocol both ways of committing on the caller's thread
-    /// keep ([`SledLog::commit_on_caller`], `append_frames_here`).
-    fn on_idle_writer<T>(&self, relaxed_too: bool, f: impl FnOnce(&mut Writer) -> T) -> Option<T> {
+    /// closed — and tells the writer's timer about a record left
+    /// unsynced; `None` otherwise. The one protocol both ways of
+    /// committing on the caller's thread keep ([`SledLog::commit_here`],
+    /// `append_frames_here`).
+    fn on_idle_writer<T>(&self, f: impl FnOnce(&mut Writer) -> T) -> Option<T> {
         if self.shared.in_flight.load(Ordering::Acquire) != 0 {
             return None;
         }
         let mut writer = self.state.try_lock().ok()?;
         // Checked again under the lock: a message sent since is ahead.
-        let relaxed = writer.relaxed_interval().is_some();
-        if writer.closed || (relaxed && !relaxed_too) || self.shared.in_flight.load(Ordering::Acquire) != 0 {
+        if writer.closed || self.shared.in_flight.load(Ordering::Acquire) != 0 {
             return None;
         }
         let was_dirty = writer.dirty_since.is_some();
@@ -288,7 +301,7 @@ impl SledLog {
             // timer does. A timer already running (the log was unsynced
             // before) needs no telling: the writer thread reads when the
             // fsync is due each time it wakes.
-            let _ = self.send(WriterMsg::Tick);
+            self.tick();
         }
         Some(out)
     }
@@ -318,19 +331,19 @@ impl EventLog for SledLog {
     }
 
     fn append(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
-        self.appendable()?;
         // The caller waits at once: when the writer is idle, committing
         // here saves the two thread hops (see `commit_here`).
-        let (ack, rx) = bounded(1);
-        let msg = WriterMsg::Append { events, ack, durable: true };
-        if let Err(msg) = self.commit_here(msg) {
-            self.send(msg)?;
-        }
-        AppendTicket::new(rx).wait()
+        self.append_waiting(events, true)
     }
 
     fn submit_deferred(&self, events: Vec<Envelope>) -> Result<AppendTicket, LogError> {
         self.queue(events, false)
+    }
+
+    fn append_deferred(&self, events: Vec<Envelope>) -> Result<Vec<AppendOutcome>, LogError> {
+        // An actor's derivations: the actor waits at once, so the same
+        // saving as `append`'s, without the fsync.
+        self.append_waiting(events, false)
     }
 
     fn head(&self) -> Seq {
@@ -402,9 +415,9 @@ mod tests {
         (WriterMsg::Append { events: vec![event(i)], ack, durable: true }, rx)
     }
 
-    /// A durable append commits on the caller's thread only when the writer
-    /// is idle under the durable policy: with a message in flight to the
-    /// writer (sent, not committed yet) it would commit ahead of it.
+    /// An append commits on the caller's thread only when the writer is
+    /// idle, under either policy: with a message in flight to the writer
+    /// (sent, not committed yet) it would commit ahead of it.
     #[test]
     fn the_caller_commits_only_when_nothing_is_in_flight() {
         let dir = tempfile::tempdir().unwrap();
@@ -421,6 +434,33 @@ mod tests {
         drop(log);
         let relaxed = LogConfig { durability: Durability::Relaxed { flush_every_ms: 10 }, ..LogConfig::default() };
         let log = SledLog::open(dir.path(), relaxed).unwrap();
-        assert!(log.commit_here(durable(4).0).is_err(), "relaxed: the writer thread pipelines");
+        let (msg, rx) = durable(4);
+        assert!(log.commit_here(msg).is_ok(), "relaxed and idle: committed here too");
+        assert_eq!(rx.try_recv().unwrap().unwrap(), vec![AppendOutcome::Appended(Seq(2))]);
+    }
+
+    /// A deferred append committed on the caller's thread leaves its record
+    /// unsynced, and the tick that tells the writer thread's timer so is
+    /// not counted in flight: the next caller commits on its own thread
+    /// too, and the timer still makes the record durable on its own.
+    #[test]
+    fn a_tick_leaves_the_next_caller_committing_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        let (ack, rx) = bounded(1);
+        let deferred = WriterMsg::Append { events: vec![event(1)], ack, durable: false };
+        assert!(log.commit_here(deferred).is_ok());
+        assert_eq!(rx.try_recv().unwrap().unwrap(), vec![AppendOutcome::Appended(Seq(1))]);
+        assert_eq!(log.shared.in_flight.load(Ordering::Acquire), 0, "the tick is not in flight");
+        let (ack, rx) = bounded(1);
+        let deferred = WriterMsg::Append { events: vec![event(2)], ack, durable: false };
+        assert!(log.commit_here(deferred).is_ok(), "nothing in flight: committed here");
+        assert_eq!(rx.try_recv().unwrap().unwrap(), vec![AppendOutcome::Appended(Seq(2))]);
+        // The writer thread's timer syncs them within DEFERRED_FLUSH.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while log.state.lock().unwrap().dirty_since.is_some() {
+            assert!(std::time::Instant::now() < until, "the timer never synced the deferred records");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }

@@ -116,23 +116,24 @@ impl Writer {
         let mut flushes = Vec::new();
         let mut queued = 0usize;
         let mut any_durable = false;
+        // Returns whether `msg` was counted in flight (a tick is not).
         let mut take = |msg: WriterMsg, queued: &mut usize| match msg {
             WriterMsg::Append { events, ack, durable } => {
                 *queued += events.len();
                 any_durable |= durable;
                 appends.push((events, ack));
+                1
             }
-            WriterMsg::Flush { ack } => flushes.push(ack),
-            WriterMsg::Tick => {}
+            WriterMsg::Flush { ack } => {
+                flushes.push(ack);
+                1
+            }
+            WriterMsg::Tick => 0,
         };
-        take(first, &mut queued);
-        let mut taken = 1;
+        let mut taken = take(first, &mut queued);
         while queued < self.config.max_batch_events {
             match self.rx.try_recv() {
-                Ok(msg) => {
-                    take(msg, &mut queued);
-                    taken += 1;
-                }
+                Ok(msg) => taken += take(msg, &mut queued),
                 Err(_) => break,
             }
         }
@@ -396,8 +397,10 @@ pub(super) fn writer_thread(state: &Mutex<Writer>, rx: &Receiver<WriterMsg>) {
         };
         let mut writer = lock();
         writer.flush_if_due();
-        if let Some(msg) = msg {
-            writer.group(msg);
+        match msg {
+            // A tick only makes the loop read the fsync timer again.
+            None | Some(WriterMsg::Tick) => {}
+            Some(msg) => writer.group(msg),
         }
     }
     lock().close();
