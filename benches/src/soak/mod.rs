@@ -371,6 +371,12 @@ fn kind_name(kind: Kind) -> String {
 const MIB: f64 = 1024.0 * 1024.0;
 
 fn checkpoint(rt: &Runtime, turns: usize, sessions: usize, window: &[Duration], took: Duration) -> Checkpoint {
+    // The lags as the turn left them (an actor falling behind shows here),
+    // then the sizes once the actors have settled: what one is still
+    // handling — its own derivations on their way back from the log
+    // (`*.folded`) — is not what it holds.
+    let lags = rt.lags().into_iter().map(|(name, lag)| (name.to_owned(), lag)).collect();
+    rt.settle(Duration::from_secs(5));
     let sizes: BTreeMap<String, usize> = rt.sizes().into_iter().collect();
     let (learnt_bytes, memo_bytes) = accounted(&sizes);
     Checkpoint {
@@ -382,7 +388,7 @@ fn checkpoint(rt: &Runtime, turns: usize, sessions: usize, window: &[Duration], 
         sizes,
         learnt_bytes,
         memo_bytes,
-        lags: rt.lags().into_iter().map(|(name, lag)| (name.to_owned(), lag)).collect(),
+        lags,
         heap: Heap::now(),
     }
 }
