@@ -13,7 +13,7 @@
 //! `pattern.evicted` removes exactly the rows it lists, and the pending
 //! table follows `route.decided` / `tool.called` / `turn.completed` / `eval.completed`
 //! until `session.ended`, or until a long session records its older turns
-//! as a part ([`pending`]'s rule 3). A session ends once: its turns and its end seen
+//! as a part (rule 3 of `pending.rs`, [`PART_TURNS`]). A session ends once: its turns and its end seen
 //! again (a re-import, a re-delivery) change nothing. What to record, which verdict wins and what to
 //! evict is decided by [`crate::reactors::PatternReactor`], which writes
 //! those events. An in-memory [`KnnIndex`] over the fingerprint and
