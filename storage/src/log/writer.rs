@@ -39,6 +39,11 @@ pub(super) struct Writer {
     pub(super) dirty_since: Option<Instant>,
     /// Closed: the log is being dropped.
     pub(super) closed: bool,
+    /// A [`WriterMsg::Tick`] taken off the channel by a group committed on
+    /// a caller's thread: the writer thread never saw it, and may be
+    /// asleep with no timer, so the caller sends it again
+    /// (`SledLog::on_idle_writer`).
+    pub(super) tick_taken: bool,
 }
 
 /// Records the applier may fall behind the writer by before the writer
@@ -75,6 +80,7 @@ impl Writer {
             rx,
             dirty_since: None,
             closed: false,
+            tick_taken: false,
         })
     }
 
@@ -116,6 +122,7 @@ impl Writer {
         let mut flushes = Vec::new();
         let mut queued = 0usize;
         let mut any_durable = false;
+        let mut tick_taken = false;
         // Returns whether `msg` was counted in flight (a tick is not).
         let mut take = |msg: WriterMsg, queued: &mut usize| match msg {
             WriterMsg::Append { events, ack, durable } => {
@@ -128,7 +135,10 @@ impl Writer {
                 flushes.push(ack);
                 1
             }
-            WriterMsg::Tick => 0,
+            WriterMsg::Tick => {
+                tick_taken = true;
+                0
+            }
         };
         let mut taken = take(first, &mut queued);
         while queued < self.config.max_batch_events {
@@ -137,6 +147,7 @@ impl Writer {
                 Err(_) => break,
             }
         }
+        self.tick_taken |= tick_taken;
         let relaxed = self.relaxed_interval().is_some();
         let mut dirty_since = self.dirty_since;
         let committed = self.commit(&mut appends, |written| {
@@ -400,7 +411,12 @@ pub(super) fn writer_thread(state: &Mutex<Writer>, rx: &Receiver<WriterMsg>) {
         match msg {
             // A tick only makes the loop read the fsync timer again.
             None | Some(WriterMsg::Tick) => {}
-            Some(msg) => writer.group(msg),
+            Some(msg) => {
+                writer.group(msg);
+                // This thread reads the timer as it loops: a tick it took
+                // needs no resending.
+                writer.tick_taken = false;
+            }
         }
     }
     lock().close();
