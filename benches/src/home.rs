@@ -87,29 +87,61 @@ impl Call {
     }
 }
 
-/// The home's tools as the planner sees them.
-pub fn tools() -> anyhow::Result<Vec<ToolDescription>> {
-    let list: Vec<Value> = serde_json::from_str(TOOLS).context("tools.json")?;
-    Ok(list
-        .iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap_or_default().to_owned(),
-                t["description"].as_str().unwrap_or_default().to_owned(),
-                t["inputSchema"].clone(),
-            )
-        })
-        .collect())
+/// A home: its tools and its requests, in the format of
+/// `tests/fixtures/home/` (its README). The bundled one is the default;
+/// `engram bench learning --home-dir DIR` grades another, written apart
+/// from the code as the first was — a second household is how a rule
+/// tuned on one home's wordings shows whether it carries to another's.
+#[derive(Clone, Debug)]
+pub struct Fixture {
+    /// Where it came from, for errors and the report.
+    pub name: String,
+    /// `tools.json`: the tools as an MCP server lists them.
+    pub tools: String,
+    /// `requests.jsonl`.
+    pub requests: String,
 }
 
-/// The set's rows.
-pub fn rows() -> anyhow::Result<Vec<Row>> {
-    REQUESTS
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("requests.jsonl:{}", i + 1)))
-        .collect()
+impl Fixture {
+    /// The home bundled with the bench (`tests/fixtures/home/`).
+    pub fn bundled() -> Fixture {
+        Fixture { name: "tests/fixtures/home".into(), tools: TOOLS.into(), requests: REQUESTS.into() }
+    }
+
+    /// A home in `dir`: its `tools.json` and `requests.jsonl`.
+    pub fn load(dir: &std::path::Path) -> anyhow::Result<Fixture> {
+        let read = |f: &str| {
+            let path = dir.join(f);
+            std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+        };
+        Ok(Fixture { name: dir.display().to_string(), tools: read("tools.json")?, requests: read("requests.jsonl")? })
+    }
+
+    /// The home's tools as the planner sees them.
+    pub fn tools(&self) -> anyhow::Result<Vec<ToolDescription>> {
+        let list: Vec<Value> =
+            serde_json::from_str(&self.tools).with_context(|| format!("{}/tools.json", self.name))?;
+        Ok(list
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap_or_default().to_owned(),
+                    t["description"].as_str().unwrap_or_default().to_owned(),
+                    t["inputSchema"].clone(),
+                )
+            })
+            .collect())
+    }
+
+    /// The home's rows.
+    pub fn rows(&self) -> anyhow::Result<Vec<Row>> {
+        self.requests
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{}/requests.jsonl:{}", self.name, i + 1)))
+            .collect()
+    }
 }
 
 /// Whether `got` is the call `want` (module docs).
@@ -191,9 +223,9 @@ fn now() -> DateTime<FixedOffset> {
 }
 
 /// Teaches a split and asks it anew (module docs).
-pub fn score(embedder: Arc<dyn Embedder>, split: &str) -> anyhow::Result<SplitScore> {
-    let tools = tools()?;
-    let rows: Vec<Row> = rows()?.into_iter().filter(|r| r.split == split).collect();
+pub fn score(embedder: Arc<dyn Embedder>, home: &Fixture, split: &str) -> anyhow::Result<SplitScore> {
+    let tools = home.tools()?;
+    let rows: Vec<Row> = home.rows()?.into_iter().filter(|r| r.split == split).collect();
     let schemas: HashMap<String, Value> = tools.iter().map(|(n, _, p)| (n.clone(), p.clone())).collect();
     // The defaults, with ENGRAM_* overrides (a bar tried on dev).
     let config = Config::load(None, std::env::vars())?;

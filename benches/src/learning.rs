@@ -75,6 +75,11 @@ pub struct Options {
     #[arg(long)]
     pub home: bool,
 
+    /// Another home to grade (implies --home), in the format of tests/fixtures/home (its
+    /// tools.json and requests.jsonl, split dev / heldout)
+    #[arg(long, value_name = "DIR")]
+    pub home_dir: Option<std::path::PathBuf>,
+
     /// Print what each learning figure missed (stderr)
     #[arg(long)]
     pub misses: bool,
@@ -163,15 +168,19 @@ pub fn run(o: &Options) -> anyhow::Result<Report> {
         Some(m) => vec![m],
         None => EmbeddingModel::ALL.to_vec(),
     };
+    let fixture = match &o.home_dir {
+        Some(dir) => crate::home::Fixture::load(dir)?,
+        None => crate::home::Fixture::bundled(),
+    };
     let mut out = Vec::new();
     for model in models {
         let embedder: Arc<dyn Embedder> = Arc::new(
             OnnxEmbedder::open(&EmbedderConfig::default().with_model(model)).context("opening the embedding model")?,
         );
-        crate::progress(o.json, &format!("the home with {model}"));
+        crate::progress(o.json, &format!("the home ({}) with {model}", fixture.name));
         let mut home = Vec::new();
         for split in ["dev", "heldout"] {
-            let s = crate::home::score(embedder.clone(), split)?;
+            let s = crate::home::score(embedder.clone(), &fixture, split)?;
             if o.misses {
                 for m in &s.misses {
                     eprintln!("{split}: {m}");
@@ -184,7 +193,7 @@ pub fn run(o: &Options) -> anyhow::Result<Report> {
             }
             home.push(s);
         }
-        if o.home {
+        if o.home || o.home_dir.is_some() {
             let mut report = ModelReport {
                 model: model.to_string(),
                 same_kind_calibrated: 0.0,
