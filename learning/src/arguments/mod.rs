@@ -55,9 +55,11 @@
 //!    text in quotes ("…", '…', «…», “…”) no earlier property took.
 //! 6. **A boolean the request names**: a word of the property's name
 //!    that says what it is about (not `is`, `has`, `include`, …: "hidden"
-//!    of `include_hidden`) is in the request, or a part of a hyphenated
-//!    word of it ("in-unit") — `false` when a negation stands up to four
-//!    words before it ("no need for a garage"), else `true`; a string
+//!    of `include_hidden`), and that no other boolean of the tool has
+//!    ("condo", not "cleaning", of `is_cleaning_condo` beside
+//!    `is_cleaning_home`), is in the request, or a part of a hyphenated word of it ("in-unit")
+//!    — `false` when a negation stands up to four words before it ("no
+//!    need for a garage") or prefixes it ("non-smoking"), else `true`; a string
 //!    enum of `True` and `False` is a boolean too, in its own spelling.
 //! 7. **A proper noun.** A string property the words before a proper noun
 //!    name ("directed by Gurinder Chadha" for `directed_by`, "from Austin"
@@ -184,6 +186,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     let required: Vec<&str> =
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let mut said = Said::new(request, now);
+    said.shared_flags = shared_flag_words(properties);
     said.units = properties
         .iter()
         .filter(|(_, spec)| matches!(spec.get("type").and_then(Value::as_str), Some("number" | "integer")))
@@ -291,6 +294,8 @@ struct Said<'a> {
     /// The unit each number property is in, by its name or description
     /// ("Brightness in percent", `minutes`).
     units: Vec<(String, &'static str)>,
+    /// Words two booleans of the schema share (rule 6).
+    shared_flags: Vec<String>,
 }
 
 impl<'a> Said<'a> {
@@ -300,7 +305,7 @@ impl<'a> Said<'a> {
         let quotes = quoted_spans(&ex.text);
         let dates = slots::absolute_dates(&ex.text, now);
         let times = crate::time_of_day::said(&ex.text);
-        Said { request, ex, toks, quotes, dates, times, units: Vec::new() }
+        Said { request, ex, toks, quotes, dates, times, units: Vec::new(), shared_flags: Vec::new() }
     }
 }
 
@@ -331,18 +336,18 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
             _ => None,
         })
         .or_else(|| (kind == "string" && spec.get("enum").is_none()).then(|| take_quote(&said.quotes, taken)).flatten())
-        .or_else(|| (kind == "boolean").then(|| boolean_named(name, &said.toks)).flatten())
-        .or_else(|| yes_no_enum(name, spec, &said.toks))
+        .or_else(|| (kind == "boolean").then(|| boolean_named(name, &said.shared_flags, &said.toks)).flatten())
+        .or_else(|| yes_no_enum(name, spec, said))
 }
 
 /// Rule 6 for a boolean spelt as an enum of strings (`["True", "False",
 /// "dontcare"]`, as some schemas write one): the value the rule reads, in
 /// the enum's own spelling.
-fn yes_no_enum(name: &str, spec: &Value, toks: &[Tok]) -> Option<Value> {
+fn yes_no_enum(name: &str, spec: &Value, said: &Said<'_>) -> Option<Value> {
     let values = spec.get("enum")?.as_array()?;
     let spelt = |b: bool| values.iter().find(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case(&b.to_string())));
     let (yes, no) = (spelt(true)?, spelt(false)?);
-    let b = boolean_named(name, toks)?.as_bool()?;
+    let b = boolean_named(name, &said.shared_flags, &said.toks)?.as_bool()?;
     Some(if b { yes.clone() } else { no.clone() })
 }
 
@@ -417,17 +422,42 @@ fn take_quote(quotes: &[(usize, usize, String)], taken: &mut Taken) -> Option<Va
 
 /// Words of a boolean's name that say it is one, not what it is about.
 const FLAG_WORDS: &[&str] = &[
-    "is", "has", "have", "include", "includes", "enable", "enabled", "use", "allow", "allowed", "with", "should", "do",
-    "does", "flag", "in", "on", "the", "of", "a", "to",
+    "is",
+    "has",
+    "have",
+    "include",
+    "includes",
+    "enable",
+    "enabled",
+    "use",
+    "allow",
+    "allowed",
+    "with",
+    "should",
+    "do",
+    "does",
+    "flag",
+    "in",
+    "on",
+    "the",
+    "of",
+    "a",
+    "to",
+    "available",
 ];
 
 /// Rule 6: a boolean the request names — a word of its name that says
 /// what it is about ("hidden" of `include_hidden`, "protection" of
-/// `trip_protection`), by its stem; `false` when a negation stands up to
-/// four words before the first one said ("no need for a garage"), else
-/// `true`.
-fn boolean_named(name: &str, toks: &[Tok]) -> Option<Value> {
-    let about: Vec<String> = split_name(name).into_iter().filter(|w| !FLAG_WORDS.contains(&w.as_str())).collect();
+/// `trip_protection`), by its stem, and not one it `shares` with another
+/// boolean of the tool: "cleaning services" names none of
+/// `is_cleaning_condo`, `is_cleaning_home`, `is_cleaning_office` (the word
+/// not said tells them apart), "sales tax" neither `apply_special_tax`
+/// nor `tax_exempt`. `false` when a negation stands up to four words
+/// before the first one said ("no need for a garage") or prefixes it ("a
+/// non-smoking room"), else `true`.
+fn boolean_named(name: &str, shared: &[String], toks: &[Tok]) -> Option<Value> {
+    let about: Vec<String> =
+        split_name(name).into_iter().filter(|w| !FLAG_WORDS.contains(&w.as_str()) && !shared.contains(w)).collect();
     if about.is_empty() {
         return None;
     }
@@ -435,8 +465,36 @@ fn boolean_named(name: &str, toks: &[Tok]) -> Option<Value> {
     // laundry" for `in_unit_laundry`).
     let said = |w: &String, t: &Tok| same_stem(w, &t.word) || t.word == *w || t.word.split('-').any(|p| p == w);
     let at = about.iter().filter_map(|w| toks.iter().position(|t| said(w, t))).min()?;
-    let negated = toks[at.saturating_sub(4)..at].iter().any(|t| crate::text::is_negation(&t.word));
+    let prefixed = toks[at].word.split('-').next().is_some_and(|p| p == "non" || p == "no");
+    let negated = prefixed || toks[at.saturating_sub(4)..at].iter().any(|t| crate::text::is_negation(&t.word));
     Some(Value::Bool(!negated))
+}
+
+/// The words two or more of a schema's booleans have in their names
+/// (rule 6: "cleaning" of `is_cleaning_condo` and `is_cleaning_home`).
+fn shared_flag_words(properties: &serde_json::Map<String, Value>) -> Vec<String> {
+    let boolean = |spec: &Value| {
+        spec.get("type").and_then(Value::as_str) == Some("boolean")
+            || spec
+                .get("enum")
+                .and_then(Value::as_array)
+                .is_some_and(|e| e.iter().any(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case("true"))))
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut shared = Vec::new();
+    for (name, _) in properties.iter().filter(|(_, spec)| boolean(spec)) {
+        let mut words = split_name(name);
+        words.sort();
+        words.dedup();
+        for w in words {
+            if seen.contains(&w) {
+                shared.push(w);
+            } else {
+                seen.push(w);
+            }
+        }
+    }
+    shared
 }
 
 /// Rule 3: the first value of the property's enum the request names as a
@@ -770,6 +828,26 @@ mod tests {
         assert_eq!(f.args.0.get("has_garage"), Some(&json!(false)));
         assert_eq!(f.args.0.get("in_unit_laundry"), Some(&json!(true)));
         assert!(fill(&home, "a house in Berkeley", now()).args.0.is_empty());
+        let hotel = props(json!({"smoking_allowed": {"type": "boolean"}}), &[]);
+        let f = fill(&hotel, "a non-smoking room in London", now());
+        assert_eq!(f.args.0.get("smoking_allowed"), Some(&json!(false)), "a negation prefixed");
+    }
+
+    #[test]
+    fn a_word_two_booleans_share_names_neither() {
+        let cleaning = props(
+            json!({"is_cleaning_condo": {"type": "boolean"}, "is_cleaning_home": {"type": "boolean"},
+                   "available_for_pet": {"type": "boolean"}, "district": {"type": "string"}}),
+            &[],
+        );
+        let f = fill(&cleaning, "cleaning service providers available in Bangkok", now());
+        assert_eq!(f.args.0.get("is_cleaning_condo"), None, "{:?}", f.args);
+        assert_eq!(f.args.0.get("is_cleaning_home"), None);
+        assert_eq!(f.args.0.get("available_for_pet"), None, "available says it is a flag, not what about");
+        let f = fill(&cleaning, "someone for cleaning my condo, pets welcome", now());
+        assert_eq!(f.args.0.get("is_cleaning_condo"), Some(&json!(true)));
+        assert_eq!(f.args.0.get("is_cleaning_home"), None);
+        assert_eq!(f.args.0.get("available_for_pet"), Some(&json!(true)));
     }
 
     #[test]
