@@ -62,6 +62,11 @@ const UNITS: &[&str] = &[
     "secondi", "degrees", "degree", "gradi", "grado",
 ];
 
+/// Words of a property's name, or the first of its description, that
+/// make it free text the user words (rule 5): an item, an entry, a
+/// message, a text, what to search for.
+const FREE_TEXT: &[&str] = &["item", "entry", "message", "text", "query", "note", "content"];
+
 /// Words that open a clause a message is said in ("tell everyone that
 /// …", "annuncia che …").
 const THAT: &[&str] = &["that", "che"];
@@ -177,8 +182,24 @@ fn description(spec: &Value) -> String {
     spec.get("description").and_then(Value::as_str).unwrap_or("").to_lowercase()
 }
 
-fn item_enum(spec: &Value) -> Option<Vec<String>> {
-    let values = spec.get("items")?.get("enum")?.as_array()?;
+/// The kinds a property names: the enum of an array's items ("Kinds of
+/// device": `light`, `fan`), or of a string property whose name or
+/// description says it is a kind (`kind`, "Kind of device"; not a `day`)
+/// — unless the tool's required value is free text (`text_required`):
+/// then a kind qualifies what is searched for ("Kind of media": "the
+/// graceland album"), it is no device in a room.
+fn kind_enum(k: &str, spec: &Value, text_required: bool) -> Option<Vec<String>> {
+    let values = match spec.get("items").and_then(|i| i.get("enum")) {
+        Some(values) => values.as_array()?,
+        None if text_required => return None,
+        None => {
+            let d = description(spec);
+            let kind = ["kind", "type", "domain", "class", "category"]
+                .iter()
+                .any(|w| k.split('_').any(|p| p == *w) || d.split(' ').any(|p| p == *w));
+            kind.then(|| spec.get("enum")).flatten()?.as_array()?
+        }
+    };
     Some(values.iter().filter_map(Value::as_str).map(str::to_owned).collect())
 }
 
@@ -214,7 +235,12 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let ws = words(request);
     let mut used = vec![false; ws.len()];
     let verb_end = verb_end(&ws, context);
-    let kinds = kind_words(&ws, props, context, verb_end);
+    // A tool whose required text is free ("What to search for, as the
+    // user said it") takes its object as that text, not as a device.
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let text_required = props.iter().any(|(k, spec)| free_text(k, spec) && required.contains(&k.as_str()));
+    let kinds = kind_words(&ws, props, context, verb_end, text_required);
     mark_numbers(&ws, props, &mut used);
     mark_colours(&ws, props, &mut used);
     let numbers = used.clone();
@@ -254,7 +280,12 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         for (i, hit) in &kinds {
             if let Some((k, v)) = hit {
                 used[*i] = true;
-                let entry = out.entry((*k).clone()).or_insert_with(|| Value::Array(Vec::new()));
+                // An array takes every kind said; a string the first.
+                let array = props.get(*k).and_then(|s| s.get("items")).is_some();
+                let entry = out.entry((*k).clone()).or_insert_with(|| match array {
+                    true => Value::Array(Vec::new()),
+                    false => Value::String(v.clone()),
+                });
                 if let Value::Array(a) = entry {
                     if !a.iter().any(|x| x == v) {
                         a.push(Value::String(v.clone()));
@@ -266,11 +297,6 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     for (i, hit) in &kinds {
         used[*i] |= hit.is_none();
     }
-    // A tool whose required text is free ("What to search for, as the
-    // user said it") takes its object as that text, not as a device.
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let text_required = props.iter().any(|(k, spec)| free_text(k, spec) && required.contains(&k.as_str()));
     mark_enum_values(&ws, props, &mut used);
     // Rule 4: a device by its name.
     if !where_said && !text_required {
@@ -288,14 +314,21 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
             }
         }
     }
-    // Rule 5: free text.
+    // Rule 5: free text — not when the request marks where its text
+    // starts ("…; where is beijing": `arguments`' rule 8 reads that),
+    // and never the tool's own words alone ("tool prompt" names no
+    // text to say).
+    let marked = request.contains("; ") || request.contains(": ");
     for (k, spec) in props {
-        if !free_text(k, spec) || out.contains_key(k) {
+        if marked || !free_text(k, spec) || out.contains_key(k) {
             continue;
         }
         if let Some(span) = free_span(&ws, &used, verb_end, context, sentence_like(k, spec)) {
-            mark(&mut used, span);
-            out.insert(k.clone(), Value::String(join(&ws, span)));
+            let value = join(&ws, span);
+            if !described(&value, context) {
+                mark(&mut used, span);
+                out.insert(k.clone(), Value::String(value));
+            }
         }
     }
     out
@@ -308,6 +341,7 @@ fn kind_words<'p>(
     props: &'p serde_json::Map<String, Value>,
     context: &Context,
     verb_end: usize,
+    text_required: bool,
 ) -> Vec<(usize, Option<(&'p String, String)>)> {
     let mut kinds = Vec::new();
     // A verb before its pole is no kind ("switch off the playroom
@@ -317,7 +351,7 @@ fn kind_words<'p>(
     for (i, w) in ws.iter().enumerate().filter(|(i, _)| !verb_before_pole(*i)) {
         let f = folded(w);
         let hit = props.iter().find_map(|(k, spec)| {
-            item_enum(spec)?.into_iter().find(|v| stem(v) == f || stem(v) == stem(w)).map(|v| (k, v))
+            kind_enum(k, spec, text_required)?.into_iter().find(|v| stem(v) == f || stem(v) == stem(w)).map(|v| (k, v))
         });
         // A word of the tool's name is a kind of thing, not the verb or the
         // pole that names its action ("turn the bedside lamp on").
@@ -450,7 +484,14 @@ fn clitic_imperative(w: &str) -> bool {
 /// Whether property `k` holds free text (rule 5): a string "as the user
 /// said it", an item, a message, a query — and no enum.
 fn free_text(k: &str, spec: &Value) -> bool {
-    let said = description(spec).contains("as the user said") || matches!(k, "item" | "message" | "search_query");
+    let d = description(spec);
+    // Named for what the user words ("entry", "query"), or described so
+    // ("Text of the entry", "Message to speak", "… to search for").
+    let texty = |w: &str| FREE_TEXT.contains(&w);
+    let said = d.contains("as the user said")
+        || k.split('_').any(texty)
+        || d.split(|c: char| !c.is_alphanumeric()).take(2).any(texty)
+        || d.contains("to search for");
     said && spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none()
 }
 
@@ -756,5 +797,54 @@ mod tests {
             fill(&shop, "aggiungi detersivo per i piatti alla lista della spesa", &c).get("item"),
             Some(&json!("detersivo per i piatti"))
         );
+    }
+
+    /// A string enum said to be a kind ("Kind of device") is a kind like
+    /// an array's items: the words before it are the room, in either
+    /// language, and the kind is the one said — another vendor's schema
+    /// than Home Assistant's (`room`, `kind`), written apart.
+    #[test]
+    fn a_string_kind_names_the_device_and_leaves_the_room() {
+        let on = json!({"type": "object", "properties": {
+            "room": {"type": "string", "description": "Room the device is in"},
+            "device": {"type": "string", "description": "Name of a single device"},
+            "kind": {"type": "string", "enum": ["light", "fan", "heater"], "description": "Kind of device"}}});
+        let c = ctx("switch_on");
+        let f = fill(&on, "switch on the porch light", &c);
+        assert_eq!((f.get("room"), f.get("kind")), (Some(&json!("porch")), Some(&json!("light"))), "{f:?}");
+        let f = fill(&on, "accendi il ventilatore in corridoio", &c);
+        assert_eq!((f.get("room"), f.get("kind")), (Some(&json!("corridoio")), Some(&json!("fan"))), "{f:?}");
+        // A kind of what is searched for is no device in a room.
+        let play = json!({"type": "object", "properties": {
+            "search_query": {"type": "string", "description": "What to search for, as the user said it"},
+            "media_class": {"type": "string", "enum": ["album", "artist"], "description": "Kind of media"}},
+            "required": ["search_query"]});
+        assert_eq!(
+            kind_words(
+                &words("play the graceland album"),
+                play["properties"].as_object().unwrap(),
+                &ctx("play"),
+                1,
+                true
+            )
+            .len(),
+            0
+        );
+    }
+
+    /// Free text by its name or its description's first words ("Text of
+    /// the entry"), never where the request marks its own start, nor the
+    /// tool's words alone.
+    #[test]
+    fn free_text_by_its_name_or_description() {
+        let add = json!({"type": "object", "properties": {
+            "list_name": {"type": "string", "description": "Name of the list"},
+            "entry": {"type": "string", "description": "Text of the entry"}}, "required": ["entry"]});
+        let c = ctx("add_to_list");
+        let f = fill(&add, "put dish soap on the shopping list", &c);
+        assert_eq!(f.get("entry"), Some(&json!("dish soap")), "{f:?}");
+        let search =
+            json!({"type": "object", "properties": {"query": {"type": "string", "description": "The search query"}}});
+        assert_eq!(fill(&search, "trigger the web search; where is beijing", &ctx("web_search")).get("query"), None);
     }
 }
