@@ -22,6 +22,9 @@
 //!    as the name of something ("Name of the timer", "Name of the to-do
 //!    list") takes the words that qualify that thing ("the egg timer", "il
 //!    timer della torta", "my chores list").
+//!    A property of what a thing is for ("What the countdown is for")
+//!    takes the words after "for" / "per" that are no number: "a
+//!    countdown for the rice", "10 minuti per la pasta".
 //! 4. **A device by its name.** A name property with neither a place nor a
 //!    kind said takes the request's object: the words after its verb,
 //!    articles and courtesies off ("switch on the printer" → "printer").
@@ -108,8 +111,11 @@ pub(crate) const COURTESIES: &[&str] = &["please", "thanks", "grazie", "dai", "f
 /// text), whose first article is part of it — a search's words are a
 /// title ("play the graceland album" searches "graceland").
 fn sentence_like(name: &str, spec: &Value) -> bool {
+    // By its name, or a description of what is said: "Text of the entry"
+    // is a list's entry ("cancella il latte" removes "latte"), "Message to
+    // speak" a sentence.
     let d = description(spec);
-    ["message", "text"].iter().any(|w| name.contains(w) || d.contains(w))
+    ["message", "text"].iter().any(|w| name.contains(w)) || ["message", "speak", "say"].iter().any(|w| d.contains(w))
 }
 
 /// Whether `w` is a courtesy, a filler or a function word.
@@ -217,6 +223,29 @@ fn named_thing(spec: &Value) -> Option<Vec<String>> {
     (!ws.is_empty()).then_some(ws)
 }
 
+/// Whether a string property is what something is for ("What the
+/// countdown is for", "Purpose of the reminder"): rule 3b.
+fn purpose_like(spec: &Value) -> bool {
+    let d = description(spec);
+    spec.get("type").and_then(Value::as_str) == Some("string")
+        && spec.get("enum").is_none()
+        && (d.contains(" is for") || d.starts_with("purpose"))
+}
+
+/// The words after the first "for" / "per" that opens no number, a
+/// courtesy ("per favore") or a word another rule took, up to a number,
+/// a taken word or a preposition.
+fn purpose_span(ws: &[String], used: &[bool]) -> Option<(usize, usize)> {
+    let at = (0..ws.len()).find(|i| {
+        matches!(ws[*i].as_str(), "for" | "per")
+            && (i + 1..ws.len())
+                .find(|j| !ARTICLES.contains(&ws[*j].as_str()))
+                .is_some_and(|j| !used[j] && !COURTESIES.contains(&ws[j].as_str()))
+    })?;
+    let end = (at + 1..ws.len()).find(|i| used[*i] || JOINS.contains(&ws[*i].as_str())).unwrap_or(ws.len());
+    trimmed(ws, at + 1, end)
+}
+
 /// Whether the rules here answer for property `name` (`spec`): a place of
 /// the home, a device's name, the name of a thing the tool names — what
 /// the capital-letter rules of [`crate::arguments`] must not guess in a
@@ -225,6 +254,7 @@ pub fn handles(name: &str, spec: &Value) -> bool {
     let d = description(spec);
     place_property(name, spec)
         || named_thing(spec).is_some()
+        || purpose_like(spec)
         || (name == "name" && (d.contains("device") || d.contains("entity")))
 }
 
@@ -258,6 +288,18 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         let place =
             || description(spec).contains("place").then(|| after_place_preposition(&ws, &used, &grammar)).flatten();
         if let Some(span) = qualifier(&ws, at, &is_kind).or_else(place) {
+            mark(&mut used, span);
+            out.insert(k.clone(), Value::String(join(&ws, span)));
+        }
+    }
+    // Rule 3b: what a thing is for ("What the countdown is for"): the
+    // words after "for" or "per" that are no number ("a countdown for the
+    // rice", "10 minuti per la pasta"; not "for 10 minutes").
+    for (k, spec) in props {
+        if out.contains_key(k) || !purpose_like(spec) {
+            continue;
+        }
+        if let Some(span) = purpose_span(&ws, &used) {
             mark(&mut used, span);
             out.insert(k.clone(), Value::String(join(&ws, span)));
         }
@@ -846,5 +888,27 @@ mod tests {
         let search =
             json!({"type": "object", "properties": {"query": {"type": "string", "description": "The search query"}}});
         assert_eq!(fill(&search, "trigger the web search; where is beijing", &ctx("web_search")).get("query"), None);
+    }
+
+    /// What a countdown is for is said after "for" / "per", never a
+    /// number's ("for 10 minutes"), nor a courtesy ("per favore"); a
+    /// list's entry loses its article ("cancella il latte").
+    #[test]
+    fn a_purpose_after_for_and_an_entry_without_its_article() {
+        let countdown = json!({"type": "object", "properties": {
+            "minutes": {"type": "integer"}, "label": {"type": "string", "description": "What the countdown is for"}}});
+        let c = ctx("start_countdown");
+        for (request, label) in [
+            ("start a 12 minute countdown for the rice", Some("rice")),
+            ("countdown for 15 minutes", None),
+            ("timer di venti minuti per il pollo per favore", Some("pollo")),
+        ] {
+            assert_eq!(fill(&countdown, request, &c).get("label"), label.map(|l| json!(l)).as_ref(), "{request}");
+        }
+        let remove = json!({"type": "object", "properties": {
+            "list_name": {"type": "string", "description": "Name of the list"},
+            "entry": {"type": "string", "description": "Text of the entry"}}});
+        let f = fill(&remove, "cancella il latte dalla lista della spesa", &ctx("remove_from_list"));
+        assert_eq!(f.get("entry"), Some(&json!("latte")), "{f:?}");
     }
 }
