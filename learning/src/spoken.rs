@@ -292,18 +292,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
             out.insert(k.clone(), Value::String(join(&ws, span)));
         }
     }
-    // Rule 3b: what a thing is for ("What the countdown is for"): the
-    // words after "for" or "per" that are no number ("a countdown for the
-    // rice", "10 minuti per la pasta"; not "for 10 minutes").
-    for (k, spec) in props {
-        if out.contains_key(k) || !purpose_like(spec) {
-            continue;
-        }
-        if let Some(span) = purpose_span(&ws, &used) {
-            mark(&mut used, span);
-            out.insert(k.clone(), Value::String(join(&ws, span)));
-        }
-    }
+    fill_purposes(&ws, props, &mut used, &mut out);
     // Rule 2: a place.
     let mut where_said = false;
     let places: Vec<&String> =
@@ -319,22 +308,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     }
     // Rule 1: kinds of device, with a place said.
     if where_said {
-        for (i, hit) in &kinds {
-            if let Some((k, v)) = hit {
-                used[*i] = true;
-                // An array takes every kind said; a string the first.
-                let array = props.get(*k).and_then(|s| s.get("items")).is_some();
-                let entry = out.entry((*k).clone()).or_insert_with(|| match array {
-                    true => Value::Array(Vec::new()),
-                    false => Value::String(v.clone()),
-                });
-                if let Value::Array(a) = entry {
-                    if !a.iter().any(|x| x == v) {
-                        a.push(Value::String(v.clone()));
-                    }
-                }
-            }
-        }
+        fill_kinds(&kinds, props, &mut used, &mut out);
     }
     for (i, hit) in &kinds {
         used[*i] |= hit.is_none();
@@ -374,6 +348,45 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         }
     }
     out
+}
+
+/// Rule 1: every kind said to its property — all of them to an array,
+/// the first to a string.
+fn fill_kinds(
+    kinds: &[(usize, Option<(&String, String)>)],
+    props: &serde_json::Map<String, Value>,
+    used: &mut [bool],
+    out: &mut Values,
+) {
+    for (i, hit) in kinds {
+        let Some((k, v)) = hit else { continue };
+        used[*i] = true;
+        let array = props.get(*k).and_then(|s| s.get("items")).is_some();
+        let entry = out.entry((*k).clone()).or_insert_with(|| match array {
+            true => Value::Array(Vec::new()),
+            false => Value::String(v.clone()),
+        });
+        if let Value::Array(a) = entry {
+            if !a.iter().any(|x| x == v) {
+                a.push(Value::String(v.clone()));
+            }
+        }
+    }
+}
+
+/// Rule 3b: what a thing is for ("What the countdown is for"): the words
+/// after "for" or "per" that are no number ("a countdown for the rice",
+/// "10 minuti per la pasta"; not "for 10 minutes").
+fn fill_purposes(ws: &[String], props: &serde_json::Map<String, Value>, used: &mut [bool], out: &mut Values) {
+    for (k, spec) in props {
+        if out.contains_key(k) || !purpose_like(spec) {
+            continue;
+        }
+        if let Some(span) = purpose_span(ws, used) {
+            mark(used, span);
+            out.insert(k.clone(), Value::String(join(ws, span)));
+        }
+    }
 }
 
 /// Kind words: enum values of array properties, and words of the tool's

@@ -187,17 +187,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let mut said = Said::new(request, now);
     said.shared_flags = shared_flag_words(properties);
-    said.units = properties
-        .iter()
-        .filter(|(_, spec)| matches!(spec.get("type").and_then(Value::as_str), Some("number" | "integer")))
-        .filter_map(|(name, spec)| {
-            let words = property_words(name, spec);
-            // A temperature in no unit its text names is in degrees,
-            // whichever scale: never a duration nor a share.
-            let unit = words.iter().find_map(|w| numbers::unit_of(w));
-            unit.or_else(|| words.iter().any(|w| w == "temperature").then_some("degree")).map(|u| (name.clone(), u))
-        })
-        .collect();
+    said.units = units_of(properties);
     let mut taken = Taken::default();
     // Absolute dates claim their numbers ("May 15, 2023" is no 15 and no
     // 2023).
@@ -280,6 +270,22 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     }
     out.missing.sort_unstable();
     out
+}
+
+/// The unit each number property is in, by its name or description
+/// ("Brightness in percent", `minutes`).
+fn units_of(properties: &serde_json::Map<String, Value>) -> Vec<(String, &'static str)> {
+    properties
+        .iter()
+        .filter(|(_, spec)| matches!(spec.get("type").and_then(Value::as_str), Some("number" | "integer")))
+        .filter_map(|(name, spec)| {
+            let words = property_words(name, spec);
+            // A temperature in no unit its text names is in degrees,
+            // whichever scale: never a duration nor a share.
+            let unit = words.iter().find_map(|w| numbers::unit_of(w));
+            unit.or_else(|| words.iter().any(|w| w == "temperature").then_some("degree")).map(|u| (name.clone(), u))
+        })
+        .collect()
 }
 
 /// What the request says, as the rules read it.
