@@ -65,10 +65,11 @@ const UNITS: &[&str] = &[
     "secondi", "degrees", "degree", "gradi", "grado",
 ];
 
-/// Words of a property's name, or the first of its description, that
-/// make it free text the user words (rule 5): an item, an entry, a
-/// message, a text, what to search for.
-const FREE_TEXT: &[&str] = &["item", "entry", "message", "text", "query", "note", "content"];
+/// Words of a property's name, or of the first two of its description,
+/// that make it free text the user words (rule 5): an item, an entry, a
+/// message, a text, a query. (`arguments`' own list, for requests with
+/// capitals, reads only names, and wider: "prompt", "input".)
+const SAID_TEXT: &[&str] = &["item", "entry", "message", "text", "query", "note", "content"];
 
 /// Words that open a clause a message is said in ("tell everyone that
 /// …", "annuncia che …").
@@ -542,7 +543,7 @@ fn free_text(k: &str, spec: &Value) -> bool {
     let d = description(spec);
     // Named for what the user words ("entry", "query"), or described so
     // ("Text of the entry", "Message to speak", "… to search for").
-    let texty = |w: &str| FREE_TEXT.contains(&w);
+    let texty = |w: &str| SAID_TEXT.contains(&w);
     let said = d.contains("as the user said")
         || k.split('_').any(texty)
         || d.split(|c: char| !c.is_alphanumeric()).take(2).any(texty)
