@@ -65,8 +65,8 @@ const UNITS: &[&str] = &[
     "secondi", "degrees", "degree", "gradi", "grado",
 ];
 
-/// Words of a property's name, or of the first two of its description,
-/// that make it free text the user words (rule 5): an item, an entry, a
+/// Words of a property's name, or the head word its description opens
+/// with, that make it free text the user words (rule 5): an item, an entry, a
 /// message, a text, a query. (`arguments`' own list, for requests with
 /// capitals, reads only names, and wider: "prompt", "input".)
 const SAID_TEXT: &[&str] = &["item", "entry", "message", "text", "query", "note", "content"];
@@ -544,10 +544,15 @@ fn free_text(k: &str, spec: &Value) -> bool {
     // Named for what the user words ("entry", "query"), or described so
     // ("Text of the entry", "Message to speak", "… to search for").
     let texty = |w: &str| SAID_TEXT.contains(&w);
-    let said = d.contains("as the user said")
-        || k.split('_').any(texty)
-        || d.split(|c: char| !c.is_alphanumeric()).take(2).any(texty)
-        || d.contains("to search for");
+    // The description's head word, not a modifier: "Text of the entry",
+    // "Message to speak" — "the text file" is a file (a path).
+    let ds: Vec<&str> = d.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let head = ds
+        .iter()
+        .position(|w| !ARTICLES.contains(w))
+        .filter(|i| texty(ds[*i]) && ds.get(i + 1).is_none_or(|n| ["of", "to", "for", "as", "that"].contains(n)));
+    let said =
+        d.contains("as the user said") || k.split('_').any(texty) || head.is_some() || d.contains("to search for");
     said && spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none()
 }
 
@@ -899,6 +904,10 @@ mod tests {
         let c = ctx("add_to_list");
         let f = fill(&add, "put dish soap on the shopping list", &c);
         assert_eq!(f.get("entry"), Some(&json!("dish soap")), "{f:?}");
+        // "the text file" is a file, its path no text the user words.
+        let count =
+            json!({"type": "object", "properties": {"path": {"type": "string", "description": "the text file"}}});
+        assert_eq!(fill(&count, "count the words in notes", &ctx("word_count")).get("path"), None);
         let search =
             json!({"type": "object", "properties": {"query": {"type": "string", "description": "The search query"}}});
         assert_eq!(fill(&search, "trigger the web search; where is beijing", &ctx("web_search")).get("query"), None);
