@@ -103,6 +103,7 @@
 use chrono::{DateTime, FixedOffset};
 use engram_events::payloads::ToolArgs;
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::fast_path::extract::{durations_in_minutes, extract, SlotKind};
 use crate::tool_words::split_name;
@@ -350,11 +351,17 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
 /// "dontcare"]`, as some schemas write one): the value the rule reads, in
 /// the enum's own spelling.
 fn yes_no_enum(name: &str, spec: &Value, said: &Said<'_>) -> Option<Value> {
-    let values = spec.get("enum")?.as_array()?;
-    let spelt = |b: bool| values.iter().find(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case(&b.to_string())));
-    let (yes, no) = (spelt(true)?, spelt(false)?);
+    let (yes, no) = yes_no_values(spec)?;
     let b = boolean_named(name, &said.shared_flags, &said.toks)?.as_bool()?;
     Some(if b { yes.clone() } else { no.clone() })
+}
+
+/// A string enum's spellings of true and false, when it has both: a
+/// boolean spelt as strings.
+fn yes_no_values(spec: &Value) -> Option<(&Value, &Value)> {
+    let values = spec.get("enum")?.as_array()?;
+    let spelt = |b: bool| values.iter().find(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case(&b.to_string())));
+    Some((spelt(true)?, spelt(false)?))
 }
 
 /// What the rules took already: extractor slots and quotes, by index.
@@ -479,28 +486,17 @@ fn boolean_named(name: &str, shared: &[String], toks: &[Tok]) -> Option<Value> {
 /// The words two or more of a schema's booleans have in their names
 /// (rule 6: "cleaning" of `is_cleaning_condo` and `is_cleaning_home`).
 fn shared_flag_words(properties: &serde_json::Map<String, Value>) -> Vec<String> {
-    let boolean = |spec: &Value| {
-        spec.get("type").and_then(Value::as_str) == Some("boolean")
-            || spec
-                .get("enum")
-                .and_then(Value::as_array)
-                .is_some_and(|e| e.iter().any(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case("true"))))
-    };
-    let mut seen: Vec<String> = Vec::new();
-    let mut shared = Vec::new();
+    let boolean =
+        |spec: &Value| spec.get("type").and_then(Value::as_str) == Some("boolean") || yes_no_values(spec).is_some();
+    // How many booleans have each word in their names.
+    let mut flags: BTreeMap<String, usize> = BTreeMap::new();
     for (name, _) in properties.iter().filter(|(_, spec)| boolean(spec)) {
-        let mut words = split_name(name);
-        words.sort();
-        words.dedup();
+        let words: BTreeSet<String> = split_name(name).into_iter().collect();
         for w in words {
-            if seen.contains(&w) {
-                shared.push(w);
-            } else {
-                seen.push(w);
-            }
+            *flags.entry(w).or_default() += 1;
         }
     }
-    shared
+    flags.into_iter().filter(|(_, n)| *n > 1).map(|(w, _)| w).collect()
 }
 
 /// Rule 3: the first value of the property's enum the request names as a
