@@ -164,18 +164,20 @@ impl FastPathService {
         updated.map_err(|()| failure.expect("the embed closure records its failure"))
     }
 
-    /// Takes `rows` (canonical queries' phrasings) into what the model
-    /// taught the offline planner, their examples embedded through the
-    /// memo — the vectors the fast path embedded them to, read back.
+    /// Takes `rows` (phrasings of `canonical`) into what the model
+    /// taught the offline planner: their examples embedded through the
+    /// memo — the vectors the fast path embedded them to, read back — and
+    /// the values the model passed for their tools.
     pub fn teach<'a>(
         &self,
         taught: &mut TaughtPhrasings,
+        canonical: &'a CanonicalQueries,
         rows: impl IntoIterator<Item = &'a CanonicalRow>,
     ) -> Result<usize, FastPathError> {
         let mut failure: Option<FastPathError> = None;
         let added = {
             let mut embed = memo_embed(self.embedder.as_ref(), self.cache.as_ref(), &mut failure);
-            taught.sync(rows, &mut embed)
+            taught.learn(canonical, rows, &mut embed)
         };
         added.map_err(|()| failure.expect("the embed closure records its failure"))
     }

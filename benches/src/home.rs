@@ -36,7 +36,6 @@ use engram::events::payloads::{
 use engram::events::rust_decimal::Decimal;
 use engram::events::{ActorKind, Envelope, EvalId, EventId, SessionId, TurnId};
 use engram::learning::embedder::Embedder;
-use engram::learning::fast_path::model_away;
 use engram::learning::offline_planner::{OfflinePlanner, ToolDescription};
 use engram::learning::projections::ActiveDays;
 use engram::learning::reactors::{FastPathReactor, Reactor};
@@ -279,7 +278,8 @@ pub fn score(embedder: Arc<dyn Embedder>, home: &Fixture, split: &str) -> anyhow
     }
     // What the model taught, as the router hands it to the planner.
     let mut taught = TaughtPhrasings::default();
-    taught.sync(reactor.canonical_queries().iter(), &mut |texts: &[&str]| embedder.embed_batch(texts))?;
+    let canonical = reactor.canonical_queries();
+    taught.learn(canonical, canonical.iter(), &mut |texts: &[&str]| embedder.embed_batch(texts))?;
     for r in rows.iter().filter(|r| r.role != "teach") {
         let key = format!("{}/{}", r.role, r.lang);
         let d = fast.route_read_twice(&r.text, now(), &mut { second })?;
@@ -298,13 +298,7 @@ pub fn score(embedder: Arc<dyn Embedder>, home: &Fixture, split: &str) -> anyhow
             }
         } else {
             out.misses.push(format!("miss {} {}: {:?}: {}", r.role, r.id, r.text, d.reason));
-            let arguments = |tool: &str| offline.arguments(tool, &r.text, now());
-            let reads_path = offline.reads_path(&r.text, now());
-            let own = offline.plan_taught(&r.text, now(), &taught)?;
-            let sets_nothing = |step: &PlanStep| offline.call_sets_nothing(step);
-            let one_of_two = |args: &ToolArgs| engram::learning::arguments::one_of_two(args, &r.text);
-            offline_steps =
-                model_away::plan(d.near.as_ref(), own, reads_path, &arguments, &sets_nothing, &one_of_two).0;
+            offline_steps = offline.plan_away(&r.text, now(), d.near.as_ref(), &taught).0;
             if let Some(n) = &d.near {
                 out.near.push((n.similarity, right(want, &n.steps)));
             }

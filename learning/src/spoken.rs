@@ -38,7 +38,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::text::{is_stop_word, normalize, Negations};
-use crate::tool_words::stem;
+use crate::tool_words::{folded, stem};
 
 /// Articles and possessives taken off a value's edges (EN + IT).
 const ARTICLES: &[&str] =
@@ -50,7 +50,7 @@ const PLACE_PREPOSITIONS: &[&str] =
 
 /// Prepositions that join a qualifier after a thing ("la luce della
 /// cucina", "the light of the kitchen").
-const OF: &[&str] = &["of", "del", "della", "dello", "dell", "dei", "degli", "delle", "di"];
+pub(crate) const OF: &[&str] = &["of", "del", "della", "dello", "dell", "dei", "degli", "delle", "di"];
 
 /// Prepositions that may open a phrase naming where an item goes or what
 /// it belongs to (EN + IT).
@@ -77,7 +77,7 @@ const THAT: &[&str] = &["that", "che"];
 
 /// The words of a request, elided articles split off ("l'album" → l,
 /// album); an English contraction ("we're", "it's", "don't") is one word.
-fn words(request: &str) -> Vec<String> {
+pub(crate) fn words(request: &str) -> Vec<String> {
     const CONTRACTED: &[&str] = &["re", "s", "m", "ll", "d", "ve", "t"];
     normalize(request)
         .split(' ')
@@ -95,14 +95,6 @@ fn words(request: &str) -> Vec<String> {
             _ => vec![w.to_owned()],
         })
         .collect()
-}
-
-/// The English word a request's word stands for, stemmed.
-fn folded(word: &str) -> String {
-    match crate::tool_words::RequestWords::english(word) {
-        Some(e) => stem(e),
-        None => stem(crate::fast_path::lexicon::concept(word)),
-    }
 }
 
 /// Courtesies said after a value ("in soggiorno dai", "please").
@@ -137,7 +129,7 @@ fn trimmed(ws: &[String], a: usize, b: usize) -> Option<(usize, usize)> {
     (a < b).then_some((a, b))
 }
 
-fn join(ws: &[String], (a, b): (usize, usize)) -> String {
+pub(crate) fn join(ws: &[String], (a, b): (usize, usize)) -> String {
     let mut out = String::new();
     for (i, w) in ws[a..b].iter().enumerate() {
         // An elided article joins its noun again ("d'ingresso").
@@ -160,13 +152,26 @@ pub struct Context {
     pub name: BTreeSet<String>,
     /// Words of the tool's description, stemmed, function words aside.
     pub described: BTreeSet<String>,
+    /// What its description says it acts on, stemmed: the nouns after
+    /// its first verb, up to a preposition ("Lower the blinds, shutters
+    /// or curtains of a room": blind, shutter, curtain; "Set a speaker's
+    /// volume": speaker, volume) — kind words as the name's are (rule 2).
+    pub objects: BTreeSet<String>,
 }
 
 impl Context {
     /// The context of the tool `name` described as `description`.
     pub fn of(name: &str, description: &str) -> Context {
         let described = normalize(description).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
-        Context { name: crate::tool_words::name_stems(name).into_iter().collect(), described }
+        let first = description.split(['.', ';', '(', ':']).next().unwrap_or("");
+        let objects = normalize(&first.replace("'s ", " "))
+            .split(' ')
+            .skip(1)
+            .take_while(|w| !JOINS.contains(w) && !OF.contains(w) && *w != "by" && *w != "with")
+            .filter(|w| !w.is_empty() && !filler(w) && !matches!(*w, "or" | "and"))
+            .map(stem)
+            .collect();
+        Context { name: crate::tool_words::name_stems(name).into_iter().collect(), described, objects }
     }
 }
 
@@ -210,7 +215,7 @@ fn kind_enum(k: &str, spec: &Value, text_required: bool) -> Option<Vec<String>> 
     Some(values.iter().filter_map(Value::as_str).map(str::to_owned).collect())
 }
 
-fn place_property(name: &str, spec: &Value) -> bool {
+pub(crate) fn place_property(name: &str, spec: &Value) -> bool {
     let d = description(spec);
     name == "area" || name == "room" || d.contains("area") || d.contains("room")
 }
@@ -412,7 +417,7 @@ fn kind_words<'p>(
         // A word of the tool's name is a kind of thing, not the verb or the
         // pole that names its action ("turn the bedside lamp on").
         let action = !crate::fast_path::gate::poles_of(w).is_empty() || crate::fast_path::gate::is_action(w);
-        if hit.is_some() || context.name.contains(&f) && !action {
+        if hit.is_some() || (context.name.contains(&f) || context.objects.contains(&f)) && !action {
             kinds.push((i, hit));
         }
     }
@@ -891,6 +896,24 @@ mod tests {
             .len(),
             0
         );
+    }
+
+    /// What the description says the tool acts on is a kind word as its
+    /// name is: "le persiane della cantina" for a tool that lowers "the
+    /// blinds, shutters or curtains of a room" is the cellar's shutters.
+    #[test]
+    fn what_the_description_acts_on_leaves_the_room() {
+        let close = json!({"type": "object", "properties": {
+            "room": {"type": "string", "description": "Room whose blinds to close"},
+            "percent": {"type": "integer"}}});
+        let c =
+            Context::of("close_blinds", "Lower the blinds, shutters or curtains of a room, fully or to a percentage");
+        assert!(["blind", "shutter", "curtain"].iter().all(|w| c.objects.contains(*w)), "{:?}", c.objects);
+        assert!(!c.objects.contains("room"), "{:?}", c.objects);
+        let f = fill(&close, "chiudi le persiane della cantina", &c);
+        assert_eq!(f.get("room"), Some(&json!("cantina")), "{f:?}");
+        let f = fill(&close, "close the office curtains", &c);
+        assert_eq!(f.get("room"), Some(&json!("office")), "{f:?}");
     }
 
     /// Free text by its name or its description's first words ("Text of

@@ -24,17 +24,35 @@
 //! 4. **Keyed by tool name.** A tool the catalogue does not offer (an MCP
 //!    server gone) keeps its examples; the planner compares only the tools
 //!    it has, and they count again when the tool is back.
+//! 5. **The values the model passed are learnt too.** Each said slot's
+//!    vocabulary (the values the user said and the model passed, over
+//!    every phrasing of an action: the projection's action rows) is kept
+//!    by tool and parameter ([`TaughtPhrasings::learn_values`]): with the
+//!    model away, the rooms, doors and speakers of this home are known by
+//!    the names the model gave them ([`crate::arguments::learnt_values`]).
+//!    Rebuilt per tool from the projection, so a value a rejected turn
+//!    taught is gone with it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::Value;
 
 use crate::fast_path::decision::BatchEmbed;
+use crate::fast_path::slots;
 use crate::projections::canonical_queries::CanonicalRow;
+use crate::projections::CanonicalQueries;
+
+/// The values a parameter has taken: (as said, as passed), oldest first.
+pub type LearntValues = Vec<(String, Value)>;
 
 /// The example phrasings the model taught, by tool (module docs).
 #[derive(Debug, Default)]
 pub struct TaughtPhrasings {
     /// Tool → canonical text → the example's vector.
     by_tool: HashMap<String, HashMap<String, Vec<f32>>>,
+    /// Tool → parameter → the string values the model passed that the
+    /// user said (rule 5).
+    values: HashMap<String, BTreeMap<String, LearntValues>>,
 }
 
 impl TaughtPhrasings {
@@ -72,6 +90,68 @@ impl TaughtPhrasings {
         Ok(added)
     }
 
+    /// Takes in the values the model passed for the tools of `rows` (rule
+    /// 5): each such tool's are rebuilt from `canonical`, every phrasing
+    /// of it not rejected, its action's vocabulary per said slot.
+    pub fn learn_values<'a>(&mut self, canonical: &CanonicalQueries, rows: impl IntoIterator<Item = &'a CanonicalRow>) {
+        let tools: HashSet<&str> = rows.into_iter().map(|r| r.executor.as_str()).collect();
+        let mut rebuilt: HashMap<&str, BTreeMap<String, LearntValues>> = HashMap::new();
+        // (action, slot) pairs taken: a slot's vocabulary is its action's,
+        // over every phrasing (one with the value in its words, not a
+        // slot, adds none). One pass over the rows, whatever the tools.
+        let mut taken: HashSet<(String, &str)> = HashSet::new();
+        for r in canonical.iter().filter(|r| !r.rejected && tools.contains(r.executor.as_str())) {
+            let key = r.action();
+            let Some(action) = canonical.action(&key) else { continue };
+            let by_param = rebuilt.entry(r.executor.as_str()).or_default();
+            for (param, v) in &r.args_observed.0 {
+                let Some(slot) = v.as_str().and_then(slots::placeholder_name) else { continue };
+                let Some(vocabulary) = action.vocabulary.get(slot) else { continue };
+                if !taken.insert((key.clone(), slot)) {
+                    continue;
+                }
+                let list = by_param.entry(param.clone()).or_default();
+                for (said, value, _) in &vocabulary.values {
+                    if value.is_string() && !list.iter().any(|(s, v)| s == said && v == value) {
+                        list.push((said.clone(), value.clone()));
+                    }
+                }
+            }
+        }
+        for tool in tools {
+            match rebuilt.remove(tool).filter(|p| !p.is_empty()) {
+                Some(by_param) => self.values.insert(tool.to_owned(), by_param),
+                None => self.values.remove(tool),
+            };
+        }
+    }
+
+    /// What `rows` (phrasings of `canonical`) teach: their examples
+    /// ([`TaughtPhrasings::sync`]) and the values the model passed for
+    /// their tools ([`TaughtPhrasings::learn_values`]) — what the router
+    /// hands the offline planner, and the learning bench the same.
+    pub fn learn<'a, E>(
+        &mut self,
+        canonical: &CanonicalQueries,
+        rows: impl IntoIterator<Item = &'a CanonicalRow>,
+        embed: BatchEmbed<'_, E>,
+    ) -> Result<usize, E> {
+        let rows: Vec<&CanonicalRow> = rows.into_iter().collect();
+        self.learn_values(canonical, rows.iter().copied());
+        self.sync(rows, embed)
+    }
+
+    /// The values the model passed for `tool`'s parameter `param` (rule 5).
+    pub fn values(&self, tool: &str, param: &str) -> &[(String, Value)] {
+        self.values.get(tool).and_then(|p| p.get(param)).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every tool with values learnt for a parameter named `param`.
+    pub fn tools_with(&self, param: &str) -> impl Iterator<Item = &str> + '_ {
+        let param = param.to_owned();
+        self.values.iter().filter(move |(_, p)| p.contains_key(&param)).map(|(t, _)| t.as_str())
+    }
+
     /// The best cosine of `v` (a unit vector) to an example of `tool`;
     /// `None` when it has none.
     pub fn nearest(&self, tool: &str, v: &[f32]) -> Option<f32> {
@@ -93,12 +173,23 @@ impl TaughtPhrasings {
     /// sets beside RSS.
     pub fn heap_bytes(&self) -> usize {
         use engram_local_state::heap_bytes::string;
-        self.by_tool
+        let examples: usize = self
+            .by_tool
             .iter()
             .map(|(tool, rows)| {
                 string(tool) + rows.iter().map(|(c, v)| string(c) + v.capacity() * 4 + 48).sum::<usize>()
             })
-            .sum()
+            .sum();
+        let values: usize = self
+            .values
+            .iter()
+            .flat_map(|(tool, params)| {
+                std::iter::once(string(tool)).chain(params.iter().map(|(p, vs)| {
+                    string(p) + vs.iter().map(|(s, v)| string(s) + v.to_string().len() + 64).sum::<usize>()
+                }))
+            })
+            .sum();
+        examples + values
     }
 }
 
@@ -149,6 +240,45 @@ mod tests {
         assert_eq!(taught.sync(&[row("lights out", "off", true)], &mut embedder(&mut seen)), Ok(0));
         assert_eq!(taught.nearest("off", &axis), Some(0.0), "the rejected example no longer counts");
         assert_eq!(taught.len(), 1);
+    }
+
+    /// Rule 5: the values of every phrasing of an action, by parameter;
+    /// a turn rejected takes its value back.
+    #[test]
+    fn the_values_the_model_passed_are_kept_by_tool_and_parameter() {
+        use engram_events::payloads::{CanonicalRecorded, CanonicalRejected};
+        use engram_events::{ActorKind, Envelope, EvalId, TurnId};
+        use engram_local_state::projector::Projection;
+        let said = |room: &str| ToolArgs::from_json(&format!(r#"{{"room": {{"said": "{room}", "value": "{room}"}}}}"#));
+        let mut canonical = CanonicalQueries::default();
+        let record = |c: &mut CanonicalQueries, text: &str, room: &str| {
+            let e = CanonicalRecorded {
+                canonical: text.into(),
+                executor: "set_heating".into(),
+                args_observed: ToolArgs::from_json(r#"{"room": "{slot:room}", "degrees": "{number}"}"#).unwrap(),
+                slots: said(room).unwrap(),
+            };
+            c.apply(&Envelope::new(ActorKind::Router, e));
+        };
+        record(&mut canonical, "set the heating in the roomslot to number degrees", "kitchen");
+        record(&mut canonical, "heat the roomslot to number", "office");
+        let mut taught = TaughtPhrasings::default();
+        taught.learn_values(&canonical, canonical.iter());
+        let rooms =
+            |t: &TaughtPhrasings| t.values("set_heating", "room").iter().map(|(s, _)| s.clone()).collect::<Vec<_>>();
+        assert_eq!(rooms(&taught), ["kitchen", "office"], "both phrasings' values, of one action");
+        assert_eq!(taught.tools_with("room").collect::<Vec<_>>(), ["set_heating"]);
+        let rejected = CanonicalRejected {
+            canonical: "heat the roomslot to number".into(),
+            executor: "set_heating".into(),
+            subject_turn: TurnId::derive(chrono::Utc::now(), &[b"t"]),
+            eval_id: EvalId::derive(chrono::Utc::now(), &[b"e"]),
+            score: 0.0,
+            slots: said("office").unwrap(),
+        };
+        canonical.apply(&Envelope::new(ActorKind::Router, rejected));
+        taught.learn_values(&canonical, canonical.iter());
+        assert_eq!(rooms(&taught), ["kitchen"], "the rejected turn's value is taken back");
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //! its name split at case changes and separators (`HassTurnOff` → hass,
 //! turn, off), its description, its parameters' names and enum values —
 //! and a request as words too, Italian imperatives and a few nouns read as
-//! the English word a tool's text would use (`SYNONYMS`), plurals and
-//! third persons folded ("sets", "lights"). Then:
+//! the English word a tool's text would use (`SYNONYMS`) — and as every
+//! word said for that one alone ("turn" is also "switch": `switch_off`
+//! for "spegni") — plurals and third persons folded ("sets", "lights").
+//! Then:
 //!
 //! * **shared words** count by how rare they are among the tools (a word
 //!   every tool has, `hass`, counts nothing), twice in the tool's name;
@@ -117,6 +119,16 @@ const QUESTION_WORDS: &[&str] = &[
 /// First words of a tool's description, and words of its name, that say
 /// it tells or reads rather than changes.
 const TELLS: &[&str] = &["tell", "read", "get", "status", "return", "check"];
+
+/// The English word a request's word stands for, stemmed ("luci" →
+/// light, "ventilatore" → fan): one spelling for a word said in either
+/// language, where a tool's words and enum values are English.
+pub fn folded(word: &str) -> String {
+    match RequestWords::english(word) {
+        Some(e) => stem(e),
+        None => stem(crate::fast_path::lexicon::concept(word)),
+    }
+}
 
 /// `word` folded: third persons and plurals to their stem ("sets",
 /// "lights", "searches", "batteries"), "colour" as "color".
@@ -273,6 +285,14 @@ fn synonyms(word: &str) -> Option<&'static [&'static str]> {
     })
 }
 
+/// The words said for `english` and nothing else (`SYNONYMS`' keys whose
+/// one word it is): "turn" is also "switch", so a request that says one
+/// shares the other with a tool named by it (`switch_off` for "spegni",
+/// "turn off"; `HassTurnOff` for "switch off").
+fn aliases(english: &str) -> impl Iterator<Item = &'static str> + '_ {
+    SYNONYMS.iter().filter(move |(_, v)| *v == [english]).map(|(k, _)| *k)
+}
+
 impl RequestWords {
     /// The one English word `word` (normalised) is said for, when
     /// `SYNONYMS` gives one ("ventilatore" → fan).
@@ -296,7 +316,9 @@ impl RequestWords {
             pole_set.extend(poles_of(w));
             if let Some(s) = synonyms(w) {
                 words.extend(s.iter().map(|x| stem(x)));
+                words.extend(s.iter().flat_map(|x| aliases(x)).map(stem));
             }
+            words.extend(aliases(w).map(stem));
             let c = crate::fast_path::lexicon::concept(w);
             if !is_stop_word(w, Negations::Drop) || c != *w {
                 words.insert(stem(c));
@@ -503,6 +525,27 @@ mod tests {
             assert!(v.shared(3, &r) >= 2, "{question}: {}", v.shared(3, &r));
         }
         assert!(!RequestWords::new("can you turn the kettle on?").asks_state(), "a polite command asks no state");
+    }
+
+    /// "turn" and "switch" are one verb: a tool named by either is named
+    /// by a request saying the other, in either language ("spegni" is
+    /// "turn off" is `switch_off`; before, only the pole was shared and
+    /// "spegni la luce del terrazzo" planned nothing).
+    #[test]
+    fn a_verb_said_for_another_names_a_tool_named_by_either() {
+        let s = json!({"type": "object", "properties": {"kind": {"type": "string", "enum": ["light"]}}});
+        let tools: Vec<(&str, &str, serde_json::Value)> = vec![
+            ("switch_off", "Switch off one device", s.clone()),
+            ("HassTurnOff", "Turns off a device", s.clone()),
+            ("dim_light", "Set the brightness of the lights", json!({})),
+        ];
+        let v = Vocabulary::new(tools.iter().map(|(n, d, s)| (*n, *d, s)));
+        for request in ["spegni la luce del terrazzo", "turn off the porch light", "switch off the porch light"] {
+            let said = RequestWords::new(request);
+            assert!(said.words.contains("switch") && said.words.contains("turn"), "{request}: {:?}", said.words);
+        }
+        let said = RequestWords::new("spegni la luce del terrazzo");
+        assert!(v.score(0, &said).unwrap() > v.score(2, &said).unwrap() + 4.0);
     }
 
     #[test]

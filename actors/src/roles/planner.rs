@@ -438,15 +438,11 @@ impl Planner {
         };
         // What the model taught: the nearest learnt phrasing's call, by
         // `model_away`'s rules, when the whole request is left to plan and
-        // this catalogue has its tools.
+        // this catalogue has its tools; the values it passed.
         let view = self.setup.catalogue.view();
         let near =
             env.turn.and_then(|t| self.near.get(&t)).filter(|n| done == 0 && n.steps.iter().all(|s| view.has(&s.tool)));
-        let arguments = |tool: &str| view.offline.arguments(tool, query, now);
-        let reads_path = view.offline.reads_path(query, now);
-        let sets_nothing = |step: &PlanStep| view.offline.call_sets_nothing(step);
-        let one_of_two = |args: &ToolArgs| engram_learning::arguments::one_of_two(args, query);
-        let (planned, source) = model_away::plan(near, plan(query), reads_path, &arguments, &sets_nothing, &one_of_two);
+        let (planned, source) = view.offline.plan_away(query, now, near, &self.setup.catalogue.taught());
         if source == model_away::Source::Learnt {
             tracing::debug!(matched = ?near.map(|n| &n.canonical), "offline planner: as the model taught");
             return planned;

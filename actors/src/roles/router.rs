@@ -260,7 +260,7 @@ impl Router {
                     Ok(_) => {
                         // What the turns taught, for the offline planner.
                         let rows = texts.iter().flat_map(|t| canonical.for_text(t));
-                        if let Err(e) = f.teach(&mut self.setup.catalogue.taught_mut(), rows) {
+                        if let Err(e) = f.teach(&mut self.setup.catalogue.taught_mut(), canonical, rows) {
                             tracing::warn!("router: the offline planner not taught ({e})");
                         }
                         self.learnt.clear()
@@ -280,7 +280,7 @@ impl Router {
                     s.cache.clone(),
                 ) {
                     Ok(f) => {
-                        if let Err(e) = f.teach(&mut s.catalogue.taught_mut(), canonical.iter()) {
+                        if let Err(e) = f.teach(&mut s.catalogue.taught_mut(), canonical, canonical.iter()) {
                             tracing::warn!("router: the offline planner not taught ({e})");
                         }
                         self.fast = Some(f);

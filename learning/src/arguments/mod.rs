@@ -108,6 +108,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::fast_path::extract::{durations_in_minutes, extract, SlotKind};
 use crate::tool_words::split_name;
 
+pub mod learnt_values;
 mod named_values;
 mod numbers;
 mod proper_nouns;

@@ -116,8 +116,9 @@
 //! The rules' code, by file: the fixed phrasings of rule 1 in
 //! `phrasings.rs`, rule 2's paths in `paths.rs`, rules 3, 10 and 12 (what
 //! a part asks done, and whether a tool does it) in `action_fit.rs`, the
-//! split on conjunctions and rule 6's merge in `parts.rs`; the ranking
-//! that weighs them all here.
+//! split on conjunctions and rule 6's merge in `parts.rs`; the plan with
+//! the model away (its near miss, the values it passed) in `away.rs`; the
+//! ranking that weighs them all here.
 
 use std::sync::Arc;
 
@@ -130,6 +131,7 @@ use crate::embedder::{EmbedError, Embedder};
 use crate::taught_phrasings::TaughtPhrasings;
 
 mod action_fit;
+mod away;
 mod parts;
 mod paths;
 mod phrasings;

@@ -18,6 +18,9 @@
 //!    prepositions, a pole ("on", "off"), an action word, a negation — is
 //!    never a slot: "on" in `{"state": "on"}` stays a word of the phrasing,
 //!    so the replay gate still sees "turn off" against "turn on".
+//!    *1b.* **A word said for a value in the other language** is that value
+//!    when its spelling is not said: the model passes an enum's English
+//!    member (`fan`) for "ventilatore" ([`crate::tool_words::folded`]).
 //! 2. **Longest value first, each span once.** "living room lamp" is found
 //!    before "lamp"; two arguments never share the words they came from.
 //! 3. **Elided articles are not part of a value.** "dell'ingresso" says
@@ -66,6 +69,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::text::{is_negation, is_stop_word, normalize, Negations};
+use crate::tool_words::folded;
 
 /// The placeholder of a said slot in a learnt argument: `{slot:area}`.
 pub fn placeholder(name: &str) -> String {
@@ -173,7 +177,7 @@ pub(crate) fn is_determiner(word: &str) -> bool {
 /// Two words the same for the slots: equal, or equal once a simple plural
 /// is dropped ("lights" / "light"), or an Italian noun's or adjective's
 /// last vowel ("lampada" / "lampade", "luce" / "luci").
-fn same_word(a: &str, b: &str) -> bool {
+pub(crate) fn same_word(a: &str, b: &str) -> bool {
     fn stem(w: &str) -> &str {
         match w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") {
             true => &w[..w.len() - 1],
@@ -282,13 +286,22 @@ fn replace_leaves(path: &str, v: &Value, found: &BTreeMap<String, (String, Value
     }
 }
 
-/// Where `want` (a value's words) first appears in `toks`, word by word.
+/// Where `want` (a value's words) first appears in `toks`, word by word;
+/// else, for a value of one word, the word said for it in the other
+/// language (rule 1b: `{"kind": "fan"}` for "accendi il *ventilatore*").
 fn find_span(toks: &[Token], want: &[String]) -> Option<usize> {
     if want.len() > toks.len() {
         return None;
     }
-    (0..=toks.len() - want.len())
-        .find(|&i| toks[i..i + want.len()].iter().zip(want).all(|(t, w)| !is_mask(&t.text) && same_word(&t.text, w)))
+    let spelt = (0..=toks.len() - want.len())
+        .find(|&i| toks[i..i + want.len()].iter().zip(want).all(|(t, w)| !is_mask(&t.text) && same_word(&t.text, w)));
+    spelt.or_else(|| match want {
+        [one] => {
+            let english = crate::tool_words::stem(one);
+            toks.iter().position(|t| !is_mask(&t.text) && !is_grammar(&t.text) && folded(&t.text) == english)
+        }
+        _ => None,
+    })
 }
 
 /// `args` with each `{slot:NAME}` placeholder replaced by `values[NAME]`;
@@ -393,8 +406,26 @@ mod tests {
         assert_eq!(s.canonical, "turn on the roomslot lights");
         assert_eq!(s.args, args(json!({"room": "{slot:room}", "state": "on"})));
         // Not said: a constant of the phrasing.
-        let s = slot_values("accendi la luce in cucina", &args(json!({"room": "kitchen"})));
+        let s = slot_values("accendi la luce in cucina", &args(json!({"room": "garage"})));
         assert_eq!(s.canonical, "accendi la luce in cucina");
+        assert!(s.said.is_empty());
+    }
+
+    /// Rule 1b: a value of one word said in the other language is a slot
+    /// — the model's enum member for the user's word ("ventilatore" is
+    /// `fan`), a room it translated; its vocabulary then maps the word said
+    /// to the value passed (a translated slot takes only values it has
+    /// seen: `Vocabulary::fits`).
+    #[test]
+    fn a_value_said_in_the_other_language_is_a_slot() {
+        let s = slot_values("accendi il ventilatore in camera", &args(json!({"kind": "fan", "room": "camera"})));
+        assert_eq!(s.canonical, "accendi il kindslot in roomslot");
+        let kind = s.said.iter().find(|x| x.name == "kind").unwrap();
+        assert_eq!((kind.said.as_str(), &kind.value), ("ventilatore", &json!("fan")));
+        let s = slot_values("accendi la luce in cucina", &args(json!({"room": "kitchen"})));
+        assert_eq!(s.canonical, "accendi la luce in roomslot");
+        // Two words are not read across languages.
+        let s = slot_values("accendi la luce in sala da pranzo", &args(json!({"room": "dining room"})));
         assert!(s.said.is_empty());
     }
 
