@@ -293,7 +293,15 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         // place") is where the request says.
         let place =
             || description(spec).contains("place").then(|| after_place_preposition(&ws, &used, &grammar)).flatten();
-        if let Some(span) = qualifier(&ws, at, &is_kind).or_else(place) {
+        // A property named for the thing itself (`door`: "Name of the door
+        // or gate") holds the thing as said, its noun with its qualifier
+        // ("patio door", "porta della cantina"); one named for the name
+        // (`name`, `list_name`) the qualifier alone ("the egg timer" →
+        // "egg").
+        let itself = thing.contains(&stem(k));
+        let qualified =
+            qualifier(&ws, at, &is_kind).map(|(a, b)| if itself { (a.min(at), b.max(at + 1)) } else { (a, b) });
+        if let Some(span) = qualified.or_else(place) {
             mark(&mut used, span);
             out.insert(k.clone(), Value::String(join(&ws, span)));
         }
@@ -636,7 +644,8 @@ fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Optio
         return Some((a, at));
     }
     let next = ws.get(at + 1)?;
-    if !OF.contains(&next.as_str()) {
+    // "d" is "di" elided ("porta d'ingresso").
+    if !OF.contains(&next.as_str()) && next != "d" {
         return None;
     }
     let start = at + 2;
@@ -844,6 +853,13 @@ mod tests {
         let c = ctx("HassCancelTimer");
         assert_eq!(fill(&timer(), "stop the egg timer", &c).get("name"), Some(&json!("egg")));
         assert_eq!(fill(&timer(), "cancella il timer della torta", &c).get("name"), Some(&json!("torta")));
+        // A property named for the thing holds the thing as said.
+        let door = json!({"type": "object", "properties": {
+            "door": {"type": "string", "description": "Name of the door or gate"}}});
+        let c = ctx("lock_door");
+        assert_eq!(fill(&door, "lock the patio door", &c).get("door"), Some(&json!("patio door")));
+        assert_eq!(fill(&door, "blocca la porta della cantina", &c).get("door"), Some(&json!("porta della cantina")));
+        assert_eq!(fill(&door, "blocca la porta d'ingresso", &c).get("door"), Some(&json!("porta d'ingresso")));
     }
 
     #[test]

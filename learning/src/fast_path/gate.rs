@@ -209,7 +209,11 @@ pub const STATE_FORMS: &[&str] = &[
 
 /// Action classes: (class, effectful?, words).
 const ACTIONS: &[(&str, bool, &[&str])] = &[
-    ("delete", true, &["delete", "remove", "erase", "trash", "wipe", "cancella", "elimina", "rimuovi", "cestina"]),
+    (
+        "delete",
+        true,
+        &["delete", "remove", "erase", "trash", "wipe", "cancella", "elimina", "rimuovi", "togli", "cestina"],
+    ),
     ("send", true, &["send", "forward", "reply", "share", "invia", "manda", "inoltra", "rispondi", "condividi"]),
     ("move", true, &["move", "sposta"]),
     ("copy", true, &["copy", "duplicate", "copia", "duplica"]),
@@ -538,6 +542,8 @@ pub struct ActionWords {
     said: BTreeSet<String>,
     /// Words every phrasing says.
     every: BTreeSet<String>,
+    /// The poles the action's tool's name says ([`ActionWords::with_tool`]).
+    named: BTreeSet<(&'static str, bool)>,
 }
 
 impl ActionWords {
@@ -550,7 +556,7 @@ impl ActionWords {
             let words: BTreeSet<String> =
                 p.content.into_keys().chain(p.axis_words.into_iter().map(|(_, w)| w)).collect();
             out = Some(match out {
-                None => ActionWords { said: words.clone(), every: words },
+                None => ActionWords { said: words.clone(), every: words, named: BTreeSet::new() },
                 Some(mut a) => {
                     a.every.retain(|w| words.contains(w));
                     a.said.extend(words);
@@ -559,6 +565,20 @@ impl ActionWords {
             });
         }
         out.unwrap_or_default()
+    }
+
+    /// The action's tool's name (`open_blinds`, `HassTurnOn`) as its
+    /// author's word for the action: a pole the request says that the
+    /// name says ("open" for `open_blinds`) is no difference from the
+    /// action, and stands in for a pole of another axis its taught
+    /// phrasings say ("alza" of "alza le tapparelle"). A pole the name
+    /// does not say stays a difference ("close the blinds" is never
+    /// `open_blinds`), and a pole of the same axis with the other sign
+    /// is refused before (rule 2).
+    pub fn with_tool(mut self, tool: &str) -> Self {
+        let name = crate::tool_words::split_name(tool).join(" ");
+        self.named = profile(&name).poles;
+        self
     }
 }
 
@@ -607,10 +627,19 @@ pub fn check_for(
     // words that not every phrasing says — a substitution, never a word
     // dropped for nothing ("che tempo fa" is no "annuncia a tutti che").
     let said = |w: &String| action.is_some_and(|a| !is_pole(w) && !(a.is_value)(w) && a.words.said.contains(w));
+    // The tool's name's poles ([`ActionWords::with_tool`]).
+    let named = |w: &String| {
+        action.is_some_and(|a| {
+            let poles = poles_of(w);
+            !(a.is_value)(w) && !poles.is_empty() && poles.iter().all(|p| a.words.named.contains(p))
+        })
+    };
     let request_only: Vec<String> = r.content.keys().filter(|w| !c.content.contains_key(*w)).cloned().collect();
     let substituted = request_only.iter().any(said);
-    let needed = |w: &String| !substituted || action.is_none_or(|a| a.words.every.contains(w));
-    let request_only: Vec<String> = request_only.into_iter().filter(|w| !said(w)).collect();
+    let renamed = request_only.iter().any(named);
+    let needed =
+        |w: &String| (!substituted || action.is_none_or(|a| a.words.every.contains(w))) && !(renamed && is_pole(w));
+    let request_only: Vec<String> = request_only.into_iter().filter(|w| !said(w) && !named(w)).collect();
     let candidate_only: Vec<String> =
         c.content.keys().filter(|w| !r.content.contains_key(*w) && needed(w)).cloned().collect();
     if request_only.is_empty() && candidate_only.is_empty() {
@@ -665,6 +694,37 @@ mod tests {
         let err =
             check_for("turn on the light and the domain0slot", "turn on the domain0slot", Some(&action), &mut never);
         assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
+    }
+
+    /// The tool's name's pole stands in for another axis's pole its taught
+    /// phrasings say; a pole the name does not say never does.
+    #[test]
+    fn a_pole_the_tool_is_named_by_is_the_action() {
+        let mut never = |_: &str, _: &str| false;
+        let none = |_: &str| false;
+        let taught = "alza le tapparelle in roomslot";
+        let words = ActionWords::of(["alza le tapparelle in"]);
+        let bare = ActionContext { words: &words, is_value: &none };
+        let request = "open the tapparelle in the roomslot";
+        assert!(check_for(request, taught, Some(&bare), &mut never).is_err(), "without the name");
+        let words = ActionWords::of(["alza le tapparelle in"]).with_tool("open_blinds");
+        let action = ActionContext { words: &words, is_value: &none };
+        assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
+        for other in ["close the tapparelle in the roomslot", "tira su le tapparelle in roomslot", "open the door"] {
+            assert!(check_for(other, taught, Some(&action), &mut never).is_err(), "{other}");
+        }
+        // In either language.
+        let request = "apri le tapparelle della roomslot";
+        assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
+        let words = ActionWords::of(["chiudi le persiane della"]).with_tool("close_blinds");
+        let action = ActionContext { words: &words, is_value: &none };
+        let err = check_for(
+            "tira su le persiane della roomslot",
+            "chiudi le persiane della roomslot",
+            Some(&action),
+            &mut never,
+        );
+        assert!(err.is_err(), "a verb the name does not say: {err:?}");
     }
 
     #[test]

@@ -93,13 +93,15 @@ impl FastPath {
 
     /// Each L1 action's words ([`gate::ActionWords`]), from its phrasings.
     pub(super) fn l1_action_words(&self) -> HashMap<String, gate::ActionWords> {
-        let mut by: HashMap<&str, Vec<String>> = HashMap::new();
+        let mut by: HashMap<&str, (&str, Vec<String>)> = HashMap::new();
         for (_, r) in self.l1.rows.values() {
             let words: Vec<&str> = r.canonical.split(' ').filter(|w| !slots::is_mask(w)).collect();
-            by.entry(r.action.as_str()).or_default().push(words.join(" "));
+            by.entry(r.action.as_str()).or_insert((r.executor.as_str(), Vec::new())).1.push(words.join(" "));
         }
         by.into_iter()
-            .map(|(a, texts)| (a.to_owned(), gate::ActionWords::of(texts.iter().map(String::as_str))))
+            .map(|(a, (tool, texts))| {
+                (a.to_owned(), gate::ActionWords::of(texts.iter().map(String::as_str)).with_tool(tool))
+            })
             .collect()
     }
 

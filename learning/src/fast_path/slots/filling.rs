@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{find_span, is_determiner, is_edge_grammar, is_mask, mask, render, same_word, tokens, Token};
+use super::{
+    find_span, is_compound_joint, is_determiner, is_edge_grammar, is_mask, mask, render, same_word, tokens, Token,
+};
 use crate::fast_path::SlotKind;
 
 /// The longest run of words one said slot may take.
@@ -251,7 +253,12 @@ fn known_in(request: &str, names: &[String], known: &dyn Fn(&str) -> Vec<String>
             .filter(|w: &Vec<String>| !w.is_empty())
             .collect();
         said.sort_by_key(|w| std::cmp::Reverse(w.len()));
-        let found = said.iter().find_map(|w| find_span(&r, w).map(|at| (at, w.len())));
+        // A known value that begins a compound is not what was said.
+        let texts: Vec<&str> = r.iter().map(|t| t.text.as_str()).collect();
+        let found = said
+            .iter()
+            .find_map(|w| find_span(&r, w).map(|at| (at, w.len())))
+            .filter(|&(at, len)| !is_compound_joint(&texts, at + len));
         let (at, len) = match (found, partly) {
             (Some(f), _) => f,
             (None, true) => continue,

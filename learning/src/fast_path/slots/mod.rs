@@ -152,6 +152,23 @@ fn is_grammar(word: &str) -> bool {
         || super::gate::is_action(word)
 }
 
+/// Whether `words[i]` joins two nouns into one Italian compound noun: "da"
+/// or "di" between two words that are not grammar, the second bare (no
+/// article) — "sala da pranzo", "camera da letto", "succo di frutta" are
+/// one name each, where "luce della cucina" is a light and a room. A
+/// compound is one value: its joint is no grammar in it and it counts as
+/// one word (rule 5), and a known value followed by a joint is only the
+/// start of a longer name ([`fill_known`]: "camera" is not "camera da
+/// letto").
+fn is_compound_joint<S: AsRef<str>>(words: &[S], i: usize) -> bool {
+    let noun = |w: &str| !is_grammar(w) && !is_mask(w);
+    i > 0
+        && i + 1 < words.len()
+        && matches!(words[i].as_ref(), "da" | "di")
+        && noun(words[i - 1].as_ref())
+        && noun(words[i + 1].as_ref())
+}
+
 /// Whether a word is an article, a preposition or another word that never
 /// opens or closes a value (trimmed from a fill's edges, rule 4; costs
 /// little when one side lacks it).
@@ -486,6 +503,18 @@ mod tests {
         assert_eq!(rooms.fits("turn on", None, &none), None);
         assert_eq!(rooms.fits("the big old guest room", None, &none), None, "longer by two words");
         assert_eq!(rooms.fits("luce in corridoio", None, &none), None, "grammar its values never had");
+        // An Italian compound noun is one name, its joint no grammar.
+        assert_eq!(rooms.fits("camera da letto", None, &none), Some(json!("camera da letto")));
+        assert_eq!(rooms.fits("sala di lettura grande", None, &none), Some(json!("sala di lettura grande")));
+        assert_eq!(rooms.fits("luce della cucina", None, &none), None, "an article after it: two things");
+        assert_eq!(rooms.fits("luce di spegni", None, &none), None, "a verb is no noun of a compound");
+        // A known value is no fill of a compound it begins.
+        let known = |_: &str| vec!["camera".to_owned()];
+        let f =
+            fill_known("accendi la luce in roomslot", "accendi la luce in camera da letto", &["room".into()], &known);
+        assert_eq!(f, None);
+        let f = fill_known("accendi la luce in roomslot", "accendi la luce in camera", &["room".into()], &known);
+        assert_eq!(f.map(|f| f.values["room"].clone()).as_deref(), Some("camera"));
         let lights = |w: &str| w == "light";
         assert_eq!(rooms.fits("hallway light", None, &lights), None, "a word phrasings say around values");
         let mut domain = Vocabulary::default();

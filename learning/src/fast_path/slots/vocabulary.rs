@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::filling::Edges;
-use super::{is_determiner, same_word};
+use super::{is_compound_joint, is_determiner, same_word};
 use crate::fast_path::gate;
 use crate::text::{is_negation, is_stop_word, normalize, Negations};
 
@@ -186,13 +186,14 @@ impl Vocabulary {
         // Shaped like the values taken: no grammar they never had, not
         // longer by more than a word.
         let words: Vec<&str> = said.split(' ').collect();
+        let joints: Vec<usize> = (0..words.len()).filter(|&i| is_compound_joint(&words, i)).collect();
         let longest = self.values.iter().map(|(s, _, _)| s.split(' ').count()).max().unwrap_or(1);
-        if words.len() > longest + 1 {
+        if words.len() - 2 * joints.len() > longest + 1 {
             return None;
         }
         let had = |w: &str| self.values.iter().any(|(s, _, _)| s.split(' ').any(|x| same_word(x, w)));
         let free = self.is_free_text();
-        let odd = words.iter().any(|w| {
+        let odd = words.iter().enumerate().filter(|(i, _)| !joints.contains(i)).any(|(_, w)| {
             let grammar = is_negation(w) || gate::is_pole(w) || gate::is_action(w) || is_conjunction(w);
             // A word's value holds no grammar its values never had, and no
             // word the phrasings say around values.
