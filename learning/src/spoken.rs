@@ -229,6 +229,23 @@ fn named_thing(spec: &Value) -> Option<Vec<String>> {
     (!ws.is_empty()).then_some(ws)
 }
 
+/// The thing property `k` names, and whether its value is the thing as
+/// said (rule 3): "Name of the door or gate" (`door`) is the door, noun
+/// and all; "Name of the timer" (`name`) the words that qualify it; a
+/// property described by its own name and a room ("Speaker (or room of
+/// the speaker)", `speaker`) the words that qualify that thing — a room
+/// naming the speaker ("the bathroom speaker", "la cassa della cucina").
+fn thing_of(k: &str, spec: &Value) -> Option<(Vec<String>, bool)> {
+    if let Some(thing) = named_thing(spec) {
+        let itself = thing.contains(&stem(k));
+        return Some((thing, itself));
+    }
+    let d = description(spec);
+    let opens = normalize(&d).split(' ').next().map(stem) == Some(stem(k));
+    let place = k == "area" || k == "room";
+    (opens && !place && d.contains("room") && spec.get("enum").is_none()).then(|| (vec![stem(k)], false))
+}
+
 /// Whether a string property is what something is for ("What the
 /// countdown is for", "Purpose of the reminder"): rule 3b.
 fn purpose_like(spec: &Value) -> bool {
@@ -259,7 +276,7 @@ fn purpose_span(ws: &[String], used: &[bool]) -> Option<(usize, usize)> {
 pub fn handles(name: &str, spec: &Value) -> bool {
     let d = description(spec);
     place_property(name, spec)
-        || named_thing(spec).is_some()
+        || thing_of(name, spec).is_some()
         || purpose_like(spec)
         || (name == "name" && (d.contains("device") || d.contains("entity")))
 }
@@ -287,7 +304,11 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     };
     // Rule 3: the name of a thing the tool names.
     for (k, spec) in props {
-        let Some(thing) = named_thing(spec).filter(|_| !place_property(k, spec)) else { continue };
+        // A place named for a thing ("room of the speaker") is the thing's.
+        let by_name = named_thing(spec).is_none();
+        let Some((thing, itself)) = thing_of(k, spec).filter(|_| by_name || !place_property(k, spec)) else {
+            continue;
+        };
         let Some(at) = ws.iter().position(|w| thing.contains(&folded(w)) || thing.contains(&stem(w))) else { continue };
         // A thing named after a place ("the weather entity, e.g. a
         // place") is where the request says.
@@ -298,9 +319,18 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         // ("patio door", "porta della cantina"); one named for the name
         // (`name`, `list_name`) the qualifier alone ("the egg timer" →
         // "egg").
-        let itself = thing.contains(&stem(k));
+        // Said in Italian, a thing's qualifier may follow it bare ("la
+        // cassa cucina").
+        let italian = folded(&ws[at]) != stem(&ws[at]);
+        let bare = || {
+            let next = at + 1;
+            (italian && next < ws.len() && !used[next] && !grammar(next) && !filler(&ws[next]))
+                .then_some((next, next + 1))
+        };
         let qualified =
-            qualifier(&ws, at, &is_kind).map(|(a, b)| if itself { (a.min(at), b.max(at + 1)) } else { (a, b) });
+            qualifier(&ws, at, &is_kind)
+                .or_else(bare)
+                .map(|(a, b)| if itself { (a.min(at), b.max(at + 1)) } else { (a, b) });
         if let Some(span) = qualified.or_else(place) {
             mark(&mut used, span);
             out.insert(k.clone(), Value::String(join(&ws, span)));
@@ -860,6 +890,15 @@ mod tests {
         assert_eq!(fill(&door, "lock the patio door", &c).get("door"), Some(&json!("patio door")));
         assert_eq!(fill(&door, "blocca la porta della cantina", &c).get("door"), Some(&json!("porta della cantina")));
         assert_eq!(fill(&door, "blocca la porta d'ingresso", &c).get("door"), Some(&json!("porta d'ingresso")));
+        // A property described by its own name and a room takes the room
+        // that names the thing.
+        let speaker = json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "Artist, album, song, genre or station to search for"},
+            "speaker": {"type": "string", "description": "Speaker (or room of the speaker) to play on"}}});
+        let c = ctx("play_music");
+        assert_eq!(fill(&speaker, "play jazz on the bathroom speaker", &c).get("speaker"), Some(&json!("bathroom")));
+        assert_eq!(fill(&speaker, "metti jazz sulla cassa della cucina", &c).get("speaker"), Some(&json!("cucina")));
+        assert_eq!(fill(&speaker, "metti jazz sulla cassa bagno", &c).get("speaker"), Some(&json!("bagno")));
     }
 
     #[test]

@@ -59,6 +59,8 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("avvia", &["start"]),
     ("blocca", &["lock"]),
     ("caldo", &["temperature"]),
+    ("cassa", &["speaker"]),
+    ("casse", &["speaker"]),
     ("cancella", &["cancel"]),
     ("canzone", &["music", "media"]),
     ("chiave", &["lock"]),
