@@ -302,40 +302,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let grammar = |i: usize| {
         is_kind(i) || crate::fast_path::gate::is_action(&ws[i]) || !crate::fast_path::gate::poles_of(&ws[i]).is_empty()
     };
-    // Rule 3: the name of a thing the tool names.
-    for (k, spec) in props {
-        // A place named for a thing ("room of the speaker") is the thing's.
-        let by_name = named_thing(spec).is_none();
-        let Some((thing, itself)) = thing_of(k, spec).filter(|_| by_name || !place_property(k, spec)) else {
-            continue;
-        };
-        let Some(at) = ws.iter().position(|w| thing.contains(&folded(w)) || thing.contains(&stem(w))) else { continue };
-        // A thing named after a place ("the weather entity, e.g. a
-        // place") is where the request says.
-        let place =
-            || description(spec).contains("place").then(|| after_place_preposition(&ws, &used, &grammar)).flatten();
-        // A property named for the thing itself (`door`: "Name of the door
-        // or gate") holds the thing as said, its noun with its qualifier
-        // ("patio door", "porta della cantina"); one named for the name
-        // (`name`, `list_name`) the qualifier alone ("the egg timer" →
-        // "egg").
-        // Said in Italian, a thing's qualifier may follow it bare ("la
-        // cassa cucina").
-        let italian = folded(&ws[at]) != stem(&ws[at]);
-        let bare = || {
-            let next = at + 1;
-            (italian && next < ws.len() && !used[next] && !grammar(next) && !filler(&ws[next]))
-                .then_some((next, next + 1))
-        };
-        let qualified =
-            qualifier(&ws, at, &is_kind)
-                .or_else(bare)
-                .map(|(a, b)| if itself { (a.min(at), b.max(at + 1)) } else { (a, b) });
-        if let Some(span) = qualified.or_else(place) {
-            mark(&mut used, span);
-            out.insert(k.clone(), Value::String(join(&ws, span)));
-        }
-    }
+    fill_things(&ws, props, &mut used, &is_kind, &grammar, &mut out);
     fill_purposes(&ws, props, &mut used, &mut out);
     // Rule 2: a place.
     let mut where_said = false;
@@ -392,6 +359,50 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         }
     }
     out
+}
+
+/// Rule 3: the name of a thing the tool names ([`thing_of`]).
+fn fill_things(
+    ws: &[String],
+    props: &serde_json::Map<String, Value>,
+    used: &mut [bool],
+    is_kind: &dyn Fn(usize) -> bool,
+    grammar: &dyn Fn(usize) -> bool,
+    out: &mut Values,
+) {
+    for (k, spec) in props {
+        // A place named for a thing ("room of the speaker") is the thing's.
+        let by_name = named_thing(spec).is_none();
+        let Some((thing, itself)) = thing_of(k, spec).filter(|_| by_name || !place_property(k, spec)) else {
+            continue;
+        };
+        let Some(at) = ws.iter().position(|w| thing.contains(&folded(w)) || thing.contains(&stem(w))) else { continue };
+        // A thing named after a place ("the weather entity, e.g. a
+        // place") is where the request says.
+        let place =
+            || description(spec).contains("place").then(|| after_place_preposition(ws, used, grammar)).flatten();
+        // A property named for the thing itself (`door`: "Name of the door
+        // or gate") holds the thing as said, its noun with its qualifier
+        // ("patio door", "porta della cantina"); one named for the name
+        // (`name`, `list_name`) the qualifier alone ("the egg timer" →
+        // "egg").
+        // Said in Italian, a thing's qualifier may follow it bare ("la
+        // cassa cucina").
+        let italian = folded(&ws[at]) != stem(&ws[at]);
+        let bare = || {
+            let next = at + 1;
+            (italian && next < ws.len() && !used[next] && !grammar(next) && !filler(&ws[next]))
+                .then_some((next, next + 1))
+        };
+        let qualified =
+            qualifier(ws, at, is_kind)
+                .or_else(bare)
+                .map(|(a, b)| if itself { (a.min(at), b.max(at + 1)) } else { (a, b) });
+        if let Some(span) = qualified.or_else(place) {
+            mark(used, span);
+            out.insert(k.clone(), Value::String(join(ws, span)));
+        }
+    }
 }
 
 /// Rule 1: every kind said to its property — all of them to an array,

@@ -575,9 +575,10 @@ impl ActionWords {
     /// does not say stays a difference ("close the blinds" is never
     /// `open_blinds`), and a pole of the same axis with the other sign
     /// is refused before (rule 2).
-    pub fn with_tool(mut self, tool: &str) -> Self {
-        let name = crate::tool_words::split_name(tool).join(" ");
-        self.named = profile(&name).poles;
+    /// `name` is the tool's name as words ("open blinds", split by the
+    /// caller: this module stays below `tool_words`).
+    pub fn with_tool(mut self, name: &str) -> Self {
+        self.named = profile(name).poles;
         self
     }
 }
@@ -707,7 +708,7 @@ mod tests {
         let bare = ActionContext { words: &words, is_value: &none };
         let request = "open the tapparelle in the roomslot";
         assert!(check_for(request, taught, Some(&bare), &mut never).is_err(), "without the name");
-        let words = ActionWords::of(["alza le tapparelle in"]).with_tool("open_blinds");
+        let words = ActionWords::of(["alza le tapparelle in"]).with_tool("open blinds");
         let action = ActionContext { words: &words, is_value: &none };
         assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
         for other in ["close the tapparelle in the roomslot", "tira su le tapparelle in roomslot", "open the door"] {
@@ -716,7 +717,7 @@ mod tests {
         // In either language.
         let request = "apri le tapparelle della roomslot";
         assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
-        let words = ActionWords::of(["chiudi le persiane della"]).with_tool("close_blinds");
+        let words = ActionWords::of(["chiudi le persiane della"]).with_tool("close blinds");
         let action = ActionContext { words: &words, is_value: &none };
         let err = check_for(
             "tira su le persiane della roomslot",

@@ -100,7 +100,8 @@ impl FastPath {
         }
         by.into_iter()
             .map(|(a, (tool, texts))| {
-                (a.to_owned(), gate::ActionWords::of(texts.iter().map(String::as_str)).with_tool(tool))
+                let name = crate::tool_words::split_name(tool).join(" ");
+                (a.to_owned(), gate::ActionWords::of(texts.iter().map(String::as_str)).with_tool(&name))
             })
             .collect()
     }
