@@ -185,7 +185,16 @@ pub fn fill(template: &str, request: &str, names: &[String], edges: &dyn Fn(&str
         // Rule 4: articles and prepositions before a value are not part of
         // it when its slot's uses said so; politeness and prepositions at
         // its end never are.
+        // A preposition between a fill and the words after it may be the
+        // value's own ("lucio dalla in mansarda": the singer, not "lucio"
+        // from somewhere): ambiguous, the planner decides. A pole is
+        // never a value's ("turn the lights on in the pantry"): the gate
+        // reads it.
+        let followed = e < r.len();
         while e > s && (is_determiner(&r[e - 1].text) || is_courtesy(&r[e - 1].text)) {
+            if followed && is_determiner(&r[e - 1].text) && !crate::fast_path::gate::is_pole(&r[e - 1].text) {
+                return None;
+            }
             e -= 1;
         }
         if s < e && is_determiner(&r[s].text) {

@@ -489,6 +489,20 @@ mod tests {
         assert_eq!((f.values["name"].as_str(), f.masked.as_str()), ("ventilatore", "spegni il nameslot"));
     }
 
+    /// "Lucio Dalla" ends in a word that is also a preposition: a fill
+    /// that would lose it is ambiguous, never "lucio".
+    #[test]
+    fn a_preposition_inside_a_frame_is_no_edge_to_trim() {
+        let no = |_: &str| Edges::Trim;
+        let names = ["query".to_owned(), "speaker".to_owned()];
+        let template = "fammi sentire queryslot in speakerslot";
+        assert_eq!(fill(template, "fammi sentire lucio dalla in veranda", &names, &no), None);
+        let f = fill(template, "fammi sentire vasco in veranda per favore", &names, &no).unwrap();
+        assert_eq!((f.values["query"].as_str(), f.values["speaker"].as_str()), ("vasco", "veranda"));
+        let f = fill("accendi il kindslot in roomslot", "turn the lights on in the pantry", &names, &no);
+        assert!(f.is_some(), "a pole is no value's: {f:?}");
+    }
+
     #[test]
     fn a_fill_fits_a_known_value_an_enum_or_an_open_class() {
         let mut rooms = Vocabulary::default();
