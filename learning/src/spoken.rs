@@ -381,11 +381,6 @@ fn fill_things(
         // place") is where the request says.
         let place =
             || description(spec).contains("place").then(|| after_place_preposition(ws, used, grammar)).flatten();
-        // A property named for the thing itself (`door`: "Name of the door
-        // or gate") holds the thing as said, its noun with its qualifier
-        // ("patio door", "porta della cantina"); one named for the name
-        // (`name`, `list_name`) the qualifier alone ("the egg timer" →
-        // "egg").
         // Said in Italian, a thing's qualifier may follow it bare ("la
         // cassa cucina").
         let italian = folded(&ws[at]) != stem(&ws[at]);
@@ -394,6 +389,11 @@ fn fill_things(
             (italian && next < ws.len() && !used[next] && !grammar(next) && !filler(&ws[next]))
                 .then_some((next, next + 1))
         };
+        // A property named for the thing itself (`door`: "Name of the door
+        // or gate") holds the thing as said, its noun with its qualifier
+        // ("patio door", "porta della cantina"); one named for the name
+        // (`name`, `list_name`) the qualifier alone ("the egg timer" →
+        // "egg").
         let qualified =
             qualifier(ws, at, is_kind)
                 .or_else(bare)
