@@ -503,6 +503,8 @@ pub fn outcomes(
     let now = said_at();
     let mut out = Vec::with_capacity(entries.len());
     for e in entries {
+        // Marks where an entry's planner traces begin (`ENGRAM_LOG=debug`).
+        tracing::debug!(id = %e.id, "bfcl entry");
         let tools = e.tools();
         let mut planner = OfflinePlanner::new(embedder.clone(), &tools)?;
         if let Some(t) = threshold {

@@ -16,8 +16,12 @@
 //! 2. **A request tells about the user** when no sentence or clause of it
 //!    asks and it opens with the user as subject or owner
 //!    ([`SELF_OPENERS`]: my, I, I'm, mi chiamo, il mio, abito, …), unless
-//!    what follows is a wish or a need ([`WISHES`]: "I want", "I'd like",
-//!    "vorrei" — a request in the first person).
+//!    one of its clauses (split at punctuation and "and"/"e") asks for
+//!    something after all: a wish, a need or a search among its first words
+//!    ([`WISHES`]: "I want", "I'd like", "I'm looking for", "vorrei", "ho
+//!    bisogno" — a request in the first person, "I'm visiting Martinez
+//!    soon and would like the weather there"), or an action verb opening
+//!    it ("I'm planning a trip to Austin. Search for houses there").
 //! 3. **A sentence asks memory** when it asks whether the assistant
 //!    remembers (do you remember, ti ricordi, …: [`asks_memory`]) — the
 //!    verb says which tool it is for, whatever the rest names.
@@ -66,6 +70,18 @@ pub const WISHES: &[&str] = &[
     "potresti",
     "serve",
     "piacerebbe",
+    // A search or an interest is a wish too ("I'm looking for a
+    // psychologist in San Jose", "I'm interested in a music event").
+    "looking",
+    "searching",
+    "interested",
+    "wish",
+    "fancy",
+    "hoping",
+    "bisogno",
+    "voglia",
+    "interessato",
+    "interessata",
 ];
 
 /// Whether `sentence` asks (rule 1).
@@ -119,7 +135,18 @@ pub fn tells_about_self(request: &str) -> bool {
         "mi" => w.get(1) == Some(&"chiamo"),
         f => SELF_OPENERS.contains(&f),
     };
-    opens && !w.iter().take(4).any(|x| WISHES.contains(x))
+    opens && !clauses.map(normalize).any(|c| requests(&c))
+}
+
+/// Whether a clause (normalised) of a first-person statement asks for
+/// something after all (rule 2): a part of it, split at "and"/"e", with a
+/// wish among its first four words or opening with an action verb.
+fn requests(clause: &str) -> bool {
+    let w: Vec<&str> = words(clause).collect();
+    w.split(|x| matches!(*x, "and" | "e")).any(|part| {
+        part.first().is_some_and(|f| crate::fast_path::gate::is_action(f))
+            || part.iter().take(4).any(|x| WISHES.contains(x))
+    })
 }
 
 #[cfg(test)]
@@ -167,6 +194,8 @@ mod tests {
             "mi chiamo Ada",
             "la mia gatta si chiama Neve",
             "il mio compleanno è il 3 marzo",
+            "I'm visiting Martinez soon, my sister lives there",
+            "my sister is called Marta and she lives in Genoa",
         ] {
             assert!(tells_about_self(s), "{s}");
         }
@@ -179,6 +208,11 @@ mod tests {
             "list the files in ~/docs",
             "la luce della cucina",
             "tell me what you know about me",
+            "I'm looking for a psychologist in San Jose.",
+            "I'm visiting Martinez soon and would like to check the weather there",
+            "My friend and I want to go see a movie",
+            "I'm planning a trip to Austin. search for house accommodations there",
+            "ho bisogno di un idraulico a Torino",
         ] {
             assert!(!tells_about_self(r), "{r}");
         }
