@@ -108,6 +108,46 @@ fn one_call_takes_the_whole_requests_values() {
     assert_eq!(steps[0].args.0.get("unit"), Some(&serde_json::json!("fahrenheit")));
 }
 
+/// Rule 8 with one tool: among one tool every word is common and rarity
+/// says nothing, so three of the request's words in the tool's own text
+/// name it below the cosine's bar (BFCL's `live_simple_195`, dev split);
+/// one word in common does not ("a todo" in a request about the weather).
+#[test]
+fn three_words_of_a_tools_own_text_name_it() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let todo = vec![(
+        "todo".to_owned(),
+        "Manages a todo list by allowing the user to add, delete, or mark tasks as completed.".to_owned(),
+        serde_json::json!({"type": "object", "required": ["type", "content"], "properties": {
+            "type": {"type": "string", "enum": ["add", "delete", "complete"], "description": "The type of action \
+                to be performed on the todo list. 'add' to add a new task, 'delete' to remove an existing task, or \
+                'complete' to mark a task as completed."},
+            "content": {"type": "string", "description": "The content or description of the task for the specified action."}
+        }}),
+    )];
+    let planner = OfflinePlanner::new(e, &todo).unwrap();
+    let steps = planner.plan("I need to remove the task with the content 'ravi' from my todo list.", now()).unwrap();
+    assert_eq!(steps.iter().map(|s| s.tool.as_str()).collect::<Vec<_>>(), ["todo"], "{steps:?}");
+    for unrelated in
+        ["what's the weather like in Rome today", "tell me a joke about my list of chores", "who wrote this book"]
+    {
+        assert_eq!(planner.plan(unrelated, now()).unwrap(), vec![], "{unrelated}");
+    }
+}
+
+/// A statement in the first person that asks after all — a wish after
+/// "and", a search — is a request, not news about the user (BFCL's
+/// users: "I'm visiting Martinez soon and would like to check the weather
+/// there"); news about the user still plans nothing.
+#[test]
+fn a_first_person_request_is_planned_and_news_about_the_user_is_not() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let planner = OfflinePlanner::new(e, &weather_tool()).unwrap();
+    let steps = planner.plan("I'm visiting Boston soon and would like to check the weather there", now()).unwrap();
+    assert_eq!(steps.iter().map(|s| s.tool.as_str()).collect::<Vec<_>>(), ["get_current_weather"]);
+    assert_eq!(planner.plan("I'm visiting Boston soon, my sister lives there", now()).unwrap(), vec![]);
+}
+
 /// The home fixture's tools (`tests/fixtures/home/tools.json`: 41 tools
 /// as a home-automation MCP server describes them).
 fn home_tools() -> Vec<engram_learning::offline_planner::ToolDescription> {

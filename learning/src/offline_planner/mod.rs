@@ -77,7 +77,13 @@
 //!    the other, and a question leans to a tool that tells. A tool whose
 //!    words reach [`LEXICAL_BAR`], two of the request's words or a pole
 //!    shared, is planned even below the cosine's bar (one word is a
-//!    coincidence: "write me a poem" is not `write_file`).
+//!    coincidence: "write me a poem" is not `write_file`); so is one
+//!    whose own text holds [`NAMED_WORDS`] of the request's words, however
+//!    common among the tools, at a cosine of [`NAMED_COSINE`] at least —
+//!    with one tool, every word is common ("I need to remove the task with
+//!    the content 'ravi' from my todo list" and `todo`, "Manages a todo
+//!    list by allowing the user to add, delete, or mark tasks as
+//!    completed").
 //! 9. **A question about a state asks.** A yes/no question about a state
 //!    ("are the den lights on", "c'è la luce accesa") goes to a tool that
 //!    tells, never to one that changes what is asked about; a tool that
@@ -170,6 +176,17 @@ pub const LEXICAL_SCALE: f32 = 0.05;
 /// 8): a rare word of its name and the request's pole, or several words of
 /// its text.
 pub const LEXICAL_BAR: f32 = 6.0;
+
+/// How many of a request's words a tool's own text must hold for the
+/// request to name it below the cosine's bar (rule 8), however common the
+/// words are among the tools: with one or two tools every word is common,
+/// and rarity says nothing.
+pub const NAMED_WORDS: usize = 3;
+
+/// The cosine a tool named by [`NAMED_WORDS`] must still reach (rule 8):
+/// words in common with a tool that the model puts far apart are a
+/// coincidence of vocabulary.
+pub const NAMED_COSINE: f32 = 0.2;
 
 /// How far above the bar an example the model taught must come to count
 /// (rule 11): `threshold + TAUGHT_MARGIN` (0.45 for the default model).
@@ -483,11 +500,11 @@ impl OfflinePlanner {
         };
         let cosine = score(tool) - LEXICAL_SCALE * lex(tool).unwrap_or(0.0);
         let at = self.tools.iter().position(|x| std::ptr::eq(x, tool)).unwrap_or(0);
-        let worded = lex(tool).unwrap_or(0.0) - self.vocabulary.mood(at, said) >= LEXICAL_BAR
-            && self.vocabulary.shared(at, said) >= 2;
+        let shared = self.vocabulary.shared(at, said);
+        let worded = lex(tool).unwrap_or(0.0) - self.vocabulary.mood(at, said) >= LEXICAL_BAR && shared >= 2;
         // Rule 1: small talk nearer than any tool asks for none.
         let chat = nearest(v, &self.small_talk);
-        tracing::debug!(part = %part, tool = %tool.name, cosine, chat, "offline planner");
+        tracing::debug!(part = %part, tool = %tool.name, cosine, chat, lexical = lex(tool), shared, "offline planner");
         let names_its_path = path.is_some() && tool.path == Some(path);
         // Rule 7: a request that gives every value a tool requires is
         // nearer to it than its wording says — beside the bar and beside
@@ -496,7 +513,11 @@ impl OfflinePlanner {
             true => ARGUMENT_EVIDENCE,
             false => 0.0,
         };
-        if (cosine + evidence < self.threshold && !names_its_path && !worded) || (chat > cosine + evidence && !worded) {
+        // Rule 8: three words of the tool's own text name it, rare or not.
+        let named = shared >= NAMED_WORDS && cosine >= NAMED_COSINE;
+        if (cosine + evidence < self.threshold && !names_its_path && !worded && !named)
+            || (chat > cosine + evidence && !worded)
+        {
             return None;
         }
         // Rule 4: a tool that can run and does the same stands in.
