@@ -118,6 +118,32 @@ const QUESTION_WORDS: &[&str] = &[
     "com'è",
 ];
 
+/// The openers of a polite command ("can you find me a hotel?", "could
+/// you turn the fan off?", "puoi accendere la luce?"): with a verb that
+/// does something, the question mark is politeness, not a question.
+const POLITE_OPENERS: &[&str] = &["can", "could", "would", "will"];
+
+/// The verbs a polite opener asks to be told with, or asks about the
+/// assistant with ("can you tell me the time?", "could you remember …?"):
+/// a question after all.
+const TELLING_VERBS: &[&str] = &[
+    "tell", "show", "give", "say", "let", "know", "remember", "recall", "see", "be", "dimmi", "dirmi", "mostrami",
+    "dammi", "sai", "ricordi",
+];
+
+/// Whether `raw` (normalised words) opens with a polite command: a
+/// [`POLITE_OPENERS`] word, "you" after an English one, "please" if said,
+/// then a verb that does something rather than tells.
+fn polite_command(raw: &[&str]) -> bool {
+    let rest = match raw {
+        [opener, "you", rest @ ..] if POLITE_OPENERS.contains(opener) => rest,
+        ["puoi" | "potresti", rest @ ..] => rest,
+        _ => return false,
+    };
+    let rest = rest.strip_prefix(&["please"][..]).unwrap_or(rest);
+    rest.first().is_some_and(|verb| !TELLING_VERBS.contains(verb))
+}
+
 /// First words of a tool's description, and words of its name, that say
 /// it tells or reads rather than changes.
 const TELLS: &[&str] = &["tell", "read", "get", "status", "return", "check"];
@@ -329,7 +355,7 @@ impl RequestWords {
         }
         let asks = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w) || QUESTION_WORDS.contains(w))
             || raw.iter().any(|w| STATE_FORMS.contains(w))
-            || request.trim_end().ends_with('?');
+            || (request.trim_end().ends_with('?') && !polite_command(&raw));
         let states = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w))
             || raw.iter().any(|w| STATE_FORMS.contains(w));
         RequestWords { words, poles: pole_set, asks, states }
@@ -527,6 +553,21 @@ mod tests {
             assert!(v.shared(3, &r) >= 2, "{question}: {}", v.shared(3, &r));
         }
         assert!(!RequestWords::new("can you turn the kettle on?").asks_state(), "a polite command asks no state");
+    }
+
+    /// A polite command ends with a question mark and asks nothing: it
+    /// keeps its pole ("could you switch off the den light?" never goes to
+    /// a tool named for on) and leans to no tool that tells.
+    #[test]
+    fn a_polite_command_is_a_command() {
+        for command in
+            ["could you switch off the den light?", "can you please find me a hotel?", "puoi spegnere la luce?"]
+        {
+            assert!(!RequestWords::new(command).asks, "{command}");
+        }
+        for question in ["can you tell me the time?", "could you let me know the weather?", "mi dici che ore sono?"] {
+            assert!(RequestWords::new(question).asks, "{question}");
+        }
     }
 
     /// "turn" and "switch" are one verb: a tool named by either is named
