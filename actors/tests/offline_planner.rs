@@ -148,6 +148,43 @@ fn a_first_person_request_is_planned_and_news_about_the_user_is_not() {
     assert_eq!(planner.plan("I'm visiting Boston soon, my sister lives there", now()).unwrap(), vec![]);
 }
 
+/// Rule 7 among tools, and a command with a question mark: a search for
+/// movies by place gives `FindMovies` all it requires and names no movie
+/// for `GetTimesForMovie`, which "tells" and once won every such request
+/// that ended with "?" (BFCL's `Movies_1` functions, dev split).
+#[test]
+fn the_tool_the_request_gives_its_values_to_wins() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let city = serde_json::json!({"type": "string", "description": "The city where the theater is located, in the format of 'City, State', such as 'Berkeley, CA' or 'New York, NY'."});
+    let tools = vec![
+        (
+            "Movies_1_FindMovies".to_owned(),
+            "Search for movies based on specific criteria such as location, genre, and show type.".to_owned(),
+            serde_json::json!({"type": "object", "required": ["location"], "properties": {
+                "location": city,
+                "show_type": {"type": "string", "enum": ["regular", "3d", "imax", "dontcare"]}
+            }}),
+        ),
+        (
+            "Movies_1_GetTimesForMovie".to_owned(),
+            "Retrieve available showtimes for a specific movie at a given theater location on a specified date."
+                .to_owned(),
+            serde_json::json!({"type": "object", "required": ["movie_name", "location", "show_date"], "properties": {
+                "movie_name": {"type": "string", "description": "The title of the movie for which showtimes are being requested."},
+                "location": city,
+                "show_date": {"type": "string", "description": "The date for which to retrieve showtimes, in the format 'YYYY-MM-DD'."}
+            }}),
+        ),
+    ];
+    let planner = OfflinePlanner::new(e, &tools).unwrap();
+    for request in
+        ["Search for movies playing in San Francisco?", "Find which Imax movies are available in San Rafael?"]
+    {
+        let steps = planner.plan(request, now()).unwrap();
+        assert_eq!(steps.iter().map(|s| s.tool.as_str()).collect::<Vec<_>>(), ["Movies_1_FindMovies"], "{request}");
+    }
+}
+
 /// The home fixture's tools (`tests/fixtures/home/tools.json`: 41 tools
 /// as a home-automation MCP server describes them).
 fn home_tools() -> Vec<engram_learning::offline_planner::ToolDescription> {

@@ -131,10 +131,16 @@ const TELLING_VERBS: &[&str] = &[
     "dammi", "sai", "ricordi",
 ];
 
-/// Whether `raw` (normalised words) opens with a polite command: a
-/// [`POLITE_OPENERS`] word, "you" after an English one, "please" if said,
-/// then a verb that does something rather than tells.
+/// Whether `raw` (normalised words) opens with a command: an action
+/// verb, or a polite one — a [`POLITE_OPENERS`] word, "you" after an
+/// English one, "please" if said, then a verb that does something rather
+/// than tells.
 fn polite_command(raw: &[&str]) -> bool {
+    // An imperative with a question mark ("find Imax movies in San
+    // Rafael?") commands as well.
+    if raw.first().is_some_and(|w| crate::fast_path::gate::is_action(w) && !TELLING_VERBS.contains(w)) {
+        return true;
+    }
     let rest = match raw {
         [opener, "you", rest @ ..] if POLITE_OPENERS.contains(opener) => rest,
         ["puoi" | "potresti", rest @ ..] => rest,

@@ -67,9 +67,11 @@
 //!    Aviv, and could you give it in Fahrenheit").
 //! 7. **The values a tool needs are evidence.** A part that gives every
 //!    argument a tool requires ([`crate::arguments`], one at least) is
-//!    nearer to it by [`ARGUMENT_EVIDENCE`], against the bar and against
-//!    small talk: a request that carries the user's values for a tool is
-//!    about it more than its wording alone says.
+//!    nearer to it by [`ARGUMENT_EVIDENCE`], against the bar, against
+//!    small talk and against the other tools: a request that carries the
+//!    user's values for a tool is about it more than its wording alone
+//!    says ("find Imax movies in San Rafael" gives `FindMovies` its
+//!    place and names no movie for `GetTimesForMovie`).
 //! 8. **The words say it too.** Beside the cosine, the words a request
 //!    shares with a tool's name, description and parameters count, the
 //!    rarer among the tools the more ([`crate::tool_words`]); a request
@@ -493,7 +495,19 @@ impl OfflinePlanner {
                 // tool's arguments, the others only compare.
                 .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
         };
-        let best = candidates().map(|t| (t, score(t))).max_by(|a, b| a.1.total_cmp(&b.1));
+        // Rule 7 in the ranking: among the tools within ARGUMENT_EVIDENCE of
+        // the best, one whose required values the request gives gains it
+        // ("find Imax movies in San Rafael" searches movies by place; it
+        // names no movie to get the showtimes of).
+        let scored: Vec<(&ToolProfile, f32)> = candidates().map(|t| (t, score(t))).collect();
+        let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
+        let best = scored
+            .into_iter()
+            .map(|(t, s)| match s + ARGUMENT_EVIDENCE >= top && gives_all_it_requires(&t.schema, part, now) {
+                true => (t, s + ARGUMENT_EVIDENCE),
+                false => (t, s),
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
         let Some((tool, _)) = best else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
             return None;
