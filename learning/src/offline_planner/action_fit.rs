@@ -10,6 +10,19 @@ use engram_events::payloads::ToolArgs;
 
 use super::{args_for, ToolProfile};
 
+/// Rule 3: the effectful actions `part` asks done — its own words', not
+/// those of the names and quotes it carries ("New York", "'make it
+/// new'"); a thing that exists made something else is set, not created
+/// ("make the light yellow").
+pub(super) fn wanted(part: &str) -> std::collections::BTreeSet<&'static str> {
+    let mut wanted = crate::fast_path::gate::effectful_actions(&crate::arguments::without_values(part));
+    if wanted.contains("create") && makes_existing(part) {
+        wanted.remove("create");
+        wanted.insert("set");
+    }
+    wanted
+}
+
 /// Rule 3: whether `tool` does every effectful action `wanted` names —
 /// "set", the most general of them ("set a timer for 3 minutes"), by any
 /// tool that changes something and takes a value to set (rule 10's): a

@@ -204,6 +204,26 @@ fn gives_all_it_requires(schema: &serde_json::Value, part: &str, now: DateTime<F
     requires && crate::arguments::fill(schema, part, now).missing.is_empty()
 }
 
+/// The best of the `scored` candidates for `part`, rule 7 in the ranking:
+/// among the tools within [`ARGUMENT_EVIDENCE`] of the best, one whose
+/// required values the request gives gains it ("find Imax movies in San
+/// Rafael" searches movies by place; it names no movie to get the
+/// showtimes of). Only those near the top are filled: filling is the
+/// costly part.
+fn best_given_values<'a>(
+    scored: Vec<(&'a ToolProfile, f32)>,
+    part: &str,
+    now: DateTime<FixedOffset>,
+) -> Option<&'a ToolProfile> {
+    let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
+    let given = |t: &ToolProfile, s: f32| s + ARGUMENT_EVIDENCE >= top && gives_all_it_requires(&t.schema, part, now);
+    scored
+        .into_iter()
+        .map(|(t, s)| (t, if given(t, s) { s + ARGUMENT_EVIDENCE } else { s }))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(t, _)| t)
+}
+
 /// What a tool's `path` parameter names, by its description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PathKind {
@@ -443,15 +463,7 @@ impl OfflinePlanner {
             return Some(PlanStep { tool: RECALL.to_owned(), args: ToolArgs::default() });
         }
         let path = self.path_named(part, now);
-        // Rule 3's actions are the request's own, not words of the
-        // names and quotes it carries ("New York", "'make it new'").
-        let mut wanted = effectful_actions(&crate::arguments::without_values(part));
-        // "Make the light yellow": a thing that exists made something
-        // else is set, not created.
-        if wanted.contains("create") && action_fit::makes_existing(part) {
-            wanted.remove("create");
-            wanted.insert("set");
-        }
+        let wanted = action_fit::wanted(part);
         // Rule 2: a path of a kind some tool takes goes to such a tool.
         let exact = path.filter(|k| self.tools.iter().any(|t| t.path == Some(Some(*k))));
         // Rule 8: the words it shares with each tool; `None` for a tool of
@@ -495,20 +507,7 @@ impl OfflinePlanner {
                 // tool's arguments, the others only compare.
                 .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
         };
-        // Rule 7 in the ranking: among the tools within ARGUMENT_EVIDENCE of
-        // the best, one whose required values the request gives gains it
-        // ("find Imax movies in San Rafael" searches movies by place; it
-        // names no movie to get the showtimes of).
-        let scored: Vec<(&ToolProfile, f32)> = candidates().map(|t| (t, score(t))).collect();
-        let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
-        let best = scored
-            .into_iter()
-            .map(|(t, s)| match s + ARGUMENT_EVIDENCE >= top && gives_all_it_requires(&t.schema, part, now) {
-                true => (t, s + ARGUMENT_EVIDENCE),
-                false => (t, s),
-            })
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        let Some((tool, _)) = best else {
+        let Some(tool) = best_given_values(candidates().map(|t| (t, score(t))).collect(), part, now) else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
             return None;
         };
@@ -523,10 +522,7 @@ impl OfflinePlanner {
         // Rule 7: a request that gives every value a tool requires is
         // nearer to it than its wording says — beside the bar and beside
         // small talk.
-        let evidence = match gives_all_it_requires(&tool.schema, part, now) {
-            true => ARGUMENT_EVIDENCE,
-            false => 0.0,
-        };
+        let evidence = if gives_all_it_requires(&tool.schema, part, now) { ARGUMENT_EVIDENCE } else { 0.0 };
         // Rule 8: three words of the tool's own text name it, rare or not.
         let named = shared >= NAMED_WORDS && cosine >= NAMED_COSINE;
         if (cosine + evidence < self.threshold && !names_its_path && !worded && !named)
