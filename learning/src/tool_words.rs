@@ -101,6 +101,7 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("tenda", &["curtain"]),
     ("tende", &["curtain"]),
     ("togli", &["remove"]),
+    ("leva", &["remove"]),
     ("tutti", &["every", "announce"]),
     ("velocità", &["speed"]),
     ("ventilatore", &["fan"]),

@@ -155,7 +155,7 @@ const AXES: &[(&str, &[&str], &[&str])] = &[
     (
         "membership",
         &["add", "insert", "include", "install", "aggiungi", "inserisci", "includi", "installa"],
-        &["remove", "delete", "exclude", "uninstall", "rimuovi", "togli", "escludi", "disinstalla", "elimina"],
+        &["remove", "delete", "exclude", "uninstall", "rimuovi", "togli", "leva", "escludi", "disinstalla", "elimina"],
     ),
     ("visibility", &["show", "unhide", "mostra", "mostrami"], &["hide", "nascondi"]),
     ("sound", &["unmute"], &["mute", "silenzia"]),
@@ -212,7 +212,7 @@ const ACTIONS: &[(&str, bool, &[&str])] = &[
     (
         "delete",
         true,
-        &["delete", "remove", "erase", "trash", "wipe", "cancella", "elimina", "rimuovi", "togli", "cestina"],
+        &["delete", "remove", "erase", "trash", "wipe", "cancella", "elimina", "rimuovi", "togli", "leva", "cestina"],
     ),
     ("send", true, &["send", "forward", "reply", "share", "invia", "manda", "inoltra", "rispondi", "condividi"]),
     ("move", true, &["move", "sposta"]),
@@ -795,6 +795,7 @@ mod tests {
             ("read the file PATH", "leggi il file PATH"),
             ("what's the weather in rome", "che tempo fa a roma"),
             ("add bread to the shopping list", "aggiungi il pane alla lista della spesa"),
+            ("remove bread from the shopping list", "leva il pane dalla lista della spesa"),
         ] {
             assert_eq!(check(a, b), Ok(()), "{a} / {b}");
             assert_eq!(check(b, a), Ok(()), "{b} / {a}");
@@ -805,6 +806,7 @@ mod tests {
             ("read the file PATH", "cancella il file PATH"),
             ("what's the weather in rome", "che tempo fa a milano"),
             ("open the bedroom window", "non aprire la finestra della camera da letto"),
+            ("add bread to the shopping list", "leva il pane dalla lista della spesa"),
         ] {
             assert!(check(a, b).is_err(), "{a} / {b}");
             assert!(check(b, a).is_err(), "{b} / {a}");
