@@ -136,7 +136,7 @@ const TELLING_VERBS: &[&str] = &[
 /// verb, or a polite one — a [`POLITE_OPENERS`] word, "you" after an
 /// English one, "please" if said, then a verb that does something rather
 /// than tells.
-fn polite_command(raw: &[&str]) -> bool {
+fn opens_command(raw: &[&str]) -> bool {
     // An imperative with a question mark ("find Imax movies in San
     // Rafael?") commands as well.
     if raw.first().is_some_and(|w| crate::fast_path::gate::is_action(w) && !TELLING_VERBS.contains(w)) {
@@ -362,7 +362,7 @@ impl RequestWords {
         }
         let asks = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w) || QUESTION_WORDS.contains(w))
             || raw.iter().any(|w| STATE_FORMS.contains(w))
-            || (request.trim_end().ends_with('?') && !polite_command(&raw));
+            || (request.trim_end().ends_with('?') && !opens_command(&raw));
         let states = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w))
             || raw.iter().any(|w| STATE_FORMS.contains(w));
         RequestWords { words, poles: pole_set, asks, states }
@@ -562,14 +562,17 @@ mod tests {
         assert!(!RequestWords::new("can you turn the kettle on?").asks_state(), "a polite command asks no state");
     }
 
-    /// A polite command ends with a question mark and asks nothing: it
-    /// keeps its pole ("could you switch off the den light?" never goes to
+    /// A polite command, or an imperative, ends with a question mark and
+    /// asks nothing: it keeps its pole ("could you switch off the den light?" never goes to
     /// a tool named for on) and leans to no tool that tells.
     #[test]
     fn a_polite_command_is_a_command() {
-        for command in
-            ["could you switch off the den light?", "can you please find me a hotel?", "puoi spegnere la luce?"]
-        {
+        for command in [
+            "could you switch off the den light?",
+            "can you please find me a hotel?",
+            "puoi spegnere la luce?",
+            "search for movies playing in San Francisco?",
+        ] {
             assert!(!RequestWords::new(command).asks, "{command}");
         }
         for question in ["can you tell me the time?", "could you let me know the weather?", "mi dici che ore sono?"] {
