@@ -44,6 +44,7 @@ pub mod memory_backfill;
 pub mod metrics;
 #[cfg(feature = "onnx")]
 pub mod onnx_embedder;
+pub mod priority;
 pub mod recollection;
 pub mod roles;
 pub mod runtime;

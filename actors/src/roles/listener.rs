@@ -363,6 +363,12 @@ impl Actor for Listener {
     }
 }
 
+/// Where the listener's judgement of an utterance goes: run on the
+/// listener's thread as soon as the utterance is heard, so the host can
+/// choose to be woken now or only when its turn ends
+/// ([`crate::bridge::Bridge::when_done`]).
+pub type OnHeard = Box<dyn FnOnce(Result<Heard, RuntimeError>) + Send>;
+
 /// What the host sends the listener.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -378,7 +384,7 @@ pub enum HostInput {
         /// The model the user chose for this utterance (routing slot 1).
         model: Option<String>,
         /// Where the judgement goes.
-        reply: Sender<Result<Heard, RuntimeError>>,
+        reply: OnHeard,
     },
     /// The session's sticky model (routing slot 2); `None` clears it.
     UseModel {
@@ -488,7 +494,7 @@ impl Handler<HostInput> for Listener {
                         tracing::error!("listener panicked; utterance refused");
                         Err(RuntimeError::ActorFailed("listener"))
                     });
-                let _ = reply.send(heard);
+                reply(heard);
             }
             HostInput::Feedback { session, rating, text, reply } => {
                 let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.feedback(session, rating, text)))

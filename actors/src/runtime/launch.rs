@@ -57,6 +57,9 @@ impl Runtime {
                         factories.into_iter().zip(sys_kinds).zip(sys_statuses)
                     {
                         let arbiter = Arbiter::new();
+                        if crate::priority::BACKGROUND_ROLES.contains(&name) {
+                            arbiter.spawn_fn(crate::priority::lower_this_thread);
+                        }
                         let bus = sys_bus.clone();
                         let addr = Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
                             Shell::new(name, bus, factory, kinds, status)

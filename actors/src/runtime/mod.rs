@@ -82,6 +82,37 @@ pub struct Reply {
     pub latency_ms: u64,
 }
 
+impl Reply {
+    /// The reply to an utterance heard, before (or without) its turn's end.
+    fn heard(heard: Heard) -> Reply {
+        Reply {
+            turn: heard.turn,
+            heard,
+            text: String::new(),
+            layer: None,
+            model: None,
+            steps: Vec::new(),
+            tools_ok: true,
+            latency_ms: 0,
+        }
+    }
+}
+
+/// What wakes the host's thread for an utterance: once, with its turn's
+/// end, or with the listener's judgement alone when the turn stops there.
+enum Answer {
+    /// Not for the assistant, a stop, nothing asked, or refused.
+    Heard(Result<Heard, RuntimeError>),
+    /// The turn ran to its end.
+    Done(Heard, crate::bridge::Completed),
+}
+
+/// Whether a heard utterance opens a turn the actors carry on (one that
+/// ends in `turn.completed`).
+fn goes_on(heard: &Heard) -> bool {
+    heard.intent.directed && !heard.intent.stop && !heard.intent.query.trim().is_empty()
+}
+
 /// How long [`Runtime::feedback`] waits for its verdict to be folded: the
 /// heuristic judge's takes a millisecond; an LLM judge still grading the
 /// turn before is not waited for longer than this.
@@ -200,32 +231,51 @@ impl Runtime {
         if text.len() > max {
             return Err(RuntimeError::UtteranceTooLong { bytes: text.len(), max });
         }
-        let (tx, rx) = crossbeam_channel::bounded(1);
+        // One wake-up per turn: the listener's thread passes a turn that goes
+        // on to the bridge, whose completion wakes this thread; only a turn
+        // that stops at the listener (or fails there) wakes it at once.
+        let (tx, rx) = crossbeam_channel::bounded::<Answer>(1);
+        let heard_at: Arc<std::sync::OnceLock<(TurnId, Instant)>> = Arc::default();
+        let (bridge, noted) = (self.bridge.clone(), heard_at.clone());
+        let on_heard = move |heard: Result<Heard, RuntimeError>| match heard {
+            Ok(h) if goes_on(&h) => {
+                let _ = noted.set((h.turn, Instant::now()));
+                bridge.when_done(h.turn, Box::new(move |done| drop(tx.send(Answer::Done(h, done)))));
+            }
+            other => drop(tx.send(Answer::Heard(other))),
+        };
         self.listener.do_send(HostInput::Utterance {
             session: session.clone(),
             text: text.to_owned(),
             source,
             model,
-            reply: tx,
+            reply: Box::new(on_heard),
         });
-        let heard = rx.recv().map_err(|_| RuntimeError::Stopped)??;
-        let mut reply = Reply {
-            turn: heard.turn,
-            heard: heard.clone(),
-            text: String::new(),
-            layer: None,
-            model: None,
-            steps: Vec::new(),
-            tools_ok: true,
-            latency_ms: 0,
+        // The turn's time counts from when it was heard, as the judgement
+        // itself may ask a model (voice mode's intent judge).
+        let mut wait = self.turn_timeout;
+        let (heard, done) = loop {
+            match rx.recv_timeout(wait) {
+                Ok(Answer::Heard(heard)) => return Ok(Reply::heard(heard?)),
+                Ok(Answer::Done(heard, done)) => break (heard, done),
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Err(RuntimeError::Stopped),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    let Some(&(turn, at)) = heard_at.get() else { continue };
+                    match (at + self.turn_timeout).checked_duration_since(Instant::now()) {
+                        Some(left) => wait = left,
+                        // Given up: unless the completion is on its way.
+                        None if self.bridge.forget(turn) => {
+                            return Err(RuntimeError::TurnTimeout {
+                                turn: turn.to_string(),
+                                secs: self.turn_timeout.as_secs(),
+                            })
+                        }
+                        None => wait = Duration::from_secs(1),
+                    }
+                }
+            }
         };
-        if !heard.intent.directed || heard.intent.stop || heard.intent.query.trim().is_empty() {
-            return Ok(reply);
-        }
-        let done = self.bridge.wait(heard.turn, self.turn_timeout).ok_or_else(|| RuntimeError::TurnTimeout {
-            turn: heard.turn.to_string(),
-            secs: self.turn_timeout.as_secs(),
-        })?;
+        let mut reply = Reply::heard(heard);
         reply.text = done.text;
         reply.layer = Some(done.layer);
         reply.model = done.model;
