@@ -31,7 +31,10 @@
 //! 5. **Free text** ("as the user said it", an item, a message, a query):
 //!    the words the other rules and the verb left, up to a preposition
 //!    that opens words of the tool ("… to the shopping list"): "add
-//!    garbage bags to my shopping list" → "garbage bags".
+//!    garbage bags to my shopping list" → "garbage bags". A verb that
+//!    takes up by a pronoun what was said before it ("we're out of
+//!    ketchup add it to the list", "… aggiungilo") has it just before
+//!    itself, back to a word of grammar: "ketchup".
 
 use std::collections::BTreeSet;
 
@@ -719,6 +722,11 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
         true => (from..ws.len().min(from + 4)).find(|i| THAT.contains(&ws[*i].as_str())).map_or(from, |i| i + 1),
         false => from,
     };
+    if !sentence {
+        if let Some(span) = before_resumption(ws, used, from) {
+            return Some(span);
+        }
+    }
     let mut start = (from..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
     // A sentence keeps the article its verb's particles took ("tell
     // everyone the school bus is coming").
@@ -740,6 +748,38 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
         b -= 1;
     }
     (start < b).then_some((start, b))
+}
+
+/// Object pronouns after an English verb that take up a thing said
+/// before it ("add it", "put them").
+const RESUMING: &[&str] = &["it", "them"];
+
+/// Rule 5's span when the verb takes up, by a pronoun, what was said
+/// before it — "we're out of ketchup add it to the list", "we need more
+/// coffee filters add them …", "ci serve il basilico aggiungilo alla
+/// spesa": the thing is the words just before the verb, back to a word of
+/// grammar ("of", "more", "il"), a verb or a word a rule took; a
+/// conjunction or a courtesy between them aside ("… and add it").
+fn before_resumption(ws: &[String], used: &[bool], from: usize) -> Option<(usize, usize)> {
+    // A verb: an action, or a pole ("add", "aggiungi": the add / remove
+    // axis).
+    let verb = |w: &str| crate::fast_path::gate::is_action(w) || crate::fast_path::gate::is_pole(w);
+    let resumes = |i: usize| {
+        verb(&ws[i]) && (ws.get(i + 1).is_some_and(|w| RESUMING.contains(&w.as_str())) || clitic_imperative(&ws[i]))
+    };
+    let at = (from + 1..ws.len()).find(|i| !used[*i] && resumes(*i))?;
+    let mut end = at;
+    while end > from && !used[end - 1] && (filler(&ws[end - 1]) || COURTESIES.contains(&ws[end - 1].as_str())) {
+        end -= 1;
+    }
+    let mut start = end;
+    while start > from && {
+        let w = ws[start - 1].as_str();
+        !used[start - 1] && !filler(w) && !JOINS.contains(&w) && !verb(w)
+    } {
+        start -= 1;
+    }
+    (start < end).then_some((start, end))
 }
 
 #[cfg(test)]
@@ -929,6 +969,15 @@ mod tests {
             fill(&shop, "aggiungi detersivo per i piatti alla lista della spesa", &c).get("item"),
             Some(&json!("detersivo per i piatti"))
         );
+        // A verb that takes up, by a pronoun, the thing said before it.
+        for (said, item) in [
+            ("we're out of ketchup add it to the shopping list", "ketchup"),
+            ("we need more coffee filters so add them to my shopping list", "coffee filters"),
+            ("ci serve il basilico aggiungilo alla lista della spesa", "basilico"),
+            ("buy milk and add it to the list", "milk"),
+        ] {
+            assert_eq!(fill(&shop, said, &c).get("item"), Some(&json!(item)), "{said}");
+        }
     }
 
     /// A string enum said to be a kind ("Kind of device") is a kind like
