@@ -561,14 +561,22 @@ fn verb_end(ws: &[String], context: &Context) -> usize {
             || THAT.contains(&w)
             || gerund(w)
     };
+    // An idiom that names what the tool does is its verb ("che tempo fa
+    // alla baita", HassGetWeather), whatever words of grammar it has.
+    let idiom = |i: usize| {
+        crate::fast_path::lexicon::phrase_at(ws, i)
+            .filter(|(_, concept)| concept.split(' ').all(|c| context.name.contains(&stem(c))))
+    };
     let mut i = 0;
-    while i < ws.len() && filler(&ws[i]) && !verb(&ws[i]) {
+    while i < ws.len() && filler(&ws[i]) && !verb(&ws[i]) && idiom(i).is_none() {
         i += 1;
     }
     // An imperative opens with its verb: a word the lists do not know is
     // one still when an article follows it ("dim the …", "regola il …").
     let before_article = |i: usize| ws.get(i + 1).is_some_and(|n| ARTICLES.contains(&n.as_str()));
-    if i < ws.len() && (verb(&ws[i]) || !filler(&ws[i]) && before_article(i) || clitic_imperative(&ws[i])) {
+    if let Some((n, _)) = idiom(i) {
+        i += n;
+    } else if i < ws.len() && (verb(&ws[i]) || !filler(&ws[i]) && before_article(i) || clitic_imperative(&ws[i])) {
         i += 1;
     }
     while i < ws.len() && particle(&ws[i]) {
@@ -978,6 +986,23 @@ mod tests {
         ] {
             assert_eq!(fill(&shop, said, &c).get("item"), Some(&json!(item)), "{said}");
         }
+    }
+
+    /// An idiom of the lexicon that names what the tool does is the verb,
+    /// not the start of the value ("che tempo fa" is the weather).
+    #[test]
+    fn an_idiom_naming_the_tool_is_its_verb() {
+        let weather = json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "Name of the weather entity, e.g. a place"}}});
+        let c = Context::of("HassGetWeather", "Gets the current weather and forecast of a weather entity");
+        assert_eq!(fill(&weather, "che tempo fa alla baita", &c).get("name"), Some(&json!("baita")));
+        assert_eq!(fill(&weather, "che tempo fa alla casa al mare", &c).get("name"), Some(&json!("casa al mare")));
+        // Not for a tool it does not name: there the idiom is what is said.
+        let c = Context::of("HassBroadcast", "Broadcasts a message through the home");
+        let say = json!({"type": "object", "properties": {
+            "message": {"type": "string", "description": "Message to broadcast"}}});
+        let said = fill(&say, "che tempo fa oggi", &c);
+        assert!(said.get("message").and_then(Value::as_str).is_some_and(|m| m.contains("tempo")), "{said:?}");
     }
 
     /// A string enum said to be a kind ("Kind of device") is a kind like

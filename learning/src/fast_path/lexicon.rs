@@ -175,6 +175,16 @@ pub fn phrases(normalized: &str) -> String {
     padded.trim().to_owned()
 }
 
+/// The phrase of the table whose words open `words[at..]`: how many words
+/// it spans, and its concept ("che tempo fa …" → 3, "weather").
+pub fn phrase_at(words: &[String], at: usize) -> Option<(usize, &'static str)> {
+    PHRASES.iter().find_map(|(phrase, concept)| {
+        let n = phrase.split(' ').count();
+        let said = words.get(at..at + n)?;
+        phrase.split(' ').eq(said.iter().map(String::as_str)).then_some((n, *concept))
+    })
+}
+
 /// The concept `word` stands for: its English twin for an Italian word in
 /// the table, else the word itself.
 pub fn concept(word: &str) -> &str {
@@ -211,6 +221,8 @@ mod tests {
     #[test]
     fn phrases_are_replaced_as_whole_words() {
         assert_eq!(phrases("che tempo fa a roma"), "weather a roma");
+        let said: Vec<String> = "allora che tempo fa a roma".split(' ').map(str::to_owned).collect();
+        assert_eq!((phrase_at(&said, 1), phrase_at(&said, 0)), (Some((3, "weather")), None));
         assert_eq!(phrases("aggiungi il latte alla lista della spesa"), "aggiungi il latte alla shopping list");
         assert_eq!(phrases("quanto tempo fa"), "quanto tempo fa");
         assert_eq!(phrases("anche tempo fatto"), "anche tempo fatto");
