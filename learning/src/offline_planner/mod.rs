@@ -209,19 +209,24 @@ fn gives_all_it_requires(schema: &serde_json::Value, part: &str, now: DateTime<F
 /// required values the request gives gains it ("find Imax movies in San
 /// Rafael" searches movies by place; it names no movie to get the
 /// showtimes of). Only those near the top are filled: filling is the
-/// costly part.
+/// costly part. Also says whether the best was given its values: it is
+/// always among those filled (a tool below the top by more than the
+/// evidence cannot pass the top's score).
 fn best_given_values<'a>(
     scored: Vec<(&'a ToolProfile, f32)>,
     part: &str,
     now: DateTime<FixedOffset>,
-) -> Option<&'a ToolProfile> {
+) -> Option<(&'a ToolProfile, bool)> {
     let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
     let given = |t: &ToolProfile, s: f32| s + ARGUMENT_EVIDENCE >= top && gives_all_it_requires(&t.schema, part, now);
     scored
         .into_iter()
-        .map(|(t, s)| (t, if given(t, s) { s + ARGUMENT_EVIDENCE } else { s }))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(t, _)| t)
+        .map(|(t, s)| {
+            let g = given(t, s);
+            (t, g, if g { s + ARGUMENT_EVIDENCE } else { s })
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|(t, g, _)| (t, g))
 }
 
 /// What a tool's `path` parameter names, by its description.
@@ -507,7 +512,7 @@ impl OfflinePlanner {
                 // tool's arguments, the others only compare.
                 .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
         };
-        let Some(tool) = best_given_values(candidates().map(|t| (t, score(t))).collect(), part, now) else {
+        let Some((tool, given)) = best_given_values(candidates().map(|t| (t, score(t))).collect(), part, now) else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
             return None;
         };
@@ -522,7 +527,7 @@ impl OfflinePlanner {
         // Rule 7: a request that gives every value a tool requires is
         // nearer to it than its wording says — beside the bar and beside
         // small talk.
-        let evidence = if gives_all_it_requires(&tool.schema, part, now) { ARGUMENT_EVIDENCE } else { 0.0 };
+        let evidence = if given { ARGUMENT_EVIDENCE } else { 0.0 };
         // Rule 8: three words of the tool's own text name it, rare or not.
         let named = shared >= NAMED_WORDS && cosine >= NAMED_COSINE;
         if (cosine + evidence < self.threshold && !names_its_path && !worded && !named)
