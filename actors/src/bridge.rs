@@ -3,18 +3,16 @@
 //! waiting for that turn. Completions nobody waits for (yet) are kept for a while, so
 //! a turn that finishes before its caller starts waiting is not missed.
 //!
-//! A caller waits in one of two ways: [`Bridge::wait`] blocks on the
-//! bridge itself, and [`Bridge::when_done`] leaves a callback the
-//! completion runs. The host's turn uses the second: the listener's thread
-//! registers it as it hears the utterance, so the host's thread sleeps
+//! A caller waits by leaving a callback the completion runs
+//! ([`Bridge::when_done`]): the listener's thread registers the host's
+//! as it hears the utterance, so the host's thread sleeps
 //! once per turn, until the end, instead of being woken for the
 //! listener's judgement in the middle of the turn — a wake-up that came
 //! late, behind the actors on both cores, and took a core from them
 //! (docs/performance.md, *Fewer hops*).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 use engram_events::payloads::{PlanStep, RouteLayer};
 use engram_events::{Event, TurnId};
@@ -55,13 +53,12 @@ struct State {
 /// Turn completions, by turn.
 pub struct Bridge {
     state: Mutex<State>,
-    cv: Condvar,
 }
 
 impl Bridge {
     /// An empty bridge; the dispatcher feeds it.
     pub fn new() -> Arc<Bridge> {
-        Arc::new(Bridge { state: Mutex::new(State::default()), cv: Condvar::new() })
+        Arc::new(Bridge { state: Mutex::new(State::default()) })
     }
 
     /// Takes note of a `reply.delivered` or `turn.completed` (anything
@@ -95,7 +92,6 @@ impl Bridge {
                         s.done.remove(&old);
                     }
                 }
-                self.cv.notify_all();
             }
             _ => {}
         }
@@ -134,19 +130,6 @@ impl Bridge {
     /// or is running, with the completion.
     pub fn forget(&self, turn: TurnId) -> bool {
         self.state.lock().expect("bridge lock").waiters.remove(&turn).is_some()
-    }
-
-    /// Waits up to `timeout` for `turn` to complete.
-    pub fn wait(&self, turn: TurnId, timeout: Duration) -> Option<Completed> {
-        let deadline = Instant::now() + timeout;
-        let mut s = self.state.lock().expect("bridge lock");
-        loop {
-            if let Some(c) = s.done.remove(&turn) {
-                return Some(c);
-            }
-            let left = deadline.checked_duration_since(Instant::now())?;
-            s = self.cv.wait_timeout(s, left).expect("bridge lock").0;
-        }
     }
 }
 
@@ -220,6 +203,8 @@ mod tests {
         }
         assert!(rx.try_recv().is_err(), "withdrawn");
         assert!(rx_other.try_recv().is_err(), "another turn's callback waits for its own");
-        assert_eq!(bridge.wait(t, Duration::ZERO).map(|c| c.text).as_deref(), Some("late"));
+        let (later, rx_later) = channel();
+        bridge.when_done(t, later);
+        assert_eq!(rx_later.try_recv().map(|c| c.text).as_deref(), Ok("late"), "kept for a caller to come");
     }
 }
