@@ -115,9 +115,14 @@ pub fn heldout_pairs(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<PairScor
             if replayed {
                 score.served += 1;
             } else {
-                score
-                    .misses
-                    .push(format!("{request:?}: {:?} {:?} ({:?}): {}", d.layer, d.matched, d.similarity, d.reason));
+                score.misses.push(format!(
+                    "{request:?} (taught {:?}): {:?} {:?} ({:?}): {}",
+                    field(r, "candidate")?,
+                    d.layer,
+                    d.matched,
+                    d.similarity,
+                    d.reason
+                ));
             }
         }
     }
@@ -198,9 +203,14 @@ pub fn pairs(embedder: Arc<dyn Embedder>) -> anyhow::Result<Vec<PairScore>> {
             if d.layer == RouteLayer::L1 && d.steps.first().map(|s| s.tool.as_str()) == Some(field(r, "tool")?) {
                 score.served += 1;
             } else {
-                score
-                    .misses
-                    .push(format!("{request:?}: {:?} {:?} ({:?}): {}", d.layer, d.matched, d.similarity, d.reason));
+                score.misses.push(format!(
+                    "{request:?} (taught {:?}): {:?} {:?} ({:?}): {}",
+                    field(r, "candidate")?,
+                    d.layer,
+                    d.matched,
+                    d.similarity,
+                    d.reason
+                ));
             }
         }
     }

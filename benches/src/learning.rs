@@ -212,6 +212,13 @@ pub fn run(o: &Options) -> anyhow::Result<Report> {
         report.home = home;
         crate::progress(o.json, &format!("held-out paraphrases and the offline planner with {model}"));
         report.paraphrases = crate::labelled::heldout_pairs(embedder.clone())?;
+        if o.misses {
+            for s in &report.paraphrases {
+                for m in &s.misses {
+                    eprintln!("pairs {}: {m}", s.lang);
+                }
+            }
+        }
         report.planner = crate::labelled::choices_on(embedder, crate::labelled::HELDOUT)?;
         out.push(report);
     }

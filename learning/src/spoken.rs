@@ -119,15 +119,20 @@ fn filler(w: &str) -> bool {
     is_stop_word(w, Negations::Drop) || ARTICLES.contains(&w)
 }
 
-/// `ws[a..b]` without articles and fillers at its edges, joined; `None`
-/// when nothing is left.
+/// `ws[a..b]` without articles and fillers at its edges, nor a closing
+/// *now* ("right now", [`crate::text::says_now_at_end`]); `None` when
+/// nothing is left.
 fn trimmed(ws: &[String], a: usize, b: usize) -> Option<(usize, usize)> {
     let (mut a, mut b) = (a, b.min(ws.len()));
     while a < b && (filler(&ws[a]) || OF.contains(&ws[a].as_str())) {
         a += 1;
     }
-    while b > a && (filler(&ws[b - 1]) || JOINS.contains(&ws[b - 1].as_str())) {
-        b -= 1;
+    loop {
+        match crate::text::says_now_at_end(&ws[a..b]) {
+            n if n > 0 && n < b - a => b -= n,
+            _ if b > a && (filler(&ws[b - 1]) || JOINS.contains(&ws[b - 1].as_str())) => b -= 1,
+            _ => break,
+        }
     }
     (a < b).then_some((a, b))
 }

@@ -75,6 +75,82 @@ pub fn words(normalized: &str) -> impl Iterator<Item = &str> {
     normalized.split(' ').filter(|w| !w.is_empty())
 }
 
+/// Phrases that say *now* at the end of a request, EN + IT: when it is
+/// asked, never part of the value said before them ("how warm is it in the
+/// conservatory right now" asks about the conservatory, not a "conservatory
+/// right"). Whole phrases: "right" alone may end a value ("the right
+/// speaker").
+const NOW_PHRASES: &[&[&str]] = &[
+    &["right", "now"],
+    &["just", "now"],
+    &["now"],
+    &["at", "the", "moment"],
+    &["currently"],
+    &["adesso"],
+    &["al", "momento"],
+    &["in", "questo", "momento"],
+];
+
+/// How many of the last of `words` (normalised) say *now*
+/// ([`NOW_PHRASES`], the longest that ends them); 0 when none does.
+pub fn says_now_at_end<S: AsRef<str>>(words: &[S]) -> usize {
+    NOW_PHRASES
+        .iter()
+        .filter(|p| {
+            p.len() <= words.len() && words[words.len() - p.len()..].iter().zip(p.iter()).all(|(w, x)| w.as_ref() == *x)
+        })
+        .map(|p| p.len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// `value` as `raw` says it when `raw` joins it, or a word beside it, with
+/// a hyphen: "lo-fi beats" for the value "fi beats" or "lo fi beats" taken
+/// from "play some lo-fi beats". Normalising drops hyphens, and half of a
+/// hyphenated word can read as grammar ("lo" is an Italian article) and be
+/// trimmed from a value; the user said one word. `None` when `raw` does not
+/// hold the value's words in order, or holds them with no hyphen at or
+/// around them: the value stands as it is.
+pub fn hyphenated_in(raw: &str, value: &str) -> Option<String> {
+    let want = normalize(value);
+    let want: Vec<&str> = words(&want).collect();
+    if want.is_empty() || !raw.contains('-') {
+        return None;
+    }
+    // The words of `raw` as `normalize` reads them, with their byte spans.
+    let chars: Vec<(usize, char)> = raw.char_indices().collect();
+    let mut spans: Vec<(usize, usize, String)> = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (i, &(at, c)) in chars.iter().enumerate() {
+        let joins = c == '\''
+            && i > 0
+            && chars[i - 1].1.is_alphanumeric()
+            && chars.get(i + 1).is_some_and(|n| n.1.is_alphanumeric());
+        if c.is_alphanumeric() || joins {
+            let (_, w) = current.get_or_insert_with(|| (at, String::new()));
+            w.extend(c.to_lowercase());
+        } else if let Some((start, w)) = current.take() {
+            spans.push((start, at, w));
+        }
+    }
+    if let Some((start, w)) = current.take() {
+        spans.push((start, raw.len(), w));
+    }
+    let i = (0..spans.len()).find(|&i| {
+        i + want.len() <= spans.len() && spans[i..i + want.len()].iter().zip(&want).all(|(s, w)| s.2 == *w)
+    })?;
+    let (mut first, mut last) = (i, i + want.len() - 1);
+    let hyphen = |a: usize, b: usize| raw[spans[a].1..spans[b].0] == *"-";
+    while first > 0 && hyphen(first - 1, first) {
+        first -= 1;
+    }
+    while last + 1 < spans.len() && hyphen(last, last + 1) {
+        last += 1;
+    }
+    let said = &raw[spans[first].0..spans[last].1];
+    said.contains('-').then(|| said.to_lowercase())
+}
+
 /// Whether negation words are stop words for a caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Negations {
@@ -146,6 +222,26 @@ const STOP_WORDS_IT: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_keeps_the_hyphens_the_user_wrote() {
+        let raw = "play some lo-fi beats in the home gym";
+        assert_eq!(hyphenated_in(raw, "fi beats").as_deref(), Some("lo-fi beats"));
+        assert_eq!(hyphenated_in(raw, "lo fi beats").as_deref(), Some("lo-fi beats"));
+        assert_eq!(hyphenated_in("metti un po' di hip-hop", "hip").as_deref(), Some("hip-hop"));
+        // No hyphen there, or the words not said in order: as it is.
+        assert_eq!(hyphenated_in(raw, "home gym"), None);
+        assert_eq!(hyphenated_in(raw, "beats lo"), None);
+        assert_eq!(hyphenated_in("turn on the kitchen light", "kitchen"), None);
+    }
+
+    #[test]
+    fn now_at_the_end_is_the_longest_phrase_that_says_it() {
+        assert_eq!(says_now_at_end(&["conservatory", "right", "now"]), 2);
+        assert_eq!(says_now_at_end(&["salotto", "in", "questo", "momento"]), 3);
+        assert_eq!(says_now_at_end(&["the", "right"]), 0, "'right' alone may be a value's");
+        assert_eq!(says_now_at_end::<&str>(&[]), 0);
+    }
 
     #[test]
     fn cut_bytes_keeps_characters_whole() {

@@ -90,7 +90,16 @@ impl FastPath {
                     continue;
                 }
             }
-            let args = match slots::resolve(&r.args, &m.values).map(|a| placeholder::resolve(&a, ex)) {
+            // A said value as the user wrote it, hyphens and all.
+            let values: BTreeMap<String, Value> = m
+                .values
+                .iter()
+                .map(|(k, v)| match v.as_str().and_then(|s| crate::text::hyphenated_in(&ex.text, s)) {
+                    Some(said) => (k.clone(), Value::String(said)),
+                    None => (k.clone(), v.clone()),
+                })
+                .collect();
+            let args = match slots::resolve(&r.args, &values).map(|a| placeholder::resolve(&a, ex)) {
                 Some(Ok(args)) => args,
                 Some(Err(e)) => {
                     refusals.push((sim, format!("L1: {:?}: {e}", r.canonical)));

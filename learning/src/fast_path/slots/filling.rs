@@ -183,19 +183,29 @@ pub fn fill(template: &str, request: &str, names: &[String], edges: &dyn Fn(&str
             framed.insert(name.clone());
         }
         // Rule 4: articles and prepositions before a value are not part of
-        // it when its slot's uses said so; politeness and prepositions at
-        // its end never are.
+        // it when its slot's uses said so; politeness, prepositions and a
+        // closing *now* ("right now", `text::says_now_at_end`) at its end
+        // never are.
         // A preposition between a fill and the words after it may be the
         // value's own ("lucio dalla in mansarda": the singer, not "lucio"
         // from somewhere): ambiguous, the planner decides. A pole is
         // never a value's ("turn the lights on in the pantry"): the gate
         // reads it.
         let followed = e < r.len();
-        while e > s && (is_determiner(&r[e - 1].text) || is_courtesy(&r[e - 1].text)) {
-            if followed && is_determiner(&r[e - 1].text) && !crate::fast_path::gate::is_pole(&r[e - 1].text) {
-                return None;
+        loop {
+            let now = crate::text::says_now_at_end(&r[s..e].iter().map(|t| t.text.as_str()).collect::<Vec<_>>());
+            if now > 0 && now < e - s {
+                e -= now;
+                continue;
             }
-            e -= 1;
+            if e > s && (is_determiner(&r[e - 1].text) || is_courtesy(&r[e - 1].text)) {
+                if followed && is_determiner(&r[e - 1].text) && !crate::fast_path::gate::is_pole(&r[e - 1].text) {
+                    return None;
+                }
+                e -= 1;
+                continue;
+            }
+            break;
         }
         if s < e && is_determiner(&r[s].text) {
             match edges(&name) {

@@ -464,6 +464,9 @@ mod tests {
         let f = fill("spegni la luce dell'areaslot", "spegni la luce dell'ufficio", &area, &no).unwrap();
         assert_eq!(f.values["area"], "ufficio");
         assert_eq!(f.masked, "spegni la luce dell'areaslot");
+        // A closing "now" is when it is asked, not the place's.
+        let f = fill("how warm is it in the areaslot", "how warm is it in the conservatory right now", &area, &no);
+        assert_eq!(f.unwrap().values["area"], "conservatory");
         assert!(fill("add itemslot to the list", "add the to the list", &["item".to_owned()], &no).is_none());
         // A free text keeps its edges.
         let message = ["message".to_owned()];
