@@ -237,6 +237,25 @@ fn named_thing(spec: &Value) -> Option<Vec<String>> {
     (!ws.is_empty()).then_some(ws)
 }
 
+/// The thing a property holds *as the household calls it* ("The door or
+/// gate, as the household calls it"; "One cover by its name"): its words
+/// before that, stemmed. Its value is the thing as said, noun and all
+/// ("cellar door"), as a property named for the thing is (rule 3).
+fn called_thing(spec: &Value) -> Option<Vec<String>> {
+    if spec.get("enum").is_some() {
+        return None;
+    }
+    let d = description(spec);
+    let called = [" calls it", " call it", "by its name", "by the name"].iter().any(|p| d.contains(p));
+    if !called || d.starts_with("name of ") {
+        return None;
+    }
+    let head = d.split([',', ';', '.', '(']).next().unwrap_or("");
+    let head = head.split(" by ").next().unwrap_or("").split(" as ").next().unwrap_or("");
+    let ws: Vec<String> = normalize(head).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
+    (!ws.is_empty()).then_some(ws)
+}
+
 /// The thing property `k` names, and whether its value is the thing as
 /// said (rule 3): "Name of the door or gate" (`door`) is the door, noun
 /// and all; "Name of the timer" (`name`) the words that qualify it; a
@@ -244,6 +263,9 @@ fn named_thing(spec: &Value) -> Option<Vec<String>> {
 /// the speaker)", `speaker`) the words that qualify that thing — a room
 /// naming the speaker ("the bathroom speaker", "la cassa della cucina").
 fn thing_of(k: &str, spec: &Value) -> Option<(Vec<String>, bool)> {
+    if let Some(thing) = called_thing(spec) {
+        return Some((thing, true));
+    }
     if let Some(thing) = named_thing(spec) {
         let itself = thing.contains(&stem(k));
         return Some((thing, itself));
@@ -282,11 +304,7 @@ fn purpose_span(ws: &[String], used: &[bool]) -> Option<(usize, usize)> {
 /// the capital-letter rules of [`crate::arguments`] must not guess in a
 /// lower-case request.
 pub fn handles(name: &str, spec: &Value) -> bool {
-    let d = description(spec);
-    place_property(name, spec)
-        || thing_of(name, spec).is_some()
-        || purpose_like(spec)
-        || (name == "name" && (d.contains("device") || d.contains("entity")))
+    place_property(name, spec) || thing_of(name, spec).is_some() || purpose_like(spec) || device_name(name, spec)
 }
 
 /// Fills what a lower-case request's word order says (module docs).
@@ -336,13 +354,16 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     // Rule 4: a device by its name.
     if !where_said && !text_required {
         for (k, spec) in props {
-            let d = description(spec);
-            if k == "name" && !out.contains_key(k) && (d.contains("device") || d.contains("entity")) {
+            if device_name(k, spec) && !out.contains_key(k) {
                 // Its name ends where a verb or a pole is said ("il
                 // proiettore spegnilo"); a kind alone is one device ("the tv").
                 let verb = |i: usize| grammar(i) && !is_kind(i);
                 let end = (verb_end..ws.len()).find(|i| used[*i] || verb(*i)).unwrap_or(ws.len());
-                if let Some(span) = trimmed(&ws, verb_end, end) {
+                // Ending with what the tool acts on ("the kitchen lights"
+                // for `light-on`), it names them by where they are, not
+                // one device.
+                let of_the_tool = |(_, b): (usize, usize)| context.name.contains(&stem(&ws[b - 1]));
+                if let Some(span) = trimmed(&ws, verb_end, end).filter(|s| !of_the_tool(*s)) {
                     mark(&mut used, span);
                     out.insert(k.clone(), Value::String(join(&ws, span)));
                 }
@@ -367,6 +388,18 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         }
     }
     out
+}
+
+/// Whether property `k` (`spec`) holds one device by the name the user
+/// gives it (rule 4): `name` described as a device's or an entity's
+/// ("Name of one device or entity, as the user calls it"), or any string
+/// property described as a device's name ("Name of a single device"; "One
+/// device by the name the household gives it").
+fn device_name(k: &str, spec: &Value) -> bool {
+    let d = description(spec);
+    let device = d.contains("device") || d.contains("entity");
+    let named = k == "name" || d.contains("name") || d.contains(" call");
+    device && named && spec.get("enum").is_none() && spec.get("type").and_then(Value::as_str) == Some("string")
 }
 
 /// Rule 3: the name of a thing the tool names ([`thing_of`]).
@@ -954,6 +987,12 @@ mod tests {
         assert_eq!(fill(&door, "lock the patio door", &c).get("door"), Some(&json!("patio door")));
         assert_eq!(fill(&door, "blocca la porta della cantina", &c).get("door"), Some(&json!("porta della cantina")));
         assert_eq!(fill(&door, "blocca la porta d'ingresso", &c).get("door"), Some(&json!("porta d'ingresso")));
+        // So does one that holds the thing as the household calls it.
+        let target = json!({"type": "object", "properties": {
+            "target": {"type": "string", "description": "The door or gate, as the household calls it"}}});
+        let c = ctx("door-lock");
+        assert_eq!(fill(&target, "lock the cellar door for me", &c).get("target"), Some(&json!("cellar door")));
+        assert_eq!(fill(&target, "uh the back door lock it", &c).get("target"), Some(&json!("back door")));
         // A property described by its own name and a room takes the room
         // that names the thing.
         let speaker = json!({"type": "object", "properties": {
