@@ -90,15 +90,7 @@ impl FastPath {
                     continue;
                 }
             }
-            // A said value as the user wrote it, hyphens and all.
-            let values: BTreeMap<String, Value> = m
-                .values
-                .iter()
-                .map(|(k, v)| match v.as_str().and_then(|s| crate::text::hyphenated_in(&ex.text, s)) {
-                    Some(said) => (k.clone(), Value::String(said)),
-                    None => (k.clone(), v.clone()),
-                })
-                .collect();
+            let values = as_written(&m.values, &ex.text);
             let args = match slots::resolve(&r.args, &values).map(|a| placeholder::resolve(&a, ex)) {
                 Some(Ok(args)) => args,
                 Some(Err(e)) => {
@@ -440,4 +432,16 @@ fn transplant(canon: &str, fill: &slots::Fill, row: &L1Row) -> String {
         }
     }
     out
+}
+
+/// The said values of a fill as the user wrote them in `raw`, hyphens and
+/// all ([`crate::text::hyphenated_in`]: "lo-fi beats", not "fi beats").
+fn as_written(values: &BTreeMap<String, Value>, raw: &str) -> BTreeMap<String, Value> {
+    values
+        .iter()
+        .map(|(k, v)| match v.as_str().and_then(|s| crate::text::hyphenated_in(raw, s)) {
+            Some(said) => (k.clone(), Value::String(said)),
+            None => (k.clone(), v.clone()),
+        })
+        .collect()
 }
