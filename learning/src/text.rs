@@ -92,7 +92,8 @@ const NOW_PHRASES: &[&[&str]] = &[
 ];
 
 /// How many of the last of `words` (normalised) say *now*
-/// ([`NOW_PHRASES`], the longest that ends them); 0 when none does.
+/// ("right now", "at the moment", "al momento", …: the longest that ends
+/// them); 0 when none does.
 pub fn says_now_at_end<S: AsRef<str>>(words: &[S]) -> usize {
     NOW_PHRASES
         .iter()
