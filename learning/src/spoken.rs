@@ -20,8 +20,9 @@
 //!    the tool or a word of its name.
 //! 3. **The name of a thing the tool names.** A string property described
 //!    as the name of something ("Name of the timer", "Name of the to-do
-//!    list") takes the words that qualify that thing ("the egg timer", "il
-//!    timer della torta", "my chores list").
+//!    list", "The word that names the list") takes the words that qualify
+//!    that thing ("the egg timer", "il timer della torta", "my chores
+//!    list", "la lista scadenze").
 //!    A property of what a thing is for ("What the countdown is for")
 //!    takes the words after "for" / "per" that are no number: "a
 //!    countdown for the rice", "10 minuti per la pasta".
@@ -228,10 +229,11 @@ pub(crate) fn place_property(name: &str, spec: &Value) -> bool {
     name == "area" || name == "room" || d.contains("area") || d.contains("room")
 }
 
-/// The thing a "Name of the X" property names: X's words, stemmed.
+/// The thing a "Name of the X" property names ("The word that names the
+/// X"): X's words, stemmed.
 fn named_thing(spec: &Value) -> Option<Vec<String>> {
     let d = description(spec);
-    let rest = d.strip_prefix("name of ")?;
+    let rest = d.strip_prefix("name of ").or_else(|| d.split_once(" names the ").map(|(_, x)| x))?;
     let rest = rest.split([',', ';', '.', '(']).next().unwrap_or("");
     let ws: Vec<String> = normalize(rest).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
     (!ws.is_empty()).then_some(ws)
@@ -258,7 +260,8 @@ fn called_thing(spec: &Value) -> Option<Vec<String>> {
 
 /// The thing property `k` names, and whether its value is the thing as
 /// said (rule 3): "Name of the door or gate" (`door`) is the door, noun
-/// and all; "Name of the timer" (`name`) the words that qualify it; a
+/// and all; "Name of the timer" (`name`) and "The word that names the
+/// list" (`list`) the words that qualify it; a
 /// property described by its own name and a room ("Speaker (or room of
 /// the speaker)", `speaker`) the words that qualify that thing — a room
 /// naming the speaker ("the bathroom speaker", "la cassa della cucina").
@@ -266,14 +269,23 @@ fn thing_of(k: &str, spec: &Value) -> Option<(Vec<String>, bool)> {
     if let Some(thing) = called_thing(spec) {
         return Some((thing, true));
     }
+    let d = description(spec);
     if let Some(thing) = named_thing(spec) {
-        let itself = thing.contains(&stem(k));
+        // "The word that names the list" (`list`) is the word, not the
+        // list: "my chores list" → "chores".
+        let itself = thing.contains(&stem(k)) && d.starts_with("name of ");
         return Some((thing, itself));
     }
-    let d = description(spec);
     let opens = normalize(&d).split(' ').next().map(stem) == Some(stem(k));
     let place = k == "area" || k == "room";
-    (opens && !place && d.contains("room") && spec.get("enum").is_none()).then(|| (vec![stem(k)], false))
+    if opens && !place && d.contains("room") && spec.get("enum").is_none() {
+        return Some((vec![stem(k)], false));
+    }
+    // What a thing is for ("What the timer is for") is also what
+    // qualifies it: "the bread timer", "il timer delle uova".
+    let thing = d.strip_prefix("what the ").and_then(|r| r.split_once(" is for")).map(|(t, _)| t)?;
+    let ws: Vec<String> = normalize(thing).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
+    (purpose_like(spec) && !ws.is_empty()).then_some((ws, false))
 }
 
 /// Whether a string property is what something is for ("What the
@@ -328,7 +340,8 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let grammar = |i: usize| {
         is_kind(i) || crate::fast_path::gate::is_action(&ws[i]) || !crate::fast_path::gate::poles_of(&ws[i]).is_empty()
     };
-    fill_things(&ws, props, &mut used, &is_kind, &grammar, &mut out);
+    let italian = crate::lang::detect(request) == crate::lang::Lang::It;
+    fill_things(&ws, props, &mut used, &is_kind, &grammar, italian, &mut out);
     fill_purposes(&ws, props, &mut used, &mut out);
     // Rule 2: a place.
     let mut where_said = false;
@@ -409,6 +422,7 @@ fn fill_things(
     used: &mut [bool],
     is_kind: &dyn Fn(usize) -> bool,
     grammar: &dyn Fn(usize) -> bool,
+    italian: bool,
     out: &mut Values,
 ) {
     for (k, spec) in props {
@@ -423,8 +437,8 @@ fn fill_things(
         let place =
             || description(spec).contains("place").then(|| after_place_preposition(ws, used, grammar)).flatten();
         // Said in Italian, a thing's qualifier may follow it bare ("la
-        // cassa cucina").
-        let italian = folded(&ws[at]) != stem(&ws[at]);
+        // cassa cucina", "al timer pizza").
+        let italian = italian || folded(&ws[at]) != stem(&ws[at]);
         let bare = || {
             let next = at + 1;
             (italian && next < ws.len() && !used[next] && !grammar(next) && !filler(&ws[next]))
@@ -441,6 +455,9 @@ fn fill_things(
                 .map(|(a, b)| if itself { (a.min(at), b.max(at + 1)) } else { (a, b) });
         if let Some(span) = qualified.or_else(place) {
             mark(used, span);
+            // The thing's own word is no other value ("on my garden list
+            // add prune the roses": the entry is not "list add …").
+            used[at] = true;
             out.insert(k.clone(), Value::String(join(ws, span)));
         }
     }
@@ -695,7 +712,14 @@ fn after_place_preposition(ws: &[String], used: &[bool], stop: &dyn Fn(usize) ->
 /// The place after the preposition at `p`, if its words are free.
 fn place_after(ws: &[String], used: &[bool], stop: &dyn Fn(usize) -> bool, p: usize) -> Option<(usize, usize)> {
     let function = |w: &str| filler(w) && !ARTICLES.contains(&w) && !OF.contains(&w) && !JOINS.contains(&w);
-    let end = (p + 1..ws.len())
+    // A closing *now* is no part of the place, even where its first word
+    // alone would end it ("in the conservatory right now": "now" is a
+    // function word, "right" is not).
+    let last = ws.len() - crate::text::says_now_at_end(ws);
+    if p + 1 >= last {
+        return None;
+    }
+    let end = (p + 1..last)
         .find(|i| {
             used[*i]
                 || stop(*i)
@@ -703,7 +727,7 @@ fn place_after(ws: &[String], used: &[bool], stop: &dyn Fn(usize) -> bool, p: us
                 || ws[*i].chars().all(|c| c.is_ascii_digit())
                 || JOINS.contains(&ws[*i].as_str()) && *i > p + 2
         })
-        .unwrap_or(ws.len());
+        .unwrap_or(last);
     let mut span = trimmed(ws, p + 1, end)?;
     // Courtesies after the place ("in soggiorno dai", "please").
     while span.1 > span.0 && filler(&ws[span.1 - 1]) {
@@ -759,8 +783,17 @@ fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Optio
 /// preposition whose phrase has a word of the tool; a leading article kept
 /// for a sentence ("the school bus is coming"), courtesies off its end.
 fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sentence: bool) -> Option<(usize, usize)> {
+    // The tool's own verb said after what it acts on ("on my garden list
+    // add prune the roses") opens no text.
+    let verb_of_the_tool = |w: &str| {
+        context.name.contains(&stem(w)) && (crate::fast_path::gate::is_action(w) || crate::fast_path::gate::is_pole(w))
+    };
     let skip = |w: &str| {
-        THAT.contains(&w) || JOINS.contains(&w) || COURTESIES.contains(&w) || (!sentence && ARTICLES.contains(&w))
+        THAT.contains(&w)
+            || JOINS.contains(&w)
+            || COURTESIES.contains(&w)
+            || (!sentence && ARTICLES.contains(&w))
+            || verb_of_the_tool(w)
     };
     // A sentence said after "that" within the verb's words starts there
     // ("avvisa tutti che la doccia è libera").
@@ -909,6 +942,13 @@ mod tests {
         let f = fill(&timer(), "metti in pausa il timer del bucato", &ctx("HassPauseTimer"));
         assert_eq!(f.get("area"), None, "'in pausa' is no place: {f:?}");
         assert_eq!(f.get("name"), Some(&json!("bucato")));
+        let thermostat = json!({"type": "object", "properties": {
+            "area": {"type": "string", "description": "Name of an area (room) of the home"}}});
+        let c = ctx("HassClimateGetTemperature");
+        let f = fill(&thermostat, "how warm is it in the conservatory right now", &c);
+        assert_eq!(f.get("area"), Some(&json!("conservatory")), "a closing 'right now' is no part of it");
+        let f = fill(&thermostat, "how warm is it at the moment", &c);
+        assert_eq!(f.get("area"), None, "'at the moment' opens no place");
     }
 
     #[test]
@@ -1140,5 +1180,46 @@ mod tests {
             "entry": {"type": "string", "description": "Text of the entry"}}});
         let f = fill(&remove, "cancella il latte dalla lista della spesa", &ctx("remove_from_list"));
         assert_eq!(f.get("entry"), Some(&json!("latte")), "{f:?}");
+    }
+
+    /// "What the timer is for" is also what qualifies the timer, before it
+    /// or after it in Italian, bare or after "of".
+    #[test]
+    fn what_a_thing_is_for_qualifies_it() {
+        let remaining = json!({"type": "object", "properties": {
+            "timer_name": {"type": "string", "description": "What the timer is for, as the user says it (pasta, laundry)"}}});
+        let c = ctx("timer-remaining");
+        for (request, name) in [
+            ("how much longer for the bread timer", Some("bread")),
+            ("quanto manca al timer pizza", Some("pizza")),
+            ("il timer delle uova quanto gli manca", Some("uova")),
+            ("how long is left on the timer", None),
+            ("quanto manca al timer", None),
+        ] {
+            assert_eq!(fill(&remaining, request, &c).get("timer_name"), name.map(|n| json!(n)).as_ref(), "{request}");
+        }
+    }
+
+    /// "The word that names the list" is the list's qualifier, not the
+    /// list; the entry is what the verb, the list and the tool's own verb
+    /// said after it leave.
+    #[test]
+    fn the_word_that_names_a_list_and_the_entry_beside_it() {
+        let todo = json!({"type": "object", "properties": {
+            "item_name": {"type": "string", "description": "The entry, as the user says it"},
+            "list": {"type": "string", "description": "The word that names the list, without 'list'"}},
+            "required": ["item_name"]});
+        let c = ctx("todo-add");
+        for (request, item, list) in [
+            ("put oat milk on the chores list", "oat milk", "chores"),
+            ("add service the boiler to the house jobs list", "service the boiler", "house jobs"),
+            ("on my garden list add prune the roses", "prune the roses", "garden"),
+            ("aggiungi alla lista scadenze pagare la tari", "pagare la tari", "scadenze"),
+            ("metti portare la macchina dal meccanico nella lista casa", "portare la macchina dal meccanico", "casa"),
+        ] {
+            let f = fill(&todo, request, &c);
+            assert_eq!(f.get("item_name"), Some(&json!(item)), "{request}: {f:?}");
+            assert_eq!(f.get("list"), Some(&json!(list)), "{request}: {f:?}");
+        }
     }
 }
