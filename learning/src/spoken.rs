@@ -111,7 +111,8 @@ fn sentence_like(name: &str, spec: &Value) -> bool {
     // By its name, or a description of what is said: "Text of the entry"
     // is a list's entry ("cancella il latte" removes "latte"), "Message to
     // speak" a sentence.
-    let d = description(spec);
+    // "As the user says it" says how, not what.
+    let d = description(spec).replace("as the user says", "").replace("as the user said", "");
     ["message", "text"].iter().any(|w| name.contains(w)) || ["message", "speak", "say"].iter().any(|w| d.contains(w))
 }
 
@@ -325,12 +326,17 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return out };
     let ws = words(request);
     let mut used = vec![false; ws.len()];
-    let verb_end = verb_end(&ws, context);
     // A tool whose required text is free ("What to search for, as the
     // user said it") takes its object as that text, not as a device.
     let required: Vec<&str> =
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let text_required = props.iter().any(|(k, spec)| free_text(k, spec) && required.contains(&k.as_str()));
+    let text_required = props.iter().any(|(k, spec)| required.contains(&k.as_str()) && free_text(k, spec, true));
+    // A message opens with whom it is for ("tell everyone grandpa is
+    // here"); a search may open with the tool's noun ("musica rilassante").
+    let searched = props
+        .iter()
+        .any(|(k, spec)| required.contains(&k.as_str()) && free_text(k, spec, true) && !sentence_like(k, spec));
+    let verb_end = verb_end(&ws, context, searched);
     let kinds = kind_words(&ws, props, context, verb_end, text_required);
     mark_numbers(&ws, props, &mut used);
     mark_colours(&ws, props, &mut used);
@@ -389,7 +395,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     // text to say).
     let marked = request.contains("; ") || request.contains(": ");
     for (k, spec) in props {
-        if marked || !free_text(k, spec) || out.contains_key(k) {
+        if marked || !free_text(k, spec, required.contains(&k.as_str())) || out.contains_key(k) {
             continue;
         }
         if let Some(span) = free_span(&ws, &used, verb_end, context, sentence_like(k, spec)) {
@@ -524,7 +530,11 @@ fn kind_words<'p>(
         // A word of the tool's name is a kind of thing, not the verb or the
         // pole that names its action ("turn the bedside lamp on").
         let action = !crate::fast_path::gate::poles_of(w).is_empty() || crate::fast_path::gate::is_action(w);
-        if hit.is_some() || (context.name.contains(&f) || context.objects.contains(&f)) && !action {
+        // What the description says it acts on is a kind of device, not
+        // when the tool's required value is text: "Search the music
+        // services" — "classical music" is what to play.
+        let object = context.objects.contains(&f) && !text_required;
+        if hit.is_some() || (context.name.contains(&f) || object) && !action {
             kinds.push((i, hit));
         }
     }
@@ -598,8 +608,9 @@ fn free(used: &[bool], (a, b): (usize, usize)) -> bool {
 /// Where the request's verb and what leads it end: courtesies and
 /// fillers, one verb (an action, a pole, a word said for a tool's), then
 /// its particles, poles and the tool's own words ("turn off the", "tell
-/// everyone that").
-fn verb_end(ws: &[String], context: &Context) -> usize {
+/// everyone that"); a tool whose required value is text searched for
+/// (`searched`) may have it open with one of its own nouns.
+fn verb_end(ws: &[String], context: &Context, searched: bool) -> usize {
     // The gerund of a word of the tool's name ("start vacuuming the …").
     let gerund = |w: &str| w.strip_suffix("ing").is_some_and(|s| s.len() >= 3 && context.name.contains(&stem(s)));
     let verb = |w: &str| {
@@ -634,7 +645,23 @@ fn verb_end(ws: &[String], context: &Context) -> usize {
     } else if i < ws.len() && (verb(&ws[i]) || !filler(&ws[i]) && before_article(i) || clitic_imperative(&ws[i])) {
         i += 1;
     }
-    while i < ws.len() && particle(&ws[i]) {
+    // After a modal or "fare", an Italian infinitive says the action
+    // ("fammi sentire", "puoi accendere", "mi fai partire"); after another
+    // verb it is what is said ("metti rinnovare il passaporto").
+    let infinitive = |w: &str| w.chars().count() >= 6 && ["are", "ere", "ire"].iter().any(|e| w.ends_with(e));
+    if i > 0 && MODALS.contains(&ws[i - 1].as_str()) && ws.get(i).is_some_and(|w| infinitive(w)) {
+        i += 1;
+    }
+    // A tool's noun qualified by a word after it opens the text a tool
+    // searches for ("sentire musica rilassante"), where alone it is the
+    // verb's object ("play music in the kitchen").
+    let opens_text = |i: usize| {
+        searched
+            && !filler(&ws[i])
+            && !crate::fast_path::gate::is_action(&ws[i])
+            && ws.get(i + 1).is_some_and(|n| !particle(n))
+    };
+    while i < ws.len() && particle(&ws[i]) && !opens_text(i) {
         i += 1;
         // What follows "that" is the clause said, not more particles.
         if THAT.contains(&ws[i - 1].as_str()) {
@@ -643,6 +670,13 @@ fn verb_end(ws: &[String], context: &Context) -> usize {
     }
     i
 }
+
+/// Italian modals and "fare", which take a bare infinitive: the verb of
+/// "puoi accendere", "fammi sentire".
+const MODALS: &[&str] = &[
+    "puoi", "può", "potresti", "potete", "potreste", "vuoi", "vorrei", "voglio", "devi", "fammi", "fai", "facci",
+    "fatemi",
+];
 
 /// Italian clitics an imperative carries at its end ("segnami",
 /// "toglili", "segnalo").
@@ -658,8 +692,12 @@ fn clitic_imperative(w: &str) -> bool {
 }
 
 /// Whether property `k` holds free text (rule 5): a string "as the user
-/// said it", an item, a message, a query — and no enum.
-fn free_text(k: &str, spec: &Value) -> bool {
+/// said it", an item, a message, a query — and no enum. Said "as the user
+/// says it", it is the tool's text when `required` ("What to play, as
+/// the user says it"); an optional one qualifies the call, a thing's name
+/// or a place ("What the timer is for, as the user says it"), read by
+/// rules 2–4, and a colour is a colour ("Colour as the user says it").
+fn free_text(k: &str, spec: &Value, required: bool) -> bool {
     let d = description(spec);
     // Named for what the user words ("entry", "query"), or described so
     // ("Text of the entry", "Message to speak", "… to search for").
@@ -673,6 +711,8 @@ fn free_text(k: &str, spec: &Value) -> bool {
         .filter(|i| texty(ds[*i]) && ds.get(i + 1).is_none_or(|n| ["of", "to", "for", "as", "that"].contains(n)));
     let said =
         d.contains("as the user said") || k.split('_').any(texty) || head.is_some() || d.contains("to search for");
+    let says = d.contains("as the user says") && required && !k.contains("colo");
+    let said = said || says;
     said && spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none()
 }
 
@@ -1180,6 +1220,34 @@ mod tests {
             "entry": {"type": "string", "description": "Text of the entry"}}});
         let f = fill(&remove, "cancella il latte dalla lista della spesa", &ctx("remove_from_list"));
         assert_eq!(f.get("entry"), Some(&json!("latte")), "{f:?}");
+    }
+
+    /// A required text "as the user says it" is what the verb leaves — the
+    /// tool's objects in it too ("Search the music services": "classical
+    /// music") and an Italian modal's infinitive aside ("fammi sentire");
+    /// an optional one is no free text, nor a colour.
+    #[test]
+    fn a_required_text_as_the_user_says_it() {
+        let play = json!({"type": "object", "properties": {
+            "search": {"type": "string", "description": "What to play, as the user says it (artist, title, genre, station)"},
+            "zone": {"type": "string", "description": "Zone (room or outdoor area) as the household calls it"}},
+            "required": ["search"]});
+        let c = Context::of("media-play", "Search the music services and play the result in a zone or on one player");
+        for (request, search) in [
+            ("play some miles davis in the utility room", "miles davis"),
+            ("could you play classical music in the conservatory", "classical music"),
+            ("fammi sentire musica rilassante in camera matrimoniale", "musica rilassante"),
+        ] {
+            assert_eq!(fill(&play, request, &c).get("search"), Some(&json!(search)), "{request}");
+        }
+        let remaining = json!({"type": "object", "properties": {
+            "timer_name": {"type": "string", "description": "What the timer is for, as the user says it (pasta, laundry)"}}});
+        let f = fill(&remaining, "how long left on the timer", &ctx("timer-remaining"));
+        assert_eq!(f.get("timer_name"), None, "optional: no free text: {f:?}");
+        let colour = json!({"type": "object", "properties": {
+            "color_name": {"type": "string", "description": "Colour as the user says it"}}, "required": ["color_name"]});
+        let f = fill(&colour, "make the den lights really cosy", &ctx("light-color"));
+        assert_eq!(f.get("color_name"), None, "a colour is a colour: {f:?}");
     }
 
     /// "What the timer is for" is also what qualifies the timer, before it

@@ -168,6 +168,13 @@ fn fill_either(tool: &str, description: &str, schema: &Value, request: &str, now
         let named = properties.and_then(|p| p.get(k)).is_some_and(|spec| crate::spoken::handles(k, spec));
         !named || v.as_str().is_none_or(|s| !crate::spoken::described(s, &context))
     });
+    // Read as words, a value lost the hyphens the user wrote: "lo-fi
+    // beats", not "lo fi beats".
+    for v in out.args.0.values_mut() {
+        if let Some(said) = v.as_str().and_then(|s| crate::text::hyphenated_in(request, s)) {
+            *v = Value::String(said);
+        }
+    }
     out
 }
 
@@ -646,6 +653,18 @@ mod tests {
             let got = fill_for("HassStartTimer", "Starts a timer", &timer, request, now()).args;
             assert_eq!(got.0.keys().collect::<Vec<_>>(), ["minutes"], "{request}: {got:?}");
         }
+    }
+
+    /// A said value keeps the hyphens the user wrote: words are read
+    /// without them.
+    #[test]
+    fn a_said_value_keeps_its_hyphens() {
+        let play = json!({"type": "object", "properties": {
+            "search": {"type": "string", "description": "What to play, as the user says it"},
+            "zone": {"type": "string", "description": "Zone (room or outdoor area) as the household calls it"}},
+            "required": ["search"]});
+        let got = fill_for("media-play", "Play music", &play, "play some lo-fi beats in the home gym", now()).args;
+        assert_eq!(got.to_json(), r#"{"search":"lo-fi beats","zone":"home gym"}"#);
     }
 
     fn weather() -> Value {
