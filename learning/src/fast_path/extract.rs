@@ -243,9 +243,23 @@ pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
     }
     for m in r.number.find_iter(&text) {
         let v = m.as_str().replace(',', ".");
-        let value = v.parse::<i64>().map(Value::from).or_else(|_| v.parse::<f64>().map(Value::from));
-        if let Ok(value) = value {
-            add(&mut slots, SlotKind::Number, value, m.start(), m.end());
+        // "22 e mezzo", "21 and a half" (`numbers::half_after`).
+        let after: Vec<&str> = text[m.end()..].split_whitespace().take(3).collect();
+        let lower: Vec<String> =
+            after.iter().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()).collect();
+        let half = super::numbers::half_after(&lower);
+        let (value, end) = match (half, v.parse::<i64>()) {
+            (0, Ok(n)) => (Some(Value::from(n)), m.end()),
+            (0, Err(_)) => (v.parse::<f64>().ok().map(Value::from), m.end()),
+            (_, parsed) => {
+                let n = parsed.map(|n| n as f64).or_else(|_| v.parse::<f64>());
+                let last = after[half - 1].trim_matches(|c: char| !c.is_alphanumeric());
+                let end = m.end() + text[m.end()..].find(last).map_or(0, |at| at + last.len());
+                (n.ok().map(|n| Value::from(n + 0.5)), end)
+            }
+        };
+        if let Some(value) = value {
+            add(&mut slots, SlotKind::Number, value, m.start(), end);
         }
     }
     // Numbers said in words ("five minutes", "ventidue gradi").
@@ -476,6 +490,10 @@ mod tests {
         assert_eq!(kinds("metti il termostato a ventidue gradi"), vec![(SlotKind::Number, 22.into())]);
         assert_eq!(kinds("twenty-two point five degrees"), vec![(SlotKind::Number, 22.5.into())]);
         assert_eq!(kinds("the one in the kitchen"), vec![]);
+        // And a half, in words or after digits: 22.5, never 22.
+        assert_eq!(kinds("metti il riscaldamento a ventidue e mezzo in studio"), vec![(SlotKind::Number, 22.5.into())]);
+        assert_eq!(kinds("heating to 21 and a half please"), vec![(SlotKind::Number, 21.5.into())]);
+        assert_eq!(kinds("a 19 e mezzo, grazie"), vec![(SlotKind::Number, 19.5.into())]);
         // A number inside a window or a URL is not a separate number.
         assert_eq!(kinds("last 7 days").len(), 1);
         assert_eq!(kinds("https://a.org/7").len(), 1);

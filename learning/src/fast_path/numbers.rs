@@ -212,7 +212,25 @@ pub fn parse(words: &[&str]) -> Option<(f64, usize)> {
             used += 2;
         }
     }
+    let half = half_after(&words[used..]);
+    if half > 0 {
+        number += 0.5;
+        used += half;
+    }
     Some((number, used))
+}
+
+/// How many of the first of `words` say *and a half* after a number
+/// ("and a half", "e mezzo", "e mezza"): 0 when they do not. "Ventidue e
+/// mezzo" is 22.5 — read as 22 with words left over, it was a wrong value
+/// served.
+pub fn half_after<S: AsRef<str>>(words: &[S]) -> usize {
+    let w = |i: usize| words.get(i).map(|w| w.as_ref());
+    match (w(0), w(1), w(2)) {
+        (Some("and"), Some("a"), Some("half")) => 3,
+        (Some("e"), Some("mezzo" | "mezza"), _) => 2,
+        _ => 0,
+    }
 }
 
 fn parse_below_hundred_en(words: &[&str]) -> Option<(u32, usize)> {
@@ -261,6 +279,9 @@ mod tests {
         assert_eq!(p("cento"), Some((100.0, 1)));
         assert_eq!(p("duecentocinquanta"), Some((250.0, 1)));
         assert_eq!(p("ventidue virgola cinque"), Some((22.5, 3)));
+        assert_eq!(p("ventidue e mezzo in studio"), Some((22.5, 3)));
+        assert_eq!(p("twenty one and a half degrees"), Some((21.5, 5)));
+        assert_eq!(p("ventidue e tre"), Some((22.0, 1)), "'e' alone joins two values");
     }
 
     #[test]

@@ -71,7 +71,11 @@
 //!    small talk and against the other tools: a request that carries the
 //!    user's values for a tool is about it more than its wording alone
 //!    says ("find Imax movies in San Rafael" gives `FindMovies` its
-//!    place and names no movie for `GetTimesForMovie`).
+//!    place and names no movie for `GetTimesForMovie`). Among tools that
+//!    require nothing, one that takes a value the request says ranks so
+//!    too ("vacuum the living room": the tool that cleans a zone, not the
+//!    one that docks, which would drop the room) — in the ranking only,
+//!    not against the bar.
 //! 8. **The words say it too.** Beside the cosine, the words a request
 //!    shares with a tool's name, description and parameters count, the
 //!    rarer among the tools the more ([`crate::tool_words`]); a request
@@ -219,14 +223,25 @@ fn best_given_values<'a>(
 ) -> Option<(&'a ToolProfile, bool)> {
     let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
     let given = |t: &ToolProfile, s: f32| s + ARGUMENT_EVIDENCE >= top && gives_all_it_requires(&t.schema, part, now);
+    // Among tools that require nothing, one that takes what the request
+    // says beats one that would drop it ("vacuum the living room": the
+    // tool that cleans a zone, not the one that docks) — in the ranking
+    // only: optional values are no evidence against the bar.
+    let takes = |t: &ToolProfile, s: f32| s + ARGUMENT_EVIDENCE >= top && takes_what_is_said(&t.schema, part, now);
     scored
         .into_iter()
         .map(|(t, s)| {
             let g = given(t, s);
-            (t, g, if g { s + ARGUMENT_EVIDENCE } else { s })
+            (t, g, if g || takes(t, s) { s + ARGUMENT_EVIDENCE } else { s })
         })
         .max_by(|a, b| a.2.total_cmp(&b.2))
         .map(|(t, g, _)| (t, g))
+}
+
+/// Whether a tool that requires nothing takes a value `part` gives.
+fn takes_what_is_said(schema: &serde_json::Value, part: &str, now: DateTime<FixedOffset>) -> bool {
+    let requires = schema.get("required").and_then(|r| r.as_array()).is_some_and(|r| !r.is_empty());
+    !requires && !crate::arguments::fill(schema, part, now).args.0.is_empty()
 }
 
 /// What a tool's `path` parameter names, by its description.
