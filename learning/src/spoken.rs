@@ -16,8 +16,9 @@
 //!    words after the last preposition of place ("in the basement", "nel
 //!    soggiorno", "at the ski lodge"), articles and courtesies off; else
 //!    the words before a kind word ("the kitchen light") or after it and a
-//!    preposition ("la luce della cucina"). A kind word is an enum value of
-//!    the tool or a word of its name.
+//!    preposition ("la luce della cucina"); else the verb's object when a
+//!    place noun heads it ("dim the games room", "la sala da pranzo"). A
+//!    kind word is an enum value of the tool or a word of its name.
 //! 3. **The name of a thing the tool names.** A string property described
 //!    as the name of something ("Name of the timer", "Name of the to-do
 //!    list", "The word that names the list") takes the words that qualify
@@ -355,7 +356,8 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         props.iter().filter(|(k, s)| place_property(k, s) && !out.contains_key(*k)).map(|(k, _)| k).collect();
     for k in places {
         let span = after_place_preposition(&ws, &used, &grammar)
-            .or_else(|| kinds.iter().find_map(|(i, _)| qualifier(&ws, *i, &is_kind)).filter(|s| free(&used, *s)));
+            .or_else(|| kinds.iter().find_map(|(i, _)| qualifier(&ws, *i, &is_kind)).filter(|s| free(&used, *s)))
+            .or_else(|| room_as_object(&ws, &used, verb_end, &grammar, italian));
         if let Some(span) = span {
             mark(&mut used, span);
             where_said = true;
@@ -407,6 +409,36 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         }
     }
     out
+}
+
+/// Nouns that say a span is a room or an area, whatever its name: its
+/// head — last in English ("the games room"), first in Italian ("camera
+/// degli ospiti", "sala da pranzo").
+const PLACE_NOUNS_EN: &[&str] = &["room", "area", "zone", "yard"];
+const PLACE_NOUNS_IT: &[&str] = &["camera", "cameretta", "stanza", "sala", "zona"];
+
+/// Rule 2 without a preposition: the verb's object, when its head is a
+/// place noun ("dim the games room to fifteen percent", "vacuum the living
+/// room") — not a device named after a room ("the kitchen lights" ends
+/// with a kind).
+fn room_as_object(
+    ws: &[String],
+    used: &[bool],
+    verb_end: usize,
+    grammar: &dyn Fn(usize) -> bool,
+    italian: bool,
+) -> Option<(usize, usize)> {
+    let start = (verb_end..ws.len()).find(|i| !filler(&ws[*i]))?;
+    // A joining word right after the head binds a compound ("sala da
+    // pranzo"), as after a preposition of place.
+    let joins = |i: usize| JOINS.contains(&ws[i].as_str()) && i != start + 1;
+    let end = (start..ws.len()).find(|i| used[*i] || grammar(*i) || joins(*i));
+    let (a, b) = trimmed(ws, start, end.unwrap_or(ws.len()))?;
+    let head = match italian {
+        true => PLACE_NOUNS_IT.contains(&ws[a].as_str()),
+        false => PLACE_NOUNS_EN.contains(&stem(&ws[b - 1]).as_str()),
+    };
+    head.then_some((a, b))
 }
 
 /// Whether property `k` (`spec`) holds one device by the name the user
@@ -1248,6 +1280,23 @@ mod tests {
             "color_name": {"type": "string", "description": "Colour as the user says it"}}, "required": ["color_name"]});
         let f = fill(&colour, "make the den lights really cosy", &ctx("light-color"));
         assert_eq!(f.get("color_name"), None, "a colour is a colour: {f:?}");
+    }
+
+    /// A room said as the verb's object, no preposition, is the place when
+    /// its head is a place noun; a device's name is not.
+    #[test]
+    fn a_room_said_as_the_object_is_the_place() {
+        let dim = json!({"type": "object", "properties": {
+            "zone": {"type": "string", "description": "Zone (room or outdoor area) as the household calls it"},
+            "target": {"type": "string", "description": "One device by the name the household gives it"},
+            "value": {"type": "integer", "description": "Brightness in percent"}}, "required": ["value"]});
+        let c = ctx("light-dim");
+        let f = fill(&dim, "dim the games room to fifteen percent", &c);
+        assert_eq!((f.get("zone"), f.get("target")), (Some(&json!("games room")), None), "{f:?}");
+        let f = fill(&dim, "abbassa la sala da pranzo al 30 per cento", &c);
+        assert_eq!(f.get("zone"), Some(&json!("sala da pranzo")), "{f:?}");
+        let f = fill(&dim, "dim the desk lamp to 20 percent", &c);
+        assert_eq!((f.get("zone"), f.get("target")), (None, Some(&json!("desk lamp"))), "{f:?}");
     }
 
     /// "What the timer is for" is also what qualifies the timer, before it
