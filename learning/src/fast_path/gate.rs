@@ -796,6 +796,8 @@ mod tests {
             assert!(check(a, b).is_err(), "{a} / {b}");
             assert!(check(b, a).is_err(), "{b} / {a}");
         }
+        // "Giù" is down, as "abbassa" is: a pole, not a word of content.
+        assert_eq!(poles_of("giù"), vec![("level", false)]);
     }
 
     /// A request learnt in one language and asked in the other passes
