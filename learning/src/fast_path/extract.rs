@@ -169,6 +169,26 @@ fn rules() -> &'static Rules {
     })
 }
 
+/// The number written in digits at `m` of `text` and where it ends —
+/// after "e mezzo" / "and a half" when they follow it ("22 e mezzo" is
+/// 22.5, [`super::numbers::half_after`]).
+fn digits(text: &str, m: regex::Match<'_>) -> Option<(Value, usize)> {
+    let v = m.as_str().replace(',', ".");
+    let after: Vec<&str> = text[m.end()..].split_whitespace().take(3).collect();
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+    let lower: Vec<String> = after.iter().map(|w| bare(w).to_lowercase()).collect();
+    match (super::numbers::half_after(&lower), v.parse::<i64>()) {
+        (0, Ok(n)) => Some((Value::from(n), m.end())),
+        (0, Err(_)) => v.parse::<f64>().ok().map(|n| (Value::from(n), m.end())),
+        (half, parsed) => {
+            let n = parsed.map(|n| n as f64).or_else(|_| v.parse::<f64>()).ok()?;
+            let last = bare(after[half - 1]);
+            let end = m.end() + text[m.end()..].find(&last).map_or(0, |at| at + last.len());
+            Some((Value::from(n + 0.5), end))
+        }
+    }
+}
+
 /// Extracts every value from `text`, with `now` (the user's local time)
 /// anchoring relative dates and windows.
 pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
@@ -242,23 +262,7 @@ pub fn extract(text: &str, now: DateTime<FixedOffset>) -> Extracted {
         add(&mut slots, SlotKind::Extension, Value::from(format!("*.{e}")), m.start(), m.end());
     }
     for m in r.number.find_iter(&text) {
-        let v = m.as_str().replace(',', ".");
-        // "22 e mezzo", "21 and a half" (`numbers::half_after`).
-        let after: Vec<&str> = text[m.end()..].split_whitespace().take(3).collect();
-        let lower: Vec<String> =
-            after.iter().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()).collect();
-        let half = super::numbers::half_after(&lower);
-        let (value, end) = match (half, v.parse::<i64>()) {
-            (0, Ok(n)) => (Some(Value::from(n)), m.end()),
-            (0, Err(_)) => (v.parse::<f64>().ok().map(Value::from), m.end()),
-            (_, parsed) => {
-                let n = parsed.map(|n| n as f64).or_else(|_| v.parse::<f64>());
-                let last = after[half - 1].trim_matches(|c: char| !c.is_alphanumeric());
-                let end = m.end() + text[m.end()..].find(last).map_or(0, |at| at + last.len());
-                (n.ok().map(|n| Value::from(n + 0.5)), end)
-            }
-        };
-        if let Some(value) = value {
+        if let Some((value, end)) = digits(&text, m) {
             add(&mut slots, SlotKind::Number, value, m.start(), end);
         }
     }
