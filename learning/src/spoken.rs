@@ -743,7 +743,8 @@ fn free_text(k: &str, spec: &Value, required: bool) -> bool {
         .filter(|i| texty(ds[*i]) && ds.get(i + 1).is_none_or(|n| ["of", "to", "for", "as", "that"].contains(n)));
     let said =
         d.contains("as the user said") || k.split('_').any(texty) || head.is_some() || d.contains("to search for");
-    let says = d.contains("as the user says") && required && !k.contains("colo");
+    let colour = k.contains("color") || k.contains("colour");
+    let says = d.contains("as the user says") && required && !colour;
     let said = said || says;
     said && spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none()
 }

@@ -73,9 +73,9 @@
 //!    says ("find Imax movies in San Rafael" gives `FindMovies` its
 //!    place and names no movie for `GetTimesForMovie`). Among tools that
 //!    require nothing, one that takes a value the request says ranks so
-//!    too ("manda il robot a pulire in disimpegno": the tool that cleans a
-//!    zone, not the one that docks, which would drop the room) — in the ranking only,
-//!    not against the bar.
+//!    too ("manda il robot a pulire in disimpegno": the tool that cleans
+//!    a zone, not the one that docks, which would drop the room) — in the
+//!    ranking only, not against the bar.
 //! 8. **The words say it too.** Beside the cosine, the words a request
 //!    shares with a tool's name, description and parameters count, the
 //!    rarer among the tools the more ([`crate::tool_words`]); a request
@@ -225,8 +225,9 @@ fn best_given_values<'a>(
     let given = |t: &ToolProfile, s: f32| s + ARGUMENT_EVIDENCE >= top && gives_all_it_requires(&t.schema, part, now);
     // Among tools that require nothing, one that takes what the request
     // says beats one that would drop it ("manda il robot a pulire in
-    // disimpegno": the tool that cleans a zone, not the one that docks) — in the ranking
-    // only: optional values are no evidence against the bar.
+    // disimpegno": the tool that cleans a zone, not the one that docks) —
+    // in the ranking only: optional values are no evidence against the
+    // bar.
     let takes = |t: &ToolProfile, s: f32| s + ARGUMENT_EVIDENCE >= top && takes_what_is_said(&t.schema, part, now);
     scored
         .into_iter()
