@@ -117,6 +117,12 @@ fn sentence_like(name: &str, spec: &Value) -> bool {
     ["message", "text"].iter().any(|w| name.contains(w)) || ["message", "speak", "say"].iter().any(|w| d.contains(w))
 }
 
+/// The words of `text` that are no filler nor function word, stemmed:
+/// what a description or a part of it says.
+fn content_stems(text: &str) -> Vec<String> {
+    normalize(text).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect()
+}
+
 /// Whether `w` is a courtesy, a filler or a function word.
 fn filler(w: &str) -> bool {
     is_stop_word(w, Negations::Drop) || ARTICLES.contains(&w)
@@ -173,7 +179,7 @@ pub struct Context {
 impl Context {
     /// The context of the tool `name` described as `description`.
     pub fn of(name: &str, description: &str) -> Context {
-        let described = normalize(description).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
+        let described = content_stems(description).into_iter().collect();
         let first = description.split(['.', ';', '(', ':']).next().unwrap_or("");
         let objects = normalize(&first.replace("'s ", " "))
             .split(' ')
@@ -237,7 +243,7 @@ fn named_thing(spec: &Value) -> Option<Vec<String>> {
     let d = description(spec);
     let rest = d.strip_prefix("name of ").or_else(|| d.split_once(" names the ").map(|(_, x)| x))?;
     let rest = rest.split([',', ';', '.', '(']).next().unwrap_or("");
-    let ws: Vec<String> = normalize(rest).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
+    let ws = content_stems(rest);
     (!ws.is_empty()).then_some(ws)
 }
 
@@ -256,7 +262,7 @@ fn called_thing(spec: &Value) -> Option<Vec<String>> {
     }
     let head = d.split([',', ';', '.', '(']).next().unwrap_or("");
     let head = head.split(" by ").next().unwrap_or("").split(" as ").next().unwrap_or("");
-    let ws: Vec<String> = normalize(head).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
+    let ws = content_stems(head);
     (!ws.is_empty()).then_some(ws)
 }
 
@@ -286,7 +292,7 @@ fn thing_of(k: &str, spec: &Value) -> Option<(Vec<String>, bool)> {
     // What a thing is for ("What the timer is for") is also what
     // qualifies it: "the bread timer", "il timer delle uova".
     let thing = d.strip_prefix("what the ").and_then(|r| r.split_once(" is for")).map(|(t, _)| t)?;
-    let ws: Vec<String> = normalize(thing).split(' ').filter(|w| !w.is_empty() && !filler(w)).map(stem).collect();
+    let ws = content_stems(thing);
     (purpose_like(spec) && !ws.is_empty()).then_some((ws, false))
 }
 

@@ -204,8 +204,12 @@ pub const TAUGHT_MARGIN: f32 = 0.1;
 /// Whether `part` gives a value for each of the arguments `schema`
 /// requires, and it requires one at least (rule 7).
 fn gives_all_it_requires(schema: &serde_json::Value, part: &str, now: DateTime<FixedOffset>) -> bool {
-    let requires = schema.get("required").and_then(|r| r.as_array()).is_some_and(|r| !r.is_empty());
-    requires && crate::arguments::fill(schema, part, now).missing.is_empty()
+    requires_any(schema) && crate::arguments::fill(schema, part, now).missing.is_empty()
+}
+
+/// Whether `schema` requires one argument at least.
+fn requires_any(schema: &serde_json::Value) -> bool {
+    schema.get("required").and_then(|r| r.as_array()).is_some_and(|r| !r.is_empty())
 }
 
 /// The best of the `scored` candidates for `part`, rule 7 in the ranking:
@@ -241,8 +245,7 @@ fn best_given_values<'a>(
 
 /// Whether a tool that requires nothing takes a value `part` gives.
 fn takes_what_is_said(schema: &serde_json::Value, part: &str, now: DateTime<FixedOffset>) -> bool {
-    let requires = schema.get("required").and_then(|r| r.as_array()).is_some_and(|r| !r.is_empty());
-    !requires && !crate::arguments::fill(schema, part, now).args.0.is_empty()
+    !requires_any(schema) && !crate::arguments::fill(schema, part, now).args.0.is_empty()
 }
 
 /// What a tool's `path` parameter names, by its description.
