@@ -334,6 +334,23 @@ impl KnnIndex {
     /// The `k` outcome rows nearest to `query`: similarity descending, then
     /// first-recorded fingerprint, then model id.
     pub fn search(&self, query: &Fingerprint, k: usize, alpha: f64) -> Vec<Neighbor> {
+        self.search_where(query, k, alpha, |_, _, _| true)
+    }
+
+    /// [`KnnIndex::search`] among the rows `keep(fingerprint, model,
+    /// similarity)` accepts: the `k` nearest *eligible* rows. Filtering
+    /// the `k` nearest afterwards would leave fewer than `k` whenever
+    /// ineligible rows are near — and the evidence a neighbourhood holds
+    /// would depend on what else lies close by (the demo's date requests
+    /// lost rows to the word-count requests beside them, and with them
+    /// the store's answer).
+    pub fn search_where(
+        &self,
+        query: &Fingerprint,
+        k: usize,
+        alpha: f64,
+        mut keep: impl FnMut(FingerprintId, &str, f64) -> bool,
+    ) -> Vec<Neighbor> {
         if k == 0 || self.outcomes == 0 {
             return Vec::new();
         }
@@ -347,6 +364,9 @@ impl KnnIndex {
             for m in 0..s.models.len() {
                 if top.len() == k && sim <= top[k - 1].0 {
                     break;
+                }
+                if !keep(s.id, &s.models[m], sim) {
+                    continue;
                 }
                 let pos = top.iter().position(|t| t.0 < sim).unwrap_or(top.len());
                 top.insert(pos, (sim, slot as u32, m as u32));
@@ -602,6 +622,29 @@ mod tests {
         }
         let q = fp("b", "new", [0.8, 0.6]);
         assert_eq!(live.search(&q, 1, 0.6)[0].fingerprint, FingerprintId(Ulid(2)), "the new vector is compared");
+    }
+
+    /// The filtered search takes the `k` nearest rows it keeps, reaching
+    /// past nearer rows it does not: with the two nearest rows ineligible,
+    /// `k = 2` still yields two rows, the next nearest.
+    #[test]
+    fn the_filtered_search_fills_k_with_eligible_rows() {
+        let mut index = KnnIndex::default();
+        let fp = |v: [f32; 2]| {
+            Fingerprint::structural(StructuralFeatures { intent_tags: vec!["t".into()], ..Default::default() })
+                .with_embedding(Some(Embedding::new("e", v.to_vec())))
+        };
+        let rows = [([1.0, 0.0], "other"), ([0.99, 0.14], "other"), ([0.9, 0.44], "m"), ([0.6, 0.8], "m")];
+        for (i, (v, m)) in rows.iter().enumerate() {
+            index.insert(FingerprintId(Ulid(i as u128 + 1)), &fp(*v), m);
+        }
+        let q = fp([1.0, 0.0]);
+        let all: Vec<u128> = index.search(&q, 2, 0.6).iter().map(|n| n.fingerprint.0 .0).collect();
+        assert_eq!(all, vec![1, 2], "unfiltered, the two nearest are the other model's");
+        let kept = index.search_where(&q, 2, 0.6, |_, m, _| m == "m");
+        let got: Vec<u128> = kept.iter().map(|n| n.fingerprint.0 .0).collect();
+        assert_eq!(got, vec![3, 4], "filtered, the two nearest eligible rows");
+        assert!(kept[0].similarity > kept[1].similarity);
     }
 
     #[test]

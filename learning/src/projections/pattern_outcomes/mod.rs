@@ -172,13 +172,15 @@ impl PatternOutcomes {
         allowed: impl Fn(&str) -> bool,
     ) -> Recommendation {
         let start = Instant::now();
-        let cluster = self.find_k_nearest(fp, cfg.k, cfg.alpha);
         let floor = if fp.embedding.is_some() { cfg.min_hybrid_similarity } else { f64::NEG_INFINITY };
-        let rows: Vec<(&str, &OutcomeRow)> = cluster
-            .iter()
-            .filter(|n| n.similarity >= floor && allowed(&n.model) && self.same_kind(fp, n.fingerprint, cfg.same_kind))
-            .filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?)))
-            .collect();
+        // The K nearest rows among those that may count, not the K nearest
+        // filtered: a neighbourhood's evidence does not shrink because
+        // requests of another kind lie close by.
+        let cluster = self.index.search_where(fp, cfg.k, cfg.alpha, |id, model, similarity| {
+            similarity >= floor && allowed(model) && self.same_kind(fp, id, cfg.same_kind)
+        });
+        let rows: Vec<(&str, &OutcomeRow)> =
+            cluster.iter().filter_map(|n| Some((&*n.model, self.outcome(n.fingerprint, &n.model)?))).collect();
         let mut r = score_cluster(rows, cfg);
         r.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
         r
