@@ -155,8 +155,20 @@ impl TaughtPhrasings {
     /// The best cosine of `v` (a unit vector) to an example of `tool`;
     /// `None` when it has none.
     pub fn nearest(&self, tool: &str, v: &[f32]) -> Option<f32> {
+        self.nearest_where(tool, v, |_| true)
+    }
+
+    /// [`TaughtPhrasings::nearest`] among the examples whose canonical text
+    /// `keep` accepts (the offline planner's rule 11: an example of the
+    /// other pole, or of another thing, stands for nothing the request
+    /// asks).
+    pub fn nearest_where(&self, tool: &str, v: &[f32], keep: impl Fn(&str) -> bool) -> Option<f32> {
         let examples = self.by_tool.get(tool)?;
-        examples.values().map(|e| e.iter().zip(v).map(|(a, b)| a * b).sum::<f32>()).reduce(f32::max)
+        examples
+            .iter()
+            .filter(|(canonical, _)| keep(canonical))
+            .map(|(_, e)| e.iter().zip(v).map(|(a, b)| a * b).sum::<f32>())
+            .reduce(f32::max)
     }
 
     /// Examples held, over every tool.

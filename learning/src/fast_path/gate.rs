@@ -371,18 +371,21 @@ fn profile(canonical: &str) -> ActionProfile {
 /// level word with a value it goes *to* sets the level — the direction
 /// says nothing the value does not — so the side reads as the `set`
 /// action, not as a pole of the level axis. A change *by* a value ("up by
-/// 10", "alza di 2 gradi") stays a change.
+/// 10", "alza di 2 gradi") stays a change. An opening to a value is a
+/// setting too ("open the blinds to 40 percent", "tira su le tapparelle
+/// al 70 per cento": the position, whichever word moves it there).
 fn level_to_a_value_is_a_set(normalized: &str, p: &mut ActionProfile) {
     const TO: &[&str] = &["to", "at", "al", "allo", "alla", "a"];
+    const SET_BY_A_VALUE: &[&str] = &[LEVEL, "open"];
     let ws: Vec<&str> = words(normalized).collect();
     let number = SlotKind::Number.name();
     let to_value = ws.windows(2).any(|w| TO.contains(&w[0]) && w[1] == number);
-    let level = p.poles.iter().any(|(axis, _)| *axis == LEVEL);
+    let level = p.poles.iter().any(|(axis, _)| SET_BY_A_VALUE.contains(axis));
     if !(to_value && level) {
         return;
     }
-    p.poles.retain(|(axis, _)| *axis != LEVEL);
-    p.axis_words.retain(|(axis, _)| *axis != LEVEL);
+    p.poles.retain(|(axis, _)| !SET_BY_A_VALUE.contains(axis));
+    p.axis_words.retain(|(axis, _)| !SET_BY_A_VALUE.contains(axis));
     *p.actions.entry(SET).or_default() += 1;
     p.effectful.insert(SET);
 }
@@ -437,6 +440,15 @@ pub fn poles_of(word: &str) -> Vec<(&'static str, bool)> {
             _ => None,
         })
         .collect()
+}
+
+/// Whether `a` and `b` name one axis with other poles ("alzami le
+/// tapparelle" / "abbassa le tapparelle", "turn on" / "spegni"): the
+/// gate's rule 2 alone, for a reader that compares a request with a
+/// phrasing by meaning and must not take one for its opposite.
+pub fn poles_oppose(a: &str, b: &str) -> bool {
+    let (pa, pb) = (profile(a).poles, profile(b).poles);
+    pa.iter().any(|(axis, sign)| pb.contains(&(*axis, !sign)) && !pb.contains(&(*axis, *sign)))
 }
 
 /// Conjunctions after which a further action may follow (EN + IT).
@@ -724,7 +736,7 @@ mod tests {
         let words = ActionWords::of(["alza le tapparelle in"]).with_tool("open blinds");
         let action = ActionContext { words: &words, is_value: &none };
         assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
-        for other in ["close the tapparelle in the roomslot", "tira su le tapparelle in roomslot", "open the door"] {
+        for other in ["close the tapparelle in the roomslot", "sistema le tapparelle in roomslot", "open the door"] {
             assert!(check_for(other, taught, Some(&action), &mut never).is_err(), "{other}");
         }
         // In either language.
@@ -796,8 +808,12 @@ mod tests {
             assert!(check(a, b).is_err(), "{a} / {b}");
             assert!(check(b, a).is_err(), "{b} / {a}");
         }
-        // "Giù" is down, as "abbassa" is: a pole, not a word of content.
+        // "Giù" is down, as "abbassa" is: a pole, not a word of content;
+        // "tira su" up, as "alza" is.
         assert_eq!(poles_of("giù"), vec![("level", false)]);
+        assert!(poles_oppose("tira su le tapparelle", "tira giù le tapparelle"));
+        assert!(poles_oppose("alzami le tapparelle", "abbassa le tapparelle"));
+        assert!(!poles_oppose("tira su le tapparelle", "alza le tapparelle"));
     }
 
     /// A request learnt in one language and asked in the other passes
@@ -835,6 +851,9 @@ mod tests {
             ("turn the volume up to number", "set the volume to number"),
             ("abbassa il volume al number", "set the volume to number"),
             ("set the office to number gradi", "imposta number degrees in the office"),
+            // An opening to a value sets the position.
+            ("open the blinds to number percent", "set the blinds to number percent"),
+            ("tira su le tapparelle al number percent", "set the tapparelle to number percent"),
         ] {
             assert_eq!(check(a, b), Ok(()), "{a} / {b}");
             assert_eq!(check(b, a), Ok(()), "{b} / {a}");

@@ -159,6 +159,9 @@ const PHRASES: &[(&str, &str)] = &[
     ("lista della spesa", "shopping list"),
     ("living room", "living"),
     ("previsioni del tempo", "weather"),
+    ("tira giu", "lower"),
+    ("tira giù", "lower"),
+    ("tira su", "raise"),
     ("weather forecast", "weather"),
 ];
 

@@ -108,6 +108,10 @@
 //!     than a description written to say what the tool does. "kill the
 //!     lights in the sunroom", taught as `HassTurnOff`, makes "kill the
 //!     lights in the den" no `HassLightSet`, whatever "lights" leans to.
+//!     An example of the other pole, or one naming a thing of the tool's
+//!     name the request does not say, counts for nothing
+//!     (`example_fit`): "alzami le tapparelle" is no taught "abbassa le
+//!     tapparelle", "switch the kettle on" no taught "put the lights on".
 //! 12. **A new one is no running one.** A request for a new thing of the
 //!     kind a tool's name names — an indefinite article before it ("set a
 //!     timer for 3 minutes", "metti un timer di 8 minuti") — never goes to
@@ -144,6 +148,7 @@ use crate::taught_phrasings::TaughtPhrasings;
 
 mod action_fit;
 mod away;
+mod example_fit;
 mod parts;
 mod paths;
 mod phrasings;
@@ -499,8 +504,10 @@ impl OfflinePlanner {
             lexical.get(i).copied().flatten()
         };
         let score = |t: &ToolProfile| {
-            // Rule 11: an example the model taught counts past its bar.
-            let learnt = taught.nearest(&t.name, v).filter(|c| *c >= self.threshold + TAUGHT_MARGIN);
+            // Rule 11: an example the model taught counts past its bar —
+            // one of the request's poles and thing (`example_fit`).
+            let fits = |example: &str| example_fit::fits(&t.name_words, example, part);
+            let learnt = taught.nearest_where(&t.name, v, fits).filter(|c| *c >= self.threshold + TAUGHT_MARGIN);
             let mut score =
                 nearest(v, &t.vectors).max(learnt.unwrap_or(f32::MIN)) + LEXICAL_SCALE * lex(t).unwrap_or(0.0);
             // Rule 2: a path favours the tools taking one of its kind.
