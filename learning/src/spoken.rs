@@ -885,7 +885,23 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
             return Some(span);
         }
     }
+    // A preposition whose phrase names the tool, by its name or its
+    // description, is where the text ends: "alla lista della spesa", "on
+    // the chores list" say where it goes ("Add an item to the household
+    // shopping list"), not what it is.
+    let tool_word = |w: &String| {
+        let (f, s) = (folded(w), stem(w));
+        context.name.contains(&f) || context.name.contains(&s) || context.described.contains(&f)
+    };
     let mut start = (from..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
+    // Where it goes said first, then the tool's own verb ("shopping list
+    // add basmati rice"): the text starts after the verb. Words of the
+    // tool not followed by its verb are the text ("shopping bags").
+    let run = (start..ws.len())
+        .find(|i| verb_of_the_tool(&ws[*i]) || !tool_word(&ws[*i]) && !ARTICLES.contains(&ws[*i].as_str()));
+    if let Some(verb) = run.filter(|i| *i > start && verb_of_the_tool(&ws[*i])) {
+        start = (verb + 1..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
+    }
     // A sentence keeps the article its verb's particles took ("tell
     // everyone the school bus is coming").
     if sentence && start > 0 && start == from && ARTICLES.contains(&ws[start - 1].as_str()) && !used[start - 1] {
@@ -893,11 +909,7 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
     }
     let tool_phrase = |i: usize| {
         JOINS.contains(&ws[i].as_str())
-            && ws[i + 1..]
-                .iter()
-                .take(4)
-                .take_while(|w| !JOINS.contains(&w.as_str()))
-                .any(|w| context.name.contains(&folded(w)) || context.name.contains(&stem(w)))
+            && ws[i + 1..].iter().take(4).take_while(|w| !JOINS.contains(&w.as_str())).any(tool_word)
     };
     let end = (start..ws.len()).find(|i| used[*i] || tool_phrase(*i)).unwrap_or(ws.len());
     let mut b = end;
@@ -1344,6 +1356,24 @@ mod tests {
             let f = fill(&todo, request, &c);
             assert_eq!(f.get("item_name"), Some(&json!(item)), "{request}: {f:?}");
             assert_eq!(f.get("list"), Some(&json!(list)), "{request}: {f:?}");
+        }
+    }
+
+    /// Where the item goes, named by the tool's description, is no part of
+    /// it, before the item or after it.
+    #[test]
+    fn where_an_item_goes_is_not_the_item() {
+        let add = json!({"type": "object", "properties": {
+            "item_name": {"type": "string", "description": "The item, as the user says it"}},
+            "required": ["item_name"]});
+        let c = Context::of("shopping-add", "Add an item to the household shopping list");
+        for (request, item) in [
+            ("aggiungi il latte alla lista della spesa", "latte"),
+            ("aggiungi il latte di soia alla lista delle spese", "latte di soia"),
+            ("shopping list add basmati rice", "basmati rice"),
+            ("add eggs to the shopping list", "eggs"),
+        ] {
+            assert_eq!(fill(&add, request, &c).get("item_name"), Some(&json!(item)), "{request}");
         }
     }
 }
