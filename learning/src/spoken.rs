@@ -842,10 +842,10 @@ fn qualifier(ws: &[String], at: usize, is_kind: &dyn Fn(usize) -> bool) -> Optio
         return None;
     }
     let start = at + 2;
-    // Past its first word, a joining word may bind a compound name, as it
-    // does after a preposition of place ("della camera da letto", "della
-    // sala da pranzo").
-    let compound = |i: usize| i == start + 1 && JOINS.contains(&ws[i].as_str());
+    // Past its first word, a joining word or an "of" may bind a compound
+    // name, as they do after a preposition of place ("della camera da
+    // letto", "della sala da pranzo", "della camera degli ospiti").
+    let compound = |i: usize| i == start + 1 && (JOINS.contains(&ws[i].as_str()) || OF.contains(&ws[i].as_str()));
     let end = (start..ws.len())
         .find(|i| {
             filler(&ws[*i]) && !ARTICLES.contains(&ws[*i].as_str()) && !compound(*i)
@@ -1356,6 +1356,24 @@ mod tests {
             let f = fill(&todo, request, &c);
             assert_eq!(f.get("item_name"), Some(&json!(item)), "{request}: {f:?}");
             assert_eq!(f.get("list"), Some(&json!(list)), "{request}: {f:?}");
+        }
+    }
+
+    /// The place of a thing the description names, after "of" in either
+    /// language, a compound name and all ("la temperatura della camera
+    /// degli ospiti", "il termostato del seminterrato").
+    #[test]
+    fn the_place_of_what_the_tool_acts_on() {
+        let set = json!({"type": "object", "properties": {
+            "zone": {"type": "string", "description": "Zone (room or outdoor area) as the household calls it"},
+            "value": {"type": "number", "description": "Target temperature"}}, "required": ["value"]});
+        let c = Context::of("thermostat-set", "Set the target temperature of a zone's thermostat");
+        for (request, zone) in [
+            ("porta la temperatura della camera degli ospiti a diciannove gradi", "camera degli ospiti"),
+            ("termostato del seminterrato a 17,5", "seminterrato"),
+            ("set the temperature of the guest room to 20", "guest room"),
+        ] {
+            assert_eq!(fill(&set, request, &c).get("zone"), Some(&json!(zone)), "{request}");
         }
     }
 

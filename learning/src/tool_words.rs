@@ -100,6 +100,7 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("tell", &["tell"]),
     ("tenda", &["curtain"]),
     ("tende", &["curtain"]),
+    ("termostato", &["thermostat"]),
     ("togli", &["remove"]),
     ("leva", &["remove"]),
     ("tutti", &["every", "announce"]),

@@ -141,6 +141,7 @@ const CONCEPTS: &[(&str, &str)] = &[
     ("tapparelle", "blinds"),
     ("televisione", "tv"),
     ("televisore", "tv"),
+    ("temperatura", "temperature"),
     ("testo", "text"),
     ("torino", "turin"),
     ("ufficio", "office"),
