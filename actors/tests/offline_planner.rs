@@ -363,3 +363,23 @@ fn a_third_vendors_home_keeps_what_the_user_said() {
     assert_eq!(plan("how warm is it in the conservatory right now"), [r#"thermostat-read {"zone":"conservatory"}"#]);
     assert_eq!(plan("quanto manca al timer pizza"), [r#"timer-remaining {"timer_name":"pizza"}"#]);
 }
+
+/// Home C again, nothing taught (its dev split): a part without a verb is
+/// no call of another tool (rule 14: "the workshop" was `device-on`), a
+/// list the item goes to is no part of the item, and the place of what a
+/// thermostat is, after an Italian "of", is its zone.
+#[test]
+fn a_third_vendors_home_gets_no_guessed_second_call() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-c/tools.json"));
+    let planner = OfflinePlanner::new(e, &tools).unwrap();
+    let plan = |request: &str| calls(&planner, request);
+    let none = Vec::<String>::new();
+    assert_eq!(plan("play some fleetwood mac in the dining room and the workshop"), none);
+    assert_eq!(plan("manda il robot a pulire in ingresso e in soggiorno"), none);
+    assert_eq!(
+        plan("aggiungi il latte di soia alla lista delle spese"),
+        [r#"shopping-add {"item_name":"latte di soia"}"#]
+    );
+    assert_eq!(plan("dimmi la temperatura della cabina armadio"), [r#"thermostat-read {"zone":"cabina armadio"}"#]);
+}

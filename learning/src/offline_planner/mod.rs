@@ -123,6 +123,13 @@
 //!     cucina e in bagno"), would drop one of them: the planner plans
 //!     nothing, and the model (or the user) says which
 //!     ([`crate::arguments::one_of_two`]).
+//! 14. **A part without a verb is no call of another tool.** A part after
+//!     the first that names no action and no pole of its own ("… in the
+//!     dining room and the workshop", "… in ingresso e in soggiorno", "…
+//!     alla lista casa e anche alla spesa") is a second value of the call
+//!     before it, or that call's verb left unsaid: planned as a call of
+//!     another tool, it is a guess (a `device-on` for "the workshop"), and
+//!     the planner plans nothing (`parts::verbless`).
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -457,6 +464,11 @@ impl OfflinePlanner {
                 steps.push(step);
                 from.push(request);
             }
+        }
+        // Rule 14: a part without a verb, planned as another tool's call.
+        let guessed = (1..steps.len()).any(|k| steps[k].tool != steps[k - 1].tool && parts::verbless(from[k]));
+        if guessed {
+            return Ok(Vec::new());
         }
         // Rule 6: a call repeated with no value of its own is one call.
         parts::merge_repeats(&mut steps, &mut from);

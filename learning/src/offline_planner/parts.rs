@@ -75,6 +75,16 @@ pub fn split_conjunctions(request: &str) -> Vec<String> {
     out
 }
 
+/// Rule 14: whether `part` names no action and no pole of its own ("the
+/// workshop", "in soggiorno", "anche alla spesa"): what it asks is the
+/// verb of the part before it.
+pub(super) fn verbless(part: &str) -> bool {
+    let normalized = crate::text::normalize(part);
+    let verb = crate::text::words(&normalized)
+        .any(|w| crate::fast_path::gate::is_action(w) || crate::fast_path::gate::is_pole(w));
+    !verb
+}
+
 /// Rule 6: the same tool planned twice in a row, one call's arguments
 /// among the other's, is one call — the one with more ("the weather in
 /// London, including the temperature and the wind"); with values of their
