@@ -61,7 +61,8 @@ pub(crate) const OF: &[&str] = &["of", "del", "della", "dello", "dell", "dei", "
 /// it belongs to (EN + IT).
 const JOINS: &[&str] = &[
     "to", "on", "onto", "from", "off", "in", "into", "for", "at", "a", "al", "alla", "allo", "alle", "ai", "nella",
-    "nel", "dalla", "dal", "dalle", "sulla", "sul", "per", "della", "del", "dei", "delle", "di", "da",
+    "nel", "dalla", "dal", "dalle", "sulla", "sul", "per", "della", "del", "dei", "delle", "di", "da", "with", "con",
+    "col", "coi",
 ];
 
 /// Unit words after a number (EN + IT).
@@ -356,14 +357,19 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let italian = crate::lang::detect(request) == crate::lang::Lang::It;
     fill_things(&ws, props, &mut used, &is_kind, &grammar, italian, &mut out);
     fill_purposes(&ws, props, &mut used, &mut out);
-    // Rule 2: a place.
+    // Rule 2: a place. A tool that takes no string but places ("Send the
+    // robot vacuum to clean a zone") takes the verb's object as one,
+    // whatever its head ("clean the kitchen with the robot").
+    let only_places = props
+        .iter()
+        .all(|(k, s)| place_property(k, s) || s.get("type").and_then(Value::as_str).is_some_and(|t| t != "string"));
     let mut where_said = false;
     let places: Vec<&String> =
         props.iter().filter(|(k, s)| place_property(k, s) && !out.contains_key(*k)).map(|(k, _)| k).collect();
     for k in places {
         let span = after_place_preposition(&ws, &used, &grammar)
             .or_else(|| kinds.iter().find_map(|(i, _)| qualifier(&ws, *i, &is_kind)).filter(|s| free(&used, *s)))
-            .or_else(|| room_as_object(&ws, &used, verb_end, &grammar, italian));
+            .or_else(|| room_as_object(&ws, &used, verb_end, &grammar, italian, only_places));
         if let Some(span) = span {
             mark(&mut used, span);
             where_said = true;
@@ -426,13 +432,15 @@ const PLACE_NOUNS_IT: &[&str] = &["camera", "cameretta", "stanza", "sala", "zona
 /// Rule 2 without a preposition: the verb's object, when its head is a
 /// place noun ("dim the games room to fifteen percent", "vacuum the living
 /// room") — not a device named after a room ("the kitchen lights" ends
-/// with a kind).
+/// with a kind) — or whatever its head for a tool that takes no other
+/// string (`any_head`).
 fn room_as_object(
     ws: &[String],
     used: &[bool],
     verb_end: usize,
     grammar: &dyn Fn(usize) -> bool,
     italian: bool,
+    any_head: bool,
 ) -> Option<(usize, usize)> {
     let start = (verb_end..ws.len()).find(|i| !filler(&ws[*i]))?;
     // A joining word right after the head binds a compound ("sala da
@@ -444,7 +452,18 @@ fn room_as_object(
         true => PLACE_NOUNS_IT.contains(&ws[a].as_str()),
         false => PLACE_NOUNS_EN.contains(&stem(&ws[b - 1]).as_str()),
     };
-    head.then_some((a, b))
+    if head {
+        return Some((a, b));
+    }
+    // Any head only for a command's direct object: no preposition before
+    // it, articles aside ("how warm is it at the moment" has one; a
+    // question has no object of a command), and only its first phrase
+    // ("the bathroom a bit warmer": the bathroom).
+    let before = ws[..a].iter().rev().find(|w| !ARTICLES.contains(&w.as_str())).map(String::as_str);
+    let direct = before.is_none_or(|w| !JOINS.contains(&w) && !PLACE_PREPOSITIONS.contains(&w) && !OF.contains(&w));
+    let question = ws.first().is_some_and(|w| crate::tool_words::QUESTION_WORDS.contains(&w.as_str()));
+    let b = (a + 1..b).find(|i| ARTICLES.contains(&ws[*i].as_str())).unwrap_or(b);
+    (any_head && direct && !question).then_some((a, b))
 }
 
 /// Whether property `k` (`spec`) holds one device by the name the user
@@ -1374,6 +1393,22 @@ mod tests {
             ("set the temperature of the guest room to 20", "guest room"),
         ] {
             assert_eq!(fill(&set, request, &c).get("zone"), Some(&json!(zone)), "{request}");
+        }
+    }
+
+    /// A tool that takes no string but a place takes the verb's direct
+    /// object as one, whatever its head, up to a "with" ("col robot").
+    #[test]
+    fn a_tool_of_places_alone_takes_its_object_as_the_place() {
+        let vacuum = json!({"type": "object", "properties": {
+            "zone": {"type": "string", "description": "Zone (room or outdoor area) as the household calls it"}}});
+        let c = Context::of("vacuum-start", "Send the robot vacuum to clean a zone, or the whole home");
+        for (request, zone) in [
+            ("pulisci il bagno di servizio col robot", Some("bagno di servizio")),
+            ("clean the kitchen with the robot", Some("kitchen")),
+            ("how clean is it at the moment", None),
+        ] {
+            assert_eq!(fill(&vacuum, request, &c).get("zone"), zone.map(|z| json!(z)).as_ref(), "{request}");
         }
     }
 

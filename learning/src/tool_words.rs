@@ -115,7 +115,7 @@ const SYNONYMS: &[(&str, &[&str])] = &[
 const CLITICS: &[&str] = &["melo", "mela", "mele", "mi", "lo", "la", "le", "li", "ne", "ci"];
 
 /// Question words that open a request for information (EN + IT).
-const QUESTION_WORDS: &[&str] = &[
+pub(crate) const QUESTION_WORDS: &[&str] = &[
     "what", "what's", "whats", "how", "how's", "which", "quanti", "quanto", "quanta", "quante", "qual", "quale",
     "com'è",
 ];
