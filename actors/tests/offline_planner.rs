@@ -382,4 +382,15 @@ fn a_third_vendors_home_gets_no_guessed_second_call() {
         [r#"shopping-add {"item_name":"latte di soia"}"#]
     );
     assert_eq!(plan("dimmi la temperatura della cabina armadio"), [r#"thermostat-read {"zone":"cabina armadio"}"#]);
+    // A part with its own verb or question word is its own call (the
+    // first try at rule 14 planned the demo's "what time is it and where
+    // am I" as nothing).
+    let builtins = OfflinePlanner::new(
+        Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap()),
+        &ToolRegistry::with_builtins(BuiltinConfig::default()).specs(),
+    )
+    .unwrap();
+    let tools: Vec<String> =
+        builtins.plan("what time is it and where am I", now()).unwrap().into_iter().map(|s| s.tool).collect();
+    assert_eq!(tools, ["get_now", "get_location"]);
 }

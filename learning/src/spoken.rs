@@ -423,6 +423,20 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     out
 }
 
+/// Whether `text` (a part of a request) opens as a phrase without a verb
+/// of its own — an article or a preposition first, an "also" aside ("the
+/// workshop", "in soggiorno", "anche alla spesa") — where a question or
+/// a command opens with its verb or its question word ("where am I").
+pub(crate) fn opens_without_verb(text: &str) -> bool {
+    const ALSO: &[&str] = &["also", "too", "anche", "pure"];
+    let ws = words(text);
+    let first = ws.iter().find(|w| !ALSO.contains(&w.as_str()));
+    first.is_some_and(|w| {
+        let w = w.as_str();
+        ARTICLES.contains(&w) || PLACE_PREPOSITIONS.contains(&w) || JOINS.contains(&w) || OF.contains(&w)
+    })
+}
+
 /// Nouns that say a span is a room or an area, whatever its name: its
 /// head — last in English ("the games room"), first in Italian ("camera
 /// degli ospiti", "sala da pranzo").

@@ -75,14 +75,16 @@ pub fn split_conjunctions(request: &str) -> Vec<String> {
     out
 }
 
-/// Rule 14: whether `part` names no action and no pole of its own ("the
-/// workshop", "in soggiorno", "anche alla spesa"): what it asks is the
-/// verb of the part before it.
+/// Rule 14: whether `part` is a phrase without a verb of its own ("the
+/// workshop", "in soggiorno", "anche alla spesa"): it opens with an
+/// article or a preposition ([`crate::spoken::opens_without_verb`]) and
+/// names no action and no pole. What it asks is the verb of the part
+/// before it; "where am I" has its own.
 pub(super) fn verbless(part: &str) -> bool {
     let normalized = crate::text::normalize(part);
     let verb = crate::text::words(&normalized)
         .any(|w| crate::fast_path::gate::is_action(w) || crate::fast_path::gate::is_pole(w));
-    !verb
+    !verb && crate::spoken::opens_without_verb(part)
 }
 
 /// Rule 6: the same tool planned twice in a row, one call's arguments
