@@ -431,10 +431,13 @@ pub(crate) fn opens_without_verb(text: &str) -> bool {
     const ALSO: &[&str] = &["also", "too", "anche", "pure"];
     let ws = words(text);
     let first = ws.iter().find(|w| !ALSO.contains(&w.as_str()));
-    first.is_some_and(|w| {
-        let w = w.as_str();
-        ARTICLES.contains(&w) || PLACE_PREPOSITIONS.contains(&w) || JOINS.contains(&w) || OF.contains(&w)
-    })
+    first.is_some_and(|w| ARTICLES.contains(&w.as_str()) || preposition(w))
+}
+
+/// Whether `w` is a preposition the rules here know: of place, of
+/// joining, or of "of".
+fn preposition(w: &str) -> bool {
+    JOINS.contains(&w) || PLACE_PREPOSITIONS.contains(&w) || OF.contains(&w)
 }
 
 /// Nouns that say a span is a room or an area, whatever its name: its
@@ -474,7 +477,7 @@ fn room_as_object(
     // question has no object of a command), and only its first phrase
     // ("the bathroom a bit warmer": the bathroom).
     let before = ws[..a].iter().rev().find(|w| !ARTICLES.contains(&w.as_str())).map(String::as_str);
-    let direct = before.is_none_or(|w| !JOINS.contains(&w) && !PLACE_PREPOSITIONS.contains(&w) && !OF.contains(&w));
+    let direct = before.is_none_or(|w| !preposition(w));
     let question = ws.first().is_some_and(|w| crate::tool_words::QUESTION_WORDS.contains(&w.as_str()));
     let b = (a + 1..b).find(|i| ARTICLES.contains(&ws[*i].as_str())).unwrap_or(b);
     (any_head && direct && !question).then_some((a, b))

@@ -303,7 +303,7 @@ struct ActionProfile {
     negated: bool,
     /// A question about a state (rule 6).
     asks: bool,
-    poles: BTreeSet<(&'static str, bool)>,
+    poles: Poles,
     /// The words that named each axis (folded): what becomes a content
     /// word when the other side names nothing of the axis.
     axis_words: Vec<(&'static str, String)>,
@@ -442,13 +442,24 @@ pub fn poles_of(word: &str) -> Vec<(&'static str, bool)> {
         .collect()
 }
 
-/// Whether `a` and `b` name one axis with other poles ("alzami le
-/// tapparelle" / "abbassa le tapparelle", "turn on" / "spegni"): the
-/// gate's rule 2 alone, for a reader that compares a request with a
-/// phrasing by meaning and must not take one for its opposite.
-pub fn poles_oppose(a: &str, b: &str) -> bool {
-    let (pa, pb) = (profile(a).poles, profile(b).poles);
-    pa.iter().any(|(axis, sign)| pb.contains(&(*axis, !sign)) && !pb.contains(&(*axis, *sign)))
+/// The poles a text names, as the gate reads them (after its phrases, a
+/// level to a value read as a setting): what [`clashing_axis`] compares.
+pub type Poles = BTreeSet<(&'static str, bool)>;
+
+/// The poles `text` names ([`Poles`]).
+pub fn poles_of_text(text: &str) -> Poles {
+    profile(text).poles
+}
+
+/// Rule 2: the first axis both sides name with other poles ("alzami le
+/// tapparelle" / "abbassa le tapparelle", "turn on" / "spegni"). The
+/// gate refuses on it; a reader that compares a request with a phrasing
+/// by meaning (the offline planner's taught examples) must not take one
+/// for its opposite either.
+pub fn clashing_axis(a: &Poles, b: &Poles) -> Option<&'static str> {
+    let axes = |p: &Poles| p.iter().map(|(axis, _)| *axis).collect::<BTreeSet<_>>();
+    let signs = |p: &Poles, axis: &str| p.iter().filter(|(a, _)| *a == axis).map(|(_, s)| *s).collect::<Vec<_>>();
+    axes(a).intersection(&axes(b)).copied().find(|axis| signs(a, axis) != signs(b, axis))
 }
 
 /// Conjunctions after which a further action may follow (EN + IT).
@@ -487,14 +498,11 @@ fn one_sided_as_content(
     mut r: ActionProfile,
     mut c: ActionProfile,
 ) -> Result<(ActionProfile, ActionProfile), Mismatch> {
+    if let Some(axis) = clashing_axis(&r.poles, &c.poles) {
+        return Err(Mismatch::Polarity { axis });
+    }
     let axes = |p: &ActionProfile| p.poles.iter().map(|(a, _)| *a).collect::<BTreeSet<_>>();
     let (ra, ca) = (axes(&r), axes(&c));
-    for axis in ra.intersection(&ca) {
-        let signs = |p: &ActionProfile| p.poles.iter().filter(|(a, _)| a == axis).map(|(_, s)| *s).collect::<Vec<_>>();
-        if signs(&r) != signs(&c) {
-            return Err(Mismatch::Polarity { axis });
-        }
-    }
     // A value assignment said without its verb ("volume 40", "bedroom
     // lights forty percent") is the setting a side names with "set": when
     // the other side names no action and no pole at all and both carry the
@@ -811,9 +819,10 @@ mod tests {
         // "Giù" is down, as "abbassa" is: a pole, not a word of content;
         // "tira su" up, as "alza" is.
         assert_eq!(poles_of("giù"), vec![("level", false)]);
-        assert!(poles_oppose("tira su le tapparelle", "tira giù le tapparelle"));
-        assert!(poles_oppose("alzami le tapparelle", "abbassa le tapparelle"));
-        assert!(!poles_oppose("tira su le tapparelle", "alza le tapparelle"));
+        let clash = |a: &str, b: &str| clashing_axis(&poles_of_text(a), &poles_of_text(b));
+        assert_eq!(clash("tira su le tapparelle", "tira giù le tapparelle"), Some(LEVEL));
+        assert_eq!(clash("alzami le tapparelle", "abbassa le tapparelle"), Some(LEVEL));
+        assert_eq!(clash("tira su le tapparelle", "alza le tapparelle"), None);
     }
 
     /// A request learnt in one language and asked in the other passes

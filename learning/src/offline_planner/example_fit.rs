@@ -12,26 +12,42 @@ use std::collections::HashSet;
 
 use crate::fast_path::gate;
 
+/// A request as [`fits`] compares it with examples: read once per part of
+/// a request, not once per example and tool.
+pub(super) struct Asked {
+    /// The poles it names.
+    poles: gate::Poles,
+    /// Its words, read as [`read`] reads them.
+    said: HashSet<String>,
+}
+
+impl Asked {
+    /// `request` read for the comparison.
+    pub(super) fn of(request: &str) -> Asked {
+        Asked { poles: gate::poles_of_text(request), said: read(request).into_iter().collect() }
+    }
+}
+
 /// Whether `example` (a taught phrasing's canonical text) may stand for
-/// `request` as a phrasing of the tool whose name's words are `name`:
+/// the request `asked` as a phrasing of the tool whose name's words are
+/// `name`:
 ///
-/// 1. no axis the two name with other poles ([`gate::poles_oppose`]);
+/// 1. no axis the two name with other poles ([`gate::clashing_axis`]);
 /// 2. every word of the example that names the tool's thing — a word of
 ///    the tool's name, not an action or a pole ("light" of `light-on`,
 ///    "luci" read as light) — is said by the request too.
-pub(super) fn fits(name: &[String], example: &str, request: &str) -> bool {
-    if gate::poles_oppose(example, request) {
+pub(super) fn fits(name: &[String], example: &str, asked: &Asked) -> bool {
+    if gate::clashing_axis(&gate::poles_of_text(example), &asked.poles).is_some() {
         return false;
     }
-    let said: HashSet<String> = read(request).collect();
-    read(example).filter(|w| names_thing(name, w)).all(|w| said.contains(&w))
+    read(example).into_iter().filter(|w| names_thing(name, w)).all(|w| asked.said.contains(&w))
 }
 
 /// The words of `text` as compared: normalised, read as their concept
 /// ([`gate::fold`]), stemmed as the tools' names are.
-fn read(text: &str) -> impl Iterator<Item = String> + '_ {
+fn read(text: &str) -> Vec<String> {
     let normalized = crate::text::normalize(text);
-    crate::text::words(&normalized).map(|w| crate::tool_words::stem(&gate::fold(w))).collect::<Vec<_>>().into_iter()
+    crate::text::words(&normalized).map(|w| crate::tool_words::stem(&gate::fold(w))).collect()
 }
 
 /// Whether `word` (read) is a word of the tool's name that names its
@@ -49,6 +65,7 @@ mod tests {
 
     #[test]
     fn an_example_of_the_other_pole_or_another_thing_stands_for_nothing() {
+        let fits = |name: &[String], example: &str, request: &str| fits(name, example, &Asked::of(request));
         let tool = crate::tool_words::split_name("light-on");
         assert!(fits(&tool, "hey can you put the lights on in the zoneslot", "put the lights on in the den"));
         assert!(fits(&tool, "accendi le luci in zoneslot", "turn the lights on in the den"), "luci is light");

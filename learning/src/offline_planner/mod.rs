@@ -515,10 +515,11 @@ impl OfflinePlanner {
             let i = self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
             lexical.get(i).copied().flatten()
         };
+        let asked = example_fit::Asked::of(part);
         let score = |t: &ToolProfile| {
             // Rule 11: an example the model taught counts past its bar —
             // one of the request's poles and thing (`example_fit`).
-            let fits = |example: &str| example_fit::fits(&t.name_words, example, part);
+            let fits = |example: &str| example_fit::fits(&t.name_words, example, &asked);
             let learnt = taught.nearest_where(&t.name, v, fits).filter(|c| *c >= self.threshold + TAUGHT_MARGIN);
             let mut score =
                 nearest(v, &t.vectors).max(learnt.unwrap_or(f32::MIN)) + LEXICAL_SCALE * lex(t).unwrap_or(0.0);
