@@ -220,7 +220,10 @@ fn readme_says(report: &Value) {
             n(&new["requests"]) - n(&other["requests"])
         ),
         format!("{} of the {} worded unlike any taught phrasing", other["served"], other["requests"]),
-        format!("{} still go to the model", h["sent_to_model"].as_array().unwrap().len()),
+        match h["sent_to_model"].as_array().unwrap().len() {
+            1 => "1 still goes to the model".to_owned(),
+            n => format!("{n} still go to the model"),
+        },
         format!("— {} tools)", h["tools"]),
     ];
     for p in phrases {

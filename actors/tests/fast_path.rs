@@ -153,14 +153,18 @@ fn home_planner() -> engram_learning::offline_planner::OfflinePlanner {
     engram_learning::offline_planner::OfflinePlanner::new(embedder(), &tools).unwrap()
 }
 
-/// A phrasing never taught, under the bar, is served when the offline
-/// planner — reading the request by the tools' descriptions alone —
-/// plans its call exactly (`second_reading`); never when that plan
-/// differs, and never past a pole one side does not say.
-#[test]
-fn an_untaught_phrasing_serves_when_a_second_reader_plans_the_same_call() {
-    let on = |area: &str| vec![step("HassTurnOn", &format!(r#"{{"area":"{area}","domain":["light"]}}"#))];
-    let off = |area: &str| vec![step("HassTurnOff", &format!(r#"{{"area":"{area}","domain":["light"]}}"#))];
+/// `HassTurnOn` of the lights in `area`.
+fn on(area: &str) -> Vec<PlanStep> {
+    vec![step("HassTurnOn", &format!(r#"{{"area":"{area}","domain":["light"]}}"#))]
+}
+
+/// `HassTurnOff` of the lights in `area`.
+fn off(area: &str) -> Vec<PlanStep> {
+    vec![step("HassTurnOff", &format!(r#"{{"area":"{area}","domain":["light"]}}"#))]
+}
+
+/// The lights turned on and off in three rooms, once each, in one wording.
+fn lights_taught_in_three_rooms() -> FastPathService {
     let turns = [
         ("turn the lights on in the kitchen", on("kitchen")),
         ("turn the lights on in the bedroom", on("bedroom")),
@@ -169,7 +173,16 @@ fn an_untaught_phrasing_serves_when_a_second_reader_plans_the_same_call() {
         ("turn the lights off in the bedroom", off("bedroom")),
         ("turn the lights off in the office", off("office")),
     ];
-    let fp = service(&turns, 1);
+    service(&turns, 1)
+}
+
+/// A phrasing never taught, under the bar, is served when the offline
+/// planner — reading the request by the tools' descriptions alone —
+/// plans its call exactly (`second_reading`); never when that plan
+/// differs, and never past a pole one side does not say.
+#[test]
+fn an_untaught_phrasing_serves_when_a_second_reader_plans_the_same_call() {
+    let fp = lights_taught_in_three_rooms();
     let planner = home_planner();
     let mut second = |text: &str| planner.plan(text, now()).unwrap();
     let text = "could you put the lights on in the hallway please";
@@ -186,5 +199,31 @@ fn an_untaught_phrasing_serves_when_a_second_reader_plans_the_same_call() {
     // A pole one side names and the other does not say is no reading,
     // whatever a reader plans ("out" is no pole the gate knows).
     let d = fp.route_read_twice("put the lights out in the hallway", now(), &mut |_| off("hallway")).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+}
+
+/// A wording whose slots the request's words do not fill (the room is
+/// not where a taught phrasing has it) serves when the second reader's
+/// plan is a near phrasing's call with values of the request its slots
+/// take (`second_reading`, rule 4) — never with a value the request does
+/// not say, another tool, or past the gate.
+#[test]
+fn a_wording_its_slots_do_not_fit_serves_with_the_second_readers_values() {
+    let fp = lights_taught_in_three_rooms();
+    let planner = home_planner();
+    let text = "its dark in the hallway turn the lights on";
+    let alone = fp.route(text, now()).unwrap();
+    assert_eq!(alone.layer, RouteLayer::Planner, "no phrasing's slots fit alone: {alone:?}");
+    let d = fp.route_read_twice(text, now(), &mut |t: &str| planner.plan(t, now()).unwrap()).unwrap();
+    assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &on("hallway")), "{d:?}");
+    assert!(d.reason.contains("do not fill its slots"), "{d:?}");
+    // A value the request does not say, or another tool's call: nothing.
+    let d = fp.route_read_twice(text, now(), &mut |_| on("garage")).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+    let d = fp.route_read_twice(text, now(), &mut |_| off("hallway")).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+    // The gate still holds: the reader's call for the opposite pole.
+    let text = "its late in the hallway turn the lights off";
+    let d = fp.route_read_twice(text, now(), &mut |_| on("hallway")).unwrap();
     assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
 }

@@ -29,13 +29,26 @@
 //!    reading; its plan must be one step, the reading's call exactly
 //!    (tool, every argument, strings without regard to case).
 //! 3. The nearest reading that agrees serves, as L1.
+//! 4. With no reading confirmed, the plan may still be the call of a
+//!    learnt phrasing whose slots the request's words do not fill — its
+//!    wording puts the values elsewhere ("its dark in the hallway turn the
+//!    lights on" against "turn the lights on in the areaslot"): one of the
+//!    40 nearest phrasings (`PLANNED_NEIGHBOURS`), at [`SECOND_READING_BAR`] or
+//!    more, of an action that serves. The plan's values stand in its
+//!    slots when each is words of the request ([`masked`]) and one its
+//!    slot takes (a value it has taken, an enum member, or a new one
+//!    shaped like its values in an open slot), the constants are the
+//!    phrasing's, and the request with those values masked passes the
+//!    gate as a reading must (rule 1). Here the values come from one
+//!    reader only; the tool, the constants, the words around the values
+//!    and the meaning come from two.
 //!
 //! Measured on the home fixture's dev split, reported on its held-out
 //! one (`engram bench learning --home`, `docs/fast-path.md`).
 
 use engram_events::payloads::PlanStep;
 
-use super::{model_away, steps_agree};
+use super::{model_away, slots, steps_agree};
 
 /// The least similarity (values set aside) at which a phrasing's reading
 /// is worth a second opinion (rule 1): the floor under which a near miss
@@ -87,6 +100,25 @@ pub fn confirmed<'a>(readings: &'a [Reading], plan: &[PlanStep]) -> Option<&'a R
         .iter()
         .filter(|r| r.sim >= SECOND_READING_BAR && steps_agree(&r.steps, plan))
         .max_by(|a, b| a.sim.total_cmp(&b.sim))
+}
+
+/// `text` with the first run of words that is `said` (word by word, a
+/// plural as its singular) as `mask`, and that run as the request says
+/// it — rule 4: a value the second reader read must be words of the
+/// request; None when the request does not say it so.
+pub fn masked(text: &str, said: &str, mask: &str) -> Option<(String, String)> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let want: Vec<&str> = said.split_whitespace().collect();
+    if want.is_empty() {
+        return None;
+    }
+    let same = |run: &[&str]| run.iter().zip(&want).all(|(a, b)| slots::same_word(a, b));
+    let at = words.windows(want.len()).position(same)?;
+    let run = words[at..at + want.len()].join(" ");
+    let mut out: Vec<&str> = words[..at].to_vec();
+    out.push(mask);
+    out.extend_from_slice(&words[at + want.len()..]);
+    Some((out.join(" "), run))
 }
 
 #[cfg(test)]

@@ -83,19 +83,9 @@ impl FastPath {
     pub(super) fn neighbourhood_vote(&self, short: &[Short<'_>]) -> Option<Decision> {
         let (best, agree) = vote(short)?;
         let sim = best.sim;
-        Some(Decision {
-            layer: RouteLayer::L1,
-            steps: best.steps.clone(),
-            similarity: Some(sim),
-            matched: Some(best.phrasing.to_owned()),
-            reason: format!(
-                "L1: {agree} phrasings of one action within {VOTE_MARGIN} of its bar, best {sim:.3}, none of another"
-            ),
-            residual: None,
-            canonical: String::new(),
-            trace: Vec::new(),
-            query: None,
-            near: None,
-        })
+        let reason = format!(
+            "L1: {agree} phrasings of one action within {VOTE_MARGIN} of its bar, best {sim:.3}, none of another"
+        );
+        Some(Decision::served(RouteLayer::L1, best.steps.clone(), Some(sim), best.phrasing.to_owned(), reason))
     }
 }

@@ -133,18 +133,8 @@ impl FastPath {
                 }
                 continue;
             }
-            return Some(Decision {
-                layer: RouteLayer::L1,
-                steps,
-                similarity: Some(sim),
-                matched: Some(r.canonical.clone()),
-                reason: format!("L1: similarity {sim:.3} ≥ its bar {bar:.3}, gate passed, slots filled"),
-                residual: None,
-                canonical: String::new(),
-                trace: Vec::new(),
-                query: None,
-                near: None,
-            });
+            let reason = format!("L1: similarity {sim:.3} ≥ its bar {bar:.3}, gate passed, slots filled");
+            return Some(Decision::served(RouteLayer::L1, steps, Some(sim), r.canonical.clone(), reason));
         }
         self.neighbourhood_vote(&short)
     }
@@ -279,7 +269,7 @@ impl FastPath {
     /// from the conversation ("what's the weather forecast" after asking
     /// about Bologna) is no part of the request: one use of the wording
     /// does not make it the action's.
-    fn servable(&self, r: &L1Row) -> bool {
+    pub(super) fn servable(&self, r: &L1Row) -> bool {
         let min = self.fast.canonical_query_min_uses;
         self.actions.get(&r.action).is_some_and(|a| a.uses >= min) && self.values_sound(r)
     }

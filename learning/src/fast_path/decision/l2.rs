@@ -42,18 +42,8 @@ impl FastPath {
                         }
                     }
                 }
-                return Some(Decision {
-                    layer: RouteLayer::L2,
-                    steps,
-                    similarity: Some(cos),
-                    matched: Some(text.to_owned()),
-                    reason: format!("L2: cosine {cos:.3} ≥ {threshold}, gate passed, placeholders resolved"),
-                    residual: None,
-                    canonical: String::new(),
-                    trace: Vec::new(),
-                    query: None,
-                    near: None,
-                });
+                let reason = format!("L2: cosine {cos:.3} ≥ {threshold}, gate passed, placeholders resolved");
+                return Some(Decision::served(RouteLayer::L2, steps, Some(cos), text.to_owned(), reason));
             }
         }
         None

@@ -34,7 +34,7 @@ use engram_events::payloads::{NearMiss, PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::second_reading::{Reading, SecondReader};
+use super::second_reading::{Reading, SecondReader, SECOND_READING_BAR};
 use super::{canonical, gate, with_names_as_words, Extracted, L0Table, SlotKind};
 use crate::fast_path::{FastPathConfig, MultiToolConfig};
 use crate::projections::canonical_queries::ActionRow;
@@ -103,18 +103,20 @@ impl Decision {
     /// L0's answer for `text`, if the literal table has it.
     pub fn from_l0(l0: &L0Table, text: &str) -> Option<Self> {
         let (tool, phrase) = l0.lookup(text)?;
-        Some(Decision {
-            layer: RouteLayer::L0,
-            steps: vec![PlanStep { tool: tool.to_owned(), args: ToolArgs::default() }],
-            similarity: None,
-            matched: Some(phrase),
-            reason: "L0: literal phrase".into(),
-            residual: None,
-            canonical: String::new(),
-            trace: Vec::new(),
-            query: None,
-            near: None,
-        })
+        let steps = vec![PlanStep { tool: tool.to_owned(), args: ToolArgs::default() }];
+        Some(Decision::served(RouteLayer::L0, steps, None, phrase, "L0: literal phrase".into()))
+    }
+
+    /// A layer serves `steps`, matched with `matched` at `similarity`, for
+    /// `reason`; the route fills in the rest.
+    pub(super) fn served(
+        layer: RouteLayer,
+        steps: Vec<PlanStep>,
+        similarity: Option<f64>,
+        matched: String,
+        reason: String,
+    ) -> Self {
+        Decision { layer, steps, similarity, matched: Some(matched), ..Decision::planner(reason, None) }
     }
 
     /// The planner answers, for `reason`.
@@ -313,9 +315,16 @@ impl FastPath {
                 }
             }
         }
-        let second = second.filter(|_| self.fast.second_reading);
-        if let Some(d) = second.and_then(|read| self.confirmed(text, &missed.readings, read)) {
-            return Ok(finish(d, &refusals, &canon));
+        if let Some(read) = second.filter(|_| self.fast.second_reading) {
+            let neighbours = self.planned_neighbours(&q);
+            if missed.readings.iter().any(|r| r.sim >= SECOND_READING_BAR) || !neighbours.is_empty() {
+                let plan = read(text);
+                let d = Self::confirmed(&missed.readings, &plan)
+                    .or_else(|| self.planned_values(&canon, &ex, &neighbours, &missed.names, &plan, embed));
+                if let Some(d) = d {
+                    return Ok(finish(d, &refusals, &canon));
+                }
+            }
         }
         let best = refusals.iter().max_by(|a, b| a.0.total_cmp(&b.0)).cloned();
         let mut d = match best {

@@ -10,35 +10,27 @@ use std::collections::{BTreeMap, HashSet};
 use engram_events::payloads::{NearMiss, PlanStep, RouteLayer};
 use serde_json::Value;
 
-use super::{Decision, FastPath, L1_COMPARED};
-use crate::fast_path::second_reading::{self, Lacking, Reading, SecondReader, SECOND_READING_BAR};
-use crate::fast_path::{gate, model_away, placeholder, slots, Extracted};
+use super::{Decision, FastPath, L1Row, L1_COMPARED};
+use crate::fast_path::second_reading::{self, Lacking, Reading, SECOND_READING_BAR};
+use crate::fast_path::{gate, model_away, placeholder, slots, steps_agree, Extracted};
+
+/// How many phrasings nearest a request a second reader's plan is
+/// compared with ([`FastPath::planned_neighbours`]): more than L1 examines
+/// by meaning, since a wording far from the taught ones ranks the right
+/// action's phrasings behind others of the same words.
+const PLANNED_NEIGHBOURS: usize = 40;
 
 impl FastPath {
     /// The reading of `text` the second reader confirms, as an L1 answer
     /// ([`second_reading`]): the reader is asked only when there is one.
-    pub(super) fn confirmed(&self, text: &str, readings: &[Reading], read: SecondReader<'_>) -> Option<Decision> {
-        if !readings.iter().any(|r| r.sim >= SECOND_READING_BAR) {
-            return None;
-        }
-        let plan = read(text);
-        let r = second_reading::confirmed(readings, &plan)?;
+    pub(super) fn confirmed(readings: &[Reading], plan: &[PlanStep]) -> Option<Decision> {
+        let r = second_reading::confirmed(readings, plan)?;
         let lacked = match &r.lacking {
             Lacking::Bar { bar } => format!("under its bar {bar:.3}"),
             Lacking::Words { why } => format!("the gate's words ({why})"),
         };
-        Some(Decision {
-            layer: RouteLayer::L1,
-            steps: r.steps.clone(),
-            similarity: Some(r.sim),
-            matched: Some(r.phrasing.clone()),
-            reason: format!("L1: similarity {:.3}, {lacked}; the offline planner plans the same call", r.sim),
-            residual: None,
-            canonical: String::new(),
-            trace: Vec::new(),
-            query: None,
-            near: None,
-        })
+        let reason = format!("L1: similarity {:.3}, {lacked}; the offline planner plans the same call", r.sim);
+        Some(Decision::served(RouteLayer::L1, r.steps.clone(), Some(r.sim), r.phrasing.clone(), reason))
     }
 
     /// Whether a phrasing the gate refused may still be a reading
@@ -53,6 +45,79 @@ impl FastPath {
         let gate::Mismatch::Content { request_only, candidate_only } = why else { return false };
         let value = |w: &String| names.contains(w) || self.folded_values.values().any(|v| v.contains(w));
         !request_only.iter().chain(candidate_only).any(|w| gate::is_pole(w)) && !request_only.iter().any(value)
+    }
+
+    /// The phrasings a second reader's plan may be the call of
+    /// ([`FastPath::planned_values`]): the [`PLANNED_NEIGHBOURS`] nearest
+    /// to the request's vector `q` at [`SECOND_READING_BAR`] or more, of
+    /// actions that serve, nearest first.
+    pub(super) fn planned_neighbours(&self, q: &[f32]) -> Vec<(f64, &L1Row)> {
+        let near = self.l1.candidates_k("", Some(q), PLANNED_NEIGHBOURS).into_iter();
+        let near = near.map(|(_, r, cos)| (f64::from(cos), r)).filter(|(cos, _)| *cos >= SECOND_READING_BAR);
+        let mut out: Vec<(f64, &L1Row)> = near.filter(|(_, r)| self.servable(r)).collect();
+        out.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.canonical.cmp(&b.1.canonical)));
+        out
+    }
+
+    /// A learnt phrasing near by meaning serves with the values the second
+    /// reader read, when its call with them is that reader's plan exactly
+    /// ([`second_reading`], rule 4) — for a wording whose slots the
+    /// request's words do not fill ("its pitch dark in the utility room can
+    /// you turn the light on" near "hey can you put the lights on in the
+    /// zoneslot"). Each value must be words of the request and one its
+    /// slot takes ([`slots::Vocabulary::fits`], or a known value of its
+    /// parameter), and the request with them masked must pass the gate as
+    /// a reading does ([`FastPath::words_readable`]).
+    pub(super) fn planned_values<E>(
+        &self,
+        canon: &str,
+        ex: &Extracted,
+        neighbours: &[(f64, &L1Row)],
+        names: &HashSet<String>,
+        plan: &[PlanStep],
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Option<Decision> {
+        let [step] = plan else { return None };
+        let command = |w: &str| self.command_words.contains(w);
+        'rows: for &(sim, r) in neighbours.iter().filter(|(_, r)| r.executor == step.tool) {
+            let Ok(template) = placeholder::resolve(&r.args, ex) else { continue };
+            let mut bound = BTreeMap::new();
+            for (k, v) in &template.0 {
+                if !step.args.0.get(k).is_some_and(|p| bind(v, p, &mut bound)) {
+                    continue 'rows;
+                }
+            }
+            let mut values = BTreeMap::new();
+            let mut masked = canon.to_owned();
+            for name in &r.names {
+                let Some(Value::String(said)) = bound.get(name) else { continue 'rows };
+                let read = crate::text::normalize(said);
+                let Some((m, said)) = second_reading::masked(&masked, &read, &slots::mask(name)) else {
+                    continue 'rows;
+                };
+                masked = m;
+                let enums = self.enum_of(&r.executor, name);
+                let fitted = self.vocabulary(&r.action, name).and_then(|v| v.fits(&said, enums.as_deref(), &command));
+                match fitted.or_else(|| self.known_as(name, &said)) {
+                    Some(v) => values.insert(name.clone(), v),
+                    None => continue 'rows,
+                };
+            }
+            match self.gate(&masked, &r.canonical, Some(r), embed) {
+                Ok(()) => {}
+                Err(why) if self.words_readable(&why, names) => {}
+                Err(_) => continue,
+            }
+            let Some(args) = slots::resolve(&template, &values) else { continue };
+            let steps = vec![PlanStep { tool: r.executor.clone(), args }];
+            if !steps_agree(&steps, plan) {
+                continue;
+            }
+            let reason =
+                format!("L1: similarity {sim:.3}, its words do not fill its slots; the offline planner plans its call");
+            return Some(Decision::served(RouteLayer::L1, steps, Some(sim), r.canonical.clone(), reason));
+        }
+        None
     }
 
     /// With the model away (`model_away`), when no phrasing came near: the
@@ -102,5 +167,26 @@ impl FastPath {
             return Some(NearMiss { canonical: r.canonical.clone(), similarity: sim, steps });
         }
         None
+    }
+}
+
+/// Binds `template`'s slot placeholders to `plan`'s values where they
+/// stand; false when the two differ in shape (the constants are compared
+/// later, with the call).
+fn bind(template: &Value, plan: &Value, out: &mut BTreeMap<String, Value>) -> bool {
+    match (template, plan) {
+        (Value::String(s), v) if slots::placeholder_name(s).is_some() => {
+            let name = slots::placeholder_name(s).unwrap_or_default().to_owned();
+            match out.get(&name) {
+                Some(b) => b == v,
+                None => {
+                    out.insert(name, v.clone());
+                    true
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| bind(x, y, out)),
+        (Value::Object(a), Value::Object(b)) => a.iter().all(|(k, x)| b.get(k).is_some_and(|y| bind(x, y, out))),
+        _ => true,
     }
 }
