@@ -39,9 +39,12 @@
 //!    slot takes (a value it has taken, an enum member, or a new one
 //!    shaped like its values in an open slot), the constants are the
 //!    phrasing's, and the request with those values masked passes the
-//!    gate as a reading must (rule 1). Here the values come from one
-//!    reader only; the tool, the constants, the words around the values
-//!    and the meaning come from two.
+//!    gate as a reading must (rule 1). A new value keeps L1's rule: none
+//!    that holds another parameter's known value, none where L1 read the
+//!    request as another action as near ("the christmas lights": a new
+//!    room, or a light's name). Here the values come from one reader
+//!    only; the tool, the constants, the words around the values and the
+//!    meaning come from two.
 //!
 //! Measured on the home fixture's dev split, reported on its held-out
 //! one (`engram bench learning --home`, `docs/fast-path.md`).

@@ -136,6 +136,7 @@ impl FastPath {
             let reason = format!("L1: similarity {sim:.3} ≥ its bar {bar:.3}, gate passed, slots filled");
             return Some(Decision::served(RouteLayer::L1, steps, Some(sim), r.canonical.clone(), reason));
         }
+        missed.rivals.extend(rivals.iter().map(|(a, s)| ((*a).to_owned(), *s)));
         self.neighbourhood_vote(&short)
     }
 

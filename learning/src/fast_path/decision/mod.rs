@@ -143,6 +143,9 @@ impl Decision {
 struct Missed {
     near: Option<NearMiss>,
     readings: Vec<Reading>,
+    /// The actions L1 read the request as, and how near (a reading that
+    /// needed a new value is no nearer than these: [`FastPath::try_l1`]).
+    rivals: Vec<(String, f64)>,
     /// The request's proper nouns' words, as the gate folds them: no
     /// reading passes over one ([`FastPath::words_readable`]).
     names: HashSet<String>,
@@ -320,7 +323,7 @@ impl FastPath {
             if missed.readings.iter().any(|r| r.sim >= SECOND_READING_BAR) || !neighbours.is_empty() {
                 let plan = read(text);
                 let d = Self::confirmed(&missed.readings, &plan)
-                    .or_else(|| self.planned_values(&canon, &ex, &neighbours, &missed.names, &plan, embed));
+                    .or_else(|| self.planned_values(&canon, &ex, &neighbours, &missed, &plan, embed));
                 if let Some(d) = d {
                     return Ok(finish(d, &refusals, &canon));
                 }

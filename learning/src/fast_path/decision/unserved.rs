@@ -66,14 +66,15 @@ impl FastPath {
     /// you turn the light on" near "hey can you put the lights on in the
     /// zoneslot"). Each value must be words of the request and one its
     /// slot takes ([`slots::Vocabulary::fits`], or a known value of its
-    /// parameter), and the request with them masked must pass the gate as
-    /// a reading does ([`FastPath::words_readable`]).
+    /// parameter) — a new one only where L1 read the request no other way
+    /// as near — and the request with them masked must pass the gate as a
+    /// reading does ([`FastPath::words_readable`]).
     pub(super) fn planned_values<E>(
         &self,
         canon: &str,
         ex: &Extracted,
         neighbours: &[(f64, &L1Row)],
-        names: &HashSet<String>,
+        missed: &super::Missed,
         plan: &[PlanStep],
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
@@ -97,15 +98,32 @@ impl FastPath {
                 };
                 masked = m;
                 let enums = self.enum_of(&r.executor, name);
-                let fitted = self.vocabulary(&r.action, name).and_then(|v| v.fits(&said, enums.as_deref(), &command));
-                match fitted.or_else(|| self.known_as(name, &said)) {
-                    Some(v) => values.insert(name.clone(), v),
-                    None => continue 'rows,
-                };
+                let vocabulary = self.vocabulary(&r.action, name);
+                let fitted = vocabulary.and_then(|v| v.fits(&said, enums.as_deref(), &command));
+                let Some(value) = fitted.or_else(|| self.known_as(name, &said)) else { continue 'rows };
+                // A new value is one reading of the request among others
+                // (L1's rule): none holding another parameter's known
+                // value, none where L1 read the request as another action
+                // of the tool as near ("the christmas lights": a new room,
+                // or a light's name; the plan has chosen the tool).
+                let known = vocabulary.is_some_and(|v| v.knows(&said))
+                    || self.known_as(name, &said).is_some()
+                    || enums.as_ref().is_some_and(|e| e.contains(&value));
+                if !known
+                    && (self.known_elsewhere(name, &said).is_some()
+                        || missed.rivals.iter().any(|(a, s)| {
+                            *a != r.action
+                                && a.strip_prefix(r.executor.as_str()).is_some_and(|t| t.starts_with('('))
+                                && *s >= sim
+                        }))
+                {
+                    continue 'rows;
+                }
+                values.insert(name.clone(), value);
             }
             match self.gate(&masked, &r.canonical, Some(r), embed) {
                 Ok(()) => {}
-                Err(why) if self.words_readable(&why, names) => {}
+                Err(why) if self.words_readable(&why, &missed.names) => {}
                 Err(_) => continue,
             }
             let Some(args) = slots::resolve(&template, &values) else { continue };
