@@ -27,6 +27,8 @@
 //!    described as `HH:MM` takes a time of day said ("9am", "4:30 in the
 //!    afternoon", "alle 3 del pomeriggio": `"16:30"`,
 //!    [`crate::time_of_day`]), whose numbers are then no counts either.
+//!    A day whose format also asks for the time (`'dd/mm/yyyy HH:MM'`,
+//!    `YYYY-MM-DDTHH:MM:SS`) takes both, as one value.
 //! 2. **A value named by its parameter.** The property's name said as
 //!    words (`botVersion` → "bot version", or its last word alone when
 //!    that is specific or a code follows: "id 1234") and followed by its
@@ -332,6 +334,7 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
     let date = kind == "string" && slots::date_like(name, spec);
     date.then(|| slots::take_date(name, spec, &said.dates, &said.ex, taken))
         .flatten()
+        .map(|day| slots::with_time_of_day(day, spec, said, taken))
         .or_else(|| {
             slots::slot_for(name, spec).filter(|_| !date).and_then(|k| slots::take_slot(&said.ex, k, &mut taken.slots))
         })
@@ -798,6 +801,30 @@ mod tests {
         let rental = props(json!({"start_date": {"type": "string"}, "end_date": {"type": "string"}}), &[]);
         let f = fill(&rental, "a car from April 18th 2023 at 10am until April 24th", now());
         assert_eq!(f.args.0.get("end_date"), Some(&json!("2023-04-24")), "an earlier day's year");
+    }
+
+    /// A property whose format holds a day and a time of day takes both,
+    /// in its format; the next property that takes a time takes nothing
+    /// (it took the departure's before).
+    #[test]
+    fn a_day_and_a_time_of_day_asked_together_are_one_value() {
+        let flight = props(
+            json!({
+                "departure_time": {"type": "string", "description": "The departure time in the format of 'dd/mm/yyyy HH:MM'."},
+                "return_time": {"type": "string", "description": "The return time in the format of 'dd/mm/yyyy HH:MM'."}
+            }),
+            &["departure_time"],
+        );
+        let f = fill(&flight, "a flight on the 12th of March 2023 at 3 in the afternoon", now());
+        assert_eq!(f.args.0.get("departure_time"), Some(&json!("12/03/2023 15:00")));
+        assert_eq!(f.args.0.get("return_time"), None);
+        let iso =
+            props(json!({"when": {"type": "string", "description": "Date and time, YYYY-MM-DDTHH:MM:SS"}}), &["when"]);
+        let f = fill(&iso, "move it to November 1, 2023 at 4pm", now());
+        assert_eq!(f.args.0.get("when"), Some(&json!("2023-11-01T16:00:00")));
+        // No time said: the day alone.
+        let f = fill(&flight, "a flight on the 12th of March 2023", now());
+        assert_eq!(f.args.0.get("departure_time"), Some(&json!("12/03/2023")));
     }
 
     #[test]

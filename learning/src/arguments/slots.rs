@@ -118,6 +118,21 @@ pub(super) fn take_time(spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Opt
     Some(Value::String(said.times[i].time.format(format).to_string()))
 }
 
+/// `day` (as [`take_date`] wrote it) with the first time of day no
+/// property took, when the description asks for both ("in the format
+/// 'YYYY-MM-DD HH:MM:SS'", "'dd/mm/yyyy HH:MM'"): "on the 12th of March
+/// 2023 at 3 in the afternoon" is one departure, not a day here and a
+/// time in the next property that takes one. Joined by a `T` when the
+/// format has one ("YYYY-MM-DDTHH:MM:SS"), else a space; the day alone
+/// when no time was said.
+pub(super) fn with_time_of_day(day: Value, spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Value {
+    let upper = description_of(spec).to_uppercase();
+    let (Some(d), true) = (day.as_str(), upper.contains("HH:MM")) else { return day };
+    let Some(Value::String(time)) = take_time(spec, said, taken) else { return day };
+    let joint = if upper.contains("DDTHH") { 'T' } else { ' ' };
+    Value::String(format!("{d}{joint}{time}"))
+}
+
 /// The first absolute date no property took — the last, for the end of a
 /// span ("from April 3rd to April 5th": `end_date` the 5th, whichever
 /// property is asked first) — else the first relative one.
