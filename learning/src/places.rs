@@ -32,7 +32,10 @@
 //!    UK" stays, where the form writes names); a city the gazetteer
 //!    does not have in that region is left as said. Without one, the most
 //!    populous city of the name is meant — the one people mean ("Paris",
-//!    "Portland").
+//!    "Portland") — but where the form writes US places only (the state
+//!    form, no country in it or its examples), the US city of the name,
+//!    unless the other is `US_ONLY_RATIO` times bigger ("San Rafael, CA",
+//!    not Argentina's; "Paris, France" still).
 //! 4. **The city as said.** The city keeps the user's words ("New York",
 //!    not GeoNames' "New York City"), capitalised when the request was in
 //!    lower case.
@@ -152,13 +155,25 @@ impl Gazetteer {
 
     /// The city `name` names, in `region` when one is said: the most
     /// populous of that name there (rule 3).
-    fn city(&self, name: &str, region: Option<&Region>) -> Option<&City> {
+    fn city(&self, name: &str, region: Option<&Region>, us_only: bool) -> Option<&City> {
         let ids = self.by_name.get(&fold(name))?;
-        ids.iter().map(|&c| &self.cities[c as usize]).find(|c| match region {
-            None => true,
-            Some(Region::State(s)) => c.country == "US" && &c.region == s,
-            Some(Region::Country(k)) => &c.country == k,
-        })
+        let mut cities = ids.iter().map(|&c| &self.cities[c as usize]);
+        match region {
+            // A form that writes US places only means the US city of the
+            // name, unless the name is another country's much bigger city
+            // (rule 3).
+            None if us_only => {
+                let top = cities.next()?;
+                let us = std::iter::once(top).chain(cities).find(|c| c.country == "US");
+                Some(match us {
+                    Some(u) if top.population <= u.population.saturating_mul(US_ONLY_RATIO) => u,
+                    _ => top,
+                })
+            }
+            None => cities.next(),
+            Some(Region::State(s)) => cities.find(|c| c.country == "US" && &c.region == s),
+            Some(Region::Country(k)) => cities.find(|c| &c.country == k),
+        }
     }
 
     /// The region `words` name: a US state by name or postal code (in
@@ -212,9 +227,10 @@ impl PlaceFormat {
     }
 
     /// The city `said` (in `region` when one was said) as this format
-    /// writes it, if the gazetteer knows it (rules 2–4).
-    fn write(self, g: &Gazetteer, said: &str, region: Option<(&str, Region)>) -> Option<String> {
-        let city = g.city(said, region.as_ref().map(|r| &r.1))?;
+    /// writes it, if the gazetteer knows it (rules 2–4); `us_only`: the
+    /// description asks for US places only ([`us_only`]).
+    fn write(self, g: &Gazetteer, said: &str, region: Option<(&str, Region)>, us_only: bool) -> Option<String> {
+        let city = g.city(said, region.as_ref().map(|r| &r.1), us_only)?;
         let as_said =
             if said.chars().any(char::is_uppercase) { said.to_string() } else { crate::fast_path::slots::title(said) };
         let region = match (city.country.as_str(), self, region) {
@@ -229,6 +245,24 @@ impl PlaceFormat {
         };
         Some(format!("{as_said}, {region}"))
     }
+}
+
+/// How much bigger than the US city of its name another country's city
+/// must be to be meant where a form writes US places only: "Paris" (86
+/// times Paris, Texas) is the French one, "San Rafael" or "Santa Rosa"
+/// (two to ten times the Californian one) the American.
+const US_ONLY_RATIO: u32 = 20;
+
+/// Whether `description` asks for US places only: the state form ("City,
+/// State", "city and state", an example written "'Austin, TX'"), no
+/// country named, no example outside the US — the tool's places are
+/// American, and so is the city a user names by a name others share.
+fn us_only(description: &str) -> bool {
+    let lower = description.to_lowercase();
+    let examples = examples(description);
+    let state = ["city, state", "city and state", "city,state"].iter().any(|f| lower.contains(f))
+        || examples.iter().any(|r| US_STATE_CODES.contains(r));
+    state && !lower.contains("country") && examples.iter().all(|r| US_STATE_CODES.contains(r))
 }
 
 /// The US states' postal codes, to tell an example's state from a
@@ -307,17 +341,17 @@ fn write_places<'g>(gazetteer: &dyn Fn() -> Option<&'g Gazetteer>, schema: &Valu
         if spec.get("type").and_then(Value::as_str) != Some("string") || spec.get("enum").is_some() {
             continue;
         }
-        let Some(format) = spec.get("description").and_then(Value::as_str).and_then(PlaceFormat::of) else {
-            continue;
-        };
+        let description = spec.get("description").and_then(Value::as_str).unwrap_or("");
+        let Some(format) = PlaceFormat::of(description) else { continue };
+        let us = us_only(description);
         let Some(said) = value.as_str() else { continue };
         let Some(g) = gazetteer() else { return };
         let written = match said.split_once(',') {
             Some((city, words)) => {
                 let words = words.trim();
-                g.region(words).and_then(|r| format.write(g, city.trim(), Some((words, r))))
+                g.region(words).and_then(|r| format.write(g, city.trim(), Some((words, r)), us))
             }
-            None => format.write(g, said, region_after(g, request, said)),
+            None => format.write(g, said, region_after(g, request, said), us),
         };
         if let Some(w) = written {
             *value = Value::String(w);
@@ -355,10 +389,14 @@ mod tests {
                       New York City\tUS\tNY\t8804190\tNew York|Big Apple\n\
                       London\tGB\tENG\t8961989\t\n\
                       London\tCA\t08\t346765\t\n\
-                      Sydney\tAU\t02\t4627345\t\n";
+                      Sydney\tAU\t02\t4627345\t\n\
+                      San Rafael\tAR\t12\t118009\t\n\
+                      San Rafael\tUS\tCA\t58704\t\n\
+                      Paris\tFR\t11\t2138551\t\n\
+                      Paris\tUS\tTX\t24782\t\n";
         Gazetteer::parse(
             cities,
-            "AU\tAustralia\nGB\tUnited Kingdom\nIT\tItaly\nUS\tUnited States\n",
+            "AR\tArgentina\nAU\tAustralia\nFR\tFrance\nGB\tUnited Kingdom\nIT\tItaly\nUS\tUnited States\n",
             "CA\tCalifornia\nIN\tIndiana\nLA\tLouisiana\nMA\tMassachusetts\nNY\tNew York\n",
         )
         .unwrap()
@@ -376,6 +414,17 @@ mod tests {
     const STATE: &str = "The city, in the format of 'City, State', such as 'Berkeley, CA' or 'New York, NY'.";
     const COUNTRY: &str = "In the format of 'City, State' or 'City, Country' if the city does not locate in the US";
     const CODES: &str = "The name of the city, such as 'New York, NY' or 'London, UK'.";
+
+    /// A form that writes US places only means the US city of a shared
+    /// name, unless the other is a far bigger city; a form that writes
+    /// countries too means the most populous.
+    #[test]
+    fn a_form_of_us_places_means_the_us_city_of_a_shared_name() {
+        assert_eq!(written(STATE, "San Rafael", "imax movies in San Rafael"), "San Rafael, CA");
+        assert_eq!(written(COUNTRY, "San Rafael", "imax movies in San Rafael"), "San Rafael, Argentina");
+        assert_eq!(written(STATE, "Paris", "a restaurant in Paris"), "Paris, France");
+        assert_eq!(written(STATE, "San Rafael", "San Rafael, Argentina"), "San Rafael, Argentina", "as said");
+    }
 
     #[test]
     fn a_city_takes_the_region_the_parameter_asks_for() {
