@@ -397,15 +397,21 @@ impl Shell {
 
     fn advance(&mut self, seq: Seq) {
         self.position = seq;
+        // The checkpoint is written before the position is published: once
+        // the position shows the actor settled, `Runtime::shutdown` sets
+        // its checkpoint to the head, and a write of this seq landing after
+        // that would move the checkpoint back (a data dir left so had an
+        // actor behind the head, and the next import's fold beside it
+        // rightly saved nothing).
+        if let Err(e) = self.bus.set_checkpoint(self.name, seq) {
+            tracing::warn!(actor = self.name, "checkpoint not written: {e}");
+        }
         self.status.position.store(seq.0, Ordering::SeqCst);
         if let Some(m) = self.bus.observer() {
             // Events the subscription passed without handing them on are
             // no work of this actor's once it has handled all it was handed
             // (the dispatcher's `passed_idle` is the other half).
             m.lag(self.name, self.status.lag_at(self.bus.head()));
-        }
-        if let Err(e) = self.bus.set_checkpoint(self.name, seq) {
-            tracing::warn!(actor = self.name, "checkpoint not written: {e}");
         }
         if self.bus.snapshot_due(self.snapshot_at, seq) {
             self.save_snapshot();

@@ -201,11 +201,6 @@ fn live_history(data: &Path) {
         rt.handle_utterance(&SessionId::new(s), text).unwrap();
     }
     rt.end_session(&SessionId::new("live-1")).unwrap();
-    // Settled before the shutdown, however loaded the machine: a shutdown
-    // that finds an actor busy after its 10 s leaves that actor's
-    // checkpoint behind the head (it resumes at the next start), and the
-    // tests below compare data dirs whose actors are all at the head.
-    assert!(rt.settle(Duration::from_secs(120)), "the lived history settled");
     rt.shutdown().unwrap();
 }
 
