@@ -38,8 +38,9 @@
 //!    for a string; or a quote right before the name ("the 'main'
 //!    database", "'admin_user' as username").
 //! 3. **An enum value the request names.** `{"enum": ["celsius",
-//!    "fahrenheit"]}` takes the first value the request says as a whole
-//!    word, any case ("in fahrenheit"); else a one-word value of four
+//!    "fahrenheit"]}` takes the value the request says as a whole word,
+//!    any case ("in fahrenheit"), the longest of those said ("premium
+//!    economy" holds "economy"), the first of equals; else a one-word value of four
 //!    letters or more that a word of the request has as its stem ("a
 //!    musical show" → `Music`).
 //!    A colour property (`color`, a string without an enum) takes the
@@ -510,19 +511,27 @@ fn shared_flag_words(properties: &serde_json::Map<String, Value>) -> Vec<String>
     flags.into_iter().filter(|(_, n)| *n > 1).map(|(w, _)| w).collect()
 }
 
-/// Rule 3: the first value of the property's enum the request names as a
+/// Rule 3: the longest value of the property's enum the request names as a
 /// whole word (or words), any case; else one a word of the request has for
 /// its stem ("a musical show" names `Music`).
 fn enum_named(spec: &Value, request: &str) -> Option<Value> {
     let words = words_of(request);
     let lower = format!(" {} ", words.join(" "));
     let values = spec.get("enum")?.as_array()?;
+    // The longest member said, the first of equals: "premium economy"
+    // holds "economy".
+    let said = |v: &&Value| {
+        let w = v.as_str().map(words_of).unwrap_or_default();
+        (!w.is_empty() && lower.contains(&format!(" {} ", w.join(" ")))).then_some(w.len())
+    };
     values
         .iter()
-        .find(|v| {
-            let w = v.as_str().map(|s| words_of(s).join(" ")).unwrap_or_default();
-            !w.is_empty() && lower.contains(&format!(" {w} "))
+        .filter_map(|v| said(&v).map(|n| (n, v)))
+        .fold(None, |best: Option<(usize, &Value)>, (n, v)| match best {
+            Some((m, _)) if m >= n => best,
+            _ => Some((n, v)),
         })
+        .map(|(_, v)| v)
         .or_else(|| {
             values.iter().find(|v| {
                 let w = v.as_str().map(words_of).unwrap_or_default();
@@ -825,6 +834,19 @@ mod tests {
         // No time said: the day alone.
         let f = fill(&flight, "a flight on the 12th of March 2023", now());
         assert_eq!(f.args.0.get("departure_time"), Some(&json!("12/03/2023")));
+    }
+
+    /// The longest enum value said wins, whatever the enum's order.
+    #[test]
+    fn the_enum_value_said_is_the_longest_one_said() {
+        let flight = props(
+            json!({"seating_class": {"type": "string", "enum": ["Economy", "Premium Economy", "Business"]}}),
+            &[],
+        );
+        let f = fill(&flight, "a flight to LAX, I would like to travel in Premium Economy", now());
+        assert_eq!(f.args.0.get("seating_class"), Some(&json!("Premium Economy")));
+        let f = fill(&flight, "a flight to LAX in economy please", now());
+        assert_eq!(f.args.0.get("seating_class"), Some(&json!("Economy")));
     }
 
     #[test]
