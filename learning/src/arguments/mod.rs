@@ -527,10 +527,9 @@ fn enum_named(spec: &Value, request: &str) -> Option<Value> {
     values
         .iter()
         .filter_map(|v| said(&v).map(|n| (n, v)))
-        .fold(None, |best: Option<(usize, &Value)>, (n, v)| match best {
-            Some((m, _)) if m >= n => best,
-            _ => Some((n, v)),
-        })
+        // `max_by_key` keeps the last of equals: reversed, the first.
+        .rev()
+        .max_by_key(|(n, _)| *n)
         .map(|(_, v)| v)
         .or_else(|| {
             values.iter().find(|v| {

@@ -99,23 +99,21 @@ impl FastPath {
                 masked = m;
                 let enums = self.enum_of(&r.executor, name);
                 let vocabulary = self.vocabulary(&r.action, name);
+                let known_as = self.known_as(name, &said);
                 let fitted = vocabulary.and_then(|v| v.fits(&said, enums.as_deref(), &command));
-                let Some(value) = fitted.or_else(|| self.known_as(name, &said)) else { continue 'rows };
+                let Some(value) = fitted.or_else(|| known_as.clone()) else { continue 'rows };
                 // A new value is one reading of the request among others
                 // (L1's rule): none holding another parameter's known
                 // value, none where L1 read the request as another action
                 // of the tool as near ("the christmas lights": a new room,
                 // or a light's name; the plan has chosen the tool).
                 let known = vocabulary.is_some_and(|v| v.knows(&said))
-                    || self.known_as(name, &said).is_some()
+                    || known_as.is_some()
                     || enums.as_ref().is_some_and(|e| e.contains(&value));
+                let same_tool = |a: &str| self.actions.get(a).is_some_and(|o| o.executor == r.executor);
                 if !known
                     && (self.known_elsewhere(name, &said).is_some()
-                        || missed.rivals.iter().any(|(a, s)| {
-                            *a != r.action
-                                && a.strip_prefix(r.executor.as_str()).is_some_and(|t| t.starts_with('('))
-                                && *s >= sim
-                        }))
+                        || missed.rivals.iter().any(|(a, s)| *a != r.action && same_tool(a) && *s >= sim))
                 {
                     continue 'rows;
                 }
@@ -193,16 +191,16 @@ impl FastPath {
 /// later, with the call).
 fn bind(template: &Value, plan: &Value, out: &mut BTreeMap<String, Value>) -> bool {
     match (template, plan) {
-        (Value::String(s), v) if slots::placeholder_name(s).is_some() => {
-            let name = slots::placeholder_name(s).unwrap_or_default().to_owned();
-            match out.get(&name) {
+        (Value::String(s), v) => match slots::placeholder_name(s) {
+            Some(name) => match out.get(name) {
                 Some(b) => b == v,
                 None => {
-                    out.insert(name, v.clone());
+                    out.insert(name.to_owned(), v.clone());
                     true
                 }
-            }
-        }
+            },
+            None => true,
+        },
         (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| bind(x, y, out)),
         (Value::Object(a), Value::Object(b)) => a.iter().all(|(k, x)| b.get(k).is_some_and(|y| bind(x, y, out))),
         _ => true,

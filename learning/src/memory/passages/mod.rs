@@ -381,7 +381,7 @@ impl PassageIndex {
         let lists = [self.lexical(q, CANDIDATES), self.semantic(q, CANDIDATES)];
         for list in &lists {
             for (rank, (slot, _)) in list.iter().enumerate() {
-                let weight = match self.passages[*slot as usize].as_ref().map(|p| p.speaker) {
+                let weight = match self.get(*slot).map(|p| p.speaker) {
                     Some(Speaker::User) => 1.0,
                     _ => REPLY_WEIGHT,
                 };
