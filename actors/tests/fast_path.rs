@@ -227,3 +227,32 @@ fn a_wording_its_slots_do_not_fit_serves_with_the_second_readers_values() {
     let d = fp.route_read_twice(text, now(), &mut |_| on("hallway")).unwrap();
     assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
 }
+
+/// Rule 4 measures a phrasing's nearness with the plan's values set
+/// aside, as L1 does (the phrasing's own in their place): a wording whose
+/// room and filler words push it far from every phrasing by its whole
+/// vector still serves the plan that is a phrasing's call. And never when
+/// a phrasing of the same tool read the request with other values: the
+/// two readers disagree.
+#[test]
+fn a_wording_far_by_its_values_is_measured_with_them_set_aside() {
+    let fp = lights_taught_in_three_rooms();
+    let planner = home_planner();
+    for text in [
+        "its pitch dark in the utility room can you turn the light on",
+        "uh im in the utility room its pitch black lights on",
+        "utility room lights on please",
+    ] {
+        let alone = fp.route(text, now()).unwrap();
+        assert_eq!(alone.layer, RouteLayer::Planner, "{alone:?}");
+        let d = fp.route_read_twice(text, now(), &mut |t: &str| planner.plan(t, now()).unwrap()).unwrap();
+        assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &on("utility room")), "{text}: {d:?}");
+        assert!(d.reason.contains("do not fill its slots"), "{d:?}");
+    }
+    // L1 reads "guest bedroom lights on" as the bedroom's (the gate's
+    // words short of serving); a plan for the guest bedroom disagrees.
+    let text = "guest bedroom lights on";
+    let d = fp.route_read_twice(text, now(), &mut |_| on("guest bedroom")).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+    assert!(d.trace.iter().any(|t| t.contains("is no phrasing's call")), "{d:?}");
+}

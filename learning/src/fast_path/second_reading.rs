@@ -32,9 +32,12 @@
 //! 4. With no reading confirmed, the plan may still be the call of a
 //!    learnt phrasing whose slots the request's words do not fill — its
 //!    wording puts the values elsewhere ("its dark in the hallway turn the
-//!    lights on" against "turn the lights on in the areaslot"): one of the
-//!    40 nearest phrasings (`PLANNED_NEIGHBOURS`), at [`SECOND_READING_BAR`] or
-//!    more, of an action that serves. The plan's values stand in its
+//!    lights on" against "turn the lights on in the areaslot"): a
+//!    phrasing of the plan's tool, of an action that serves, at
+//!    [`SECOND_READING_BAR`] or more — by the request's vector (one of
+//!    its 40 nearest, `PLANNED_NEIGHBOURS`) or with the plan's values
+//!    set aside as L1 measures (the phrasing's own in their place). The
+//!    plan's values stand in its
 //!    slots when each is words of the request ([`masked`]) and one its
 //!    slot takes (a value it has taken, an enum member, or a new one
 //!    shaped like its values in an open slot), the constants are the
@@ -42,8 +45,11 @@
 //!    gate as a reading must (rule 1). A new value keeps L1's rule: none
 //!    that holds another parameter's known value, none where L1 read the
 //!    request as another action as near ("the christmas lights": a new
-//!    room, or a light's name). Here the values come from one reader
-//!    only; the tool, the constants, the words around the values and the
+//!    room, or a light's name). And none when a reading of the same tool
+//!    (rule 1) went unconfirmed: the two readers disagree ("power off
+//!    the electric blanket": the phrasing's name is "electric blanket",
+//!    the plan's "power"). Here the values come from one reader only;
+//!    the tool, the constants, the words around the values and the
 //!    meaning come from two.
 //!
 //! Measured on the home fixture's dev split, reported on its held-out

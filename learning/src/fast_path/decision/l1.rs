@@ -413,10 +413,17 @@ pub(super) fn l1_rows<'a>(
 /// said it with: the request with the example's values, so the two are
 /// compared on their wording alone.
 fn transplant(canon: &str, fill: &slots::Fill, row: &L1Row) -> String {
-    let mut out = fill.masked.clone();
     if row.names.is_empty() {
         return canon.to_owned();
     }
+    with_own_values(&fill.masked, row)
+}
+
+/// `masked` (a request with `row`'s slots masked) with the words `row`'s
+/// example said each slot with: L1's measure of a wording with its values
+/// set aside, and rule 4's ([`FastPath::planned_values`]).
+pub(super) fn with_own_values(masked: &str, row: &L1Row) -> String {
+    let mut out = masked.to_owned();
     for name in &row.names {
         if let Some(said) = row.said.get(name) {
             out = out.replacen(&slots::mask(name), said, 1);

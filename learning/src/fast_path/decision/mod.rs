@@ -34,7 +34,7 @@ use engram_events::payloads::{NearMiss, PlanStep, RouteLayer, ToolArgs};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::second_reading::{Reading, SecondReader, SECOND_READING_BAR};
+use super::second_reading::{Reading, SecondReader};
 use super::{canonical, gate, with_names_as_words, Extracted, L0Table, SlotKind};
 use crate::fast_path::{FastPathConfig, MultiToolConfig};
 use crate::projections::canonical_queries::ActionRow;
@@ -253,7 +253,7 @@ impl FastPath {
     /// phrasing short of serving alone serves when that plan is its call
     /// ([`second_reading`](super::second_reading);
     /// `[fast_path] second_reading`, on by default). Called at most once,
-    /// only when there is such a phrasing.
+    /// only when no layer served and some phrasing's action serves.
     pub fn route_read_twice<E>(
         &self,
         text: &str,
@@ -318,15 +318,19 @@ impl FastPath {
                 }
             }
         }
+        let mut second_said = None;
         if let Some(read) = second.filter(|_| self.fast.second_reading) {
-            let neighbours = self.planned_neighbours(&q);
-            if missed.readings.iter().any(|r| r.sim >= SECOND_READING_BAR) || !neighbours.is_empty() {
+            if self.l1.rows.values().any(|(_, r)| self.servable(r)) {
+                let neighbours = self.planned_neighbours(&q);
                 let plan = read(text);
                 let d = Self::confirmed(&missed.readings, &plan)
                     .or_else(|| self.planned_values(&canon, &ex, &neighbours, &missed, &plan, embed));
                 if let Some(d) = d {
                     return Ok(finish(d, &refusals, &canon));
                 }
+                let calls: Vec<String> = plan.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect();
+                second_said =
+                    Some(format!("second reading: the offline planner's plan {calls:?} is no phrasing's call"));
             }
         }
         let best = refusals.iter().max_by(|a, b| a.0.total_cmp(&b.0)).cloned();
@@ -335,7 +339,9 @@ impl FastPath {
             None => Decision::planner("no candidate close enough".into(), None),
         };
         d.near = missed.near.or_else(|| self.taught_guess(&canon, &ex, &q, embed));
-        Ok(finish(d, &refusals, &canon))
+        let mut d = finish(d, &refusals, &canon);
+        d.trace.extend(second_said);
+        Ok(d)
     }
 
     /// The gate for replaying `text` for `canon`, content words spelt

@@ -51,12 +51,10 @@ impl FastPath {
     /// ([`FastPath::planned_values`]): the [`PLANNED_NEIGHBOURS`] nearest
     /// to the request's vector `q` at [`SECOND_READING_BAR`] or more, of
     /// actions that serve, nearest first.
-    pub(super) fn planned_neighbours(&self, q: &[f32]) -> Vec<(f64, &L1Row)> {
+    pub(super) fn planned_neighbours(&self, q: &[f32]) -> Vec<(f64, &str, &L1Row)> {
         let near = self.l1.candidates_k("", Some(q), PLANNED_NEIGHBOURS).into_iter();
-        let near = near.map(|(_, r, cos)| (f64::from(cos), r)).filter(|(cos, _)| *cos >= SECOND_READING_BAR);
-        let mut out: Vec<(f64, &L1Row)> = near.filter(|(_, r)| self.servable(r)).collect();
-        out.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.canonical.cmp(&b.1.canonical)));
-        out
+        let near = near.map(|(t, r, cos)| (f64::from(cos), t, r)).filter(|(cos, _, _)| *cos >= SECOND_READING_BAR);
+        near.filter(|(_, _, r)| self.servable(r)).collect()
     }
 
     /// A learnt phrasing near by meaning serves with the values the second
@@ -64,7 +62,9 @@ impl FastPath {
     /// ([`second_reading`], rule 4) — for a wording whose slots the
     /// request's words do not fill ("its pitch dark in the utility room can
     /// you turn the light on" near "hey can you put the lights on in the
-    /// zoneslot"). Each value must be words of the request and one its
+    /// zoneslot"), among the phrasings of the plan's tool, nearest first
+    /// (by `neighbours`' cosine or with the values set aside, whichever
+    /// is nearer). Each value must be words of the request and one its
     /// slot takes ([`slots::Vocabulary::fits`], or a known value of its
     /// parameter) — a new one only where L1 read the request no other way
     /// as near — and the request with them masked must pass the gate as a
@@ -73,58 +73,59 @@ impl FastPath {
         &self,
         canon: &str,
         ex: &Extracted,
-        neighbours: &[(f64, &L1Row)],
+        neighbours: &[(f64, &str, &L1Row)],
         missed: &super::Missed,
         plan: &[PlanStep],
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
         let [step] = plan else { return None };
-        let command = |w: &str| self.command_words.contains(w);
-        'rows: for &(sim, r) in neighbours.iter().filter(|(_, r)| r.executor == step.tool) {
-            let Ok(template) = placeholder::resolve(&r.args, ex) else { continue };
-            let mut bound = BTreeMap::new();
-            for (k, v) in &template.0 {
-                if !step.args.0.get(k).is_some_and(|p| bind(v, p, &mut bound)) {
-                    continue 'rows;
-                }
+        // A phrasing of the tool that read the request itself, with
+        // values the plan does not repeat (rule 1 confirmed none): two
+        // readers that disagree ("power off the electric blanket": the
+        // phrasing's name is "electric blanket", the plan's "power").
+        if missed.readings.iter().any(|r| r.steps.iter().any(|s| s.tool == step.tool)) {
+            return None;
+        }
+        let rows = self.l1.rows.iter().filter(|(_, (_, r))| r.executor == step.tool && self.servable(r));
+        // Every phrasing of the plan's tool whose slots take the plan's
+        // values, as near as the request is to it with its values set
+        // aside (its own values in their place, as L1 measures) or by
+        // the request's vector, whichever is nearer.
+        let mut planned: Vec<(f64, &L1Row, Planned)> = Vec::new();
+        for (text, (_, r)) in rows {
+            let Some(p) = self.planned_fill(canon, ex, r, step) else { continue };
+            let transplanted = super::l1::with_own_values(&p.masked, r);
+            let set_aside = match (embed(&transplanted), embed(text)) {
+                (Ok(a), Ok(b)) => f64::from(a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>()),
+                _ => 0.0,
+            };
+            let near = neighbours.iter().find(|(_, t, _)| *t == text.as_str()).map_or(0.0, |n| n.0);
+            let sim = set_aside.max(near);
+            if sim >= SECOND_READING_BAR {
+                planned.push((sim, r, p));
             }
-            let mut values = BTreeMap::new();
-            let mut masked = canon.to_owned();
-            for name in &r.names {
-                let Some(Value::String(said)) = bound.get(name) else { continue 'rows };
-                let read = crate::text::normalize(said);
-                let Some((m, said)) = second_reading::masked(&masked, &read, &slots::mask(name)) else {
-                    continue 'rows;
-                };
-                masked = m;
-                let enums = self.enum_of(&r.executor, name);
-                let vocabulary = self.vocabulary(&r.action, name);
-                let known_as = self.known_as(name, &said);
-                let fitted = vocabulary.and_then(|v| v.fits(&said, enums.as_deref(), &command));
-                let Some(value) = fitted.or_else(|| known_as.clone()) else { continue 'rows };
-                // A new value is one reading of the request among others
-                // (L1's rule): none holding another parameter's known
-                // value, none where L1 read the request as another action
-                // of the tool as near ("the christmas lights": a new room,
-                // or a light's name; the plan has chosen the tool).
-                let known = vocabulary.is_some_and(|v| v.knows(&said))
-                    || known_as.is_some()
-                    || enums.as_ref().is_some_and(|e| e.contains(&value));
-                let same_tool = |a: &str| self.actions.get(a).is_some_and(|o| o.executor == r.executor);
-                if !known
-                    && (self.known_elsewhere(name, &said).is_some()
-                        || missed.rivals.iter().any(|(a, s)| *a != r.action && same_tool(a) && *s >= sim))
-                {
-                    continue 'rows;
-                }
-                values.insert(name.clone(), value);
+        }
+        planned.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.canonical.cmp(&b.1.canonical)));
+        for (sim, r, p) in planned {
+            // A new value is one reading of the request among others
+            // (L1's rule): none holding another parameter's known value,
+            // none where L1 read the request as another action of the
+            // tool as near ("the christmas lights": a new room, or a
+            // light's name; the plan has chosen the tool).
+            let same_tool = |a: &str| self.actions.get(a).is_some_and(|o| o.executor == r.executor);
+            let rival = |a: &String, s: &f64| *a != r.action && same_tool(a) && *s >= sim;
+            if !p.new.is_empty()
+                && (p.new.iter().any(|(name, said)| self.known_elsewhere(name, said).is_some())
+                    || missed.rivals.iter().any(|(a, s)| rival(a, s)))
+            {
+                continue;
             }
-            match self.gate(&masked, &r.canonical, Some(r), embed) {
+            match self.gate(&p.masked, &r.canonical, Some(r), embed) {
                 Ok(()) => {}
                 Err(why) if self.words_readable(&why, &missed.names) => {}
                 Err(_) => continue,
             }
-            let Some(args) = slots::resolve(&template, &values) else { continue };
+            let Some(args) = slots::resolve(&p.template, &p.values) else { continue };
             let steps = vec![PlanStep { tool: r.executor.clone(), args }];
             if !steps_agree(&steps, plan) {
                 continue;
@@ -134,6 +135,40 @@ impl FastPath {
             return Some(Decision::served(RouteLayer::L1, steps, Some(sim), r.canonical.clone(), reason));
         }
         None
+    }
+
+    /// The plan's values in `r`'s slots (rule 4): each bound where the
+    /// phrasing's call has its slot, words of the request, and one its
+    /// slot takes; None when any is not.
+    fn planned_fill(&self, canon: &str, ex: &Extracted, r: &L1Row, step: &PlanStep) -> Option<Planned> {
+        let command = |w: &str| self.command_words.contains(w);
+        let template = placeholder::resolve(&r.args, ex).ok()?;
+        let mut bound = BTreeMap::new();
+        for (k, v) in &template.0 {
+            if !step.args.0.get(k).is_some_and(|p| bind(v, p, &mut bound)) {
+                return None;
+            }
+        }
+        let mut p = Planned { template, values: BTreeMap::new(), masked: canon.to_owned(), new: Vec::new() };
+        for name in &r.names {
+            let Some(Value::String(said)) = bound.get(name) else { return None };
+            let read = crate::text::normalize(said);
+            let (masked, said) = second_reading::masked(&p.masked, &read, &slots::mask(name))?;
+            p.masked = masked;
+            let enums = self.enum_of(&r.executor, name);
+            let vocabulary = self.vocabulary(&r.action, name);
+            let known_as = self.known_as(name, &said);
+            let fitted = vocabulary.and_then(|v| v.fits(&said, enums.as_deref(), &command));
+            let value = fitted.or_else(|| known_as.clone())?;
+            let known = vocabulary.is_some_and(|v| v.knows(&said))
+                || known_as.is_some()
+                || enums.as_ref().is_some_and(|e| e.contains(&value));
+            if !known {
+                p.new.push((name.clone(), said));
+            }
+            p.values.insert(name.clone(), value);
+        }
+        Some(p)
     }
 
     /// With the model away (`model_away`), when no phrasing came near: the
@@ -184,6 +219,18 @@ impl FastPath {
         }
         None
     }
+}
+
+/// A phrasing's slots filled from a second reader's plan (rule 4).
+struct Planned {
+    /// The phrasing's call, placeholders resolved.
+    template: engram_events::payloads::ToolArgs,
+    /// Slot → the value the plan gave it.
+    values: BTreeMap<String, Value>,
+    /// The request with those values masked.
+    masked: String,
+    /// The slots whose value they never took: (slot, as said).
+    new: Vec<(String, String)>,
 }
 
 /// Binds `template`'s slot placeholders to `plan`'s values where they
