@@ -364,7 +364,39 @@ fn profile(canonical: &str) -> ActionProfile {
         }
     }
     level_to_a_value_is_a_set(&n, &mut p);
+    making_what_exists(&n, &mut p);
     p
+}
+
+/// "Make" before a definite object or "it" ("make the kitchen light
+/// yellow", "make it 20 degrees in the front room") makes a thing that
+/// exists something else: a setting, not a creation ("make a note"). And
+/// "write" with a list it goes in or on ("write milk on the shopping
+/// list", "nella lista casa scrivi cambiare la lampadina") adds to what
+/// exists, creating nothing ("write a note" does).
+fn making_what_exists(normalized: &str, p: &mut ActionProfile) {
+    const DEFINITE: &[&str] = &["the", "my", "our", "this", "that", "these", "those", "all", "it"];
+    const WRITE: &[&str] = &["write", "scrivi", "scrivimi", "scrivere"];
+    const INTO: &[&str] =
+        &["on", "onto", "in", "into", "nella", "nelle", "nel", "sulla", "sul", "sulle", "alla", "nei", "negli"];
+    const LIST: &[&str] = &["list", "lists", "lista", "liste", "elenco"];
+    const CREATE: &str = "create";
+    if !p.effectful.contains(CREATE) {
+        return;
+    }
+    let ws: Vec<&str> = words(normalized).collect();
+    let makes = ws.windows(2).any(|w| w[0] == "make" && DEFINITE.contains(&w[1]));
+    let into_list =
+        (0..ws.len()).any(|i| INTO.contains(&ws[i]) && ws[i + 1..].iter().take(4).any(|w| LIST.contains(w)));
+    let writes = ws.iter().any(|w| WRITE.contains(w)) && into_list;
+    if makes || writes {
+        p.effectful.remove(CREATE);
+        p.actions.remove(CREATE);
+    }
+    if makes {
+        *p.actions.entry(SET).or_default() += 1;
+        p.effectful.insert(SET);
+    }
 }
 
 /// "Turn the volume up to sixty", "abbassa il volume al quindici": a
@@ -878,6 +910,20 @@ mod tests {
             assert!(check(a, b).is_err(), "{a} / {b}");
             assert!(check(b, a).is_err(), "{b} / {a}");
         }
+    }
+
+    #[test]
+    fn making_what_exists_sets_and_writing_on_a_list_adds() {
+        // A thing that exists made something else is set.
+        assert_eq!(effectful_actions("make it number degrees in the front room"), BTreeSet::from([SET]));
+        assert_eq!(effectful_actions("make the kitchen light yellow"), BTreeSet::from([SET]));
+        assert_eq!(check("make it number degrees", "set it to number degrees"), Ok(()));
+        // Writing on a list creates nothing; writing a note does.
+        assert!(effectful_actions("write milk on the shopping list").is_empty());
+        assert!(effectful_actions("nella lista casa scrivi cambiare la lampadina").is_empty());
+        assert_eq!(effectful_actions("make a note"), BTreeSet::from(["create"]));
+        assert_eq!(effectful_actions("write a note to the plumber"), BTreeSet::from(["create"]));
+        assert_eq!(effectful_actions("crea una nuova lista"), BTreeSet::from(["create"]));
     }
 
     #[test]

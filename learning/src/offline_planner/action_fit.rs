@@ -12,15 +12,10 @@ use super::{args_for, ToolProfile};
 
 /// Rule 3: the effectful actions `part` asks done — its own words', not
 /// those of the names and quotes it carries ("New York", "'make it
-/// new'"); a thing that exists made something else is set, not created
-/// ("make the light yellow").
+/// new'"); the gate's reading of them (a thing that exists made something
+/// else is set, not created: "make the light yellow").
 pub(super) fn wanted(part: &str) -> std::collections::BTreeSet<&'static str> {
-    let mut wanted = crate::fast_path::gate::effectful_actions(&crate::arguments::without_values(part));
-    if wanted.contains("create") && makes_existing(part) {
-        wanted.remove("create");
-        wanted.insert("set");
-    }
-    wanted
+    crate::fast_path::gate::effectful_actions(&crate::arguments::without_values(part))
 }
 
 /// Rule 3: whether `tool` does every effectful action `wanted` names —
@@ -38,16 +33,6 @@ pub(super) fn does(tool: &ToolProfile, wanted: &std::collections::BTreeSet<&'sta
 fn settable(tool: &ToolProfile) -> Option<&serde_json::Map<String, serde_json::Value>> {
     let props = tool.schema.get("properties").and_then(serde_json::Value::as_object);
     props.filter(|p| p.iter().any(|(k, spec)| !crate::spoken::handles(k, spec)))
-}
-
-/// Rule 3: whether `part` makes a thing that exists something else —
-/// "make" before a definite object ("make the kitchen light yellow"), a
-/// setting; "make a note" creates.
-pub(super) fn makes_existing(part: &str) -> bool {
-    const DEFINITE: &[&str] = &["the", "my", "our", "this", "that", "these", "those", "all"];
-    let lower = crate::text::normalize(part);
-    let words: Vec<&str> = lower.split_whitespace().collect();
-    words.windows(2).any(|w| w[0] == "make" && DEFINITE.contains(&w[1]))
 }
 
 /// Words of a tool's description that have it act on something that

@@ -38,8 +38,9 @@
 //!    to a tool whose name or description names it too; with none, the part
 //!    is not planned, rather than read the file it asked to delete ("set",
 //!    the most general, is done by a tool that changes something and
-//!    takes a value; "make" before a definite object, "make the light
-//!    yellow", sets rather than creates). The
+//!    takes a value; "make" before a definite object or "it", "make the
+//!    light yellow", sets rather than creates, and "write" on a list adds
+//!    — the gate's reading). The
 //!    actions are read from the request's own words, not from the names
 //!    and quotes it carries ("a trip to New York" creates nothing new).
 //! 4. **A tool that can run stands in for one that cannot.** A tool that

@@ -83,7 +83,7 @@ impl FastPath {
         // values the plan does not repeat (rule 1 confirmed none): two
         // readers that disagree ("power off the electric blanket": the
         // phrasing's name is "electric blanket", the plan's "power").
-        if missed.readings.iter().any(|r| r.steps.iter().any(|s| s.tool == step.tool)) {
+        if missed.readings.iter().any(|r| r.steps.iter().any(|s| s.tool == step.tool) && !steps_agree(&r.steps, plan)) {
             return None;
         }
         let rows = self.l1.rows.iter().filter(|(_, (_, r))| r.executor == step.tool && self.servable(r));
