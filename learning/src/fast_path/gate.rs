@@ -322,12 +322,18 @@ fn profile(canonical: &str) -> ActionProfile {
         asks: words(&n).next().is_some_and(|w| STATE_QUESTION_OPENERS.contains(&w)),
         ..Default::default()
     };
-    for w in words(&n) {
+    let ws: Vec<&str> = words(&n).collect();
+    for (i, &w) in ws.iter().enumerate() {
         if STATE_FORMS.contains(&w) {
             p.asks = true;
         }
         if is_negation(w) {
             p.negated = true;
+            continue;
+        }
+        // "On the shopping list", "on my garden list": where a thing
+        // goes, no pole — nothing turns a list on.
+        if w == "on" && ws[i + 1..].iter().take(4).any(|w| LIST.contains(w)) {
             continue;
         }
         let mut used = false;
@@ -368,6 +374,10 @@ fn profile(canonical: &str) -> ActionProfile {
     p
 }
 
+/// Words that name a list: a place things are put on or written in
+/// (`profile`, [`making_what_exists`]).
+const LIST: &[&str] = &["list", "lists", "lista", "liste", "elenco"];
+
 /// "Make" before a definite object or "it" ("make the kitchen light
 /// yellow", "make it 20 degrees in the front room") makes a thing that
 /// exists something else: a setting, not a creation ("make a note"). And
@@ -379,7 +389,6 @@ fn making_what_exists(normalized: &str, p: &mut ActionProfile) {
     const WRITE: &[&str] = &["write", "scrivi", "scrivimi", "scrivere"];
     const INTO: &[&str] =
         &["on", "onto", "in", "into", "nella", "nelle", "nel", "sulla", "sul", "sulle", "alla", "nei", "negli"];
-    const LIST: &[&str] = &["list", "lists", "lista", "liste", "elenco"];
     const CREATE: &str = "create";
     if !p.effectful.contains(CREATE) {
         return;
@@ -924,6 +933,15 @@ mod tests {
         assert_eq!(effectful_actions("make a note"), BTreeSet::from(["create"]));
         assert_eq!(effectful_actions("write a note to the plumber"), BTreeSet::from(["create"]));
         assert_eq!(effectful_actions("crea una nuova lista"), BTreeSet::from(["create"]));
+    }
+
+    #[test]
+    fn on_a_list_is_where_not_a_pole() {
+        assert_eq!(check("put itemslot on the shopping list", "put itemslot in the shopping list"), Ok(()));
+        assert_eq!(check("on my garden list add itemslot", "add itemslot to my garden list"), Ok(()));
+        // A light's "on" is still a pole against "off".
+        assert!(check("turn on the kitchen lights", "turn off the kitchen lights").is_err());
+        assert!(check("put the lights on in the kitchen", "add the lights to the kitchen").is_err());
     }
 
     #[test]
