@@ -135,6 +135,41 @@ fn three_words_of_a_tools_own_text_name_it() {
     }
 }
 
+/// Rule 15: the one tool that does the action a request names, given
+/// what it requires and a word of its text, is planned however far its
+/// description is; never for a thing it does not name ("a playlist"), and
+/// never when two tools do the action.
+#[test]
+fn the_one_tool_that_does_the_named_action_is_planned() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let todo = (
+        "todo_add".to_owned(),
+        "Creates a new todo item in the user's list.".to_owned(),
+        serde_json::json!({"type": "object", "required": ["content"], "properties": {
+            "content": {"type": "string", "description": "The text of the todo item."}
+        }}),
+    );
+    let mut tools = weather_tool();
+    tools.push(todo.clone());
+    let planner = OfflinePlanner::new(e.clone(), &tools).unwrap();
+    let steps = planner.plan("can you create todo for \"go for shopping at 9 pm\"", now()).unwrap();
+    assert_eq!(steps.iter().map(|s| s.tool.as_str()).collect::<Vec<_>>(), ["todo_add"], "{steps:?}");
+    assert_eq!(steps[0].args.0.get("content"), Some(&serde_json::json!("go for shopping at 9 pm")));
+    assert_eq!(planner.plan("can you create a playlist called road trip", now()).unwrap(), vec![]);
+    // Two tools create: the action names neither.
+    let note = (
+        "note_add".to_owned(),
+        "Creates a new note in the user's notebook.".to_owned(),
+        serde_json::json!({"type": "object", "required": ["content"], "properties": {
+            "content": {"type": "string", "description": "The text of the note."}
+        }}),
+    );
+    tools.push(note);
+    let planner = OfflinePlanner::new(e, &tools).unwrap();
+    let both = planner.plan("can you create todo for \"go for shopping at 9 pm\"", now()).unwrap();
+    assert!(both.iter().all(|s| s.tool == "todo_add"), "{both:?}");
+}
+
 /// A statement in the first person that asks after all — a wish after
 /// "and", a search — is a request, not news about the user (BFCL's
 /// users: "I'm visiting Martinez soon and would like to check the weather

@@ -131,6 +131,13 @@
 //!     before it, or that call's verb left unsaid: planned as a call of
 //!     another tool, it is a guess (a `device-on` for "the workshop"), and
 //!     the planner plans nothing (`parts::verbless`).
+//! 15. **The one tool that does it.** A part that names an effectful
+//!     action (rule 3's, not the general "set") that one tool alone does,
+//!     giving every value that tool requires and a word of its text, is
+//!     planned to it whatever its cosine and small talk's: the action
+//!     names it ("can you create todo for 'go for shopping at 9 pm'"
+//!     among tools of which one creates; BFCL's dev split, right calls
+//!     271 → 273, abstentions unchanged).
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -570,8 +577,12 @@ impl OfflinePlanner {
         let evidence = if given { ARGUMENT_EVIDENCE } else { 0.0 };
         // Rule 8: three words of the tool's own text name it, rare or not.
         let named = shared >= NAMED_WORDS && cosine >= NAMED_COSINE;
-        if (cosine + evidence < self.threshold && !names_its_path && !worded && !named)
-            || (chat > cosine + evidence && !worded)
+        // Rule 15: the one tool that does the effectful action the part
+        // names, given every value it requires and a word of its text, is
+        // named by the action ("create todo for …", one tool creating).
+        let sole = given && shared >= 1 && !wanted.is_empty() && !wanted.contains("set") && candidates().count() == 1;
+        if (cosine + evidence < self.threshold && !names_its_path && !worded && !named && !sole)
+            || (chat > cosine + evidence && !worded && !sole)
         {
             return None;
         }
