@@ -331,9 +331,7 @@ fn profile(canonical: &str) -> ActionProfile {
             p.negated = true;
             continue;
         }
-        // "On the shopping list", "on my garden list": where a thing
-        // goes, no pole — nothing turns a list on.
-        if w == "on" && ws[i + 1..].iter().take(4).any(|w| LIST.contains(w)) {
+        if is_where(&ws, i) {
             continue;
         }
         let mut used = false;
@@ -372,6 +370,31 @@ fn profile(canonical: &str) -> ActionProfile {
     level_to_a_value_is_a_set(&n, &mut p);
     making_what_exists(&n, &mut p);
     p
+}
+
+/// Whether `ws[i]`, "on", says where rather than naming a pole: with a
+/// list within four words ("on the shopping list", "on my garden list add
+/// …": nothing turns a list on), or after a word that is no verb taking
+/// it as a particle and before an article or a possessive ("three more
+/// minutes on the timer", "volume forty on the office speaker"). "Turn on
+/// the lights", "lights on in the hall" keep their pole; "off" always
+/// does ("five minutes off the timer" takes them away).
+fn is_where(ws: &[&str], i: usize) -> bool {
+    const PARTICLE_VERBS: &[&str] = &[
+        "turn", "turns", "turned", "switch", "switched", "put", "power", "powered", "shut", "flip", "leave", "left",
+        "keep", "set", "click", "log", "cut", "kill", "knock", "bring", "come", "go", "get", "lights", "light",
+    ];
+    const DETERMINERS: &[&str] = &["the", "my", "your", "our", "his", "her", "their", "this", "that", "a", "an"];
+    if ws[i] != "on" {
+        return false;
+    }
+    if ws[i + 1..].iter().take(4).any(|w| LIST.contains(w)) {
+        return true;
+    }
+    let before = i.checked_sub(1).map(|j| ws[j]);
+    let after = ws.get(i + 1).copied();
+    before.is_some_and(|b| !PARTICLE_VERBS.contains(&b) && !is_pole(b))
+        && after.is_some_and(|a| DETERMINERS.contains(&a))
 }
 
 /// Words that name a list: a place things are put on or written in
@@ -939,8 +962,13 @@ mod tests {
     fn on_a_list_is_where_not_a_pole() {
         assert_eq!(check("put itemslot on the shopping list", "put itemslot in the shopping list"), Ok(()));
         assert_eq!(check("on my garden list add itemslot", "add itemslot to my garden list"), Ok(()));
-        // A light's "on" is still a pole against "off".
+        // After a value, before an article: where, not a pole.
+        assert_eq!(check("give me number minutes on the timer", "give me number minutes for the timer"), Ok(()));
+        assert_eq!(check("volume number on the office speaker", "volume number in the office speaker"), Ok(()));
+        // A light's "on" is still a pole against "off", and "off" always.
         assert!(check("turn on the kitchen lights", "turn off the kitchen lights").is_err());
+        assert!(check("switch the lights on in the hall", "switch the lights in the hall").is_err());
+        assert!(check("take number minutes off the timer", "set a timer for number minutes").is_err());
         assert!(check("put the lights on in the kitchen", "add the lights to the kitchen").is_err());
     }
 
