@@ -249,6 +249,11 @@ fn a_wording_far_by_its_values_is_measured_with_them_set_aside() {
         assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &on("utility room")), "{text}: {d:?}");
         assert!(d.reason.contains("do not fill its slots"), "{d:?}");
     }
+    // A word the lexicon reads as the plan's value is that value ("luce"
+    // for the lights, taught in English).
+    let text = "accendi la luce in corridoio";
+    let d = fp.route_read_twice(text, now(), &mut |t: &str| planner.plan(t, now()).unwrap()).unwrap();
+    assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &on("corridoio")), "{text}: {d:?}");
     // L1 reads "guest bedroom lights on" as the bedroom's (the gate's
     // words short of serving); a plan for the guest bedroom disagrees.
     let text = "guest bedroom lights on";

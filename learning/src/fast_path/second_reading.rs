@@ -57,7 +57,7 @@
 
 use engram_events::payloads::PlanStep;
 
-use super::{model_away, slots, steps_agree};
+use super::{gate, model_away, slots, steps_agree};
 
 /// The least similarity (values set aside) at which a phrasing's reading
 /// is worth a second opinion (rule 1): the floor under which a near miss
@@ -112,7 +112,8 @@ pub fn confirmed<'a>(readings: &'a [Reading], plan: &[PlanStep]) -> Option<&'a R
 }
 
 /// `text` with the first run of words that is `said` (word by word, a
-/// plural as its singular) as `mask`, and that run as the request says
+/// plural as its singular, or a word the lexicon reads as the same
+/// concept: "luce" as "light", "dell'ingresso" as "ingresso") as `mask`, and that run as the request says
 /// it — rule 4: a value the second reader read must be words of the
 /// request; None when the request does not say it so.
 pub fn masked(text: &str, said: &str, mask: &str) -> Option<(String, String)> {
@@ -121,7 +122,8 @@ pub fn masked(text: &str, said: &str, mask: &str) -> Option<(String, String)> {
     if want.is_empty() {
         return None;
     }
-    let same = |run: &[&str]| run.iter().zip(&want).all(|(a, b)| slots::same_word(a, b));
+    let same_word = |a: &str, b: &str| slots::same_word(a, b) || gate::fold(a) == gate::fold(b);
+    let same = |run: &[&str]| run.iter().zip(&want).all(|(a, b)| same_word(a, b));
     let at = words.windows(want.len()).position(same)?;
     let run = words[at..at + want.len()].join(" ");
     let mut out: Vec<&str> = words[..at].to_vec();

@@ -151,12 +151,29 @@ impl FastPath {
         }
         let mut p = Planned { template, values: BTreeMap::new(), masked: canon.to_owned(), new: Vec::new() };
         for name in &r.names {
-            let Some(Value::String(said)) = bound.get(name) else { return None };
-            let read = crate::text::normalize(said);
+            let Some(Value::String(said_by_plan)) = bound.get(name) else { return None };
+            let read = crate::text::normalize(said_by_plan);
             let (masked, said) = second_reading::masked(&p.masked, &read, &slots::mask(name))?;
             p.masked = masked;
             let enums = self.enum_of(&r.executor, name);
             let vocabulary = self.vocabulary(&r.action, name);
+            // A word the lexicon reads as the plan's value ("luce" as
+            // `light`, "dell'ingresso" as "ingresso") is that value: the
+            // slot is asked about it as the plan wrote it — unless what
+            // was taught reads the word as another value ("tapparelle"
+            // folds to blind; a home taught it as `shutter`).
+            let said = match slots::same_word_run(&said, &read) {
+                true => said,
+                false => {
+                    let taught = vocabulary.and_then(|v| v.value_of(&said)).or_else(|| self.known_as(name, &said));
+                    if taught.is_some_and(|t| t.as_str() != Some(said_by_plan.as_str()))
+                        || self.taught_as_another(name, &said, said_by_plan)
+                    {
+                        return None;
+                    }
+                    read.clone()
+                }
+            };
             let known_as = self.known_as(name, &said);
             let fitted = vocabulary.and_then(|v| v.fits(&said, enums.as_deref(), &command));
             let value = fitted.or_else(|| known_as.clone())?;
@@ -169,6 +186,18 @@ impl FastPath {
             p.values.insert(name.clone(), value);
         }
         Some(p)
+    }
+
+    /// Whether a learnt phrasing says `word` and its call gives the
+    /// parameter of slot `name` a value it did not say other than `value`
+    /// ("chiudi le tapparelle" taught as `shutter`): the word read as
+    /// `value` by the lexicon was taught as another.
+    fn taught_as_another(&self, name: &str, word: &str, value: &str) -> bool {
+        let own = super::parameter(name);
+        self.l1.rows.values().any(|(_, r)| {
+            crate::text::words(&r.canonical).any(|w| slots::same_word(w, word))
+                && r.unsaid.iter().any(|(path, v)| super::parameter(path) == own && v.as_str() != Some(value))
+        })
     }
 
     /// With the model away (`model_away`), when no phrasing came near: the

@@ -213,7 +213,7 @@ impl Vocabulary {
 }
 
 /// Two runs of words the same word by word ([`same_word`]).
-fn same_word_run(a: &str, b: &str) -> bool {
+pub(crate) fn same_word_run(a: &str, b: &str) -> bool {
     let (a, b): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
     a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| same_word(x, y))
 }
