@@ -116,6 +116,7 @@ const CONCEPTS: &[(&str, &str)] = &[
     ("parigi", "paris"),
     ("parola", "word"),
     ("parole", "word"),
+    ("persiane", "shutter"),
     ("photos", "photo"),
     ("picture", "photo"),
     ("pictures", "photo"),
@@ -142,10 +143,13 @@ const CONCEPTS: &[(&str, &str)] = &[
     ("televisione", "tv"),
     ("televisore", "tv"),
     ("temperatura", "temperature"),
+    ("tende", "curtain"),
     ("testo", "text"),
     ("torino", "turin"),
     ("ufficio", "office"),
     ("venezia", "venice"),
+    ("ventilatore", "fan"),
+    ("ventilatori", "fan"),
 ];
 
 /// Phrases read as one concept before words are compared (`text::normalize`
