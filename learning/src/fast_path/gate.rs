@@ -128,8 +128,8 @@ const AXES: &[(&str, &[&str], &[&str])] = &[
         "power",
         &["on", "accendi", "accendere", "accenda", "accendimi", "acceso", "accesa", "accesi", "accese"],
         &[
-            "off", "spegni", "spegnere", "spenga", "spegnimi", "spengi", "spengere", "spento", "spenta", "spenti",
-            "spente",
+            "off", "kill", "spegni", "spegnere", "spenga", "spegnimi", "spengi", "spengere", "spento", "spenta",
+            "spenti", "spente",
         ],
     ),
     (
@@ -956,6 +956,13 @@ mod tests {
         assert_eq!(effectful_actions("make a note"), BTreeSet::from(["create"]));
         assert_eq!(effectful_actions("write a note to the plumber"), BTreeSet::from(["create"]));
         assert_eq!(effectful_actions("crea una nuova lista"), BTreeSet::from(["create"]));
+    }
+
+    #[test]
+    fn kill_the_lights_is_off_and_let_me_hear_plays() {
+        assert_eq!(check("kill the lights in the areaslot", "spegni le luci in areaslot"), Ok(()));
+        assert!(check("kill the lights in the areaslot", "accendi le luci in areaslot").is_err());
+        assert_eq!(effectful_actions("fammi sentire musica rilassante"), BTreeSet::from(["play"]));
     }
 
     #[test]

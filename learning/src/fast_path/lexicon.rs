@@ -161,6 +161,7 @@ const PHRASES: &[(&str, &str)] = &[
     ("che ora è", "time"),
     ("che ore sono", "time"),
     ("che tempo fa", "weather"),
+    ("fammi sentire", "play"),
     ("lista della spesa", "shopping list"),
     ("living room", "living"),
     ("previsioni del tempo", "weather"),
