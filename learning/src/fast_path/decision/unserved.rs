@@ -50,7 +50,8 @@ impl FastPath {
     /// The phrasings a second reader's plan may be the call of
     /// ([`FastPath::planned_values`]): the [`PLANNED_NEIGHBOURS`] nearest
     /// to the request's vector `q` at [`SECOND_READING_BAR`] or more, of
-    /// actions that serve, nearest first.
+    /// actions that serve, with their cosines (rule 4 orders what it
+    /// examines itself).
     pub(super) fn planned_neighbours(&self, q: &[f32]) -> Vec<(f64, &str, &L1Row)> {
         let near = self.l1.candidates_k("", Some(q), PLANNED_NEIGHBOURS).into_iter();
         let near = near.map(|(t, r, cos)| (f64::from(cos), t, r)).filter(|(cos, _, _)| *cos >= SECOND_READING_BAR);
