@@ -388,7 +388,7 @@ fn is_where(ws: &[&str], i: usize) -> bool {
     if ws[i] != "on" {
         return false;
     }
-    if ws[i + 1..].iter().take(4).any(|w| LIST.contains(w)) {
+    if list_within(ws, i) {
         return true;
     }
     let before = i.checked_sub(1).map(|j| ws[j]);
@@ -400,6 +400,12 @@ fn is_where(ws: &[&str], i: usize) -> bool {
 /// Words that name a list: a place things are put on or written in
 /// (`profile`, [`making_what_exists`]).
 const LIST: &[&str] = &["list", "lists", "lista", "liste", "elenco"];
+
+/// Whether a word naming a list is among the four after `ws[i]` (a
+/// preposition): the phrase says where a thing goes.
+fn list_within(ws: &[&str], i: usize) -> bool {
+    ws[i + 1..].iter().take(4).any(|w| LIST.contains(w))
+}
 
 /// "Make" before a definite object or "it" ("make the kitchen light
 /// yellow", "make it 20 degrees in the front room") makes a thing that
@@ -418,8 +424,7 @@ fn making_what_exists(normalized: &str, p: &mut ActionProfile) {
     }
     let ws: Vec<&str> = words(normalized).collect();
     let makes = ws.windows(2).any(|w| w[0] == "make" && DEFINITE.contains(&w[1]));
-    let into_list =
-        (0..ws.len()).any(|i| INTO.contains(&ws[i]) && ws[i + 1..].iter().take(4).any(|w| LIST.contains(w)));
+    let into_list = (0..ws.len()).any(|i| INTO.contains(&ws[i]) && list_within(&ws, i));
     let writes = ws.iter().any(|w| WRITE.contains(w)) && into_list;
     if makes || writes {
         p.effectful.remove(CREATE);

@@ -579,11 +579,12 @@ impl OfflinePlanner {
         let named = shared >= NAMED_WORDS && cosine >= NAMED_COSINE;
         // Rule 15: the one tool that does the effectful action the part
         // names, given every value it requires and a word of its text, is
-        // named by the action ("create todo for …", one tool creating).
-        let sole = given && shared >= 1 && !wanted.is_empty() && !wanted.contains("set") && candidates().count() == 1;
-        if (cosine + evidence < self.threshold && !names_its_path && !worded && !named && !sole)
-            || (chat > cosine + evidence && !worded && !sole)
-        {
+        // named by the action ("create todo for …", one tool creating);
+        // asked last, as it runs the candidates' filters again.
+        let sole = || given && shared > 0 && !wanted.is_empty() && !wanted.contains("set") && candidates().count() == 1;
+        let below = cosine + evidence < self.threshold && !names_its_path && !worded && !named;
+        let chatty = chat > cosine + evidence && !worded;
+        if (below || chatty) && !sole() {
             return None;
         }
         // Rule 4: a tool that can run and does the same stands in.

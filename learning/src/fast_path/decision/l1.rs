@@ -233,10 +233,7 @@ impl FastPath {
                 _ if compared >= L1_COMPARED => None,
                 _ => {
                     compared += 1;
-                    match (embed(&transplanted), embed(text)) {
-                        (Ok(a), Ok(b)) => Some(f64::from(a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>())),
-                        _ => None,
-                    }
+                    super::similarity(embed, &transplanted, text)
                 }
             };
             let (values, novel) = match fitted {

@@ -369,10 +369,7 @@ impl FastPath {
         if bar >= 1.0 {
             return gate::check_for(canon, text, context.as_ref(), &mut |_, _| false);
         }
-        let mut same = |a: &str, b: &str| match (embed(a), embed(b)) {
-            (Ok(x), Ok(y)) => f64::from(x.iter().zip(&y).map(|(p, q)| p * q).sum::<f32>()) >= bar,
-            _ => false,
-        };
+        let mut same = |a: &str, b: &str| similarity(embed, a, b).is_some_and(|s| s >= bar);
         gate::check_for(canon, text, context.as_ref(), &mut same)
     }
 
@@ -387,6 +384,16 @@ impl FastPath {
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
     ) -> Option<Decision> {
         self.try_l1(canon, ex, q, refusals, missed, embed).or_else(|| self.try_l2(canon, ex, q, refusals, embed))
+    }
+}
+
+/// The cosine of two texts by the model (its vectors are unit length):
+/// the gate's word comparison, L1's and rule 4's wording with values set
+/// aside. None when either cannot be embedded.
+fn similarity<E>(embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>, a: &str, b: &str) -> Option<f64> {
+    match (embed(a), embed(b)) {
+        (Ok(x), Ok(y)) => Some(f64::from(x.iter().zip(&y).map(|(p, q)| p * q).sum::<f32>())),
+        _ => None,
     }
 }
 

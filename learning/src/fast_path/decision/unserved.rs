@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use engram_events::payloads::{NearMiss, PlanStep, RouteLayer};
+use engram_events::payloads::{NearMiss, PlanStep, RouteLayer, ToolArgs};
 use serde_json::Value;
 
 use super::{Decision, FastPath, L1Row, L1_COMPARED};
@@ -96,10 +96,7 @@ impl FastPath {
         for (text, (_, r)) in rows {
             let Some(p) = self.planned_fill(canon, ex, r, step) else { continue };
             let transplanted = super::l1::with_own_values(&p.masked, r);
-            let set_aside = match (embed(&transplanted), embed(text)) {
-                (Ok(a), Ok(b)) => f64::from(a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>()),
-                _ => 0.0,
-            };
+            let set_aside = super::similarity(embed, &transplanted, text).unwrap_or(0.0);
             let near = neighbours.iter().find(|(_, t, _)| *t == text.as_str()).map_or(0.0, |n| n.0);
             let sim = set_aside.max(near);
             if sim >= SECOND_READING_BAR {
@@ -254,7 +251,7 @@ impl FastPath {
 /// A phrasing's slots filled from a second reader's plan (rule 4).
 struct Planned {
     /// The phrasing's call, placeholders resolved.
-    template: engram_events::payloads::ToolArgs,
+    template: ToolArgs,
     /// Slot → the value the plan gave it.
     values: BTreeMap<String, Value>,
     /// The request with those values masked.
