@@ -1267,6 +1267,20 @@ mod tests {
         assert_eq!(f.get("room"), Some(&json!("office")), "{f:?}");
     }
 
+    /// "Tapparelle" are roller shutters: of a cover kind that has both,
+    /// `shutter`, not `blind` (it was read as blinds, and a home's model
+    /// passes `shutter` for them).
+    #[test]
+    fn tapparelle_are_shutters() {
+        let close = json!({"type": "object", "properties": {
+            "zone": {"type": "string", "description": "Zone (room or outdoor area) as the household calls it"},
+            "cover_type": {"type": "array", "items": {"type": "string", "enum": ["blind", "shutter", "curtain"]}}}});
+        let c = Context::of("cover-close", "Close the covers of a zone, or one cover by its name");
+        let f = fill(&close, "tira giù le tapparelle in cucina", &c);
+        assert_eq!(f.get("cover_type"), Some(&json!(["shutter"])), "{f:?}");
+        assert_eq!(f.get("zone"), Some(&json!("cucina")), "{f:?}");
+    }
+
     /// Free text by its name or its description's first words ("Text of
     /// the entry"), never where the request marks its own start, nor the
     /// tool's words alone.

@@ -98,6 +98,8 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("suona", &["play"]),
     ("switch", &["turn"]),
     ("tell", &["tell"]),
+    ("tapparella", &["shutter", "blind"]),
+    ("tapparelle", &["shutter", "blind"]),
     ("tenda", &["curtain"]),
     ("tende", &["curtain"]),
     ("termostato", &["thermostat"]),
