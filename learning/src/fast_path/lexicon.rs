@@ -156,7 +156,8 @@ const CONCEPTS: &[(&str, &str)] = &[
 /// Phrases read as one concept before words are compared (`text::normalize`
 /// form): idioms whose words alone mean something else ("che tempo fa" is
 /// the weather, not "what time does"), and compounds one language writes as
-/// one word.
+/// one word, and what a voice transcript writes for another phrase ("switch
+/// of the lights" is "switch off").
 const PHRASES: &[(&str, &str)] = &[
     ("camera da letto", "bedroom"),
     ("che ora è", "time"),
@@ -166,9 +167,11 @@ const PHRASES: &[(&str, &str)] = &[
     ("lista della spesa", "shopping list"),
     ("living room", "living"),
     ("previsioni del tempo", "weather"),
+    ("switch of", "switch off"),
     ("tira giu", "lower"),
     ("tira giù", "lower"),
     ("tira su", "raise"),
+    ("turn of", "turn off"),
     ("weather forecast", "weather"),
 ];
 
@@ -235,6 +238,8 @@ mod tests {
         assert_eq!((phrase_at(&said, 1), phrase_at(&said, 0)), (Some((3, "weather")), None));
         assert_eq!(phrases("aggiungi il latte alla lista della spesa"), "aggiungi il latte alla shopping list");
         assert_eq!(phrases("quanto tempo fa"), "quanto tempo fa");
+        assert_eq!(phrases("switch of the porch lights"), "switch off the porch lights");
+        assert!(!crate::fast_path::gate::poles_of_text("turn of the lights in the garage").is_empty());
         assert_eq!(phrases("anche tempo fatto"), "anche tempo fatto");
     }
 }
