@@ -261,3 +261,29 @@ fn a_wording_far_by_its_values_is_measured_with_them_set_aside() {
     assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
     assert!(d.trace.iter().any(|t| t.contains("is no phrasing's call")), "{d:?}");
 }
+
+/// A list's item said before a verb that takes it up ("we need more coffee
+/// filters add them to the shopping list"): the slot's span runs on to
+/// the pronoun, and the item is what comes before the verb — when the verb
+/// asks what the phrasing does. "Toglile" (take them off) hidden in the
+/// span would otherwise add what the user asked to remove.
+#[test]
+fn an_item_taken_up_by_a_pronoun_is_the_item_when_the_verb_agrees() {
+    let add = |item: &str| vec![step("add_item", &format!(r#"{{"item":"{item}","list":"shopping"}}"#))];
+    let turns = [
+        ("put oat milk on the shopping list", add("oat milk")),
+        ("put bin liners on the shopping list", add("bin liners")),
+        ("put dishwasher tablets on the shopping list", add("dishwasher tablets")),
+    ];
+    // Three items, one request each: the item slot is open.
+    let fp = service(&turns, 1);
+    let d = fp.route("we need more coffee filters add them to the shopping list", now()).unwrap();
+    assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &add("coffee filters")), "{d:?}");
+    for text in [
+        "we have enough coffee filters remove them from the shopping list",
+        "ho preso le mele toglile dalla lista della spesa",
+    ] {
+        let d = fp.route(text, now()).unwrap();
+        assert_eq!(d.layer, RouteLayer::Planner, "{text}: {d:?}");
+    }
+}

@@ -960,6 +960,18 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
 /// before it ("add it", "put them").
 const RESUMING: &[&str] = &["it", "them"];
 
+/// What a free-text value says before a verb that takes it up, and the
+/// words from that verb on ("need more coffee filters add them" →
+/// "coffee filters", "add them"; "croissant mettili" → "croissant",
+/// "mettili"): a slot's span reaches the pronoun when the phrasing had
+/// the thing alone there. `None` when the value takes nothing up.
+pub(crate) fn resumed_thing(value: &str) -> Option<(String, String)> {
+    let ws = words(value);
+    let (a, b) = before_resumption(&ws, &vec![false; ws.len()], 0)?;
+    let verb = (b..ws.len()).find(|i| !filler(&ws[*i]) && !COURTESIES.contains(&ws[*i].as_str()))?;
+    Some((join(&ws, (a, b)), join(&ws, (verb, ws.len()))))
+}
+
 /// Rule 5's span when the verb takes up, by a pronoun, what was said
 /// before it — "we're out of ketchup add it to the list", "we need more
 /// coffee filters add them …", "ci serve il basilico aggiungilo alla
@@ -970,8 +982,13 @@ fn before_resumption(ws: &[String], used: &[bool], from: usize) -> Option<(usize
     // A verb: an action, or a pole ("add", "aggiungi": the add / remove
     // axis).
     let verb = |w: &str| crate::fast_path::gate::is_action(w) || crate::fast_path::gate::is_pole(w);
+    // Any word before the pronoun is its verb ("stick it on the list");
+    // a clitic one is a verb the lists know ("mettili": "metti").
     let resumes = |i: usize| {
-        verb(&ws[i]) && (ws.get(i + 1).is_some_and(|w| RESUMING.contains(&w.as_str())) || clitic_imperative(&ws[i]))
+        let w = ws[i].as_str();
+        let pronoun = ws.get(i + 1).is_some_and(|n| RESUMING.contains(&n.as_str()));
+        let known = verb(w) || crate::tool_words::RequestWords::is_synonym(w);
+        (pronoun && (known || !filler(w))) || (clitic_imperative(w) && known)
     };
     let at = (from + 1..ws.len()).find(|i| !used[*i] && resumes(*i))?;
     let mut end = at;
@@ -1265,6 +1282,18 @@ mod tests {
         assert_eq!(f.get("room"), Some(&json!("cantina")), "{f:?}");
         let f = fill(&close, "close the office curtains", &c);
         assert_eq!(f.get("room"), Some(&json!("office")), "{f:?}");
+    }
+
+    /// A thing a verb takes up by a pronoun or a clitic, and that verb.
+    #[test]
+    fn a_thing_taken_up_is_the_words_before_its_verb() {
+        let r = |v: &str| resumed_thing(v);
+        let pair = |a: &str, b: &str| Some((a.to_owned(), b.to_owned()));
+        assert_eq!(r("need more coffee filters add them"), pair("coffee filters", "add them"));
+        assert_eq!(r("run out of kitchen roll stick it"), pair("kitchen roll", "stick it"));
+        assert_eq!(r("i croissant mettili"), pair("croissant", "mettili"));
+        assert_eq!(r("oat milk"), None);
+        assert_eq!(r("dishwasher tablets"), None);
     }
 
     /// "Tapparelle" are roller shutters: of a cover kind that has both,

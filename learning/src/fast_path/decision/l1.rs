@@ -302,6 +302,21 @@ impl FastPath {
             let Some(said) = fill.values.get(name) else { return Err((format!("no value for slot {name}"), false)) };
             let enums = self.enum_of(&r.executor, name);
             let vocabulary = action.and_then(|a| a.vocabulary.get(name));
+            // An open slot's span may run on to a verb that takes the
+            // thing up ("… coffee filters add them"): the thing is the
+            // value, when the verb asks what the phrasing does — hidden in
+            // the slot, the gate does not see it ("… le mele toglile").
+            let agrees = |verb: &str| {
+                let (theirs, ours) = (gate::poles_of_text(verb), gate::poles_of_text(&r.canonical));
+                gate::clashing_axis(&theirs, &ours).is_none()
+                    && gate::effectful_actions(verb).is_subset(&gate::effectful_actions(&r.canonical))
+            };
+            let resumed = vocabulary
+                .filter(|v| v.is_open())
+                .and_then(|_| crate::spoken::resumed_thing(said))
+                .filter(|(_, verb)| agrees(verb))
+                .map(|(thing, _)| thing);
+            let said = resumed.as_ref().unwrap_or(said);
             // A value another action's slot of this parameter took is a
             // known value of it (an enum still bounds it).
             let elsewhere = self
@@ -325,7 +340,8 @@ impl FastPath {
                             ));
                         }
                     }
-                    match known || fill.framed.contains(name) {
+                    // A thing a verb takes up is framed by it.
+                    match known || fill.framed.contains(name) || resumed.is_some() {
                         true => v.fits(said, enums.as_deref(), &command),
                         // A new value is read only from a taught frame.
                         false => None,
