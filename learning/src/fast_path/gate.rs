@@ -275,14 +275,20 @@ fn is_one_of(word: &str, list: &[&str]) -> bool {
         || CLITICS.iter().any(|c| word.strip_suffix(c).is_some_and(|stem| stem.len() >= 3 && list.contains(&stem)))
 }
 
+/// What an English contraction leaves after its apostrophe ("we've",
+/// "they're", "i'll", "you'd", "i'm").
+const CONTRACTED: &[&str] = &["ve", "re", "ll", "d", "m"];
+
 /// A word as the gate compares it: possessive and elided article off,
 /// read as its concept ([`lexicon`]), a simple plural folded.
 pub fn fold(word: &str) -> String {
     // English possessive.
     let word = word.strip_suffix("'s").unwrap_or(word);
     // Elided Italian articles stay with their noun after normalisation
-    // ("l'ultima"): drop the article.
+    // ("l'ultima"): drop the article. An English contraction keeps its
+    // head ("we've", "we're": "we"), its tail no word of its own.
     let w = match word.split_once('\'') {
+        Some((head, tail)) if CONTRACTED.contains(&tail) => head,
         Some((head, tail)) if head.len() <= 4 && !tail.is_empty() => tail,
         _ => word,
     };
@@ -761,6 +767,18 @@ pub fn check_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An English contraction is its head, not an Italian elision: "we've"
+    /// left "ve" as a content word the phrasing did not say.
+    #[test]
+    fn a_contraction_is_its_head_and_an_elision_its_noun() {
+        assert_eq!(fold("we've"), "we");
+        assert_eq!(fold("they're"), "they");
+        assert_eq!(fold("l'ultima"), "ultima");
+        assert_eq!(fold("dell'ingresso"), "ingresso");
+        let taught = "put itemslot on the shopping list";
+        assert_eq!(check("we've got itemslot put it on the shopping list", taught), Ok(()));
+    }
 
     #[test]
     fn content_words_the_model_calls_the_same_pass_and_others_do_not() {
