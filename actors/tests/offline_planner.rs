@@ -429,3 +429,50 @@ fn a_third_vendors_home_gets_no_guessed_second_call() {
         builtins.plan("what time is it and where am I", now()).unwrap().into_iter().map(|s| s.tool).collect();
     assert_eq!(tools, ["get_now", "get_location"]);
 }
+
+/// Rule 16: a tool the model was given a device's name with is nearer for
+/// a request that names a device than one it was only given rooms with —
+/// the descriptions lean "mi accendi lo scaldabagno" to the lights' tool
+/// ("… or one light by its name"); the model turned devices on with
+/// `device-on {target}` (home C's dev split).
+#[test]
+fn a_tool_given_the_kind_of_value_the_model_gave_it_wins() {
+    use engram_events::payloads::{PlanStep, ToolArgs};
+    use engram_learning::taught_phrasings::TaughtPhrasings;
+    let e: Arc<OnnxEmbedder> = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-c/tools.json"));
+    let planner = OfflinePlanner::new(e.clone(), &tools).unwrap();
+    let call = |tool: &str, args: &str| vec![PlanStep { tool: tool.into(), args: ToolArgs::from_json(args).unwrap() }];
+    let device =
+        |name: &str| (format!("puoi accendere la {name}"), call("device-on", &format!(r#"{{"target":"{name}"}}"#)));
+    let lights = |zone: &str| {
+        (format!("hey can you put the lights on in the {zone}"), call("light-on", &format!(r#"{{"zone":"{zone}"}}"#)))
+    };
+    let turns = [
+        device("macchina del caffè"),
+        device("stampante"),
+        device("lavatrice"),
+        lights("pantry"),
+        lights("workshop"),
+        lights("dining room"),
+    ];
+    let turns: Vec<(&str, Vec<PlanStep>)> = turns.iter().map(|(t, s)| (t.as_str(), s.clone())).collect();
+    let (canonical, _) = engram_learning::reactors::fast_path::learn(
+        &turns,
+        1,
+        engram_actors::config::Config::default().multi_tool_fast_path,
+        FixedOffset::east_opt(3600).unwrap(),
+    );
+    let mut taught = TaughtPhrasings::default();
+    taught.learn(&canonical, canonical.iter(), &mut |texts: &[&str]| e.embed_batch(texts)).unwrap();
+    let plan = |request: &str, taught: &TaughtPhrasings| {
+        let steps = planner.plan_taught(request, now(), taught).unwrap();
+        steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect::<Vec<_>>()
+    };
+    for (request, device) in [("mi accendi lo scaldabagno", "scaldabagno"), ("switch the kettle on", "kettle")] {
+        let lights = format!(r#"light-on {{"target":"{device}"}}"#);
+        assert_eq!(plan(request, &TaughtPhrasings::default()), [lights], "{request}: untaught");
+        assert_eq!(plan(request, &taught), [format!(r#"device-on {{"target":"{device}"}}"#)], "{request}");
+    }
+    assert_eq!(plan("turn the lights on in the box room", &taught), [r#"light-on {"zone":"box room"}"#]);
+}

@@ -138,6 +138,14 @@
 //!     names it ("can you create todo for 'go for shopping at 9 pm'"
 //!     among tools of which one creates; BFCL's dev split, right calls
 //!     271 → 273, abstentions unchanged).
+//! 16. **The kind of value the model gave it.** Among the candidates
+//!     within [`TAUGHT_ARGUMENTS`] of the best, a tool for which every
+//!     text value the part gives is of a parameter the model passed values
+//!     for with it gains that much, in the ranking only: "switch the kettle
+//!     on" gives a device's name; the model turned devices on by name with
+//!     `device-on {target}` and the lights only by room, whatever the
+//!     lights' description ("… or one light by its name") leans to. Home
+//!     C's dev split, model away 85 → 89/106; homes A and B unchanged.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -220,6 +228,11 @@ pub const NAMED_COSINE: f32 = 0.2;
 /// 0.4 to 0.45 above nothing, dev's model-away figure is flat (the best);
 /// with no margin at all, one more request that no tool fits is planned.
 pub const TAUGHT_MARGIN: f32 = 0.1;
+
+/// What rule 16 adds to a tool's score in the ranking (not against the
+/// bar). Set on home C's dev split: at 0.1 (rule 7's evidence) it moved
+/// two requests of four whose lights' tool led by 0.106.
+pub const TAUGHT_ARGUMENTS: f32 = 0.15;
 
 /// Whether `part` gives a value for each of the arguments `schema`
 /// requires, and it requires one at least (rule 7).
@@ -559,7 +572,18 @@ impl OfflinePlanner {
                 // tool's arguments, the others only compare.
                 .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
         };
-        let Some((tool, given)) = best_given_values(candidates().map(|t| (t, score(t))).collect(), part, now) else {
+        // Rule 16: among the nearest, a tool the request gives the values
+        // the model passed it — its rooms, its devices by name — is nearer.
+        let scored: Vec<(&ToolProfile, f32)> = candidates().map(|t| (t, score(t))).collect();
+        let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
+        let scored = scored
+            .into_iter()
+            .map(|(t, s)| match s + TAUGHT_ARGUMENTS >= top && self.as_taught(t, part, now, taught) {
+                true => (t, s + TAUGHT_ARGUMENTS),
+                false => (t, s),
+            })
+            .collect();
+        let Some((tool, given)) = best_given_values(scored, part, now) else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
             return None;
         };
@@ -602,6 +626,16 @@ impl OfflinePlanner {
 }
 
 impl OfflinePlanner {
+    /// Rule 16: whether the text values `part` gives `tool` are all of
+    /// parameters the model passed values for with this tool — "switch the
+    /// kettle on" gives a light tool taught only with rooms a device's
+    /// name, and a device tool taught with names one.
+    fn as_taught(&self, tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>, taught: &TaughtPhrasings) -> bool {
+        let args = args_for(tool, part, now);
+        let mut texts = args.0.iter().filter(|(_, v)| v.is_string()).map(|(k, _)| k).peekable();
+        texts.peek().is_some() && texts.all(|k| !taught.values(&tool.name, k).is_empty())
+    }
+
     /// The arguments the request gives `tool` (by its schema), whatever
     /// tool the planner would choose: with the model away, a tool the
     /// model taught for requests like this one is completed with them
