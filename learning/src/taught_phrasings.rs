@@ -146,6 +146,11 @@ impl TaughtPhrasings {
         self.values.get(tool).and_then(|p| p.get(param)).map_or(&[], Vec::as_slice)
     }
 
+    /// Whether the model passed values for any parameter of `tool`.
+    pub fn has_values(&self, tool: &str) -> bool {
+        self.values.contains_key(tool)
+    }
+
     /// Every tool with values learnt for a parameter named `param`.
     pub fn tools_with(&self, param: &str) -> impl Iterator<Item = &str> + '_ {
         let param = param.to_owned();

@@ -631,6 +631,9 @@ impl OfflinePlanner {
     /// kettle on" gives a light tool taught only with rooms a device's
     /// name, and a device tool taught with names one.
     fn as_taught(&self, tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>, taught: &TaughtPhrasings) -> bool {
+        if !taught.has_values(&tool.name) {
+            return false;
+        }
         let args = args_for(tool, part, now);
         let mut texts = args.0.iter().filter(|(_, v)| v.is_string()).map(|(k, _)| k).peekable();
         texts.peek().is_some() && texts.all(|k| !taught.values(&tool.name, k).is_empty())
