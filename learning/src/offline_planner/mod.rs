@@ -532,10 +532,8 @@ impl OfflinePlanner {
         // the other pole.
         let said = crate::tool_words::RequestWords::new(part);
         let lexical: Vec<Option<f32>> = (0..self.tools.len()).map(|i| self.vocabulary.score(i, &said)).collect();
-        let lex = |t: &ToolProfile| {
-            let i = self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
-            lexical.get(i).copied().flatten()
-        };
+        let index = |t: &ToolProfile| self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
+        let lex = |t: &ToolProfile| lexical.get(index(t)).copied().flatten();
         let asked = example_fit::Asked::of(part);
         let score = |t: &ToolProfile| {
             // Rule 11: an example the model taught counts past its bar —
@@ -550,7 +548,6 @@ impl OfflinePlanner {
             }
             score
         };
-        let index = |t: &ToolProfile| self.tools.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
         // Rule 9: a question about a state goes to a tool that tells.
         let telling = said.asks_state() && (0..self.tools.len()).any(|i| self.vocabulary.tells(i));
         let said = &said;
@@ -572,17 +569,7 @@ impl OfflinePlanner {
                 // tool's arguments, the others only compare.
                 .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
         };
-        // Rule 16: among the nearest, a tool the request gives the values
-        // the model passed it — its rooms, its devices by name — is nearer.
-        let scored: Vec<(&ToolProfile, f32)> = candidates().map(|t| (t, score(t))).collect();
-        let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
-        let scored = scored
-            .into_iter()
-            .map(|(t, s)| match s + TAUGHT_ARGUMENTS >= top && self.as_taught(t, part, now, taught) {
-                true => (t, s + TAUGHT_ARGUMENTS),
-                false => (t, s),
-            })
-            .collect();
+        let scored = self.taught_ranking(candidates().map(|t| (t, score(t))).collect(), part, now, taught);
         let Some((tool, given)) = best_given_values(scored, part, now) else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
             return None;
@@ -626,6 +613,32 @@ impl OfflinePlanner {
 }
 
 impl OfflinePlanner {
+    /// Rule 16 on `scored` candidates: among the nearest, a tool the
+    /// request gives the values the model passed it — its rooms, its
+    /// devices by name — is nearer by [`TAUGHT_ARGUMENTS`].
+    fn taught_ranking<'a>(
+        &self,
+        scored: Vec<(&'a ToolProfile, f32)>,
+        part: &str,
+        now: DateTime<FixedOffset>,
+        taught: &TaughtPhrasings,
+    ) -> Vec<(&'a ToolProfile, f32)> {
+        let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
+        let near = |s: f32| s + TAUGHT_ARGUMENTS >= top;
+        scored
+            .into_iter()
+            .map(
+                |(t, s)| {
+                    if near(s) && self.as_taught(t, part, now, taught) {
+                        (t, s + TAUGHT_ARGUMENTS)
+                    } else {
+                        (t, s)
+                    }
+                },
+            )
+            .collect()
+    }
+
     /// Rule 16: whether the text values `part` gives `tool` are all of
     /// parameters the model passed values for with this tool — "switch the
     /// kettle on" gives a light tool taught only with rooms a device's
