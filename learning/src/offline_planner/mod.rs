@@ -624,25 +624,17 @@ impl OfflinePlanner {
         taught: &TaughtPhrasings,
     ) -> Vec<(&'a ToolProfile, f32)> {
         let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
-        let near = |s: f32| s + TAUGHT_ARGUMENTS >= top;
-        scored
-            .into_iter()
-            .map(
-                |(t, s)| {
-                    if near(s) && self.as_taught(t, part, now, taught) {
-                        (t, s + TAUGHT_ARGUMENTS)
-                    } else {
-                        (t, s)
-                    }
-                },
-            )
-            .collect()
+        let gain = |t: &ToolProfile, s: f32| match s + TAUGHT_ARGUMENTS >= top && self.as_taught(t, part, now, taught) {
+            true => TAUGHT_ARGUMENTS,
+            false => 0.0,
+        };
+        scored.into_iter().map(|(t, s)| (t, s + gain(t, s))).collect()
     }
 
     /// Rule 16: whether the text values `part` gives `tool` are all of
-    /// parameters the model passed values for with this tool — "switch the
-    /// kettle on" gives a light tool taught only with rooms a device's
-    /// name, and a device tool taught with names one.
+    /// parameters the model passed values for with this tool. "Switch the
+    /// kettle on" gives either tool a device's name: the lights' tool was
+    /// only ever given rooms, the devices' tool names.
     fn as_taught(&self, tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>, taught: &TaughtPhrasings) -> bool {
         if !taught.has_values(&tool.name) {
             return false;

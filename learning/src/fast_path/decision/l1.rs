@@ -298,6 +298,13 @@ impl FastPath {
         let mut novel = 0;
         let action = self.actions.get(&r.action);
         let command = |w: &str| self.command_words.contains(w);
+        // Whether a verb hidden in a slot's span asks what the phrasing
+        // does: no pole against it, no action it does not name.
+        let (poles, actions) = (gate::poles_of_text(&r.canonical), gate::effectful_actions(&r.canonical));
+        let agrees = |verb: &str| {
+            gate::clashing_axis(&gate::poles_of_text(verb), &poles).is_none()
+                && gate::effectful_actions(verb).is_subset(&actions)
+        };
         for name in &r.names {
             let Some(said) = fill.values.get(name) else { return Err((format!("no value for slot {name}"), false)) };
             let enums = self.enum_of(&r.executor, name);
@@ -306,11 +313,6 @@ impl FastPath {
             // thing up ("… coffee filters add them"): the thing is the
             // value, when the verb asks what the phrasing does — hidden in
             // the slot, the gate does not see it ("… le mele toglile").
-            let agrees = |verb: &str| {
-                let (theirs, ours) = (gate::poles_of_text(verb), gate::poles_of_text(&r.canonical));
-                gate::clashing_axis(&theirs, &ours).is_none()
-                    && gate::effectful_actions(verb).is_subset(&gate::effectful_actions(&r.canonical))
-            };
             let resumed = vocabulary
                 .filter(|v| v.is_open())
                 .and_then(|_| crate::spoken::resumed_thing(said))
