@@ -907,7 +907,7 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
         THAT.contains(&w)
             || JOINS.contains(&w)
             || COURTESIES.contains(&w)
-            || (!sentence && ARTICLES.contains(&w))
+            || (!sentence && (ARTICLES.contains(&w) || filler(w)))
             || verb_of_the_tool(w)
     };
     // A sentence said after "that" within the verb's words starts there
@@ -1282,6 +1282,21 @@ mod tests {
         assert_eq!(f.get("room"), Some(&json!("cantina")), "{f:?}");
         let f = fill(&close, "close the office curtains", &c);
         assert_eq!(f.get("room"), Some(&json!("office")), "{f:?}");
+    }
+
+    /// A text said after its tool's verb, with the place first, starts
+    /// past the verb's particles as it does with the verb first ("some"
+    /// was searched for).
+    #[test]
+    fn a_text_after_the_place_and_the_verb_loses_the_verbs_particles() {
+        let play = json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "Artist, album, song, genre or station to search for"},
+            "speaker": {"type": "string", "description": "Speaker (or room of the speaker) to play on"}},
+            "required": ["query"]});
+        let c = Context::of("play_music", "Search the music service and play the best match on a speaker");
+        let f = fill(&play, "office speaker play some radiohead", &c);
+        assert_eq!(f.get("query"), Some(&json!("radiohead")), "{f:?}");
+        assert_eq!(fill(&play, "play some radiohead", &c).get("query"), Some(&json!("radiohead")));
     }
 
     /// A thing a verb takes up by a pronoun or a clitic, and that verb.
