@@ -116,6 +116,10 @@ const SYNONYMS: &[(&str, &[&str])] = &[
 /// Italian clitics an imperative carries ("accendimi", "aggiungilo").
 const CLITICS: &[&str] = &["melo", "mela", "mele", "mi", "lo", "la", "le", "li", "ne", "ci"];
 
+/// Forms of "to be" that make a state's participle a question about it
+/// (IT, with the English a transcript may carry).
+const COPULAS: &[&str] = &["è", "é", "sono", "sei", "siamo", "siete", "era", "erano", "is", "are"];
+
 /// Question words that open a request for information (EN + IT).
 pub(crate) const QUESTION_WORDS: &[&str] = &[
     "what", "what's", "whats", "how", "how's", "which", "quanti", "quanto", "quanta", "quante", "qual", "quale",
@@ -363,11 +367,16 @@ impl RequestWords {
             }
             words.insert(stem(w));
         }
+        let question_mark = request.trim_end().ends_with('?');
+        // A state's participle asks with a copula or a question mark ("è
+        // accesa la luce in bagno", "luci accese in cucina?"); without,
+        // it is the state wanted ("luci spente in stireria grazie").
+        let state =
+            raw.iter().any(|w| STATE_FORMS.contains(w)) && (question_mark || raw.iter().any(|w| COPULAS.contains(w)));
         let asks = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w) || QUESTION_WORDS.contains(w))
-            || raw.iter().any(|w| STATE_FORMS.contains(w))
-            || (request.trim_end().ends_with('?') && !opens_command(&raw));
-        let states = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w))
-            || raw.iter().any(|w| STATE_FORMS.contains(w));
+            || state
+            || (question_mark && !opens_command(&raw));
+        let states = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w)) || state;
         RequestWords { words, poles: pole_set, asks, states }
     }
 
@@ -563,6 +572,14 @@ mod tests {
             assert!(v.shared(3, &r) >= 2, "{question}: {}", v.shared(3, &r));
         }
         assert!(!RequestWords::new("can you turn the kettle on?").asks_state(), "a polite command asks no state");
+        // A state's participle asks with a copula or a question mark;
+        // without, it is the state wanted (home B's and C's dev splits).
+        for question in ["è accesa la luce in bagno", "luci accese in cucina?"] {
+            assert!(RequestWords::new(question).asks_state(), "{question}");
+        }
+        for command in ["luci spente in stireria grazie", "luce dello studio spenta per favore"] {
+            assert!(!RequestWords::new(command).asks_state(), "{command}");
+        }
     }
 
     /// A polite command, or an imperative, ends with a question mark and
