@@ -907,7 +907,7 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
         THAT.contains(&w)
             || JOINS.contains(&w)
             || COURTESIES.contains(&w)
-            || (!sentence && (ARTICLES.contains(&w) || filler(w)))
+            || (!sentence && filler(w))
             || verb_of_the_tool(w)
     };
     // A sentence said after "that" within the verb's words starts there
