@@ -139,7 +139,7 @@ const AXES: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "run",
-        &["start", "begin", "resume", "play", "avvia", "inizia", "riprendi", "riproduci", "fai partire"],
+        &["start", "begin", "resume", "play", "avvia", "inizia", "riprendi", "riproduci", "suona", "fai partire"],
         &["stop", "end", "pause", "halt", "ferma", "termina", "interrompi", "pausa", "metti in pausa"],
     ),
     (
@@ -778,6 +778,16 @@ mod tests {
         assert_eq!(fold("dell'ingresso"), "ingresso");
         let taught = "put itemslot on the shopping list";
         assert_eq!(check("we've got itemslot put it on the shopping list", taught), Ok(()));
+    }
+
+    /// "Suona" plays, as "riproduci" does: a pole of the run axis, so
+    /// it is "play" on both sides and "ferma" its other pole (it was an
+    /// action without a pole, on one side only against "play some …").
+    #[test]
+    fn suona_plays() {
+        assert_eq!(poles_of("suona"), poles_of("play"));
+        assert!(check("suona searchslot in zoneslot", "play some searchslot in the zoneslot").is_ok());
+        assert!(clashing_axis(&poles_of_text("suona la musica"), &poles_of_text("ferma la musica")).is_some());
     }
 
     #[test]

@@ -168,10 +168,14 @@ const PHRASES: &[(&str, &str)] = &[
     ("living room", "living"),
     ("previsioni del tempo", "weather"),
     ("switch of", "switch off"),
+    ("switchoff", "switch off"),
+    ("switchon", "switch on"),
     ("tira giu", "lower"),
     ("tira giù", "lower"),
     ("tira su", "raise"),
     ("turn of", "turn off"),
+    ("turnoff", "turn off"),
+    ("turnon", "turn on"),
     ("weather forecast", "weather"),
 ];
 
@@ -241,5 +245,8 @@ mod tests {
         assert_eq!(phrases("switch of the porch lights"), "switch off the porch lights");
         assert!(!crate::fast_path::gate::poles_of_text("turn of the lights in the garage").is_empty());
         assert_eq!(phrases("anche tempo fatto"), "anche tempo fatto");
+        // A voice transcript glues the verb to its particle.
+        assert_eq!(phrases("turnon coffee machine"), "turn on coffee machine");
+        assert_eq!(phrases("switchoff the fan"), "switch off the fan");
     }
 }
