@@ -608,7 +608,11 @@ fn kind_words<'p>(
         // when the tool's required value is text: "Search the music
         // services" — "classical music" is what to play.
         let object = context.objects.contains(&f) && !text_required;
-        if hit.is_some() || (context.name.contains(&f) || object) && !action {
+        // Nor is a word of its name qualified in the text it searches
+        // ("classical music", "musica classica" for `play_music`): alone,
+        // it is the verb's object ("play music in the kitchen").
+        let named = context.name.contains(&f) && !(text_required && qualified(ws, i, verb_end));
+        if hit.is_some() || (named || object) && !action {
             kinds.push((i, hit));
         }
     }
@@ -618,6 +622,21 @@ fn kind_words<'p>(
     let first = kinds.first().map(|(i, _)| *i);
     kinds.retain(|(i, _)| Some(*i) == first || !after_preposition_of_place(ws, *i));
     kinds
+}
+
+/// Whether the word at `i`, past the verb (`verb_end`), has a word of
+/// content beside it in the text: one before it past the verb ("classical
+/// music"), or one after it that is no word of grammar ("musica
+/// classica"; not "music in the kitchen").
+fn qualified(ws: &[String], i: usize, verb_end: usize) -> bool {
+    let content = |w: &str| {
+        !filler(w)
+            && !PLACE_PREPOSITIONS.contains(&w)
+            && !JOINS.contains(&w)
+            && !crate::fast_path::gate::is_action(w)
+            && crate::fast_path::gate::poles_of(w).is_empty()
+    };
+    i >= verb_end && (i > verb_end && content(&ws[i - 1]) || ws.get(i + 1).is_some_and(|n| content(n)))
 }
 
 /// Whether the word at `i` follows a preposition of place, articles
@@ -1297,6 +1316,24 @@ mod tests {
         let f = fill(&play, "office speaker play some radiohead", &c);
         assert_eq!(f.get("query"), Some(&json!("radiohead")), "{f:?}");
         assert_eq!(fill(&play, "play some radiohead", &c).get("query"), Some(&json!("radiohead")));
+    }
+
+    /// A word of the tool's name qualified in the text is searched for
+    /// with it ("classical music", "musica classica" for `play_music`:
+    /// "music" was taken for the kind of thing played, and only
+    /// "classical" searched); alone, it is still the verb's object.
+    #[test]
+    fn a_tools_noun_qualified_in_the_text_is_searched_for() {
+        let play = json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "Artist, album, song, genre or station to search for"},
+            "speaker": {"type": "string", "description": "Speaker (or room of the speaker) to play on"}},
+            "required": ["query"]});
+        let c = Context::of("play_music", "Search the music service and play the best match on a speaker");
+        let query = |request: &str| fill(&play, request, &c).get("query").cloned();
+        assert_eq!(query("play classical music on the porch speaker"), Some(json!("classical music")));
+        assert_eq!(query("suona un po' di musica classica in studio"), Some(json!("musica classica")));
+        assert_eq!(query("play some music in the kitchen"), None);
+        assert_eq!(fill(&play, "play music on the porch speaker", &c).get("speaker"), Some(&json!("porch")));
     }
 
     /// A thing a verb takes up by a pronoun or a clitic, and that verb.
