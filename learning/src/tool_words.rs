@@ -367,6 +367,11 @@ impl RequestWords {
             }
             words.insert(stem(w));
         }
+        // Of a cover, up opens and down closes (the gate's reading); to a
+        // value, it sets a position ("lower the blinds to 30 percent").
+        if crate::fast_path::gate::names_a_cover(&raw) && !crate::fast_path::gate::to_a_value(&raw) {
+            pole_set = crate::fast_path::gate::level_as_open(pole_set);
+        }
         let question_mark = request.trim_end().ends_with('?');
         // A state's participle asks with a copula or a question mark ("è
         // accesa la luce in bagno", "luci accese in cucina?"); without,
@@ -632,5 +637,18 @@ mod tests {
         assert_eq!(v.shared(0, &RequestWords::new("write me a poem about the sea")), 1);
         assert!(v.shared(0, &RequestWords::new("write a new file called notes")) >= 2);
         assert_eq!(v.shared(2, &RequestWords::new("switch on the printer")), 2);
+    }
+
+    /// Of a cover, down is the closing pole a tool named for it names
+    /// ("pull the blinds down" shares it with `cover-close`); to a value
+    /// it is a position, as the gate reads it.
+    #[test]
+    fn a_cover_going_down_closes() {
+        assert_eq!(
+            RequestWords::new("pull the blinds down in the dining room").poles,
+            BTreeSet::from([("open", false)])
+        );
+        assert_eq!(RequestWords::new("lower the blinds to 30 percent").poles, BTreeSet::from([("level", false)]));
+        assert_eq!(RequestWords::new("turn the volume down").poles, BTreeSet::from([("level", false)]));
     }
 }

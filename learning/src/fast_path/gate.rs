@@ -374,6 +374,7 @@ fn profile(canonical: &str) -> ActionProfile {
         }
     }
     level_to_a_value_is_a_set(&n, &mut p);
+    covers_open_as_they_rise(&ws, &mut p);
     making_what_exists(&n, &mut p);
     p
 }
@@ -450,12 +451,11 @@ fn making_what_exists(normalized: &str, p: &mut ActionProfile) {
 /// setting too ("open the blinds to 40 percent", "tira su le tapparelle
 /// al 70 per cento": the position, whichever word moves it there).
 fn level_to_a_value_is_a_set(normalized: &str, p: &mut ActionProfile) {
-    const TO: &[&str] = &["to", "at", "al", "allo", "alla", "a"];
-    const SET_BY_A_VALUE: &[&str] = &[LEVEL, "open"];
+    const SET_BY_A_VALUE: &[&str] = &[LEVEL, OPEN];
     let ws: Vec<&str> = words(normalized).collect();
+    let level = p.poles.iter().any(|(axis, _)| SET_BY_A_VALUE.contains(axis));
     let number = SlotKind::Number.name();
     let to_value = ws.windows(2).any(|w| TO.contains(&w[0]) && w[1] == number);
-    let level = p.poles.iter().any(|(axis, _)| SET_BY_A_VALUE.contains(axis));
     if !(to_value && level) {
         return;
     }
@@ -465,8 +465,81 @@ fn level_to_a_value_is_a_set(normalized: &str, p: &mut ActionProfile) {
     p.effectful.insert(SET);
 }
 
+/// Words before the value something goes *to* ("to sixty", "al 30").
+const TO: &[&str] = &["to", "at", "al", "allo", "alla", "a"];
+
+/// Whether a request's words `ws` (normalised, values not masked) say a
+/// value something goes *to* ("lower the blinds to 30 percent"): a
+/// setting, whichever way it moves, as [`level_to_a_value_is_a_set`]
+/// reads a masked text.
+pub(crate) fn to_a_value(ws: &[&str]) -> bool {
+    let value = |w: &str| w.trim_end_matches('%').parse::<f64>().is_ok();
+    (0..ws.len().saturating_sub(1))
+        .any(|i| TO.contains(&ws[i]) && (value(ws[i + 1]) || super::numbers::parse_at(ws, i + 1).is_some()))
+}
+
 /// The axis of a level going up or down.
 const LEVEL: &str = "level";
+
+/// Things that open as they rise, EN + IT: shutters, blinds, curtains.
+/// A word holding one names one, a slot named for them too
+/// ("covertypeslot", a tool's `cover_type` masked).
+const COVERS: &[&str] = &[
+    "shutter",
+    "shutters",
+    "blind",
+    "blinds",
+    "curtain",
+    "curtains",
+    "shade",
+    "shades",
+    "cover",
+    "covers",
+    "awning",
+    "awnings",
+    "tapparella",
+    "tapparelle",
+    "persiana",
+    "persiane",
+    "tenda",
+    "tende",
+    "serranda",
+    "serrande",
+    "veneziana",
+    "veneziane",
+];
+
+/// "Pull the blinds down", "tira giù le tapparelle", "roll the shutters
+/// up": of a cover, up is open and down is closed — the open axis's
+/// poles, not the level's, so "close the blinds" is the same request and
+/// "alza le tapparelle" clashes with "abbassa". Both sides read so when
+/// both name a cover; a cover masked by a slot named for something else
+/// ("deviceclass0slot") is read on neither side, as before.
+fn covers_open_as_they_rise(ws: &[&str], p: &mut ActionProfile) {
+    if !names_a_cover(ws) {
+        return;
+    }
+    p.poles = level_as_open(std::mem::take(&mut p.poles));
+    for (axis, _) in p.axis_words.iter_mut().filter(|(axis, _)| *axis == LEVEL) {
+        *axis = OPEN;
+    }
+}
+
+/// Whether words `ws` (normalised) name a cover ([`COVERS`]).
+pub(crate) fn names_a_cover(ws: &[&str]) -> bool {
+    ws.iter().any(|w| {
+        let slot = w.strip_suffix("slot").is_some_and(|n| COVERS.iter().any(|c| n.contains(c)));
+        slot || COVERS.contains(w) || COVERS.contains(&fold(w).as_str())
+    })
+}
+
+/// `poles` with the level axis's read as the open axis's (a cover's).
+pub(crate) fn level_as_open(poles: Poles) -> Poles {
+    poles.into_iter().map(|(axis, s)| (if axis == LEVEL { OPEN } else { axis }, s)).collect()
+}
+
+/// The axis of opening and closing.
+const OPEN: &str = "open";
 
 /// The effectful action classes `text` names ("delete", "send", …; EN +
 /// IT): what the offline planner must not answer with a tool that cannot
@@ -780,6 +853,21 @@ mod tests {
         assert_eq!(check("we've got itemslot put it on the shopping list", taught), Ok(()));
     }
 
+    /// Of a cover, up opens and down closes: "lower the blinds" is "close
+    /// the blinds" (a level pole against an open one was refused),
+    /// "alza le tapparelle" clashes with "abbassa" and with "close"; a
+    /// level without a cover stays a level ("turn the volume down").
+    #[test]
+    fn a_cover_opens_as_it_rises() {
+        assert!(check("lower the blinds in the zoneslot", "close the blinds in the zoneslot").is_ok());
+        assert!(check("tira giù le covertypeslot in zoneslot", "close the covertypeslot in the zoneslot").is_ok());
+        let up = poles_of_text("alza le tapparelle del bagno");
+        assert_eq!(clashing_axis(&up, &poles_of_text("close the shutters")), Some("open"));
+        assert_eq!(poles_of_text("turn the volume down"), Poles::from([("level", false)]));
+        assert!(to_a_value(&["lower", "the", "blinds", "to", "30", "percent"]));
+        assert!(!to_a_value(&["pull", "the", "blinds", "down", "in", "the", "den"]));
+    }
+
     /// "Suona" plays, as "riproduci" does: a pole of the run axis, so
     /// it is "play" on both sides and "ferma" its other pole (it was an
     /// action without a pole, on one side only against "play some …").
@@ -833,19 +921,19 @@ mod tests {
     fn a_pole_the_tool_is_named_by_is_the_action() {
         let mut never = |_: &str, _: &str| false;
         let none = |_: &str| false;
-        let taught = "alza le tapparelle in roomslot";
-        let words = ActionWords::of(["alza le tapparelle in"]);
+        let taught = "alza il cancello in roomslot";
+        let words = ActionWords::of(["alza il cancello in"]);
         let bare = ActionContext { words: &words, is_value: &none };
-        let request = "open the tapparelle in the roomslot";
+        let request = "open the cancello in the roomslot";
         assert!(check_for(request, taught, Some(&bare), &mut never).is_err(), "without the name");
-        let words = ActionWords::of(["alza le tapparelle in"]).with_tool("open blinds");
+        let words = ActionWords::of(["alza il cancello in"]).with_tool("open gate");
         let action = ActionContext { words: &words, is_value: &none };
         assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
-        for other in ["close the tapparelle in the roomslot", "sistema le tapparelle in roomslot", "open the door"] {
+        for other in ["close the cancello in the roomslot", "sistema il cancello in roomslot", "open the door"] {
             assert!(check_for(other, taught, Some(&action), &mut never).is_err(), "{other}");
         }
         // In either language.
-        let request = "apri le tapparelle della roomslot";
+        let request = "apri il cancello della roomslot";
         assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
         let words = ActionWords::of(["chiudi le persiane della"]).with_tool("close blinds");
         let action = ActionContext { words: &words, is_value: &none };
@@ -917,8 +1005,9 @@ mod tests {
         // "tira su" up, as "alza" is.
         assert_eq!(poles_of("giù"), vec![("level", false)]);
         let clash = |a: &str, b: &str| clashing_axis(&poles_of_text(a), &poles_of_text(b));
-        assert_eq!(clash("tira su le tapparelle", "tira giù le tapparelle"), Some(LEVEL));
-        assert_eq!(clash("alzami le tapparelle", "abbassa le tapparelle"), Some(LEVEL));
+        assert_eq!(clash("tira su le tapparelle", "tira giù le tapparelle"), Some(OPEN));
+        assert_eq!(clash("alzami le tapparelle", "abbassa le tapparelle"), Some(OPEN));
+        assert_eq!(clash("alza il volume", "abbassa il volume"), Some(LEVEL));
         assert_eq!(clash("tira su le tapparelle", "alza le tapparelle"), None);
     }
 
