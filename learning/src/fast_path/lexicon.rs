@@ -163,9 +163,13 @@ const PHRASES: &[(&str, &str)] = &[
     ("che ora è", "time"),
     ("che ore sono", "time"),
     ("che tempo fa", "weather"),
+    ("chiudere a chiave", "lock"),
+    ("chiudi a chiave", "lock"),
     ("fammi sentire", "play"),
     ("lista della spesa", "shopping list"),
     ("living room", "living"),
+    ("power down", "power off"),
+    ("power up", "power on"),
     ("previsioni del tempo", "weather"),
     ("switch of", "switch off"),
     ("switchoff", "switch off"),
@@ -245,6 +249,8 @@ mod tests {
         assert_eq!(phrases("switch of the porch lights"), "switch off the porch lights");
         assert!(!crate::fast_path::gate::poles_of_text("turn of the lights in the garage").is_empty());
         assert_eq!(phrases("anche tempo fatto"), "anche tempo fatto");
+        assert_eq!(phrases("chiudi a chiave il portoncino"), "lock il portoncino");
+        assert_eq!(phrases("power up the printer"), "power on the printer");
         // A voice transcript glues the verb to its particle.
         assert_eq!(phrases("turnon coffee machine"), "turn on coffee machine");
         assert_eq!(phrases("switchoff the fan"), "switch off the fan");

@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use crate::fast_path::gate;
+use crate::fast_path::{gate, slots};
 
 /// A request as [`fits`] compares it with examples: read once per part of
 /// a request, not once per example and tool.
@@ -35,12 +35,51 @@ impl Asked {
 /// 1. no axis the two name with other poles ([`gate::clashing_axis`]);
 /// 2. every word of the example that names the tool's thing — a word of
 ///    the tool's name, not an action or a pole ("light" of `light-on`,
-///    "luci" read as light) — is said by the request too.
-pub(super) fn fits(name: &[String], example: &str, asked: &Asked) -> bool {
+///    "luci" read as light) — is said by the request too;
+/// 3. every slot of the example named for a kind of the tool's thing
+///    ("covertypeslot" of `cover-open`, its values an enum) is filled by
+///    the request: `values(mask)` gives the values it took (as said, as
+///    the model passed them; `None` for a slot of no kind: an item, a
+///    name), and the request says one of them, or the thing's own word. "Tira su le
+///    tapparelle in soggiorno", masked, says no more than "alza il X in
+///    Y": "alza il volume in soggiorno" names no cover.
+pub(super) fn fits(
+    name: &[String],
+    example: &str,
+    asked: &Asked,
+    values: &dyn Fn(&str) -> Option<Vec<String>>,
+) -> bool {
     if gate::clashing_axis(&gate::poles_of_text(example), &asked.poles).is_some() {
         return false;
     }
-    read(example).into_iter().filter(|w| names_thing(name, w)).all(|w| asked.said.contains(&w))
+    let words = read(example);
+    if !words.iter().filter(|w| names_thing(name, w)).all(|w| asked.said.contains(w)) {
+        return false;
+    }
+    let normalized = crate::text::normalize(example);
+    let filled = |m: &str| {
+        let Some(values) = values(m) else { return true };
+        let thing = name.iter().map(|n| crate::tool_words::stem(n)).any(|n| m.contains(&n) && asked.said.contains(&n));
+        thing || values.iter().any(|v| asked.says(v))
+    };
+    let masks: Vec<&str> = crate::text::words(&normalized).filter(|w| slots::is_mask(w)).collect();
+    masks.into_iter().filter(|m| slot_of_thing(name, m)).all(filled)
+}
+
+/// Whether the slot masked as `mask` is named for the thing of the tool
+/// whose name's words are `name` ("covertypeslot", `cover-open`).
+fn slot_of_thing(name: &[String], mask: &str) -> bool {
+    let slot = mask.trim_end_matches("slot").trim_end_matches(|c: char| c.is_ascii_digit());
+    name.iter().any(|n| n.len() > 2 && !gate::is_action(n) && !gate::is_pole(n) && slot.contains(n.as_str()))
+}
+
+impl Asked {
+    /// Whether the request says `value` (a value a slot took): each of its
+    /// words, read as the request's are.
+    fn says(&self, value: &str) -> bool {
+        let ws = read(value);
+        !ws.is_empty() && ws.iter().all(|w| self.said.contains(w))
+    }
 }
 
 /// The words of `text` as compared: normalised, read as their concept
@@ -65,7 +104,8 @@ mod tests {
 
     #[test]
     fn an_example_of_the_other_pole_or_another_thing_stands_for_nothing() {
-        let fits = |name: &[String], example: &str, request: &str| fits(name, example, &Asked::of(request));
+        let none = |_: &str| None;
+        let fits = |name: &[String], example: &str, request: &str| fits(name, example, &Asked::of(request), &none);
         let tool = crate::tool_words::split_name("light-on");
         assert!(fits(&tool, "hey can you put the lights on in the zoneslot", "put the lights on in the den"));
         assert!(fits(&tool, "accendi le luci in zoneslot", "turn the lights on in the den"), "luci is light");
@@ -73,5 +113,22 @@ mod tests {
         let covers = crate::tool_words::split_name("cover-close");
         assert!(!fits(&covers, "abbassa le tapparelle in zoneslot", "alzami le tapparelle della sala"), "up");
         assert!(fits(&covers, "abbassa le tapparelle in zoneslot", "abbassami le tapparelle della sala"));
+    }
+
+    /// A slot named for a kind of the tool's thing ("covertypeslot") is
+    /// filled by a value it took, or the thing's word: masked, "tira su
+    /// le tapparelle in soggiorno" said no more than "alza il X in Y", and
+    /// stood for "alza il volume in soggiorno" (`cover-open`).
+    #[test]
+    fn an_example_whose_kind_the_request_does_not_fill_stands_for_nothing() {
+        let tool = crate::tool_words::split_name("cover-open");
+        let taught = |_: &str| Some(vec!["tapparelle".to_owned(), "shutter".to_owned()]);
+        let no_kind = |_: &str| None;
+        let example = "tira su le covertypeslot in zoneslot";
+        assert!(!fits(&tool, example, &Asked::of("alza il volume in soggiorno"), &taught));
+        assert!(fits(&tool, example, &Asked::of("alza le tapparelle in sala"), &taught));
+        assert!(fits(&tool, example, &Asked::of("raise the shutters in the den"), &taught));
+        assert!(fits(&tool, example, &Asked::of("open the cover in the den"), &taught), "the thing's word");
+        assert!(fits(&tool, example, &Asked::of("alza il volume in soggiorno"), &no_kind), "no kind");
     }
 }

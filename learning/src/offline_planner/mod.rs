@@ -538,7 +538,8 @@ impl OfflinePlanner {
         let score = |t: &ToolProfile| {
             // Rule 11: an example the model taught counts past its bar —
             // one of the request's poles and thing (`example_fit`).
-            let fits = |example: &str| example_fit::fits(&t.name_words, example, &asked);
+            let values = |mask: &str| taught_values(t, mask, taught);
+            let fits = |example: &str| example_fit::fits(&t.name_words, example, &asked, &values);
             let learnt = taught.nearest_where(&t.name, v, fits).filter(|c| *c >= self.threshold + TAUGHT_MARGIN);
             let mut score =
                 nearest(v, &t.vectors).max(learnt.unwrap_or(f32::MIN)) + LEXICAL_SCALE * lex(t).unwrap_or(0.0);
@@ -664,6 +665,21 @@ impl OfflinePlanner {
             .find(|t| t.name == step.tool)
             .is_some_and(|t| t.actions.contains("set") && action_fit::gives_nothing_to_set(t, &step.args))
     }
+}
+
+/// The values the model passed for the parameter of `tool` a phrasing's
+/// slot is masked as (`mask`: "covertypeslot"), as said and as passed,
+/// when that parameter is a kind (its values an enum): rule 11's test
+/// that a request fills the slot. `None` for any other parameter.
+fn taught_values(tool: &ToolProfile, mask: &str, taught: &TaughtPhrasings) -> Option<Vec<String>> {
+    use serde_json::Value;
+    let base = |m: &str| m.trim_end_matches("slot").trim_end_matches(|c: char| c.is_ascii_digit()).to_owned();
+    let props = tool.schema.get("properties").and_then(Value::as_object)?;
+    let kind = |spec: &Value| spec.get("enum").is_some() || spec.get("items").is_some_and(|i| i.get("enum").is_some());
+    let (param, _) =
+        props.iter().find(|(p, spec)| kind(spec) && base(&crate::fast_path::slots::mask(p)) == base(mask))?;
+    let said = taught.values(&tool.name, param).iter();
+    Some(said.flat_map(|(s, v)| [Some(s.clone()), v.as_str().map(str::to_owned)]).flatten().collect())
 }
 
 /// The sentences of a tool's description ("Read a file. Only works within
