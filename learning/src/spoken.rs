@@ -384,10 +384,15 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         used[*i] |= hit.is_none();
     }
     mark_enum_values(&ws, props, &mut used);
-    // Rule 4: a device by its name.
+    // Rule 4: a device by its name — or the thing the tool is named for,
+    // called by the household's own name without the word for it
+    // ("blocca il portoncino": `door-lock`'s "the door or gate, as the
+    // household calls it").
     if !where_said && !text_required {
         for (k, spec) in props {
-            if device_name(k, spec) && !out.contains_key(k) {
+            let own = |thing: Vec<String>| thing.iter().any(|w| context.name.contains(w));
+            let called = called_thing(spec).is_some_and(own) && !place_property(k, spec);
+            if (device_name(k, spec) || called) && !out.contains_key(k) {
                 // Its name ends where a verb or a pole is said ("il
                 // proiettore spegnilo"); a kind alone is one device ("the tv").
                 let verb = |i: usize| grammar(i) && !is_kind(i);
@@ -1316,6 +1321,23 @@ mod tests {
         let f = fill(&play, "office speaker play some radiohead", &c);
         assert_eq!(f.get("query"), Some(&json!("radiohead")), "{f:?}");
         assert_eq!(fill(&play, "play some radiohead", &c).get("query"), Some(&json!("radiohead")));
+    }
+
+    /// The thing a tool is named for, called by the household's own name
+    /// without the word for it ("portoncino", not "porta"), is the thing;
+    /// a thing of another tool's ("one player by its name", to pause the
+    /// music) is not guessed so.
+    #[test]
+    fn a_thing_of_the_tool_may_be_called_by_its_own_name() {
+        let lock = json!({"type": "object", "properties": {
+            "target": {"type": "string", "description": "The door or gate, as the household calls it"}}});
+        let c = Context::of("door-lock", "Lock a door or gate by its name");
+        assert_eq!(fill(&lock, "blocca il portoncino", &c).get("target"), Some(&json!("portoncino")));
+        assert_eq!(fill(&lock, "lock the side door", &c).get("target"), Some(&json!("side door")));
+        let pause = json!({"type": "object", "properties": {
+            "target": {"type": "string", "description": "One player or speaker by its name"}}});
+        let c = Context::of("media-pause", "Pause what is playing in a zone or on one player");
+        assert_eq!(fill(&pause, "stop the music for a sec", &c).get("target"), None);
     }
 
     /// A word of the tool's name qualified in the text is searched for
