@@ -358,6 +358,8 @@ fn a_new_timer_is_started_with_its_duration() {
     assert_eq!(plan("metti un timer di 8 minuti"), [r#"HassStartTimer {"minutes":8}"#]);
     assert_eq!(plan("add 5 minutes to the timer"), [r#"HassIncreaseTimer {"minutes":5}"#]);
     assert_eq!(plan("set a timer"), Vec::<String>::new());
+    // A headline names a new one too (it was a timer paused).
+    assert_eq!(plan("timer cinque minuti"), [r#"HassStartTimer {"minutes":5}"#]);
 }
 
 /// Rule 3's causative "make" and the colour a light is set to: "make the

@@ -44,15 +44,35 @@ const INDEFINITE: &[&str] = &["a", "an", "un", "uno", "una"];
 
 /// Rule 12: what `part` asks a new one of — each word after an
 /// indefinite article, as said and as its stem ("set a timer", "metti un
-/// timer": timer); no tool that acts on a running timer makes one.
+/// timer": timer), and a noun that opens the request bare, as a headline
+/// names a new thing, before its measure or its purpose ("timer di 10
+/// minuti per il sugo", "countdown 15 minutes for the lasagna"; not "il
+/// timer delle uova", nor "unpause the music"); no tool that acts on a
+/// running timer makes one.
 pub(super) fn asked_new(part: &str) -> Vec<String> {
     let lower = crate::text::normalize(part).replace("un'", "un ");
     let words: Vec<&str> = lower.split_whitespace().collect();
-    words
-        .windows(2)
-        .filter(|w| INDEFINITE.contains(&w[0]))
-        .flat_map(|w| [w[1].to_owned(), crate::tool_words::stem(w[1])])
-        .collect()
+    let after_article = words.windows(2).filter(|w| INDEFINITE.contains(&w[0])).map(|w| w[1]);
+    after_article.chain(headline(&words)).flat_map(|w| [w.to_owned(), crate::tool_words::stem(w)]).collect()
+}
+
+/// Words a spoken request may open with before its first word proper.
+const OPENERS: &[&str] = &["uh", "um", "ehm", "eh", "oh", "ah", "allora", "hey", "ok", "okay", "so", "dai"];
+
+/// Words after a headline's noun that give its measure or its purpose.
+const HEADLINE_LINKS: &[&str] = &["for", "per", "di", "da"];
+
+/// Rule 12's headline: the noun `words` open with, interjections aside,
+/// when a number or a link to its measure or purpose follows it.
+fn headline<'a>(words: &[&'a str]) -> Option<&'a str> {
+    let at = words.iter().position(|w| !OPENERS.contains(w))?;
+    let (w, next) = (words[at], *words.get(at + 1)?);
+    let verb = crate::fast_path::gate::is_action(w)
+        || crate::fast_path::gate::is_pole(w)
+        || crate::tool_words::RequestWords::is_synonym(w)
+        || crate::text::is_stop_word(w, crate::text::Negations::Drop);
+    let number = next.parse::<f64>().is_ok() || crate::fast_path::numbers::parse_at(words, at + 1).is_some();
+    (!verb && (number || HEADLINE_LINKS.contains(&next))).then_some(w)
 }
 
 /// Rule 10: whether `tool` sets something (its name or description names
@@ -72,4 +92,24 @@ pub(super) fn sets_nothing(tool: &ToolProfile, part: &str, asked_set: bool, now:
 pub(super) fn gives_nothing_to_set(tool: &ToolProfile, args: &ToolArgs) -> bool {
     let Some(props) = settable(tool) else { return false };
     !args.0.keys().any(|k| props.get(k).is_some_and(|spec| !crate::spoken::handles(k, spec)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asked_new;
+
+    /// A noun opening a request bare before its measure or purpose asks
+    /// a new one, as one after "a" does; one after "the", or a verb the
+    /// lists do not know, does not.
+    #[test]
+    fn a_headline_asks_a_new_one() {
+        let asks = |part: &str| asked_new(part).contains(&"timer".to_owned());
+        assert!(asks("set a timer for 3 minutes"));
+        assert!(asks("timer di 10 minuti per il sugo"));
+        assert!(asks("uh timer for the eggs seven minutes"));
+        assert!(asks("timer cinque minuti"));
+        assert!(!asks("il timer delle uova quanto gli manca"));
+        assert!(!asks("add 5 minutes to the timer"));
+        assert!(asked_new("unpause the music in the office").is_empty());
+    }
 }
