@@ -1853,7 +1853,7 @@ fn with_the_model_away_requests_are_planned_as_the_model_taught() {
         Ctx::ReplyLoop => said("Done.", (50, 2)),
         _ => http_500(),
     });
-    let asked = "raise the living room blinds";
+    let asked = "blinds in the living room, let the light in";
     // Nothing taught, the descriptions alone do not plan it so.
     let f = fixture();
     let rt = home_runtime(&f.data, "home", None);
