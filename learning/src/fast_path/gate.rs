@@ -516,9 +516,13 @@ const COVERS: &[&str] = &[
 /// both name a cover; a cover masked by a slot named for something else
 /// ("deviceclass0slot") is read on neither side, as before.
 fn covers_open_as_they_rise(ws: &[&str], p: &mut ActionProfile) {
-    if !names_a_cover(ws) {
-        return;
+    if names_a_cover(ws) {
+        read_as_cover(p);
     }
+}
+
+/// `p`'s level poles read as a cover's: the open axis's.
+fn read_as_cover(p: &mut ActionProfile) {
     p.poles = level_as_open(std::mem::take(&mut p.poles));
     for (axis, _) in p.axis_words.iter_mut().filter(|(axis, _)| *axis == LEVEL) {
         *axis = OPEN;
@@ -529,8 +533,13 @@ fn covers_open_as_they_rise(ws: &[&str], p: &mut ActionProfile) {
 pub(crate) fn names_a_cover(ws: &[&str]) -> bool {
     ws.iter().any(|w| {
         let slot = w.strip_suffix("slot").is_some_and(|n| COVERS.iter().any(|c| n.contains(c)));
-        slot || COVERS.contains(w) || COVERS.contains(&fold(w).as_str())
+        slot || is_cover(w)
     })
+}
+
+/// Whether `word` (normalised) is a cover's ([`COVERS`]).
+pub(crate) fn is_cover(word: &str) -> bool {
+    COVERS.contains(&word) || COVERS.contains(&fold(word).as_str())
 }
 
 /// `poles` with the level axis's read as the open axis's (a cover's).
@@ -773,6 +782,10 @@ pub struct ActionContext<'a> {
     pub words: &'a ActionWords,
     /// Whether a folded word is a value of one of its slots' parameters.
     pub is_value: &'a dyn Fn(&str) -> bool,
+    /// Whether a slot of the action holds covers (the values it took are
+    /// shutters, blinds…): masked, "raise the deviceclass0slot" names no
+    /// cover in its words, and its up still opens.
+    pub covers: bool,
 }
 
 /// [`check_with`], the content words compared with the candidate's
@@ -783,7 +796,11 @@ pub fn check_for(
     action: Option<&ActionContext<'_>>,
     same: &mut dyn FnMut(&str, &str) -> bool,
 ) -> Result<(), Mismatch> {
-    let (r, c) = (profile(request), profile(candidate));
+    let (mut r, mut c) = (profile(request), profile(candidate));
+    if action.is_some_and(|a| a.covers) {
+        read_as_cover(&mut r);
+        read_as_cover(&mut c);
+    }
     if r.negated != c.negated {
         return Err(Mismatch::Negation);
     }
@@ -864,6 +881,15 @@ mod tests {
         let up = poles_of_text("alza le tapparelle del bagno");
         assert_eq!(clashing_axis(&up, &poles_of_text("close the shutters")), Some("open"));
         assert_eq!(poles_of_text("turn the volume down"), Poles::from([("level", false)]));
+        // Masked by a slot named for no cover, the action's slot tells.
+        let (request, taught) = ("raise the deviceclass0slot in the areaslot", "open the areaslot deviceclass0slot");
+        let words = ActionWords::of([taught]);
+        let none = |_: &str| false;
+        let mut never = |_: &str, _: &str| false;
+        let covers = ActionContext { words: &words, is_value: &none, covers: true };
+        assert_eq!(check_for(request, taught, Some(&covers), &mut never), Ok(()));
+        let other = ActionContext { words: &words, is_value: &none, covers: false };
+        assert!(check_for(request, taught, Some(&other), &mut never).is_err());
         assert!(to_a_value(&["lower", "the", "blinds", "to", "30", "percent"]));
         assert!(!to_a_value(&["pull", "the", "blinds", "down", "in", "the", "den"]));
     }
@@ -895,7 +921,7 @@ mod tests {
     fn a_word_of_another_phrasing_of_the_action_stands_in_for_one_of_this_phrasing() {
         let words = ActionWords::of(["what's the forecast at nameslot", "what's the weather like in nameslot"]);
         let none = |_: &str| false;
-        let action = ActionContext { words: &words, is_value: &none };
+        let action = ActionContext { words: &words, is_value: &none, covers: false };
         let mut never = |_: &str, _: &str| false;
         let candidate = "what's the forecast at nameslot";
         assert_eq!(check_for("what's the weather at nameslot", candidate, Some(&action), &mut never), Ok(()));
@@ -903,13 +929,13 @@ mod tests {
         // A word dropped for nothing is still a difference.
         assert!(check_for("what's at nameslot", candidate, Some(&action), &mut never).is_err());
         let words = ActionWords::of(["announce messageslot", "annuncia a tutti che messageslot"]);
-        let action = ActionContext { words: &words, is_value: &none };
+        let action = ActionContext { words: &words, is_value: &none, covers: false };
         let err = check_for("che messageslot", "annuncia a tutti che messageslot", Some(&action), &mut never);
         assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
         // A value one of its slots takes is a second value, not a word of it.
         let words = ActionWords::of(["turn on the domain0slot", "turn on the light in the areaslot"]);
         let light = |w: &str| w == "light";
-        let action = ActionContext { words: &words, is_value: &light };
+        let action = ActionContext { words: &words, is_value: &light, covers: false };
         let err =
             check_for("turn on the light and the domain0slot", "turn on the domain0slot", Some(&action), &mut never);
         assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
@@ -923,11 +949,11 @@ mod tests {
         let none = |_: &str| false;
         let taught = "alza il cancello in roomslot";
         let words = ActionWords::of(["alza il cancello in"]);
-        let bare = ActionContext { words: &words, is_value: &none };
+        let bare = ActionContext { words: &words, is_value: &none, covers: false };
         let request = "open the cancello in the roomslot";
         assert!(check_for(request, taught, Some(&bare), &mut never).is_err(), "without the name");
         let words = ActionWords::of(["alza il cancello in"]).with_tool("open gate");
-        let action = ActionContext { words: &words, is_value: &none };
+        let action = ActionContext { words: &words, is_value: &none, covers: false };
         assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
         for other in ["close the cancello in the roomslot", "sistema il cancello in roomslot", "open the door"] {
             assert!(check_for(other, taught, Some(&action), &mut never).is_err(), "{other}");
@@ -936,7 +962,7 @@ mod tests {
         let request = "apri il cancello della roomslot";
         assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
         let words = ActionWords::of(["chiudi le persiane della"]).with_tool("close blinds");
-        let action = ActionContext { words: &words, is_value: &none };
+        let action = ActionContext { words: &words, is_value: &none, covers: false };
         let err = check_for(
             "tira su le persiane della roomslot",
             "chiudi le persiane della roomslot",

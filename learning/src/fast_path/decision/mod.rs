@@ -362,9 +362,16 @@ impl FastPath {
                 r.names.iter().any(|n| self.folded_values.get(parameter(n)).is_some_and(|v| v.contains(w)))
             })
         };
-        let context = row
-            .and_then(|r| self.action_words.get(&r.action))
-            .map(|words| gate::ActionContext { words, is_value: &is_value });
+        // A slot whose values are covers: the request's fills it.
+        let covers = row.is_some_and(|r| {
+            let values = |n: &String| self.folded_values.get(parameter(n));
+            r.names.iter().filter_map(values).any(|v| v.iter().any(|w| w.split(' ').any(gate::is_cover)))
+        });
+        let context = row.and_then(|r| self.action_words.get(&r.action)).map(|words| gate::ActionContext {
+            words,
+            is_value: &is_value,
+            covers,
+        });
         let bar = self.fast.word_threshold();
         if bar >= 1.0 {
             return gate::check_for(canon, text, context.as_ref(), &mut |_, _| false);
