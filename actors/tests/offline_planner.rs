@@ -329,7 +329,7 @@ fn what_the_model_taught_plans_requests_the_descriptions_miss() {
     };
     for (request, want, args) in [
         ("it's too dark in the office", "HassTurnOn", r#"{"area":"office"}"#),
-        ("fai ripartire la musica in soggiorno", "HassMediaUnpause", r#"{"area":"soggiorno"}"#),
+        ("ridammi la musica in soggiorno", "HassMediaUnpause", r#"{"area":"soggiorno"}"#),
     ] {
         let alone = tool(request, &TaughtPhrasings::default());
         assert_ne!(alone.as_ref().map(|(t, _)| t.as_str()), Some(want), "{request}: the descriptions alone");

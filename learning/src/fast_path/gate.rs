@@ -139,7 +139,20 @@ const AXES: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "run",
-        &["start", "begin", "resume", "play", "avvia", "inizia", "riprendi", "riproduci", "suona", "fai partire"],
+        &[
+            "start",
+            "begin",
+            "resume",
+            "unpause",
+            "play",
+            "avvia",
+            "inizia",
+            "riprendi",
+            "ripartire",
+            "riproduci",
+            "suona",
+            "fai partire",
+        ],
         &["stop", "end", "pause", "halt", "ferma", "termina", "interrompi", "pausa", "metti in pausa"],
     ),
     (
@@ -900,6 +913,10 @@ mod tests {
     #[test]
     fn suona_plays() {
         assert_eq!(poles_of("suona"), poles_of("play"));
+        // "Unpause" and "ripartire" resume, the other pole of "pausa".
+        assert_eq!(poles_of("unpause"), poles_of("resume"));
+        assert!(clashing_axis(&poles_of_text("fai ripartire la musica"), &poles_of_text("metti in pausa la musica"))
+            .is_some());
         assert!(check("suona searchslot in zoneslot", "play some searchslot in the zoneslot").is_ok());
         assert!(clashing_axis(&poles_of_text("suona la musica"), &poles_of_text("ferma la musica")).is_some());
     }

@@ -56,16 +56,13 @@ pub(super) fn asked_new(part: &str) -> Vec<String> {
     after_article.chain(headline(&words)).flat_map(|w| [w.to_owned(), crate::tool_words::stem(w)]).collect()
 }
 
-/// Words a spoken request may open with before its first word proper.
-const OPENERS: &[&str] = &["uh", "um", "ehm", "eh", "oh", "ah", "allora", "hey", "ok", "okay", "so", "dai"];
-
 /// Words after a headline's noun that give its measure or its purpose.
 const HEADLINE_LINKS: &[&str] = &["for", "per", "di", "da"];
 
 /// Rule 12's headline: the noun `words` open with, interjections aside,
 /// when a number or a link to its measure or purpose follows it.
 fn headline<'a>(words: &[&'a str]) -> Option<&'a str> {
-    let at = words.iter().position(|w| !OPENERS.contains(w))?;
+    let at = words.iter().position(|w| !super::parts::OPENERS.contains(w))?;
     let (w, next) = (words[at], *words.get(at + 1)?);
     let verb = crate::fast_path::gate::is_action(w)
         || crate::fast_path::gate::is_pole(w)

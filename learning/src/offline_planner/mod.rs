@@ -463,7 +463,8 @@ impl OfflinePlanner {
         }
         // Compared with the tools without the places and names they carry:
         // those are arguments, not what is asked.
-        let asked: Vec<String> = parts.iter().map(|p| crate::arguments::without_proper_nouns(p)).collect();
+        let asked: Vec<String> =
+            parts.iter().map(|p| crate::arguments::without_proper_nouns(parts::past_openers(p))).collect();
         let refs: Vec<&str> = asked.iter().map(String::as_str).collect();
         let vectors = self.embedder.embed_batch(&refs)?;
         let mut steps = Vec::new();

@@ -4,6 +4,26 @@
 
 use engram_events::payloads::PlanStep;
 
+/// Words a spoken request may open with before its first word proper:
+/// interjections and greetings, which say nothing of what it asks.
+pub(super) const OPENERS: &[&str] =
+    &["uh", "um", "ehm", "eh", "oh", "ah", "allora", "hey", "hi", "ok", "okay", "so", "dai", "ciao"];
+
+/// `part` past the interjections it opens with ([`OPENERS`]), when words
+/// are left: what is compared with the tools and with small talk — "hey
+/// shut the office blinds" was nearer "hello there" than any tool.
+pub(super) fn past_openers(part: &str) -> &str {
+    let mut rest = part.trim_start();
+    while let Some((first, tail)) = rest.split_once(' ') {
+        let word = first.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        if !OPENERS.contains(&word.as_str()) || tail.trim().is_empty() {
+            break;
+        }
+        rest = tail.trim_start();
+    }
+    rest
+}
+
 /// The parts of a request joined by conjunctions (EN + IT), trimmed, empty
 /// ones dropped. "and" inside a part that names no second action is split
 /// too: a part that matches no tool is simply not planned.
@@ -104,5 +124,17 @@ pub(super) fn merge_repeats(steps: &mut Vec<PlanStep>, from: &mut Vec<&str>) {
         } else {
             k += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A request is compared past its interjections, unless nothing else
+    /// is said.
+    #[test]
+    fn a_part_is_compared_past_its_openers() {
+        assert_eq!(super::past_openers("hey shut the office blinds"), "shut the office blinds");
+        assert_eq!(super::past_openers("uh ok, timer cinque minuti"), "timer cinque minuti");
+        assert_eq!(super::past_openers("ciao"), "ciao");
     }
 }
