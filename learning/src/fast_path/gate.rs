@@ -495,7 +495,7 @@ pub(crate) fn to_a_value(ws: &[&str]) -> bool {
 const LEVEL: &str = "level";
 
 /// Things that open as they rise, EN + IT: shutters, blinds, curtains.
-/// A word holding one names one, a slot named for them too
+/// A word of the list names one, and so does a slot whose name holds one
 /// ("covertypeslot", a tool's `cover_type` masked).
 const COVERS: &[&str] = &[
     "shutter",
@@ -527,7 +527,8 @@ const COVERS: &[&str] = &[
 /// poles, not the level's, so "close the blinds" is the same request and
 /// "alza le tapparelle" clashes with "abbassa". Both sides read so when
 /// both name a cover; a cover masked by a slot named for something else
-/// ("deviceclass0slot") is read on neither side, as before.
+/// ("deviceclass0slot") is read so when the slot's values are covers
+/// ([`ActionContext::covers`]).
 fn covers_open_as_they_rise(ws: &[&str], p: &mut ActionProfile) {
     if names_a_cover(ws) {
         read_as_cover(p);

@@ -40,9 +40,9 @@ impl Asked {
 ///    ("covertypeslot" of `cover-open`, its values an enum) is filled by
 ///    the request: `values(mask)` gives the values it took (as said, as
 ///    the model passed them; `None` for a slot of no kind: an item, a
-///    name), and the request says one of them, or the thing's own word. "Tira su le
-///    tapparelle in soggiorno", masked, says no more than "alza il X in
-///    Y": "alza il volume in soggiorno" names no cover.
+///    name), and the request says one of them, or the thing's own word.
+///    "Tira su le tapparelle in soggiorno", masked, says no more than
+///    "alza il X in Y": "alza il volume in soggiorno" names no cover.
 pub(super) fn fits(
     name: &[String],
     example: &str,
@@ -69,7 +69,7 @@ pub(super) fn fits(
 /// Whether the slot masked as `mask` is named for the thing of the tool
 /// whose name's words are `name` ("covertypeslot", `cover-open`).
 fn slot_of_thing(name: &[String], mask: &str) -> bool {
-    let slot = mask.trim_end_matches("slot").trim_end_matches(|c: char| c.is_ascii_digit());
+    let slot = slots::unmasked(mask);
     name.iter().any(|n| n.len() > 2 && !gate::is_action(n) && !gate::is_pole(n) && slot.contains(n.as_str()))
 }
 

@@ -673,14 +673,14 @@ impl OfflinePlanner {
 /// when that parameter is a kind (its values an enum): rule 11's test
 /// that a request fills the slot. `None` for any other parameter.
 fn taught_values(tool: &ToolProfile, mask: &str, taught: &TaughtPhrasings) -> Option<Vec<String>> {
+    use crate::fast_path::slots;
     use serde_json::Value;
-    let base = |m: &str| m.trim_end_matches("slot").trim_end_matches(|c: char| c.is_ascii_digit()).to_owned();
     let props = tool.schema.get("properties").and_then(Value::as_object)?;
     let kind = |spec: &Value| spec.get("enum").is_some() || spec.get("items").is_some_and(|i| i.get("enum").is_some());
     let (param, _) =
-        props.iter().find(|(p, spec)| kind(spec) && base(&crate::fast_path::slots::mask(p)) == base(mask))?;
-    let said = taught.values(&tool.name, param).iter();
-    Some(said.flat_map(|(s, v)| [Some(s.clone()), v.as_str().map(str::to_owned)]).flatten().collect())
+        props.iter().find(|(p, spec)| kind(spec) && slots::unmasked(&slots::mask(p)) == slots::unmasked(mask))?;
+    let taken = taught.values(&tool.name, param).iter();
+    Some(taken.flat_map(|(said, v)| [Some(said.clone()), v.as_str().map(str::to_owned)]).flatten().collect())
 }
 
 /// The sentences of a tool's description ("Read a file. Only works within

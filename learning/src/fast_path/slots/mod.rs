@@ -90,6 +90,13 @@ pub fn mask(name: &str) -> String {
     m
 }
 
+/// What a mask ([`mask`]) says of its parameter: the mask without "slot"
+/// and an array index (`deviceclass0slot` → `deviceclass`), to compare
+/// with another parameter's.
+pub fn unmasked(mask: &str) -> &str {
+    mask.strip_suffix("slot").unwrap_or(mask).trim_end_matches(|c: char| c.is_ascii_digit())
+}
+
 /// Whether a word of a canonical text is a said slot's mask.
 pub fn is_mask(word: &str) -> bool {
     word.len() > 4 && word.ends_with("slot") && word.is_ascii()
