@@ -1308,16 +1308,22 @@ mod tests {
         assert_eq!(f.get("room"), Some(&json!("office")), "{f:?}");
     }
 
+    /// Home B's `play_music`: a tool that searches for the text it
+    /// requires, and plays it on a speaker.
+    fn play_music() -> (Value, Context) {
+        let play = json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "Artist, album, song, genre or station to search for"},
+            "speaker": {"type": "string", "description": "Speaker (or room of the speaker) to play on"}},
+            "required": ["query"]});
+        (play, Context::of("play_music", "Search the music service and play the best match on a speaker"))
+    }
+
     /// A text said after its tool's verb, with the place first, starts
     /// past the verb's particles as it does with the verb first ("some"
     /// was searched for).
     #[test]
     fn a_text_after_the_place_and_the_verb_loses_the_verbs_particles() {
-        let play = json!({"type": "object", "properties": {
-            "query": {"type": "string", "description": "Artist, album, song, genre or station to search for"},
-            "speaker": {"type": "string", "description": "Speaker (or room of the speaker) to play on"}},
-            "required": ["query"]});
-        let c = Context::of("play_music", "Search the music service and play the best match on a speaker");
+        let (play, c) = play_music();
         let f = fill(&play, "office speaker play some radiohead", &c);
         assert_eq!(f.get("query"), Some(&json!("radiohead")), "{f:?}");
         assert_eq!(fill(&play, "play some radiohead", &c).get("query"), Some(&json!("radiohead")));
@@ -1346,11 +1352,7 @@ mod tests {
     /// "classical" searched); alone, it is still the verb's object.
     #[test]
     fn a_tools_noun_qualified_in_the_text_is_searched_for() {
-        let play = json!({"type": "object", "properties": {
-            "query": {"type": "string", "description": "Artist, album, song, genre or station to search for"},
-            "speaker": {"type": "string", "description": "Speaker (or room of the speaker) to play on"}},
-            "required": ["query"]});
-        let c = Context::of("play_music", "Search the music service and play the best match on a speaker");
+        let (play, c) = play_music();
         let query = |request: &str| fill(&play, request, &c).get("query").cloned();
         assert_eq!(query("play classical music on the porch speaker"), Some(json!("classical music")));
         assert_eq!(query("suona un po' di musica classica in studio"), Some(json!("musica classica")));

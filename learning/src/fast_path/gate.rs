@@ -468,8 +468,7 @@ fn level_to_a_value_is_a_set(normalized: &str, p: &mut ActionProfile) {
     let ws: Vec<&str> = words(normalized).collect();
     let level = p.poles.iter().any(|(axis, _)| SET_BY_A_VALUE.contains(axis));
     let number = SlotKind::Number.name();
-    let to_value = ws.windows(2).any(|w| TO.contains(&w[0]) && w[1] == number);
-    if !(to_value && level) {
+    if !(goes_to(&ws, |i| ws[i] == number) && level) {
         return;
     }
     p.poles.retain(|(axis, _)| !SET_BY_A_VALUE.contains(axis));
@@ -486,9 +485,13 @@ const TO: &[&str] = &["to", "at", "al", "allo", "alla", "a"];
 /// setting, whichever way it moves, as [`level_to_a_value_is_a_set`]
 /// reads a masked text.
 pub(crate) fn to_a_value(ws: &[&str]) -> bool {
-    let value = |w: &str| w.trim_end_matches('%').parse::<f64>().is_ok();
-    (0..ws.len().saturating_sub(1))
-        .any(|i| TO.contains(&ws[i]) && (value(ws[i + 1]) || super::numbers::parse_at(ws, i + 1).is_some()))
+    goes_to(ws, |i| super::numbers::said_at(ws, i))
+}
+
+/// Whether a word of [`TO`] in `ws` is followed by a value (`value` of
+/// the next word's index): a masked number, or one said.
+fn goes_to(ws: &[&str], value: impl Fn(usize) -> bool) -> bool {
+    (0..ws.len().saturating_sub(1)).any(|i| TO.contains(&ws[i]) && value(i + 1))
 }
 
 /// The axis of a level going up or down.

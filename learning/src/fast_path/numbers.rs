@@ -101,6 +101,12 @@ const UNITS: &[&str] = &[
 /// Number words that are numbers only before a unit.
 const AMBIGUOUS: &[&str] = &["one", "un", "uno", "una", "sei"];
 
+/// Whether a number is said at word `i` of `words` (normalised): in
+/// digits ("30") or in words ("trenta", "twenty two").
+pub fn said_at(words: &[&str], i: usize) -> bool {
+    words.get(i).is_some_and(|w| w.parse::<f64>().is_ok()) || parse_at(words, i).is_some()
+}
+
 /// [`parse`] at word `i` of `words`: `None` for "cento" after "per" —
 /// "per cento" is Italian's *percent*, a unit, not a hundred.
 pub fn parse_at(words: &[&str], i: usize) -> Option<(f64, usize)> {

@@ -68,7 +68,7 @@ fn headline<'a>(words: &[&'a str]) -> Option<&'a str> {
         || crate::fast_path::gate::is_pole(w)
         || crate::tool_words::RequestWords::is_synonym(w)
         || crate::text::is_stop_word(w, crate::text::Negations::Drop);
-    let number = next.parse::<f64>().is_ok() || crate::fast_path::numbers::parse_at(words, at + 1).is_some();
+    let number = crate::fast_path::numbers::said_at(words, at + 1);
     (!verb && (number || HEADLINE_LINKS.contains(&next))).then_some(w)
 }
 
