@@ -37,12 +37,12 @@ pub struct Said {
 /// Every time of day `text` says, in order (module docs).
 pub fn said(text: &str) -> Vec<Said> {
     static RULES: OnceLock<[Regex; 3]> = OnceLock::new();
-    const MERIDIEM: &str = r"(?:\s*(a\.?m\.?|p\.?m\.?)(?:\s|$|[,;!?]))?";
     const PART: &str = r"(?:\s+(?:in\s+the\s+|of\s+the\s+|at\s+|this\s+|del\s+|della\s+|di\s+)?(morning|afternoon|evening|night|tonight|mattina|mattino|pomeriggio|sera|notte))?";
     let [clock, hour, named] = RULES.get_or_init(|| {
         let r = |s: &str| Regex::new(s).expect("time rule compiles");
         [
-            r(&format!(r"(?i)\b(\d{{1,2}})[:.](\d{{2}})\b{MERIDIEM}{PART}")),
+            // "5:30pm" has no word boundary before its meridiem.
+            r(&format!(r"(?i)\b(\d{{1,2}})[:.](\d{{2}})(?:\s*(a\.?m\.?|p\.?m\.?)(?:\s|$|[,;!?])|\b){PART}")),
             r(&format!(
                 r"(?i)(\balle\s+|\bat\s+)?\b(\d{{1,2}})(\s*o'?clock)?(?:\s*(a\.?m\.?|p\.?m\.?)(?:\s|$|[,;!?.])){PART}|(\balle\s+|\bat\s+)?\b(\d{{1,2}})(\s*o'?clock)?{PART}"
             )),
@@ -137,6 +137,7 @@ mod tests {
         assert_eq!(times("alle 3 del pomeriggio"), ["15:00"]);
         assert_eq!(times("at 12 am"), ["00:00"]);
         assert_eq!(times("at 6 o'clock in the morning"), ["06:00"]);
+        assert_eq!(times("tickets for the 5:30pm show"), ["17:30"], "a meridiem written on");
     }
 
     #[test]

@@ -28,7 +28,11 @@
 //!    afternoon", "alle 3 del pomeriggio": `"16:30"`,
 //!    [`crate::time_of_day`]), whose numbers are then no counts either.
 //!    A day whose format also asks for the time (`'dd/mm/yyyy HH:MM'`,
-//!    `YYYY-MM-DDTHH:MM:SS`) takes both, as one value.
+//!    `YYYY-MM-DDTHH:MM:SS`) takes both, as one value; two such
+//!    properties named as a window's start and end read what is said as a
+//!    span — a day alone its first and last second, two times its ends,
+//!    one time its start. A time is written `HH:MM:SS` only when the
+//!    description offers no `HH:MM`.
 //! 2. **A value named by its parameter.** The property's name said as
 //!    words (`botVersion` → "bot version", or its last word alone when
 //!    that is specific or a code follows: "id 1234") and followed by its
@@ -53,9 +57,15 @@
 //!    number goes to the property in the unit said after it, past "more"
 //!    or "extra" ("three more minutes" is `minutes`); a duration said
 //!    without a figure is read as minutes ("half an hour", "un quarto
-//!    d'ora", "an hour and a half": 30, 15, 90).
+//!    d'ora", "an hour and a half": 30, 15, 90). A figure hyphened to a
+//!    word counts that word ("2-bedroom", "a 3-star hotel" books no 3
+//!    rooms); a string enum of figures takes the count so read. A number
+//!    whose description says what its values stand for ("1 for Bangkok,
+//!    2 for Chiang Mai") takes the value of the thing the request names.
 //! 5. **A quoted string**, for `type: string` without an enum: the first
-//!    text in quotes ("…", '…', «…», “…”) no earlier property took.
+//!    text in quotes ("…", '…', «…», “…”) no earlier property took — for
+//!    one named as a place, only a quote after a preposition of place
+//!    ("tickets for 'After The Wedding' in Berkeley").
 //! 6. **A boolean the request names**: a word of the property's name
 //!    that says what it is about (not `is`, `has`, `include`, …: "hidden"
 //!    of `include_hidden`), and that no other boolean of the tool has
@@ -71,7 +81,10 @@
 //!    "to LAX" for `destination_airport`, "da"/"a" in Italian), and one
 //!    for who plays in a film (`cast`, `starring`) a name said as a
 //!    performer ("featuring Christopher Lee", "with Danny John-Jules in
-//!    the cast", "acted by Ronald Young"); a month or
+//!    the cast", "acted by Ronald Young"), one for who made a work
+//!    (`artist`, `author`) the name after "by", and one named for a kind
+//!    of thing the name said with that kind's word ("the Isolation album",
+//!    "Hang Dong District" → "Hang Dong"); a month or
 //!    a weekday alone is no proper noun ("from March"); else one whose
 //!    name or description speaks of a place or a person (city, location,
 //!    area, country, name, contact, … — schemas are written in English)
@@ -200,22 +213,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     let mut said = Said::new(request, now);
     said.shared_flags = shared_flag_words(properties);
     said.units = units_of(properties);
-    let mut taken = Taken::default();
-    // Absolute dates claim their numbers ("May 15, 2023" is no 15 and no
-    // 2023).
-    // So do times of day ("at 2 in the afternoon", "11:00 a.m." are no
-    // counts of 2 or 11) — one written `20.30` only where a property holds
-    // a time: elsewhere it may be a price.
-    let times_claim = properties.iter().any(|(name, spec)| slots::time_like(name, spec));
-    let clock = |t: &crate::time_of_day::Said| {
-        times_claim || said.ex.text[t.span.0..t.span.1].contains(|c: char| c == ':' || c.is_alphabetic())
-    };
-    for (i, s) in said.ex.slots.iter().enumerate() {
-        let time = said.times.iter().any(|t| clock(t) && overlaps(t.span, s.span));
-        if s.kind == SlotKind::Number && (time || said.dates.iter().any(|d| overlaps(d.0, s.span))) {
-            taken.slots.push(i);
-        }
-    }
+    let mut taken = Taken { slots: moments_numbers(properties, &said), ..Taken::default() };
     // Rules 1–6 first, for every property: the values the request marks
     // (slots, values named by their parameter, enum words, numbers, quotes,
     // booleans) go where they belong before a proper noun is guessed for
@@ -223,7 +221,11 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     // once is more likely one the call cannot do without.
     let mut taken_words: Vec<String> = Vec::new();
     let mut left: Vec<(&String, &Value)> = Vec::new();
-    let mut ordered: Vec<(&String, &Value)> = properties.iter().collect();
+    // A window of two moments reads its days and times together.
+    let windowed = slots::fill_window(properties, &said, &mut taken);
+    out.args.0.extend(windowed.iter().filter_map(|(name, v)| v.clone().map(|v| (name.clone(), v))));
+    let mut ordered: Vec<(&String, &Value)> =
+        properties.iter().filter(|(name, _)| !windowed.iter().any(|(w, _)| w == *name)).collect();
     ordered.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
     for (name, spec) in ordered {
         match marked_value(&said, name, spec, &mut taken) {
@@ -236,22 +238,26 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
             None => left.push((name, spec)),
         }
     }
+    taken_words.append(&mut taken.words);
     // Rules 7 and 8, for the strings left.
-    let nouns: Vec<proper_nouns::Noun> = proper_nouns::noun_runs(&said.ex.text, &said.toks)
+    let kinds: Vec<String> = properties.keys().flat_map(|name| proper_nouns::kind_words(name)).collect();
+    let nouns: Vec<proper_nouns::Noun> = proper_nouns::noun_runs(&said.ex.text, &said.toks, &kinds)
         .into_iter()
         .filter(|n| !words_of(&n.text).iter().all(|w| taken_words.contains(w)))
         .filter(|n| !said.quotes.iter().any(|q| overlaps((q.0, q.1), (n.start, n.end))))
         .filter(|n| {
-            !said.dates.iter().any(|d| overlaps(d.0, (n.start, n.end))) && !proper_nouns::calendar_word(&n.text)
+            !said.dates.iter().any(|d| overlaps(d.0, (n.start, n.end)))
+                && !said.times.iter().any(|t| overlaps(t.span, (n.start, n.end)))
+                && !proper_nouns::calendar_word(&n.text)
         })
         .collect();
     let mut used_nouns: Vec<usize> = Vec::new();
     let mut still: Vec<(&String, &Value)> = Vec::new();
     for (name, spec) in left {
         match proper_nouns::cued_noun(&nouns, &used_nouns, name, spec) {
-            Some(i) => {
+            Some((i, head)) => {
                 used_nouns.push(i);
-                let v = nouns[i].with_region(proper_nouns::place_like(name, spec));
+                let v = head.unwrap_or_else(|| nouns[i].with_region(proper_nouns::place_like(name, spec)));
                 out.args.0.insert(name.clone(), Value::String(v));
             }
             None => still.push((name, spec)),
@@ -263,15 +269,19 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
         .filter(|p| !words_of(p).iter().all(|w| taken_words.contains(w) || quantity(w)));
     for (name, spec) in still {
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-        let value = (kind == "string" && spec.get("enum").is_none() && proper_nouns::place_or_name(name, spec))
-            .then(|| match proper_nouns::next_noun(&nouns, &mut used_nouns, proper_nouns::place_like(name, spec)) {
-                Some(v) => Some(v),
-                // One property takes it: a place is no name too.
-                None if nouns.is_empty() => lower_case.take(),
-                None => None,
-            })
-            .flatten()
-            .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten());
+        // (A moment is no place, whatever its description says of one:
+        // "the local time of the departure location".)
+        let moment = slots::date_like(name, spec) || slots::time_like(name, spec);
+        let value =
+            (kind == "string" && spec.get("enum").is_none() && !moment && proper_nouns::place_or_name(name, spec))
+                .then(|| match proper_nouns::next_noun(&nouns, &mut used_nouns, proper_nouns::place_like(name, spec)) {
+                    Some(v) => Some(v),
+                    // One property takes it: a place is no name too.
+                    None if nouns.is_empty() => lower_case.take(),
+                    None => None,
+                })
+                .flatten()
+                .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten());
         match value {
             Some(v) => {
                 out.args.0.insert(name.clone(), Value::String(v));
@@ -282,6 +292,24 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     }
     out.missing.sort_unstable();
     out
+}
+
+/// The number slots that are part of a moment, which no count takes:
+/// absolute dates' ("May 15, 2023" is no 15 and no 2023), and times of
+/// day's ("at 2 in the afternoon", "11:00 a.m." are no counts of 2 or 11)
+/// — one written `20.30` only where a property holds a time: elsewhere it
+/// may be a price.
+fn moments_numbers(properties: &serde_json::Map<String, Value>, said: &Said<'_>) -> Vec<usize> {
+    let times_claim = properties.iter().any(|(name, spec)| slots::time_like(name, spec));
+    let clock = |t: &crate::time_of_day::Said| {
+        times_claim || said.ex.text[t.span.0..t.span.1].contains(|c: char| c == ':' || c.is_alphabetic())
+    };
+    let moment = |span: (usize, usize)| {
+        said.times.iter().any(|t| clock(t) && overlaps(t.span, span)) || said.dates.iter().any(|d| overlaps(d.0, span))
+    };
+    (0..said.ex.slots.len())
+        .filter(|i| said.ex.slots[*i].kind == SlotKind::Number && moment(said.ex.slots[*i].span))
+        .collect()
 }
 
 /// The unit each number property is in, by its name or description
@@ -343,6 +371,7 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
             (kind == "string" && slots::time_like(name, spec)).then(|| slots::take_time(spec, said, taken)).flatten()
         })
         .or_else(|| named_values::named_value(said, name, kind, taken))
+        .or_else(|| (kind == "string").then(|| numbers::take_counted_enum(name, spec, said, taken)).flatten())
         .or_else(|| enum_named(spec, said.request))
         .or_else(|| {
             crate::colours::colour_property(name, spec)
@@ -351,10 +380,15 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
                 .map(Value::String)
         })
         .or_else(|| match kind {
-            "number" | "integer" => numbers::take_number(name, said, kind == "integer", taken),
+            "number" | "integer" => numbers::described_code(spec, said, taken)
+                .or_else(|| numbers::take_number(name, said, kind == "integer", taken)),
             _ => None,
         })
-        .or_else(|| (kind == "string" && spec.get("enum").is_none()).then(|| take_quote(&said.quotes, taken)).flatten())
+        .or_else(|| {
+            (kind == "string" && spec.get("enum").is_none())
+                .then(|| take_quote(said, proper_nouns::place_named(name), taken))
+                .flatten()
+        })
         .or_else(|| (kind == "boolean").then(|| boolean_named(name, &said.shared_flags, &said.toks)).flatten())
         .or_else(|| yes_no_enum(name, spec, said))
 }
@@ -379,6 +413,9 @@ fn yes_no_values(spec: &Value) -> Option<(&Value, &Value)> {
 /// What the rules took already: extractor slots and quotes, by index.
 #[derive(Default)]
 struct Taken {
+    /// Words of the request a value stands for that is not their text
+    /// (the "Chiang Mai" of `province_id: 2`): no proper noun.
+    words: Vec<String>,
     slots: Vec<usize>,
     quotes: Vec<usize>,
     dates: Vec<usize>,
@@ -438,11 +475,17 @@ fn description_of(spec: &Value) -> &str {
     spec.get("description").and_then(Value::as_str).unwrap_or("")
 }
 
-/// Rule 5: the first quoted text no property took.
-fn take_quote(quotes: &[(usize, usize, String)], taken: &mut Taken) -> Option<Value> {
-    let q = (0..quotes.len()).find(|q| !taken.quotes.contains(q))?;
+/// Rule 5: the first quoted text no property took — for a place, only one
+/// said after a preposition of place: "tickets for 'The Grand Adventure'
+/// in Santa Rosa" quotes the film, not where it shows.
+fn take_quote(said: &Said<'_>, place: bool, taken: &mut Taken) -> Option<Value> {
+    let placed = |start: usize| {
+        let before = said.toks.iter().rfind(|t| t.end <= start);
+        before.is_some_and(|t| proper_nouns::PLACE_PREPOSITIONS.contains(&t.word.as_str()))
+    };
+    let q = (0..said.quotes.len()).find(|q| !taken.quotes.contains(q) && (!place || placed(said.quotes[*q].0)))?;
     taken.quotes.push(q);
-    Some(Value::String(quotes[q].2.clone()))
+    Some(Value::String(said.quotes[q].2.clone()))
 }
 
 /// Words of a boolean's name that say it is one, not what it is about.
@@ -468,6 +511,7 @@ const FLAG_WORDS: &[&str] = &[
     "of",
     "a",
     "to",
+    "for",
     "available",
 ];
 
@@ -488,7 +532,13 @@ fn boolean_named(name: &str, shared: &[String], toks: &[Tok]) -> Option<Value> {
     }
     // A word of the request, or a part of a hyphenated one ("in-unit
     // laundry" for `in_unit_laundry`).
-    let said = |w: &String, t: &Tok| same_stem(w, &t.word) || t.word == *w || t.word.split('-').any(|p| p == w);
+    // ("suitable for children" names `good_for_kids`.)
+    let said = |w: &String, t: &Tok| {
+        same_stem(w, &t.word)
+            || t.word == *w
+            || t.word.split('-').any(|p| p == w)
+            || crate::tool_words::RequestWords::english(&t.word).is_some_and(|e| e == w)
+    };
     let at = about.iter().filter_map(|w| toks.iter().position(|t| said(w, t))).min()?;
     let prefixed = toks[at].word.split('-').next().is_some_and(|p| p == "non" || p == "no");
     let negated = prefixed || toks[at.saturating_sub(4)..at].iter().any(|t| crate::text::is_negation(&t.word));
@@ -1090,5 +1140,150 @@ mod tests {
     fn an_apostrophe_in_a_word_is_no_quote() {
         assert!(quoted_strings("what's the weather at Luca's place").is_empty());
         assert_eq!(quoted_strings("serve l'ombrello? chiamalo «Mario»"), ["Mario"]);
+    }
+
+    /// A quote goes to a place only when said as one: the film is quoted,
+    /// the town follows "in" — whichever property comes first.
+    #[test]
+    fn a_quoted_title_is_no_place() {
+        let tickets = props(
+            json!({"location": {"type": "string", "description": "The city, as 'City, State'"},
+                   "movie_name": {"type": "string", "description": "The title of the movie"}}),
+            &["location", "movie_name"],
+        );
+        let f = fill(&tickets, "two tickets for 'After The Wedding' at 19:00 in Berkeley", now());
+        assert_eq!(f.args.0.get("movie_name"), Some(&json!("After The Wedding")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("location"), Some(&json!("Berkeley")));
+        let f = fill(&tickets, "what shows in 'Santa Rosa' tonight", now());
+        assert_eq!(f.args.0.get("location"), Some(&json!("Santa Rosa")), "after a preposition of place");
+        // A host is no place, whatever its description says of addresses.
+        let server = props(
+            json!({"host": {"type": "string", "description": "The hostname or IP address"}, "database": {"type": "string"}}),
+            &["host"],
+        );
+        let f = fill(&server, "a new Postgres server, the domain is 'http://plgah.ca'", now());
+        assert_eq!(f.args.0.get("host"), Some(&json!("http://plgah.ca")));
+    }
+
+    /// Who made a work follows "by"; an album, a district is said with
+    /// its kind's word, before or after it (the word left out of the
+    /// value unless it names a place: "Foster City").
+    #[test]
+    fn makers_and_kinds_cue_their_nouns() {
+        let music = props(
+            json!({"artist": {"type": "string", "description": "The name of the artist"},
+                   "album": {"type": "string", "description": "The name of the album"}}),
+            &[],
+        );
+        let f = fill(&music, "Can you find tracks by Tove Lo?", now());
+        assert_eq!(f.args.0.get("artist"), Some(&json!("Tove Lo")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("album"), None);
+        let f = fill(&music, "songs from the Isolation album, Find a selection for me", now());
+        assert_eq!(f.args.0.get("album"), Some(&json!("Isolation")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("artist"), None, "a verb after a comma is no name");
+        let area = props(
+            json!({"district_name": {"type": "string"}, "sub_district_name": {"type": "string"},
+                   "city": {"type": "string"}}),
+            &[],
+        );
+        let f = fill(&area, "providers in Chiang Mai, Hang Dong District", now());
+        assert_eq!(f.args.0.get("district_name"), Some(&json!("Hang Dong")), "{:?}", f.args);
+        let f = fill(&area, "services in Phra Khanong Subdistrict", now());
+        assert_eq!(f.args.0.get("sub_district_name"), Some(&json!("Phra Khanong")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("district_name"), None);
+        let f = fill(&area, "the weather in Foster City", now());
+        assert_eq!(f.args.0.get("city"), Some(&json!("Foster City")));
+    }
+
+    /// A figure hyphened to what it counts is that count, and no other.
+    #[test]
+    fn a_hyphened_count_counts_its_word() {
+        let home = props(json!({"number_of_baths": {"type": "integer"}, "number_of_beds": {"type": "integer"}}), &[]);
+        let f = fill(&home, "a 2-bedroom, 1-bathroom apartment", now());
+        assert_eq!(f.args.0.get("number_of_beds"), Some(&json!(2)), "{:?}", f.args);
+        assert_eq!(f.args.0.get("number_of_baths"), Some(&json!(1)));
+        let hotel = props(
+            json!({"number_of_rooms": {"type": "string", "enum": ["1", "2", "3", "dontcare"]},
+                   "star_rating": {"type": "string", "enum": ["1", "2", "3", "4", "5", "dontcare"]}}),
+            &[],
+        );
+        let f = fill(&hotel, "a 3-star hotel, book two rooms", now());
+        assert_eq!(f.args.0.get("number_of_rooms"), Some(&json!("2")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("star_rating"), Some(&json!("3")));
+        let f = fill(&props(json!({"rooms": {"type": "integer"}}), &[]), "a 3-star hotel", now());
+        assert_eq!(f.args.0.get("rooms"), None, "the figure counts stars");
+        let timer = props(json!({"hours": {"type": "integer"}, "minutes": {"type": "integer"}}), &[]);
+        let f = fill(&timer, "a 10-minute timer", now());
+        assert_eq!(f.args.0.get("minutes"), Some(&json!(10)), "{:?}", f.args);
+        assert_eq!(f.args.0.get("hours"), None);
+    }
+
+    /// A code's description says what each value stands for; the request
+    /// names the thing, and its words are then no name.
+    #[test]
+    fn a_described_code_takes_the_value_of_the_thing_named() {
+        let providers = props(
+            json!({"province_id": {"type": "integer", "description": "such as 1 for Bangkok, 2 for Chiang Mai, and 3 for Phuket."},
+                   "service_id": {"type": "integer", "description": "For instance, 1 for cleaning service, 3 for massage, 24 for disinfectant cleaning."},
+                   "district_name": {"type": "string", "description": "The name of the district"}}),
+            &[],
+        );
+        let f = fill(&providers, "cleaning services in Chiang Mai", now());
+        assert_eq!(f.args.0.get("province_id"), Some(&json!(2)), "{:?}", f.args);
+        assert_eq!(f.args.0.get("service_id"), Some(&json!(1)));
+        assert_eq!(f.args.0.get("district_name"), None, "Chiang Mai stood for the province");
+        let f = fill(&providers, "disinfectant cleaning in Phuket", now());
+        assert_eq!(f.args.0.get("service_id"), Some(&json!(24)), "the longest thing named");
+        assert_eq!(f.args.0.get("province_id"), Some(&json!(3)));
+        let f = fill(&providers, "a massage", now());
+        assert_eq!(f.args.0.get("province_id"), None);
+    }
+
+    /// Two moments named as a window's start and end read the day as the
+    /// whole day, two times as its ends, one time as its start.
+    #[test]
+    fn a_window_of_days_and_times_reads_as_a_span() {
+        let at = "The moment, in the format 'YYYY-MM-DD HH:mm:ss'";
+        let window = props(
+            json!({"start_available_date": {"type": "string", "description": at},
+                   "end_available_date": {"type": "string", "description": at}}),
+            &[],
+        );
+        let f = fill(&window, "on February 23, 2024, anytime between 10:30 a.m. and 7:00 p.m.", now());
+        assert_eq!(f.args.0.get("start_available_date"), Some(&json!("2024-02-23 10:30:00")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("end_available_date"), Some(&json!("2024-02-23 19:00:00")));
+        let f = fill(&window, "available on the 19th of March, 2024", now());
+        assert_eq!(f.args.0.get("start_available_date"), Some(&json!("2024-03-19 00:00:00")));
+        assert_eq!(f.args.0.get("end_available_date"), Some(&json!("2024-03-19 23:59:59")));
+        let f = fill(&window, "on March 25, 2024, 2:30 PM", now());
+        assert_eq!(f.args.0.get("start_available_date"), Some(&json!("2024-03-25 14:30:00")));
+        assert_eq!(f.args.0.get("end_available_date"), None, "a moment, not a span");
+        // A departure and a return are no window; a moment is no place.
+        let flight = props(
+            json!({"departure_time": {"type": "string", "description": "in the format of 'dd/mm/yyyy HH:MM'"},
+                   "return_time": {"type": "string", "description": "'dd/mm/yyyy HH:MM', the local time of the departure location"}}),
+            &["departure_time"],
+        );
+        let f = fill(&flight, "a flight from Rome to Paris on the 20th of June 2022 at 5 in the afternoon", now());
+        assert_eq!(f.args.0.get("departure_time"), Some(&json!("20/06/2022 17:00")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("return_time"), None);
+        // A description offering both formats is written in the shorter.
+        let alarm = props(
+            json!({"alarm_time": {"type": "string", "description": "such as 'YYYY-MM-DD HH:MM:SS', 'HH:MM:SS', 'HH:MM'"}}),
+            &[],
+        );
+        let f = fill(&alarm, "Set an Alarm for 11PM", now());
+        assert_eq!(f.args.0.get("alarm_time"), Some(&json!("23:00")));
+    }
+
+    /// A boolean's word said in other words: "children" for `kids`.
+    #[test]
+    fn a_boolean_is_named_in_other_words() {
+        let travel = props(json!({"good_for_kids": {"type": "boolean"}, "location": {"type": "string"}}), &[]);
+        let f = fill(&travel, "attractions in Paris suitable for children", now());
+        assert_eq!(f.args.0.get("good_for_kids"), Some(&json!(true)), "{:?}", f.args);
+        let pets = props(json!({"available_for_pet": {"type": "boolean"}}), &[]);
+        let f = fill(&pets, "I'm looking for a cleaner", now());
+        assert_eq!(f.args.0.get("available_for_pet"), None, "for is grammar, not what the flag is about");
     }
 }

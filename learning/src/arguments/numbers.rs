@@ -74,7 +74,11 @@ pub(super) fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mu
             continue;
         }
         let at = toks.iter().position(|t| overlaps((t.start, t.end), s.span));
-        if at.is_some_and(|k| names_it(toks.get(k + 1)) || (k > 0 && names_it(toks.get(k - 1)))) {
+        let bound = at.and_then(|k| hyphen_tail(&toks[k]));
+        if bound.is_some_and(|w| counted.iter().any(|c| same_stem(c, w)))
+            || (bound.is_none()
+                && at.is_some_and(|k| names_it(toks.get(k + 1)) || (k > 0 && names_it(toks.get(k - 1)))))
+        {
             taken.slots.push(i);
             return Some(as_kind(&s.value, integer));
         }
@@ -92,14 +96,68 @@ pub(super) fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mu
             }
         }
     }
+    // A figure bound to what it counts is no other count ("a 3-star hotel"
+    // books no 3 rooms), unless that is a unit ("a 10-minute timer").
+    let bound_elsewhere = |span: (usize, usize)| {
+        toks.iter()
+            .find(|t| overlaps((t.start, t.end), span))
+            .and_then(hyphen_tail)
+            .is_some_and(|w| unit_of(w).is_none())
+    };
     let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
         s.kind == SlotKind::Number
             && !taken.slots.contains(i)
             && whole(&s.value)
             && !others(slot_unit(&ex.text, toks, s.span))
+            && !bound_elsewhere(s.span)
     })?;
     taken.slots.push(i);
     Some(as_kind(&slot.value, integer))
+}
+
+/// Rule 4 for a string enum of figures (`["1", "2", "3", "dontcare"]`):
+/// the count said as rule 4 reads it, when the enum has it — "book two
+/// rooms" in a 3-star hotel is `"2"`.
+pub(super) fn take_counted_enum(name: &str, spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Option<Value> {
+    let values = spec.get("enum")?.as_array()?;
+    let figures: Vec<&str> =
+        values.iter().filter_map(Value::as_str).filter(|v| v.chars().all(|c| c.is_ascii_digit())).collect();
+    if figures.len() < 2 {
+        return None;
+    }
+    let mut trial = Taken { slots: taken.slots.clone(), ..Taken::default() };
+    let n = take_number(name, said, true, &mut trial)?.as_i64()?.to_string();
+    figures.contains(&n.as_str()).then(|| {
+        taken.slots = trial.slots;
+        Value::String(n)
+    })
+}
+
+/// Rule 4's codes: a number property whose description says what its
+/// values stand for ("such as 1 for Bangkok, 2 for Chiang Mai", "3 for
+/// massage", "0 means immediate closure") takes the value of the thing the
+/// request names — every word of it, by stem, the longest of those named.
+/// The words it stood for are no name for another property.
+pub(super) fn described_code(spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Option<Value> {
+    static CODE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let code = CODE.get_or_init(|| {
+        regex::Regex::new(
+            r"(-?\d+)\s+(?:for|means|is|=)\s+(?:an?\s+|the\s+)?([A-Za-z][A-Za-z' ]*?)\s*(?:[,.;:)]|\band\b|\bor\b|$)",
+        )
+        .expect("code rule compiles")
+    });
+    let description = super::description_of(spec);
+    let words: Vec<&str> = said.toks.iter().map(|t| t.word.as_str()).collect();
+    let (n, label) = code
+        .captures_iter(description)
+        .filter_map(|c| {
+            let label: Vec<String> = super::words_of(&c[2]);
+            let named = !label.is_empty() && label.iter().all(|l| words.iter().any(|w| same_stem(l, w) || w == l));
+            named.then(|| (c[1].parse::<i64>().ok(), label))
+        })
+        .max_by_key(|(_, label)| label.len())?;
+    taken.words.extend(label);
+    n.map(Value::from)
 }
 
 /// The unit a word names, EN + IT: minutes, hours, seconds, percent,
@@ -124,6 +182,9 @@ fn slot_unit(text: &str, toks: &[Tok], span: (usize, usize)) -> Option<&'static 
         return Some("percent");
     }
     let mut last = toks.iter().rposition(|t| overlaps((t.start, t.end), span))?;
+    if let Some(unit) = hyphen_tail(&toks[last]).and_then(unit_of) {
+        return Some(unit);
+    }
     if toks.get(last + 1).is_some_and(|t| matches!(t.word.as_str(), "more" | "extra" | "additional" | "further")) {
         last += 1;
     }
@@ -132,6 +193,14 @@ fn slot_unit(text: &str, toks: &[Tok], span: (usize, usize)) -> Option<&'static 
         return Some("percent");
     }
     unit_of(&next.word)
+}
+
+/// The word a figure is hyphened to, in one token: "bedroom" of
+/// "2-bedroom", "star" of "3-star".
+fn hyphen_tail(t: &Tok) -> Option<&str> {
+    let (head, tail) = t.word.split_once('-')?;
+    (head.chars().all(|c| c.is_ascii_digit() || c == '.') && tail.chars().all(char::is_alphabetic) && !tail.is_empty())
+        .then_some(tail)
 }
 
 fn as_kind(v: &Value, integer: bool) -> Value {

@@ -24,13 +24,27 @@ pub(super) const PREPOSITIONS: &[&str] =
     &["in", "at", "to", "for", "near", "a", "di", "da", "per", "su", "con", "al", "ad"];
 
 /// Rule 7: the proper noun a string property's name is said right before
-/// ("directed by Gurinder Chadha" for `directed_by`), by index.
-pub(super) fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value) -> Option<usize> {
+/// ("directed by Gurinder Chadha" for `directed_by`), after ("the
+/// Isolation album") or as its last word ("Hang Dong District" for
+/// `district_name`), by index — and, in the last case, the noun without
+/// that word.
+pub(super) fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value) -> Option<(usize, Option<String>)> {
     let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
     if kind != "string" || spec.get("enum").is_some() {
         return None;
     }
     let words = split_name(name);
+    let kinds = kind_words(name);
+    let free = |i: &usize| !used.contains(i);
+    // (Not a place's word: "Foster City" is the city's name.)
+    let kind_last = (0..nouns.len()).filter(free).find_map(|i| {
+        let (head, last) = nouns[i].text.rsplit_once(' ')?;
+        let last = last.to_lowercase();
+        (kinds.contains(&last) && !PLACE.contains(&last.as_str())).then(|| (i, Some(head.to_owned())))
+    });
+    if kind_last.is_some() {
+        return kind_last;
+    }
     nouns
         .iter()
         .position(|n| {
@@ -42,8 +56,25 @@ pub(super) fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value
             cue.iter().any(|c| words.iter().any(|w| same_stem(w, c) && (w.len() > 2 || c == w)))
                 || n.cue.first().is_some_and(|c| direction_cued(c, &words))
                 || performer_cued(n, &words)
+                || creator_cued(n, &words)
+                || n.after.first().is_some_and(|a| kinds.contains(a))
         })
-        .filter(|i| !used.contains(i))
+        .filter(free)
+        .map(|i| (i, None))
+}
+
+/// The words a property's name calls its kind of thing, which a proper
+/// noun may be said with ("album" of `album`; "district" and, joined,
+/// "subdistrict" of `sub_district_name`) — not the general ones (`name`,
+/// `id`), nor a verb's forms ("directed" of `directed_by`: "Tom Hanks
+/// directed by …" is no director).
+pub(super) fn kind_words(name: &str) -> Vec<String> {
+    let noun = |w: &String| w.len() > 2 && !GENERIC.contains(&w.as_str()) && !w.ends_with("ed") && !w.ends_with("ing");
+    let mut words: Vec<String> = split_name(name).into_iter().filter(noun).collect();
+    if words.len() > 1 {
+        words.push(words.concat());
+    }
+    words
 }
 
 /// Rule 7's directions: a preposition of motion right before a proper noun
@@ -62,6 +93,19 @@ fn direction_cued(cue: &str, name_words: &[String]) -> bool {
         && [FROM, TO]
             .iter()
             .any(|(cues, names)| cues.contains(&cue) && name_words.iter().any(|w| names.contains(&w.as_str())))
+}
+
+/// Words of a property's name too general to cue the noun they follow
+/// ("Isolation album" cues `album`; "Jo name" cues nothing).
+const GENERIC: &[&str] = &["name", "names", "id", "type", "of", "the", "value", "new"];
+
+/// Rule 7's makers: a property for who made a work (`artist`, `author`,
+/// `band`) is cued by "by" before the name — "songs by Tove Lo", "Roar by
+/// Katy Perry" — which never spells the property's name.
+fn creator_cued(noun: &Noun, name_words: &[String]) -> bool {
+    const NAMES: &[&str] =
+        &["artist", "artists", "author", "authors", "band", "singer", "composer", "writer", "creator", "musician"];
+    noun.cue.first().is_some_and(|c| c == "by") && name_words.iter().any(|w| NAMES.contains(&w.as_str()))
 }
 
 /// Rule 7's performers: a property for who plays in a film or show
@@ -123,8 +167,15 @@ pub(super) fn place_like(name: &str, spec: &Value) -> bool {
     property_words(name, spec).iter().any(|w| PLACE.contains(&w.as_str()))
 }
 
-/// Prepositions before a place (rule 7), EN + IT.
-const PLACE_PREPOSITIONS: &[&str] =
+/// Whether a property's name says it holds a place (`location`,
+/// `where_to`; rule 5) — its name, not its description: a `host`
+/// described as an "IP address" takes a quoted URL wherever it stands.
+pub(super) fn place_named(name: &str) -> bool {
+    split_name(name).iter().any(|w| PLACE.contains(&w.as_str()))
+}
+
+/// Prepositions before a place (rules 5 and 7), EN + IT.
+pub(super) const PLACE_PREPOSITIONS: &[&str] =
     &["in", "at", "near", "from", "to", "a", "da", "di", "per", "su", "nel", "nella", "vicino"];
 
 /// A proper noun of the request and what stands before it.
@@ -161,7 +212,7 @@ pub(super) fn calendar_word(noun: &str) -> bool {
 
 /// Rule 7's proper nouns, each with the words before it; a run after a
 /// comma that follows another is that one's region, not a noun of its own.
-pub(super) fn noun_runs(text: &str, toks: &[Tok]) -> Vec<Noun> {
+pub(super) fn noun_runs(text: &str, toks: &[Tok], kinds: &[String]) -> Vec<Noun> {
     let runs = crate::fast_path::extract::proper_nouns(text);
     let mut out: Vec<Noun> = Vec::new();
     let mut skip = false;
@@ -169,8 +220,18 @@ pub(super) fn noun_runs(text: &str, toks: &[Tok]) -> Vec<Noun> {
         if std::mem::take(&mut skip) {
             continue;
         }
-        let region =
-            runs.get(k + 1).filter(|(s2, _)| text[e..*s2].trim() == ",").map(|(s2, e2)| text[*s2..*e2].to_owned());
+        // A verb that opens a clause after a comma is no name ("Hi, Find
+        // me attractions in the SF area").
+        if crate::fast_path::gate::is_action(&text[s..e].to_lowercase()) {
+            continue;
+        }
+        // ("Chiang Mai, Hang Dong District" names two places: a run that
+        // ends in a property's kind word is a noun of its own.)
+        let of_a_kind = |r: &str| r.rsplit(' ').next().is_some_and(|w| kinds.contains(&w.to_lowercase()));
+        let region = runs
+            .get(k + 1)
+            .filter(|(s2, e2)| text[e..*s2].trim() == "," && !of_a_kind(&text[*s2..*e2]))
+            .map(|(s2, e2)| text[*s2..*e2].to_owned());
         skip = region.is_some();
         let before: Vec<&Tok> = toks
             .iter()

@@ -113,9 +113,88 @@ pub(super) fn time_like(name: &str, spec: &Value) -> bool {
 pub(super) fn take_time(spec: &Value, said: &Said<'_>, taken: &mut Taken) -> Option<Value> {
     let i = (0..said.times.len()).find(|i| !taken.times.contains(i))?;
     taken.times.push(i);
-    let description = description_of(spec);
-    let format = if description.contains("HH:MM:SS") { "%H:%M:%S" } else { "%H:%M" };
-    Some(Value::String(said.times[i].time.format(format).to_string()))
+    Some(Value::String(said.times[i].time.format(time_format(spec)).to_string()))
+}
+
+/// The time format a description asks for: `HH:MM:SS` when it says so and
+/// offers no `HH:MM` beside it ("such as 'HH:MM:SS', 'HH:MM'" takes the
+/// shorter), else `HH:MM`; any case ("HH:mm:ss").
+fn time_format(spec: &Value) -> &'static str {
+    let upper = description_of(spec).to_uppercase();
+    let seconds = upper.matches("HH:MM:SS").count();
+    if seconds > 0 && upper.matches("HH:MM").count() == seconds {
+        "%H:%M:%S"
+    } else {
+        "%H:%M"
+    }
+}
+
+/// A window of time the schema asks for as two moments, each a day and a
+/// time, named as its start and its end (`start_available_date` and
+/// `end_available_date`, "in the format 'YYYY-MM-DD HH:mm:ss'"): their
+/// names.
+fn day_window(properties: &serde_json::Map<String, Value>) -> Option<(&String, &String)> {
+    let moment = |(name, spec): &(&String, &Value)| {
+        spec.get("type").and_then(Value::as_str) == Some("string")
+            && date_like(name, spec)
+            && description_of(spec).to_uppercase().contains("HH:MM")
+    };
+    let moments: Vec<(&String, &Value)> = properties.iter().filter(moment).collect();
+    // Its ends named as such: a departure and a return are two events,
+    // each said with its own time or none.
+    let named = |name: &str, ends: &[&str]| split_name(name).iter().any(|w| ends.contains(&w.as_str()));
+    let end = moments.iter().find(|(name, _)| named(name, &["end", "until", "to"]))?.0;
+    let start = moments.iter().find(|(name, _)| named(name, &["start", "begin", "from"]))?.0;
+    (moments.len() == 2).then_some((start, end))
+}
+
+/// Rule 1 for a [`day_window`] of the schema: its start's and end's names
+/// with what the request says of them, read as a span of time — "on March
+/// 22nd" is the whole day (its first and last second), "between 10:30 and
+/// 7 p.m." starts and ends at those times, "at 11:00" starts then and says
+/// no end (`None`). Empty when there is no window or no day is said (the
+/// rules read each moment alone).
+pub(super) fn fill_window(
+    properties: &serde_json::Map<String, Value>,
+    said: &Said<'_>,
+    taken: &mut Taken,
+) -> Vec<(String, Option<Value>)> {
+    let Some((start, end)) = day_window(properties) else { return Vec::new() };
+    match window_values((&properties[start], &properties[end]), said, taken) {
+        Some((from, to)) => vec![(start.clone(), Some(from)), (end.clone(), to)],
+        None => Vec::new(),
+    }
+}
+
+/// [`fill_window`]'s values, from the start's and the end's specs.
+fn window_values((start, end): (&Value, &Value), said: &Said<'_>, taken: &mut Taken) -> Option<(Value, Option<Value>)> {
+    let first = take_date("start", start, &said.dates, &said.ex, taken)?;
+    let first = first.as_str()?.to_owned();
+    let last = (0..said.dates.len()).find(|i| !taken.dates.contains(i)).map(|i| {
+        taken.dates.push(i);
+        said.dates[i].1.clone()
+    });
+    let joint = |spec: &Value| if description_of(spec).to_uppercase().contains("DDTHH") { 'T' } else { ' ' };
+    let at = |spec: &Value, day: &str, time: String| Value::String(format!("{day}{}{time}", joint(spec)));
+    let times: Vec<usize> = (0..said.times.len()).filter(|i| !taken.times.contains(i)).take(2).collect();
+    taken.times.extend(&times);
+    let time = |spec: &Value, i: usize| said.times[i].time.format(time_format(spec)).to_string();
+    let edge = |spec: &Value, h: u32, m: u32, s: u32| {
+        let t = chrono::NaiveTime::from_hms_opt(h, m, s).expect("a valid time");
+        t.format(time_format(spec)).to_string()
+    };
+    let last_day = last.as_deref().unwrap_or(&first);
+    Some(match times[..] {
+        [a, b] => (at(start, &first, time(start, a)), Some(at(end, last_day, time(end, b)))),
+        [a] => (at(start, &first, time(start, a)), last.as_deref().map(|d| at(end, d, edge(end, 23, 59, 59)))),
+        _ => (at(start, &first, edge(start, 0, 0, 0)), Some(at(end, last_day, edge(end, 23, 59, 59)))),
+    })
+}
+
+/// Whether a property's name says it ends a span (`end_date`,
+/// `return_date`, `checkout`).
+fn ends_a_span(name: &str) -> bool {
+    split_name(name).iter().any(|w| matches!(w.as_str(), "end" | "return" | "until" | "checkout" | "out"))
 }
 
 /// `day` (as [`take_date`] wrote it) with the first time of day no
@@ -143,7 +222,7 @@ pub(super) fn take_date(
     ex: &crate::fast_path::Extracted,
     taken: &mut Taken,
 ) -> Option<Value> {
-    let end = split_name(name).iter().any(|w| matches!(w.as_str(), "end" | "return" | "until" | "checkout" | "out"));
+    let end = ends_a_span(name);
     let mut free = (0..dates.len()).filter(|i| !taken.dates.contains(i));
     let day = match if end { free.next_back() } else { free.next() } {
         Some(i) => {
