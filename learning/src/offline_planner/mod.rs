@@ -61,8 +61,10 @@
 //! 6. **One call, the whole request's values.** The same tool planned for
 //!    two parts in a row is one call when one's arguments are among the
 //!    other's ("the weather in London, including the temperature and the
-//!    wind"; with values of its own each, "the kitchen light and the
-//!    bedroom light" stay two). When one part of a split request is
+//!    wind"), or when they fill different parameters ("a payment of $250
+//!    to Margaret and mark it as private": one call with all four); with
+//!    values of its own each for one parameter, "the kitchen light and
+//!    the bedroom light" stay two. When one part of a split request is
 //!    planned, its arguments come from the whole request: the
 //!    parts no tool matched carry its values ("what's the weather in Tel
 //!    Aviv, and could you give it in Fahrenheit").
@@ -773,6 +775,19 @@ mod tests {
         assert_eq!(tools, ["weather", "light", "light", "weather"]);
         assert_eq!(steps[0].args.0.get("city"), Some(&serde_json::json!("London")));
         assert_eq!(from, ["a", "c", "d", "e"]);
+        // Values of other parameters each: one call with both ("a payment
+        // of $250 to Margaret and mark it as private").
+        let mut steps = vec![
+            step("pay", serde_json::json!({"amount": 250, "receiver": "Margaret"})),
+            step("pay", serde_json::json!({"private": true})),
+            step("pay", serde_json::json!({"receiver": "Ann"})),
+        ];
+        let mut from = vec!["a", "b", "c"];
+        merge_repeats(&mut steps, &mut from);
+        assert_eq!(steps.len(), 2, "Ann's is a payment of its own");
+        assert_eq!(steps[0].args.0.get("private"), Some(&serde_json::json!(true)));
+        assert_eq!(steps[0].args.0.get("amount"), Some(&serde_json::json!(250)));
+        assert_eq!(from, ["a", "c"]);
     }
 
     #[test]

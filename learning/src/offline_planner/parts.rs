@@ -109,11 +109,14 @@ pub(super) fn verbless(part: &str) -> bool {
 
 /// Rule 6: the same tool planned twice in a row, one call's arguments
 /// among the other's, is one call — the one with more ("the weather in
-/// London, including the temperature and the wind"); with values of their
-/// own each ("the kitchen light and the bedroom light") both stay. `from`
-/// (each step's part) follows `steps`.
+/// London, including the temperature and the wind"); so are two that fill
+/// different parameters, as one call with both's ("a payment to Margaret
+/// and mark it as private"); with values of their own each for one
+/// parameter ("the kitchen light and the bedroom light") both stay.
+/// `from` (each step's part) follows `steps`.
 pub(super) fn merge_repeats(steps: &mut Vec<PlanStep>, from: &mut Vec<&str>) {
     let within = |x: &PlanStep, y: &PlanStep| x.args.0.iter().all(|(n, v)| y.args.0.get(n) == Some(v));
+    let apart = |x: &PlanStep, y: &PlanStep| x.args.0.keys().all(|n| !y.args.0.contains_key(n));
     let mut k = 1;
     while k < steps.len() {
         let (a, b) = (&steps[k - 1], &steps[k]);
@@ -121,6 +124,10 @@ pub(super) fn merge_repeats(steps: &mut Vec<PlanStep>, from: &mut Vec<&str>) {
             let drop = if within(a, b) { k - 1 } else { k };
             steps.remove(drop);
             from.remove(drop);
+        } else if a.tool == b.tool && apart(a, b) {
+            let b = steps.remove(k);
+            from.remove(k);
+            steps[k - 1].args.0.extend(b.args.0);
         } else {
             k += 1;
         }
