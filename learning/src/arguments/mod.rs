@@ -227,8 +227,20 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     let mut ordered: Vec<(&String, &Value)> =
         properties.iter().filter(|(name, _)| !windowed.iter().any(|(w, _)| w == *name)).collect();
     ordered.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
-    for (name, spec) in ordered {
-        match marked_value(&said, name, spec, &mut taken) {
+    // Rule 2 before the others: a value the request names by its
+    // parameter is that one's, whichever property would take it first
+    // ("the nickname 'PrimaryDB'" is no database's quote).
+    let named: Vec<Option<Value>> = ordered
+        .iter()
+        .map(|(name, spec)| {
+            let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+            let moment = slots::date_like(name, spec) || slots::time_like(name, spec);
+            let plain = spec.get("enum").is_none() && slots::slot_for(name, spec).is_none() && !moment;
+            plain.then(|| named_values::named_value(&said, name, kind, &mut taken)).flatten()
+        })
+        .collect();
+    for ((name, spec), named) in ordered.into_iter().zip(named) {
+        match named.or_else(|| marked_value(&said, name, spec, &mut taken)) {
             Some(v) => {
                 if let Some(s) = v.as_str() {
                     taken_words.extend(words_of(s));
@@ -679,6 +691,11 @@ mod tests {
             ("add salt and pepper to the list", json!({"item": "salt and pepper"}), false),
             ("turn on the office lights", json!({"area": "office"}), false),
             ("turn on the lights and play jazz", json!({"search_query": "jazz"}), false),
+            (
+                "with 'admin_user' as username and 'secret' as the password",
+                json!({"username": "admin_user", "password": "secret"}),
+                false,
+            ),
         ] {
             assert_eq!(one_of_two(&args(call), request), two, "{request}");
         }
@@ -800,6 +817,23 @@ mod tests {
         let f = fill(&v, "the analysis for component AB1010CD and vulnerability ef903ac-893-f00", now());
         assert_eq!(f.args.0.get("component"), Some(&json!("AB1010CD")));
         assert_eq!(f.args.0.get("vulnerability"), Some(&json!("ef903ac-893-f00")));
+        let f = fill(&v, "for the component AB1010CD and the vulnerability ID ef903ac-893-f00", now());
+        assert_eq!(f.args.0.get("vulnerability"), Some(&json!("ef903ac-893-f00")), "past its id's word");
+        // A value named by its parameter is that one's, though a property
+        // before it would take the first quote; "called" names any word.
+        let f = fill(
+            &db,
+            "Configure a server with the nickname 'PrimaryDB', host 'db.example.com', database called inventory, \
+             username 'admin'",
+            now(),
+        );
+        assert_eq!(f.args.0.get("nickname"), Some(&json!("PrimaryDB")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("database"), Some(&json!("inventory")));
+        assert_eq!(f.args.0.get("username"), Some(&json!("admin")));
+        // Not past the end of its clause.
+        let music = props(json!({"artist": {"type": "string"}}), &[]);
+        let f = fill(&music, "tracks by that artist? Additionally, some Pop", now());
+        assert_ne!(f.args.0.get("artist"), Some(&json!("Additionally")));
     }
 
     #[test]

@@ -11,10 +11,30 @@ use crate::fast_path::extract::SlotKind;
 use crate::tool_words::split_name;
 
 /// Words that join a parameter's name to its value ("port number 5432",
-/// "nickname 'PrimaryDB'", "username is ada", "set to 22"), EN.
+/// "nickname 'PrimaryDB'", "username is ada", "set to 22", "component
+/// UUID AB1010CD"), EN.
 const LINKS: &[&str] = &[
-    "as", "is", "of", "to", "be", "called", "named", "the", "a", "an", "with", "equal", "equals", "number", "value",
-    "at", "=", ":",
+    "as",
+    "is",
+    "of",
+    "to",
+    "be",
+    "called",
+    "named",
+    "the",
+    "a",
+    "an",
+    "with",
+    "equal",
+    "equals",
+    "number",
+    "value",
+    "at",
+    "=",
+    ":",
+    "id",
+    "uuid",
+    "identifier",
 ];
 
 /// Rule 2: a value the request names by its parameter — the parameter's
@@ -34,6 +54,10 @@ pub(super) fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut T
             }
         }
         let next = toks[end + 1..].iter().take(3).find(|t| !LINKS.contains(&t.word.as_str()))?;
+        // Within its clause: "by that artist? Additionally, …" names none.
+        if text[toks[end].end..next.start].contains([',', '.', ';', '?', '!']) {
+            continue;
+        }
         let quoted = said.quotes.iter().any(|q| overlaps((q.0, q.1), (next.start, next.end)));
         if quoted && !NUMBER_WORDS.iter().any(|(w, _)| *w == next.word) {
             continue;
@@ -54,8 +78,15 @@ pub(super) fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut T
             }
             _ => {
                 let raw = &text[next.start..next.end];
+                // After "called" or "named", any word is the name
+                // ("database called inventory").
+                let called = toks[end + 1..]
+                    .iter()
+                    .take_while(|t| t.start < next.start)
+                    .any(|t| matches!(t.word.as_str(), "called" | "named"));
                 let code = raw.chars().any(|c| c.is_ascii_digit() || "-_./@:".contains(c))
-                    || raw.chars().next().is_some_and(char::is_uppercase);
+                    || raw.chars().next().is_some_and(char::is_uppercase)
+                    || called;
                 // A number is an id here ("user id 1234"); other values
                 // (a path, a date) go by their own rule.
                 let other =

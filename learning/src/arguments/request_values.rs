@@ -14,7 +14,9 @@ use super::quoted_strings;
 /// joined to it by a conjunction ("the kitchen **and the** office lights",
 /// "in cucina **e in** bagno"): the value is one of two, and a call that
 /// says one drops the other — the planner abstains rather than make it.
-/// A value that holds the conjunction itself ("salt and pepper") is one.
+/// A value that holds the conjunction itself ("salt and pepper") is one;
+/// so is one joined to another parameter's name ("'admin' as username and
+/// 'secret' as the password").
 pub fn one_of_two(args: &ToolArgs, request: &str) -> bool {
     let words = |text: &str| -> Vec<String> {
         text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect()
@@ -30,6 +32,9 @@ pub fn one_of_two(args: &ToolArgs, request: &str) -> bool {
     }
     let values: Vec<Vec<String>> = texts.into_iter().map(words).filter(|v| !v.is_empty()).collect();
     let in_a_value = |w: &String| values.iter().any(|v| v.contains(w));
+    // A parameter's name before the conjunction joins two values of two
+    // parameters ("'admin' as username and 'secret' as the password").
+    let names: Vec<String> = args.0.keys().flat_map(|k| crate::tool_words::split_name(k)).collect();
     let grammar = |w: &&String| crate::fast_path::slots::is_determiner(w);
     values.iter().filter(|v| v.len() <= said.len()).any(|value| {
         (0..=said.len() - value.len()).filter(|&i| said[i..i + value.len()] == value[..]).any(|i| {
@@ -40,7 +45,7 @@ pub fn one_of_two(args: &ToolArgs, request: &str) -> bool {
             let back: Vec<&String> = said[..i].iter().rev().skip_while(grammar).collect();
             let joined = back.first().is_some_and(|w| matches!(w.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure"));
             let other = back.iter().skip(1).find(|w| !grammar(w));
-            i - back.len() <= 2 && joined && other.is_some_and(|w| !in_a_value(w))
+            i - back.len() <= 2 && joined && other.is_some_and(|w| !in_a_value(w) && !names.contains(w))
         })
     })
 }
