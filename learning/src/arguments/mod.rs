@@ -46,7 +46,10 @@
 //!    any case ("in fahrenheit"), the longest of those said ("premium
 //!    economy" holds "economy"), the first of equals; else a one-word value of four
 //!    letters or more that a word of the request has as its stem ("a
-//!    musical show" → `Music`).
+//!    musical show" → `Music`); else the one value a word of the request
+//!    shares all but its ending with ("thrill movies" → `Thriller`); else
+//!    the one action the request says by another verb of its class
+//!    ("remove" for `delete`).
 //!    A colour property (`color`, a string without an enum) takes the
 //!    colour the request names, as said ([`crate::colours`]).
 //! 4. **A number**, for `type: number` or `integer`: the one beside a word
@@ -66,6 +69,9 @@
 //!    text in quotes ("…", '…', «…», “…”) no earlier property took — for
 //!    one named as a place, only a quote after a preposition of place
 //!    ("tickets for 'After The Wedding' in Berkeley").
+//!    An array takes the first list the request writes in brackets whose
+//!    items are all of its item type ("the numbers [1, 54, 3]",
+//!    "categories ['red', 'blue']").
 //! 6. **A boolean the request names**: a word of the property's name
 //!    that says what it is about (not `is`, `has`, `include`, …: "hidden"
 //!    of `include_hidden`), and that no other boolean of the tool has
@@ -111,7 +117,8 @@
 //! one line rather than call the tool without them.
 //!
 //! The rules' code, by file: rule 1 in `slots.rs`, rule 2 in
-//! `named_values.rs`, rule 4 in `numbers.rs`, rule 7 in `proper_nouns.rs`;
+//! `named_values.rs`, rule 4 in `numbers.rs`, rule 5's lists in
+//! `lists.rs`, rule 7 in `proper_nouns.rs`;
 //! rules 3, 5, 6 and 8 here. What the offline planner asks of a request's
 //! values besides ([`one_of_two`], [`without_proper_nouns`],
 //! [`without_values`]) is in `request_values.rs`.
@@ -125,6 +132,7 @@ use crate::fast_path::extract::{durations_in_minutes, extract, SlotKind};
 use crate::tool_words::split_name;
 
 pub mod learnt_values;
+mod lists;
 mod named_values;
 mod numbers;
 mod proper_nouns;
@@ -213,7 +221,9 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     let mut said = Said::new(request, now);
     said.shared_flags = shared_flag_words(properties);
     said.units = units_of(properties);
-    let mut taken = Taken { slots: moments_numbers(properties, &said), ..Taken::default() };
+    let mut slots = moments_numbers(properties, &said);
+    slots.extend(lists::listed_numbers(properties, &said));
+    let mut taken = Taken { slots, ..Taken::default() };
     // Rules 1–6 first, for every property: the values the request marks
     // (slots, values named by their parameter, enum words, numbers, quotes,
     // booleans) go where they belong before a proper noun is guessed for
@@ -227,18 +237,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     let mut ordered: Vec<(&String, &Value)> =
         properties.iter().filter(|(name, _)| !windowed.iter().any(|(w, _)| w == *name)).collect();
     ordered.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
-    // Rule 2 before the others: a value the request names by its
-    // parameter is that one's, whichever property would take it first
-    // ("the nickname 'PrimaryDB'" is no database's quote).
-    let named: Vec<Option<Value>> = ordered
-        .iter()
-        .map(|(name, spec)| {
-            let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-            let moment = slots::date_like(name, spec) || slots::time_like(name, spec);
-            let plain = spec.get("enum").is_none() && slots::slot_for(name, spec).is_none() && !moment;
-            plain.then(|| named_values::named_value(&said, name, kind, &mut taken)).flatten()
-        })
-        .collect();
+    let named = named_values::named_first(&ordered, &said, &mut taken);
     for ((name, spec), named) in ordered.into_iter().zip(named) {
         match named.or_else(|| marked_value(&said, name, spec, &mut taken)) {
             Some(v) => {
@@ -293,7 +292,8 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
                     None => None,
                 })
                 .flatten()
-                .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten());
+                .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten())
+                .or_else(|| (kind == "string" && purpose_like(name)).then(|| purpose(&said)).flatten());
         match value {
             Some(v) => {
                 out.args.0.insert(name.clone(), Value::String(v));
@@ -302,6 +302,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
             None => {}
         }
     }
+    slots::leave_today_to_the_tool(properties, &required, &mut out.args, now.date_naive());
     out.missing.sort_unstable();
     out
 }
@@ -401,6 +402,7 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
                 .then(|| take_quote(said, proper_nouns::place_named(name), taken))
                 .flatten()
         })
+        .or_else(|| (kind == "array").then(|| lists::take_list(spec, said, taken)).flatten())
         .or_else(|| (kind == "boolean").then(|| boolean_named(name, &said.shared_flags, &said.toks)).flatten())
         .or_else(|| yes_no_enum(name, spec, said))
 }
@@ -428,6 +430,8 @@ struct Taken {
     /// Words of the request a value stands for that is not their text
     /// (the "Chiang Mai" of `province_id: 2`): no proper noun.
     words: Vec<String>,
+    /// Bracketed lists, by index.
+    lists: Vec<usize>,
     slots: Vec<usize>,
     quotes: Vec<usize>,
     dates: Vec<usize>,
@@ -599,6 +603,29 @@ fn enum_named(spec: &Value, request: &str) -> Option<Value> {
                 w.len() == 1 && w[0].len() >= 4 && words.iter().any(|r| r.starts_with(&w[0]))
             })
         })
+        // Else one a word of the request shares all but its ending with
+        // ("thrill movies" → `Thriller`, "a mysterious type" → `Mystery`).
+        .or_else(|| {
+            let akin = |a: &str, b: &str| {
+                let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+                common >= 5 && common + 2 >= a.chars().count().min(b.chars().count())
+            };
+            let mut akin_values = values.iter().filter(|v| {
+                let w = v.as_str().map(words_of).unwrap_or_default();
+                w.len() == 1 && words.iter().any(|r| akin(r, &w[0]))
+            });
+            akin_values.next().filter(|_| akin_values.next().is_none())
+        })
+        // An action said by another verb of its class ("remove" for
+        // `delete`).
+        .or_else(|| {
+            let said: Vec<&str> = words.iter().flat_map(|w| crate::fast_path::gate::action_classes(w)).collect();
+            let of_said = |v: &&Value| {
+                v.as_str().is_some_and(|v| crate::fast_path::gate::action_classes(v).iter().any(|c| said.contains(c)))
+            };
+            let mut named = values.iter().filter(of_said);
+            named.next().filter(|_| named.next().is_none())
+        })
         .cloned()
 }
 
@@ -621,6 +648,37 @@ const FREE_TEXT: &[&str] =
 
 fn free_text_like(name: &str) -> bool {
     split_name(name).iter().any(|w| FREE_TEXT.contains(&w.as_str()))
+}
+
+/// Words of a string property's name that make it what something is for
+/// (rule 8): said as an infinitive.
+fn purpose_like(name: &str) -> bool {
+    split_name(name).iter().any(|w| matches!(w.as_str(), "purpose" | "reason" | "goal"))
+}
+
+/// Rule 8's purpose: the words after the request's last "to" that opens a
+/// clause ("an alarm for 11PM reminding me to brush my teeth" → "brush
+/// my teeth"; "a reminder to text Raj at 11PM" → "text Raj"), without
+/// the times and days said in it, two words at least.
+fn purpose(said: &Said<'_>) -> Option<String> {
+    let text = &said.ex.text;
+    let to = said.toks.iter().rposition(|t| t.word == "to")?;
+    let next = said.toks.get(to + 1)?;
+    // "to 11PM", "to March 3rd" are an end, not a purpose.
+    let moment = |span: (usize, usize)| {
+        said.times.iter().any(|t| overlaps(t.span, span)) || said.dates.iter().any(|d| overlaps(d.0, span))
+    };
+    if next.word.chars().next().is_some_and(|c| c.is_ascii_digit()) || moment((next.start, next.end)) {
+        return None;
+    }
+    let words: Vec<&str> =
+        said.toks[to + 1..].iter().filter(|t| !moment((t.start, t.end))).map(|t| &text[t.start..t.end]).collect();
+    // A preposition left before a time taken out ("text Raj at").
+    let mut words = words;
+    while words.last().is_some_and(|w| matches!(w.to_lowercase().as_str(), "at" | "on" | "by" | "for" | "in")) {
+        words.pop();
+    }
+    (words.len() >= 2).then(|| words.join(" "))
 }
 
 /// Rule 8: the words after the request's last colon or semicolon ("search
@@ -819,6 +877,13 @@ mod tests {
         assert_eq!(f.args.0.get("vulnerability"), Some(&json!("ef903ac-893-f00")));
         let f = fill(&v, "for the component AB1010CD and the vulnerability ID ef903ac-893-f00", now());
         assert_eq!(f.args.0.get("vulnerability"), Some(&json!("ef903ac-893-f00")), "past its id's word");
+        let f = fill(&v, "for the component UUID AB1010CD", now());
+        assert_eq!(f.args.0.get("component"), Some(&json!("AB1010CD")), "a capitalised code");
+        let user = props(json!({"user_id": {"type": "string"}, "directed_by": {"type": "string"}}), &[]);
+        let f = fill(&user, "mandates of Parath with ID U123", now());
+        assert_eq!(f.args.0.get("user_id"), Some(&json!("U123")));
+        let f = fill(&user, "a film directed by Guillermo del Toro", now());
+        assert_eq!(f.args.0.get("directed_by"), Some(&json!("Guillermo del Toro")), "a name whole");
         // A value named by its parameter is that one's, though a property
         // before it would take the first quote; "called" names any word.
         let f = fill(
@@ -917,6 +982,46 @@ mod tests {
         // No time said: the day alone.
         let f = fill(&flight, "a flight on the 12th of March 2023", now());
         assert_eq!(f.args.0.get("departure_time"), Some(&json!("12/03/2023")));
+    }
+
+    /// A value said with another ending is that value, when it is the
+    /// only one so said.
+    #[test]
+    fn an_enum_value_is_said_with_another_ending() {
+        let genre =
+            props(json!({"genre": {"type": "string", "enum": ["Thriller", "Mystery", "Comedy", "Drama"]}}), &[]);
+        assert_eq!(fill(&genre, "some thrill movies", now()).args.0.get("genre"), Some(&json!("Thriller")));
+        assert_eq!(fill(&genre, "something mysterious", now()).args.0.get("genre"), Some(&json!("Mystery")));
+        assert_eq!(fill(&genre, "something comical", now()).args.0.get("genre"), None, "com- alone is too little");
+    }
+
+    /// A bracketed list goes to the array of its items' type.
+    #[test]
+    fn a_bracketed_list_is_an_array_of_its_type() {
+        let schema = props(
+            json!({"data": {"type": "array", "items": {"type": "number"}},
+                   "categories": {"type": "array", "items": {"type": "string"}},
+                   "count": {"type": "integer"}}),
+            &[],
+        );
+        let f = fill(&schema, "categories: ['red', 'blue', 'green'] and values [2.5, 3.6, 4]", now());
+        assert_eq!(f.args.0.get("data"), Some(&json!([2.5, 3.6, 4.0])), "{:?}", f.args);
+        assert_eq!(f.args.0.get("categories"), Some(&json!(["red", "blue", "green"])));
+        assert_eq!(f.args.0.get("count"), None, "a list's numbers are no count");
+    }
+
+    /// An enum of actions is said by another verb of the action's class;
+    /// two values of one class say none.
+    #[test]
+    fn an_action_is_said_by_another_verb_of_its_class() {
+        let todo = props(json!({"type": {"type": "string", "enum": ["add", "delete", "complete"]}}), &[]);
+        assert_eq!(
+            fill(&todo, "remove the task 'ravi' from my list", now()).args.0.get("type"),
+            Some(&json!("delete"))
+        );
+        assert_eq!(fill(&todo, "togli 'ravi' dalla lista", now()).args.0.get("type"), Some(&json!("delete")));
+        let two = props(json!({"op": {"type": "string", "enum": ["delete", "erase"]}}), &[]);
+        assert_eq!(fill(&two, "remove it", now()).args.0.get("op"), None);
     }
 
     /// The longest enum value said wins, whatever the enum's order.
@@ -1319,5 +1424,39 @@ mod tests {
         let pets = props(json!({"available_for_pet": {"type": "boolean"}}), &[]);
         let f = fill(&pets, "I'm looking for a cleaner", now());
         assert_eq!(f.args.0.get("available_for_pet"), None, "for is grammar, not what the flag is about");
+    }
+
+    /// What an alarm is for is the infinitive said, without its time.
+    #[test]
+    fn a_purpose_is_the_clause_after_to() {
+        let alarm = props(
+            json!({"alarm_time": {"type": "string", "description": "'HH:MM'"}, "purpose": {"type": "string"}}),
+            &["alarm_time"],
+        );
+        for (request, want) in [
+            ("Set an Alarm for 11PM reminding me to brush my teeth", Some("brush my teeth")),
+            ("Set a Reminder to text Raj at 11PM", Some("text Raj")),
+            ("an alarm from 7am to 8am", None),
+            ("Set an alarm for 11PM", None),
+        ] {
+            let f = fill(&alarm, request, now());
+            assert_eq!(f.args.0.get("purpose"), want.map(|w| json!(w)).as_ref(), "{request}");
+        }
+    }
+
+    /// "Today" is left to a tool that takes today when no day is given.
+    #[test]
+    fn today_is_left_to_a_tool_that_defaults_to_it() {
+        let events = props(
+            json!({"city": {"type": "string"},
+                   "date": {"type": "string", "description": "In the format 'YYYY-MM-DD'. If not specified, the current date is assumed."}}),
+            &["city"],
+        );
+        let f = fill(&events, "a concert today in Berlin", now());
+        assert_eq!(f.args.0.get("date"), None, "{:?}", f.args);
+        let f = fill(&events, "a concert tomorrow in Berlin", now());
+        assert_eq!(f.args.0.get("date"), Some(&json!("2026-11-27")));
+        let plain = props(json!({"date": {"type": "string", "description": "'YYYY-MM-DD'"}}), &[]);
+        assert_eq!(fill(&plain, "a concert today", now()).args.0.get("date"), Some(&json!("2026-11-26")));
     }
 }

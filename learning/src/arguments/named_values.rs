@@ -87,22 +87,47 @@ pub(super) fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut T
                 let code = raw.chars().any(|c| c.is_ascii_digit() || "-_./@:".contains(c))
                     || raw.chars().next().is_some_and(char::is_uppercase)
                     || called;
-                // A number is an id here ("user id 1234"); other values
-                // (a path, a date) go by their own rule.
-                let other =
-                    ex.slots.iter().any(|s| s.kind != SlotKind::Number && overlaps(s.span, (next.start, next.end)));
+                // A number is an id here ("user id 1234"), and so is a
+                // capitalised code ("ID U123"); other values (a path, a
+                // date) go by their own rule.
+                let other = ex.slots.iter().any(|s| {
+                    !matches!(s.kind, SlotKind::Number | SlotKind::ProperName)
+                        && overlaps(s.span, (next.start, next.end))
+                });
                 if code && !other {
+                    // A name is all its words from here ("directed by
+                    // Quentin Tarantino"; "ID U123" is no name of U123's).
+                    let mut value = raw;
                     for (i, s) in ex.slots.iter().enumerate() {
                         if overlaps(s.span, (next.start, next.end)) {
                             taken.slots.push(i);
+                            if s.kind == SlotKind::ProperName {
+                                value = &text[next.start..s.span.1.max(next.end)];
+                            }
                         }
                     }
-                    return Some(Value::String(raw.to_owned()));
+                    return Some(Value::String(value.to_owned()));
                 }
             }
         }
     }
     None
+}
+
+/// Rule 2 before the others, for each property of `ordered`: a value the
+/// request names by its parameter is that one's, whichever property would
+/// take it first ("the nickname 'PrimaryDB'" is no database's quote).
+/// Days, times, slots and enums go by their own rules.
+pub(super) fn named_first(ordered: &[(&String, &Value)], said: &Said<'_>, taken: &mut Taken) -> Vec<Option<Value>> {
+    ordered
+        .iter()
+        .map(|(name, spec)| {
+            let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+            let moment = super::slots::date_like(name, spec) || super::slots::time_like(name, spec);
+            let plain = spec.get("enum").is_none() && super::slots::slot_for(name, spec).is_none() && !moment;
+            plain.then(|| named_value(said, name, kind, taken)).flatten()
+        })
+        .collect()
 }
 
 /// Where a parameter's name (its `words`) is said, as token ranges: all

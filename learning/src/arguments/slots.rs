@@ -238,6 +238,38 @@ pub(super) fn take_date(
     })
 }
 
+/// Rule 1's default day: a day the tool takes for today when none is
+/// given is left to it when today is what was said ("playing today",
+/// "Default is the current date") — the call says what the user said.
+/// Required properties keep theirs.
+pub(super) fn leave_today_to_the_tool(
+    properties: &serde_json::Map<String, Value>,
+    required: &[&str],
+    args: &mut engram_events::payloads::ToolArgs,
+    today: chrono::NaiveDate,
+) {
+    args.0.retain(|name, v| {
+        let Some(spec) = properties.get(name) else { return true };
+        let said_today = v.as_str().is_some_and(|d| is_day(d, spec, today));
+        !(said_today && today_by_default(spec) && !required.contains(&name.as_str()))
+    });
+}
+
+/// Whether `value` (as [`take_date`] wrote it for `spec`) is `day`.
+fn is_day(value: &str, spec: &Value, day: chrono::NaiveDate) -> bool {
+    let format = date_format(description_of(spec)).unwrap_or("%Y-%m-%d");
+    value == day.format(format).to_string()
+}
+
+/// Whether a day property's description says the tool takes today when
+/// none is given ("Default is the current date", "If not specified, the
+/// current date is assumed", "defaults to today").
+fn today_by_default(spec: &Value) -> bool {
+    let d = description_of(spec).to_lowercase();
+    let unsaid = ["default", "not specified", "not provided", "omitted", "if not given"].iter().any(|w| d.contains(w));
+    unsaid && ["current date", "today", "current day"].iter().any(|w| d.contains(w))
+}
+
 /// The day format a description asks for other than ISO's: `MM/DD/YYYY`
 /// (as US tools do), `DD/MM/YYYY`, `DD-MM-YYYY`, any case.
 fn date_format(description: &str) -> Option<&'static str> {

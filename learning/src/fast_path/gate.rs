@@ -588,6 +588,13 @@ const UNDO: &str = "undo";
 /// The action class of setting a value.
 const SET: &str = "set";
 
+/// The action classes `word` (any case) is a verb of ("remove" and
+/// "cancella" are `delete`'s): what an enum of actions is said as.
+pub fn action_classes(word: &str) -> Vec<&'static str> {
+    let w = normalize(word);
+    ACTIONS.iter().filter(|(_, _, list)| is_one_of(&w, list)).map(|(class, _, _)| *class).collect()
+}
+
 /// Whether `word` (any case) is an action verb the gate knows, in any
 /// class — what the continuation detector looks for after a conjunction.
 pub fn is_action(word: &str) -> bool {
