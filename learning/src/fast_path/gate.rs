@@ -245,7 +245,11 @@ const ACTIONS: &[(&str, bool, &[&str])] = &[
     ("copy", true, &["copy", "duplicate", "copia", "duplica"]),
     ("rename", true, &["rename", "rinomina"]),
     ("create", true, &["create", "make", "write", "new", "crea", "scrivi", "nuovo", "nuova"]),
-    ("set", true, &["set", "change", "configure", "imposta", "cambia", "configura", "modifica", "edit"]),
+    (
+        "set",
+        true,
+        &["set", "change", "configure", "update", "imposta", "cambia", "configura", "modifica", "aggiorna", "edit"],
+    ),
     ("play", true, &["play", "riproduci", "suona"]),
     ("remind", true, &["remind", "ricorda", "ricordami", "schedule", "pianifica"]),
     ("buy", true, &["buy", "order", "pay", "compra", "ordina", "paga"]),
@@ -366,7 +370,7 @@ fn profile(canonical: &str) -> ActionProfile {
             }
         }
         for (class, effectful, list) in ACTIONS {
-            if is_one_of(w, list) {
+            if is_one_of(w, list) && !no_verb_here(&ws, i) {
                 *p.actions.entry(class).or_default() += 1;
                 if *effectful {
                     p.effectful.insert(class);
@@ -415,6 +419,25 @@ fn is_where(ws: &[&str], i: usize) -> bool {
     let after = ws.get(i + 1).copied();
     before.is_some_and(|b| !PARTICLE_VERBS.contains(&b) && !is_pole(b))
         && after.is_some_and(|a| DETERMINERS.contains(&a))
+}
+
+/// Whether the action word `ws[i]` is no verb where it stands: "new"
+/// after a possessive ("update my profile with my new email" creates
+/// nothing), "order" after the way things are sorted ("in descending
+/// order" buys nothing), a participle after a form of "to be" ("is
+/// currently set to deny" asks a state).
+fn no_verb_here(ws: &[&str], i: usize) -> bool {
+    const POSSESSIVES: &[&str] = &["my", "your", "our", "his", "her", "their", "its", "mio", "mia", "tuo", "tua"];
+    const SORTED: &[&str] =
+        &["ascending", "descending", "alphabetical", "reverse", "chronological", "random", "crescente", "decrescente"];
+    const BE: &[&str] = &["is", "are", "was", "were", "be", "been", "currently", "already", "still"];
+    let before = i.checked_sub(1).map(|j| ws[j]);
+    match ws[i] {
+        "new" | "nuovo" | "nuova" => before.is_some_and(|b| POSSESSIVES.contains(&b)),
+        "order" => before.is_some_and(|b| SORTED.contains(&b)),
+        "set" => before.is_some_and(|b| BE.contains(&b)),
+        _ => false,
+    }
 }
 
 /// Words that name a list: a place things are put on or written in
@@ -1132,6 +1155,17 @@ mod tests {
         assert_eq!(effectful_actions("make a note"), BTreeSet::from(["create"]));
         assert_eq!(effectful_actions("write a note to the plumber"), BTreeSet::from(["create"]));
         assert_eq!(effectful_actions("crea una nuova lista"), BTreeSet::from(["create"]));
+    }
+
+    /// An action word that is no verb where it stands does nothing.
+    #[test]
+    fn an_adjective_a_noun_or_a_state_is_no_action() {
+        assert_eq!(effectful_actions("update my profile with my new email"), BTreeSet::from([SET]));
+        assert_eq!(effectful_actions("make a new alarm"), BTreeSet::from(["create"]));
+        assert!(effectful_actions("list the locations in descending order").is_empty());
+        assert_eq!(effectful_actions("order a pizza"), BTreeSet::from(["buy"]));
+        assert!(effectful_actions("check if the system is currently set to deny access").is_empty());
+        assert_eq!(effectful_actions("set the heating to 20"), BTreeSet::from([SET]));
     }
 
     #[test]
