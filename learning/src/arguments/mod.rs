@@ -282,7 +282,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
         // (A moment is no place, whatever its description says of one:
         // "the local time of the departure location".)
-        let moment = slots::date_like(name, spec) || slots::time_like(name, spec);
+        let moment = slots::moment_like(name, spec);
         let value =
             (kind == "string" && spec.get("enum").is_none() && !moment && proper_nouns::place_or_name(name, spec))
                 .then(|| match proper_nouns::next_noun(&nouns, &mut used_nouns, proper_nouns::place_like(name, spec)) {

@@ -123,8 +123,9 @@ pub(super) fn named_first(ordered: &[(&String, &Value)], said: &Said<'_>, taken:
         .iter()
         .map(|(name, spec)| {
             let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-            let moment = super::slots::date_like(name, spec) || super::slots::time_like(name, spec);
-            let plain = spec.get("enum").is_none() && super::slots::slot_for(name, spec).is_none() && !moment;
+            let plain = spec.get("enum").is_none()
+                && super::slots::slot_for(name, spec).is_none()
+                && !super::slots::moment_like(name, spec);
             plain.then(|| named_value(said, name, kind, taken)).flatten()
         })
         .collect()

@@ -156,8 +156,9 @@ pub(super) fn described_code(spec: &Value, said: &Said<'_>, taken: &mut Taken) -
             named.then(|| (c[1].parse::<i64>().ok(), label))
         })
         .max_by_key(|(_, label)| label.len())?;
+    let n = n?;
     taken.words.extend(label);
-    n.map(Value::from)
+    Some(Value::from(n))
 }
 
 /// The unit a word names, EN + IT: minutes, hours, seconds, percent,

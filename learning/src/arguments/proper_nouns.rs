@@ -220,8 +220,9 @@ pub(super) fn noun_runs(text: &str, toks: &[Tok], kinds: &[String]) -> Vec<Noun>
         if std::mem::take(&mut skip) {
             continue;
         }
-        // A verb that opens a clause after a comma is no name ("Hi, Find
-        // me attractions in the SF area").
+        // A verb of the gate's, capitalised alone, is no name: it opens a
+        // clause ("Hi, Find me attractions in the SF area", "from the
+        // Isolation album, Find a selection").
         if crate::fast_path::gate::is_action(&text[s..e].to_lowercase()) {
             continue;
         }

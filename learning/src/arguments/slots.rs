@@ -107,6 +107,12 @@ pub(super) fn time_like(name: &str, spec: &Value) -> bool {
         && (split_name(name).iter().any(|w| w == "time") || description.contains("HH:MM"))
 }
 
+/// Whether a string property holds a moment — a day or a time of day
+/// ([`date_like`], [`time_like`]): no place, name or other value.
+pub(super) fn moment_like(name: &str, spec: &Value) -> bool {
+    date_like(name, spec) || time_like(name, spec)
+}
+
 /// The first time of day no property took ([`crate::time_of_day`]), as
 /// the description asks: `HH:MM:SS` when it says so, else `HH:MM` (24
 /// hours — what "HH:MM" means, and what tools mostly ask).
