@@ -68,7 +68,8 @@
 //! 5. **A quoted string**, for `type: string` without an enum: the first
 //!    text in quotes ("…", '…', «…», “…”) no earlier property took — for
 //!    one named as a place, only a quote after a preposition of place
-//!    ("tickets for 'After The Wedding' in Berkeley").
+//!    ("tickets for 'After The Wedding' in Berkeley"); never for one of a
+//!    rule-1 slot's kind (a quoted 'network777' is no `url`).
 //!    An array takes the first list the request writes in brackets whose
 //!    items are all of its item type ("the numbers [1, 54, 3]",
 //!    "categories ['red', 'blue']").
@@ -111,6 +112,10 @@
 //!    location described as "'City, State', such as 'Berkeley, CA'" is
 //!    `"Boston, MA"` — by the installed gazetteer ([`crate::places`]),
 //!    after the rules above chose the value.
+//! 10. **An object's own properties**, for `type: object` with
+//!     `properties` left unfilled: read from the whole request by these
+//!     rules ("a large size with coconut milk" for `new_preferences:
+//!     {size, milk_type}`), when it gives one at least.
 //!
 //! What it cannot fill is left out, and [`Filled::missing`] names the
 //! `required` properties among them: the caller asks the user for them in
@@ -293,10 +298,12 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
                 })
                 .flatten()
                 .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten())
-                .or_else(|| (kind == "string" && purpose_like(name)).then(|| purpose(&said)).flatten());
+                .or_else(|| (kind == "string" && purpose_like(name)).then(|| purpose(&said)).flatten())
+                .map(Value::String)
+                .or_else(|| (kind == "object").then(|| nested(spec, request, now)).flatten());
         match value {
             Some(v) => {
-                out.args.0.insert(name.clone(), Value::String(v));
+                out.args.0.insert(name.clone(), v);
             }
             None if required.contains(&name.as_str()) => out.missing.push(name.clone()),
             None => {}
@@ -305,6 +312,16 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     slots::leave_today_to_the_tool(properties, &required, &mut out.args, now.date_naive());
     out.missing.sort_unstable();
     out
+}
+
+/// An object property's value: its own properties read from the whole
+/// request by the same rules ("with a limit of 50 items" for `params:
+/// {limit}`, "a large size with coconut milk" for `new_preferences: {size,
+/// milk_type}`), when the request gives one at least.
+fn nested(spec: &Value, request: &str, now: DateTime<FixedOffset>) -> Option<Value> {
+    spec.get("properties")?;
+    let inner = fill_read(spec, request, now);
+    (!inner.args.0.is_empty()).then(|| Value::Object(inner.args.0.into_iter().collect()))
 }
 
 /// The number slots that are part of a moment, which no count takes:
@@ -397,8 +414,10 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
                 .or_else(|| numbers::take_number(name, said, kind == "integer", taken)),
             _ => None,
         })
+        // (A property of a slot's kind takes that slot or nothing: a
+        // quoted 'network777' is no `url`.)
         .or_else(|| {
-            (kind == "string" && spec.get("enum").is_none())
+            (kind == "string" && spec.get("enum").is_none() && slots::slot_for(name, spec).is_none())
                 .then(|| take_quote(said, proper_nouns::place_named(name), taken))
                 .flatten()
         })
@@ -993,6 +1012,35 @@ mod tests {
         assert_eq!(fill(&genre, "some thrill movies", now()).args.0.get("genre"), Some(&json!("Thriller")));
         assert_eq!(fill(&genre, "something mysterious", now()).args.0.get("genre"), Some(&json!("Mystery")));
         assert_eq!(fill(&genre, "something comical", now()).args.0.get("genre"), None, "com- alone is too little");
+    }
+
+    /// An object's own properties are read from the request by the same
+    /// rules; a URL's property takes a URL or nothing.
+    #[test]
+    fn an_object_is_filled_by_its_own_properties() {
+        let drink = props(
+            json!({"drink_id": {"type": "string"},
+                   "new_preferences": {"type": "object", "properties": {
+                       "size": {"type": "string", "enum": ["small", "medium", "large"]},
+                       "milk_type": {"type": "string", "enum": ["regular", "soy", "coconut"]}}}}),
+            &["drink_id"],
+        );
+        let f = fill(&drink, "update my latte to a large size with coconut milk, the drink id is 'latte'", now());
+        assert_eq!(
+            f.args.0.get("new_preferences"),
+            Some(&json!({"size": "large", "milk_type": "coconut"})),
+            "{:?}",
+            f.args
+        );
+        let f = fill(&drink, "the drink id is 'latte'", now());
+        assert_eq!(f.args.0.get("new_preferences"), None, "nothing said of it");
+        let get = props(
+            json!({"url": {"type": "string"}, "params": {"type": "object", "properties": {"limit": {"type": "integer"}}}}),
+            &["url"],
+        );
+        let f = fill(&get, "data for the fabric 'network777' with a limit of 50 items", now());
+        assert_eq!(f.args.0.get("url"), None, "a quote that is no URL");
+        assert_eq!(f.args.0.get("params"), Some(&json!({"limit": 50})));
     }
 
     /// A bracketed list goes to the array of its items' type.

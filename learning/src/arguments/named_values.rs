@@ -84,8 +84,10 @@ pub(super) fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut T
                     .iter()
                     .take_while(|t| t.start < next.start)
                     .any(|t| matches!(t.word.as_str(), "called" | "named"));
+                // ("I'm" is no name: "the interface type I'm after".)
+                let pronoun = raw == "I" || raw.starts_with("I'");
                 let code = raw.chars().any(|c| c.is_ascii_digit() || "-_./@:".contains(c))
-                    || raw.chars().next().is_some_and(char::is_uppercase)
+                    || (raw.chars().next().is_some_and(char::is_uppercase) && !pronoun)
                     || called;
                 // A number is an id here ("user id 1234"), and so is a
                 // capitalised code ("ID U123"); other values (a path, a
