@@ -18,7 +18,10 @@
 //!    with dots or dashes —, "15 maggio"; without a year, the next day's
 //!    year when a later one says it — "from April 3rd to April 5th 2023"
 //!    —, else an earlier one's, else a year said alone, else the current
-//!    one) before a relative one ("tomorrow"), written as the description
+//!    one) before a weekday said as the next of its name ("the upcoming
+//!    Saturday", "venerdì prossimo", counted from the day the request says
+//!    is today when it says one) and a relative one ("tomorrow"), written
+//!    as the description
 //!    asks (`YYYY-MM-DD` unless it says `MM/DD/YYYY`, `DD/MM/YYYY` or
 //!    `DD-MM-YYYY`); the
 //!    property that ends a span (`end_date`, `return_date`) takes its last
@@ -273,7 +276,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
         match proper_nouns::cued_noun(&nouns, &used_nouns, name, spec) {
             Some((i, head)) => {
                 used_nouns.push(i);
-                let v = head.unwrap_or_else(|| nouns[i].with_region(proper_nouns::place_like(name, spec)));
+                let v = head.unwrap_or_else(|| nouns[i].with_region(proper_nouns::keeps_region(name, spec)));
                 out.args.0.insert(name.clone(), Value::String(v));
             }
             None => still.push((name, spec)),
@@ -290,13 +293,17 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
         let moment = slots::moment_like(name, spec);
         let value =
             (kind == "string" && spec.get("enum").is_none() && !moment && proper_nouns::place_or_name(name, spec))
-                .then(|| match proper_nouns::next_noun(&nouns, &mut used_nouns, proper_nouns::place_like(name, spec)) {
+                .then(|| {
+                    let (place, region) =
+                        (proper_nouns::place_like(name, spec), proper_nouns::keeps_region(name, spec));
+                    proper_nouns::next_noun(&nouns, &mut used_nouns, place, region)
+                })
+                .and_then(|noun| match noun {
                     Some(v) => Some(v),
                     // One property takes it: a place is no name too.
                     None if nouns.is_empty() => lower_case.take(),
                     None => None,
                 })
-                .flatten()
                 .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten())
                 .or_else(|| (kind == "string" && purpose_like(name)).then(|| purpose(&said)).flatten())
                 .map(Value::String)
@@ -379,7 +386,21 @@ impl<'a> Said<'a> {
         let ex = extract(request, now);
         let toks = tokens(&ex.text);
         let quotes = quoted_spans(&ex.text);
-        let dates = slots::absolute_dates(&ex.text, now);
+        let mut dates = slots::absolute_dates(&ex.text, now);
+        // A day the request says is today is no value but the clock a
+        // weekday is counted from ("the upcoming Wednesday, today is
+        // Monday April 25th 2023").
+        // A weekday counts only where no day is said in full: "next
+        // Wednesday 2023.11.15" is that day.
+        // Said as today and nothing else, it is the day asked for.
+        let today = slots::stated_today(&ex.text, &mut dates);
+        if dates.is_empty() {
+            let from = today.as_ref().and_then(|t| chrono::NaiveDate::parse_from_str(&t.1, "%Y-%m-%d").ok());
+            dates = slots::weekday_dates(&ex.text, from.unwrap_or(now.date_naive()));
+            if dates.is_empty() {
+                dates.extend(today);
+            }
+        }
         let times = crate::time_of_day::said(&ex.text);
         Said { request, ex, toks, quotes, dates, times, units: Vec::new(), shared_flags: Vec::new() }
     }
@@ -400,7 +421,14 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
         .or_else(|| {
             (kind == "string" && slots::time_like(name, spec)).then(|| slots::take_time(spec, said, taken)).flatten()
         })
-        .or_else(|| named_values::named_value(said, name, kind, taken))
+        // (An enum's value is one of its own: "United Kingdom" names no
+        // `units`.)
+        .or_else(|| {
+            let mut trial = taken.clone();
+            let v = named_values::named_value(said, name, kind, &mut trial).filter(|v| in_enum(spec, v))?;
+            *taken = trial;
+            Some(v)
+        })
         .or_else(|| (kind == "string").then(|| numbers::take_counted_enum(name, spec, said, taken)).flatten())
         .or_else(|| enum_named(spec, said.request))
         .or_else(|| {
@@ -444,7 +472,7 @@ fn yes_no_values(spec: &Value) -> Option<(&Value, &Value)> {
 }
 
 /// What the rules took already: extractor slots and quotes, by index.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Taken {
     /// Words of the request a value stands for that is not their text
     /// (the "Chiang Mai" of `province_id: 2`): no proper noun.
@@ -594,6 +622,12 @@ fn shared_flag_words(properties: &serde_json::Map<String, Value>) -> Vec<String>
         }
     }
     flags.into_iter().filter(|(_, n)| *n > 1).map(|(w, _)| w).collect()
+}
+
+/// Whether `v` may be `spec`'s value: any, without an enum; one of its
+/// members, with one.
+fn in_enum(spec: &Value, v: &Value) -> bool {
+    spec.get("enum").and_then(Value::as_array).is_none_or(|values| values.contains(v))
 }
 
 /// Rule 3: the longest value of the property's enum the request names as a
@@ -1041,6 +1075,46 @@ mod tests {
         let f = fill(&get, "data for the fabric 'network777' with a limit of 50 items", now());
         assert_eq!(f.args.0.get("url"), None, "a quote that is no URL");
         assert_eq!(f.args.0.get("params"), Some(&json!({"limit": 50})));
+    }
+
+    /// A city keeps the region said after it where its parameter asks for
+    /// one or says nothing of its form, not for "the name of the city";
+    /// an enum's value named by its parameter is one of its own.
+    #[test]
+    fn a_region_is_kept_where_asked_and_an_enum_named_is_its_own() {
+        let weather = props(
+            json!({"city": {"type": "string", "description": "The name of the city for which to get the weather"},
+                   "units": {"type": "string", "enum": ["metric", "imperial"]}}),
+            &["city"],
+        );
+        let f = fill(&weather, "the weather in Marshall, MN on March 5th", now());
+        assert_eq!(f.args.0.get("city"), Some(&json!("Marshall")), "{:?}", f.args);
+        let f = fill(&weather, "the weather in London, United Kingdom", now());
+        assert_eq!(f.args.0.get("units"), None, "'United' names no units, 'Kingdom' is none of them");
+        let plain = props(json!({"location": {"type": "string"}}), &[]);
+        let f = fill(&plain, "what's on in Riga, Latvia tonight", now());
+        assert_eq!(f.args.0.get("location"), Some(&json!("Riga, Latvia")));
+        let help = props(
+            json!({"topic": {"type": "string", "enum": ["trading", "security"]}, "subtopic": {"type": "string"}}),
+            &["topic"],
+        );
+        let f = fill(&help, "help on the topic of 'trading' with examples", now());
+        assert_eq!(f.args.0.get("topic"), Some(&json!("trading")));
+        assert_eq!(f.args.0.get("subtopic"), None, "the topic's quote is the topic's");
+    }
+
+    /// A weekday said as the next of its name is counted from the day the
+    /// request says is today, else from now; a day said in full wins.
+    #[test]
+    fn a_weekday_is_the_next_of_its_name() {
+        let weather = props(json!({"date": {"type": "string", "description": "'YYYY-MM-DD'"}}), &[]);
+        let day = |request: &str| fill(&weather, request, now()).args.0.get("date").cloned();
+        // now() is Thursday 2026-11-26.
+        assert_eq!(day("the forecast for the upcoming Saturday"), Some(json!("2026-11-28")));
+        assert_eq!(day("il meteo per sabato prossimo"), Some(json!("2026-11-28")));
+        assert_eq!(day("the upcoming Saturday? Today is Tuesday April 25th 2023"), Some(json!("2023-04-29")));
+        assert_eq!(day("the forecast for today, today is April 25th 2023"), Some(json!("2023-04-25")));
+        assert_eq!(day("tickets for next Wednesday 2023.11.15"), Some(json!("2023-11-15")));
     }
 
     /// A bracketed list goes to the array of its items' type.

@@ -125,10 +125,10 @@ pub(super) fn take_counted_enum(name: &str, spec: &Value, said: &Said<'_>, taken
     if figures.len() < 2 {
         return None;
     }
-    let mut trial = Taken { slots: taken.slots.clone(), ..Taken::default() };
+    let mut trial = taken.clone();
     let n = take_number(name, said, true, &mut trial)?.as_i64()?.to_string();
     figures.contains(&n.as_str()).then(|| {
-        taken.slots = trial.slots;
+        *taken = trial;
         Value::String(n)
     })
 }

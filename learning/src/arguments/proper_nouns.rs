@@ -145,15 +145,16 @@ fn performer_cued(noun: &Noun, name_words: &[String]) -> bool {
 }
 
 /// Rule 7: the next proper noun no property took — for a place, the first
-/// after a preposition of place, with its region.
-pub(super) fn next_noun(nouns: &[Noun], used: &mut Vec<usize>, place: bool) -> Option<String> {
+/// after a preposition of place; with its region when `region`
+/// ([`keeps_region`]).
+pub(super) fn next_noun(nouns: &[Noun], used: &mut Vec<usize>, place: bool, region: bool) -> Option<String> {
     let free = |i: &usize| !used.contains(i);
     let pick = (0..nouns.len())
         .filter(free)
         .find(|i| place && nouns[*i].after_place_preposition)
         .or_else(|| (0..nouns.len()).find(free))?;
     used.push(pick);
-    Some(nouns[pick].with_region(place))
+    Some(nouns[pick].with_region(region))
 }
 
 /// Whether a string property holds a place or a name (rule 7).
@@ -165,6 +166,19 @@ pub(super) fn place_or_name(name: &str, spec: &Value) -> bool {
 /// description names one.
 pub(super) fn place_like(name: &str, spec: &Value) -> bool {
     property_words(name, spec).iter().any(|w| PLACE.contains(&w.as_str()))
+}
+
+/// Whether a place property keeps the region said after its city
+/// ("Riga, Latvia"): when its description asks for one ("'City, State'",
+/// an example with a region, [`crate::places::PlaceFormat`]) or says
+/// nothing of the place's form — not for "the name of the city" or "in
+/// the format of 'City'", which take the city alone.
+pub(super) fn keeps_region(name: &str, spec: &Value) -> bool {
+    let description = super::description_of(spec).to_lowercase();
+    let city_alone = description.contains("name of the city")
+        || description.contains("format of 'city'")
+        || description.contains("format 'city'");
+    place_like(name, spec) && (!city_alone || crate::places::PlaceFormat::of(&description).is_some())
 }
 
 /// Whether a property's name says it holds a place (`location`,

@@ -87,6 +87,56 @@ pub(super) fn absolute_dates(text: &str, now: DateTime<FixedOffset>) -> Vec<((us
         .collect()
 }
 
+/// The day `dates` holds that the request says is today ("today is
+/// Monday April 25th 2023", "today's date is 2023.10.1", "oggi è il 3
+/// maggio"), taken out of `dates`: it dates what is said relative to it
+/// ("the upcoming Saturday").
+pub(super) fn stated_today(text: &str, dates: &mut Vec<((usize, usize), String)>) -> Option<((usize, usize), String)> {
+    static TODAY: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let today = TODAY.get_or_init(|| {
+        regex::Regex::new(
+            r"(?i)\b(?:today(?:'s date)?\s+is|current(?:ly)? it'?s|oggi\s+è)\s+(?:il\s+)?(?:\w+day,?\s+|\w+dì,?\s+)?$",
+        )
+        .expect("today rule compiles")
+    });
+    let at = dates.iter().position(|(span, _)| today.is_match(&text[..span.0]))?;
+    Some(dates.remove(at))
+}
+
+/// Weekdays said as the next one of their name ("the upcoming Wednesday",
+/// "next Friday", "this Saturday", "venerdì prossimo"), as ISO days
+/// counted from `today` (the first after it), with their spans.
+pub(super) fn weekday_dates(text: &str, today: chrono::NaiveDate) -> Vec<((usize, usize), String)> {
+    use chrono::Datelike;
+    const EN: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+    const IT: [&str; 7] = ["lunedì", "martedì", "mercoledì", "giovedì", "venerdì", "sabato", "domenica"];
+    static RULES: std::sync::OnceLock<[regex::Regex; 2]> = std::sync::OnceLock::new();
+    let [before, after] = RULES.get_or_init(|| {
+        let days = EN.iter().chain(IT.iter()).copied().collect::<Vec<_>>().join("|");
+        let r = |s: String| regex::Regex::new(&s).expect("weekday rule compiles");
+        [
+            r(format!(r"(?i)\b(?:upcoming|next|this|coming|prossimo|prossima|questo|questa)\s+({days})\b")),
+            r(format!(r"(?i)\b({days})\s+(?:prossimo|prossima)\b")),
+        ]
+    });
+    let mut out: Vec<((usize, usize), String)> = Vec::new();
+    for rule in [before, after] {
+        // (In the order said, whichever rule reads them.)
+        for c in rule.captures_iter(text) {
+            let m = c.get(0).expect("match");
+            let name = c[1].to_lowercase();
+            let Some(i) = EN.iter().position(|d| *d == name).or_else(|| IT.iter().position(|d| *d == name)) else {
+                continue;
+            };
+            let ahead = (i as i64 - i64::from(today.weekday().num_days_from_monday())).rem_euclid(7);
+            let day = today + chrono::Duration::days(if ahead == 0 { 7 } else { ahead });
+            out.push(((m.start(), m.end()), day.format("%Y-%m-%d").to_string()));
+        }
+    }
+    out.sort_by_key(|d| d.0);
+    out
+}
+
 /// Whether a string property holds a day: `date` among its name's words,
 /// or a description that asks for a day's format.
 pub(super) fn date_like(name: &str, spec: &Value) -> bool {
