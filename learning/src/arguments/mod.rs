@@ -657,15 +657,26 @@ fn enum_named(spec: &Value, request: &str) -> Option<Value> {
             })
         })
         // Else one a word of the request shares all but its ending with
-        // ("thrill movies" → `Thriller`, "a mysterious type" → `Mystery`).
+        // ("thrill movies" → `Thriller`, "a mysterious type" → `Mystery`);
+        // of a value of words, each word in a row so, or cut short ("family
+        // counseling" → `Family Counselor`, "science fiction" → `Sci-fi`).
         .or_else(|| {
             let akin = |a: &str, b: &str| {
                 let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
                 common >= 5 && common + 2 >= a.chars().count().min(b.chars().count())
             };
+            let fits = |v: &[String], at: usize| {
+                v.iter()
+                    .zip(&words[at..])
+                    .all(|(w, r)| w == r || akin(w, r) || (w.len() >= 2 && r.starts_with(w.as_str())))
+            };
             let mut akin_values = values.iter().filter(|v| {
                 let w = v.as_str().map(words_of).unwrap_or_default();
-                w.len() == 1 && words.iter().any(|r| akin(r, &w[0]))
+                match w.len() {
+                    0 => false,
+                    1 => words.iter().any(|r| akin(r, &w[0])),
+                    n => (0..words.len().saturating_sub(n - 1)).any(|at| fits(&w, at)),
+                }
             });
             akin_values.next().filter(|_| akin_values.next().is_none())
         })
@@ -1046,6 +1057,13 @@ mod tests {
         assert_eq!(fill(&genre, "some thrill movies", now()).args.0.get("genre"), Some(&json!("Thriller")));
         assert_eq!(fill(&genre, "something mysterious", now()).args.0.get("genre"), Some(&json!("Mystery")));
         assert_eq!(fill(&genre, "something comical", now()).args.0.get("genre"), None, "com- alone is too little");
+        let kinds =
+            props(json!({"genre": {"type": "string", "enum": ["Sci-fi", "Family Counselor", "Shopping Area"]}}), &[]);
+        let said = |request: &str| fill(&kinds, request, now()).args.0.get("genre").cloned();
+        assert_eq!(said("an imaginative science fiction movie"), Some(json!("Sci-fi")), "each word cut short");
+        assert_eq!(said("help with family counseling"), Some(json!("Family Counselor")));
+        assert_eq!(said("shopping areas for kids"), Some(json!("Shopping Area")));
+        assert_eq!(said("a family dinner"), None, "one word of two");
     }
 
     /// An object's own properties are read from the request by the same
