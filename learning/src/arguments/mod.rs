@@ -304,10 +304,8 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
                     None if nouns.is_empty() => lower_case.take(),
                     None => None,
                 })
-                .or_else(|| (kind == "string" && free_text_like(name)).then(|| free_text(&said.ex.text)).flatten())
-                .or_else(|| (kind == "string" && purpose_like(name)).then(|| purpose(&said)).flatten())
                 .map(Value::String)
-                .or_else(|| (kind == "object").then(|| nested(spec, request, now)).flatten());
+                .or_else(|| text_or_object(&said, name, spec, now));
         match value {
             Some(v) => {
                 out.args.0.insert(name.clone(), v);
@@ -319,6 +317,19 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
     slots::leave_today_to_the_tool(properties, &required, &mut out.args, now.date_naive());
     out.missing.sort_unstable();
     out
+}
+
+/// Rules 8 and 10 for a property left: free text (after its name, else
+/// after a colon), a purpose, an object's own properties.
+fn text_or_object(said: &Said<'_>, name: &str, spec: &Value, now: DateTime<FixedOffset>) -> Option<Value> {
+    match spec.get("type").and_then(Value::as_str) {
+        Some("string") if free_text_like(name) => {
+            after_its_name(said, name).or_else(|| free_text(&said.ex.text)).map(Value::String)
+        }
+        Some("string") if purpose_like(name) => purpose(said).map(Value::String),
+        Some("object") => nested(spec, said.request, now),
+        _ => None,
+    }
 }
 
 /// An object property's value: its own properties read from the whole
@@ -707,8 +718,10 @@ fn property_words(name: &str, spec: &Value) -> Vec<String> {
 
 /// Words of a string property's name that make it free text the user
 /// words (rule 8): what to search for, say or run.
-const FREE_TEXT: &[&str] =
-    &["query", "search", "keyword", "keywords", "text", "message", "content", "prompt", "question", "input", "term"];
+const FREE_TEXT: &[&str] = &[
+    "query", "search", "keyword", "keywords", "text", "message", "content", "prompt", "question", "input", "term",
+    "command",
+];
 
 fn free_text_like(name: &str) -> bool {
     split_name(name).iter().any(|w| FREE_TEXT.contains(&w.as_str()))
@@ -743,6 +756,18 @@ fn purpose(said: &Said<'_>) -> Option<String> {
         words.pop();
     }
     (words.len() >= 2).then(|| words.join(" "))
+}
+
+/// Rule 8's text named by its parameter: the rest of the request after
+/// the last word of the property's name, past "called", "is" or a colon
+/// ("using the command echo %time%" → `echo %time%`), quotes and all.
+fn after_its_name(said: &Said<'_>, name: &str) -> Option<String> {
+    let last = split_name(name).pop()?;
+    let at = said.toks.iter().rposition(|t| t.word == last)?;
+    let rest = said.ex.text[said.toks[at].end..].trim_start_matches([' ', ':']);
+    let rest = ["called ", "is ", "named "].iter().find_map(|w| rest.strip_prefix(w)).unwrap_or(rest);
+    let rest = rest.trim().trim_end_matches(['.', '?', '!']).trim();
+    (!rest.is_empty() && !rest.contains([',', ';'])).then(|| rest.to_owned())
 }
 
 /// Rule 8: the words after the request's last colon or semicolon ("search
@@ -1564,6 +1589,16 @@ mod tests {
         let pets = props(json!({"available_for_pet": {"type": "boolean"}}), &[]);
         let f = fill(&pets, "I'm looking for a cleaner", now());
         assert_eq!(f.args.0.get("available_for_pet"), None, "for is grammar, not what the flag is about");
+    }
+
+    /// A command is the rest of the request after its name.
+    #[test]
+    fn a_command_follows_its_name() {
+        let cmd = props(json!({"command": {"type": "string"}}), &["command"]);
+        let f = fill(&cmd, "what time is it on the pc, using the command echo %time%", now());
+        assert_eq!(f.args.0.get("command"), Some(&json!("echo %time%")));
+        let f = fill(&cmd, "open calculator app using the command called start calc", now());
+        assert_eq!(f.args.0.get("command"), Some(&json!("start calc")));
     }
 
     /// What an alarm is for is the infinitive said, without its time.

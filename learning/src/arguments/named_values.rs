@@ -96,6 +96,14 @@ pub(super) fn named_value(said: &Said<'_>, name: &str, kind: &str, taken: &mut T
                     !matches!(s.kind, SlotKind::Number | SlotKind::ProperName)
                         && overlaps(s.span, (next.start, next.end))
                 });
+                // Free text called so is the rest of its clause ("the
+                // command called start calc").
+                if called && super::free_text_like(name) {
+                    let rest = &text[next.start..];
+                    let end = rest.find([',', ';', '?', '!']).unwrap_or(rest.len());
+                    let clause = rest[..end].trim().trim_end_matches('.').trim();
+                    return Some(Value::String(clause.to_owned()));
+                }
                 if code && !other {
                     // A name is all its words from here ("directed by
                     // Quentin Tarantino"; "ID U123" is no name of U123's).
