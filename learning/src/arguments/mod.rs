@@ -1130,6 +1130,12 @@ mod tests {
                    "units": {"type": "string", "enum": ["metric", "imperial"]}}),
             &["city"],
         );
+        let asks = props(
+            json!({"city": {"type": "string", "description": "The name of the city, such as 'Austin, TX'"}}),
+            &["city"],
+        );
+        let f = fill(&asks, "the weather in Marshall, MN on March 5th", now());
+        assert_eq!(f.args.0.get("city"), Some(&json!("Marshall, MN")), "its example has a state");
         let f = fill(&weather, "the weather in Marshall, MN on March 5th", now());
         assert_eq!(f.args.0.get("city"), Some(&json!("Marshall")), "{:?}", f.args);
         let f = fill(&weather, "the weather in London, United Kingdom", now());

@@ -174,11 +174,12 @@ pub(super) fn place_like(name: &str, spec: &Value) -> bool {
 /// nothing of the place's form — not for "the name of the city" or "in
 /// the format of 'City'", which take the city alone.
 pub(super) fn keeps_region(name: &str, spec: &Value) -> bool {
-    let description = super::description_of(spec).to_lowercase();
-    let city_alone = description.contains("name of the city")
-        || description.contains("format of 'city'")
-        || description.contains("format 'city'");
-    place_like(name, spec) && (!city_alone || crate::places::PlaceFormat::of(&description).is_some())
+    // (The format is read as written: "'Austin, TX'" is a state's example.)
+    let description = super::description_of(spec);
+    let lower = description.to_lowercase();
+    let city_alone =
+        lower.contains("name of the city") || lower.contains("format of 'city'") || lower.contains("format 'city'");
+    place_like(name, spec) && (!city_alone || crate::places::PlaceFormat::of(description).is_some())
 }
 
 /// Whether a property's name says it holds a place (`location`,
