@@ -543,6 +543,14 @@ fn same_stem(a: &str, b: &str) -> bool {
     short.len() >= 3 && long.starts_with(short)
 }
 
+/// Two words of one root said with other endings: they share five letters
+/// or more and all but two of the shorter ("thrill" / "thriller",
+/// "mysterious" / "mystery", "director" / "directed").
+fn akin(a: &str, b: &str) -> bool {
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    common >= 5 && common + 2 >= a.chars().count().min(b.chars().count())
+}
+
 /// A property's description as written (case kept: "HH:MM" and
 /// "MM/DD/YYYY" are read as spelt); empty when it has none.
 fn description_of(spec: &Value) -> &str {
@@ -672,10 +680,6 @@ fn enum_named(spec: &Value, request: &str) -> Option<Value> {
         // of a value of words, each word in a row so, or cut short ("family
         // counseling" → `Family Counselor`, "science fiction" → `Sci-fi`).
         .or_else(|| {
-            let akin = |a: &str, b: &str| {
-                let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-                common >= 5 && common + 2 >= a.chars().count().min(b.chars().count())
-            };
             let fits = |v: &[String], at: usize| {
                 v.iter()
                     .zip(&words[at..])
@@ -1595,6 +1599,19 @@ mod tests {
         let pets = props(json!({"available_for_pet": {"type": "boolean"}}), &[]);
         let f = fill(&pets, "I'm looking for a cleaner", now());
         assert_eq!(f.args.0.get("available_for_pet"), None, "for is grammar, not what the flag is about");
+    }
+
+    /// A role said after a name ("as the director") cues its property;
+    /// a figure inside a quote is no count.
+    #[test]
+    fn a_role_after_a_name_and_a_quoted_figure() {
+        let movies = props(json!({"directed_by": {"type": "string"}, "cast": {"type": "string"}}), &[]);
+        let f = fill(&movies, "a movie that has Riley Stearns as the director and C.J. Rush in the cast", now());
+        assert_eq!(f.args.0.get("directed_by"), Some(&json!("Riley Stearns")), "{:?}", f.args);
+        assert_eq!(f.args.0.get("cast"), Some(&json!("C.J. Rush")));
+        let speaker = props(json!({"device_name": {"type": "string"}, "timeout": {"type": "integer"}}), &[]);
+        let f = fill(&speaker, "connect my speaker called 'JBL Flip 4'", now());
+        assert_eq!(f.args.0.get("timeout"), None, "{:?}", f.args);
     }
 
     /// A command is the rest of the request after its name.

@@ -104,12 +104,15 @@ pub(super) fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mu
             .and_then(hyphen_tail)
             .is_some_and(|w| unit_of(w).is_none())
     };
+    // Nor is a figure inside a quote ("my speaker called 'JBL Flip 4'").
+    let quoted = |span: (usize, usize)| said.quotes.iter().any(|q| overlaps((q.0, q.1), span));
     let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
         s.kind == SlotKind::Number
             && !taken.slots.contains(i)
             && whole(&s.value)
             && !others(slot_unit(&ex.text, toks, s.span))
             && !bound_elsewhere(s.span)
+            && !quoted(s.span)
     })?;
     taken.slots.push(i);
     Some(as_kind(&slot.value, integer))

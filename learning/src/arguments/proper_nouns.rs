@@ -58,6 +58,7 @@ pub(super) fn cued_noun(nouns: &[Noun], used: &[usize], name: &str, spec: &Value
                 || performer_cued(n, &words)
                 || creator_cued(n, &words)
                 || n.after.first().is_some_and(|a| kinds.contains(a))
+                || said_as(n, &words)
         })
         .filter(free)
         .map(|i| (i, None))
@@ -98,6 +99,18 @@ fn direction_cued(cue: &str, name_words: &[String]) -> bool {
 /// Words of a property's name too general to cue the noun they follow
 /// ("Isolation album" cues `album`; "Jo name" cues nothing).
 const GENERIC: &[&str] = &["name", "names", "id", "type", "of", "the", "value", "new"];
+
+/// Rule 7's roles said after a name: "Riley Stearns as the director" for
+/// `directed_by` — a word of the property's name, or one that shares all
+/// but its ending with it, after "as" and an article.
+fn said_as(noun: &Noun, name_words: &[String]) -> bool {
+    let role = match noun.after.as_slice() {
+        [r#as, article, role, ..] if r#as == "as" && matches!(article.as_str(), "the" | "a" | "an") => role,
+        [r#as, role, ..] if r#as == "as" => role,
+        _ => return false,
+    };
+    name_words.iter().any(|w| w.len() > 2 && (w == role || super::akin(w, role)))
+}
 
 /// Rule 7's makers: a property for who made a work (`artist`, `author`,
 /// `band`) is cued by "by" before the name — "songs by Tove Lo", "Roar by

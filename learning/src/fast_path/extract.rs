@@ -324,11 +324,14 @@ pub fn proper_nouns(text: &str) -> Vec<(usize, usize)> {
             out.push(r);
         }
         // A run ends at punctuation too ("Rome, please"), and a sentence
-        // opens after . ! ?
-        if raw.ends_with([',', '.', '!', '?', ';', ':', ')', '"']) {
+        // opens after . ! ? — but not after initials ("C.J. Rush",
+        // "Sterling K. Brown").
+        let initials = raw.len() >= 2
+            && raw.split_terminator('.').all(|p| p.len() == 1 && p.chars().all(|c| c.is_ascii_uppercase()));
+        if raw.ends_with([',', '.', '!', '?', ';', ':', ')', '"']) && !initials {
             out.extend(run.take());
         }
-        opens = raw.ends_with(['.', '!', '?']);
+        opens = raw.ends_with(['.', '!', '?']) && !initials;
     }
     out.extend(run);
     out
@@ -512,6 +515,11 @@ mod tests {
         assert_eq!(names("send Marta's notes to Luca"), ["Marta", "Luca"]);
         assert_eq!(names("a film directed by Guillermo del Toro"), ["Guillermo del Toro"]);
         assert_eq!(names("songs by Ed Sheeran de la radio"), ["Ed Sheeran"], "no name after the particle");
+        assert_eq!(
+            names("a film with C.J. Rush and Sterling K. Brown"),
+            ["C.J. Rush", "Sterling K. Brown"],
+            "initials"
+        );
         // Openings, "I" and its contractions, lower case: no names.
         assert!(names("Turn on the lights. Then I'll read").is_empty());
         assert!(names("weather in new york").is_empty());
