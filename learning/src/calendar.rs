@@ -1,7 +1,7 @@
-//! The months' names in English and Italian, spelt once: what every rule
-//! that reads a date in a request (`arguments`' absolute dates, memory's
-//! named days) and every answer that writes one in Italian (L0's date, a
-//! quoted memory's day) uses.
+//! The months' and weekdays' names in English and Italian, spelt once:
+//! what every rule that reads a date in a request (`arguments`' absolute
+//! dates and weekdays, memory's named days) and every answer that writes
+//! one in Italian (L0's date, a quoted memory's day) uses.
 
 /// One month's names, lower case.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +55,35 @@ pub fn alternation() -> String {
     names.sort_by_key(|n| std::cmp::Reverse(n.len()));
     names.join("|")
 }
+
+/// One weekday's names, lower case.
+#[derive(Clone, Copy, Debug)]
+pub struct Weekday {
+    /// English ("monday").
+    pub en: &'static str,
+    /// Italian, as written ("lunedì").
+    pub it: &'static str,
+    /// Italian typed without its accent ("lunedi"), where it has one.
+    pub it_plain: Option<&'static str>,
+}
+
+impl Weekday {
+    /// Every name of the weekday: English, Italian, Italian unaccented.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        [self.en, self.it].into_iter().chain(self.it_plain)
+    }
+}
+
+/// The weekdays, Monday first (`chrono`'s `num_days_from_monday`).
+pub const WEEKDAYS: [Weekday; 7] = [
+    Weekday { en: "monday", it: "lunedì", it_plain: Some("lunedi") },
+    Weekday { en: "tuesday", it: "martedì", it_plain: Some("martedi") },
+    Weekday { en: "wednesday", it: "mercoledì", it_plain: Some("mercoledi") },
+    Weekday { en: "thursday", it: "giovedì", it_plain: Some("giovedi") },
+    Weekday { en: "friday", it: "venerdì", it_plain: Some("venerdi") },
+    Weekday { en: "saturday", it: "sabato", it_plain: None },
+    Weekday { en: "sunday", it: "domenica", it_plain: None },
+];
 
 #[cfg(test)]
 mod tests {

@@ -107,12 +107,11 @@ pub(super) fn stated_today(text: &str, dates: &mut Vec<((usize, usize), String)>
 /// "next Friday", "this Saturday", "venerdì prossimo"), as ISO days
 /// counted from `today` (the first after it), with their spans.
 pub(super) fn weekday_dates(text: &str, today: chrono::NaiveDate) -> Vec<((usize, usize), String)> {
+    use crate::calendar::WEEKDAYS;
     use chrono::Datelike;
-    const EN: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
-    const IT: [&str; 7] = ["lunedì", "martedì", "mercoledì", "giovedì", "venerdì", "sabato", "domenica"];
     static RULES: std::sync::OnceLock<[regex::Regex; 2]> = std::sync::OnceLock::new();
     let [before, after] = RULES.get_or_init(|| {
-        let days = EN.iter().chain(IT.iter()).copied().collect::<Vec<_>>().join("|");
+        let days = WEEKDAYS.iter().map(|d| d.en).chain(WEEKDAYS.iter().map(|d| d.it)).collect::<Vec<_>>().join("|");
         let r = |s: String| regex::Regex::new(&s).expect("weekday rule compiles");
         [
             r(format!(r"(?i)\b(?:upcoming|next|this|coming|prossimo|prossima|questo|questa)\s+({days})\b")),
@@ -125,7 +124,7 @@ pub(super) fn weekday_dates(text: &str, today: chrono::NaiveDate) -> Vec<((usize
         for c in rule.captures_iter(text) {
             let m = c.get(0).expect("match");
             let name = c[1].to_lowercase();
-            let Some(i) = EN.iter().position(|d| *d == name).or_else(|| IT.iter().position(|d| *d == name)) else {
+            let Some(i) = WEEKDAYS.iter().position(|d| d.en == name || d.it == name) else {
                 continue;
             };
             let ahead = (i as i64 - i64::from(today.weekday().num_days_from_monday())).rem_euclid(7);

@@ -17,8 +17,6 @@ use chrono::{DateTime, Datelike, FixedOffset, Timelike};
 
 use crate::lang::Lang;
 
-const GIORNI: [&str; 7] = ["lunedì", "martedì", "mercoledì", "giovedì", "venerdì", "sabato", "domenica"];
-
 /// The L0 answer of `tool` in `lang`, from its `output` and the turn's
 /// time `now`; `None` for an executor without a template.
 pub fn l0_answer(tool: &str, output: &str, now: DateTime<FixedOffset>, lang: Lang) -> Option<String> {
@@ -32,7 +30,7 @@ pub fn l0_answer(tool: &str, output: &str, now: DateTime<FixedOffset>, lang: Lan
         ("get_date", Lang::En) => Some(format!("Today is {}.", now.format("%A %-d %B %Y"))),
         ("get_date", Lang::It) => Some(format!(
             "Oggi è {} {} {} {}.",
-            GIORNI[now.weekday().num_days_from_monday() as usize],
+            crate::calendar::WEEKDAYS[now.weekday().num_days_from_monday() as usize].it,
             now.day(),
             crate::calendar::italian(now.month0()),
             now.year()

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use chrono::{Duration, NaiveDate};
 
-use crate::calendar::month_of;
+use crate::calendar::{month_of, WEEKDAYS};
 use crate::text::normalize;
 
 /// Share of the request's content words the hot window must hold for the
@@ -109,17 +109,6 @@ const DATE_WORDS: &[&str] = &[
     "stamattina",
 ];
 
-/// Weekday names (EN, IT), Monday first.
-const WEEKDAYS: [&[&str]; 7] = [
-    &["monday", "lunedì", "lunedi"],
-    &["tuesday", "martedì", "martedi"],
-    &["wednesday", "mercoledì", "mercoledi"],
-    &["thursday", "giovedì", "giovedi"],
-    &["friday", "venerdì", "venerdi"],
-    &["saturday", "sabato"],
-    &["sunday", "domenica"],
-];
-
 /// A day of the month as written: `23`, `23rd`, `1st`, `2nd`, `17th`.
 fn day_number(word: &str) -> Option<u32> {
     let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
@@ -138,7 +127,7 @@ pub fn named_day(normalized: &str, today: NaiveDate) -> Option<NaiveDate> {
     use chrono::Datelike;
     let words: Vec<&str> = normalized.split(' ').collect();
     let month = words.iter().position(|w| month_of(w).is_some());
-    let weekday = words.iter().find_map(|w| WEEKDAYS.iter().position(|d| d.contains(w)));
+    let weekday = words.iter().find_map(|w| WEEKDAYS.iter().position(|d| d.names().any(|n| n == *w)));
     let day = match month {
         // A day number right before or after the month name.
         Some(i) => [i.checked_sub(1), Some(i + 1), i.checked_sub(2).filter(|&j| words.get(j + 1) == Some(&"of"))]
@@ -177,7 +166,7 @@ pub fn enrich_by_rule(query: &str, today: NaiveDate) -> Enrichment {
             None => (None, None),
         },
     };
-    let calendar = |w: &str| month_of(w).is_some() || WEEKDAYS.iter().any(|names| names.contains(&w));
+    let calendar = |w: &str| month_of(w).is_some() || WEEKDAYS.iter().any(|d| d.names().any(|n| n == w));
     let keywords = content_set(query)
         .into_iter()
         .filter(|w| !DATE_WORDS.contains(&w.as_str()) && !calendar(w) && day_number(w).is_none())
