@@ -463,6 +463,39 @@ impl Vocabulary {
     /// request names a pole the tool names only the other way (module
     /// docs).
     pub fn score(&self, i: usize, request: &RequestWords) -> Option<f32> {
+        self.score_by(i, request, |w| self.idf.get(w).copied().unwrap_or(0.0))
+    }
+
+    /// [`Vocabulary::score`] with each word as rare as it is among the
+    /// tools `among` (the candidates left once the others are ruled out),
+    /// out of all the tools: a word every ruled-out tool shares with this
+    /// one ("timer", of four timer tools, once the three for a running
+    /// timer are ruled out for a new one) tells the one left from the
+    /// others, where among all tools it was common. For ranking the
+    /// candidates only: the bars read [`Vocabulary::score`].
+    pub fn score_among(&self, i: usize, request: &RequestWords, among: &[usize]) -> Option<f32> {
+        let n = self.tools.len().max(1) as f32;
+        let rare = |w: &str| {
+            let df = among.iter().filter(|j| self.tools.get(**j).is_some_and(|t| t.all().any(|x| x == w))).count();
+            match df {
+                0 => self.idf.get(w).copied().unwrap_or(0.0),
+                df => (n / df as f32).ln(),
+            }
+        };
+        self.score_by(i, request, rare)
+    }
+
+    /// What tool `i`'s score gains among the tools `among` over its score
+    /// among all ([`Vocabulary::score_among`] − [`Vocabulary::score`]; 0
+    /// for a tool of the other pole).
+    pub fn rarer_among(&self, i: usize, request: &RequestWords, among: &[usize]) -> f32 {
+        match (self.score_among(i, request, among), self.score(i, request)) {
+            (Some(a), Some(all)) => a - all,
+            _ => 0.0,
+        }
+    }
+
+    fn score_by(&self, i: usize, request: &RequestWords, idf: impl Fn(&str) -> f32) -> Option<f32> {
         let t = self.tools.get(i)?;
         if !request.asks
             && request.poles.iter().any(|(a, p)| t.poles.contains(&(*a, !*p)) && !t.poles.contains(&(*a, *p)))
@@ -471,7 +504,7 @@ impl Vocabulary {
         }
         let mut score = 0.0;
         for w in &request.words {
-            let idf = self.idf.get(w).copied().unwrap_or(0.0);
+            let idf = idf(w);
             if !poles_of(w).is_empty() {
                 // A pole counts by its axis below; the tool's very verb
                 // ("resume" and "Resumes a paused timer", where "start"
@@ -653,5 +686,30 @@ mod tests {
         );
         assert_eq!(RequestWords::new("lower the blinds to 30 percent").poles, BTreeSet::from([("level", false)]));
         assert_eq!(RequestWords::new("turn the volume down").poles, BTreeSet::from([("level", false)]));
+    }
+
+    /// Rule 17 of the offline planner, on home C's tools
+    /// (`tests/fixtures/home-c`): "timer" is common among its four timer
+    /// tools and "minutes" rare, so among all its tools heating boost ("…
+    /// for a number of minutes") outranks starting a timer for "timer for
+    /// the eggs seven minutes"; once the three tools for a running timer
+    /// are ruled out (a new one is asked), the tool's name decides.
+    #[test]
+    fn words_are_as_rare_as_among_the_tools_left() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-c/tools.json");
+        let tools: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let text = |t: &serde_json::Value, k: &str| t[k].as_str().unwrap_or_default().to_owned();
+        let named: Vec<(String, String, serde_json::Value)> =
+            tools.iter().map(|t| (text(t, "name"), text(t, "description"), t["inputSchema"].clone())).collect();
+        let v = Vocabulary::new(named.iter().map(|(n, d, s)| (n.as_str(), d.as_str(), s)));
+        let at = |name: &str| named.iter().position(|(n, _, _)| n == name).unwrap();
+        let said = RequestWords::new("timer for the eggs seven minutes");
+        let (start, boost) = (at("timer-start"), at("heating-boost"));
+        assert!(v.score(boost, &said) > v.score(start, &said), "among all, the rare word wins");
+        let running = ["timer-cancel", "timer-extend", "timer-remaining"].map(at);
+        let left: Vec<usize> = (0..named.len()).filter(|i| !running.contains(i)).collect();
+        assert!(v.score_among(start, &said, &left) > v.score_among(boost, &said, &left), "among those left, the name");
+        let all: Vec<usize> = (0..named.len()).collect();
+        assert_eq!(v.score_among(boost, &said, &all), v.score(boost, &said), "all left: the same score");
     }
 }

@@ -148,6 +148,16 @@
 //!     `device-on {target}` and the lights only by room, whatever the
 //!     lights' description ("… or one light by its name") leans to. Home
 //!     C's dev split, model away 85 → 89/106; homes A and B unchanged.
+//! 17. **Words as rare as among the tools left.** Once rules 3, 8, 10 and
+//!     12 have ruled tools out, the candidates are ranked by their words'
+//!     rarity among the candidates ([`crate::tool_words::Vocabulary::score_among`]):
+//!     "timer for the eggs seven minutes" asks a new timer, so the three
+//!     tools for a running one are out, and "timer" then tells starting one
+//!     from a heating boost "for a number of minutes", where among all
+//!     four timer tools it had weighed less than "minutes". The bars (rule
+//!     8's lexical bar, the cosine's) read the score among all tools, so
+//!     the rule only reorders. Home C's dev split, nothing taught 81 → 82;
+//!     homes A and B, BFCL dev unchanged.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -573,7 +583,10 @@ impl OfflinePlanner {
                 // tool's arguments, the others only compare.
                 .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
         };
-        let scored = self.taught_ranking(candidates().map(|t| (t, score(t))).collect(), part, now, taught);
+        // Rule 17: the candidates ranked by words as rare as among them.
+        let kept: Vec<usize> = candidates().map(index).collect();
+        let ranked = |t: &ToolProfile| score(t) + LEXICAL_SCALE * self.vocabulary.rarer_among(index(t), said, &kept);
+        let scored = self.taught_ranking(candidates().map(|t| (t, ranked(t))).collect(), part, now, taught);
         let Some((tool, given)) = best_given_values(scored, part, now) else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
             return None;
@@ -602,18 +615,27 @@ impl OfflinePlanner {
         if (below || chatty) && !sole() {
             return None;
         }
-        // Rule 4: a tool that can run and does the same stands in.
-        let tool = match tool.runnable {
-            true => tool,
-            // It does nothing effectful the tool it stands in for would not.
-            false => candidates()
-                .filter(|t| t.runnable && t.actions.is_subset(&tool.actions))
-                .filter(|t| nearest(&tool.vectors[0], &t.vectors) >= SAME_ABILITY)
-                .max_by(|a, b| score(a).total_cmp(&score(b)))
-                .unwrap_or(tool),
-        };
+        let tool = stand_in(tool, candidates(), score);
         Some(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) })
     }
+}
+
+/// Rule 4: a tool that can run and does the same stands in for `tool`,
+/// which cannot — the best of `candidates` by `score` doing nothing
+/// effectful `tool` would not.
+fn stand_in<'a>(
+    tool: &'a ToolProfile,
+    candidates: impl Iterator<Item = &'a ToolProfile>,
+    score: impl Fn(&ToolProfile) -> f32,
+) -> &'a ToolProfile {
+    if tool.runnable {
+        return tool;
+    }
+    candidates
+        .filter(|t| t.runnable && t.actions.is_subset(&tool.actions))
+        .filter(|t| nearest(&tool.vectors[0], &t.vectors) >= SAME_ABILITY)
+        .max_by(|a, b| score(a).total_cmp(&score(b)))
+        .unwrap_or(tool)
 }
 
 impl OfflinePlanner {
