@@ -955,11 +955,20 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
     };
     let mut start = (from..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
     // Where it goes said first, then the tool's own verb ("shopping list
-    // add basmati rice"): the text starts after the verb. Words of the
-    // tool not followed by its verb are the text ("shopping bags").
+    // add basmati rice") or a verb of its own ("nella lista casa scrivi
+    // …", the list's name taken): the text starts after the verb. Words
+    // of the tool not followed by a verb are the text ("shopping bags").
+    let verb = |i: usize| {
+        verb_of_the_tool(&ws[i]) || crate::fast_path::gate::is_action(&ws[i]) && !tool_word(&ws[i]) && !used[i]
+    };
     let run = (start..ws.len())
-        .find(|i| verb_of_the_tool(&ws[*i]) || !tool_word(&ws[*i]) && !ARTICLES.contains(&ws[*i].as_str()));
-    if let Some(verb) = run.filter(|i| *i > start && verb_of_the_tool(&ws[*i])) {
+        .find(|i| verb(*i) || !tool_word(&ws[*i]) && !used[*i] && !ARTICLES.contains(&ws[*i].as_str()));
+    // The place may be taken already (a list's name): then the verb is
+    // the first word left.
+    let placed_first = start > from
+        && (from..start).any(|i| used[i])
+        && (from..start).all(|i| used[i] || tool_word(&ws[i]) || skip(&ws[i]) || ARTICLES.contains(&ws[i].as_str()));
+    if let Some(verb) = run.filter(|i| (*i > start || placed_first) && verb(*i)) {
         start = (verb + 1..ws.len()).find(|i| !used[*i] && !skip(&ws[*i]))?;
     }
     // A sentence keeps the article its verb's particles took ("tell
@@ -1238,6 +1247,16 @@ mod tests {
         ] {
             assert_eq!(fill(&shop, said, &c).get("item"), Some(&json!(item)), "{said}");
         }
+        // Where it goes said first, then a verb of its own: the text
+        // starts after that verb.
+        let todo = json!({"type": "object", "properties": {
+            "item_name": {"type": "string", "description": "The entry, as the user says it"},
+            "list": {"type": "string", "description": "The word that names the list, without 'list'"}},
+            "required": ["item_name"]});
+        let c = Context::of("todo-add", "Add an entry to one of the household's to-do lists");
+        let f = fill(&todo, "nella lista casa scrivi cambiare la lampadina del bagno", &c);
+        assert_eq!(f.get("item_name"), Some(&json!("cambiare la lampadina del bagno")));
+        assert_eq!(f.get("list"), Some(&json!("casa")));
     }
 
     /// An idiom of the lexicon that names what the tool does is the verb,
