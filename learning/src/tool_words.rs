@@ -466,30 +466,41 @@ impl Vocabulary {
         self.score_by(i, request, |w| self.idf.get(w).copied().unwrap_or(0.0))
     }
 
-    /// [`Vocabulary::score`] with each word as rare as it is among the
-    /// tools `among` (the candidates left once the others are ruled out),
-    /// out of all the tools: a word every ruled-out tool shares with this
-    /// one ("timer", of four timer tools, once the three for a running
-    /// timer are ruled out for a new one) tells the one left from the
-    /// others, where among all tools it was common. For ranking the
-    /// candidates only: the bars read [`Vocabulary::score`].
-    pub fn score_among(&self, i: usize, request: &RequestWords, among: &[usize]) -> Option<f32> {
+    /// How rare each of `request`'s words is among the tools `among` (the
+    /// candidates left once the others are ruled out), out of all the
+    /// tools: a word every ruled-out tool shares with one left ("timer",
+    /// of four timer tools, once the three for a running timer are ruled
+    /// out for a new one) tells that one from the others, where among all
+    /// tools it was common. Worked out once per request, for
+    /// [`Vocabulary::score_among`].
+    pub fn rarity_among(&self, request: &RequestWords, among: &[usize]) -> HashMap<String, f32> {
         let n = self.tools.len().max(1) as f32;
-        let rare = |w: &str| {
-            let df = among.iter().filter(|j| self.tools.get(**j).is_some_and(|t| t.all().any(|x| x == w))).count();
-            match df {
-                0 => self.idf.get(w).copied().unwrap_or(0.0),
-                df => (n / df as f32).ln(),
-            }
-        };
-        self.score_by(i, request, rare)
+        let holds = |j: &usize, w: &str| self.tools.get(*j).is_some_and(|t| t.all().any(|x| x == w));
+        request
+            .words
+            .iter()
+            .map(|w| {
+                let rare = match among.iter().filter(|j| holds(j, w)).count() {
+                    0 => self.idf.get(w).copied().unwrap_or(0.0),
+                    df => (n / df as f32).ln(),
+                };
+                (w.clone(), rare)
+            })
+            .collect()
     }
 
-    /// What tool `i`'s score gains among the tools `among` over its score
-    /// among all ([`Vocabulary::score_among`] − [`Vocabulary::score`]; 0
-    /// for a tool of the other pole).
-    pub fn rarer_among(&self, i: usize, request: &RequestWords, among: &[usize]) -> f32 {
-        match (self.score_among(i, request, among), self.score(i, request)) {
+    /// [`Vocabulary::score`] with the words as rare as `rarity` says
+    /// ([`Vocabulary::rarity_among`]): for ranking the candidates only,
+    /// the bars read [`Vocabulary::score`].
+    pub fn score_among(&self, i: usize, request: &RequestWords, rarity: &HashMap<String, f32>) -> Option<f32> {
+        self.score_by(i, request, |w| rarity.get(w).copied().unwrap_or(0.0))
+    }
+
+    /// What tool `i`'s score gains with the words as rare as `rarity`
+    /// says over its score among all tools ([`Vocabulary::score_among`] −
+    /// [`Vocabulary::score`]; 0 for a tool of the other pole).
+    pub fn rarer_among(&self, i: usize, request: &RequestWords, rarity: &HashMap<String, f32>) -> f32 {
+        match (self.score_among(i, request, rarity), self.score(i, request)) {
             (Some(a), Some(all)) => a - all,
             _ => 0.0,
         }
@@ -708,8 +719,13 @@ mod tests {
         assert!(v.score(boost, &said) > v.score(start, &said), "among all, the rare word wins");
         let running = ["timer-cancel", "timer-extend", "timer-remaining"].map(at);
         let left: Vec<usize> = (0..named.len()).filter(|i| !running.contains(i)).collect();
-        assert!(v.score_among(start, &said, &left) > v.score_among(boost, &said, &left), "among those left, the name");
+        let rarity = v.rarity_among(&said, &left);
+        assert!(
+            v.score_among(start, &said, &rarity) > v.score_among(boost, &said, &rarity),
+            "among those left, the name"
+        );
         let all: Vec<usize> = (0..named.len()).collect();
-        assert_eq!(v.score_among(boost, &said, &all), v.score(boost, &said), "all left: the same score");
+        let rarity = v.rarity_among(&said, &all);
+        assert_eq!(v.score_among(boost, &said, &rarity), v.score(boost, &said), "all left: the same score");
     }
 }

@@ -150,7 +150,7 @@
 //!     C's dev split, model away 85 → 89/106; homes A and B unchanged.
 //! 17. **Words as rare as among the tools left.** Once rules 3, 8, 10 and
 //!     12 have ruled tools out, the candidates are ranked by their words'
-//!     rarity among the candidates ([`crate::tool_words::Vocabulary::score_among`]):
+//!     rarity among the candidates ([`crate::tool_words::Vocabulary::rarity_among`]):
 //!     "timer for the eggs seven minutes" asks a new timer, so the three
 //!     tools for a running one are out, and "timer" then tells starting one
 //!     from a heating boost "for a number of minutes", where among all
@@ -584,8 +584,8 @@ impl OfflinePlanner {
                 .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
         };
         // Rule 17: the candidates ranked by words as rare as among them.
-        let kept: Vec<usize> = candidates().map(index).collect();
-        let ranked = |t: &ToolProfile| score(t) + LEXICAL_SCALE * self.vocabulary.rarer_among(index(t), said, &kept);
+        let rarity = self.vocabulary.rarity_among(said, &candidates().map(index).collect::<Vec<_>>());
+        let ranked = |t: &ToolProfile| score(t) + LEXICAL_SCALE * self.vocabulary.rarer_among(index(t), said, &rarity);
         let scored = self.taught_ranking(candidates().map(|t| (t, ranked(t))).collect(), part, now, taught);
         let Some((tool, given)) = best_given_values(scored, part, now) else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
