@@ -496,16 +496,6 @@ impl Vocabulary {
         self.score_by(i, request, |w| rarity.get(w).copied().unwrap_or(0.0))
     }
 
-    /// What tool `i`'s score gains with the words as rare as `rarity`
-    /// says over its score among all tools ([`Vocabulary::score_among`] −
-    /// [`Vocabulary::score`]; 0 for a tool of the other pole).
-    pub fn rarer_among(&self, i: usize, request: &RequestWords, rarity: &HashMap<String, f32>) -> f32 {
-        match (self.score_among(i, request, rarity), self.score(i, request)) {
-            (Some(a), Some(all)) => a - all,
-            _ => 0.0,
-        }
-    }
-
     fn score_by(&self, i: usize, request: &RequestWords, idf: impl Fn(&str) -> f32) -> Option<f32> {
         let t = self.tools.get(i)?;
         if !request.asks

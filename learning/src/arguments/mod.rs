@@ -401,13 +401,13 @@ impl<'a> Said<'a> {
         // A day the request says is today is no value but the clock a
         // weekday is counted from ("the upcoming Wednesday, today is
         // Monday April 25th 2023").
+        let today = slots::stated_today(&ex.text, &mut dates);
         // A weekday counts only where no day is said in full: "next
         // Wednesday 2023.11.15" is that day.
-        // Said as today and nothing else, it is the day asked for.
-        let today = slots::stated_today(&ex.text, &mut dates);
         if dates.is_empty() {
             let from = today.as_ref().and_then(|t| chrono::NaiveDate::parse_from_str(&t.1, "%Y-%m-%d").ok());
             dates = slots::weekday_dates(&ex.text, from.unwrap_or(now.date_naive()));
+            // Said as today and nothing else, it is the day asked for.
             if dates.is_empty() {
                 dates.extend(today);
             }
@@ -434,12 +434,7 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
         })
         // (An enum's value is one of its own: "United Kingdom" names no
         // `units`.)
-        .or_else(|| {
-            let mut trial = taken.clone();
-            let v = named_values::named_value(said, name, kind, &mut trial).filter(|v| in_enum(spec, v))?;
-            *taken = trial;
-            Some(v)
-        })
+        .or_else(|| taken.tried(|t| named_values::named_value(said, name, kind, t).filter(|v| in_enum(spec, v))))
         .or_else(|| (kind == "string").then(|| numbers::take_counted_enum(name, spec, said, taken)).flatten())
         .or_else(|| enum_named(spec, said.request))
         .or_else(|| {
@@ -494,6 +489,17 @@ struct Taken {
     quotes: Vec<usize>,
     dates: Vec<usize>,
     times: Vec<usize>,
+}
+
+impl Taken {
+    /// What `take` finds, taking what it takes only when it finds a value
+    /// (a value it then refuses leaves nothing taken).
+    fn tried<T>(&mut self, take: impl FnOnce(&mut Taken) -> Option<T>) -> Option<T> {
+        let mut trial = self.clone();
+        let value = take(&mut trial)?;
+        *self = trial;
+        Some(value)
+    }
 }
 
 fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {

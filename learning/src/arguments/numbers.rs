@@ -128,11 +128,9 @@ pub(super) fn take_counted_enum(name: &str, spec: &Value, said: &Said<'_>, taken
     if figures.len() < 2 {
         return None;
     }
-    let mut trial = taken.clone();
-    let n = take_number(name, said, true, &mut trial)?.as_i64()?.to_string();
-    figures.contains(&n.as_str()).then(|| {
-        *taken = trial;
-        Value::String(n)
+    taken.tried(|trial| {
+        let n = take_number(name, said, true, trial)?.as_i64()?.to_string();
+        figures.contains(&n.as_str()).then_some(Value::String(n))
     })
 }
 

@@ -585,7 +585,8 @@ impl OfflinePlanner {
         };
         // Rule 17: the candidates ranked by words as rare as among them.
         let rarity = self.vocabulary.rarity_among(said, &candidates().map(index).collect::<Vec<_>>());
-        let ranked = |t: &ToolProfile| score(t) + LEXICAL_SCALE * self.vocabulary.rarer_among(index(t), said, &rarity);
+        let among = |t: &ToolProfile| self.vocabulary.score_among(index(t), said, &rarity).unwrap_or(0.0);
+        let ranked = |t: &ToolProfile| score(t) + LEXICAL_SCALE * (among(t) - lex(t).unwrap_or(0.0));
         let scored = self.taught_ranking(candidates().map(|t| (t, ranked(t))).collect(), part, now, taught);
         let Some((tool, given)) = best_given_values(scored, part, now) else {
             tracing::debug!(part = %part, ?wanted, "offline planner: no tool does that");
