@@ -13,7 +13,12 @@
 //! the memo, as it does in steady state; a request whose canonical form is
 //! new also pays one embedding, reported beside), under the `durable` log policy (an fsync per append: what a
 //! host gets by default) and `relaxed`; turns/s with 1 and 16 concurrent
-//! sessions; events appended per turn.
+//! sessions; events appended per turn; and the L0 turn **at rest**: one
+//! turn at a time with every actor idle before it, as a voice assistant's
+//! turns come seconds apart. Back to back, the actors' threads are still
+//! awake from the turn before; at rest each hop (host, listener, router,
+//! reply loop, host) wakes a parked thread, which on a small VM costs more
+//! than the work it wakes for — so the two figures bracket what a user sees.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -134,6 +139,18 @@ pub struct Report {
     /// Embedding one request alone, p50 µs: what an L1 turn adds when its
     /// canonical form is not memoised yet.
     pub embed_p50_us: f64,
+    /// L0 turns at rest (the runtime settled before each), per policy.
+    pub at_rest: Vec<RestFigure>,
+}
+
+/// L0 turns taken one at a time, every actor idle before each: what the
+/// thread hops cost when each wakes a parked thread.
+#[derive(Serialize, Debug)]
+pub struct RestFigure {
+    /// `durable` or `relaxed`.
+    pub durability: String,
+    /// The whole turn through the runtime.
+    pub runtime: Latency,
 }
 
 impl Report {
@@ -156,6 +173,12 @@ impl Report {
                 f.overhead_p99_us,
                 f.ratio_p50,
                 f.events_per_turn
+            ));
+        }
+        for r in &self.at_rest {
+            out.push_str(&format!(
+                "L0     {:<9} {:>9.0} / {:<9.0}  at rest (the runtime idle before each turn)\n",
+                r.durability, r.runtime.p50_us, r.runtime.p99_us
             ));
         }
         out.push_str(&format!(
@@ -216,6 +239,21 @@ fn time_turns(
     Ok((samples, events as f64 / n as f64))
 }
 
+/// Times `n` L0 turns in one session, each once every actor has handled
+/// the log to its head (the turn before's learning included).
+fn time_turns_at_rest(rt: &Runtime, n: usize) -> anyhow::Result<Vec<Duration>> {
+    let s = SessionId::new("at-rest");
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        anyhow::ensure!(rt.settle(Duration::from_secs(10)), "the runtime did not settle before turn {i}");
+        let t0 = Instant::now();
+        let r = rt.handle_utterance(&s, "what time is it")?;
+        samples.push(t0.elapsed());
+        anyhow::ensure!(r.layer.is_some(), "turn {i} was not answered");
+    }
+    Ok(samples)
+}
+
 fn figure(layer: &str, durability: &str, runtime: &[Duration], direct: &[Duration], events: f64) -> TurnFigure {
     let (r, d) = (Latency::of(runtime), Latency::of(direct));
     TurnFigure {
@@ -245,6 +283,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
     let mut figures = Vec::new();
     let mut throughput = Vec::new();
     let mut embed_samples = Vec::new();
+    let mut at_rest = Vec::new();
     for i in 0..opts.turns.max(50) {
         let t0 = Instant::now();
         embedder.embed(&l1_text(i))?;
@@ -264,6 +303,9 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
             direct.push(t0.elapsed());
         }
         figures.push(figure("L0", durability, &samples, &direct, events));
+        progress(opts, &format!("{durability}: L0 turns at rest"));
+        let rest = time_turns_at_rest(&rt, opts.turns)?;
+        at_rest.push(RestFigure { durability: durability.into(), runtime: Latency::of(&rest) });
 
         progress(opts, &format!("{durability}: L1 turns"));
         // Teach L1 the request (three planner turns), then time hits.
@@ -298,6 +340,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
         figures,
         throughput,
         embed_p50_us: percentile_us(&embed_samples, 50.0),
+        at_rest,
     })
 }
 
