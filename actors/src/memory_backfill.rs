@@ -12,7 +12,8 @@
 //! # Rules
 //!
 //! 1. **The indexer's own events.** The same passages ([`passages_of`]:
-//!    the request, and the reply when a model wrote it) with the same
+//!    the request, embedded with the questions the session's last indexed
+//!    reply ended on, and the reply when a model wrote it) with the same
 //!    derived id (from the `turn.completed`), at the turn's time. So a turn
 //!    the indexer did index is skipped (its id is in the log), a back-fill
 //!    run twice appends nothing the second time, and one interrupted
@@ -37,7 +38,7 @@ use engram_events::{derived, derived_id, ActorKind, Envelope, Event, EventKind, 
 use engram_learning::embedder::Embedder;
 use engram_storage::{EventLog, LogError};
 
-use crate::roles::memory_indexer::{passages_of, reply_kept};
+use crate::roles::memory_indexer::{passages_of, reply_kept, Questions, TurnSaid};
 
 /// The log's completed turns per group, embedded and appended together
 /// (rule 3).
@@ -64,6 +65,7 @@ struct Pending {
     cause: Envelope,
     request: String,
     reply: Option<String>,
+    asked: Option<String>,
 }
 
 /// How many completed turns of `log` have no `memory.passages_indexed`
@@ -97,6 +99,7 @@ pub fn backfill(
     let mut stats = Backfill::default();
     let mut replies: HashMap<TurnId, String> = HashMap::new();
     let mut pending: Vec<Pending> = Vec::new();
+    let mut asking = Questions::default();
     for env in log.read_kinds(Seq::FIRST, &[EventKind::ReplyDelivered, EventKind::TurnCompleted]) {
         let env = env?;
         if env.seq > head {
@@ -111,8 +114,10 @@ pub fn backfill(
             Event::TurnCompleted(t) => {
                 stats.turns += 1;
                 let reply = env.turn.and_then(|turn| replies.remove(&turn)).filter(|_| reply_kept(t));
+                let asked = asking.take(env.session.as_ref());
+                asking.after(env.session.as_ref(), reply.as_deref());
                 if log.seq_of(derived_id(&env, EventKind::PassagesIndexed, 0))?.is_none() {
-                    pending.push(Pending { request: t.text.clone(), reply, cause: env });
+                    pending.push(Pending { request: t.text.clone(), reply, asked, cause: env });
                 } else {
                     stats.already_indexed += 1;
                 }
@@ -140,7 +145,10 @@ fn append_batch(
     if batch.is_empty() {
         return Ok(());
     }
-    let turns: Vec<(&str, Option<&str>)> = batch.iter().map(|p| (p.request.as_str(), p.reply.as_deref())).collect();
+    let turns: Vec<TurnSaid<'_>> = batch
+        .iter()
+        .map(|p| TurnSaid { request: p.request.as_str(), reply: p.reply.as_deref(), asked: p.asked.as_deref() })
+        .collect();
     let passages = passages_of(embedder, &turns);
     let events: Vec<Envelope> = batch
         .iter()
@@ -242,6 +250,44 @@ mod tests {
         let second = backfill(&log, Some(&Letters), |_| {}).unwrap();
         assert_eq!((second.turns, second.already_indexed, second.turns_indexed), (2, 2, 0));
         assert_eq!(indexed(&log).len(), 2);
+    }
+
+    /// The back-fill embeds an answer with the questions the reply before
+    /// it ended on, as the live indexer does: the same vectors either way.
+    #[test]
+    fn an_answer_is_embedded_with_its_question_as_the_indexer_embeds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path(), LogConfig::default()).unwrap();
+        let mut events = turn(1, "I took a road trip", "Great! Where did you go?", Some("ollama:qwen"));
+        events.extend(turn(2, "Woodhaven", "Lovely.", Some("ollama:qwen")));
+        log.append(events.clone()).unwrap();
+        backfill(&log, Some(&Letters), |_| {}).unwrap();
+        let held = indexed(&log);
+        let woodhaven = held[1].passages[0].vector.clone().unwrap();
+        let alone = engram_learning::memory::passages::quantize("letters-v1", &Letters.embed("Woodhaven").unwrap());
+        let with_question = engram_learning::memory::passages::quantize(
+            "letters-v1",
+            &Letters.embed("Where did you go? Woodhaven").unwrap(),
+        );
+        assert_eq!(woodhaven, with_question);
+        assert_ne!(woodhaven, alone);
+        // The live indexer, fed the same turns, derives the same passages.
+        let mut indexer = crate::roles::memory_indexer::MemoryIndexer::new(Some(std::sync::Arc::new(Letters)));
+        let other = tempfile::tempdir().unwrap();
+        let open = engram_storage::OpenLog::from_sled(SledLog::open(other.path(), LogConfig::default()).unwrap());
+        let bus = crate::bus::Bus::new(&open).unwrap();
+        let mut live = Vec::new();
+        for e in &events {
+            live.extend(crate::shell::Role::handle(&mut indexer, e, &bus));
+        }
+        let live: Vec<PassagesIndexed> = live
+            .into_iter()
+            .map(|e| match e.event {
+                Event::PassagesIndexed(p) => p,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(live, held);
     }
 
     #[test]

@@ -11,6 +11,12 @@
 //! leaves the passages without vectors — found by their words alone —
 //! rather than losing them.
 //!
+//! The request's first passage is embedded with the questions the
+//! session's last indexed reply ended on, which it answers ("Where did
+//! you go?" … "Woodhaven"): the index finds an answer by its question's
+//! words and meaning as well as its own (rule 7 of
+//! [`engram_learning::memory::passages`]).
+//!
 //! A data dir's history from before this actor existed, or imported, is
 //! not seen by it (the actor starts at the log's end, as every actor new to
 //! a data dir does): [`crate::memory_backfill`] indexes it, with the same
@@ -21,9 +27,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use engram_events::payloads::{Passage, PassagesIndexed, Speaker, TurnCompleted};
+use engram_events::SessionId;
 use engram_events::{derived, ActorKind, Envelope, Event, EventKind, TurnId};
 use engram_learning::embedder::Embedder;
-use engram_learning::memory::passages::{quantize, split};
+use engram_learning::memory::passages::{quantize, question_ending, split};
 
 use crate::bus::Bus;
 use crate::shell::Role;
@@ -33,18 +40,65 @@ use crate::shell::Role;
 /// completes can leave behind).
 const MAX_OPEN: usize = 256;
 
+/// Most sessions whose last reply's questions are held (a session's entry
+/// goes at its next turn; this bounds what sessions left on a question
+/// keep: past it, the oldest questions are let go — an answer then is
+/// indexed by its own words alone).
+const MAX_ASKING: usize = 1024;
+
 /// The memory indexer actor's role.
 pub struct MemoryIndexer {
     embedder: Option<Arc<dyn Embedder>>,
     /// Replies of turns not completed yet.
     replies: HashMap<TurnId, String>,
+    /// Session → the questions its last indexed reply ended on.
+    asking: Questions,
+}
+
+/// Session → the questions its last indexed reply ended on
+/// ([`question_ending`]), which the session's next request answers: what
+/// the indexer and the back-fill embed it with.
+#[derive(Default)]
+pub struct Questions(HashMap<SessionId, (u64, String)>, u64);
+
+impl Questions {
+    /// Takes the questions `session`'s next request answers.
+    pub fn take(&mut self, session: Option<&SessionId>) -> Option<String> {
+        session.and_then(|s| self.0.remove(s)).map(|(_, q)| q)
+    }
+
+    /// Notes what `session`'s turn left asked: the questions its indexed
+    /// reply (`None`: not indexed) ended on.
+    pub fn after(&mut self, session: Option<&SessionId>, reply: Option<&str>) {
+        let Some(session) = session else { return };
+        match reply.and_then(question_ending) {
+            Some(q) => {
+                if self.0.len() >= MAX_ASKING {
+                    // The older half goes.
+                    let mut ages: Vec<u64> = self.0.values().map(|(n, _)| *n).collect();
+                    ages.sort_unstable();
+                    let cut = ages[ages.len() / 2];
+                    self.0.retain(|_, (n, _)| *n > cut);
+                }
+                self.1 += 1;
+                self.0.insert(session.clone(), (self.1, q.to_owned()));
+            }
+            None => {
+                self.0.remove(session);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
 }
 
 impl MemoryIndexer {
     /// An indexer embedding with `embedder` (none: passages without
     /// vectors).
     pub fn new(embedder: Option<Arc<dyn Embedder>>) -> MemoryIndexer {
-        MemoryIndexer { embedder, replies: HashMap::new() }
+        MemoryIndexer { embedder, replies: HashMap::new(), asking: Questions::default() }
     }
 
     fn remember_reply(&mut self, env: &Envelope) {
@@ -57,8 +111,8 @@ impl MemoryIndexer {
     }
 
     /// The passages of a turn: the user's words, then the reply's.
-    pub fn passages(&self, request: &str, reply: Option<&str>) -> Vec<Passage> {
-        passages_of(self.embedder.as_deref(), &[(request, reply)]).pop().unwrap_or_default()
+    pub fn passages(&self, said: TurnSaid<'_>) -> Vec<Passage> {
+        passages_of(self.embedder.as_deref(), &[said]).pop().unwrap_or_default()
     }
 }
 
@@ -70,20 +124,44 @@ pub fn reply_kept(turn: &TurnCompleted) -> bool {
     turn.model.as_deref().is_some_and(|m| !m.starts_with("offline:"))
 }
 
-/// The passages of `turns` (`(request, reply)` each), in order: per turn
-/// the user's words, then the reply's, every text of every turn embedded
-/// in one batch (none without an embedder, or when it fails: the passages
-/// keep their words).
-pub fn passages_of(embedder: Option<&dyn Embedder>, turns: &[(&str, Option<&str>)]) -> Vec<Vec<Passage>> {
+/// What a completed turn said, as the indexer splits it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TurnSaid<'a> {
+    /// The user's words.
+    pub request: &'a str,
+    /// The reply, when it is indexed ([`reply_kept`]).
+    pub reply: Option<&'a str>,
+    /// The question the session's last indexed reply ended on
+    /// ([`question_ending`]), which the request answers: its first
+    /// passage is embedded with it ("Where did you go?" … "Woodhaven, a
+    /// little town"), as the index finds it by its words.
+    pub asked: Option<&'a str>,
+}
+
+/// The passages of `turns`, in order: per turn the user's words, then the
+/// reply's, every text of every turn embedded in one batch (none without
+/// an embedder, or when it fails: the passages keep their words).
+pub fn passages_of(embedder: Option<&dyn Embedder>, turns: &[TurnSaid<'_>]) -> Vec<Vec<Passage>> {
     let texts: Vec<Vec<(Speaker, String)>> = turns
         .iter()
-        .map(|(request, reply)| {
-            let mut texts: Vec<(Speaker, String)> = split(request).into_iter().map(|t| (Speaker::User, t)).collect();
-            texts.extend(reply.iter().flat_map(|r| split(r)).map(|t| (Speaker::Assistant, t)));
+        .map(|t| {
+            let mut texts: Vec<(Speaker, String)> = split(t.request).into_iter().map(|t| (Speaker::User, t)).collect();
+            texts.extend(t.reply.iter().flat_map(|r| split(r)).map(|t| (Speaker::Assistant, t)));
             texts
         })
         .collect();
-    let all: Vec<&str> = texts.iter().flatten().map(|(_, t)| t.as_str()).collect();
+    // What is embedded: an answer's first passage with its question.
+    let embedded: Vec<String> = texts
+        .iter()
+        .zip(turns)
+        .flat_map(|(said, turn)| {
+            said.iter().enumerate().map(move |(i, (_, text))| match turn.asked {
+                Some(q) if i == 0 && said[0].0 == Speaker::User => format!("{q} {text}"),
+                _ => text.clone(),
+            })
+        })
+        .collect();
+    let all: Vec<&str> = embedded.iter().map(String::as_str).collect();
     let mut vectors = match (embedder, all.is_empty()) {
         (Some(e), false) => match e.embed_batch(&all) {
             Ok(v) if v.len() == all.len() => v.iter().map(|v| Some(quantize(e.model_id(), v))).collect(),
@@ -111,20 +189,24 @@ pub fn passages_of(embedder: Option<&dyn Embedder>, turns: &[(&str, Option<&str>
 
 impl Role for MemoryIndexer {
     fn sizes(&self) -> Vec<(&'static str, usize)> {
-        vec![("replies", self.replies.len())]
+        vec![("replies", self.replies.len()), ("asking", self.asking.len())]
     }
 
     fn kinds(&self) -> Option<Vec<EventKind>> {
         Some(vec![EventKind::ReplyDelivered, EventKind::TurnCompleted])
     }
 
+    /// 2: the questions sessions were left on.
     fn snapshot_version(&self) -> u32 {
-        1
+        2
     }
 
-    /// The replies of turns still open (usually none).
+    /// The replies of turns still open (usually none), and the questions
+    /// sessions were left on.
     fn save(&self, w: &mut engram_local_state::snapshot::SnapshotWriter) {
         w.put_map(&self.replies);
+        w.put_map(&self.asking.0);
+        w.put(&self.asking.1);
     }
 
     fn restore(
@@ -132,16 +214,17 @@ impl Role for MemoryIndexer {
         r: &mut engram_local_state::snapshot::SnapshotReader<'_>,
     ) -> Result<(), engram_local_state::snapshot::SnapshotError> {
         self.replies = r.take_map()?;
+        self.asking = Questions(r.take_map()?, r.take()?);
         Ok(())
     }
 
     fn observe(&mut self, env: &Envelope) {
         match &env.event {
             Event::ReplyDelivered(_) => self.remember_reply(env),
-            Event::TurnCompleted(_) => {
-                if let Some(turn) = env.turn {
-                    self.replies.remove(&turn);
-                }
+            Event::TurnCompleted(t) => {
+                let reply = env.turn.and_then(|turn| self.replies.remove(&turn)).filter(|_| reply_kept(t));
+                self.asking.take(env.session.as_ref());
+                self.asking.after(env.session.as_ref(), reply.as_deref());
             }
             _ => {}
         }
@@ -155,7 +238,10 @@ impl Role for MemoryIndexer {
             }
             Event::TurnCompleted(t) => {
                 let reply = env.turn.and_then(|turn| self.replies.remove(&turn)).filter(|_| reply_kept(t));
-                let passages = self.passages(&t.text, reply.as_deref());
+                let asked = self.asking.take(env.session.as_ref());
+                let said = TurnSaid { request: &t.text, reply: reply.as_deref(), asked: asked.as_deref() };
+                let passages = self.passages(said);
+                self.asking.after(env.session.as_ref(), reply.as_deref());
                 if passages.is_empty() {
                     return Vec::new();
                 }

@@ -45,6 +45,7 @@ pub(super) fn print(log: &crate::Log, opts: &MemoryOpts) -> anyhow::Result<()> {
                 "session": session,
                 "speaker": p.speaker,
                 "text": p.text,
+                "asked": p.asked,
                 "vector": vector,
             }))?;
         } else {
@@ -52,8 +53,10 @@ pub(super) fn print(log: &crate::Log, opts: &MemoryOpts) -> anyhow::Result<()> {
                 Speaker::User => "user",
                 Speaker::Assistant => "assistant",
             };
+            // (An answer shows the question it answers: rule 7.)
+            let asked = p.asked.as_ref().map_or(String::new(), |q| format!("[asked {q:?}] "));
             output::print_line(&format!(
-                "{:<17} {:<30} {:<9} {:<6} {}",
+                "{:<17} {:<30} {:<9} {:<6} {asked}{}",
                 p.at.format("%Y-%m-%d %H:%M"),
                 session,
                 speaker,

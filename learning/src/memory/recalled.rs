@@ -341,6 +341,7 @@ mod tests {
             text: text.to_owned(),
             latest: false,
             cosine: Some(cosine),
+            asked: None,
         }
     }
 

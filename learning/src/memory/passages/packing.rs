@@ -31,6 +31,8 @@ pub struct RecalledPassage {
     pub latest: bool,
     /// Its cosine with the request, when both have a vector.
     pub cosine: Option<f32>,
+    /// The question these words answer (rule 7).
+    pub asked: Option<String>,
 }
 
 impl RecalledPassage {
@@ -41,7 +43,11 @@ impl RecalledPassage {
             Speaker::Assistant => "the assistant replied",
         };
         let latest = if self.latest { " (the latest on this)" } else { "" };
-        format!("{} ({}), {who}{latest}: \"{}\"", self.day, self.day.format("%a"), self.text)
+        let asked = match &self.asked {
+            Some(q) => format!("asked \"{q}\", "),
+            None => String::new(),
+        };
+        format!("{} ({}), {asked}{who}{latest}: \"{}\"", self.day, self.day.format("%a"), self.text)
     }
 }
 
@@ -55,7 +61,7 @@ impl PassageIndex {
         let mut chosen: Vec<(u32, &Remembered)> = Vec::new();
         for &slot in slots {
             let Some(p) = self.get(slot) else { continue };
-            let cost = p.text.chars().count() + 40;
+            let cost = p.text.chars().count() + p.asked.as_ref().map_or(0, |q| q.chars().count() + 10) + 40;
             if used + cost > budget_chars {
                 continue;
             }
@@ -99,6 +105,7 @@ impl PassageIndex {
                 text: p.text.clone(),
                 latest,
                 cosine: query.as_ref().zip(v).map(|(q, v)| q.iter().zip(&v).map(|(a, b)| a * b).sum()),
+                asked: p.asked.clone(),
             })
             .collect()
     }
