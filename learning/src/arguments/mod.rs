@@ -304,6 +304,7 @@ fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Fille
                     None if nouns.is_empty() => lower_case.take(),
                     None => None,
                 })
+                .or_else(|| proper_nouns::next_code(&nouns, &mut used_nouns, name, spec))
                 .map(Value::String)
                 .or_else(|| text_or_object(&said, name, spec, now));
         match value {
@@ -452,7 +453,10 @@ fn marked_value(said: &Said<'_>, name: &str, spec: &Value, taken: &mut Taken) ->
         // quoted 'network777' is no `url`.)
         .or_else(|| {
             (kind == "string" && spec.get("enum").is_none() && slots::slot_for(name, spec).is_none())
-                .then(|| take_quote(said, proper_nouns::place_named(name), taken))
+                .then(|| {
+                    let new = property_words(name, spec).iter().any(|w| w == "new");
+                    take_quote(said, proper_nouns::place_named(name), new, taken)
+                })
                 .flatten()
         })
         .or_else(|| (kind == "array").then(|| lists::take_list(spec, said, taken)).flatten())
@@ -565,13 +569,19 @@ fn description_of(spec: &Value) -> &str {
 
 /// Rule 5: the first quoted text no property took — for a place, only one
 /// said after a preposition of place: "tickets for 'The Grand Adventure'
-/// in Santa Rosa" quotes the film, not where it shows.
-fn take_quote(said: &Said<'_>, place: bool, taken: &mut Taken) -> Option<Value> {
-    let placed = |start: usize| {
-        let before = said.toks.iter().rfind(|t| t.end <= start);
-        before.is_some_and(|t| proper_nouns::PLACE_PREPOSITIONS.contains(&t.word.as_str()))
-    };
-    let q = (0..said.quotes.len()).find(|q| !taken.quotes.contains(q) && (!place || placed(said.quotes[*q].0)))?;
+/// in Santa Rosa" quotes the film, not where it shows; for a property of
+/// what something becomes (`new` in its name or description), the one
+/// said after "to", "into" or "as" first: "rename website "Frank" to
+/// "Bob"" gives the new name "Bob".
+fn take_quote(said: &Said<'_>, place: bool, new: bool, taken: &mut Taken) -> Option<Value> {
+    let word_before = |start: usize| said.toks.iter().rfind(|t| t.end <= start).map(|t| t.word.as_str());
+    let placed = |start: usize| word_before(start).is_some_and(|w| proper_nouns::PLACE_PREPOSITIONS.contains(&w));
+    let becomes = |start: usize| matches!(word_before(start), Some("to" | "into" | "as"));
+    let free = |q: &usize| !taken.quotes.contains(q) && (!place || placed(said.quotes[*q].0));
+    let q = (0..said.quotes.len())
+        .filter(free)
+        .find(|q| new && becomes(said.quotes[*q].0))
+        .or_else(|| (0..said.quotes.len()).find(free))?;
     taken.quotes.push(q);
     Some(Value::String(said.quotes[q].2.clone()))
 }
@@ -888,6 +898,35 @@ mod tests {
             let got = fill_for("HassStartTimer", "Starts a timer", &timer, request, now()).args;
             assert_eq!(got.0.keys().collect::<Vec<_>>(), ["minutes"], "{request}: {got:?}");
         }
+    }
+
+    /// A code written in capitals left over beside its exchange is the
+    /// ticker, whose property names no kind of noun rule 7 knew; a new
+    /// name is the quote said after "to".
+    #[test]
+    fn a_ticker_is_a_code_in_capitals_and_a_new_name_what_it_becomes() {
+        let stock = json!({"type": "object", "required": ["ticker", "exchange"], "properties": {
+            "ticker": {"type": "string", "description": "The unique stock ticker symbol used to identify the shares."},
+            "exchange": {"type": "string", "enum": ["NYSE", "NASDAQ"], "description": "The stock exchange."}}});
+        let got = fill_for(
+            "stock_price.get",
+            "Get a stock's price",
+            &stock,
+            "Latest price for AAPL on the NASDAQ exchange?",
+            now(),
+        );
+        assert_eq!(got.args.to_json(), r#"{"exchange":"NASDAQ","ticker":"AAPL"}"#);
+        let rename = json!({"type": "object", "required": ["websiteId", "name"], "properties": {
+            "websiteId": {"type": "string", "description": "The unique identifier of the website to be renamed."},
+            "name": {"type": "string", "description": "The new name for the website."}}});
+        let got = fill_for(
+            "rename_website",
+            "Renames a website",
+            &rename,
+            "Rename website \"Frank\" to \"Bob\". Web ID is 1234",
+            now(),
+        );
+        assert_eq!(got.args.0.get("name"), Some(&json!("Bob")), "{got:?}");
     }
 
     /// A said value keeps the hyphens the user wrote: words are read

@@ -170,6 +170,31 @@ pub(super) fn next_noun(nouns: &[Noun], used: &mut Vec<usize>, place: bool, regi
     Some(nouns[pick].with_region(region))
 }
 
+/// Words of a property's name or description that make it hold a code
+/// written in capitals (rule 7): a stock's ticker, an airport's or a
+/// currency's code.
+const CODE: &[&str] = &["ticker", "symbol", "code", "abbreviation", "acronym", "iata", "icao"];
+
+/// Rule 7's codes: for a property that holds one ([`CODE`]), the next
+/// proper noun no property took that is a code as written — one word of
+/// two to six capitals or digits, a capital first ("AAPL", "LAX") — so a
+/// ticker left over beside its exchange is the ticker. Not for an enum,
+/// whose values are its own.
+pub(super) fn next_code(nouns: &[Noun], used: &mut Vec<usize>, name: &str, spec: &Value) -> Option<String> {
+    let open = spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
+    if !open || !property_words(name, spec).iter().any(|w| CODE.contains(&w.as_str())) {
+        return None;
+    }
+    let code = |t: &str| {
+        (2..=6).contains(&t.len())
+            && t.starts_with(|c: char| c.is_ascii_uppercase())
+            && t.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+    };
+    let i = (0..nouns.len()).find(|i| !used.contains(i) && code(&nouns[*i].text))?;
+    used.push(i);
+    Some(nouns[i].text.clone())
+}
+
 /// Whether a string property holds a place or a name (rule 7).
 pub(super) fn place_or_name(name: &str, spec: &Value) -> bool {
     property_words(name, spec).iter().any(|w| PLACE_OR_NAME.contains(&w.as_str()) || PLACE.contains(&w.as_str()))
