@@ -449,8 +449,9 @@ impl Role for ReplyLoop {
     /// 2: an open turn knows how its planner call failed.
     fn snapshot_version(&self) -> u32 {
         // 3: the recollection holds the memory index's passages; 4: the
-        // diary counts the summaries a day let go (MAX_DAY_SUMMARIES).
-        4
+        // diary counts the summaries a day let go (MAX_DAY_SUMMARIES); 5:
+        // a passage holds the question it answers (memory rule 7).
+        5
     }
 
     /// The turns under way, the dialogue, the profile, the diary and the
