@@ -39,7 +39,7 @@ use engram::actors::recollection::Recollection;
 use engram::actors::roles::memory_indexer::{MemoryIndexer, TurnSaid};
 use engram::events::payloads::{MemoryForgotten, Passage, PassagesIndexed, Speaker};
 use engram::learning::embedder::Embedder;
-use engram::learning::memory::passages::{dequantize, quantize, question_ending, CHARS_PER_TOKEN};
+use engram::learning::memory::passages::{dequantize, quantize, reply_questions, CHARS_PER_TOKEN};
 use engram::learning::memory::recalled::DEFAULT_BUDGET_TOKENS;
 use engram::learning::memory::{enrich_by_rule, MemoryQuery, PassageIndex};
 use engram::{ActorKind, Envelope, SessionId};
@@ -243,8 +243,9 @@ fn events(indexer: &MemoryIndexer, c: &Conversation) -> Vec<Envelope> {
     for s in &c.sessions {
         for (i, t) in s.turns.iter().enumerate() {
             // As the indexer does: the question the reply before ended on.
-            let asked = i.checked_sub(1).and_then(|k| question_ending(&s.turns[k].assistant));
-            let passages = indexer.passages(TurnSaid { request: &t.user, reply: Some(&t.assistant), asked });
+            let asked = i.checked_sub(1).and_then(|k| reply_questions(&s.turns[k].assistant));
+            let said = TurnSaid { request: &t.user, reply: Some(&t.assistant), asked: asked.as_deref() };
+            let passages = indexer.passages(said);
             let mut env = Envelope::new(ActorKind::Memory, PassagesIndexed { passages })
                 .with_session(SessionId::new(s.session.clone()));
             env.at = s.at.to_utc() + chrono::Duration::minutes(2 * i as i64);

@@ -30,7 +30,7 @@ use engram_events::payloads::{Passage, PassagesIndexed, Speaker, TurnCompleted};
 use engram_events::SessionId;
 use engram_events::{derived, ActorKind, Envelope, Event, EventKind, TurnId};
 use engram_learning::embedder::Embedder;
-use engram_learning::memory::passages::{quantize, question_ending, split};
+use engram_learning::memory::passages::{quantize, reply_questions, split};
 
 use crate::bus::Bus;
 use crate::shell::Role;
@@ -56,7 +56,7 @@ pub struct MemoryIndexer {
 }
 
 /// Session → the questions its last indexed reply ended on
-/// ([`question_ending`]), which the session's next request answers: what
+/// ([`reply_questions`]), which the session's next request answers: what
 /// the indexer and the back-fill embed it with.
 #[derive(Default)]
 pub struct Questions(HashMap<SessionId, (u64, String)>, u64);
@@ -71,7 +71,7 @@ impl Questions {
     /// reply (`None`: not indexed) ended on.
     pub fn after(&mut self, session: Option<&SessionId>, reply: Option<&str>) {
         let Some(session) = session else { return };
-        match reply.and_then(question_ending) {
+        match reply.and_then(reply_questions) {
             Some(q) => {
                 if self.0.len() >= MAX_ASKING {
                     // The older half goes.
@@ -81,7 +81,7 @@ impl Questions {
                     self.0.retain(|_, (n, _)| *n > cut);
                 }
                 self.1 += 1;
-                self.0.insert(session.clone(), (self.1, q.to_owned()));
+                self.0.insert(session.clone(), (self.1, q));
             }
             None => {
                 self.0.remove(session);
@@ -131,8 +131,8 @@ pub struct TurnSaid<'a> {
     pub request: &'a str,
     /// The reply, when it is indexed ([`reply_kept`]).
     pub reply: Option<&'a str>,
-    /// The question the session's last indexed reply ended on
-    /// ([`question_ending`]), which the request answers: its first
+    /// The questions the session's last indexed reply ended on
+    /// ([`reply_questions`]), which the request answers: its first
     /// passage is embedded with it ("Where did you go?" … "Woodhaven, a
     /// little town"), as the index finds it by its words.
     pub asked: Option<&'a str>,

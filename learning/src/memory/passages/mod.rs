@@ -484,6 +484,13 @@ fn text_key(speaker: Speaker, text: &str, asked: Option<&str>) -> Option<(Speake
     Some((speaker, key))
 }
 
+/// Rule 7: the questions a reply said in full ends on, as the index reads
+/// them from its last passage ([`split`]): what the memory indexer embeds
+/// the next request with, so the words and the vector agree.
+pub fn reply_questions(reply: &str) -> Option<String> {
+    split(reply).last().and_then(|p| question_ending(p)).map(str::to_owned)
+}
+
 /// Rule 7: the questions a reply ends on — its last sentences, as long as
 /// each asks (`?`): "That road trip sounds great! Where did you go? Did
 /// you discover any interesting places?" ends on the two questions the
