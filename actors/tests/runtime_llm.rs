@@ -1804,6 +1804,35 @@ fn a_detail_said_in_passing_reaches_the_model_sessions_later() {
     rt.shutdown().unwrap();
 }
 
+/// Memory rule 7 through the runtime: an answer to the model's question
+/// ("Biscuit, and he is a menace" after "What's the dog called?") says
+/// nothing of a dog; asked about in a later session, it reaches the
+/// model's context with the question it answers.
+#[test]
+fn an_answer_reaches_the_model_later_with_the_question_it_answered() {
+    let server = server(|c| match c {
+        Ctx::Planner => said("[]", (50, 2)),
+        Ctx::ReplyLoop => said("Lovely! What's the dog called?", (60, 3)),
+        Ctx::Enrichment => said(r#"{"keywords": ["dog", "sister"], "from": null, "to": null}"#, (20, 5)),
+        _ => said("[]", (10, 1)),
+    });
+    let f = fixture();
+    let rt = start(&f, config(&server));
+    let first = SessionId::new("s-puppy");
+    for text in ["my sister got a puppy last week", "Biscuit, and he is a menace"] {
+        rt.handle_utterance(&first, text).unwrap();
+    }
+    rt.end_session(&first).unwrap();
+    assert!(rt.settle(Duration::from_secs(20)));
+    let later = SessionId::new("s-puppy-later");
+    rt.handle_utterance(&later, "what is the name of my sister's dog?").unwrap();
+    let system = system_messages(requests(&server, Ctx::ReplyLoop).last().unwrap());
+    let memory = system.iter().find(|m| m.contains("Biscuit")).unwrap_or_else(|| panic!("not recalled: {system:?}"));
+    let line = r#"asked "What's the dog called?", the user said: "Biscuit, and he is a menace""#;
+    assert!(memory.contains(line), "{memory}");
+    rt.shutdown().unwrap();
+}
+
 /// A home fixture's tools (`tests/fixtures/{home}/tools.json`) as host
 /// tools, each answering "done".
 fn home_tools(home: &str) -> Vec<Arc<FnTool>> {
