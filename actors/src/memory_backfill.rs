@@ -38,7 +38,8 @@ use engram_events::{derived, derived_id, ActorKind, Envelope, Event, EventKind, 
 use engram_learning::embedder::Embedder;
 use engram_storage::{EventLog, LogError};
 
-use crate::roles::memory_indexer::{passages_of, reply_kept, Questions, TurnSaid};
+use crate::roles::memory_indexer::{passages_of, reply_kept, TurnSaid};
+use engram_learning::memory::passages::Questions;
 
 /// The log's completed turns per group, embedded and appended together
 /// (rule 3).

@@ -27,10 +27,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use engram_events::payloads::{Passage, PassagesIndexed, Speaker, TurnCompleted};
-use engram_events::SessionId;
 use engram_events::{derived, ActorKind, Envelope, Event, EventKind, TurnId};
 use engram_learning::embedder::Embedder;
-use engram_learning::memory::passages::{quantize, reply_questions, split};
+use engram_learning::memory::passages::{quantize, split, Questions};
 
 use crate::bus::Bus;
 use crate::shell::Role;
@@ -40,58 +39,13 @@ use crate::shell::Role;
 /// completes can leave behind).
 const MAX_OPEN: usize = 256;
 
-/// Most sessions whose last reply's questions are held (a session's entry
-/// goes at its next turn; this bounds what sessions left on a question
-/// keep: past it, the oldest questions are let go — an answer then is
-/// indexed by its own words alone).
-const MAX_ASKING: usize = 1024;
-
 /// The memory indexer actor's role.
 pub struct MemoryIndexer {
     embedder: Option<Arc<dyn Embedder>>,
     /// Replies of turns not completed yet.
     replies: HashMap<TurnId, String>,
-    /// Session → the questions its last indexed reply ended on.
+    /// Session → the questions its last indexed reply ended on (rule 7).
     asking: Questions,
-}
-
-/// Session → the questions its last indexed reply ended on
-/// ([`reply_questions`]), which the session's next request answers: what
-/// the indexer and the back-fill embed it with.
-#[derive(Default)]
-pub struct Questions(HashMap<SessionId, (u64, String)>, u64);
-
-impl Questions {
-    /// Takes the questions `session`'s next request answers.
-    pub fn take(&mut self, session: Option<&SessionId>) -> Option<String> {
-        session.and_then(|s| self.0.remove(s)).map(|(_, q)| q)
-    }
-
-    /// Notes what `session`'s turn left asked: the questions its indexed
-    /// reply (`None`: not indexed) ended on.
-    pub fn after(&mut self, session: Option<&SessionId>, reply: Option<&str>) {
-        let Some(session) = session else { return };
-        match reply.and_then(reply_questions) {
-            Some(q) => {
-                if self.0.len() >= MAX_ASKING {
-                    // The older half goes.
-                    let mut ages: Vec<u64> = self.0.values().map(|(n, _)| *n).collect();
-                    ages.sort_unstable();
-                    let cut = ages[ages.len() / 2];
-                    self.0.retain(|_, (n, _)| *n > cut);
-                }
-                self.1 += 1;
-                self.0.insert(session.clone(), (self.1, q));
-            }
-            None => {
-                self.0.remove(session);
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.0.len()
-    }
 }
 
 impl MemoryIndexer {
@@ -132,7 +86,8 @@ pub struct TurnSaid<'a> {
     /// The reply, when it is indexed ([`reply_kept`]).
     pub reply: Option<&'a str>,
     /// The questions the session's last indexed reply ended on
-    /// ([`reply_questions`]), which the request answers: its first
+    /// ([`engram_learning::memory::passages::reply_questions`]), which the
+    /// request answers: its first
     /// passage is embedded with it ("Where did you go?" … "Woodhaven, a
     /// little town"), as the index finds it by its words.
     pub asked: Option<&'a str>,
@@ -196,17 +151,16 @@ impl Role for MemoryIndexer {
         Some(vec![EventKind::ReplyDelivered, EventKind::TurnCompleted])
     }
 
-    /// 2: the questions sessions were left on.
+    /// 2: the questions sessions were left on; 3: as their own type.
     fn snapshot_version(&self) -> u32 {
-        2
+        3
     }
 
     /// The replies of turns still open (usually none), and the questions
     /// sessions were left on.
     fn save(&self, w: &mut engram_local_state::snapshot::SnapshotWriter) {
         w.put_map(&self.replies);
-        w.put_map(&self.asking.0);
-        w.put(&self.asking.1);
+        w.put(&self.asking);
     }
 
     fn restore(
@@ -214,7 +168,7 @@ impl Role for MemoryIndexer {
         r: &mut engram_local_state::snapshot::SnapshotReader<'_>,
     ) -> Result<(), engram_local_state::snapshot::SnapshotError> {
         self.replies = r.take_map()?;
-        self.asking = Questions(r.take_map()?, r.take()?);
+        self.asking = r.take()?;
         Ok(())
     }
 

@@ -57,11 +57,13 @@
 //!    names drops the answer (rule 5). Measured on LoCoMo's dev split:
 //!    76 → 85 of 104 (docs/memory.md, *On a public set*).
 
+mod asking;
 mod lexical;
 mod packing;
 mod splitting;
 mod vectors;
 
+pub use asking::{Questions, MAX_ASKING};
 pub use lexical::terms;
 pub use packing::{RecalledPassage, CHARS_PER_TOKEN, SAME_SUBJECT};
 pub use splitting::{split, PASSAGE_CHARS};
@@ -164,9 +166,9 @@ pub struct PassageIndex {
     /// (not moved later when that one is dropped: it only errs towards
     /// "something to recall").
     by_session: HashMap<Option<SessionId>, (usize, DateTime<Utc>)>,
-    /// Session → the question its last reply ended on, until the user's
-    /// next words take it (rule 7).
-    questions: HashMap<Option<SessionId>, String>,
+    /// Session → the questions its last reply ended on, until the user's
+    /// next words take them (rule 7).
+    questions: Questions,
 }
 
 impl PassageIndex {
@@ -187,7 +189,7 @@ impl PassageIndex {
             exact: false,
             min_cosine: f32::NEG_INFINITY,
             by_session: HashMap::new(),
-            questions: HashMap::new(),
+            questions: Questions::default(),
         }
     }
 
@@ -243,12 +245,7 @@ impl PassageIndex {
             + vec(&self.lengths);
         let sessions = hash_map(&self.by_session)
             + self.by_session.keys().flatten().map(|s| string(s.as_str())).sum::<usize>()
-            + hash_map(&self.questions)
-            + self
-                .questions
-                .iter()
-                .map(|(k, q)| k.as_ref().map_or(0, |s| string(s.as_str())) + string(q))
-                .sum::<usize>();
+            + self.questions.heap_bytes();
         passages + lexical + sessions + vec(&self.pending) + self.vectors.as_ref().map_or(0, VectorIndex::heap_bytes)
     }
 
@@ -272,15 +269,13 @@ impl PassageIndex {
                 // Rule 7: the user's first words answer the question the
                 // session's last reply ended on; this reply's own, if it
                 // ends on one, waits for the next turn.
-                let mut asked = self.questions.remove(&env.session);
+                let mut asked = self.questions.take(env.session.as_ref());
                 for p in passages {
                     let answers = if p.speaker == Speaker::User { asked.take() } else { None };
                     self.add(p, env.session.clone(), env.at, answers);
                 }
                 let last_reply = passages.iter().rev().find(|p| p.speaker == Speaker::Assistant);
-                if let Some(q) = last_reply.and_then(|p| question_ending(&p.text)) {
-                    self.questions.insert(env.session.clone(), q.to_owned());
-                }
+                self.questions.after(env.session.as_ref(), last_reply.map(|p| p.text.as_str()));
                 !passages.is_empty()
             }
             Event::MemoryForgotten(m) => {
@@ -452,12 +447,9 @@ impl PassageIndex {
             // The last question of each session, as the fold left it: a
             // reply ending on one, with no user's words after it.
             match r.speaker {
-                Speaker::Assistant => match question_ending(&r.text) {
-                    Some(q) => self.questions.insert(r.session.clone(), q.to_owned()),
-                    None => self.questions.remove(&r.session),
-                },
-                Speaker::User => self.questions.remove(&r.session),
-            };
+                Speaker::Assistant => self.questions.after(r.session.as_ref(), Some(&r.text)),
+                Speaker::User => drop(self.questions.take(r.session.as_ref())),
+            }
             let passage = Passage { text: r.text, speaker: r.speaker, vector: r.vector };
             self.add(&passage, r.session, r.at, r.asked);
         }
