@@ -15,10 +15,12 @@
 //! host gets by default) and `relaxed`; turns/s with 1 and 16 concurrent
 //! sessions; events appended per turn; and the L0 turn **at rest**: one
 //! turn at a time with every actor idle before it, as a voice assistant's
-//! turns come seconds apart. Back to back, the actors' threads are still
-//! awake from the turn before; at rest each hop (host, listener, router,
-//! reply loop, host) wakes a parked thread, which on a small VM costs more
-//! than the work it wakes for — so the two figures bracket what a user sees.
+//! turns come seconds apart. Back to back, the actors' threads and caches
+//! are still warm from the turn before; at rest each hop (host, listener,
+//! router, reply loop, host) wakes a parked thread onto cold caches — on a
+//! small VM every stage measured about twice as slow, the work as much as
+//! the wake-up (docs/performance.md) — so the two figures bracket what a
+//! user sees.
 
 use std::path::Path;
 use std::sync::Arc;
