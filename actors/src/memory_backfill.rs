@@ -221,8 +221,13 @@ mod tests {
     }
 
     fn indexed(log: &dyn EventLog) -> Vec<PassagesIndexed> {
-        log.read_kinds(Seq::FIRST, &[EventKind::PassagesIndexed])
-            .map(|e| match e.unwrap().event {
+        payloads(log.read_kinds(Seq::FIRST, &[EventKind::PassagesIndexed]).map(Result::unwrap))
+    }
+
+    fn payloads(events: impl IntoIterator<Item = Envelope>) -> Vec<PassagesIndexed> {
+        events
+            .into_iter()
+            .map(|e| match e.event {
                 Event::PassagesIndexed(p) => p,
                 other => panic!("{other:?}"),
             })
@@ -281,14 +286,7 @@ mod tests {
         for e in &events {
             live.extend(crate::shell::Role::handle(&mut indexer, e, &bus));
         }
-        let live: Vec<PassagesIndexed> = live
-            .into_iter()
-            .map(|e| match e.event {
-                Event::PassagesIndexed(p) => p,
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        assert_eq!(live, held);
+        assert_eq!(payloads(live), held);
     }
 
     #[test]
