@@ -46,6 +46,7 @@ const LEARNT: &[(&str, &str)] = &[
     ("reply_loop.passages.vectors", "a new passage"),
     ("reply_loop.passages.sessions", "a session that said something new"),
     ("reply_loop.passages.pending", "a new passage since the last search"),
+    ("reply_loop.passages.follow_ups", "a new passage that follows up another"),
     ("graph.graph.nodes", "a new fact"),
     // Per turn, bounded by the pattern store's cap on outcomes (a turn's
     // score is kept while its outcome row is: a late verdict replaces it).
