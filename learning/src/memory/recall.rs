@@ -79,6 +79,7 @@ const DAY_PHRASES: &[(&str, i64, i64)] = &[
     ("this week", -6, 0),
     ("questa settimana", -6, 0),
     ("yesterday", -1, -1),
+    ("last night", -1, -1),
     ("ieri", -1, -1),
     ("today", 0, 0),
     ("oggi", 0, 0),
@@ -96,6 +97,7 @@ const DATE_WORDS: &[&str] = &[
     "month",
     "this",
     "morning",
+    "night",
     "today",
     "ieri",
     "altro",
@@ -153,19 +155,26 @@ pub fn named_day(normalized: &str, today: NaiveDate) -> Option<NaiveDate> {
     })
 }
 
+/// The days `normalized` words name relative to `today`, first and last
+/// (inclusive): the first day phrase ("yesterday", "last week", "ieri"),
+/// or else the day the calendar names ([`named_day`]).
+pub fn named_days(normalized: &str, today: NaiveDate) -> Option<(NaiveDate, NaiveDate)> {
+    let padded = format!(" {normalized} ");
+    // (A phrase as whole words: between spaces, without a copy of each.)
+    let said = |p: &str| {
+        padded.match_indices(p).any(|(i, _)| padded[..i].ends_with(' ') && padded[i + p.len()..].starts_with(' '))
+    };
+    match DAY_PHRASES.iter().find(|(p, _, _)| said(p)) {
+        Some((_, a, b)) => Some((today + Duration::days(*a), today + Duration::days(*b))),
+        None => named_day(normalized, today).map(|d| (d, d)),
+    }
+}
+
 /// The offline enrichment (#3's fallback): content words as keywords, the
 /// first day phrase — or else the day the calendar names — as the range.
 pub fn enrich_by_rule(query: &str, today: NaiveDate) -> Enrichment {
     let n = normalize(query);
-    let padded = format!(" {n} ");
-    let range = DAY_PHRASES.iter().find(|(p, _, _)| padded.contains(&format!(" {p} ")));
-    let (from, to) = match range {
-        Some((_, a, b)) => (Some(today + Duration::days(*a)), Some(today + Duration::days(*b))),
-        None => match named_day(&n, today) {
-            Some(d) => (Some(d), Some(d)),
-            None => (None, None),
-        },
-    };
+    let (from, to) = named_days(&n, today).unzip();
     let calendar = |w: &str| month_of(w).is_some() || WEEKDAYS.iter().any(|d| d.names().any(|n| n == w));
     let keywords = content_set(query)
         .into_iter()
@@ -200,6 +209,11 @@ mod tests {
         assert_eq!(e.keywords, ["dinner"]);
         assert_eq!((e.from, e.to), (Some(today - Duration::days(1)), Some(today - Duration::days(1))));
         assert!(e.covers(today - Duration::days(1)) && !e.covers(today));
+        let e = enrich_by_rule("what did I eat last night", today);
+        assert_eq!((e.from, e.to), (Some(today - Duration::days(1)), Some(today - Duration::days(1))));
+        assert_eq!(e.keywords, ["eat"]);
+        // Whole words only: "nightly yesterdays" names no day.
+        assert_eq!(named_days("the nightly yesterdays", today), None);
         let e = enrich_by_rule("di cosa abbiamo parlato la settimana scorsa?", today);
         assert_eq!((e.from, e.to), (Some(today - Duration::days(7)), Some(today - Duration::days(1))));
         assert!(e.keywords.contains(&"parlato".to_owned()) && !e.keywords.contains(&"settimana".to_owned()));
