@@ -406,7 +406,6 @@ impl PassageIndex {
         if old.text != p.text {
             old.text = p.text.clone();
         }
-
         let vector_changed = old.vector != p.vector;
         if vector_changed {
             old.vector = p.vector.clone();
