@@ -427,10 +427,11 @@ proptest! {
     /// The memory index is a fold: a repeat is one passage at its latest
     /// time, a retraction drops exactly what it names among what was held,
     /// and a snapshot restores the same index (the same passages, the same
-    /// answers to a search).
+    /// answers to a search, and the same after what is said next).
     #[test]
     fn the_memory_index_folds_repeats_and_retractions_and_restores_the_same(
-        steps in proptest::collection::vec(passage_step(), 0..24)
+        steps in proptest::collection::vec(passage_step(), 0..24),
+        next in proptest::collection::vec(passage_step(), 0..4),
     ) {
         use chrono::FixedOffset;
         use engram_learning::memory::{MemoryQuery, PassageIndex};
@@ -461,9 +462,22 @@ proptest! {
             prop_assert!(held.contains(&(Some(SessionId::new(format!("s{s}"))), *at, text)), "{held:?}");
         }
         let mut restored = PassageIndex::new(utc, None);
-        restored.restore(index.save().into_iter().cloned().collect());
+        restored.restore(index.save().owned());
         let again: Vec<_> = restored.passages().map(|p| (p.session.clone(), p.at, p.text.clone())).collect();
         prop_assert_eq!(&again, &held);
+        for word in WORDS {
+            let q = MemoryQuery { text: word, ..Default::default() };
+            let a: Vec<String> = index.search(&q).into_iter().map(|s| index.get(s).unwrap().text.clone()).collect();
+            let b: Vec<String> = restored.search(&q).into_iter().map(|s| restored.get(s).unwrap().text.clone()).collect();
+            prop_assert_eq!(a, b);
+        }
+        // What is said next folds the same into either (rule 8's threads
+        // come back as the fold left them).
+        let later = passage_events(&[steps.clone(), next].concat());
+        for env in &later[steps.len()..] {
+            index.observe(env);
+            restored.observe(env);
+        }
         for word in WORDS {
             let q = MemoryQuery { text: word, ..Default::default() };
             let a: Vec<String> = index.search(&q).into_iter().map(|s| index.get(s).unwrap().text.clone()).collect();

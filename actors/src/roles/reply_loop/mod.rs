@@ -450,8 +450,9 @@ impl Role for ReplyLoop {
     fn snapshot_version(&self) -> u32 {
         // 3: the recollection holds the memory index's passages; 4: the
         // diary counts the summaries a day let go (MAX_DAY_SUMMARIES); 5:
-        // a passage holds the question it answers (memory rule 7).
-        5
+        // a passage holds the question it answers (memory rule 7); 6: the
+        // passages are saved with their follow-up links (rule 8).
+        6
     }
 
     /// The turns under way, the dialogue, the profile, the diary and the

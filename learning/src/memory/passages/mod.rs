@@ -70,17 +70,21 @@
 //!    So the follow-up of each of the [`FOLLOWED`] best passages found
 //!    adds that passage's score to its own: it is found with what it
 //!    follows. Measured on LoCoMo's dev split: 85 → 94 of 104 (and 136 →
-//!    140 of 240 read as an assistant's memory of both speakers).
+//!    140 of 240 read as an assistant's memory of both speakers). The
+//!    links depend on the log's order, which the passages alone do not
+//!    show: a snapshot saves them ([`SavedPassages`]).
 
 mod asking;
 mod lexical;
 mod packing;
+mod saved;
 mod splitting;
 mod vectors;
 
 pub use asking::{Questions, MAX_ASKING};
 pub use lexical::terms;
 pub use packing::{RecalledPassage, CHARS_PER_TOKEN, SAME_SUBJECT};
+pub use saved::SavedPassages;
 pub use splitting::{split, PASSAGE_CHARS};
 pub use vectors::{dequantize, quantize};
 
@@ -532,29 +536,6 @@ impl PassageIndex {
     pub fn get(&self, slot: u32) -> Option<&Remembered> {
         self.passages.get(slot as usize)?.as_ref()
     }
-
-    /// The passages, for a snapshot (the derived indexes are rebuilt).
-    pub fn save(&self) -> Vec<&Remembered> {
-        self.passages.iter().flatten().collect()
-    }
-
-    /// Restores what [`PassageIndex::save`] wrote, in order.
-    pub fn restore(&mut self, saved: Vec<Remembered>) {
-        let (offset, provider, exact, bar) = (self.offset, self.provider.take(), self.exact, self.min_cosine);
-        *self = PassageIndex::new(offset, provider);
-        self.exact = exact;
-        self.min_cosine = bar;
-        for r in saved {
-            // The last question of each session, as the fold left it: a
-            // reply ending on one, with no user's words after it.
-            match r.speaker {
-                Speaker::Assistant => self.questions.after(r.session.as_ref(), Some(&r.text)),
-                Speaker::User => drop(self.questions.take(r.session.as_ref())),
-            }
-            let passage = Passage { text: r.text, speaker: r.speaker, vector: r.vector };
-            self.add(&passage, r.session, r.at, r.asked);
-        }
-    }
 }
 
 /// The key rule 4 compares: who said it and a 128-bit hash of the
@@ -672,7 +653,7 @@ mod tests {
         assert_eq!(texts(&mut ix, on_8th("the plumber")), ["the plumber came round"]);
         // Through a snapshot (the days named are read again).
         let mut again = index();
-        again.restore(ix.save().into_iter().cloned().collect());
+        again.restore(ix.save().owned());
         assert_eq!(texts(&mut again, on_8th("what we watched")).len(), 1);
     }
 
@@ -714,10 +695,10 @@ mod tests {
         ix.observe(&said(7, "s3", &["I live in Turin again"]));
         assert_eq!(ix.search(&MemoryQuery { text: "Turin", ..Default::default() }).len(), 1);
         // The snapshot restores the same passages.
-        let saved: Vec<Remembered> = ix.save().into_iter().cloned().collect();
+        let saved = ix.save().owned();
         let mut again = index();
         again.restore(saved.clone());
-        assert_eq!(again.save().into_iter().cloned().collect::<Vec<_>>(), saved);
+        assert_eq!(again.save().owned(), saved);
     }
 
     fn turn(session: &str, user: &str, reply: Option<&str>) -> Envelope {
@@ -764,7 +745,7 @@ mod tests {
         // A session left on a question keeps it through a snapshot.
         ix.observe(&turn("s4", "I need a new phone", Some("Which brand do you like?")));
         let mut again = index();
-        again.restore(ix.save().into_iter().cloned().collect());
+        again.restore(ix.save().owned());
         again.observe(&turn("s4", "Fairphone", None));
         let fair = again.passages().find(|p| p.text == "Fairphone").unwrap();
         assert_eq!(fair.asked.as_deref(), Some("Which brand do you like?"));
@@ -794,7 +775,7 @@ mod tests {
         assert!(found[1].starts_with("Harry Potter"), "{found:?}");
         // The link survives a snapshot (it is recomputed from the order).
         let mut again = index();
-        again.restore(ix.save().into_iter().cloned().collect());
+        again.restore(ix.save().owned());
         assert_eq!(texts(&mut again), found);
         // A forgotten follow-up is not brought back by what it follows.
         assert!(ix.observe(&forgotten("Harry Potter", "harry potter")));
