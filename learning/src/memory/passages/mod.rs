@@ -773,7 +773,7 @@ mod tests {
         let found = texts(&mut ix);
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(found[1].starts_with("Harry Potter"), "{found:?}");
-        // The link survives a snapshot (it is recomputed from the order).
+        // The link survives a snapshot (saved with the passages).
         let mut again = index();
         again.restore(ix.save().owned());
         assert_eq!(texts(&mut again), found);

@@ -1,17 +1,18 @@
 //! What a snapshot holds of the memory index, and its restore: the
 //! passages (rule 1: the lexical and vector indexes are derived from
 //! them), and what the order of the log decided and the passages alone do
-//! not show — which of them follows up which (rule 8), and where each
-//! session's conversation stands. Recomputed from the passages instead,
+//! not show — which of them follows up which (rule 8), where each
+//! session's conversation stands, and the questions replies left waiting
+//! for the user's answer (rule 7). Recomputed from the passages instead,
 //! a reply said again (rule 4: no new passage) or a passage forgotten
 //! between two of the user's would link them otherwise than the fold did,
 //! and a restored index would answer otherwise than the one saved.
 
-use engram_events::payloads::{Passage, Speaker};
+use engram_events::payloads::Passage;
 use engram_events::SessionId;
 use serde::{Deserialize, Serialize};
 
-use super::{PassageIndex, Remembered};
+use super::{PassageIndex, Questions, Remembered};
 
 /// The index as saved: `P` is a borrowed [`Remembered`] when written, an
 /// owned one when read.
@@ -25,6 +26,8 @@ pub struct SavedPassages<P = Remembered> {
     /// Each session's last user passage (by position) and whether a reply
     /// came after it: what links the user's next words.
     threads: Vec<(Option<SessionId>, Option<u32>, bool)>,
+    /// Rule 7's questions waiting for an answer.
+    questions: Questions,
 }
 
 impl SavedPassages<&Remembered> {
@@ -34,6 +37,7 @@ impl SavedPassages<&Remembered> {
             passages: self.passages.iter().map(|p| (*p).clone()).collect(),
             follow_ups: self.follow_ups.clone(),
             threads: self.threads.clone(),
+            questions: self.questions.clone(),
         }
     }
 }
@@ -56,7 +60,7 @@ impl PassageIndex {
         let mut threads: Vec<_> =
             self.by_session.iter().map(|(s, t)| (s.clone(), t.last_user.and_then(at), t.replied)).collect();
         threads.sort();
-        SavedPassages { passages, follow_ups, threads }
+        SavedPassages { passages, follow_ups, threads, questions: self.questions.clone() }
     }
 
     /// Restores what [`PassageIndex::save`] wrote.
@@ -67,19 +71,14 @@ impl PassageIndex {
         self.min_cosine = bar;
         let mut slot_of: Vec<Option<u32>> = Vec::with_capacity(saved.passages.len());
         for r in saved.passages {
-            // The last question of each session, as the fold left it: a
-            // reply ending on one, with no user's words after it.
-            match r.speaker {
-                Speaker::Assistant => self.questions.after(r.session.as_ref(), Some(&r.text)),
-                Speaker::User => drop(self.questions.take(r.session.as_ref())),
-            }
             let slot = self.passages.len() as u32;
             let passage = Passage { text: r.text, speaker: r.speaker, vector: r.vector };
             self.add(&passage, r.session, r.at, r.asked);
             slot_of.push(Some(slot).filter(|s| (*s as usize) < self.passages.len()));
         }
-        // The links and the threads as saved, not as the order above
-        // would make them.
+        // The links, the threads and the questions as saved, not as the
+        // order above would make them.
+        self.questions = saved.questions;
         let slot = |i: u32| slot_of.get(i as usize).copied().flatten();
         self.follow_up.iter_mut().for_each(|f| *f = None);
         for (a, b) in saved.follow_ups {
