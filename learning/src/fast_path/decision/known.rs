@@ -93,8 +93,17 @@ impl FastPath {
 
     /// Each L1 action's words ([`gate::ActionWords`]), from its phrasings.
     pub(super) fn l1_action_words(&self) -> HashMap<String, gate::ActionWords> {
+        self.action_words_of(None)
+    }
+
+    /// The words of the L1 actions in `only` (`None`: every one), from
+    /// their phrasings: what a change to those actions' rows asks to read
+    /// again — reading every action's at every row learnt made each turn
+    /// of a long session slower than the last (a profile of `engram bench
+    /// soak`, 20 k turns, half of them new: a third of the CPU).
+    pub(super) fn action_words_of(&self, only: Option<&HashSet<String>>) -> HashMap<String, gate::ActionWords> {
         let mut by: HashMap<&str, (&str, Vec<String>)> = HashMap::new();
-        for (_, r) in self.l1.rows.values() {
+        for (_, r) in self.l1.rows.values().filter(|(_, r)| only.is_none_or(|o| o.contains(&r.action))) {
             let words: Vec<&str> = r.canonical.split(' ').filter(|w| !slots::is_mask(w)).collect();
             by.entry(r.action.as_str()).or_insert((r.executor.as_str(), Vec::new())).1.push(words.join(" "));
         }

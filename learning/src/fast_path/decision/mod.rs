@@ -561,6 +561,10 @@ mod tests {
         let changes = fp.update_texts(&canonical, &Pipelines::default(), &texts, &mut embed).unwrap();
         assert_eq!(changes, Changes { added: 1, removed: 0, updated: 0 });
         assert_eq!(*embedded.borrow(), ["describe path", "summarize path", "open path"]);
+        // The actions' words read again for the action learnt only, as a
+        // rebuild would read them all.
+        assert_eq!(fp.action_words, fp.l1_action_words());
+        assert_eq!(fp.action_words.len(), 3);
         let d = route(&fp, "open ~/x.md");
         assert_eq!((d.layer, d.steps[0].tool.as_str()), (RouteLayer::L1, "open_file"), "{d:?}");
         // The rows already held still answer as before.
@@ -572,6 +576,8 @@ mod tests {
         let changes = fp.update_texts(&canonical, &Pipelines::default(), &texts, &mut embed).unwrap();
         assert_eq!(changes, Changes { added: 0, removed: 0, updated: 1 });
         assert_eq!(embedded.borrow().len(), 3);
+        // The action the row left is read again too.
+        assert_eq!(fp.action_words, fp.l1_action_words());
         assert_eq!(route(&fp, "open ~/x.md").steps[0].tool, "print_file");
 
         // Nothing new: nothing done, by either way of updating.

@@ -235,6 +235,10 @@ impl FastPath {
                 (e, row)
             })
             .collect();
+        // The actions whose phrasings change: those touched, and those
+        // the rows replaced had (a phrasing the model now answers otherwise).
+        let mut changed: HashSet<String> = touched.clone();
+        changed.extend(l1.iter().filter_map(|(e, _)| self.l1.rows.get(e)).map(|(_, r)| r.action.clone()));
         let a = self.l1.apply(l1, embed)?;
         for key in &touched {
             match canonical.action(key) {
@@ -244,7 +248,13 @@ impl FastPath {
         }
         if a != Changes::default() {
             self.command_words = self.l1_command_words();
-            self.action_words = self.l1_action_words();
+            let mut words = self.action_words_of(Some(&changed));
+            for action in &changed {
+                match words.remove(action) {
+                    Some(w) => self.action_words.insert(action.clone(), w),
+                    None => self.action_words.remove(action),
+                };
+            }
         }
         if !touched.is_empty() {
             self.refresh_known();
