@@ -167,13 +167,21 @@ impl TaughtPhrasings {
     /// `keep` accepts (the offline planner's rule 11: an example of the
     /// other pole, or of another thing, stands for nothing the request
     /// asks).
+    ///
+    /// `keep` reads an example's words, which costs far more than its
+    /// cosine: it is asked only of an example nearer than the best kept
+    /// so far (a few per call, where asking it of every example made each
+    /// turn of a long session slower than the last).
     pub fn nearest_where(&self, tool: &str, v: &[f32], keep: impl Fn(&str) -> bool) -> Option<f32> {
         let examples = self.by_tool.get(tool)?;
-        examples
-            .iter()
-            .filter(|(canonical, _)| keep(canonical))
-            .map(|(_, e)| e.iter().zip(v).map(|(a, b)| a * b).sum::<f32>())
-            .reduce(f32::max)
+        let mut best: Option<f32> = None;
+        for (canonical, e) in examples {
+            let cos = e.iter().zip(v).map(|(a, b)| a * b).sum::<f32>();
+            if best.is_none_or(|b| cos > b) && keep(canonical) {
+                best = Some(cos);
+            }
+        }
+        best
     }
 
     /// Examples held, over every tool.
@@ -257,6 +265,28 @@ mod tests {
         assert_eq!(taught.sync(&[row("lights out", "off", true)], &mut embedder(&mut seen)), Ok(0));
         assert_eq!(taught.nearest("off", &axis), Some(0.0), "the rejected example no longer counts");
         assert_eq!(taught.len(), 1);
+    }
+
+    /// `nearest_where` is the best cosine among the examples kept (it asks
+    /// `keep` only of those nearer than the best kept so far).
+    #[test]
+    fn the_nearest_kept_example_is_the_best_cosine_kept() {
+        let mut taught = TaughtPhrasings::default();
+        let mut seen = Vec::new();
+        let texts = ["a", "b", "c", "d", "e"];
+        let rows: Vec<CanonicalRow> = texts.iter().map(|t| row(t, "tool", false)).collect();
+        assert_eq!(taught.sync(&rows, &mut embedder(&mut seen)), Ok(5));
+        // Cosines 0.9 (a), 0.8 (b), 0.5, 0.4, 0.3; "a" is not kept.
+        let v = [0.9f32, 0.8, 0.5, 0.4, 0.3, 0.0, 0.0, 0.0];
+        let asked = std::cell::RefCell::new(Vec::<String>::new());
+        let keep = |c: &str| {
+            asked.borrow_mut().push(c.to_owned());
+            c != "a"
+        };
+        assert_eq!(taught.nearest_where("tool", &v, keep), Some(0.8));
+        assert!(asked.borrow().contains(&"b".to_owned()), "{asked:?}");
+        assert_eq!(taught.nearest_where("tool", &v, |c| c == "e"), Some(0.3));
+        assert_eq!(taught.nearest_where("tool", &v, |_| false), None);
     }
 
     /// Rule 5: the values of every phrasing of an action, by parameter;
