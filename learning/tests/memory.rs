@@ -423,6 +423,12 @@ fn passage_events(steps: &[PassageStep]) -> Vec<Envelope> {
         .collect()
 }
 
+/// The texts `index` finds for `word`, best first.
+fn found(index: &mut engram_learning::memory::PassageIndex, word: &str) -> Vec<String> {
+    let q = engram_learning::memory::MemoryQuery { text: word, ..Default::default() };
+    index.search(&q).into_iter().map(|s| index.get(s).unwrap().text.clone()).collect()
+}
+
 proptest! {
     /// The memory index is a fold: a repeat is one passage at its latest
     /// time, a retraction drops exactly what it names among what was held,
@@ -434,7 +440,7 @@ proptest! {
         next in proptest::collection::vec(passage_step(), 0..4),
     ) {
         use chrono::FixedOffset;
-        use engram_learning::memory::{MemoryQuery, PassageIndex};
+        use engram_learning::memory::PassageIndex;
         let events = passage_events(&steps);
         let utc = FixedOffset::east_opt(0).unwrap();
         let mut index = PassageIndex::new(utc, None);
@@ -466,10 +472,7 @@ proptest! {
         let again: Vec<_> = restored.passages().map(|p| (p.session.clone(), p.at, p.text.clone())).collect();
         prop_assert_eq!(&again, &held);
         for word in WORDS {
-            let q = MemoryQuery { text: word, ..Default::default() };
-            let a: Vec<String> = index.search(&q).into_iter().map(|s| index.get(s).unwrap().text.clone()).collect();
-            let b: Vec<String> = restored.search(&q).into_iter().map(|s| restored.get(s).unwrap().text.clone()).collect();
-            prop_assert_eq!(a, b);
+            prop_assert_eq!(found(&mut index, word), found(&mut restored, word));
         }
         // What is said next folds the same into either (rule 8's threads
         // come back as the fold left them).
@@ -479,10 +482,7 @@ proptest! {
             restored.observe(env);
         }
         for word in WORDS {
-            let q = MemoryQuery { text: word, ..Default::default() };
-            let a: Vec<String> = index.search(&q).into_iter().map(|s| index.get(s).unwrap().text.clone()).collect();
-            let b: Vec<String> = restored.search(&q).into_iter().map(|s| restored.get(s).unwrap().text.clone()).collect();
-            prop_assert_eq!(a, b);
+            prop_assert_eq!(found(&mut index, word), found(&mut restored, word));
         }
     }
 }
