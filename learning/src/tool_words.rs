@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::fast_path::gate::{poles_of, STATE_FORMS, STATE_QUESTION_OPENERS};
+use crate::fast_path::gate::{poles_of, STATE_QUESTION_OPENERS};
 use crate::text::{is_stop_word, normalize, Negations};
 
 /// What a shared word weighs when it is in the tool's name, against one in
@@ -118,10 +118,6 @@ const SYNONYMS: &[(&str, &[&str])] = &[
 
 /// Italian clitics an imperative carries ("accendimi", "aggiungilo").
 const CLITICS: &[&str] = &["melo", "mela", "mele", "mi", "lo", "la", "le", "li", "ne", "ci"];
-
-/// Forms of "to be" that make a state's participle a question about it
-/// (IT, with the English a transcript may carry).
-const COPULAS: &[&str] = &["è", "é", "sono", "sei", "siamo", "siete", "era", "erano", "is", "are"];
 
 /// Question words that open a request for information (EN + IT).
 pub(crate) const QUESTION_WORDS: &[&str] = &[
@@ -379,8 +375,7 @@ impl RequestWords {
         // A state's participle asks with a copula or a question mark ("è
         // accesa la luce in bagno", "luci accese in cucina?"); without,
         // it is the state wanted ("luci spente in stireria grazie").
-        let state =
-            raw.iter().any(|w| STATE_FORMS.contains(w)) && (question_mark || raw.iter().any(|w| COPULAS.contains(w)));
+        let state = crate::fast_path::gate::names_state(&raw, question_mark);
         let asks = raw.first().is_some_and(|w| STATE_QUESTION_OPENERS.contains(w) || QUESTION_WORDS.contains(w))
             || state
             || (question_mark && !opens_command(&raw));

@@ -39,9 +39,12 @@
 //!    accesa") never replays a command ("turn on the kitchen lights"): both
 //!    sides ask, or neither. A side asks when it opens with an English
 //!    auxiliary ([`STATE_QUESTION_OPENERS`]) or names a state with an
-//!    Italian participle of a polarity axis ([`STATE_FORMS`]) — closed
-//!    classes of grammar, not a vocabulary. (Found by the held-out pairs:
-//!    every wrong replay there was a question taken for its command.)
+//!    Italian participle of a polarity axis ([`STATE_FORMS`]) and a
+//!    copula or a question mark ([`names_state`]) — closed classes of
+//!    grammar, not a vocabulary. (Found by the held-out pairs: every wrong
+//!    replay there was a question taken for its command.) Without either,
+//!    the participle is the state wanted: "luci spente in stireria grazie"
+//!    commands, as the offline planner reads it too.
 //!
 //! 7. **values** — as many values of each kind (paths, dates, numbers,
 //!    proper nouns, …; masked in canonical texts) on both sides: "what's
@@ -233,6 +236,25 @@ pub const STATE_FORMS: &[&str] = &[
     "sbloccata",
 ];
 
+/// Forms of "to be" and "to have" that make a state's participle
+/// ([`STATE_FORMS`]) a question about the state, or a statement of it
+/// ("è accesa la luce in bagno", "ho lasciato accesa la luce"; IT, with
+/// the English a transcript may carry). Without one the participle is the
+/// state wanted — "luci spente in stireria grazie", "voglio le luci accese
+/// nel disimpegno" command, as "lights off in the laundry" does.
+pub const COPULAS: &[&str] = &[
+    "è", "é", "c'è", "c'e", "sono", "sei", "siamo", "siete", "era", "erano", "ho", "hai", "ha", "abbiamo", "avete",
+    "hanno", "is", "are",
+];
+
+/// Whether the words `ws` (normalised) name a state as a question or a
+/// statement about it: a state's participle with a copula, or with a
+/// question mark the caller saw (rule 6; the offline planner's reading of
+/// a state question too).
+pub fn names_state(ws: &[&str], question_mark: bool) -> bool {
+    ws.iter().any(|w| STATE_FORMS.contains(w)) && (question_mark || ws.iter().any(|w| COPULAS.contains(w)))
+}
+
 /// Action classes: (class, effectful?, words).
 const ACTIONS: &[(&str, bool, &[&str])] = &[
     (
@@ -346,10 +368,8 @@ fn profile(canonical: &str) -> ActionProfile {
         ..Default::default()
     };
     let ws: Vec<&str> = words(&n).collect();
+    p.asks |= names_state(&ws, false);
     for (i, &w) in ws.iter().enumerate() {
-        if STATE_FORMS.contains(&w) {
-            p.asks = true;
-        }
         if is_negation(w) {
             p.negated = true;
             continue;
@@ -762,7 +782,7 @@ pub fn check(request: &str, candidate: &str) -> Result<(), Mismatch> {
 /// "cartella" is "folder" in any language the model knows, while "mom" is
 /// not "dad" nor "jazz" "rock".
 pub fn check_with(request: &str, candidate: &str, same: &mut dyn FnMut(&str, &str) -> bool) -> Result<(), Mismatch> {
-    check_for(request, candidate, None, same)
+    check_for(request, false, candidate, None, same)
 }
 
 /// The content words an action's phrasings say (rule 4 by action): every
@@ -836,14 +856,21 @@ pub struct ActionContext<'a> {
 }
 
 /// [`check_with`], the content words compared with the candidate's
-/// action's ([`ActionWords`]) too.
+/// action's ([`ActionWords`]) too; `question_mark` when the request as
+/// written ended with one, which its canonical form drops: a state's
+/// participle then asks without a copula ("luci accese in cucina?",
+/// rule 6).
 pub fn check_for(
     request: &str,
+    question_mark: bool,
     candidate: &str,
     action: Option<&ActionContext<'_>>,
     same: &mut dyn FnMut(&str, &str) -> bool,
 ) -> Result<(), Mismatch> {
     let (mut r, mut c) = (profile(request), profile(candidate));
+    if question_mark && !r.asks {
+        r.asks = names_state(&words(&normalize(request)).collect::<Vec<_>>(), true);
+    }
     if action.is_some_and(|a| a.covers) {
         read_as_cover(&mut r);
         read_as_cover(&mut c);
@@ -934,9 +961,9 @@ mod tests {
         let none = |_: &str| false;
         let mut never = |_: &str, _: &str| false;
         let covers = ActionContext { words: &words, is_value: &none, covers: true };
-        assert_eq!(check_for(request, taught, Some(&covers), &mut never), Ok(()));
+        assert_eq!(check_for(request, false, taught, Some(&covers), &mut never), Ok(()));
         let other = ActionContext { words: &words, is_value: &none, covers: false };
-        assert!(check_for(request, taught, Some(&other), &mut never).is_err());
+        assert!(check_for(request, false, taught, Some(&other), &mut never).is_err());
         assert!(to_a_value(&["lower", "the", "blinds", "to", "30", "percent"]));
         assert!(!to_a_value(&["pull", "the", "blinds", "down", "in", "the", "den"]));
     }
@@ -975,20 +1002,25 @@ mod tests {
         let action = ActionContext { words: &words, is_value: &none, covers: false };
         let mut never = |_: &str, _: &str| false;
         let candidate = "what's the forecast at nameslot";
-        assert_eq!(check_for("what's the weather at nameslot", candidate, Some(&action), &mut never), Ok(()));
+        assert_eq!(check_for("what's the weather at nameslot", false, candidate, Some(&action), &mut never), Ok(()));
         assert!(check("what's the weather at nameslot", candidate).is_err(), "without the action, it differs");
         // A word dropped for nothing is still a difference.
-        assert!(check_for("what's at nameslot", candidate, Some(&action), &mut never).is_err());
+        assert!(check_for("what's at nameslot", false, candidate, Some(&action), &mut never).is_err());
         let words = ActionWords::of(["announce messageslot", "annuncia a tutti che messageslot"]);
         let action = ActionContext { words: &words, is_value: &none, covers: false };
-        let err = check_for("che messageslot", "annuncia a tutti che messageslot", Some(&action), &mut never);
+        let err = check_for("che messageslot", false, "annuncia a tutti che messageslot", Some(&action), &mut never);
         assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
         // A value one of its slots takes is a second value, not a word of it.
         let words = ActionWords::of(["turn on the domain0slot", "turn on the light in the areaslot"]);
         let light = |w: &str| w == "light";
         let action = ActionContext { words: &words, is_value: &light, covers: false };
-        let err =
-            check_for("turn on the light and the domain0slot", "turn on the domain0slot", Some(&action), &mut never);
+        let err = check_for(
+            "turn on the light and the domain0slot",
+            false,
+            "turn on the domain0slot",
+            Some(&action),
+            &mut never,
+        );
         assert!(matches!(err, Err(Mismatch::Content { .. })), "{err:?}");
     }
 
@@ -1002,20 +1034,21 @@ mod tests {
         let words = ActionWords::of(["alza il cancello in"]);
         let bare = ActionContext { words: &words, is_value: &none, covers: false };
         let request = "open the cancello in the roomslot";
-        assert!(check_for(request, taught, Some(&bare), &mut never).is_err(), "without the name");
+        assert!(check_for(request, false, taught, Some(&bare), &mut never).is_err(), "without the name");
         let words = ActionWords::of(["alza il cancello in"]).with_tool("open gate");
         let action = ActionContext { words: &words, is_value: &none, covers: false };
-        assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
+        assert_eq!(check_for(request, false, taught, Some(&action), &mut never), Ok(()));
         for other in ["close the cancello in the roomslot", "sistema il cancello in roomslot", "open the door"] {
-            assert!(check_for(other, taught, Some(&action), &mut never).is_err(), "{other}");
+            assert!(check_for(other, false, taught, Some(&action), &mut never).is_err(), "{other}");
         }
         // In either language.
         let request = "apri il cancello della roomslot";
-        assert_eq!(check_for(request, taught, Some(&action), &mut never), Ok(()));
+        assert_eq!(check_for(request, false, taught, Some(&action), &mut never), Ok(()));
         let words = ActionWords::of(["chiudi le persiane della"]).with_tool("close blinds");
         let action = ActionContext { words: &words, is_value: &none, covers: false };
         let err = check_for(
             "tira su le persiane della roomslot",
+            false,
             "chiudi le persiane della roomslot",
             Some(&action),
             &mut never,
@@ -1037,6 +1070,29 @@ mod tests {
         // A polite command is a command; two questions may match.
         assert_eq!(check("can you turn on the kitchen lights", "turn on the kitchen lights"), Ok(()));
         assert_eq!(check("is the garage door open", "is the garage door open"), Ok(()));
+    }
+
+    #[test]
+    fn a_state_said_without_a_copula_is_the_state_wanted_and_with_one_it_asks() {
+        let command = "spegni le luci in roomslot";
+        // The state wanted: no copula, no question mark.
+        for wanted in ["luci spente in roomslot grazie", "voglio le luci spente in roomslot"] {
+            assert_eq!(check(wanted, command), Ok(()), "{wanted}");
+        }
+        // The state asked or told: a copula, "to have", "c'è".
+        for asked in [
+            "le luci sono spente in roomslot",
+            "ho lasciato spente le luci in roomslot",
+            "c'è la luce spenta in roomslot",
+        ] {
+            assert_eq!(check(asked, command), Err(Mismatch::Mood), "{asked}");
+        }
+        // A question mark the canonical form dropped asks too.
+        let asked = |request: &str, question_mark| check_for(request, question_mark, command, None, &mut |_, _| false);
+        assert_eq!(asked("luci spente in roomslot", true), Err(Mismatch::Mood));
+        assert_eq!(asked("luci spente in roomslot", false), Ok(()));
+        // A question mark after a command asks nothing of a state.
+        assert_eq!(asked("spegni le luci in roomslot", true), Ok(()));
     }
 
     #[test]

@@ -83,7 +83,7 @@ impl FastPath {
             }
             // Content words alone may be confirmed by a second reading;
             // any other refusal is final (`second_reading`, rule 1).
-            let gate = self.gate(&m.fill.masked, &r.canonical, Some(r), embed);
+            let gate = self.gate(&m.fill.masked, super::asked(ex), &r.canonical, Some(r), embed);
             if let Err(why) = &gate {
                 if !matches!(why, gate::Mismatch::Content { .. }) {
                     refusals.push((sim, format!("L1: {:?} refused by the gate: {why}", r.canonical)));

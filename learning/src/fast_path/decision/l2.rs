@@ -27,7 +27,7 @@ impl FastPath {
                 refusals.push((cos, format!("L2: best match {text:?} at cosine {cos:.3} < {threshold}")));
                 break;
             }
-            if let Err(m) = self.gate(canon, text, None, embed) {
+            if let Err(m) = self.gate(canon, super::asked(ex), text, None, embed) {
                 refusals.push((cos, format!("L2: {text:?} refused by the gate: {m}")));
                 continue;
             }

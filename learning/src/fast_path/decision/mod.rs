@@ -349,10 +349,12 @@ impl FastPath {
     /// same when their vectors' cosine reaches the word bar. A word that
     /// cannot be embedded is not the same (fail closed). With `row` (an L1
     /// phrasing), content words are compared with every phrasing of its
-    /// action too ([`gate::ActionWords`]).
+    /// action too ([`gate::ActionWords`]). `asked`: the request as written
+    /// ended with a question mark ([`asked`]).
     fn gate<E>(
         &self,
         canon: &str,
+        asked: bool,
         text: &str,
         row: Option<&L1Row>,
         embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
@@ -374,10 +376,10 @@ impl FastPath {
         });
         let bar = self.fast.word_threshold();
         if bar >= 1.0 {
-            return gate::check_for(canon, text, context.as_ref(), &mut |_, _| false);
+            return gate::check_for(canon, asked, text, context.as_ref(), &mut |_, _| false);
         }
         let mut same = |a: &str, b: &str| similarity(embed, a, b).is_some_and(|s| s >= bar);
-        gate::check_for(canon, text, context.as_ref(), &mut same)
+        gate::check_for(canon, asked, text, context.as_ref(), &mut same)
     }
 
     /// L1, then L2, for one form of the request.
@@ -392,6 +394,12 @@ impl FastPath {
     ) -> Option<Decision> {
         self.try_l1(canon, ex, q, refusals, missed, embed).or_else(|| self.try_l2(canon, ex, q, refusals, embed))
     }
+}
+
+/// Whether the request as written ended with a question mark, which its
+/// canonical form drops (the gate's rule 6 reads it).
+fn asked(ex: &Extracted) -> bool {
+    ex.text.trim_end().ends_with('?')
 }
 
 /// The cosine of two texts by the model (its vectors are unit length):

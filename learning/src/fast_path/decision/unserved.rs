@@ -118,7 +118,7 @@ impl FastPath {
             {
                 continue;
             }
-            match self.gate(&p.masked, &r.canonical, Some(r), embed) {
+            match self.gate(&p.masked, super::asked(ex), &r.canonical, Some(r), embed) {
                 Ok(()) => {}
                 Err(why) if self.words_readable(&why, &missed.names) => {}
                 Err(_) => continue,
@@ -226,7 +226,7 @@ impl FastPath {
                 r.canonical.split_whitespace().filter(|w| !unfilled.iter().any(|m| m == w)).collect();
             // Words of the request only are the values of the unfilled
             // slots, if any; anything else the gate refuses refuses.
-            match self.gate(&fill.masked, &phrasing.join(" "), Some(r), embed) {
+            match self.gate(&fill.masked, super::asked(ex), &phrasing.join(" "), Some(r), embed) {
                 Ok(()) => {}
                 Err(gate::Mismatch::Content { candidate_only, .. })
                     if !unfilled.is_empty() && candidate_only.is_empty() => {}
