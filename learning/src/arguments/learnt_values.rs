@@ -28,6 +28,14 @@
 //! 3. **As the model spells it.** A value built from the request's words
 //!    (rule 2) is passed as the model passed its values: as said, or each
 //!    word capitalised when that is what it did.
+//! 4. **Where the model put it** ([`relabel`]). A value the call puts in a
+//!    parameter the model never passed with this tool goes to another of
+//!    its parameters, left out, that the model did pass with this tool
+//!    and for which that very value was passed (here or as a parameter
+//!    that means the same): "vacuum the hallway" read by the word order as
+//!    the vacuum's `name`, where the model passed rooms as `area`. A new
+//!    value stays where the planner put it: only what the model passed
+//!    says which parameter it is.
 //!
 //! Which tools' values count for a parameter is the caller's (the offline
 //! planner: the tool's own, and those of a parameter of the same name that
@@ -83,6 +91,39 @@ pub fn complete(schema: &Value, args: &mut ToolArgs, request: &str, learnt: &Lea
                 }
             }
             None => {}
+        }
+    }
+}
+
+/// Rule 4: moves each string value of `args` (a call of the tool whose
+/// parameters are `schema`) from a parameter the model never passed with
+/// the tool (`passed` says which it did) to the one left out that it did
+/// pass and whose values (`learnt`) hold that value as said.
+pub fn relabel(schema: &Value, args: &mut ToolArgs, passed: &dyn Fn(&str) -> bool, learnt: &Learnt<'_>) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
+    let open_string =
+        |spec: &Value| spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
+    let misplaced: Vec<(String, String)> = args
+        .0
+        .iter()
+        .filter(|(k, _)| !passed(k))
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+        .collect();
+    for (from, said) in misplaced {
+        let ws = words(&said);
+        let to = props.iter().filter(|(k, spec)| open_string(spec) && passed(k) && !args.0.contains_key(*k)).find_map(
+            |(k, spec)| {
+                let values = learnt(k, spec);
+                let same = |s: &String| {
+                    let vs = words(s);
+                    vs.len() == ws.len() && vs.iter().zip(&ws).all(|(a, b)| same_word(a, b))
+                };
+                values.iter().find(|(s, _)| same(s)).map(|(_, v)| (k.clone(), v.clone()))
+            },
+        );
+        if let Some((to, value)) = to {
+            args.0.remove(&from);
+            args.0.insert(to, value);
         }
     }
 }
@@ -242,6 +283,30 @@ mod tests {
         assert_eq!(
             completed(json!({"door": "cancello"}), "sblocca il cancello", &[], &doors),
             json!({"door": "cancello"})
+        );
+    }
+
+    #[test]
+    fn a_value_goes_to_the_parameter_the_model_passed_it_as() {
+        let moved = |args: Value, passed: &[&str], rooms: &[&str]| {
+            let mut args = ToolArgs::from_json(&args.to_string()).unwrap();
+            let passed = |p: &str| passed.contains(&p);
+            relabel(&schema(), &mut args, &passed, &learnt(rooms, &[]));
+            serde_json::to_value(&args.0).unwrap()
+        };
+        // The model passed rooms as `room`, never `door`, with this tool.
+        let rooms = ["hallway", "laundry room"];
+        assert_eq!(moved(json!({"door": "hallway"}), &["room"], &rooms), json!({"room": "hallway"}));
+        assert_eq!(moved(json!({"door": "Laundry Rooms"}), &["room"], &rooms), json!({"room": "laundry room"}));
+        // A value the model never passed stays where it was read.
+        assert_eq!(moved(json!({"door": "garage"}), &["room"], &rooms), json!({"door": "garage"}));
+        // The model passed that parameter too, or never the other: stays.
+        assert_eq!(moved(json!({"door": "hallway"}), &["room", "door"], &rooms), json!({"door": "hallway"}));
+        assert_eq!(moved(json!({"door": "hallway"}), &[], &rooms), json!({"door": "hallway"}));
+        // The other parameter already has a value: stays.
+        assert_eq!(
+            moved(json!({"door": "hallway", "room": "office"}), &["room"], &rooms),
+            json!({"door": "hallway", "room": "office"})
         );
     }
 

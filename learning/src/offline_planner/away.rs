@@ -45,7 +45,8 @@ impl OfflinePlanner {
     /// its tool's parameters — and for a parameter of another tool with the
     /// same name that means the same: a place of the home, or the same
     /// description ("Name of the door or gate" of `lock_door` and
-    /// `unlock_door`).
+    /// `unlock_door`) — a value first moved to the parameter the model
+    /// passed it as ([`crate::arguments::learnt_values::relabel`]).
     fn complete_learnt(&self, step: &mut PlanStep, request: &str, taught: &TaughtPhrasings) {
         let Some(tool) = self.tools.iter().find(|t| t.name == step.tool) else { return };
         let spec_of = |tool: &str, param: &str| {
@@ -67,6 +68,8 @@ impl OfflinePlanner {
             }
             out
         };
+        let passed = |param: &str| !taught.values(&tool.name, param).is_empty();
+        crate::arguments::learnt_values::relabel(&tool.schema, &mut step.args, &passed, &learnt);
         crate::arguments::learnt_values::complete(&tool.schema, &mut step.args, request, &learnt);
     }
 }
