@@ -17,7 +17,10 @@
 //!    describe) may differ, since replaying one for another does no harm.
 //!    A *pole* only one side names (no word of its axis on the other) is
 //!    not refused by the list: its word becomes a content word, and rule 4
-//!    asks the model whether the other side says it in other words;
+//!    asks the model whether the other side says it in other words. An
+//!    action only a learnt phrasing says, where its tool's name says what
+//!    it does with another verb (`vacuum-start` taught as "manda il robot
+//!    a pulire in X"), is that phrasing's wording ([`ActionWords::with_tool`]);
 //! 4. **content words** — every remaining word (stop words, action verbs and
 //!    masked values aside; simple plurals folded, Italian words read as
 //!    their English concept by [`lexicon`], a small override) appears on
@@ -801,6 +804,8 @@ pub struct ActionWords {
     every: BTreeSet<String>,
     /// The poles the action's tool's name says ([`ActionWords::with_tool`]).
     named: BTreeSet<(&'static str, bool)>,
+    /// The effectful actions the tool's name says.
+    named_actions: BTreeSet<&'static str>,
 }
 
 impl ActionWords {
@@ -813,7 +818,7 @@ impl ActionWords {
             let words: BTreeSet<String> =
                 p.content.into_keys().chain(p.axis_words.into_iter().map(|(_, w)| w)).collect();
             out = Some(match out {
-                None => ActionWords { said: words.clone(), every: words, named: BTreeSet::new() },
+                None => ActionWords { said: words.clone(), every: words, ..ActionWords::default() },
                 Some(mut a) => {
                     a.every.retain(|w| words.contains(w));
                     a.said.extend(words);
@@ -832,11 +837,26 @@ impl ActionWords {
     /// does not say stays a difference ("close the blinds" is never
     /// `open_blinds`), and a pole of the same axis with the other sign
     /// is refused before (rule 2).
+    /// And an effectful action only the candidate's phrasing says, where
+    /// the name says what the tool does with another verb, is that
+    /// phrasing's wording, not the action: "manda il robot a pulire in X"
+    /// taught for `vacuum-start` does not make "send" what a request for
+    /// it must say ("passa l'aspirapolvere in soggiorno"); an action the
+    /// name says ("delete file", "send announcement") stays required, and
+    /// a name with no verb ("lights", `email_report`) waives nothing.
     /// `name` is the tool's name as words ("open blinds", split by the
     /// caller: this module stays below `tool_words`).
     pub fn with_tool(mut self, name: &str) -> Self {
-        self.named = profile(name).poles;
+        let p = profile(name);
+        self.named = p.poles;
+        self.named_actions = p.effectful;
         self
+    }
+
+    /// Whether the candidate's effectful `action` is its phrasing's
+    /// wording rather than what the tool does ([`ActionWords::with_tool`]).
+    fn wording(&self, action: &str) -> bool {
+        !(self.named.is_empty() && self.named_actions.is_empty()) && !self.named_actions.contains(action)
     }
 }
 
@@ -883,6 +903,13 @@ pub fn check_for(
     }
     if let Some((kind, request, candidate)) = differing_values(&r, &c) {
         return Err(Mismatch::Values { kind, request, candidate });
+    }
+    if let Some(a) = action {
+        let only = |x: &&str| !r.effectful.contains(x) && a.words.wording(x);
+        let waived: Vec<&'static str> = c.effectful.iter().copied().filter(|x| only(&x)).collect();
+        for x in waived {
+            c.effectful.remove(x);
+        }
     }
     let (r, c) = one_sided_as_content(r, c)?;
     let repeats = r
@@ -1070,6 +1097,25 @@ mod tests {
         // A polite command is a command; two questions may match.
         assert_eq!(check("can you turn on the kitchen lights", "turn on the kitchen lights"), Ok(()));
         assert_eq!(check("is the garage door open", "is the garage door open"), Ok(()));
+    }
+
+    #[test]
+    fn an_action_only_a_phrasing_says_is_its_wording_when_the_tool_is_named_by_another_verb() {
+        let (taught, request) = ("manda il robot a pulire in zoneslot", "il robot a pulire in zoneslot");
+        let none = |_: &str| false;
+        let check_named = |name: &str| {
+            let words = ActionWords::of(["manda il robot a pulire in"]).with_tool(name);
+            let action = ActionContext { words: &words, is_value: &none, covers: false };
+            check_for(request, false, taught, Some(&action), &mut |_, _| false)
+        };
+        // `vacuum-start`: the tool starts; "send" is how one user said it.
+        assert_eq!(check_named("vacuum start"), Ok(()));
+        // A name that says "send", or no verb at all: "send" is required.
+        let send = Err(Mismatch::Action { action: "send" });
+        assert_eq!(check_named("send robot"), send);
+        assert_eq!(check_named("robot"), send);
+        // Without the action's words, as before.
+        assert_eq!(check(request, taught), send);
     }
 
     #[test]
