@@ -856,7 +856,8 @@ impl ActionWords {
     /// Whether the candidate's effectful `action` is its phrasing's
     /// wording rather than what the tool does ([`ActionWords::with_tool`]).
     fn wording(&self, action: &str) -> bool {
-        !(self.named.is_empty() && self.named_actions.is_empty()) && !self.named_actions.contains(action)
+        let names_a_verb = !self.named.is_empty() || !self.named_actions.is_empty();
+        names_a_verb && !self.named_actions.contains(action)
     }
 }
 
@@ -906,7 +907,7 @@ pub fn check_for(
     }
     if let Some(a) = action {
         let only = |x: &&str| !r.effectful.contains(x) && a.words.wording(x);
-        let waived: Vec<&'static str> = c.effectful.iter().copied().filter(|x| only(&x)).collect();
+        let waived: Vec<&'static str> = c.effectful.iter().copied().filter(only).collect();
         for x in waived {
             c.effectful.remove(x);
         }
