@@ -187,7 +187,19 @@ const AXES: &[(&str, &[&str], &[&str])] = &[
     (
         "membership",
         &["add", "insert", "include", "install", "aggiungi", "inserisci", "includi", "installa"],
-        &["remove", "delete", "exclude", "uninstall", "rimuovi", "togli", "leva", "escludi", "disinstalla", "elimina"],
+        &[
+            "remove",
+            "delete",
+            "exclude",
+            "uninstall",
+            "rimuovi",
+            "togli",
+            "leva",
+            "escludi",
+            "disinstalla",
+            "elimina",
+            "cancella",
+        ],
     ),
     ("visibility", &["show", "unhide", "mostra", "mostrami"], &["hide", "nascondi"]),
     ("sound", &["unmute"], &["mute", "silenzia"]),
@@ -1098,6 +1110,14 @@ mod tests {
         // A polite command is a command; two questions may match.
         assert_eq!(check("can you turn on the kitchen lights", "turn on the kitchen lights"), Ok(()));
         assert_eq!(check("is the garage door open", "is the garage door open"), Ok(()));
+    }
+
+    #[test]
+    fn cancella_takes_off_a_list_as_togli_and_delete_do() {
+        let taught = "togli entryslot dalla lista della listnameslot";
+        assert_eq!(check("cancella il entryslot dalla lista della listnameslot", taught), Ok(()));
+        let added = check("cancella il entryslot dalla lista della listnameslot", "aggiungi entryslot alla lista");
+        assert_eq!(added, Err(Mismatch::Polarity { axis: "membership" }));
     }
 
     #[test]
