@@ -158,13 +158,15 @@ impl Backend {
         }
     }
 
-    /// Opens the log in `dir`; the sled one retries a lock for a while (see [`open`]).
+    /// Opens the log in `dir`, either backend retrying the data dir's lock
+    /// for a while, as a killed child's may outlive it briefly on a loaded
+    /// machine (see [`reopened`]).
     fn open(&self, dir: &Path) -> Arc<dyn EventLog> {
         match self {
             Backend::Sled => Arc::new(open(dir)),
             Backend::JetStream(url, stream) => {
                 let config = JetStreamConfig { url: url.clone(), stream: stream.clone(), ..JetStreamConfig::default() };
-                Arc::new(JetStreamLog::open(dir, LogConfig::default(), config).expect("the log opens"))
+                Arc::new(reopened(|| JetStreamLog::open(dir, LogConfig::default(), config.clone())))
             }
         }
     }
@@ -276,9 +278,15 @@ fn is_batch_boundary(n: u32) -> bool {
 /// this very process. A lock left by the killed child itself would not go
 /// away, and fails the test after the deadline.
 fn open(dir: &Path) -> SledLog {
+    reopened(|| SledLog::open(dir, LogConfig::default()))
+}
+
+/// `open`'s log, retried for ten seconds while the data dir's lock is
+/// still held — by a killed child the kernel has not finished with.
+fn reopened<L>(open: impl Fn() -> Result<L, LogError>) -> L {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match SledLog::open(dir, LogConfig::default()) {
+        match open() {
             Ok(log) => return log,
             Err(LogError::DataDirInUse { .. }) if Instant::now() < deadline => {}
             Err(LogError::Sled(e)) if e.to_string().contains("could not acquire lock") && Instant::now() < deadline => {
