@@ -57,7 +57,7 @@
 //! The gate is deliberately conservative: it costs some paraphrase recall
 //! (measured in `docs/fast-path.md`) to keep wrong replays at zero.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::{lexicon, SlotKind};
@@ -810,10 +810,17 @@ pub fn check_with(request: &str, candidate: &str, same: &mut dyn FnMut(&str, &st
 /// `TurnOn` (all of them say it, in one language or the other).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ActionWords {
-    /// Words some phrasing says.
-    said: BTreeSet<String>,
-    /// Words every phrasing says.
-    every: BTreeSet<String>,
+    /// Word → how many of the phrasings say it: some phrasing says a word
+    /// counted, every phrasing one counted [`ActionWords::phrasings`]
+    /// times. Counts, not sets, so that a phrasing is added or taken away
+    /// alone ([`ActionWords::add`], [`ActionWords::remove`]): reading every
+    /// phrasing of an action again at each one learnt made a long
+    /// session's turns dearer the more one action had been said (a
+    /// profile of `engram bench soak`, one session, half its requests new:
+    /// a third of the CPU at 10 k turns).
+    counts: BTreeMap<String, u32>,
+    /// Phrasings read.
+    phrasings: u32,
     /// The poles the action's tool's name says ([`ActionWords::with_tool`]).
     named: BTreeSet<(&'static str, bool)>,
     /// The effectful actions the tool's name says.
@@ -824,21 +831,54 @@ impl ActionWords {
     /// The words of `phrasings` (canonical, their slots' masks taken
     /// out by the caller: a mask is no word of the action).
     pub fn of<'a>(phrasings: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut out: Option<ActionWords> = None;
+        let mut out = ActionWords::default();
         for text in phrasings {
-            let p = profile(text);
-            let words: BTreeSet<String> =
-                p.content.into_keys().chain(p.axis_words.into_iter().map(|(_, w)| w)).collect();
-            out = Some(match out {
-                None => ActionWords { said: words.clone(), every: words, ..ActionWords::default() },
-                Some(mut a) => {
-                    a.every.retain(|w| words.contains(w));
-                    a.said.extend(words);
-                    a
-                }
-            });
+            out.add(text);
         }
-        out.unwrap_or_default()
+        out
+    }
+
+    /// The words one phrasing says: its content words and the words that
+    /// named its poles, each once.
+    fn phrasing(text: &str) -> BTreeSet<String> {
+        let p = profile(text);
+        p.content.into_keys().chain(p.axis_words.into_iter().map(|(_, w)| w)).collect()
+    }
+
+    /// Adds one phrasing (as [`ActionWords::of`] reads it).
+    pub fn add(&mut self, text: &str) {
+        self.phrasings += 1;
+        for w in Self::phrasing(text) {
+            *self.counts.entry(w).or_default() += 1;
+        }
+    }
+
+    /// Takes away one phrasing added before (the same text).
+    pub fn remove(&mut self, text: &str) {
+        self.phrasings = self.phrasings.saturating_sub(1);
+        for w in Self::phrasing(text) {
+            if let Some(n) = self.counts.get_mut(&w) {
+                *n -= 1;
+                if *n == 0 {
+                    self.counts.remove(&w);
+                }
+            }
+        }
+    }
+
+    /// Whether no phrasing is left.
+    pub fn is_empty(&self) -> bool {
+        self.phrasings == 0
+    }
+
+    /// Whether some phrasing says `word`.
+    fn said(&self, word: &str) -> bool {
+        self.counts.contains_key(word)
+    }
+
+    /// Whether every phrasing says `word`.
+    fn every(&self, word: &str) -> bool {
+        self.counts.get(word).is_some_and(|n| *n == self.phrasings)
     }
 
     /// The action's tool's name (`open_blinds`, `HassTurnOn`) as its
@@ -939,7 +979,7 @@ pub fn check_for(
     // pole, no value a slot of it takes) stands in for the candidate's
     // words that not every phrasing says — a substitution, never a word
     // dropped for nothing ("che tempo fa" is no "annuncia a tutti che").
-    let said = |w: &String| action.is_some_and(|a| !is_pole(w) && !(a.is_value)(w) && a.words.said.contains(w));
+    let said = |w: &String| action.is_some_and(|a| !is_pole(w) && !(a.is_value)(w) && a.words.said(w));
     // The tool's name's poles ([`ActionWords::with_tool`]).
     let named = |w: &String| {
         action.is_some_and(|a| {
@@ -950,8 +990,7 @@ pub fn check_for(
     let request_only: Vec<String> = r.content.keys().filter(|w| !c.content.contains_key(*w)).cloned().collect();
     let substituted = request_only.iter().any(said);
     let renamed = request_only.iter().any(named);
-    let needed =
-        |w: &String| (!substituted || action.is_none_or(|a| a.words.every.contains(w))) && !(renamed && is_pole(w));
+    let needed = |w: &String| (!substituted || action.is_none_or(|a| a.words.every(w))) && !(renamed && is_pole(w));
     let request_only: Vec<String> = request_only.into_iter().filter(|w| !said(w) && !named(w)).collect();
     let candidate_only: Vec<String> =
         c.content.keys().filter(|w| !r.content.contains_key(*w) && needed(w)).cloned().collect();
@@ -1110,6 +1149,20 @@ mod tests {
         // A polite command is a command; two questions may match.
         assert_eq!(check("can you turn on the kitchen lights", "turn on the kitchen lights"), Ok(()));
         assert_eq!(check("is the garage door open", "is the garage door open"), Ok(()));
+    }
+
+    #[test]
+    fn an_action_s_words_take_a_phrasing_away_as_if_never_read() {
+        let texts = ["turn on the light in the", "accendi la luce in", "switch the lights on in the"];
+        let mut words = ActionWords::of(texts);
+        words.remove(texts[1]);
+        assert_eq!(words, ActionWords::of([texts[0], texts[2]]));
+        // "on" every phrasing left says; "accendi" none does any more.
+        assert!(words.every("on") && !words.said("accendi"));
+        words.remove(texts[0]);
+        words.remove(texts[2]);
+        assert!(words.is_empty());
+        assert_eq!(words, ActionWords::default());
     }
 
     #[test]

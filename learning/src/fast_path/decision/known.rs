@@ -93,26 +93,12 @@ impl FastPath {
 
     /// Each L1 action's words ([`gate::ActionWords`]), from its phrasings.
     pub(super) fn l1_action_words(&self) -> HashMap<String, gate::ActionWords> {
-        self.action_words_of(None)
-    }
-
-    /// The words of the L1 actions in `only` (`None`: every one), from
-    /// their phrasings: what a change to those actions' rows asks to read
-    /// again — reading every action's at every row learnt made each turn
-    /// of a long session slower than the last (a profile of `engram bench
-    /// soak`, 20 k turns, half of them new: a third of the CPU).
-    pub(super) fn action_words_of(&self, only: Option<&HashSet<String>>) -> HashMap<String, gate::ActionWords> {
-        let mut by: HashMap<&str, (&str, Vec<String>)> = HashMap::new();
-        for (_, r) in self.l1.rows.values().filter(|(_, r)| only.is_none_or(|o| o.contains(&r.action))) {
-            let words: Vec<&str> = r.canonical.split(' ').filter(|w| !slots::is_mask(w)).collect();
-            by.entry(r.action.as_str()).or_insert((r.executor.as_str(), Vec::new())).1.push(words.join(" "));
+        let mut by: HashMap<String, gate::ActionWords> = HashMap::new();
+        for (_, r) in self.l1.rows.values() {
+            let (action, tool, text) = action_phrasing(r);
+            by.entry(action).or_insert_with(|| action_words(&tool)).add(&text);
         }
-        by.into_iter()
-            .map(|(a, (tool, texts))| {
-                let name = crate::tool_words::split_name(tool).join(" ");
-                (a.to_owned(), gate::ActionWords::of(texts.iter().map(String::as_str)).with_tool(&name))
-            })
-            .collect()
+        by
     }
 
     /// The values said for slot `name`'s parameter by any action's slot
@@ -151,4 +137,21 @@ impl FastPath {
         }
         spec.get("enum")?.as_array().cloned()
     }
+}
+
+/// An L1 row as its action's words read it ([`gate::ActionWords`]): the
+/// action, its tool, and the phrasing's words without its slots' masks
+/// (a mask is no word of the action).
+pub(super) type ActionPhrasing = (String, String, String);
+
+/// [`ActionPhrasing`] of the row `r`.
+pub(super) fn action_phrasing(r: &super::L1Row) -> ActionPhrasing {
+    let words: Vec<&str> = r.canonical.split(' ').filter(|w| !slots::is_mask(w)).collect();
+    (r.action.clone(), r.executor.clone(), words.join(" "))
+}
+
+/// No phrasing yet of an action of `tool`: its name's words, as the gate
+/// reads them ([`gate::ActionWords::with_tool`]).
+pub(super) fn action_words(tool: &str) -> gate::ActionWords {
+    gate::ActionWords::default().with_tool(&crate::tool_words::split_name(tool).join(" "))
 }

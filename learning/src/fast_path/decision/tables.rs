@@ -235,10 +235,11 @@ impl FastPath {
                 (e, row)
             })
             .collect();
-        // The actions whose phrasings change: those touched, and those
-        // the rows replaced had (a phrasing the model now answers otherwise).
-        let mut changed: HashSet<String> = touched.clone();
-        changed.extend(l1.iter().filter_map(|(e, _)| self.l1.rows.get(e)).map(|(_, r)| r.action.clone()));
+        // Each example's phrasing before, for its action's words after.
+        let before: Vec<(String, Option<super::known::ActionPhrasing>)> = l1
+            .iter()
+            .map(|(e, _)| (e.clone(), self.l1.rows.get(e).map(|(_, r)| super::known::action_phrasing(r))))
+            .collect();
         let a = self.l1.apply(l1, embed)?;
         for key in &touched {
             match canonical.action(key) {
@@ -248,12 +249,23 @@ impl FastPath {
         }
         if a != Changes::default() {
             self.command_words = self.l1_command_words();
-            let mut words = self.action_words_of(Some(&changed));
-            for action in &changed {
-                match words.remove(action) {
-                    Some(w) => self.action_words.insert(action.clone(), w),
-                    None => self.action_words.remove(action),
-                };
+        }
+        // The phrasings each example took away and brought, alone.
+        for (example, old) in before {
+            let new = self.l1.rows.get(&example).map(|(_, r)| super::known::action_phrasing(r));
+            if old == new {
+                continue;
+            }
+            if let Some((action, _, text)) = old {
+                if let Some(words) = self.action_words.get_mut(&action) {
+                    words.remove(&text);
+                    if words.is_empty() {
+                        self.action_words.remove(&action);
+                    }
+                }
+            }
+            if let Some((action, tool, text)) = new {
+                self.action_words.entry(action).or_insert_with(|| super::known::action_words(&tool)).add(&text);
             }
         }
         if !touched.is_empty() {
