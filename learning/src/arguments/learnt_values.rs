@@ -68,8 +68,7 @@ pub fn complete(schema: &Value, args: &mut ToolArgs, request: &str, learnt: &Lea
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
     let ws = words(request);
     for (k, spec) in props {
-        let open_string = spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
-        if !open_string {
+        if !open_string(spec) {
             continue;
         }
         let values = learnt(k, spec);
@@ -101,8 +100,6 @@ pub fn complete(schema: &Value, args: &mut ToolArgs, request: &str, learnt: &Lea
 /// pass and whose values (`learnt`) hold that value as said.
 pub fn relabel(schema: &Value, args: &mut ToolArgs, passed: &dyn Fn(&str) -> bool, learnt: &Learnt<'_>) {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
-    let open_string =
-        |spec: &Value| spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
     let misplaced: Vec<(String, String)> = args
         .0
         .iter()
@@ -113,12 +110,9 @@ pub fn relabel(schema: &Value, args: &mut ToolArgs, passed: &dyn Fn(&str) -> boo
         let ws = words(&said);
         let to = props.iter().filter(|(k, spec)| open_string(spec) && passed(k) && !args.0.contains_key(*k)).find_map(
             |(k, spec)| {
-                let values = learnt(k, spec);
-                let same = |s: &String| {
-                    let vs = words(s);
-                    vs.len() == ws.len() && vs.iter().zip(&ws).all(|(a, b)| same_word(a, b))
-                };
-                values.iter().find(|(s, _)| same(s)).map(|(_, v)| (k.clone(), v.clone()))
+                // A value the model passed, said as the whole of this one.
+                let same = |s: &String| run_of(&ws, &words(s)) == Some((0, ws.len()));
+                learnt(k, spec).iter().find(|(s, _)| same(s)).map(|(_, v)| (k.clone(), v.clone()))
             },
         );
         if let Some((to, value)) = to {
@@ -126,6 +120,12 @@ pub fn relabel(schema: &Value, args: &mut ToolArgs, passed: &dyn Fn(&str) -> boo
             args.0.insert(to, value);
         }
     }
+}
+
+/// Whether a parameter takes free strings: a string without an enum (an
+/// enum's members are its vocabulary already).
+fn open_string(spec: &Value) -> bool {
+    spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none()
 }
 
 /// Where `value`'s words stand in `ws`, first run.

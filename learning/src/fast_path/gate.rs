@@ -958,11 +958,7 @@ pub fn check_for(
         return Err(Mismatch::Values { kind, request, candidate });
     }
     if let Some(a) = action {
-        let only = |x: &&str| !r.effectful.contains(x) && a.words.wording(x);
-        let waived: Vec<&'static str> = c.effectful.iter().copied().filter(only).collect();
-        for x in waived {
-            c.effectful.remove(x);
-        }
+        c.effectful.retain(|x| r.effectful.contains(x) || !a.words.wording(x));
     }
     let (r, c) = one_sided_as_content(r, c)?;
     let repeats = r
