@@ -790,6 +790,53 @@ fn a_reply_the_host_stopped_waiting_for_still_opens_the_hot_window() {
     rt.shutdown().unwrap();
 }
 
+/// "Stop" is heard while a turn's tool still runs: the listener (and the
+/// router beside it on its thread) never waits for the reply loop, which
+/// may wait on a tool or a model for seconds. The tool here holds until
+/// the stop has come back, so a listener that shared the reply loop's
+/// thread would never answer and the wait below would time out.
+#[test]
+fn a_stop_is_heard_while_another_turns_tool_still_runs() {
+    use engram_events::payloads::UtteranceSource;
+    let f = fixture();
+    let (release, held) = crossbeam_channel::bounded::<()>(1);
+    let (started, running) = crossbeam_channel::bounded::<()>(1);
+    let held_clock = FnTool::new("get_now", "the current time", move |_, ctx| {
+        let _ = started.try_send(());
+        let _ = held.recv_timeout(Duration::from_secs(60));
+        Ok(ToolOutput::trusted(ctx.now.format("%H:%M").to_string()))
+    });
+    let rt = Arc::new(
+        Runtime::builder()
+            .data_dir(&f.data)
+            .offline()
+            .embedder(embedder())
+            .tool(Arc::new(held_clock))
+            .turn_timeout(Duration::from_secs(60))
+            .start()
+            .unwrap(),
+    );
+    let busy = {
+        let rt = rt.clone();
+        std::thread::spawn(move || rt.handle_utterance(&SessionId::new("s-busy"), "what time is it"))
+    };
+    running.recv_timeout(Duration::from_secs(30)).expect("the tool runs");
+    let (heard_tx, heard) = crossbeam_channel::bounded(1);
+    {
+        let rt = rt.clone();
+        std::thread::spawn(move || {
+            let _ = heard_tx.send(rt.handle_from(&SessionId::new("s-stop"), "stop", UtteranceSource::Voice));
+        });
+    }
+    let stopped = heard.recv_timeout(Duration::from_secs(30)).expect("the stop is heard while the tool holds");
+    release.send(()).unwrap();
+    let stopped = stopped.unwrap();
+    assert!(stopped.heard.intent.stop && stopped.layer.is_none(), "{stopped:?}");
+    let busy = busy.join().unwrap().unwrap();
+    assert_eq!(busy.layer, Some(RouteLayer::L0), "{busy:?}");
+    Arc::try_unwrap(rt).ok().expect("one handle left").shutdown().unwrap();
+}
+
 /// Offline, too (seed 002's memory without a model): what an earlier
 /// session taught answers a later "what is my name?" through `recall`.
 #[test]

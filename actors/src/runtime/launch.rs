@@ -1,7 +1,8 @@
 //! Starting the actors: the actix system on a thread of its own, one
-//! arbiter (thread) per role under a supervisor, the listener on its own,
-//! and the dispatcher that hands each of them the log's events from where
-//! their catch-up leaves off.
+//! arbiter (thread) per role under a supervisor — but for the roles that
+//! share the listener's ([`ON_LISTENER_THREAD`]) — and the dispatcher that
+//! hands each of them the log's events from where their catch-up leaves
+//! off.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -16,6 +17,21 @@ use crate::dispatch::{self, Feed};
 use crate::error::RuntimeError;
 use crate::roles::listener::{Listener, LISTENER_KINDS};
 use crate::shell::{Deliver, RoleFactory, SaveSnapshot, Shell, ShellStatus, Sizes};
+
+/// The roles whose shell runs on the listener's thread: the router. A
+/// turn's way in — heard, then routed — is then one thread's work: the
+/// listener's append hands the router its batch on the thread that
+/// committed it, where a router of its own waited for the OS to wake its
+/// thread onto a core, behind whatever else the turn had woken. A probe
+/// of a relaxed L0 turn (docs/performance.md, *The router on the
+/// listener's thread*) put that hop at 20–60 µs of a 170–290 µs turn.
+///
+/// Why the router and no other: its work is short (a decision, an
+/// embedding, a fold), so a stop said while it works is heard a
+/// millisecond late at worst. The reply loop waits on tools and models
+/// for seconds, and a stop must be heard while it does (the listener's
+/// rule: stop never waits for a model); the planner likewise.
+pub(crate) const ON_LISTENER_THREAD: &[&str] = &["router"];
 
 impl Runtime {
     /// Starts the listener and a supervised shell per factory, and the
@@ -56,12 +72,13 @@ impl Runtime {
                     for (((name, factory), kinds), (_, status)) in
                         factories.into_iter().zip(sys_kinds).zip(sys_statuses)
                     {
-                        let arbiter = Arbiter::new();
+                        let shared = ON_LISTENER_THREAD.contains(&name);
+                        let arbiter = if shared { listener_arbiter.handle() } else { Arbiter::new().handle() };
                         if crate::priority::BACKGROUND_ROLES.contains(&name) {
                             arbiter.spawn_fn(crate::priority::lower_this_thread);
                         }
                         let bus = sys_bus.clone();
-                        let addr = Supervisor::start_in_arbiter(&arbiter.handle(), move |_| {
+                        let addr = Supervisor::start_in_arbiter(&arbiter, move |_| {
                             Shell::new(name, bus, factory, kinds, status)
                         });
                         addrs.push((
