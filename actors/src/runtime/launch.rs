@@ -28,7 +28,11 @@ use crate::shell::{Deliver, RoleFactory, SaveSnapshot, Shell, ShellStatus, Sizes
 ///
 /// Why the router and no other: its work is short (a decision, an
 /// embedding, a fold), so a stop said while it works is heard a
-/// millisecond late at worst. The reply loop waits on tools and models
+/// millisecond late at worst — but for its first route after a start,
+/// which builds the fast path, and once after the embedding model
+/// changed, when it embeds the pattern store's requests again
+/// (`Router::reembed`): the listener waits for those as long as they
+/// take. The reply loop waits on tools and models
 /// for seconds, and a stop must be heard while it does (the listener's
 /// rule: stop never waits for a model); the planner likewise.
 pub(crate) const ON_LISTENER_THREAD: &[&str] = &["router"];
