@@ -822,14 +822,15 @@ fn a_stop_is_heard_while_another_turns_tool_still_runs() {
     };
     running.recv_timeout(Duration::from_secs(30)).expect("the tool runs");
     let (heard_tx, heard) = crossbeam_channel::bounded(1);
-    {
+    let stop = {
         let rt = rt.clone();
         std::thread::spawn(move || {
             let _ = heard_tx.send(rt.handle_from(&SessionId::new("s-stop"), "stop", UtteranceSource::Voice));
-        });
-    }
+        })
+    };
     let stopped = heard.recv_timeout(Duration::from_secs(30)).expect("the stop is heard while the tool holds");
     release.send(()).unwrap();
+    stop.join().unwrap();
     let stopped = stopped.unwrap();
     assert!(stopped.heard.intent.stop && stopped.layer.is_none(), "{stopped:?}");
     let busy = busy.join().unwrap().unwrap();
