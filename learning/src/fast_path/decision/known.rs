@@ -95,8 +95,7 @@ impl FastPath {
     pub(super) fn l1_action_words(&self) -> HashMap<String, gate::ActionWords> {
         let mut by: HashMap<String, gate::ActionWords> = HashMap::new();
         for (_, r) in self.l1.rows.values() {
-            let (action, tool, text) = action_phrasing(r);
-            by.entry(action).or_insert_with(|| action_words(&tool)).add(&text);
+            add_phrasing(&mut by, action_phrasing(r));
         }
         by
     }
@@ -150,8 +149,21 @@ pub(super) fn action_phrasing(r: &super::L1Row) -> ActionPhrasing {
     (r.action.clone(), r.executor.clone(), words.join(" "))
 }
 
-/// No phrasing yet of an action of `tool`: its name's words, as the gate
-/// reads them ([`gate::ActionWords::with_tool`]).
-pub(super) fn action_words(tool: &str) -> gate::ActionWords {
-    gate::ActionWords::default().with_tool(&crate::tool_words::split_name(tool).join(" "))
+/// Adds a row's phrasing to its action's words in `by`; an action's first
+/// also reads its tool's name, as the gate does
+/// ([`gate::ActionWords::with_tool`]).
+pub(super) fn add_phrasing(by: &mut HashMap<String, gate::ActionWords>, (action, tool, text): ActionPhrasing) {
+    let name = || crate::tool_words::split_name(&tool).join(" ");
+    by.entry(action).or_insert_with(|| gate::ActionWords::default().with_tool(&name())).add(&text);
+}
+
+/// Takes a row's phrasing, added before, away from its action's words in
+/// `by`; an action no phrasing is left of goes.
+pub(super) fn remove_phrasing(by: &mut HashMap<String, gate::ActionWords>, (action, _, text): ActionPhrasing) {
+    if let Some(words) = by.get_mut(&action) {
+        words.remove(&text);
+        if words.is_empty() {
+            by.remove(&action);
+        }
+    }
 }

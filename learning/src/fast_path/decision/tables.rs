@@ -256,16 +256,11 @@ impl FastPath {
             if old == new {
                 continue;
             }
-            if let Some((action, _, text)) = old {
-                if let Some(words) = self.action_words.get_mut(&action) {
-                    words.remove(&text);
-                    if words.is_empty() {
-                        self.action_words.remove(&action);
-                    }
-                }
+            if let Some(old) = old {
+                super::known::remove_phrasing(&mut self.action_words, old);
             }
-            if let Some((action, tool, text)) = new {
-                self.action_words.entry(action).or_insert_with(|| super::known::action_words(&tool)).add(&text);
+            if let Some(new) = new {
+                super::known::add_phrasing(&mut self.action_words, new);
             }
         }
         if !touched.is_empty() {
