@@ -406,6 +406,26 @@ fn a_third_vendors_home_keeps_what_the_user_said() {
     );
 }
 
+/// A fourth vendor's home (`tests/fixtures/home-d`: dotted tools, its
+/// properties worded as no rule reads them — "one appliance, lamp or plug
+/// by its label in the app", "door or gate, as the family names it"),
+/// nothing taught; the rows are from its dev split. Read by the nearest
+/// known wording (`property_roles`), the device and the door are the
+/// user's; before, both calls went without them.
+#[test]
+fn a_property_worded_as_no_rule_reads_it_is_read_by_meaning() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-d/tools.json"));
+    let planner = OfflinePlanner::new(e, &tools).unwrap();
+    let args = |tool: &str, request: &str| {
+        serde_json::to_string(&planner.arguments(tool, request, now()).expect("a tool of the home")).unwrap()
+    };
+    assert_eq!(args("switch.turn_on", "turn the kettle on"), r#"{"appliance":"kettle"}"#);
+    assert_eq!(args("switch.turn_on", "accendimi la lavatrice"), r#"{"appliance":"lavatrice"}"#);
+    assert_eq!(args("lock.engage", "can you lock the french doors for me"), r#"{"entrance":"french doors"}"#);
+    assert_eq!(args("player.play", "play abba in the snug"), r#"{"request":"abba","space":"snug"}"#);
+}
+
 /// Home C again, nothing taught (its dev split): a part without a verb is
 /// no call of another tool (rule 14: "the workshop" was `device-on`), a
 /// list the item goes to is no part of the item, and the place of what a

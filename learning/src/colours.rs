@@ -81,9 +81,14 @@ pub fn is_colour(word: &str) -> bool {
 /// not a colour *temperature*, a number.
 pub fn colour_property(name: &str, spec: &Value) -> bool {
     let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+    let colour = |w: &str| matches!(w, "color" | "colour" | "colore");
+    // Named so, or described so first ("hue": "colour or white tone, in
+    // the speaker's words").
+    let described = spec.get("description").and_then(Value::as_str).map(crate::text::normalize);
+    let opens = described.as_deref().and_then(|d| d.split_whitespace().next()).is_some_and(colour);
     kind == "string"
         && spec.get("enum").is_none()
-        && crate::tool_words::split_name(name).iter().any(|w| matches!(w.as_str(), "color" | "colour" | "colore"))
+        && (crate::tool_words::split_name(name).iter().any(|w| colour(w)) || opens)
 }
 
 /// The first colour `request` names, as said.

@@ -328,6 +328,17 @@ pub fn handles(name: &str, spec: &Value) -> bool {
     place_property(name, spec) || thing_of(name, spec).is_some() || purpose_like(spec) || device_name(name, spec)
 }
 
+/// Whether any rule here reads property `name` (`spec`) — a place, a
+/// thing's name, a device, free text (`required`: the tool cannot run
+/// without it) — or it is a colour: what the offline planner's reading
+/// by meaning leaves alone (`offline_planner::property_roles`, rule 1).
+pub fn reads(name: &str, spec: &Value, required: bool) -> bool {
+    handles(name, spec)
+        || free_text(name, spec, required)
+        || sentence_like(name, spec)
+        || crate::colours::colour_property(name, spec)
+}
+
 /// Fills what a lower-case request's word order says (module docs).
 pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let mut out = Values::new();

@@ -168,8 +168,10 @@
 //! `phrasings.rs`, rule 2's paths in `paths.rs`, rules 3, 10 and 12 (what
 //! a part asks done, and whether a tool does it) in `action_fit.rs`, the
 //! split on conjunctions and rule 6's merge in `parts.rs`; the plan with
-//! the model away (its near miss, the values it passed) in `away.rs`; the
-//! ranking that weighs them all here.
+//! the model away (its near miss, the values it passed) in `away.rs`; a
+//! property its vendor words as no rule of [`crate::spoken`] reads, read
+//! by the nearest known wording, in `property_roles.rs`; the ranking that
+//! weighs them all here.
 
 use std::sync::Arc;
 
@@ -187,6 +189,7 @@ mod example_fit;
 mod parts;
 mod paths;
 mod phrasings;
+pub mod property_roles;
 
 pub use parts::split_conjunctions;
 pub use phrasings::{builtin_examples, GENERAL_KNOWLEDGE, SMALL_TALK};
@@ -351,7 +354,11 @@ impl OfflinePlanner {
     /// Embeds every tool's description and example phrasings once.
     pub fn new(embedder: Arc<dyn Embedder>, tools: &[ToolDescription]) -> Result<OfflinePlanner, EmbedError> {
         let mut profiles = Vec::with_capacity(tools.len());
+        let roles = property_roles::KnownRoles::new(embedder.as_ref())?;
         for (name, description, parameters) in tools {
+            // Its properties as the spoken rules read them, however its
+            // vendor words them (`property_roles`).
+            let parameters = &roles.read(embedder.as_ref(), parameters)?;
             let mut texts: Vec<String> = vec![description.clone(), name.replace(['_', '-'], " ")];
             let said = sentences(description);
             if said.len() > 1 {

@@ -1,0 +1,192 @@
+//! What a tool's string property holds, read by meaning when its vendor
+//! words it in a way the word rules of [`crate::spoken`] do not read.
+//!
+//! The spoken rules know a property's role by the words of its name and
+//! description: "Name of an area (room)" is a place, "Name of a single
+//! device, as the household calls it" a device by its name, "The item,
+//! as the user said it" free text. Another vendor says the same in its
+//! own words — "one appliance, lamp or plug by its label in the app",
+//! "door or gate, as the family names it" — and none of those words is
+//! one the rules look for, so a request's values went unread. Rules:
+//!
+//! 1. **Only what no rule reads.** A string property without an enum
+//!    that the spoken rules already read (a place, a thing's name, a
+//!    device, free text, a colour: [`crate::spoken::reads`]) is left as
+//!    its vendor wrote it; these rules never overrule a word rule.
+//! 2. **Nearest known wording.** The property, as "name: description", is
+//!    compared with [`KNOWN`] — descriptions of other vendors' properties
+//!    whose role the word rules read, each with its role. The nearest, at
+//!    [`ROLE_BAR`] at least and ahead of the nearest of any other role by
+//!    [`ROLE_MARGIN`], gives the role.
+//! 3. **Read as that role's wording.** The property's description is
+//!    replaced, in the planner's copy of the schema only, by a wording the
+//!    rules read for that role ([`Role::wording`]); a thing called by the
+//!    household's own name keeps its own head words ("door or gate"), which
+//!    tell what the thing is. The tool's call still uses the vendor's
+//!    property names: only how a request is read changes.
+//! 4. **A required text nobody reads is the tool's text.** A required
+//!    string property no rule reads and no known wording is near is what
+//!    the user words for the tool ("what: the thing to buy" of a grocery
+//!    tool): the words the verb and the tool's own words leave. A tool
+//!    cannot run without it, and the request is where it is said.
+
+use serde_json::Value;
+
+use crate::embedder::{EmbedError, Embedder};
+
+/// What a string property holds, as the spoken rules read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A room or an area of the home.
+    Place,
+    /// One device by the name the household gives it.
+    Device,
+    /// A thing of the tool's kind (a door, a cover) by the household's
+    /// name for it, said with its noun ("the cellar door").
+    Called,
+    /// Words the user says for the tool: an item, a search, a message.
+    Text,
+}
+
+impl Role {
+    /// A description the spoken rules read as this role (rule 3); `own`
+    /// is the property's own description.
+    fn wording(self, own: &str) -> String {
+        match self {
+            Role::Place => "Name of an area (room) of the home".to_owned(),
+            Role::Device => "Name of one device or entity, as the user calls it".to_owned(),
+            Role::Called => format!("{}, as the household calls it", head(own)),
+            Role::Text => "The text, as the user said it".to_owned(),
+        }
+    }
+}
+
+/// Other vendors' properties, as "name: description", whose role the word
+/// rules read (rule 2): homes A–C's schemas (`tests/fixtures/home*`), in
+/// their several styles. None is from a home the rules are measured on
+/// without having been read (docs/fast-path.md says which).
+pub const KNOWN: &[(Role, &str)] = &[
+    (Role::Place, "area: Name of an area (room) of the home"),
+    (Role::Place, "room: Room the device is in"),
+    (Role::Place, "room: Room to clean; everywhere if left out"),
+    (Role::Place, "zone: Zone (room or outdoor area) as the household calls it"),
+    (Role::Device, "name: Name of one device or entity, as the user calls it"),
+    (Role::Device, "device: Name of a single device, as the household calls it"),
+    (Role::Device, "target: One device by the name the household gives it"),
+    (Role::Device, "device: Name of a single lamp"),
+    (Role::Device, "target: One player or speaker by its name"),
+    (Role::Called, "door: Name of the door or gate"),
+    (Role::Called, "target: The door or gate, as the household calls it"),
+    (Role::Called, "target: One cover by its name (the skylight, the patio awning)"),
+    (Role::Text, "item: The item, as the user said it"),
+    (Role::Text, "entry: Text of the entry"),
+    (Role::Text, "query: Artist, album, song, genre or station to search for"),
+    (Role::Text, "search: What to play, as the user says it (artist, title, genre, station)"),
+    (Role::Text, "message: The message, as the user said it"),
+    (Role::Text, "text: Message to speak"),
+    (Role::Text, "announcement: The words to say, as the user says them"),
+];
+
+/// The cosine a property must reach to its nearest known wording to take
+/// its role (rule 2). Set before any home was measured with it, from the
+/// multilingual model's cosines of homes A–C's own wordings to one
+/// another (same role: 0.5–0.85); not tuned.
+pub const ROLE_BAR: f32 = 0.5;
+
+/// How far the nearest known wording must lead the nearest of another role
+/// (rule 2): two roles about as near is no reading.
+pub const ROLE_MARGIN: f32 = 0.05;
+
+/// The known wordings' vectors, embedded once per planner.
+pub struct KnownRoles {
+    vectors: Vec<Vec<f32>>,
+}
+
+impl KnownRoles {
+    /// Embeds [`KNOWN`].
+    pub fn new(embedder: &dyn Embedder) -> Result<KnownRoles, EmbedError> {
+        let texts: Vec<&str> = KNOWN.iter().map(|(_, t)| *t).collect();
+        Ok(KnownRoles { vectors: embedder.embed_batch(&texts)? })
+    }
+
+    /// `schema` with each property no rule reads described as the role its
+    /// wording is nearest to (rules 1–4); the same schema when there is
+    /// none.
+    pub fn read(&self, embedder: &dyn Embedder, schema: &Value) -> Result<Value, EmbedError> {
+        let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Ok(schema.clone()) };
+        let required: Vec<&str> =
+            schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let unread: Vec<(&String, &Value)> = props
+            .iter()
+            .filter(|(k, spec)| {
+                let string = spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
+                string && !crate::spoken::reads(k, spec, required.contains(&k.as_str()))
+            })
+            .collect();
+        if unread.is_empty() {
+            return Ok(schema.clone());
+        }
+        let texts: Vec<String> = unread.iter().map(|(k, spec)| format!("{k}: {}", description(spec))).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = embedder.embed_batch(&refs)?;
+        let mut out = schema.clone();
+        for ((k, spec), v) in unread.into_iter().zip(&vectors) {
+            if let Some(role) = self.nearest(v) {
+                let own = description(spec);
+                let wording = role.wording(&own);
+                tracing::debug!(property = %k, ?role, %wording, "offline planner: a property read by meaning");
+                // After its own words, which may say more (a format: "The
+                // city and state, e.g. San Francisco, CA").
+                out["properties"][k.as_str()]["description"] = Value::String(format!("{own}. {wording}"));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The role of the known wording nearest to `v`, if it passes the bar
+    /// and leads every other role by the margin (rule 2).
+    fn nearest(&self, v: &[f32]) -> Option<Role> {
+        let cosines: Vec<(Role, f32)> =
+            KNOWN.iter().zip(&self.vectors).map(|((r, _), w)| (*r, super::dot(v, w))).collect();
+        let (role, best) = cosines.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let other = cosines.iter().filter(|(r, _)| *r != role).map(|(_, c)| *c).fold(f32::MIN, f32::max);
+        (best >= ROLE_BAR && best - other >= ROLE_MARGIN).then_some(role)
+    }
+}
+
+fn description(spec: &Value) -> String {
+    spec.get("description").and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+/// A description's head: its first clause, before how the thing is named
+/// ("door or gate, as the family names it" → "door or gate").
+fn head(description: &str) -> &str {
+    let first = description.split([',', ';', '.', '(']).next().unwrap_or("");
+    first.split(" by ").next().unwrap_or("").split(" as ").next().unwrap_or("").trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_called_thing_keeps_its_own_head_words() {
+        assert_eq!(
+            Role::Called.wording("door or gate, as the family names it"),
+            "door or gate, as the household calls it"
+        );
+        assert_eq!(head("one cover by its label (the skylight)"), "one cover");
+    }
+
+    #[test]
+    fn every_known_wording_is_read_by_the_word_rules_as_its_role() {
+        // Rule 2's premise: the known wordings are ones the rules read.
+        for (role, text) in KNOWN {
+            let (name, d) = text.split_once(": ").expect("name: description");
+            let spec = serde_json::json!({"type": "string", "description": d});
+            assert!(crate::spoken::reads(name, &spec, *role == Role::Text), "{text}");
+            let rewritten = serde_json::json!({"type": "string", "description": role.wording(d)});
+            assert!(crate::spoken::reads("x", &rewritten, *role == Role::Text), "{role:?} wording of {text}");
+        }
+    }
+}
