@@ -176,6 +176,25 @@ fn is_compound_joint<S: AsRef<str>>(words: &[S], i: usize) -> bool {
         && noun(words[i + 1].as_ref())
 }
 
+/// Whether `words[i]` joins two nouns of one new value's name, as a value
+/// slot reads it (rule 5, [`vocabulary::Vocabulary::fits`]): a compound's
+/// joint ([`is_compound_joint`]), or an Italian "of" with its article
+/// between two nouns — "stanza del camino", "camera degli ospiti",
+/// "cancelletto del giardino" are one room or one gate each, once the
+/// words around the slot have placed the value. Not where a fill is
+/// placed ([`filling`]): there "la luce della cucina" is a light and a
+/// room.
+fn is_name_joint<S: AsRef<str>>(words: &[S], i: usize) -> bool {
+    const OF: &[&str] = &["del", "dello", "della", "dei", "degli", "delle", "dell"];
+    let noun = |w: &str| !is_grammar(w) && !is_mask(w);
+    is_compound_joint(words, i)
+        || (i > 0
+            && i + 1 < words.len()
+            && OF.contains(&words[i].as_ref())
+            && noun(words[i - 1].as_ref())
+            && noun(words[i + 1].as_ref()))
+}
+
 /// Whether a word is an article, a preposition or another word that never
 /// opens or closes a value (trimmed from a fill's edges, rule 4; costs
 /// little when one side lacks it).
@@ -530,7 +549,12 @@ mod tests {
         // An Italian compound noun is one name, its joint no grammar.
         assert_eq!(rooms.fits("camera da letto", None, &none), Some(json!("camera da letto")));
         assert_eq!(rooms.fits("sala di lettura grande", None, &none), Some(json!("sala di lettura grande")));
-        assert_eq!(rooms.fits("luce della cucina", None, &none), None, "an article after it: two things");
+        // An "of" with its article joins a name too ("stanza del camino");
+        // a word the phrasings say around values is none of a new one
+        // ("luce" of "spegni la luce in roomslot": a light and a room).
+        assert_eq!(rooms.fits("stanza del camino", None, &none), Some(json!("stanza del camino")));
+        let light = |w: &str| w == "luce";
+        assert_eq!(rooms.fits("luce della cucina", None, &light), None, "the phrasing's own word: two things");
         assert_eq!(rooms.fits("luce di spegni", None, &none), None, "a verb is no noun of a compound");
         // A known value is no fill of a compound it begins.
         let known = |_: &str| vec!["camera".to_owned()];

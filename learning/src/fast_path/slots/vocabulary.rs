@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::filling::Edges;
-use super::{is_compound_joint, is_determiner, same_word};
+use super::{is_determiner, is_name_joint, same_word};
 use crate::fast_path::gate;
 use crate::text::{is_negation, is_stop_word, normalize, Negations};
 
@@ -186,7 +186,7 @@ impl Vocabulary {
         // Shaped like the values taken: no grammar they never had, not
         // longer by more than a word.
         let words: Vec<&str> = said.split(' ').collect();
-        let joints: Vec<usize> = (0..words.len()).filter(|&i| is_compound_joint(&words, i)).collect();
+        let joints: Vec<usize> = (0..words.len()).filter(|&i| is_name_joint(&words, i)).collect();
         let longest = self.values.iter().map(|(s, _, _)| s.split(' ').count()).max().unwrap_or(1);
         if words.len() - 2 * joints.len() > longest + 1 {
             return None;
