@@ -483,15 +483,7 @@ fn a_tool_given_the_kind_of_value_the_model_gave_it_wins() {
         lights("workshop"),
         lights("dining room"),
     ];
-    let turns: Vec<(&str, Vec<PlanStep>)> = turns.iter().map(|(t, s)| (t.as_str(), s.clone())).collect();
-    let (canonical, _) = engram_learning::reactors::fast_path::learn(
-        &turns,
-        1,
-        engram_actors::config::Config::default().multi_tool_fast_path,
-        FixedOffset::east_opt(3600).unwrap(),
-    );
-    let mut taught = TaughtPhrasings::default();
-    taught.learn(&canonical, canonical.iter(), &mut |texts: &[&str]| e.embed_batch(texts)).unwrap();
+    let taught = taught_by(&e, &turns);
     let plan = |request: &str, taught: &TaughtPhrasings| {
         let steps = planner.plan_taught(request, now(), taught).unwrap();
         steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect::<Vec<_>>()
@@ -502,4 +494,57 @@ fn a_tool_given_the_kind_of_value_the_model_gave_it_wins() {
         assert_eq!(plan(request, &taught), [format!(r#"device-on {{"target":"{device}"}}"#)], "{request}");
     }
     assert_eq!(plan("turn the lights on in the box room", &taught), [r#"light-on {"zone":"box room"}"#]);
+}
+
+/// `property_roles` rule 5 (home D's dev split): a grocery tool's `what`
+/// ("the thing to buy") is read by no rule and near no known wording; the
+/// model passed the user's words for it, so with the model away the
+/// planner reads it as the tool's text — but never the words the taught
+/// phrasings say around it ("shopping list"), and a call left without it
+/// is no call.
+#[test]
+fn a_property_the_model_filled_with_the_users_words_is_the_tools_text() {
+    use engram_events::payloads::{PlanStep, ToolArgs};
+    use engram_learning::taught_phrasings::TaughtPhrasings;
+    let e: Arc<OnnxEmbedder> = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-d/tools.json"));
+    let planner = OfflinePlanner::new(e.clone(), &tools).unwrap();
+    let call = |tool: &str, args: &str| vec![PlanStep { tool: tool.into(), args: ToolArgs::from_json(args).unwrap() }];
+    let turns: Vec<(String, Vec<PlanStep>)> = ["marmite", "kitchen roll", "oat milk"]
+        .iter()
+        .map(|item| {
+            (format!("stick {item} on the shopping list"), call("groceries.append", &format!(r#"{{"what":"{item}"}}"#)))
+        })
+        .collect();
+    let taught = taught_by(&e, &turns);
+    let args = |request: &str, taught: &TaughtPhrasings| {
+        let a = planner.arguments_taught("groceries.append", request, now(), taught).unwrap();
+        serde_json::to_string(&a).unwrap()
+    };
+    let request = "put baked beans on the shopping list";
+    assert_eq!(args(request, &TaughtPhrasings::default()), "{}", "nothing taught: no rule reads `what`");
+    assert_eq!(args(request, &taught), r#"{"what":"baked beans"}"#);
+    let plan = |request: &str| {
+        let steps = planner.plan_taught(request, now(), &taught).unwrap();
+        steps.iter().map(|s| format!("{} {}", s.tool, s.args.to_json())).collect::<Vec<_>>()
+    };
+    assert_eq!(plan("add that to the shopping list"), Vec::<String>::new(), "no thing said: no call");
+}
+
+/// What the model taught by `turns` (request, the call it planned), each
+/// rated good, as the router hands it to the offline planner.
+fn taught_by(
+    e: &Arc<OnnxEmbedder>,
+    turns: &[(String, Vec<engram_events::payloads::PlanStep>)],
+) -> engram_learning::taught_phrasings::TaughtPhrasings {
+    let turns: Vec<(&str, Vec<_>)> = turns.iter().map(|(t, s)| (t.as_str(), s.clone())).collect();
+    let (canonical, _) = engram_learning::reactors::fast_path::learn(
+        &turns,
+        1,
+        engram_actors::config::Config::default().multi_tool_fast_path,
+        FixedOffset::east_opt(3600).unwrap(),
+    );
+    let mut taught = engram_learning::taught_phrasings::TaughtPhrasings::default();
+    taught.learn(&canonical, canonical.iter(), &mut |texts: &[&str]| e.embed_batch(texts)).unwrap();
+    taught
 }

@@ -146,6 +146,14 @@ impl TaughtPhrasings {
         self.values.get(tool).and_then(|p| p.get(param)).map_or(&[], Vec::as_slice)
     }
 
+    /// The words `tool`'s taught phrasings say around their values (their
+    /// canonical texts without the slots' masks): what a value of its is
+    /// not ([`crate::offline_planner::property_roles`], rule 5).
+    pub fn said_around(&self, tool: &str) -> HashSet<&str> {
+        let phrasings = self.by_tool.get(tool).into_iter().flat_map(|t| t.keys());
+        phrasings.flat_map(|c| c.split_whitespace()).filter(|w| !slots::is_mask(w)).collect()
+    }
+
     /// Whether the model passed values for any parameter of `tool`.
     pub fn has_values(&self, tool: &str) -> bool {
         self.values.contains_key(tool)

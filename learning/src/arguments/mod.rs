@@ -210,6 +210,17 @@ fn fill_either(tool: &str, description: &str, schema: &Value, request: &str, now
     out
 }
 
+/// Whether rule 1 reads property `name` (`spec`) by its name or format —
+/// a path, a URL, an e-mail, a date, a time: a value the request marks by
+/// its shape, which no reading of its role may take as words
+/// (`offline_planner::property_roles`).
+pub fn by_name_or_format(name: &str, spec: &Value) -> bool {
+    slots::slot_for(name, spec).is_some()
+        || slots::date_like(name, spec)
+        || slots::time_like(name, spec)
+        || slots::moment_like(name, spec)
+}
+
 /// Fills the arguments of a tool with parameters `schema` from `request`,
 /// said at `now` (module docs).
 pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {

@@ -30,7 +30,7 @@ impl OfflinePlanner {
             tracing::warn!("offline planner failed open: {e}");
             Vec::new()
         });
-        let arguments = |tool: &str| self.arguments(tool, request, now);
+        let arguments = |tool: &str| self.arguments_taught(tool, request, now, taught);
         let sets_nothing = |step: &PlanStep| self.call_sets_nothing(step);
         let one_of_two = |args: &ToolArgs| crate::arguments::one_of_two(args, request);
         let reads_path = self.reads_path(request, now);

@@ -518,12 +518,16 @@ impl OfflinePlanner {
         // and could you give it in Fahrenheit").
         if let ([step], true) = (steps.as_mut_slice(), parts.len() > 1) {
             if let Some(tool) = self.tools.iter().find(|t| t.name == step.tool && from[0] != request) {
-                step.args = args_for(tool, request, now);
+                step.args = args_taught(tool, request, now, taught);
             }
         }
-        // Rule 13: one call cannot say two values of one property.
+        // Rule 13: one call cannot say two values of one property — nor
+        // two things in the words it takes as its text only because the
+        // model did ("latte e uova": `property_roles`, rule 5).
         if let [step] = steps.as_slice() {
-            if crate::arguments::one_of_two(&step.args, request) {
+            let tool = self.tools.iter().find(|t| t.name == step.tool);
+            let two = tool.is_some_and(|t| property_roles::joins_two(&t.schema, &t.name, &step.args, taught));
+            if crate::arguments::one_of_two(&step.args, request) || two {
                 return Ok(Vec::new());
             }
         }
@@ -624,7 +628,7 @@ impl OfflinePlanner {
             return None;
         }
         let tool = stand_in(tool, candidates(), score);
-        Some(PlanStep { tool: tool.name.clone(), args: args_for(tool, part, now) })
+        Some(PlanStep { tool: tool.name.clone(), args: args_taught(tool, part, now, taught) })
     }
 }
 
@@ -673,7 +677,7 @@ impl OfflinePlanner {
         if !taught.has_values(&tool.name) {
             return false;
         }
-        let args = args_for(tool, part, now);
+        let args = args_taught(tool, part, now, taught);
         let mut texts = args.0.iter().filter(|(_, v)| v.is_string()).map(|(k, _)| k).peekable();
         texts.peek().is_some() && texts.all(|k| !taught.values(&tool.name, k).is_empty())
     }
@@ -683,7 +687,19 @@ impl OfflinePlanner {
     /// model taught for requests like this one is completed with them
     /// (`fast_path::model_away`). `None` for a tool it does not know.
     pub fn arguments(&self, tool: &str, request: &str, now: DateTime<FixedOffset>) -> Option<ToolArgs> {
-        self.tools.iter().find(|t| t.name == tool).map(|t| args_for(t, request, now))
+        self.arguments_taught(tool, request, now, &TaughtPhrasings::default())
+    }
+
+    /// [`OfflinePlanner::arguments`], a property the model passed the
+    /// user's words for read as the tool's text (`property_roles`, rule 5).
+    pub fn arguments_taught(
+        &self,
+        tool: &str,
+        request: &str,
+        now: DateTime<FixedOffset>,
+        taught: &TaughtPhrasings,
+    ) -> Option<ToolArgs> {
+        self.tools.iter().find(|t| t.name == tool).map(|t| args_taught(t, request, now, taught))
     }
 
     /// Rule 10 for a call planned elsewhere — a near miss taken with the
@@ -750,6 +766,20 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// left out: the reply loop asks for it rather than call the tool.
 fn args_for(tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>) -> ToolArgs {
     crate::arguments::fill_for(&tool.name, &tool.description, &tool.schema, part, now).args
+}
+
+/// [`args_for`], the properties the model passed the user's words for read
+/// as the tool's text (`property_roles`, rule 5).
+fn args_taught(tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>, taught: &TaughtPhrasings) -> ToolArgs {
+    let schema = property_roles::taught_text(&tool.schema, &tool.name, taught);
+    let mut args = crate::arguments::fill_for(&tool.name, &tool.description, &schema, part, now).args;
+    if let std::borrow::Cow::Owned(read) = &schema {
+        let by_rule_5 = |k: &str| read["properties"][k] != tool.schema["properties"][k];
+        args.0.retain(|k, v| {
+            !by_rule_5(k) || v.as_str().is_none_or(|s| property_roles::taught_value_fits(s, &tool.name, k, taught))
+        });
+    }
+    args
 }
 
 #[cfg(test)]

@@ -11,8 +11,12 @@
 //!
 //! 1. **Only what no rule reads.** A string property without an enum
 //!    that the spoken rules already read (a place, a thing's name, a
-//!    device, free text, a colour: [`crate::spoken::reads`]) is left as
-//!    its vendor wrote it; these rules never overrule a word rule.
+//!    device, free text, a colour: [`crate::spoken::reads`]), or that the
+//!    filler reads by its name or format (a path, a URL, a date:
+//!    [`crate::arguments::by_name_or_format`]), is left as its vendor wrote
+//!    it; these rules never overrule another rule. (Without the second
+//!    half, `engram demo`'s "how big is ~/notes.txt" lost its path to the
+//!    words "notes txt".)
 //! 2. **Nearest known wording.** The property, as "name: description", is
 //!    compared with [`KNOWN`] — descriptions of other vendors' properties
 //!    whose role the word rules read, each with its role. The nearest, at
@@ -20,19 +24,35 @@
 //!    [`ROLE_MARGIN`], gives the role.
 //! 3. **Read as that role's wording.** The property's description is
 //!    replaced, in the planner's copy of the schema only, by a wording the
-//!    rules read for that role ([`Role::wording`]); a thing called by the
+//!    rules read for that role (`Role::wording`); a thing called by the
 //!    household's own name keeps its own head words ("door or gate"), which
 //!    tell what the thing is. The tool's call still uses the vendor's
 //!    property names: only how a request is read changes.
-//! 4. **A required text nobody reads is the tool's text.** A required
+//! 4. *(Tried, not kept.)* **A required text nobody reads is the tool's text.** A required
 //!    string property no rule reads and no known wording is near is what
 //!    the user words for the tool ("what: the thing to buy" of a grocery
 //!    tool): the words the verb and the tool's own words leave. A tool
 //!    cannot run without it, and the request is where it is said.
+//!    Not kept (docs/fast-path.md): read so for every vendor, it made
+//!    BFCL's commands, URLs and keys the request's words.
+//! 5. **What the model passed says what a property holds.** With the model
+//!    away ([`taught_text`]), a required string property no rule reads,
+//!    for which the model passed values the user said
+//!    ([`crate::taught_phrasings`], rule 5: "marmite", "ring the vet"), is
+//!    the tool's text: the model took the user's words for it, so the
+//!    planner does too — but no word the tool's taught phrasings say
+//!    around their values ("shopping list" of "stick X on the shopping
+//!    list"), unless its values had it, is any of such a text: the words
+//!    then read are the request's wording, not its thing, and the value
+//!    is left unsaid ([`taught_value_fits`]).
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
 use crate::embedder::{EmbedError, Embedder};
+use crate::taught_phrasings::TaughtPhrasings;
+use engram_events::payloads::ToolArgs;
 
 /// What a string property holds, as the spoken rules read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +143,9 @@ impl KnownRoles {
             .iter()
             .filter(|(k, spec)| {
                 let string = spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
-                string && !crate::spoken::reads(k, spec, required.contains(&k.as_str()))
+                string
+                    && !crate::spoken::reads(k, spec, required.contains(&k.as_str()))
+                    && !crate::arguments::by_name_or_format(k, spec)
             })
             .collect();
         if unread.is_empty() {
@@ -155,6 +177,65 @@ impl KnownRoles {
         let other = cosines.iter().filter(|(r, _)| *r != role).map(|(_, c)| *c).fold(f32::MIN, f32::max);
         (best >= ROLE_BAR && best - other >= ROLE_MARGIN).then_some(role)
     }
+}
+
+/// Rule 5: `schema` of `tool` with each required string property no rule
+/// reads, for which the model passed values the user said (`taught`),
+/// read as the tool's text; borrowed as it is when there is none.
+pub fn taught_text<'a>(schema: &'a Value, tool: &str, taught: &TaughtPhrasings) -> Cow<'a, Value> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Cow::Borrowed(schema) };
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let texts: Vec<&String> = props
+        .iter()
+        .filter(|(k, spec)| {
+            let string = spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
+            string
+                && required.contains(&k.as_str())
+                && !crate::spoken::reads(k, spec, true)
+                && !crate::arguments::by_name_or_format(k, spec)
+                && !taught.values(tool, k).is_empty()
+        })
+        .map(|(k, _)| k)
+        .collect();
+    if texts.is_empty() {
+        return Cow::Borrowed(schema);
+    }
+    let mut out = schema.clone();
+    for k in texts {
+        let own = description(&props[k.as_str()]);
+        let wording = Role::Text.wording(&own);
+        out["properties"][k.as_str()]["description"] = Value::String(format!("{own}. {wording}"));
+    }
+    Cow::Owned(out)
+}
+
+/// Rule 5: whether `value`, read as `tool`'s text for `param`, holds no
+/// word its taught phrasings say around their values that none of the
+/// values the model passed for `param` has.
+pub fn taught_value_fits(value: &str, tool: &str, param: &str, taught: &TaughtPhrasings) -> bool {
+    let around = taught.said_around(tool);
+    let had = |w: &str| taught.values(tool, param).iter().any(|(said, _)| said.split_whitespace().any(|x| x == w));
+    crate::text::normalize(value).split_whitespace().all(|w| !around.contains(w) || had(w))
+}
+
+/// Whether `args` of `tool` leave out a property read as text by rule 5,
+/// or give it a value joining two things ("latte e uova", "milk and
+/// eggs"): the model was given one thing at a time, and the planner does
+/// not guess that two are one ("salt and pepper") — a call it would make
+/// is no call.
+pub fn joins_two(schema: &Value, tool: &str, args: &ToolArgs, taught: &TaughtPhrasings) -> bool {
+    let Cow::Owned(read) = taught_text(schema, tool, taught) else { return false };
+    let joined = |v: &Value| {
+        v.as_str()
+            .is_some_and(|s| s.split_whitespace().any(|w| matches!(w, "and" | "or" | "e" | "ed" | "o" | "oppure")))
+    };
+    let by_rule_5 = |k: &str| read["properties"][k] != schema["properties"][k];
+    // And a text the model always had from the user, not said: a call
+    // without it is a guess at what to add (the model would have asked).
+    let props = read.get("properties").and_then(Value::as_object).into_iter().flatten();
+    let unsaid = props.map(|(k, _)| k).any(|k| by_rule_5(k) && !args.0.contains_key(k));
+    unsaid || args.0.iter().any(|(k, v)| by_rule_5(k) && joined(v))
 }
 
 fn description(spec: &Value) -> String {
