@@ -264,7 +264,13 @@ impl ToolWords {
     /// The words of a tool of `name`, `description` and parameters
     /// `schema`.
     pub fn new(name: &str, description: &str, schema: &serde_json::Value) -> ToolWords {
-        let name_words: Vec<String> = name_stems(name);
+        let mut name_words: Vec<String> = name_stems(name);
+        // A word said for another the name also holds is no verb of it:
+        // `switch.turn_on` turns on (its verb) a switch (its kind), where
+        // `switch_on` switches on. As a verb, "switch" would be shared by
+        // every "turn on" request ([`SYNONYMS`]), lights and all.
+        let all = name_words.clone();
+        name_words.retain(|w| !synonyms(w).is_some_and(|s| s.iter().any(|x| x != w && all.contains(&stem(x)))));
         let described = content(description);
         let mut parameters = BTreeSet::new();
         let mut enum_values = BTreeSet::new();
@@ -712,5 +718,17 @@ mod tests {
         let all: Vec<usize> = (0..named.len()).collect();
         let rarity = v.rarity_among(&said, &all);
         assert_eq!(v.score_among(boost, &said, &rarity), v.score(boost, &said), "all left: the same score");
+    }
+
+    /// `switch.turn_on` (home D's dotted names) turns on a switch: its
+    /// "switch" is no verb, or every "turn on" request shared it, lights
+    /// and all; `switch_on` (home B's) still switches on.
+    #[test]
+    fn a_word_said_for_another_the_name_holds_is_no_verb_of_it() {
+        let empty = serde_json::json!({});
+        let dotted = ToolWords::new("switch.turn_on", "switch > on: a plug or appliance by label", &empty);
+        assert!(dotted.name.contains("turn") && !dotted.name.contains("switch"), "{:?}", dotted.name);
+        let plain = ToolWords::new("switch_on", "Switches a device on", &empty);
+        assert!(plain.name.contains("switch"), "{:?}", plain.name);
     }
 }
