@@ -522,12 +522,12 @@ impl OfflinePlanner {
             }
         }
         // Rule 13: one call cannot say two values of one property — nor
-        // two things in the words it takes as its text only because the
-        // model did ("latte e uova": `property_roles`, rule 5).
+        // two things, or none, in the words it takes as its text only
+        // because the model did ("latte e uova": `property_roles`, rule 5).
         if let [step] = steps.as_slice() {
             let tool = self.tools.iter().find(|t| t.name == step.tool);
-            let two = tool.is_some_and(|t| property_roles::joins_two(&t.schema, &t.name, &step.args, taught));
-            if crate::arguments::one_of_two(&step.args, request) || two {
+            let guessed = tool.is_some_and(|t| property_roles::is_no_call(&t.schema, &t.name, &step.args, taught));
+            if crate::arguments::one_of_two(&step.args, request) || guessed {
                 return Ok(Vec::new());
             }
         }
@@ -773,11 +773,15 @@ fn args_for(tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>) -> ToolA
 fn args_taught(tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>, taught: &TaughtPhrasings) -> ToolArgs {
     let schema = property_roles::taught_text(&tool.schema, &tool.name, taught);
     let mut args = crate::arguments::fill_for(&tool.name, &tool.description, &schema, part, now).args;
-    if let std::borrow::Cow::Owned(read) = &schema {
-        let by_rule_5 = |k: &str| read["properties"][k] != tool.schema["properties"][k];
-        args.0.retain(|k, v| {
-            !by_rule_5(k) || v.as_str().is_none_or(|s| property_roles::taught_value_fits(s, &tool.name, k, taught))
-        });
+    for k in property_roles::taught_texts(&tool.schema, &tool.name, taught) {
+        if args
+            .0
+            .get(k)
+            .and_then(|v| v.as_str())
+            .is_some_and(|s| !property_roles::taught_value_fits(s, &tool.name, k, taught))
+        {
+            args.0.remove(k);
+        }
     }
     args
 }

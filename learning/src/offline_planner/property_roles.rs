@@ -22,19 +22,18 @@
 //!    whose role the word rules read, each with its role. The nearest, at
 //!    [`ROLE_BAR`] at least and ahead of the nearest of any other role by
 //!    [`ROLE_MARGIN`], gives the role.
-//! 3. **Read as that role's wording.** The property's description is
-//!    replaced, in the planner's copy of the schema only, by a wording the
-//!    rules read for that role (`Role::wording`); a thing called by the
-//!    household's own name keeps its own head words ("door or gate"), which
-//!    tell what the thing is. The tool's call still uses the vendor's
-//!    property names: only how a request is read changes.
-//! 4. *(Tried, not kept.)* **A required text nobody reads is the tool's text.** A required
-//!    string property no rule reads and no known wording is near is what
-//!    the user words for the tool ("what: the thing to buy" of a grocery
-//!    tool): the words the verb and the tool's own words leave. A tool
-//!    cannot run without it, and the request is where it is said.
-//!    Not kept (docs/fast-path.md): read so for every vendor, it made
-//!    BFCL's commands, URLs and keys the request's words.
+//! 3. **Read as that role's wording.** In the planner's copy of the schema
+//!    only, the property's description is followed by a wording the rules
+//!    read for that role (`Role::wording`) — after its own words, which may
+//!    say more (a format: "The city and state, e.g. San Francisco, CA"); a
+//!    thing called by the household's own name keeps its own head words
+//!    ("door or gate"), which tell what the thing is. The tool's call still
+//!    uses the vendor's property names: only how a request is read changes.
+//! 4. **Not every required text is the tool's text.** Tried and not kept
+//!    (docs/fast-path.md): a required string no rule reads and no known
+//!    wording is near, read as the request's words for every vendor, made
+//!    BFCL's commands, URLs and keys the request's words. Only what the
+//!    model taught says so (rule 5).
 //! 5. **What the model passed says what a property holds.** With the model
 //!    away ([`taught_text`]), a required string property no rule reads,
 //!    for which the model passed values the user said
@@ -44,7 +43,9 @@
 //!    around their values ("shopping list" of "stick X on the shopping
 //!    list"), unless its values had it, is any of such a text: the words
 //!    then read are the request's wording, not its thing, and the value
-//!    is left unsaid ([`taught_value_fits`]).
+//!    is left unsaid ([`taught_value_fits`]). A call left without that
+//!    text, or given two things joined by "and" / "e", is no call
+//!    ([`is_no_call`]).
 
 use std::borrow::Cow;
 
@@ -83,8 +84,8 @@ impl Role {
 
 /// Other vendors' properties, as "name: description", whose role the word
 /// rules read (rule 2): homes A–C's schemas (`tests/fixtures/home*`), in
-/// their several styles. None is from a home the rules are measured on
-/// without having been read (docs/fast-path.md says which).
+/// their several styles — none from home D, on which the rule was first
+/// measured (docs/fast-path.md).
 pub const KNOWN: &[(Role, &str)] = &[
     (Role::Place, "area: Name of an area (room) of the home"),
     (Role::Place, "room: Room the device is in"),
@@ -133,21 +134,14 @@ impl KnownRoles {
     }
 
     /// `schema` with each property no rule reads described as the role its
-    /// wording is nearest to (rules 1–4); the same schema when there is
+    /// wording is nearest to (rules 1–3); the same schema when there is
     /// none.
     pub fn read(&self, embedder: &dyn Embedder, schema: &Value) -> Result<Value, EmbedError> {
         let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Ok(schema.clone()) };
         let required: Vec<&str> =
             schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        let unread: Vec<(&String, &Value)> = props
-            .iter()
-            .filter(|(k, spec)| {
-                let string = spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
-                string
-                    && !crate::spoken::reads(k, spec, required.contains(&k.as_str()))
-                    && !crate::arguments::by_name_or_format(k, spec)
-            })
-            .collect();
+        let unread: Vec<(&String, &Value)> =
+            props.iter().filter(|(k, spec)| unread(k, spec, required.contains(&k.as_str()))).collect();
         if unread.is_empty() {
             return Ok(schema.clone());
         }
@@ -157,12 +151,8 @@ impl KnownRoles {
         let mut out = schema.clone();
         for ((k, spec), v) in unread.into_iter().zip(&vectors) {
             if let Some(role) = self.nearest(v) {
-                let own = description(spec);
-                let wording = role.wording(&own);
-                tracing::debug!(property = %k, ?role, %wording, "offline planner: a property read by meaning");
-                // After its own words, which may say more (a format: "The
-                // city and state, e.g. San Francisco, CA").
-                out["properties"][k.as_str()]["description"] = Value::String(format!("{own}. {wording}"));
+                tracing::debug!(property = %k, ?role, "offline planner: a property read by meaning");
+                read_as(&mut out, k, spec, role);
             }
         }
         Ok(out)
@@ -183,31 +173,45 @@ impl KnownRoles {
 /// reads, for which the model passed values the user said (`taught`),
 /// read as the tool's text; borrowed as it is when there is none.
 pub fn taught_text<'a>(schema: &'a Value, tool: &str, taught: &TaughtPhrasings) -> Cow<'a, Value> {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Cow::Borrowed(schema) };
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let texts: Vec<&String> = props
-        .iter()
-        .filter(|(k, spec)| {
-            let string = spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
-            string
-                && required.contains(&k.as_str())
-                && !crate::spoken::reads(k, spec, true)
-                && !crate::arguments::by_name_or_format(k, spec)
-                && !taught.values(tool, k).is_empty()
-        })
-        .map(|(k, _)| k)
-        .collect();
+    let texts = taught_texts(schema, tool, taught);
     if texts.is_empty() {
         return Cow::Borrowed(schema);
     }
     let mut out = schema.clone();
     for k in texts {
-        let own = description(&props[k.as_str()]);
-        let wording = Role::Text.wording(&own);
-        out["properties"][k.as_str()]["description"] = Value::String(format!("{own}. {wording}"));
+        read_as(&mut out, k, &schema["properties"][k], Role::Text);
     }
     Cow::Owned(out)
+}
+
+/// Rule 5's properties of `tool`: required strings no rule reads that the
+/// model passed the user's words for.
+pub fn taught_texts<'a>(schema: &'a Value, tool: &str, taught: &TaughtPhrasings) -> Vec<&'a str> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    props
+        .iter()
+        .filter(|(k, spec)| {
+            required.contains(&k.as_str()) && unread(k, spec, true) && !taught.values(tool, k).is_empty()
+        })
+        .map(|(k, _)| k.as_str())
+        .collect()
+}
+
+/// Rule 1: whether `spec`, a property `k` of a tool (`required` or not), is
+/// a string without an enum that no other rule reads.
+fn unread(k: &str, spec: &Value, required: bool) -> bool {
+    let string = spec.get("type").and_then(Value::as_str) == Some("string") && spec.get("enum").is_none();
+    string && !crate::spoken::reads(k, spec, required) && !crate::arguments::by_name_or_format(k, spec)
+}
+
+/// Rule 3: property `k` of `schema` (`spec`) described with `role`'s
+/// wording after its own.
+fn read_as(schema: &mut Value, k: &str, spec: &Value, role: Role) {
+    let own = description(spec);
+    let wording = role.wording(&own);
+    schema["properties"][k]["description"] = Value::String(format!("{own}. {wording}"));
 }
 
 /// Rule 5: whether `value`, read as `tool`'s text for `param`, holds no
@@ -221,21 +225,15 @@ pub fn taught_value_fits(value: &str, tool: &str, param: &str, taught: &TaughtPh
 
 /// Whether `args` of `tool` leave out a property read as text by rule 5,
 /// or give it a value joining two things ("latte e uova", "milk and
-/// eggs"): the model was given one thing at a time, and the planner does
-/// not guess that two are one ("salt and pepper") — a call it would make
-/// is no call.
-pub fn joins_two(schema: &Value, tool: &str, args: &ToolArgs, taught: &TaughtPhrasings) -> bool {
-    let Cow::Owned(read) = taught_text(schema, tool, taught) else { return false };
+/// eggs"): the model had the user's one thing each time, and the planner
+/// does not guess what to add, nor that two are one ("salt and pepper") —
+/// a call it would make is no call.
+pub fn is_no_call(schema: &Value, tool: &str, args: &ToolArgs, taught: &TaughtPhrasings) -> bool {
     let joined = |v: &Value| {
         v.as_str()
             .is_some_and(|s| s.split_whitespace().any(|w| matches!(w, "and" | "or" | "e" | "ed" | "o" | "oppure")))
     };
-    let by_rule_5 = |k: &str| read["properties"][k] != schema["properties"][k];
-    // And a text the model always had from the user, not said: a call
-    // without it is a guess at what to add (the model would have asked).
-    let props = read.get("properties").and_then(Value::as_object).into_iter().flatten();
-    let unsaid = props.map(|(k, _)| k).any(|k| by_rule_5(k) && !args.0.contains_key(k));
-    unsaid || args.0.iter().any(|(k, v)| by_rule_5(k) && joined(v))
+    taught_texts(schema, tool, taught).into_iter().any(|k| args.0.get(k).is_none_or(joined))
 }
 
 fn description(spec: &Value) -> String {
