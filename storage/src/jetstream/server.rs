@@ -53,8 +53,27 @@ impl NatsServer {
     }
 
     /// Starts `n` servers clustered on loopback (JetStream replicas need
-    /// at least 3), their stores under `dir`.
+    /// at least 3), their stores under `dir`. The ports are the OS's picks,
+    /// free when picked; one taken before its server binds it (another
+    /// process, or a node's own outgoing route connection, given the same
+    /// port by the OS) fails that start, so the cluster is started again on
+    /// new ports, [`PORT_ATTEMPTS`] times at most — a test on a busy machine
+    /// must not fail by chance.
     pub fn cluster(dir: &Path, n: usize) -> std::io::Result<Vec<NatsServer>> {
+        let mut attempt = 1;
+        loop {
+            // Each attempt in stores of its own: none of a failed start's.
+            let stores = if attempt == 1 { dir.to_owned() } else { dir.join(format!("attempt-{attempt}")) };
+            match NatsServer::cluster_once(&stores, n) {
+                Err(e) if attempt < PORT_ATTEMPTS && e.to_string().contains("address already in use") => {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn cluster_once(dir: &Path, n: usize) -> std::io::Result<Vec<NatsServer>> {
         let cluster_ports: Vec<u16> = (0..n).map(|_| free_port()).collect::<Result<_, _>>()?;
         let mut nodes = Vec::with_capacity(n);
         for (i, &cluster_port) in cluster_ports.iter().enumerate() {
@@ -159,6 +178,10 @@ impl Drop for NatsServer {
         self.kill();
     }
 }
+
+/// How many times [`NatsServer::cluster`] starts a cluster whose port was
+/// taken before its server bound it.
+pub const PORT_ATTEMPTS: u32 = 3;
 
 /// A port nothing listens on now (the OS's pick, released at once).
 fn free_port() -> std::io::Result<u16> {
