@@ -261,10 +261,16 @@ fn called_thing(spec: &Value) -> Option<Vec<String>> {
     if !called || d.starts_with("name of ") {
         return None;
     }
-    let head = d.split([',', ';', '.', '(']).next().unwrap_or("");
-    let head = head.split(" by ").next().unwrap_or("").split(" as ").next().unwrap_or("");
-    let ws = content_stems(head);
+    let ws = content_stems(called_head(&d));
     (!ws.is_empty()).then_some(ws)
+}
+
+/// A description's head: its first clause, before how the thing is named
+/// ("The door or gate, as the household calls it" → "The door or gate";
+/// "One cover by its name" → "One cover").
+pub(crate) fn called_head(description: &str) -> &str {
+    let first = description.split([',', ';', '.', '(']).next().unwrap_or("");
+    first.split(" by ").next().unwrap_or("").split(" as ").next().unwrap_or("").trim()
 }
 
 /// The thing property `k` names, and whether its value is the thing as

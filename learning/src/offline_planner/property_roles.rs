@@ -76,7 +76,7 @@ impl Role {
         match self {
             Role::Place => "Name of an area (room) of the home".to_owned(),
             Role::Device => "Name of one device or entity, as the user calls it".to_owned(),
-            Role::Called => format!("{}, as the household calls it", head(own)),
+            Role::Called => format!("{}, as the household calls it", crate::spoken::called_head(own)),
             Role::Text => "The text, as the user said it".to_owned(),
         }
     }
@@ -240,13 +240,6 @@ fn description(spec: &Value) -> String {
     spec.get("description").and_then(Value::as_str).unwrap_or("").to_owned()
 }
 
-/// A description's head: its first clause, before how the thing is named
-/// ("door or gate, as the family names it" → "door or gate").
-fn head(description: &str) -> &str {
-    let first = description.split([',', ';', '.', '(']).next().unwrap_or("");
-    first.split(" by ").next().unwrap_or("").split(" as ").next().unwrap_or("").trim()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,7 +250,7 @@ mod tests {
             Role::Called.wording("door or gate, as the family names it"),
             "door or gate, as the household calls it"
         );
-        assert_eq!(head("one cover by its label (the skylight)"), "one cover");
+        assert_eq!(crate::spoken::called_head("one cover by its label (the skylight)"), "one cover");
     }
 
     #[test]
