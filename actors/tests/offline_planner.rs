@@ -548,3 +548,35 @@ fn taught_by(
     taught.learn(&canonical, canonical.iter(), &mut |texts: &[&str]| e.embed_batch(texts)).unwrap();
     taught
 }
+
+/// Home E's tools, nothing taught: a kind of device named is the tool's
+/// that takes it — never a tool named for another kind (rule 18:
+/// "spegni il ventilatore in salone" was `turnOffLights {roomName}`) — and
+/// an enum whose description mentions a room is no place (`applianceKind`,
+/// "The kind of appliance, when a room is given instead of a label", took
+/// the room: `{"applianceKind": "sunroom"}`). A tool named for a kind
+/// still serves its own ("spegni la luce"), one whose name's kind word is
+/// its verb is not ruled out by it (home A's `HassLock` for "lock the
+/// cellar door", `door` a kind of cover), and a kind said as where is no
+/// kind asked ("the temperature in the garage").
+#[test]
+fn a_kind_of_device_named_is_the_tool_that_takes_it() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-e/tools.json"));
+    let planner = OfflinePlanner::new(e.clone(), &tools).unwrap();
+    assert_eq!(
+        calls(&planner, "spegni il ventilatore in salone"),
+        [r#"powerOffAppliance {"applianceKind":"fan","roomName":"salone"}"#]
+    );
+    assert_eq!(
+        calls(&planner, "can you get the heater on in the laundry"),
+        [r#"powerOnAppliance {"applianceKind":"heater","roomName":"laundry"}"#]
+    );
+    assert_eq!(calls(&planner, "spegni la luce in salone"), [r#"turnOffLights {"roomName":"salone"}"#]);
+    let home_a = OfflinePlanner::new(e, &home_tools()).unwrap();
+    assert_eq!(calls(&home_a, "lock the cellar door"), [r#"HassLock {"name":"cellar door"}"#]);
+    assert_eq!(
+        calls(&home_a, "what's the temperature in the garage"),
+        [r#"HassClimateGetTemperature {"area":"garage"}"#]
+    );
+}

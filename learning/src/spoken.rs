@@ -233,9 +233,14 @@ fn kind_enum(k: &str, spec: &Value, text_required: bool) -> Option<Vec<String>> 
     Some(values.iter().filter_map(Value::as_str).map(str::to_owned).collect())
 }
 
+/// A property of a place: named `area` or `room`, or described with
+/// either word — and free, with no enum: an enum's values are its own
+/// ("The kind of appliance, when a room is given instead of a label" is a
+/// kind, never the room said).
 pub(crate) fn place_property(name: &str, spec: &Value) -> bool {
     let d = description(spec);
-    name == "area" || name == "room" || d.contains("area") || d.contains("room")
+    let named = name == "area" || name == "room" || d.contains("area") || d.contains("room");
+    named && spec.get("enum").is_none()
 }
 
 /// The thing a "Name of the X" property names ("The word that names the
@@ -443,6 +448,35 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         }
     }
     out
+}
+
+/// The kinds of device `request` names that `schema` takes as values of
+/// a kind enum (rule 1's kind words — a member said, plural or Italian
+/// folded — `fan` for "spegni il ventilatore in salone"), as the enum
+/// spells them: what a tool named for another kind is never planned for
+/// (`offline_planner`, rule 18).
+pub fn kinds_named(schema: &Value, request: &str, context: &Context) -> Vec<String> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
+    let ws = words(request);
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let text_required = props.iter().any(|(k, spec)| required.contains(&k.as_str()) && free_text(k, spec, true));
+    let verb_end = verb_end(&ws, context, false);
+    let kinds = kind_words(&ws, props, context, verb_end, text_required);
+    // Not a kind that says where ("the temperature in the garage"), nor
+    // one an article follows, which is a verb ("porta il riscaldamento a
+    // 19": a noun takes no article after it).
+    let said =
+        |i: usize| !after_preposition_of_place(&ws, i) && ws.get(i + 1).is_none_or(|n| !ARTICLES.contains(&n.as_str()));
+    kinds.into_iter().filter(|(i, _)| said(*i)).filter_map(|(_, hit)| hit.map(|(_, v)| v)).collect()
+}
+
+/// The kinds of device `schema` takes as values of a kind enum, stemmed
+/// (rule 1's enums: `fan`, `heater`, `light` …).
+pub fn kind_members(schema: &Value) -> Vec<String> {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let values = props.into_iter().flatten().filter_map(|(k, spec)| kind_enum(k, spec, false));
+    values.flatten().map(|v| stem(&v)).collect()
 }
 
 /// Whether `text` (a part of a request) opens as a phrase without a verb
@@ -1057,6 +1091,16 @@ fn before_resumption(ws: &[String], used: &[bool], from: usize) -> Option<(usize
 
 #[cfg(test)]
 mod tests {
+    /// An enum is never a place, whatever its description says of rooms
+    /// (home E's `applianceKind` took the room said).
+    #[test]
+    fn an_enum_that_mentions_a_room_is_no_place() {
+        let kind = serde_json::json!({"type": "string", "enum": ["fan", "heater"],
+            "description": "The kind of appliance, when a room is given instead of a label."});
+        assert!(!place_property("applianceKind", &kind));
+        assert!(place_property("roomName", &serde_json::json!({"type": "string", "description": "The room."})));
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -158,6 +158,19 @@
 //!     8's lexical bar, the cosine's) read the score among all tools, so
 //!     the rule only reorders. Home C's dev split, nothing taught 81 → 82;
 //!     homes A and B, BFCL dev unchanged.
+//! 18. **A kind of device named is no other kind's tool.** When a part
+//!     names a kind of device some tool takes as a value of a kind enum
+//!     ([`crate::spoken::kinds_named`]: "ventilatore" → `fan`; not one said
+//!     as where, "the temperature in the garage", nor a verb an article
+//!     follows, "porta il riscaldamento"), a tool whose name is named for
+//!     a kind (`turnOffLights`: `light`, a kind `isApplianceRunning` takes)
+//!     is a candidate only for its own kind, or one its own enum takes. A
+//!     word of the name that is its verb or pole names no kind
+//!     (`HassLock`'s "lock"). Before, "spegni il ventilatore in salone"
+//!     was `turnOffLights {roomName}`: the lights' description is nearer
+//!     "spegni … in salone" than the appliances'. Found by requests of my
+//!     own on home E's dev split (the fixture's rows had no such case);
+//!     homes A–D and F's dev splits and BFCL unchanged.
 //!
 //! Every tool is compared by the same texts: its name (words split at `_`
 //! and `-`), its description and each sentence of the description (an MCP server's paragraph says
@@ -173,6 +186,7 @@
 //! by the nearest known wording, in `property_roles.rs`; the ranking that
 //! weighs them all here.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::embedder::EmbeddingModel;
@@ -296,6 +310,12 @@ fn takes_what_is_said(schema: &serde_json::Value, part: &str, now: DateTime<Fixe
     !requires_any(schema) && !crate::arguments::fill(schema, part, now).args.0.is_empty()
 }
 
+/// Whether a word of a tool's name is its action, not what it acts on
+/// (`HassLock`'s "lock", a kind of device elsewhere): rule 18.
+fn is_verb(w: &str) -> bool {
+    crate::fast_path::gate::is_action(w) || !crate::fast_path::gate::poles_of(w).is_empty()
+}
+
 /// What a tool's `path` parameter names, by its description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PathKind {
@@ -333,6 +353,9 @@ struct ToolProfile {
     on_existing: bool,
     /// Whether it can do anything as configured (rule 4).
     runnable: bool,
+    /// Its name's and description's words as the word-order rules read
+    /// them (rule 18).
+    context: crate::spoken::Context,
 }
 
 /// Tools by embedding similarity.
@@ -345,6 +368,9 @@ pub struct OfflinePlanner {
     threshold: f32,
     /// What a named path is on disk, when the host says (rule 2).
     paths: Option<PathLookup>,
+    /// Every kind of device a tool takes as a value of a kind enum,
+    /// stemmed (rule 18).
+    kinds: BTreeSet<String>,
 }
 
 /// A tool as the planner sees it: name, description, JSON-schema params.
@@ -407,6 +433,7 @@ impl OfflinePlanner {
                 path,
                 actions,
                 runnable: true,
+                context: crate::spoken::Context::of(name, description),
             });
         }
         let nothing: Vec<&str> = SMALL_TALK.iter().chain(GENERAL_KNOWLEDGE).copied().collect();
@@ -416,7 +443,8 @@ impl OfflinePlanner {
         // me a joke", stay below), see `Calibration::offline_planner`.
         let threshold = EmbeddingModel::calibration_for_id(embedder.model_id()).offline_planner;
         let vocabulary = crate::tool_words::Vocabulary::new(tools.iter().map(|(n, d, p)| (n.as_str(), d.as_str(), p)));
-        Ok(OfflinePlanner { embedder, tools: profiles, vocabulary, small_talk, threshold, paths: None })
+        let kinds = profiles.iter().flat_map(|t| crate::spoken::kind_members(&t.schema)).collect();
+        Ok(OfflinePlanner { embedder, tools: profiles, vocabulary, small_talk, threshold, paths: None, kinds })
     }
 
     /// The same planner knowing that the tools named in `names` cannot do
@@ -578,6 +606,8 @@ impl OfflinePlanner {
         let said = &said;
         let asked_set = wanted.contains("set");
         let new_things = action_fit::asked_new(part);
+        // Rule 18: the kinds of device the part names that a tool takes.
+        let kinds = &self.kinds_named(part);
         let candidates = || {
             self.tools
                 .iter()
@@ -593,6 +623,9 @@ impl OfflinePlanner {
                 // says no value of what it sets — last: it fills the
                 // tool's arguments, the others only compare.
                 .filter(move |t| !action_fit::sets_nothing(t, part, asked_set, now))
+                // Rule 18: never a tool named for another kind of device
+                // than the one named.
+                .filter(move |t| !self.for_another_kind(t, kinds))
         };
         // Rule 17: the candidates ranked by words as rare as among them.
         let rarity = self.vocabulary.rarity_among(said, &candidates().map(index).collect::<Vec<_>>());
@@ -651,6 +684,21 @@ fn stand_in<'a>(
 }
 
 impl OfflinePlanner {
+    /// Rule 18: the kinds of device `part` names that some tool takes as a
+    /// value of a kind enum, stemmed.
+    fn kinds_named(&self, part: &str) -> BTreeSet<String> {
+        let named = self.tools.iter().flat_map(|t| crate::spoken::kinds_named(&t.schema, part, &t.context));
+        named.map(|k| crate::tool_words::stem(&k)).collect()
+    }
+
+    /// Rule 18: whether `tool` is named for a kind of device other than
+    /// the `kinds` named (none of them its own, nor one its enums take).
+    fn for_another_kind(&self, tool: &ToolProfile, kinds: &BTreeSet<String>) -> bool {
+        let mut own = tool.context.name.intersection(&self.kinds).filter(|w| !is_verb(w)).peekable();
+        let takes = || crate::spoken::kind_members(&tool.schema).iter().any(|k| kinds.contains(k));
+        !kinds.is_empty() && own.peek().is_some() && !own.any(|k| kinds.contains(k)) && !takes()
+    }
+
     /// Rule 16 on `scored` candidates: among the nearest, a tool the
     /// request gives the values the model passed it — its rooms, its
     /// devices by name — is nearer by [`TAUGHT_ARGUMENTS`].
