@@ -311,3 +311,39 @@ fn a_wording_in_the_other_language_is_read_twice_from_half_way() {
     let d = fp.route_read_twice(text, now(), &mut |t: &str| planner.plan(t, now()).unwrap()).unwrap();
     assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &read("conservatory")), "{d:?}");
 }
+
+/// A home fixture's tools' parameter schemas, by tool name.
+fn schemas_of(path: &str) -> std::collections::HashMap<String, serde_json::Value> {
+    let tools: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let list = tools.as_array().cloned().unwrap_or_else(|| tools["tools"].as_array().unwrap().clone());
+    list.iter().map(|t| (t["name"].as_str().unwrap().to_owned(), t["inputSchema"].clone())).collect()
+}
+
+/// A kind of device the home's tools take, said on one side only with
+/// another word in its place, is another thing, not a wording to read
+/// twice (`FastPath::words_readable`): "spegni la tv in salone" against
+/// home E's taught "spegni le luci in X" (`light` is a kind
+/// `isApplianceRunning` takes) goes to the model whatever a second
+/// reader plans — a reader that does not know the word plans the lights'
+/// call, and the fast path served it until this rule. A lights' wording
+/// that names the lights still serves.
+#[test]
+fn another_kind_of_device_is_no_second_reading_of_the_lights() {
+    let off = |room: &str| vec![step("turnOffLights", &format!(r#"{{"roomName":"{room}"}}"#))];
+    let turns = [
+        ("spegni le luci in salone", off("salone")),
+        ("spegni le luci in tinello", off("tinello")),
+        ("spegni le luci in corridoio", off("corridoio")),
+    ];
+    let mut fp = service(&turns, 1);
+    fp.set_schemas(schemas_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-e/tools.json")));
+    for text in
+        ["spegni la tv in studiolo", "turn off the telly in the studiolo", "spegni il deumidificatore in studiolo"]
+    {
+        let d = fp.route_read_twice(text, now(), &mut |_| off("studiolo")).unwrap();
+        assert_eq!(d.layer, RouteLayer::Planner, "{text}: {d:?}");
+    }
+    let text = "per favore spegnimi tutte le luci in studiolo";
+    let d = fp.route_read_twice(text, now(), &mut |_| off("studiolo")).unwrap();
+    assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &off("studiolo")), "{d:?}");
+}

@@ -21,7 +21,10 @@
 //!    similarity (values set aside) of [`SECOND_READING_BAR`] or more,
 //!    that failed only its bar — or the gate's content words alone: words
 //!    spelt differently that the word model does not call the same
-//!    ("kill the lights" against "spegni la luce"). Every other part of
+//!    ("kill the lights" against "spegni la luce"), none of them a kind
+//!    of device the home's tools take said on one side only ("spegni la
+//!    tv" is no reading of "spegni le luci": a second reader that does not
+//!    know "tv" plans the lights' call). Every other part of
 //!    the gate holds (negation, mood, polarity, effectful actions, values,
 //!    repeats): those are the opposites a sentence model puts side by
 //!    side, and no agreement overrides them.

@@ -110,7 +110,7 @@ impl FastPath {
             let (bar, servable) = (self.action_bar(&r.action), self.servable(r));
             if let Err(why) = gate {
                 refusals.push((sim, format!("L1: {:?} refused by the gate: {why}", r.canonical)));
-                if servable && self.words_readable(&why, &missed.names) {
+                if servable && self.words_readable(&why, &missed.names, &r.executor) {
                     let lacking = Lacking::Words { why: why.to_string() };
                     missed.readings.push(Reading { sim, phrasing: r.canonical.clone(), steps, lacking });
                 }

@@ -189,6 +189,10 @@ pub struct FastPath {
     actions: HashMap<String, ActionRow>,
     /// Each tool's parameter schema (an enum bounds what a slot takes).
     schemas: HashMap<String, Value>,
+    /// Every kind of device a tool takes as a value of a kind enum,
+    /// stemmed (`fan`, `light`, `tv`): a word that names a thing, which a
+    /// reading never passes over ([`FastPath::words_readable`]).
+    kinds: HashSet<String>,
     /// The words L1 phrasings say around their values (not grammar): a new
     /// value holds none of them unless its slot's values did.
     command_words: HashSet<String>,

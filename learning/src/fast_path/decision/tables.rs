@@ -169,6 +169,7 @@ impl FastPath {
             l2: Layer::new(make_index),
             actions: HashMap::new(),
             schemas: HashMap::new(),
+            kinds: HashSet::new(),
             command_words: HashSet::new(),
             action_words: HashMap::new(),
             known_values: HashMap::new(),
@@ -183,6 +184,7 @@ impl FastPath {
     /// The tools' parameter schemas, by tool name: a said slot of a
     /// parameter with an enum takes only its members.
     pub fn set_schemas(&mut self, schemas: HashMap<String, Value>) {
+        self.kinds = schemas.values().flat_map(crate::spoken::kind_members).collect();
         self.schemas = schemas;
     }
 

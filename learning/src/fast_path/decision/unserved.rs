@@ -40,11 +40,31 @@ impl FastPath {
     /// value some slot took (a second room: "lights on in the den and the
     /// nursery") or one of the request's proper nouns, `names` (a call
     /// that does not take a name keeps it as a word of its phrasing: "wave
-    /// hello to Luca" is not "wave hello to Marta").
-    pub(super) fn words_readable(&self, why: &gate::Mismatch, names: &HashSet<String>) -> bool {
+    /// hello to Luca" is not "wave hello to Marta"). Nor is a kind of
+    /// device the home's tools take ([`FastPath::kinds`]) said by the
+    /// phrasing alone, or by the request alone and not one its tool `tool`
+    /// names or takes, while the other side says a word in its place:
+    /// "spegni la tv in salone" against `turnOffLights`' "spegni le luci
+    /// in roomnameslot" (`light` a kind) asks for another thing, which a
+    /// second reader not knowing the word (or reading it as a room's
+    /// lights) would not see; "living room lights at twenty percent"
+    /// against a lights' tool's "dim the zoneslot to number percent" does
+    /// not.
+    pub(super) fn words_readable(&self, why: &gate::Mismatch, names: &HashSet<String>, tool: &str) -> bool {
         let gate::Mismatch::Content { request_only, candidate_only } = why else { return false };
         let value = |w: &String| names.contains(w) || self.folded_values.values().any(|v| v.contains(w));
-        !request_only.iter().chain(candidate_only).any(|w| gate::is_pole(w)) && !request_only.iter().any(value)
+        let kind = |w: &String| self.kinds.contains(&crate::tool_words::stem(w));
+        let (named, takes) =
+            (crate::tool_words::name_stems(tool), self.schemas.get(tool).map(crate::spoken::kind_members));
+        let its_own = |w: &String| {
+            let w = crate::tool_words::stem(w);
+            named.contains(&w) || takes.as_ref().is_some_and(|t| t.contains(&w))
+        };
+        let other_thing = !request_only.is_empty() && candidate_only.iter().any(kind)
+            || !candidate_only.is_empty() && request_only.iter().any(|w| kind(w) && !its_own(w));
+        !request_only.iter().chain(candidate_only).any(|w| gate::is_pole(w))
+            && !request_only.iter().any(value)
+            && !other_thing
     }
 
     /// The phrasings a second reader's plan may be the call of
@@ -120,7 +140,7 @@ impl FastPath {
             }
             match self.gate(&p.masked, super::asked(ex), &r.canonical, Some(r), embed) {
                 Ok(()) => {}
-                Err(why) if self.words_readable(&why, &missed.names) => {}
+                Err(why) if self.words_readable(&why, &missed.names, &r.executor) => {}
                 Err(_) => continue,
             }
             let Some(args) = slots::resolve(&p.template, &p.values) else { continue };
