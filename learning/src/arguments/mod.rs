@@ -190,8 +190,11 @@ fn fill_either(tool: &str, description: &str, schema: &Value, request: &str, now
     out.args.0.retain(|_, v| v.as_str().is_none_or(|s| !placed.iter().any(|p| s.to_lowercase().contains(p.as_str()))));
     out.args.0.extend(spoken);
     // Nor is a run of numbers, units and grammar a name or a place ("to
-    // 35 percent", "per favore", "abbassale").
-    out.args.0.retain(|_, v| v.as_str().is_none_or(|s| !crate::spoken::only_grammar(s, &context)));
+    // 35 percent", "per favore", "abbassale") — but a member of the
+    // property's own enum is the vendor's word, grammar or not (a
+    // `command` of `on` / `off`).
+    let enum_of = |k: &String| schema.get("properties").and_then(|p| p.get(k)).and_then(|s| s.get("enum")).is_some();
+    out.args.0.retain(|k, v| enum_of(k) || v.as_str().is_none_or(|s| !crate::spoken::only_grammar(s, &context)));
     // A place or a device is no word of the tool's own description ("set
     // the thermostat to 20" for a tool that "Sets the target temperature
     // of a thermostat").
@@ -877,6 +880,19 @@ mod tests {
         ] {
             assert_eq!(one_of_two(&args(call), request), two, "{request}");
         }
+    }
+
+    /// A member of the property's own enum is kept, though it is a word of
+    /// grammar (home F's `lighting_control`, one tool with a `command` of
+    /// `on` / `off`: "lights off in the larder" lost its `off`).
+    #[test]
+    fn an_enum_member_that_is_grammar_is_kept() {
+        let lights = json!({"type": "object", "required": ["command"], "properties": {
+            "zone": {"type": "string", "description": "zone id as configured in the hub (room / outdoor area)"},
+            "command": {"type": "string", "description": "power cmd", "enum": ["on", "off", "toggle"]}}});
+        let got =
+            fill_for("lighting_control", "power cmd for every fixture", &lights, "lights off in the larder", now());
+        assert_eq!(Value::Object(got.args.0.into_iter().collect()), json!({"command": "off", "zone": "larder"}));
     }
 
     #[test]
