@@ -189,7 +189,13 @@ impl Context {
             .filter(|w| !w.is_empty() && !filler(w) && !matches!(*w, "or" | "and"))
             .map(stem)
             .collect();
-        Context { name: crate::tool_words::name_stems(name).into_iter().collect(), described, objects }
+        // A name word that is a noun of "-ing" names its root too:
+        // `lighting_control` acts on lights.
+        let mut name: BTreeSet<String> = crate::tool_words::name_stems(name).into_iter().collect();
+        let roots: Vec<String> =
+            name.iter().filter_map(|w| w.strip_suffix("ing")).filter(|r| r.len() >= 3).map(str::to_owned).collect();
+        name.extend(roots);
+        Context { name, described, objects }
     }
 }
 

@@ -884,7 +884,8 @@ mod tests {
 
     /// A member of the property's own enum is kept, though it is a word of
     /// grammar (home F's `lighting_control`, one tool with a `command` of
-    /// `on` / `off`: "lights off in the larder" lost its `off`).
+    /// `on` / `off`: "lights off in the larder" lost its `off`); a tool
+    /// named "lighting" acts on lights (`spoken::Context::of`).
     #[test]
     fn an_enum_member_that_is_grammar_is_kept() {
         let lights = json!({"type": "object", "required": ["command"], "properties": {
@@ -893,6 +894,10 @@ mod tests {
         let got =
             fill_for("lighting_control", "power cmd for every fixture", &lights, "lights off in the larder", now());
         assert_eq!(Value::Object(got.args.0.into_iter().collect()), json!({"command": "off", "zone": "larder"}));
+        // And "lighting" names lights: the words before them are the zone.
+        let request = "put the drying room lights on please";
+        let got = fill_for("lighting_control", "power cmd for every fixture", &lights, request, now());
+        assert_eq!(Value::Object(got.args.0.into_iter().collect()), json!({"command": "on", "zone": "drying room"}));
     }
 
     #[test]
