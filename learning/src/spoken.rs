@@ -379,9 +379,7 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let numbers = used.clone();
     let is_kind = |i: usize| kinds.iter().any(|(k, _)| *k == i) || numbers[i];
     // Words of grammar, never part of a place: kinds, verbs, poles.
-    let grammar = |i: usize| {
-        is_kind(i) || crate::fast_path::gate::is_action(&ws[i]) || !crate::fast_path::gate::poles_of(&ws[i]).is_empty()
-    };
+    let grammar = |i: usize| is_kind(i) || crate::fast_path::gate::is_verb(&ws[i]);
     let italian = crate::lang::detect(request) == crate::lang::Lang::It;
     fill_things(&ws, props, &mut used, &is_kind, &grammar, italian, &mut out);
     fill_purposes(&ws, props, &mut used, &mut out);
@@ -665,7 +663,7 @@ fn kind_words<'p>(
         });
         // A word of the tool's name is a kind of thing, not the verb or the
         // pole that names its action ("turn the bedside lamp on").
-        let action = !crate::fast_path::gate::poles_of(w).is_empty() || crate::fast_path::gate::is_action(w);
+        let action = crate::fast_path::gate::is_verb(w);
         // What the description says it acts on is a kind of device, not
         // when the tool's required value is text: "Search the music
         // services" — "classical music" is what to play.
@@ -1097,18 +1095,18 @@ fn before_resumption(ws: &[String], used: &[bool], from: usize) -> Option<(usize
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use serde_json::json;
+
     /// An enum is never a place, whatever its description says of rooms
     /// (home E's `applianceKind` took the room said).
     #[test]
     fn an_enum_that_mentions_a_room_is_no_place() {
-        let kind = serde_json::json!({"type": "string", "enum": ["fan", "heater"],
+        let kind = json!({"type": "string", "enum": ["fan", "heater"],
             "description": "The kind of appliance, when a room is given instead of a label."});
         assert!(!place_property("applianceKind", &kind));
-        assert!(place_property("roomName", &serde_json::json!({"type": "string", "description": "The room."})));
+        assert!(place_property("roomName", &json!({"type": "string", "description": "The room."})));
     }
-
-    use super::*;
-    use serde_json::json;
 
     /// An Italian elision is two words; an English contraction is one
     /// ("we're" was read as "we" and "re", and "re" began a value).

@@ -660,6 +660,14 @@ pub fn is_action(word: &str) -> bool {
     ACTIONS.iter().any(|(_, _, list)| is_one_of(&w, list))
 }
 
+/// Whether `word` says what is done — an action or a pole ("lock",
+/// "spegni") — rather than what it is done to: never a kind of device
+/// nor a part of a place or a name (`spoken`, the offline planner's rule
+/// 18).
+pub fn is_verb(word: &str) -> bool {
+    is_action(word) || !poles_of(word).is_empty()
+}
+
 /// Whether `word` (normalised) names a pole of a polarity axis ("on",
 /// "spegni", "close", …): grammar of the request, never a value a slot
 /// takes.

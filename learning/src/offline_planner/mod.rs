@@ -310,12 +310,6 @@ fn takes_what_is_said(schema: &serde_json::Value, part: &str, now: DateTime<Fixe
     !requires_any(schema) && !crate::arguments::fill(schema, part, now).args.0.is_empty()
 }
 
-/// Whether a word of a tool's name is its action, not what it acts on
-/// (`HassLock`'s "lock", a kind of device elsewhere): rule 18.
-fn is_verb(w: &str) -> bool {
-    crate::fast_path::gate::is_action(w) || !crate::fast_path::gate::poles_of(w).is_empty()
-}
-
 /// What a tool's `path` parameter names, by its description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PathKind {
@@ -694,7 +688,8 @@ impl OfflinePlanner {
     /// Rule 18: whether `tool` is named for a kind of device other than
     /// the `kinds` named (none of them its own, nor one its enums take).
     fn for_another_kind(&self, tool: &ToolProfile, kinds: &BTreeSet<String>) -> bool {
-        let mut own = tool.context.name.intersection(&self.kinds).filter(|w| !is_verb(w)).peekable();
+        let mut own =
+            tool.context.name.intersection(&self.kinds).filter(|w| !crate::fast_path::gate::is_verb(w)).peekable();
         let takes = || crate::spoken::kind_members(&tool.schema).iter().any(|k| kinds.contains(k));
         !kinds.is_empty() && own.peek().is_some() && !own.any(|k| kinds.contains(k)) && !takes()
     }
