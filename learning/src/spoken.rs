@@ -356,6 +356,18 @@ pub fn reads(name: &str, spec: &Value, required: bool) -> bool {
         || crate::colours::colour_property(name, spec)
 }
 
+/// The names `schema` lists as required.
+pub(crate) fn required_of(schema: &Value) -> Vec<&str> {
+    schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
+/// Whether a tool's required value (`required` of `props`) is free text:
+/// then its object is that text, and a kind qualifies what is searched
+/// for, no device (rules 1 and 5).
+fn requires_text(props: &serde_json::Map<String, Value>, required: &[&str]) -> bool {
+    props.iter().any(|(k, spec)| required.contains(&k.as_str()) && free_text(k, spec, true))
+}
+
 /// Fills what a lower-case request's word order says (module docs).
 pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let mut out = Values::new();
@@ -364,9 +376,8 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
     let mut used = vec![false; ws.len()];
     // A tool whose required text is free ("What to search for, as the
     // user said it") takes its object as that text, not as a device.
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let text_required = props.iter().any(|(k, spec)| required.contains(&k.as_str()) && free_text(k, spec, true));
+    let required = required_of(schema);
+    let text_required = requires_text(props, &required);
     // A message opens with whom it is for ("tell everyone grandpa is
     // here"); a search may open with the tool's noun ("musica rilassante").
     let searched = props
@@ -462,9 +473,8 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
 pub fn kinds_named(schema: &Value, request: &str, context: &Context) -> Vec<String> {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
     let ws = words(request);
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let text_required = props.iter().any(|(k, spec)| required.contains(&k.as_str()) && free_text(k, spec, true));
+    let required = required_of(schema);
+    let text_required = requires_text(props, &required);
     let verb_end = verb_end(&ws, context, false);
     let kinds = kind_words(&ws, props, context, verb_end, text_required);
     // Not a kind that says where ("the temperature in the garage"), nor

@@ -238,8 +238,7 @@ pub fn fill(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled
 fn fill_read(schema: &Value, request: &str, now: DateTime<FixedOffset>) -> Filled {
     let mut out = Filled::default();
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return out };
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let required = crate::spoken::required_of(schema);
     let mut said = Said::new(request, now);
     said.shared_flags = shared_flag_words(properties);
     said.units = units_of(properties);

@@ -138,8 +138,7 @@ impl KnownRoles {
     /// none.
     pub fn read(&self, embedder: &dyn Embedder, schema: &Value) -> Result<Value, EmbedError> {
         let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Ok(schema.clone()) };
-        let required: Vec<&str> =
-            schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let required = crate::spoken::required_of(schema);
         let unread: Vec<(&String, &Value)> =
             props.iter().filter(|(k, spec)| unread(k, spec, required.contains(&k.as_str()))).collect();
         if unread.is_empty() {
@@ -188,8 +187,7 @@ pub fn taught_text<'a>(schema: &'a Value, tool: &str, taught: &TaughtPhrasings) 
 /// model passed the user's words for.
 pub fn taught_texts<'a>(schema: &'a Value, tool: &str, taught: &TaughtPhrasings) -> Vec<&'a str> {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let required = crate::spoken::required_of(schema);
     props
         .iter()
         .filter(|(k, spec)| {
