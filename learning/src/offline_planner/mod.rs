@@ -350,6 +350,9 @@ struct ToolProfile {
     /// Its name's and description's words as the word-order rules read
     /// them (rule 18).
     context: crate::spoken::Context,
+    /// The kinds of device it takes as values of a kind enum, stemmed
+    /// (rule 18).
+    kinds: Vec<String>,
 }
 
 /// Tools by embedding similarity.
@@ -362,8 +365,8 @@ pub struct OfflinePlanner {
     threshold: f32,
     /// What a named path is on disk, when the host says (rule 2).
     paths: Option<PathLookup>,
-    /// Every kind of device a tool takes as a value of a kind enum,
-    /// stemmed (rule 18).
+    /// Every kind of device a tool takes (their `kinds`), stemmed (rule
+    /// 18).
     kinds: BTreeSet<String>,
 }
 
@@ -428,6 +431,7 @@ impl OfflinePlanner {
                 actions,
                 runnable: true,
                 context: crate::spoken::Context::of(name, description),
+                kinds: crate::spoken::kind_members(parameters),
             });
         }
         let nothing: Vec<&str> = SMALL_TALK.iter().chain(GENERAL_KNOWLEDGE).copied().collect();
@@ -437,7 +441,7 @@ impl OfflinePlanner {
         // me a joke", stay below), see `Calibration::offline_planner`.
         let threshold = EmbeddingModel::calibration_for_id(embedder.model_id()).offline_planner;
         let vocabulary = crate::tool_words::Vocabulary::new(tools.iter().map(|(n, d, p)| (n.as_str(), d.as_str(), p)));
-        let kinds = profiles.iter().flat_map(|t| crate::spoken::kind_members(&t.schema)).collect();
+        let kinds = profiles.iter().flat_map(|t| t.kinds.iter().cloned()).collect();
         Ok(OfflinePlanner { embedder, tools: profiles, vocabulary, small_talk, threshold, paths: None, kinds })
     }
 
@@ -690,7 +694,7 @@ impl OfflinePlanner {
     fn for_another_kind(&self, tool: &ToolProfile, kinds: &BTreeSet<String>) -> bool {
         let mut own =
             tool.context.name.intersection(&self.kinds).filter(|w| !crate::fast_path::gate::is_verb(w)).peekable();
-        let takes = || crate::spoken::kind_members(&tool.schema).iter().any(|k| kinds.contains(k));
+        let takes = || tool.kinds.iter().any(|k| kinds.contains(k));
         !kinds.is_empty() && own.peek().is_some() && !own.any(|k| kinds.contains(k)) && !takes()
     }
 
