@@ -6,6 +6,8 @@
 //! Needs the model where `scripts/fetch-models.sh` installs it; fails (never
 //! skips) when it is missing.
 
+mod support;
+
 use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
@@ -139,22 +141,12 @@ fn a_new_value_read_two_ways_goes_to_the_model() {
 
 /// The home fixture's tools, as the offline planner reads them.
 fn home_planner() -> engram_learning::offline_planner::OfflinePlanner {
-    planner_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home/tools.json"))
+    planner_of("home")
 }
 
 /// The offline planner of a home fixture's tools.
-fn planner_of(path: &str) -> engram_learning::offline_planner::OfflinePlanner {
-    let tools: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let tools: Vec<_> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            let (name, description) = (t["name"].as_str().unwrap(), t["description"].as_str().unwrap());
-            (name.to_owned(), description.to_owned(), t["inputSchema"].clone())
-        })
-        .collect();
-    engram_learning::offline_planner::OfflinePlanner::new(embedder(), &tools).unwrap()
+fn planner_of(home: &str) -> engram_learning::offline_planner::OfflinePlanner {
+    engram_learning::offline_planner::OfflinePlanner::new(embedder(), &support::fixtures::descriptions(home)).unwrap()
 }
 
 /// `HassTurnOn` of the lights in `area`.
@@ -306,17 +298,10 @@ fn a_wording_in_the_other_language_is_read_twice_from_half_way() {
         ("quanti gradi ci sono in stireria", read("stireria")),
     ];
     let fp = service(&turns, 1);
-    let planner = planner_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-c/tools.json"));
+    let planner = planner_of("home-c");
     let text = "how warm is it in the conservatory right now";
     let d = fp.route_read_twice(text, now(), &mut |t: &str| planner.plan(t, now()).unwrap()).unwrap();
     assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &read("conservatory")), "{d:?}");
-}
-
-/// A home fixture's tools' parameter schemas, by tool name.
-fn schemas_of(path: &str) -> std::collections::HashMap<String, serde_json::Value> {
-    let tools: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let list = tools.as_array().cloned().unwrap_or_else(|| tools["tools"].as_array().unwrap().clone());
-    list.iter().map(|t| (t["name"].as_str().unwrap().to_owned(), t["inputSchema"].clone())).collect()
 }
 
 /// A kind of device the home's tools take, said on one side only with
@@ -336,7 +321,7 @@ fn another_kind_of_device_is_no_second_reading_of_the_lights() {
         ("spegni le luci in corridoio", off("corridoio")),
     ];
     let mut fp = service(&turns, 1);
-    fp.set_schemas(schemas_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-e/tools.json")));
+    fp.set_schemas(support::fixtures::schemas("home-e"));
     for text in
         ["spegni la tv in studiolo", "turn off the telly in the studiolo", "spegni il deumidificatore in studiolo"]
     {

@@ -3,6 +3,8 @@
 //! held by `tests/labelled.rs`, through the scoring `engram bench
 //! fast-path` prints.
 
+mod support;
+
 use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
@@ -223,19 +225,7 @@ fn the_tool_the_request_gives_its_values_to_wins() {
 /// The home fixture's tools (`tests/fixtures/home/tools.json`: 41 tools
 /// as a home-automation MCP server describes them).
 fn home_tools() -> Vec<engram_learning::offline_planner::ToolDescription> {
-    tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home/tools.json"))
-}
-
-/// A tool listing's tools as the planner takes them.
-fn tools_of(path: &str) -> Vec<engram_learning::offline_planner::ToolDescription> {
-    let tools: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let list = tools.as_array().cloned().unwrap_or_else(|| tools["tools"].as_array().unwrap().clone());
-    list.iter()
-        .map(|t| {
-            let (name, description) = (t["name"].as_str().unwrap(), t["description"].as_str().unwrap());
-            (name.to_owned(), description.to_owned(), t["inputSchema"].clone())
-        })
-        .collect()
+    support::fixtures::descriptions("home")
 }
 
 /// Another vendor's home (`tests/fixtures/home-b`: `room`, a `kind` that
@@ -248,7 +238,7 @@ fn tools_of(path: &str) -> Vec<engram_learning::offline_planner::ToolDescription
 #[test]
 fn another_vendors_home_is_filled_by_its_schemas_shape() {
     let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
-    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-b/tools.json"));
+    let tools = support::fixtures::descriptions("home-b");
     let planner = OfflinePlanner::new(e, &tools).unwrap();
     for (request, tool, args) in [
         ("switch on the porch light", "switch_on", serde_json::json!({"kind": "light", "room": "porch"})),
@@ -384,7 +374,7 @@ fn a_colour_is_set_as_said() {
 #[test]
 fn a_third_vendors_home_keeps_what_the_user_said() {
     let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
-    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-c/tools.json"));
+    let tools = support::fixtures::descriptions("home-c");
     let planner = OfflinePlanner::new(e, &tools).unwrap();
     let plan = |request: &str| calls(&planner, request);
     assert_eq!(plan("manda il robot a pulire in disimpegno"), [r#"vacuum-start {"zone":"disimpegno"}"#]);
@@ -415,7 +405,7 @@ fn a_third_vendors_home_keeps_what_the_user_said() {
 #[test]
 fn a_property_worded_as_no_rule_reads_it_is_read_by_meaning() {
     let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
-    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-d/tools.json"));
+    let tools = support::fixtures::descriptions("home-d");
     let planner = OfflinePlanner::new(e, &tools).unwrap();
     let args = |tool: &str, request: &str| {
         serde_json::to_string(&planner.arguments(tool, request, now()).expect("a tool of the home")).unwrap()
@@ -433,7 +423,7 @@ fn a_property_worded_as_no_rule_reads_it_is_read_by_meaning() {
 #[test]
 fn a_third_vendors_home_gets_no_guessed_second_call() {
     let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
-    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-c/tools.json"));
+    let tools = support::fixtures::descriptions("home-c");
     let planner = OfflinePlanner::new(e, &tools).unwrap();
     let plan = |request: &str| calls(&planner, request);
     let none = Vec::<String>::new();
@@ -467,7 +457,7 @@ fn a_tool_given_the_kind_of_value_the_model_gave_it_wins() {
     use engram_events::payloads::{PlanStep, ToolArgs};
     use engram_learning::taught_phrasings::TaughtPhrasings;
     let e: Arc<OnnxEmbedder> = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
-    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-c/tools.json"));
+    let tools = support::fixtures::descriptions("home-c");
     let planner = OfflinePlanner::new(e.clone(), &tools).unwrap();
     let call = |tool: &str, args: &str| vec![PlanStep { tool: tool.into(), args: ToolArgs::from_json(args).unwrap() }];
     let device =
@@ -507,7 +497,7 @@ fn a_property_the_model_filled_with_the_users_words_is_the_tools_text() {
     use engram_events::payloads::{PlanStep, ToolArgs};
     use engram_learning::taught_phrasings::TaughtPhrasings;
     let e: Arc<OnnxEmbedder> = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
-    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-d/tools.json"));
+    let tools = support::fixtures::descriptions("home-d");
     let planner = OfflinePlanner::new(e.clone(), &tools).unwrap();
     let call = |tool: &str, args: &str| vec![PlanStep { tool: tool.into(), args: ToolArgs::from_json(args).unwrap() }];
     let turns: Vec<(String, Vec<PlanStep>)> = ["marmite", "kitchen roll", "oat milk"]
@@ -562,7 +552,7 @@ fn taught_by(
 #[test]
 fn a_kind_of_device_named_is_the_tool_that_takes_it() {
     let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
-    let tools = tools_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/home-e/tools.json"));
+    let tools = support::fixtures::descriptions("home-e");
     let planner = OfflinePlanner::new(e.clone(), &tools).unwrap();
     assert_eq!(
         calls(&planner, "spegni il ventilatore in salone"),
