@@ -236,8 +236,9 @@ pub struct ToolWords {
     /// Its parameters' enum values, stemmed: a value the request names
     /// ("the graceland album") says more than a parameter's name.
     values: BTreeSet<String>,
-    /// The poles its name and its description's first word name; an axis
-    /// named both ways is left out.
+    /// The poles its name and its description's first word name, an axis
+    /// named both ways left out; and both of each axis a command enum of
+    /// its names both ways.
     poles: BTreeSet<(&'static str, bool)>,
     /// Whether it tells or reads.
     tells: bool,
@@ -260,6 +261,15 @@ fn poles(words: &[String]) -> BTreeSet<(&'static str, bool)> {
     all.iter().copied().filter(|(axis, p)| !all.contains(&(*axis, !*p))).collect()
 }
 
+/// The poles of a command enum's `members`: both of each axis it names
+/// both ways (`command: on | off | toggle`, `op: add | remove`). Such a
+/// tool does either, as the value passed says — where a name or a
+/// description naming both ways is neither ([`poles`]).
+fn command_poles(members: &[String]) -> BTreeSet<(&'static str, bool)> {
+    let all: BTreeSet<(&'static str, bool)> = members.iter().flat_map(|w| poles_of(w)).collect();
+    all.iter().copied().filter(|(axis, p)| all.contains(&(*axis, !*p))).collect()
+}
+
 impl ToolWords {
     /// The words of a tool of `name`, `description` and parameters
     /// `schema`.
@@ -274,23 +284,34 @@ impl ToolWords {
         let described = content(description);
         let mut parameters = BTreeSet::new();
         let mut enum_values = BTreeSet::new();
+        let mut commands = BTreeSet::new();
         if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
             for (k, spec) in props {
                 parameters.extend(name_stems(k));
                 let values = spec.get("enum").or_else(|| spec.get("items").and_then(|i| i.get("enum")));
-                for v in values.and_then(|v| v.as_array()).into_iter().flatten().filter_map(|v| v.as_str()) {
-                    parameters.extend(name_stems(v));
-                    enum_values.extend(name_stems(v));
-                }
+                let members: Vec<String> = values
+                    .and_then(|v| v.as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str())
+                    .flat_map(name_stems)
+                    .collect();
+                commands.extend(command_poles(&members));
+                parameters.extend(members.iter().cloned());
+                enum_values.extend(members);
             }
         }
         // The name's poles and the description's first word's ("Resumes
         // paused media players"): the rest of a description may name a
-        // pole as a state or a caveat.
+        // pole as a state or a caveat. A command enum's are the tool's
+        // both ways.
         let said: Vec<String> = name_words.iter().chain(described.first()).cloned().collect();
-        let pole_set = poles(&said);
-        let tells = name_words.iter().any(|w| TELLS.contains(&w.as_str()))
-            || described.first().is_some_and(|w| TELLS.contains(&w.as_str()));
+        let mut pole_set = poles(&said);
+        pole_set.extend(commands);
+        // A name's noun of "-ing" tells as its verb does (`climate_reading`
+        // reads, as `readTemperature` does).
+        let telling = |w: &String| TELLS.contains(&w.as_str()) || TELLS.contains(&w.strip_suffix("ing").unwrap_or(w));
+        let tells = name_words.iter().any(telling) || described.first().is_some_and(telling);
         let described_axes = described.iter().flat_map(|w| poles_of(w)).map(|(a, _)| a).collect();
         let verbs = said.iter().cloned().collect();
         ToolWords {
@@ -544,6 +565,29 @@ impl Vocabulary {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// One tool per family, its action a command enum (home F's
+    /// `lighting_control {command: on | off}`), does both ways: a pole
+    /// said is its pole too, never the other's — "switch off the reading
+    /// lamp" went to `humidity_reading` for the word "reading". A name's
+    /// "-ing" noun that tells tells (`climate_reading`).
+    #[test]
+    fn a_command_enum_names_both_poles_and_a_reading_tells() {
+        let command = json!({"type": "object", "properties": {"fixture": {"type": "string"},
+            "command": {"type": "string", "enum": ["on", "off", "toggle"]}}});
+        let zone = json!({"type": "object", "properties": {"zone": {"type": "string"}}});
+        let tools: Vec<(&str, &str, serde_json::Value)> = vec![
+            ("lighting_control", "[lighting] power cmd for a zone or one fixture", command),
+            ("humidity_reading", "[climate] current relative humidity of a zone", zone.clone()),
+            ("climate_zone", "[climate] setpoint for a zone", zone),
+        ];
+        let v = Vocabulary::new(tools.iter().map(|(n, d, s)| (*n, *d, s)));
+        let said = RequestWords::new("switch off the reading lamp");
+        let light = v.score(0, &said).expect("no tool of the other pole");
+        assert!(light >= POLE_BONUS, "{light}");
+        assert_eq!(v.shared(0, &said), 2, "the pole shared is two words' worth");
+        assert!(v.tells(1) && !v.tells(2));
+    }
 
     fn home() -> Vocabulary {
         let s = json!({"type": "object", "properties": {"area": {"type": "string"},

@@ -869,6 +869,21 @@ mod tests {
                 false,
             ),
             ("add salt and pepper to the list", json!({"item": "salt and pepper"}), false),
+            // Another place joined after the value (home G's dev split).
+            (
+                "cut the lights off in the pantry and the laundry room",
+                json!({"area": "pantry", "domain": ["light"]}),
+                true,
+            ),
+            // Joined after, but no place ("I'm" is no Italian article),
+            // or a second request.
+            (
+                "I'm currently in Chicago, IL, and I'm interested in a music event",
+                json!({"city": "Chicago, IL"}),
+                false,
+            ),
+            ("turn off the lights in the pantry and turn on the fan", json!({"area": "pantry"}), false),
+            ("movies directed by David Leitch and acted by Lori", json!({"directed_by": "David Leitch"}), false),
             ("turn on the office lights", json!({"area": "office"}), false),
             ("turn on the lights and play jazz", json!({"search_query": "jazz"}), false),
             (

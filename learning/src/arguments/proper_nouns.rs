@@ -333,7 +333,26 @@ pub(super) fn lower_case_place(text: &str) -> Option<String> {
         }
     }
     let p = lower.iter().rposition(|w| PREPOSITIONS.contains(&w.as_str()))?;
-    let tail: Vec<&String> = lower[p + 1..].iter().filter(|w| !w.is_empty()).take(3).collect();
-    (!tail.is_empty() && p + 1 + tail.len() == lower.len())
+    // Its article is no part of it ("for the cornbread"), as a value is
+    // passed without one.
+    let article = lower.get(p + 1).is_some_and(|w| crate::fast_path::slots::is_determiner(w));
+    let from = p + 1 + usize::from(article && lower.len() > p + 2);
+    let tail: Vec<&String> = lower[from..].iter().filter(|w| !w.is_empty()).take(3).collect();
+    (!tail.is_empty() && from + tail.len() == lower.len())
         .then(|| tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The place a lower-case request ends with, without its article: a
+    /// value is passed without one ("set a timer for the cornbread" was
+    /// `"the cornbread"`).
+    #[test]
+    fn a_lower_case_place_leaves_its_article() {
+        assert_eq!(lower_case_place("set a timer for the cornbread").as_deref(), Some("cornbread"));
+        assert_eq!(lower_case_place("what's the weather in bergen please").as_deref(), Some("bergen"));
+        assert_eq!(lower_case_place("play it in the").as_deref(), Some("the"));
+    }
 }

@@ -7,13 +7,15 @@
 use engram_events::payloads::ToolArgs;
 use serde_json::Value;
 
-use super::proper_nouns::PREPOSITIONS;
+use super::proper_nouns::{PLACE_PREPOSITIONS, PREPOSITIONS};
 use super::quoted_strings;
 
 /// Whether `request` names, just before a text value of `args`, another
 /// joined to it by a conjunction ("the kitchen **and the** office lights",
-/// "in cucina **e in** bagno"): the value is one of two, and a call that
-/// says one drops the other — the planner abstains rather than make it.
+/// "in cucina **e in** bagno") — or, after a place's value, another place
+/// ([`joined_after`]: "in the pantry and the laundry room"): the value is
+/// one of two, and a call that says one drops the other — the planner
+/// abstains rather than make it.
 /// A value that holds the conjunction itself ("salt and pepper") is one;
 /// so is one joined to another parameter's name ("'admin' as username and
 /// 'secret' as the password").
@@ -45,9 +47,37 @@ pub fn one_of_two(args: &ToolArgs, request: &str) -> bool {
             let back: Vec<&String> = said[..i].iter().rev().skip_while(grammar).collect();
             let joined = back.first().is_some_and(|w| matches!(w.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure"));
             let other = back.iter().skip(1).find(|w| !grammar(w));
-            i - back.len() <= 2 && joined && other.is_some_and(|w| !in_a_value(w) && !names.contains(w))
+            let before = i - back.len() <= 2 && joined && other.is_some_and(|w| !in_a_value(w) && !names.contains(w));
+            let placed = said[..i]
+                .iter()
+                .rev()
+                .find(|w| !crate::fast_path::slots::is_determiner(w) || PLACE_PREPOSITIONS.contains(&w.as_str()));
+            let placed = placed.is_some_and(|w| PLACE_PREPOSITIONS.contains(&w.as_str()));
+            before || (placed && joined_after(&said[i + value.len()..], &in_a_value, &names))
         })
     })
+}
+
+/// Whether `rest`, the words after a place's value, opens with a
+/// conjunction, then an article or a preposition, that join another place
+/// to it ("in the pantry **and the laundry room**", "in cucina **e in**
+/// bagno"): a word no value of the call holds, that names no parameter
+/// and no action — "… and turn on the fan" is a second request, not a
+/// second value; "… and I'm", "… and acted by …" join no place.
+fn joined_after(rest: &[String], in_a_value: &dyn Fn(&String) -> bool, names: &[String]) -> bool {
+    let grammar = |w: &&String| crate::fast_path::slots::is_determiner(w);
+    let [first, article, after @ ..] = rest else { return false };
+    let other = after.iter().take(2).find(|w| !grammar(w));
+    matches!(first.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure")
+        // ("I'm" splits as "i m": the pronoun, not the Italian article.)
+        && grammar(&article)
+        && article != "i"
+        && other.is_some_and(|w| {
+            !in_a_value(w)
+                && !names.contains(w)
+                && !crate::fast_path::gate::is_verb(w)
+                && !crate::text::is_stop_word(w, crate::text::Negations::Drop)
+        })
 }
 
 /// `text` without its proper nouns (rule 5's capitalised runs): what a

@@ -84,6 +84,9 @@
 //!    rarer among the tools the more ([`crate::tool_words`]); a request
 //!    naming one pole (off, close, pause) never goes to a tool named for
 //!    the other, and a question leans to a tool that tells. A tool whose
+//!    action is a command enum naming both poles (`lighting_control
+//!    {command: on | off}`) has both; one whose name's "-ing" noun tells
+//!    (`climate_reading`) tells. A tool whose
 //!    words reach [`LEXICAL_BAR`], two of the request's words or a pole
 //!    shared, is planned even below the cosine's bar (one word is a
 //!    coincidence: "write me a poem" is not `write_file`); so is one
