@@ -332,3 +332,29 @@ fn another_kind_of_device_is_no_second_reading_of_the_lights() {
     let d = fp.route_read_twice(text, now(), &mut |_| off("studiolo")).unwrap();
     assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &off("studiolo")), "{d:?}");
 }
+
+/// A new value the second reader alone read, said right before a kind of
+/// device the home's tools take ("the box fan"), may be the thing's room
+/// or a word of its name, and only a phrasing that puts its slot there
+/// tells which: rule 4 does not serve it (`FastPath::modifies_a_kind`).
+/// Home G's "mash the button on the box fan" was `HassTurnOn {area:
+/// "box", domain: [fan]}` by its taught "appiccia 'a luce in X", where
+/// the user meant the fan called "box fan". Said after "in", a new room
+/// still serves.
+#[test]
+fn a_new_value_before_a_kind_of_device_is_no_second_readers_room() {
+    let on = |area: &str, kind: &str| vec![step("HassTurnOn", &format!(r#"{{"area":"{area}","domain":["{kind}"]}}"#))];
+    let turns = [
+        ("appiccia la luce in saletta", on("saletta", "light")),
+        ("appiccia la luce in cucinino", on("cucinino", "light")),
+        ("appiccia la luce in camera dei ragazzi", on("camera dei ragazzi", "light")),
+    ];
+    let mut fp = service(&turns, 1);
+    fp.set_schemas(support::fixtures::schemas("home-g"));
+    let text = "mash the button on the box fan";
+    let d = fp.route_read_twice(text, now(), &mut |_| on("box", "fan")).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+    let text = "appiccia il ventilatore in ripostiglio";
+    let d = fp.route_read_twice(text, now(), &mut |_| on("ripostiglio", "fan")).unwrap();
+    assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &on("ripostiglio", "fan")), "{d:?}");
+}

@@ -294,7 +294,8 @@ pub fn score(embedder: Arc<dyn Embedder>, home: &Fixture, split: &str) -> anyhow
                 t.served += 1;
             } else {
                 t.wrong += 1;
-                out.misses.push(format!("WRONG {}: {:?} → {:?} via {:?}", r.id, r.text, d.steps, d.matched));
+                out.misses
+                    .push(format!("WRONG {}: {:?} → {:?} via {:?}: {}", r.id, r.text, d.steps, d.matched, d.reason));
             }
         } else {
             out.misses.push(format!("miss {} {}: {:?}: {}", r.role, r.id, r.text, d.reason));

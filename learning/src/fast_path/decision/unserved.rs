@@ -134,6 +134,7 @@ impl FastPath {
             let rival = |a: &String, s: &f64| *a != r.action && same_tool(a) && *s >= sim;
             if !p.new.is_empty()
                 && (p.new.iter().any(|(name, said)| self.known_elsewhere(name, said).is_some())
+                    || p.new.iter().any(|(_, said)| self.modifies_a_kind(canon, said))
                     || missed.rivals.iter().any(|(a, s)| rival(a, s)))
             {
                 continue;
@@ -153,6 +154,20 @@ impl FastPath {
             return Some(Decision::served(RouteLayer::L1, steps, Some(sim), r.canonical.clone(), reason));
         }
         None
+    }
+
+    /// Whether `said`, words of `canon`, stands right before a kind of
+    /// device the home's tools take ("the box fan", "the pantry lights"):
+    /// a new value there may be the thing's room or part of its name, and
+    /// only the phrasing's own frame (L1 aligned) tells which — the second
+    /// reader's word order reads every such word as a room ("mash the
+    /// button on the box fan" was `area: "box"`).
+    fn modifies_a_kind(&self, canon: &str, said: &str) -> bool {
+        let ws: Vec<&str> = crate::text::words(canon).collect();
+        let run: Vec<&str> = said.split(' ').collect();
+        let at = ws.windows(run.len()).position(|w| w == run.as_slice());
+        let next = at.and_then(|i| ws.get(i + run.len()));
+        next.is_some_and(|w| self.kinds.contains(&crate::tool_words::folded(w)))
     }
 
     /// The plan's values in `r`'s slots (rule 4): each bound where the
