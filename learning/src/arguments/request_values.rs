@@ -13,7 +13,7 @@ use super::quoted_strings;
 /// Whether `request` names, just before a text value of `args`, another
 /// joined to it by a conjunction ("the kitchen **and the** office lights",
 /// "in cucina **e in** bagno") — or, after a place's value, another place
-/// ([`joined_after`]: "in the pantry and the laundry room"): the value is
+/// (`joined_after`: "in the pantry and the laundry room"): the value is
 /// one of two, and a call that says one drops the other — the planner
 /// abstains rather than make it.
 /// A value that holds the conjunction itself ("salt and pepper") is one;
