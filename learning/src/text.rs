@@ -105,17 +105,20 @@ pub fn says_now_at_end<S: AsRef<str>>(words: &[S]) -> usize {
         .unwrap_or(0)
 }
 
-/// `value` as `raw` says it when `raw` joins it, or a word beside it, with
-/// a hyphen: "lo-fi beats" for the value "fi beats" or "lo fi beats" taken
-/// from "play some lo-fi beats". Normalising drops hyphens, and half of a
-/// hyphenated word can read as grammar ("lo" is an Italian article) and be
-/// trimmed from a value; the user said one word. `None` when `raw` does not
-/// hold the value's words in order, or holds them with no hyphen at or
-/// around them: the value stands as it is.
-pub fn hyphenated_in(raw: &str, value: &str) -> Option<String> {
+/// `value` as `raw` writes it when `raw` joins it, or a word beside it,
+/// with a hyphen, or writes an apostrophe at its words' edges: "lo-fi
+/// beats" for the value "fi beats" or "lo fi beats" taken from "play some
+/// lo-fi beats"; "mo' arriva zi' peppe" for "mo arriva zi peppe", "'a
+/// pasta è pronta" for "a pasta è pronta". Normalising drops hyphens and
+/// such apostrophes (elisions, a plural's possessive), and half of a
+/// hyphenated word can read as grammar ("lo" is an Italian article) and
+/// be trimmed from a value; the user said one word. `None` when `raw`
+/// does not hold the value's words in order, or holds them with neither
+/// at or around them: the value stands as it is.
+pub fn as_written_in(raw: &str, value: &str) -> Option<String> {
     let want = normalize(value);
     let want: Vec<&str> = words(&want).collect();
-    if want.is_empty() || !raw.contains('-') {
+    if want.is_empty() || !raw.contains(['-', '\'', '\u{2019}', '\u{2018}']) {
         return None;
     }
     // The words of `raw` as `normalize` reads them, with their byte spans.
@@ -149,7 +152,31 @@ pub fn hyphenated_in(raw: &str, value: &str) -> Option<String> {
         last += 1;
     }
     let said = &raw[spans[first].0..spans[last].1];
-    said.contains('-').then(|| said.to_lowercase())
+    if said.contains('-') {
+        return Some(said.to_lowercase());
+    }
+    // An apostrophe at the first word's start ("'a pasta") or the last
+    // word's end ("zi'"), with those inside, when nothing but words,
+    // spaces and apostrophes is said.
+    let apostrophe = |c: char| matches!(c, '\'' | '\u{2019}' | '\u{2018}');
+    let mut start = spans[first].0;
+    if let Some(c) = raw[..start].chars().next_back().filter(|c| apostrophe(*c)) {
+        let before = raw[..start - c.len_utf8()].chars().next_back();
+        if before.is_none_or(char::is_whitespace) {
+            start -= c.len_utf8();
+        }
+    }
+    let mut end = spans[last].1;
+    if let Some(c) = raw[end..].chars().next().filter(|c| apostrophe(*c)) {
+        let after = raw[end + c.len_utf8()..].chars().next();
+        if after.is_none_or(|a| !a.is_alphanumeric()) {
+            end += c.len_utf8();
+        }
+    }
+    let said = &raw[start..end];
+    let plain = said.chars().all(|c| c.is_alphanumeric() || c.is_whitespace() || apostrophe(c));
+    let straight: String = said.chars().map(|c| if apostrophe(c) { '\'' } else { c }).collect();
+    (plain && straight.to_lowercase() != want.join(" ")).then(|| straight.to_lowercase())
 }
 
 /// Whether negation words are stop words for a caller.
@@ -222,18 +249,33 @@ const STOP_WORDS_IT: &[&str] = &[
 
 #[cfg(test)]
 mod tests {
+
+    /// A value keeps the apostrophes its words have at their edges in the
+    /// request ("mo'", "zi'", "'a" were lost to normalising: home G's
+    /// Neapolitan messages were wrong calls); a value with none, or not
+    /// the request's words, is left as it is.
+    #[test]
+    fn a_value_keeps_the_apostrophes_the_user_wrote() {
+        let raw = "avvisa tutti che mo' arriva zi' peppe";
+        assert_eq!(as_written_in(raw, "mo arriva zi peppe").as_deref(), Some("mo' arriva zi' peppe"));
+        let raw = "dì a tutti ca \u{2019}a pasta è pronta!";
+        assert_eq!(as_written_in(raw, "a pasta è pronta").as_deref(), Some("'a pasta è pronta"));
+        assert_eq!(as_written_in("holler at everybody that supper's ready", "supper's ready"), None);
+        assert_eq!(as_written_in("tell everyone dinner's ready, come down", "dinner's ready come down"), None);
+        assert_eq!(as_written_in("turn on the kitchen light", "kitchen"), None);
+    }
     use super::*;
 
     #[test]
     fn a_value_keeps_the_hyphens_the_user_wrote() {
         let raw = "play some lo-fi beats in the home gym";
-        assert_eq!(hyphenated_in(raw, "fi beats").as_deref(), Some("lo-fi beats"));
-        assert_eq!(hyphenated_in(raw, "lo fi beats").as_deref(), Some("lo-fi beats"));
-        assert_eq!(hyphenated_in("metti un po' di hip-hop", "hip").as_deref(), Some("hip-hop"));
+        assert_eq!(as_written_in(raw, "fi beats").as_deref(), Some("lo-fi beats"));
+        assert_eq!(as_written_in(raw, "lo fi beats").as_deref(), Some("lo-fi beats"));
+        assert_eq!(as_written_in("metti un po' di hip-hop", "hip").as_deref(), Some("hip-hop"));
         // No hyphen there, or the words not said in order: as it is.
-        assert_eq!(hyphenated_in(raw, "home gym"), None);
-        assert_eq!(hyphenated_in(raw, "beats lo"), None);
-        assert_eq!(hyphenated_in("turn on the kitchen light", "kitchen"), None);
+        assert_eq!(as_written_in(raw, "home gym"), None);
+        assert_eq!(as_written_in(raw, "beats lo"), None);
+        assert_eq!(as_written_in("turn on the kitchen light", "kitchen"), None);
     }
 
     #[test]

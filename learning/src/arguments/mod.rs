@@ -203,10 +203,10 @@ fn fill_either(tool: &str, description: &str, schema: &Value, request: &str, now
         let named = properties.and_then(|p| p.get(k)).is_some_and(|spec| crate::spoken::handles(k, spec));
         !named || v.as_str().is_none_or(|s| !crate::spoken::described(s, &context))
     });
-    // Read as words, a value lost the hyphens the user wrote: "lo-fi
-    // beats", not "lo fi beats".
+    // Read as words, a value lost the hyphens and edge apostrophes the
+    // user wrote: "lo-fi beats", not "lo fi beats"; "mo' arriva".
     for v in out.args.0.values_mut() {
-        if let Some(said) = v.as_str().and_then(|s| crate::text::hyphenated_in(request, s)) {
+        if let Some(said) = v.as_str().and_then(|s| crate::text::as_written_in(request, s)) {
             *v = Value::String(said);
         }
     }

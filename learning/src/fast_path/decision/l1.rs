@@ -448,11 +448,12 @@ pub(super) fn with_own_values(masked: &str, row: &L1Row) -> String {
 }
 
 /// The said values of a fill as the user wrote them in `raw`, hyphens and
-/// all ([`crate::text::hyphenated_in`]: "lo-fi beats", not "fi beats").
+/// edge apostrophes and all ([`crate::text::as_written_in`]: "lo-fi
+/// beats", not "fi beats"; "mo' arriva", not "mo arriva").
 fn as_written(values: &BTreeMap<String, Value>, raw: &str) -> BTreeMap<String, Value> {
     values
         .iter()
-        .map(|(k, v)| match v.as_str().and_then(|s| crate::text::hyphenated_in(raw, s)) {
+        .map(|(k, v)| match v.as_str().and_then(|s| crate::text::as_written_in(raw, s)) {
             Some(said) => (k.clone(), Value::String(said)),
             None => (k.clone(), v.clone()),
         })
