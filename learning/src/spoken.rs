@@ -81,6 +81,11 @@ const SAID_TEXT: &[&str] = &["item", "entry", "message", "text", "query", "note"
 /// …", "annuncia che …").
 const THAT: &[&str] = &["that", "che"];
 
+/// English words that open a command before its verb without being it
+/// ("go lock the shop door", "go ahead and turn the fan on", "come
+/// check the …"): a closed class of serial verbs, never a value.
+const OPENERS: &[&str] = &["go", "ahead", "come"];
+
 /// The words of a request, elided articles split off ("l'album" → l,
 /// album); an English contraction ("we're", "it's", "don't") is one word.
 pub(crate) fn words(request: &str) -> Vec<String> {
@@ -410,7 +415,10 @@ pub fn fill(schema: &Value, request: &str, context: &Context) -> Values {
         if let Some(span) = span {
             mark(&mut used, span);
             where_said = true;
-            out.insert(k.clone(), Value::String(join(&ws, span)));
+            // "the shop's too loud": the place, not its "is".
+            let place = join(&ws, span);
+            let place = place.strip_suffix("'s").unwrap_or(&place).to_owned();
+            out.insert(k.clone(), Value::String(place));
         }
     }
     // Rule 1: kinds of device, with a place said.
@@ -797,7 +805,9 @@ fn verb_end(ws: &[String], context: &Context, searched: bool) -> usize {
             .filter(|(_, concept)| concept.split(' ').all(|c| context.name.contains(&stem(c))))
     };
     let mut i = 0;
-    while i < ws.len() && filler(&ws[i]) && !verb(&ws[i]) && idiom(i).is_none() {
+    let opens = |w: &str| OPENERS.contains(&w);
+    let opener = |i: usize| opens(&ws[i]) && ws.get(i + 1).is_some_and(|n| verb(n) || filler(n) || opens(n));
+    while i < ws.len() && (filler(&ws[i]) || opener(i)) && !verb(&ws[i]) && idiom(i).is_none() {
         i += 1;
     }
     // An imperative opens with its verb: a word the lists do not know is
@@ -1142,6 +1152,19 @@ mod tests {
 
     fn ctx(name: &str) -> Context {
         Context::of(name, "")
+    }
+
+    /// "go" opens a command before its verb and is no device's name (home
+    /// G: "go lock the shop door" was `name: "go"`); a place's "'s" is its
+    /// "is" ("the shop's too loud" was `area: "shop's"`).
+    #[test]
+    fn an_opener_is_no_name_and_a_place_leaves_its_is() {
+        let f = fill(&device(), "go lock the shop door", &ctx("HassLock"));
+        assert_eq!(f.get("name"), Some(&json!("shop door")), "{f:?}");
+        let f = fill(&device(), "go ahead and turn the coffee pot on", &ctx("HassTurnOn"));
+        assert_eq!(f.get("name"), Some(&json!("coffee pot")), "{f:?}");
+        let f = fill(&device(), "the light in the shop's too bright, turn it off", &ctx("HassTurnOff"));
+        assert_eq!(f.get("area"), Some(&json!("shop")), "{f:?}");
     }
 
     #[test]
