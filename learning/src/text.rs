@@ -249,6 +249,7 @@ const STOP_WORDS_IT: &[&str] = &[
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     /// A value keeps the apostrophes its words have at their edges in the
     /// request ("mo'", "zi'", "'a" were lost to normalising: home G's
@@ -264,7 +265,6 @@ mod tests {
         assert_eq!(as_written_in("tell everyone dinner's ready, come down", "dinner's ready come down"), None);
         assert_eq!(as_written_in("turn on the kitchen light", "kitchen"), None);
     }
-    use super::*;
 
     #[test]
     fn a_value_keeps_the_hyphens_the_user_wrote() {
