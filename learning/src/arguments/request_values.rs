@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::proper_nouns::{PLACE_PREPOSITIONS, PREPOSITIONS};
 use super::quoted_strings;
+use crate::fast_path::slots::is_conjunction;
 
 /// Whether `request` names, just before a text value of `args`, another
 /// joined to it by a conjunction ("the kitchen **and the** office lights",
@@ -45,7 +46,7 @@ pub fn one_of_two(args: &ToolArgs, request: &str) -> bool {
             // is: a value the call says too ("the light and the fan",
             // both domains) drops nothing.
             let back: Vec<&String> = said[..i].iter().rev().skip_while(grammar).collect();
-            let joined = back.first().is_some_and(|w| matches!(w.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure"));
+            let joined = back.first().is_some_and(|w| is_conjunction(w));
             let other = back.iter().skip(1).find(|w| !grammar(w));
             let before = i - back.len() <= 2 && joined && other.is_some_and(|w| !in_a_value(w) && !names.contains(w));
             let placed = said[..i]
@@ -68,7 +69,7 @@ fn joined_after(rest: &[String], in_a_value: &dyn Fn(&String) -> bool, names: &[
     let grammar = |w: &&String| crate::fast_path::slots::is_determiner(w);
     let [first, article, after @ ..] = rest else { return false };
     let other = after.iter().take(2).find(|w| !grammar(w));
-    matches!(first.as_str(), "and" | "or" | "e" | "ed" | "o" | "oppure")
+    is_conjunction(first)
         // ("I'm" splits as "i m": the pronoun, not the Italian article.)
         && grammar(&article)
         && article != "i"

@@ -227,10 +227,8 @@ pub fn taught_value_fits(value: &str, tool: &str, param: &str, taught: &TaughtPh
 /// does not guess what to add, nor that two are one ("salt and pepper") —
 /// a call it would make is no call.
 pub fn is_no_call(schema: &Value, tool: &str, args: &ToolArgs, taught: &TaughtPhrasings) -> bool {
-    let joined = |v: &Value| {
-        v.as_str()
-            .is_some_and(|s| s.split_whitespace().any(|w| matches!(w, "and" | "or" | "e" | "ed" | "o" | "oppure")))
-    };
+    let joined =
+        |v: &Value| v.as_str().is_some_and(|s| s.split_whitespace().any(crate::fast_path::slots::is_conjunction));
     taught_texts(schema, tool, taught).into_iter().any(|k| args.0.get(k).is_none_or(joined))
 }
 

@@ -59,7 +59,7 @@ mod filling;
 mod vocabulary;
 
 pub use filling::{fill, fill_known, fill_known_partly, Edges, Fill, MAX_FILL};
-pub(crate) use vocabulary::{same_word_run, title};
+pub(crate) use vocabulary::{is_conjunction, same_word_run, title};
 pub use vocabulary::{Vocabulary, VOCABULARY_CAP};
 
 use std::collections::BTreeMap;

@@ -218,8 +218,8 @@ pub(crate) fn same_word_run(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| same_word(x, y))
 }
 
-/// Words that join two values ("the kitchen and the office"): a fill
-/// holding one names two values where the slot takes one.
-fn is_conjunction(w: &str) -> bool {
+/// Words that join two values ("the kitchen and the office"), EN + IT: a
+/// fill holding one names two values where the slot takes one.
+pub(crate) fn is_conjunction(w: &str) -> bool {
     matches!(w, "and" | "or" | "e" | "ed" | "o" | "oppure" | "plus" | "nor" | "sia" | "both")
 }
