@@ -198,7 +198,7 @@ impl Context {
         // `lighting_control` acts on lights.
         let mut name: BTreeSet<String> = crate::tool_words::name_stems(name).into_iter().collect();
         let roots: Vec<String> =
-            name.iter().filter_map(|w| w.strip_suffix("ing")).filter(|r| r.len() >= 3).map(str::to_owned).collect();
+            name.iter().filter_map(|w| crate::tool_words::ing_root(w)).map(str::to_owned).collect();
         name.extend(roots);
         Context { name, described, objects }
     }
@@ -783,7 +783,7 @@ fn free(used: &[bool], (a, b): (usize, usize)) -> bool {
 /// (`searched`) may have it open with one of its own nouns.
 fn verb_end(ws: &[String], context: &Context, searched: bool) -> usize {
     // The gerund of a word of the tool's name ("start vacuuming the …").
-    let gerund = |w: &str| w.strip_suffix("ing").is_some_and(|s| s.len() >= 3 && context.name.contains(&stem(s)));
+    let gerund = |w: &str| crate::tool_words::ing_root(w).is_some_and(|s| context.name.contains(&stem(s)));
     let verb = |w: &str| {
         crate::fast_path::gate::is_action(w)
             || !crate::fast_path::gate::poles_of(w).is_empty()

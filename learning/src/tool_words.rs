@@ -171,6 +171,13 @@ pub fn folded(word: &str) -> String {
     }
 }
 
+/// The root of `word` when it is a noun or gerund of "-ing" with a root of
+/// three letters or more ("lighting" → light, "reading" → read): the verb
+/// or thing a tool's name word says that way.
+pub(crate) fn ing_root(word: &str) -> Option<&str> {
+    word.strip_suffix("ing").filter(|r| r.len() >= 3)
+}
+
 /// `word` folded: third persons and plurals to their stem ("sets",
 /// "lights", "searches", "batteries"), "colour" as "color".
 pub fn stem(word: &str) -> String {
@@ -310,7 +317,7 @@ impl ToolWords {
         pole_set.extend(commands);
         // A name's noun of "-ing" tells as its verb does (`climate_reading`
         // reads, as `readTemperature` does).
-        let telling = |w: &String| TELLS.contains(&w.as_str()) || TELLS.contains(&w.strip_suffix("ing").unwrap_or(w));
+        let telling = |w: &String| TELLS.contains(&ing_root(w).unwrap_or(w));
         let tells = name_words.iter().any(telling) || described.first().is_some_and(telling);
         let described_axes = described.iter().flat_map(|w| poles_of(w)).map(|(a, _)| a).collect();
         let verbs = said.iter().cloned().collect();

@@ -193,12 +193,12 @@ fn fill_either(tool: &str, description: &str, schema: &Value, request: &str, now
     // 35 percent", "per favore", "abbassale") — but a member of the
     // property's own enum is the vendor's word, grammar or not (a
     // `command` of `on` / `off`).
-    let enum_of = |k: &String| schema.get("properties").and_then(|p| p.get(k)).and_then(|s| s.get("enum")).is_some();
+    let properties = schema.get("properties");
+    let enum_of = |k: &String| properties.and_then(|p| p.get(k)).and_then(|s| s.get("enum")).is_some();
     out.args.0.retain(|k, v| enum_of(k) || v.as_str().is_none_or(|s| !crate::spoken::only_grammar(s, &context)));
     // A place or a device is no word of the tool's own description ("set
     // the thermostat to 20" for a tool that "Sets the target temperature
     // of a thermostat").
-    let properties = schema.get("properties");
     out.args.0.retain(|k, v| {
         let named = properties.and_then(|p| p.get(k)).is_some_and(|spec| crate::spoken::handles(k, spec));
         !named || v.as_str().is_none_or(|s| !crate::spoken::described(s, &context))
