@@ -570,3 +570,25 @@ fn a_kind_of_device_named_is_the_tool_that_takes_it() {
         [r#"HassClimateGetTemperature {"area":"garage"}"#]
     );
 }
+
+/// Rule 7's own values and rule 8's named tool, on home A's short
+/// descriptions: a brightness, which only the lights' tool takes, is
+/// evidence for it ("dim … down to five percent" shares one word with
+/// "Sets the brightness or colour of lights"), and three words of a
+/// tool's own text name it even when small talk is nearer ("shut the
+/// blinds …" was nearer chat than "Closes covers: blinds, …"). Undo
+/// either and its request plans nothing.
+#[test]
+fn a_value_only_one_tool_takes_and_its_own_words_name_it() {
+    let e = Arc::new(OnnxEmbedder::open(&EmbedderConfig::default()).unwrap());
+    let planner = OfflinePlanner::new(e, &home_tools()).unwrap();
+    let plan = |request: &str| calls(&planner, request);
+    assert_eq!(
+        plan("dim the lights in the master bedroom down to five percent"),
+        [r#"HassLightSet {"area":"master bedroom","brightness":5}"#]
+    );
+    assert_eq!(
+        plan("shut the blinds in the formal dining room"),
+        [r#"HassCloseCover {"area":"formal dining room","device_class":["blind"]}"#]
+    );
+}

@@ -78,7 +78,10 @@
 //!    require nothing, one that takes a value the request says ranks so
 //!    too ("manda il robot a pulire in disimpegno": the tool that cleans
 //!    a zone, not the one that docks, which would drop the room) — in the
-//!    ranking only, not against the bar.
+//!    ranking only, not against the bar; but a value not text (a number,
+//!    a flag) for a property no other tool has is evidence against the
+//!    bar too ("dim the lights … down to five percent": a `brightness`,
+//!    which only the lights' tool takes).
 //! 8. **The words say it too.** Beside the cosine, the words a request
 //!    shares with a tool's name, description and parameters count, the
 //!    rarer among the tools the more ([`crate::tool_words`]); a request
@@ -95,7 +98,9 @@
 //!    with one tool, every word is common ("I need to remove the task with
 //!    the content 'ravi' from my todo list" and `todo`, "Manages a todo
 //!    list by allowing the user to add, delete, or mark tasks as
-//!    completed").
+//!    completed"). A tool so named is planned even when small talk is
+//!    nearer ("shut the blinds in the formal dining room" and "Closes
+//!    covers: blinds, shutters, …").
 //! 9. **A question about a state asks.** A yes/no question about a state
 //!    ("are the den lights on", "c'è la luce accesa") goes to a tool that
 //!    tells, never to one that changes what is asked about; a tool that
@@ -266,10 +271,22 @@ pub const TAUGHT_MARGIN: f32 = 0.1;
 /// two requests of four whose lights' tool led by 0.106.
 pub const TAUGHT_ARGUMENTS: f32 = 0.15;
 
-/// Whether `part` gives a value for each of the arguments `schema`
-/// requires, and it requires one at least (rule 7).
-fn gives_all_it_requires(schema: &serde_json::Value, part: &str, now: DateTime<FixedOffset>) -> bool {
-    requires_any(schema) && crate::arguments::fill(schema, part, now).missing.is_empty()
+/// Whether `part` gives a value for each of the arguments `tool`
+/// requires, and it requires one at least (rule 7) — or, requiring
+/// nothing, a value not text (a number, a flag) for a property of its own
+/// ("dim the lights … down to five percent": a brightness, which no
+/// other tool takes).
+fn gives_its_values(tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>) -> bool {
+    let filled = crate::arguments::fill(&tool.schema, part, now);
+    if requires_any(&tool.schema) {
+        return filled.missing.is_empty();
+    }
+    filled.args.0.iter().any(|(k, v)| tool.own.contains(k) && !v.is_string())
+}
+
+/// The names of `schema`'s properties.
+fn properties_of(schema: &serde_json::Value) -> impl Iterator<Item = &str> {
+    schema.get("properties").and_then(|p| p.as_object()).into_iter().flat_map(|p| p.keys().map(String::as_str))
 }
 
 /// Whether `schema` requires one argument at least.
@@ -291,7 +308,7 @@ fn best_given_values<'a>(
     now: DateTime<FixedOffset>,
 ) -> Option<(&'a ToolProfile, bool)> {
     let top = scored.iter().map(|(_, s)| *s).fold(f32::MIN, f32::max);
-    let given = |t: &ToolProfile, s: f32| s + ARGUMENT_EVIDENCE >= top && gives_all_it_requires(&t.schema, part, now);
+    let given = |t: &ToolProfile, s: f32| s + ARGUMENT_EVIDENCE >= top && gives_its_values(t, part, now);
     // Among tools that require nothing, one that takes what the request
     // says beats one that would drop it ("manda il robot a pulire in
     // disimpegno": the tool that cleans a zone, not the one that docks) —
@@ -356,6 +373,9 @@ struct ToolProfile {
     /// The kinds of device it takes as values of a kind enum, stemmed
     /// (rule 18).
     kinds: Vec<String>,
+    /// Its properties no other tool has (`brightness` of a lights tool):
+    /// a typed value for one is evidence for it (rule 7).
+    own: BTreeSet<String>,
 }
 
 /// Tools by embedding similarity.
@@ -435,7 +455,16 @@ impl OfflinePlanner {
                 runnable: true,
                 context: crate::spoken::Context::of(name, description),
                 kinds: crate::spoken::kind_members(parameters),
+                own: BTreeSet::new(),
             });
+        }
+        let held = |p: &str| profiles.iter().filter(|t| properties_of(&t.schema).any(|q| q == p)).count();
+        let own: Vec<BTreeSet<String>> = profiles
+            .iter()
+            .map(|t| properties_of(&t.schema).filter(|p| held(p) == 1).map(str::to_owned).collect())
+            .collect();
+        for (t, own) in profiles.iter_mut().zip(own) {
+            t.own = own;
         }
         let nothing: Vec<&str> = SMALL_TALK.iter().chain(GENERAL_KNOWLEDGE).copied().collect();
         let small_talk = embedder.embed_batch(&nothing)?;
@@ -657,7 +686,7 @@ impl OfflinePlanner {
         // asked last, as it runs the candidates' filters again.
         let sole = || given && shared > 0 && !wanted.is_empty() && !wanted.contains("set") && candidates().count() == 1;
         let below = cosine + evidence < self.threshold && !names_its_path && !worded && !named;
-        let chatty = chat > cosine + evidence && !worded;
+        let chatty = chat > cosine + evidence && !worded && !named;
         if (below || chatty) && !sole() {
             return None;
         }
