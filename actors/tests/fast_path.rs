@@ -358,3 +358,25 @@ fn a_new_value_before_a_kind_of_device_is_no_second_readers_room() {
     let d = fp.route_read_twice(text, now(), &mut |_| on("ripostiglio", "fan")).unwrap();
     assert_eq!((d.layer, &d.steps), (RouteLayer::L1, &on("ripostiglio", "fan")), "{d:?}");
 }
+
+/// A call read from the user's words must fit its tool's schema: taught
+/// "set a timer for 3 minutes" three times, "… for two and a half
+/// minutes" fills the minutes slot with 2.5, no integer — the model
+/// plans it — while a whole number is served. Without the schemas' check
+/// 2.5 minutes was served.
+#[test]
+fn a_value_not_of_its_parameters_type_is_not_served() {
+    let timer = |m: &str| vec![step("HassStartTimer", &format!(r#"{{"minutes":{m}}}"#))];
+    let turns = [
+        ("set a timer for 3 minutes", timer("3")),
+        ("set a timer for 8 minutes", timer("8")),
+        ("set a timer for 12 minutes", timer("12")),
+    ];
+    let mut fp = service(&turns, 3);
+    let schema = serde_json::json!({"properties": {"minutes": {"type": "integer"}}});
+    fp.set_schemas([("HassStartTimer".to_owned(), schema)].into_iter().collect());
+    let d = fp.route("set a timer for 20 minutes", now()).unwrap();
+    assert_eq!((d.layer, d.steps), (RouteLayer::L1, timer("20")));
+    let d = fp.route("set a timer for two and a half minutes", now()).unwrap();
+    assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
+}

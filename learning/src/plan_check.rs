@@ -162,6 +162,22 @@ fn mend(name: &str, value: &Value, property: Option<&Value>, request: &str) -> R
     Ok(mended)
 }
 
+/// Why `step`'s arguments do not fit its tool's parameter `schema`: the
+/// first value not of its property's type (a whole number counts as an
+/// integer however it is stored) — rule 4 without mending, for calls
+/// made from the user's words (the fast path's), where a value of the
+/// wrong type is a misreading ("two and a half minutes" is no integer
+/// of minutes). `None`: they fit.
+pub fn misfit(step: &PlanStep, schema: &Value) -> Option<String> {
+    let properties = schema.get("properties").and_then(Value::as_object)?;
+    step.args.0.iter().find_map(|(name, value)| {
+        let kind = properties.get(name).and_then(|p| p.get("type")).and_then(Value::as_str);
+        let whole = kind == Some("integer") && value.as_f64().is_some_and(|f| f.fract() == 0.0);
+        (!whole && !fits_type(value, kind))
+            .then(|| format!("{}: argument {name:?} is no {}: {value}", step.tool, kind.unwrap_or("value")))
+    })
+}
+
 /// Whether `value` is of the schema's `kind` (no kind: anything).
 fn fits_type(value: &Value, kind: Option<&str>) -> bool {
     match kind {
@@ -255,6 +271,17 @@ fn said(value: &Value, request: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A call read from the user's words fits its schema or is a
+    /// misreading: half a minute is no integer of minutes, a whole
+    /// number stored as a float is.
+    #[test]
+    fn a_value_not_of_its_type_is_a_misfit() {
+        let schema = json!({"properties": {"minutes": {"type": "integer"}, "name": {"type": "string"}}});
+        assert!(misfit(&step("HassStartTimer", json!({"minutes": 2.5})), &schema).is_some());
+        assert!(misfit(&step("HassStartTimer", json!({"name": 3})), &schema).is_some());
+        assert_eq!(misfit(&step("HassStartTimer", json!({"minutes": 20.0, "name": "pasta"})), &schema), None);
+    }
 
     #[test]
     fn a_small_models_tool_must_not_contradict_the_offline_plan() {

@@ -58,6 +58,12 @@ pub(super) fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mu
             s.kind == SlotKind::Number && !taken.slots.contains(&i) && slot_unit(&ex.text, toks, s.span) == Some(unit)
         });
         if let Some(i) = at {
+            // "two and a half minutes" is no whole number of minutes: no
+            // value, rather than 2.
+            let fraction = ex.slots[i].value.as_f64().is_some_and(|f| f.fract() != 0.0);
+            if integer && fraction {
+                return None;
+            }
             taken.slots.push(i);
             return Some(as_kind(&ex.slots[i].value, integer));
         }

@@ -377,8 +377,9 @@ fn day_window(from: NaiveDate, to: NaiveDate) -> Value {
 /// `text` with the durations people say without a figure ("half an
 /// hour", "un quarto d'ora", "an hour and a half") as minutes ("30
 /// minutes"): a number in its unit for the fast path's slots and the
-/// argument rules, and no name or place of its own. [`extract`] reads
-/// the text so; a caller that reads the words itself too (the argument
+/// argument rules, and no name or place of its own; and "and a half"
+/// said after a unit before it ("ventuno gradi e mezzo": "ventuno e mezzo
+/// gradi"), where the numbers read it. [`extract`] reads the text so; a caller that reads the words itself too (the argument
 /// rules' word order) rewrites the request once first.
 pub fn durations_in_minutes(text: &str) -> std::borrow::Cow<'_, str> {
     static SAID: std::sync::OnceLock<Vec<(regex::Regex, &'static str)>> = std::sync::OnceLock::new();
@@ -393,11 +394,23 @@ pub fn durations_in_minutes(text: &str) -> std::borrow::Cow<'_, str> {
         .map(|(rule, minutes)| (regex::Regex::new(rule).expect("duration rule compiles"), minutes))
         .collect()
     });
+    // "and a half" said after a unit is said before it: "ventuno gradi e
+    // mezzo" is "ventuno e mezzo gradi", 21.5 ([`super::numbers::half_after`]).
+    static UNIT_HALF: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let unit_half = UNIT_HALF.get_or_init(|| {
+        regex::Regex::new(
+            r"(?i)\b(minutes?|minut[oi]|seconds?|second[oi]|hours?|or[ae]|degrees|gradi|percent|per cento) (and a half|e mezz[oa])\b",
+        )
+        .expect("unit-half rule compiles")
+    });
     let mut text = std::borrow::Cow::Borrowed(text);
     for (rule, minutes) in said {
         if rule.is_match(&text) {
             text = std::borrow::Cow::Owned(rule.replace_all(&text, *minutes).into_owned());
         }
+    }
+    if unit_half.is_match(&text) {
+        text = std::borrow::Cow::Owned(unit_half.replace_all(&text, "$2 $1").into_owned());
     }
     text
 }
@@ -444,6 +457,22 @@ mod tests {
             let e = extract(text, now());
             assert_eq!(e.of(SlotKind::Number).cloned().collect::<Vec<_>>(), [Value::from(minutes)], "{text}");
             assert!(e.masked().contains("NUMBER  minutes"), "{text}: {}", e.masked());
+        }
+    }
+
+    /// "And a half" after a unit is half of the number before it:
+    /// "cinque minuti e mezzo" was 5 minutes served.
+    #[test]
+    fn a_half_after_its_unit_is_the_numbers() {
+        for (text, number) in [
+            ("timer di cinque minuti e mezzo", 5.5),
+            ("metti ventuno gradi e mezzo in sala", 21.5),
+            ("make it nineteen degrees and a half", 19.5),
+            ("un'ora e mezza di timer", 90.0),
+        ] {
+            let e = extract(text, now());
+            let got: Vec<f64> = e.of(SlotKind::Number).filter_map(Value::as_f64).collect();
+            assert_eq!(got, [number], "{text}");
         }
     }
 

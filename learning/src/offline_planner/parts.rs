@@ -55,6 +55,12 @@ pub fn split_conjunctions(request: &str) -> Vec<String> {
                 let mut out = Vec::new();
                 let mut at = 0;
                 for (i, _) in lower.match_indices(j) {
+                    // "nineteen and a half", "ventiquattro e mezzo": one
+                    // number, not two parts.
+                    let after: Vec<&str> = lower[i..].split_whitespace().take(3).collect();
+                    if crate::fast_path::numbers::half_after(&after) > 0 {
+                        continue;
+                    }
                     out.push(p[at..i].to_owned());
                     at = i + j.len();
                 }
@@ -143,5 +149,15 @@ mod tests {
         assert_eq!(super::past_openers("hey shut the office blinds"), "shut the office blinds");
         assert_eq!(super::past_openers("uh ok, timer cinque minuti"), "timer cinque minuti");
         assert_eq!(super::past_openers("ciao"), "ciao");
+    }
+
+    /// "And a half" is part of a number: split there, "make it nineteen"
+    /// was planned as a timer and "a half degrees …" as nothing.
+    #[test]
+    fn a_half_is_no_second_part() {
+        let parts = super::split_conjunctions("make it nineteen and a half degrees in the sitting room");
+        assert_eq!(parts, ["make it nineteen and a half degrees in the sitting room"]);
+        assert_eq!(super::split_conjunctions("voglio ventiquattro e mezzo in cameretta").len(), 1);
+        assert_eq!(super::split_conjunctions("turn on the light and open the blinds").len(), 2);
     }
 }

@@ -292,7 +292,14 @@ impl FastPath {
         let names =
             names.flat_map(|n| crate::text::words(&crate::text::normalize(n)).map(gate::fold).collect::<Vec<_>>());
         let mut missed = Missed { names: names.collect(), ..Missed::default() };
-        let finish = |mut d: Decision, refusals: &[(f64, String)], canon: &str| {
+        let finish = |d: Decision, refusals: &[(f64, String)], canon: &str| {
+            // A call whose values are not of their parameters' types is a
+            // misreading, never served.
+            let misfit = d.steps.iter().find_map(|s| crate::plan_check::misfit(s, self.schemas.get(&s.tool)?));
+            let mut d = match misfit {
+                Some(why) => Decision::planner(why, d.similarity),
+                None => d,
+            };
             d.canonical = canon.to_owned();
             d.trace = refusals.iter().map(|(_, why)| why.clone()).collect();
             d.query = Some(lq.clone().unwrap_or_else(|| q.clone()));
