@@ -74,12 +74,14 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("cross", &["mark", "done"]),
     ("degree", &["temperature"]),
     ("degrees", &["temperature"]),
+    ("dim", &["brightness", "lower"]),
     ("dimmi", &["tell"]),
     ("everyone", &["every", "announce"]),
     ("ferma", &["cancel", "stop"]),
     ("freddo", &["temperature"]),
     ("gradi", &["temperature"]),
     ("hear", &["play"]),
+    ("hot", &["temperature"]),
     ("imposta", &["set"]),
     ("listen", &["play"]),
     ("luminosità", &["brightness"]),
@@ -547,6 +549,11 @@ impl Vocabulary {
             score += idf
                 * if t.name.contains(w) {
                     NAME_WEIGHT
+                } else if QUESTION_WORDS.contains(&w.as_str()) {
+                    // A question counts as the mood bonus, not again as a
+                    // description's word ("how" of "Tells how much time
+                    // is left" for "how hot is it").
+                    0.0
                 } else if t.description.contains(w) || t.values.contains(w) {
                     1.0
                 } else if t.parameters.contains(w) {
@@ -615,6 +622,26 @@ mod tests {
         (0..v.tools.len())
             .max_by(|a, b| v.score(*a, &r).unwrap_or(-1.0).total_cmp(&v.score(*b, &r).unwrap_or(-1.0)))
             .unwrap()
+    }
+
+    /// A question word counts once, as the question (the mood bonus), not
+    /// again as a word of a description that happens to hold it: "how hot
+    /// is it" went to the timers' "Tells how much time is left" over the
+    /// thermometer's "Reads the current temperature".
+    #[test]
+    fn a_question_word_is_no_description_word() {
+        let area = json!({"type": "object", "properties": {"area": {"type": "string"}}});
+        let tools: Vec<(&str, &str, serde_json::Value)> = vec![
+            ("HassTimerStatus", "Tells how much time is left on timers", area.clone()),
+            ("HassClimateGetTemperature", "Reads the current temperature of a thermostat or of an area", area.clone()),
+            ("HassTurnOn", "Turns on a device", area),
+        ];
+        let v = Vocabulary::new(tools.iter().map(|(n, d, s)| (*n, *d, s)));
+        let score = |i: usize, r: &str| v.score(i, &RequestWords::new(r)).unwrap_or(-1.0);
+        // "warm" is the thermometer's temperature; "how", no timer's word.
+        assert!(score(0, "how warm is it") < score(1, "how warm is it"));
+        assert_eq!(score(0, "how is the nursery"), score(1, "how is the nursery"));
+        assert_eq!(best(&v, "how long is left on the timer"), 0);
     }
 
     #[test]
