@@ -53,6 +53,10 @@ const ARTICLES: &[&str] =
 const PLACE_PREPOSITIONS: &[&str] =
     &["in", "at", "inside", "nel", "nella", "nello", "nell", "negli", "nelle", "alla", "al", "allo", "sul", "sulla"];
 
+/// English adverbs said before a place's preposition ("out in the
+/// carport", "down in the basement", "over at the cabin").
+const PLACE_PARTICLES: &[&str] = &["out", "over", "down", "up", "back"];
+
 /// Prepositions that join a qualifier after a thing ("la luce della
 /// cucina", "the light of the kitchen").
 pub(crate) const OF: &[&str] = &["of", "del", "della", "dello", "dell", "dei", "degli", "delle", "di"];
@@ -1061,6 +1065,12 @@ fn free_span(ws: &[String], used: &[bool], from: usize, context: &Context, sente
     while b > start && edge(&ws[b - 1]) {
         b -= 1;
     }
+    // A particle that leads into the place is the place's ("play some
+    // willie nelson out in the carport", "over at the lake house").
+    let into_place = ws.get(b).is_some_and(|w| PLACE_PREPOSITIONS.contains(&w.as_str()));
+    if b > start + 1 && into_place && PLACE_PARTICLES.contains(&ws[b - 1].as_str()) {
+        b -= 1;
+    }
     (start < b).then_some((start, b))
 }
 
@@ -1274,6 +1284,21 @@ mod tests {
             assert_eq!(f.get("search_query"), Some(&json!(want)), "{request}: {f:?}");
             assert_eq!(f.get("name"), None, "{request}: {f:?}");
         }
+    }
+
+    /// "Out" before "in the carport" leads into the place and is no part
+    /// of what is searched ("willie nelson out" was played).
+    #[test]
+    fn a_particle_before_the_place_is_no_part_of_the_text() {
+        let media = json!({"type": "object", "properties": {
+            "search_query": {"type": "string", "description": "What to search for, as the user said it"},
+            "area": {"type": "string", "description": "Name of an area (room) of the home"}},
+            "required": ["search_query"]});
+        let c = ctx("HassMediaSearchAndPlay");
+        let f = fill(&media, "play some willie nelson out in the carport", &c);
+        assert_eq!(f.get("search_query"), Some(&json!("willie nelson")), "{f:?}");
+        let f = fill(&media, "play shout it out", &c);
+        assert_eq!(f.get("search_query"), Some(&json!("shout it out")), "{f:?}");
     }
 
     #[test]
