@@ -91,7 +91,8 @@ const THAT: &[&str] = &["that", "che"];
 const OPENERS: &[&str] = &["go", "ahead", "come"];
 
 /// The words of a request, elided articles split off ("l'album" → l,
-/// album); an English contraction ("we're", "it's", "don't") is one word.
+/// album); an English contraction ("we're", "it's", "don't", "y'all") is
+/// one word.
 pub(crate) fn words(request: &str) -> Vec<String> {
     const CONTRACTED: &[&str] = &["re", "s", "m", "ll", "d", "ve", "t"];
     normalize(request)
@@ -103,7 +104,8 @@ pub(crate) fn words(request: &str) -> Vec<String> {
                     && !tail.is_empty()
                     && !CONTRACTED.contains(&tail)
                     && head != "what"
-                    && head != "how" =>
+                    && head != "how"
+                    && head != "y" =>
             {
                 vec![head.to_owned(), tail.to_owned()]
             }
@@ -159,8 +161,10 @@ fn trimmed(ws: &[String], a: usize, b: usize) -> Option<(usize, usize)> {
 pub(crate) fn join(ws: &[String], (a, b): (usize, usize)) -> String {
     let mut out = String::new();
     for (i, w) in ws[a..b].iter().enumerate() {
-        // An elided article joins its noun again ("d'ingresso").
-        let glued = i > 0 && matches!(ws[a + i - 1].as_str(), "d" | "l" | "dell" | "nell" | "all" | "un");
+        // An elided article joins its noun again ("d'ingresso"): Italian
+        // elides before a vowel or an h only ("all come" is English).
+        let elides = w.starts_with(|c: char| "aeiouhàèéìòù".contains(c));
+        let glued = i > 0 && elides && matches!(ws[a + i - 1].as_str(), "d" | "l" | "dell" | "nell" | "all" | "un");
         if i > 0 && !glued {
             out.push(' ');
         }
@@ -1284,6 +1288,16 @@ mod tests {
             assert_eq!(f.get("search_query"), Some(&json!(want)), "{request}: {f:?}");
             assert_eq!(f.get("name"), None, "{request}: {f:?}");
         }
+    }
+
+    /// "Y'all" is one word, and "all" before a consonant is no elided
+    /// article ("announce y'all come get your plates" was "y all'come get
+    /// your plates").
+    #[test]
+    fn y_all_is_one_word_and_all_elides_before_a_vowel_only() {
+        assert_eq!(words("y'all come"), ["y'all", "come"]);
+        let ws: Vec<String> = ["all", "come", "all", "ingresso"].map(String::from).to_vec();
+        assert_eq!(join(&ws, (0, 4)), "all come all'ingresso");
     }
 
     /// "Out" before "in the carport" leads into the place and is no part

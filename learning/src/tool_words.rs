@@ -76,6 +76,7 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("degrees", &["temperature"]),
     ("dim", &["brightness", "lower"]),
     ("dimmi", &["tell"]),
+    ("everybody", &["every", "announce"]),
     ("everyone", &["every", "announce"]),
     ("ferma", &["cancel", "stop"]),
     ("freddo", &["temperature"]),
