@@ -36,13 +36,15 @@ impl Asked {
 /// 2. every word of the example that names the tool's thing — a word of
 ///    the tool's name, not an action or a pole ("light" of `light-on`,
 ///    "luci" read as light) — is said by the request too;
-/// 3. every slot of the example named for a kind of the tool's thing
-///    ("covertypeslot" of `cover-open`, its values an enum) is filled by
-///    the request: `values(mask)` gives the values it took (as said, as
-///    the model passed them; `None` for a slot of no kind: an item, a
-///    name), and the request says one of them, or the thing's own word.
-///    "Tira su le tapparelle in soggiorno", masked, says no more than
-///    "alza il X in Y": "alza il volume in soggiorno" names no cover.
+/// 3. every slot of the example for a kind of thing ("covertypeslot" of
+///    `cover-open`, "domain0slot" of a turn-on: its values an enum) is
+///    filled by the request: `values(mask)` gives the values it took (as
+///    said, as the model passed them) and its enum's (`None` for a slot
+///    of no kind: an item, a name), and the request says one of them, or
+///    the thing's own word. "Tira su le tapparelle in soggiorno", masked,
+///    says no more than "alza il X in Y": "alza il volume in soggiorno"
+///    names no cover; "cut on the lights in the X", masked, stood for
+///    "open up the blinds in the sunroom", which names no kind it takes.
 pub(super) fn fits(
     name: &[String],
     example: &str,
@@ -63,14 +65,7 @@ pub(super) fn fits(
         thing || values.iter().any(|v| asked.says(v))
     };
     let masks: Vec<&str> = crate::text::words(&normalized).filter(|w| slots::is_mask(w)).collect();
-    masks.into_iter().filter(|m| slot_of_thing(name, m)).all(filled)
-}
-
-/// Whether the slot masked as `mask` is named for the thing of the tool
-/// whose name's words are `name` ("covertypeslot", `cover-open`).
-fn slot_of_thing(name: &[String], mask: &str) -> bool {
-    let slot = slots::unmasked(mask);
-    name.iter().any(|n| n.len() > 2 && !gate::is_action(n) && !gate::is_pole(n) && slot.contains(n.as_str()))
+    masks.into_iter().all(filled)
 }
 
 impl Asked {
@@ -122,7 +117,7 @@ mod tests {
     #[test]
     fn an_example_whose_kind_the_request_does_not_fill_stands_for_nothing() {
         let tool = crate::tool_words::split_name("cover-open");
-        let taught = |_: &str| Some(vec!["tapparelle".to_owned(), "shutter".to_owned()]);
+        let taught = |m: &str| (m == "covertypeslot").then(|| vec!["tapparelle".to_owned(), "shutter".to_owned()]);
         let no_kind = |_: &str| None;
         let example = "tira su le covertypeslot in zoneslot";
         assert!(!fits(&tool, example, &Asked::of("alza il volume in soggiorno"), &taught));
@@ -130,5 +125,13 @@ mod tests {
         assert!(fits(&tool, example, &Asked::of("raise the shutters in the den"), &taught));
         assert!(fits(&tool, example, &Asked::of("open the cover in the den"), &taught), "the thing's word");
         assert!(fits(&tool, example, &Asked::of("alza il volume in soggiorno"), &no_kind), "no kind");
+        // Any slot of a kind, the tool named for no thing: the lights'
+        // example stands for no request that names no kind it takes.
+        let on = crate::tool_words::split_name("HassTurnOn");
+        let domains =
+            |m: &str| (m == "domain0slot").then(|| vec!["lights".to_owned(), "light".to_owned(), "fan".to_owned()]);
+        let example = "cut on the domain0slot in the areaslot";
+        assert!(!fits(&on, example, &Asked::of("open up the blinds in the sunroom"), &domains));
+        assert!(fits(&on, example, &Asked::of("turn on the fan in the den"), &domains));
     }
 }

@@ -797,8 +797,9 @@ impl OfflinePlanner {
 
 /// The values the model passed for the parameter of `tool` a phrasing's
 /// slot is masked as (`mask`: "covertypeslot"), as said and as passed,
-/// when that parameter is a kind (its values an enum): rule 11's test
-/// that a request fills the slot. `None` for any other parameter.
+/// and its enum's, when that parameter is a kind (its values an enum):
+/// rule 11's test that a request fills the slot. `None` for any other
+/// parameter.
 fn taught_values(tool: &ToolProfile, mask: &str, taught: &TaughtPhrasings) -> Option<Vec<String>> {
     use crate::fast_path::slots;
     use serde_json::Value;
@@ -807,7 +808,16 @@ fn taught_values(tool: &ToolProfile, mask: &str, taught: &TaughtPhrasings) -> Op
     let (param, _) =
         props.iter().find(|(p, spec)| kind(spec) && slots::unmasked(&slots::mask(p)) == slots::unmasked(mask))?;
     let taken = taught.values(&tool.name, param).iter();
-    Some(taken.flat_map(|(said, v)| [Some(said.clone()), v.as_str().map(str::to_owned)]).flatten().collect())
+    let spec = &props[param];
+    let members = spec.get("enum").or_else(|| spec.get("items").and_then(|i| i.get("enum")));
+    let members = members.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_owned);
+    Some(
+        taken
+            .flat_map(|(said, v)| [Some(said.clone()), v.as_str().map(str::to_owned)])
+            .flatten()
+            .chain(members)
+            .collect(),
+    )
 }
 
 /// The sentences of a tool's description ("Read a file. Only works within
