@@ -380,3 +380,28 @@ fn a_value_not_of_its_parameters_type_is_not_served() {
     let d = fp.route("set a timer for two and a half minutes", now()).unwrap();
     assert_eq!(d.layer, RouteLayer::Planner, "{d:?}");
 }
+
+/// A new value that another action's phrasing says as its own wording is
+/// that action's, not new: taught "throw X on the grocery list" as the
+/// shopping list's and "put X on the Y list" as a named list's, "put pork
+/// rinds on the grocery list" is no list named "grocery" (home G's dev
+/// wrong call) — while a list no phrasing words is served as new.
+#[test]
+fn a_new_value_another_actions_wording_holds_is_not_served_as_new() {
+    let shop = |item: &str| vec![step("HassShoppingListAddItem", &format!(r#"{{"item":"{item}"}}"#))];
+    let list =
+        |item: &str, name: &str| vec![step("HassListAddItem", &format!(r#"{{"item":"{item}","name":"{name}"}}"#))];
+    let turns = [
+        ("throw buttermilk on the grocery list", shop("buttermilk")),
+        ("throw vidalia onions on the grocery list", shop("vidalia onions")),
+        ("throw duke's mayo on the grocery list", shop("duke's mayo")),
+        ("put clean out the gutters on the honey do list", list("clean out the gutters", "honey do")),
+        ("put bring a casserole on the church list", list("bring a casserole", "church")),
+        ("put buy deer corn on the hunting list", list("buy deer corn", "hunting")),
+    ];
+    let fp = service(&turns, 1);
+    let d = fp.route("put pork rinds on the grocery list", now()).unwrap();
+    assert!(!d.steps.iter().any(|s| s.args.0.get("name").is_some_and(|n| n == "grocery")), "{d:?}");
+    let d = fp.route("put pressure wash the driveway on the yard list", now()).unwrap();
+    assert_eq!(d.steps, list("pressure wash the driveway", "yard"), "{d:?}");
+}

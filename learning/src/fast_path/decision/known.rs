@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::{parameter, FastPath};
+use super::{parameter, FastPath, L1Row};
 use crate::fast_path::{gate, slots, SlotKind};
 
 impl FastPath {
@@ -75,6 +75,30 @@ impl FastPath {
             }
         }
         None
+    }
+
+    /// The tool of another action whose phrasing says `said` as its own
+    /// wording, not as a value, when this `action`'s never does: "put pork
+    /// rinds on the grocery list" gives a list-naming phrasing the new
+    /// name "grocery", where the household's "throw X on the grocery
+    /// list" was taught as the shopping list's. A new value that another
+    /// action's wording holds is that action's, not new.
+    pub(super) fn worded_elsewhere(&self, action: &str, said: &str) -> Option<String> {
+        let words: Vec<&str> = crate::text::words(said).collect();
+        let content = |w: &&str| !crate::text::is_stop_word(w, crate::text::Negations::Keep);
+        if words.is_empty() || !words.iter().all(content) {
+            return None;
+        }
+        let wording = |r: &L1Row| crate::text::words(&r.canonical).map(str::to_owned).collect::<HashSet<String>>();
+        let rows = || self.l1.rows.values().map(|(_, r)| r);
+        let says_all = |r: &L1Row| {
+            let own = wording(r);
+            words.iter().all(|w| own.contains(*w))
+        };
+        if rows().any(|r| r.action == action && says_all(r)) {
+            return None;
+        }
+        rows().find(|r| r.action != action && says_all(r)).map(|r| r.executor.clone())
     }
 
     /// The words L1's phrasings say around their values.

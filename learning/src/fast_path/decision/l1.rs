@@ -287,7 +287,8 @@ impl FastPath {
     /// took before; or why not, and whether the request has another
     /// reading for it (a new value holding one known for another
     /// parameter: "christmas lights" as a new `name`, with `light` a
-    /// `domain`).
+    /// `domain`). A new value another action's phrasing says as its own
+    /// wording does not fit ([`FastPath::worded_elsewhere`]).
     fn fit<E>(
         &self,
         r: &L1Row,
@@ -340,6 +341,9 @@ impl FastPath {
                                 format!("{said:?} is a value of {other} learnt before, not a new {name}"),
                                 true,
                             ));
+                        }
+                        if let Some(tool) = self.worded_elsewhere(&r.action, said) {
+                            return Err((format!("{said:?} is {tool}'s wording, not a new {name}"), false));
                         }
                     }
                     // A thing a verb takes up is framed by it.
