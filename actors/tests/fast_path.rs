@@ -385,7 +385,8 @@ fn a_value_not_of_its_parameters_type_is_not_served() {
 /// that action's, not new: taught "throw X on the grocery list" as the
 /// shopping list's and "put X on the Y list" as a named list's, "put pork
 /// rinds on the grocery list" is no list named "grocery" (home G's dev
-/// wrong call) — while a list no phrasing words is served as new.
+/// wrong call), nor one named "shopping" (`HassShoppingListAddItem`'s
+/// word) — while a list no phrasing words is served as new.
 #[test]
 fn a_new_value_another_actions_wording_holds_is_not_served_as_new() {
     let shop = |item: &str| vec![step("HassShoppingListAddItem", &format!(r#"{{"item":"{item}"}}"#))];
@@ -400,8 +401,15 @@ fn a_new_value_another_actions_wording_holds_is_not_served_as_new() {
         ("put buy deer corn on the hunting list", list("buy deer corn", "hunting")),
     ];
     let fp = service(&turns, 1);
-    let d = fp.route("put pork rinds on the grocery list", now()).unwrap();
-    assert!(!d.steps.iter().any(|s| s.args.0.get("name").is_some_and(|n| n == "grocery")), "{d:?}");
+    // Nor is a word of another tool's name, its g dropped or not.
+    for request in [
+        "put pork rinds on the grocery list",
+        "put pork rinds on the shopping list",
+        "put pork rinds on the shoppin list",
+    ] {
+        let d = fp.route(request, now()).unwrap();
+        assert!(!d.steps.iter().any(|s| s.tool == "HassListAddItem"), "{request}: {d:?}");
+    }
     let d = fp.route("put pressure wash the driveway on the yard list", now()).unwrap();
     assert_eq!(d.steps, list("pressure wash the driveway", "yard"), "{d:?}");
 }

@@ -78,7 +78,9 @@ impl FastPath {
     }
 
     /// The tool of another action whose phrasing says `said` as its own
-    /// wording, not as a value, when this `action`'s never does: "put pork
+    /// wording (its words, or its tool's name's: "shopping" of
+    /// `HassShoppingListAddItem`), not as a value, when this `action`'s
+    /// never does: "put pork
     /// rinds on the grocery list" gives a list-naming phrasing the new
     /// name "grocery", where the household's "throw X on the grocery
     /// list" was taught as the shopping list's. A new value that another
@@ -89,11 +91,17 @@ impl FastPath {
         if words.is_empty() || !words.iter().all(content) {
             return None;
         }
-        let wording = |r: &L1Row| crate::text::words(&r.canonical).map(str::to_owned).collect::<HashSet<String>>();
+        // A phrasing's wording: its words, and its tool's name's.
+        let wording = |r: &L1Row| {
+            let said = crate::text::words(&r.canonical).map(str::to_owned);
+            said.chain(crate::tool_words::split_name(&r.executor)).collect::<HashSet<String>>()
+        };
         let rows = || self.l1.rows.values().map(|(_, r)| r);
         let says_all = |r: &L1Row| {
             let own = wording(r);
-            words.iter().all(|w| own.contains(*w))
+            // A dropped g is the word said ("shoppin" list).
+            let holds = |w: &str| own.contains(w) || (w.ends_with("in") && own.contains(&format!("{w}g")));
+            words.iter().all(|w| holds(w))
         };
         if rows().any(|r| r.action == action && says_all(r)) {
             return None;
