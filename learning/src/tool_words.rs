@@ -41,6 +41,13 @@ pub const POLE_BONUS: f32 = 4.0;
 /// What a question adds to a tool that tells or reads.
 pub const MOOD_BONUS: f32 = 4.0;
 
+/// The values of a property's enum, its own or its items' (a kind of
+/// device: `domain: [light, fan]`), as text; none for a property without.
+pub(crate) fn enum_members(spec: &serde_json::Value) -> impl Iterator<Item = &str> {
+    let values = spec.get("enum").or_else(|| spec.get("items").and_then(|i| i.get("enum")));
+    values.and_then(|v| v.as_array()).into_iter().flatten().filter_map(|v| v.as_str())
+}
+
 /// Words a request says for the English word a tool's text uses: Italian
 /// imperatives and nouns of the home, and English verbs said for another
 /// ("switch on" is "turn on", "cross off" marks done). General language,
@@ -298,14 +305,7 @@ impl ToolWords {
         if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
             for (k, spec) in props {
                 parameters.extend(name_stems(k));
-                let values = spec.get("enum").or_else(|| spec.get("items").and_then(|i| i.get("enum")));
-                let members: Vec<String> = values
-                    .and_then(|v| v.as_array())
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|v| v.as_str())
-                    .flat_map(name_stems)
-                    .collect();
+                let members: Vec<String> = enum_members(spec).flat_map(name_stems).collect();
                 commands.extend(command_poles(&members));
                 parameters.extend(members.iter().cloned());
                 enum_values.extend(members);

@@ -379,8 +379,9 @@ fn day_window(from: NaiveDate, to: NaiveDate) -> Value {
 /// minutes"): a number in its unit for the fast path's slots and the
 /// argument rules, and no name or place of its own; and "and a half"
 /// said after a unit before it ("ventuno gradi e mezzo": "ventuno e mezzo
-/// gradi"), where the numbers read it. [`extract`] reads the text so; a caller that reads the words itself too (the argument
-/// rules' word order) rewrites the request once first.
+/// gradi"), where the numbers read it. [`extract`] reads the text so; a
+/// caller that reads the words itself too (the argument rules' word
+/// order) rewrites the request once first.
 pub fn durations_in_minutes(text: &str) -> std::borrow::Cow<'_, str> {
     static SAID: std::sync::OnceLock<Vec<(regex::Regex, &'static str)>> = std::sync::OnceLock::new();
     let said = SAID.get_or_init(|| {

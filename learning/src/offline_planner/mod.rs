@@ -805,12 +805,10 @@ fn taught_values(tool: &ToolProfile, mask: &str, taught: &TaughtPhrasings) -> Op
     use serde_json::Value;
     let props = tool.schema.get("properties").and_then(Value::as_object)?;
     let kind = |spec: &Value| spec.get("enum").is_some() || spec.get("items").is_some_and(|i| i.get("enum").is_some());
-    let (param, _) =
+    let (param, spec) =
         props.iter().find(|(p, spec)| kind(spec) && slots::unmasked(&slots::mask(p)) == slots::unmasked(mask))?;
     let taken = taught.values(&tool.name, param).iter();
-    let spec = &props[param];
-    let members = spec.get("enum").or_else(|| spec.get("items").and_then(|i| i.get("enum")));
-    let members = members.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_owned);
+    let members = crate::tool_words::enum_members(spec).map(str::to_owned);
     Some(
         taken
             .flat_map(|(said, v)| [Some(said.clone()), v.as_str().map(str::to_owned)])

@@ -80,11 +80,11 @@ impl FastPath {
     /// The tool of another action whose phrasing says `said` as its own
     /// wording (its words, or its tool's name's: "shopping" of
     /// `HassShoppingListAddItem`), not as a value, when this `action`'s
-    /// never does: "put pork
-    /// rinds on the grocery list" gives a list-naming phrasing the new
-    /// name "grocery", where the household's "throw X on the grocery
-    /// list" was taught as the shopping list's. A new value that another
-    /// action's wording holds is that action's, not new.
+    /// never does: "put pork rinds on the grocery list" gives a
+    /// list-naming phrasing the new name "grocery", where the household's
+    /// "throw X on the grocery list" was taught as the shopping list's. A
+    /// new value that another action's wording holds is that action's,
+    /// not new.
     pub(super) fn worded_elsewhere(&self, action: &str, said: &str) -> Option<String> {
         let words: Vec<&str> = crate::text::words(said).collect();
         let content = |w: &&str| !crate::text::is_stop_word(w, crate::text::Negations::Keep);
