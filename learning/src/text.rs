@@ -118,7 +118,8 @@ pub fn says_now_at_end<S: AsRef<str>>(words: &[S]) -> usize {
 pub fn as_written_in(raw: &str, value: &str) -> Option<String> {
     let want = normalize(value);
     let want: Vec<&str> = words(&want).collect();
-    if want.is_empty() || !raw.contains(['-', '\'', '\u{2019}', '\u{2018}']) {
+    let apostrophe = |c: char| matches!(c, '\'' | '\u{2019}' | '\u{2018}');
+    if want.is_empty() || !raw.contains(|c: char| c == '-' || apostrophe(c)) {
         return None;
     }
     // The words of `raw` as `normalize` reads them, with their byte spans.
@@ -158,7 +159,6 @@ pub fn as_written_in(raw: &str, value: &str) -> Option<String> {
     // An apostrophe at the first word's start ("'a pasta") or the last
     // word's end ("zi'"), with those inside, when nothing but words,
     // spaces and apostrophes is said.
-    let apostrophe = |c: char| matches!(c, '\'' | '\u{2019}' | '\u{2018}');
     let mut start = spans[first].0;
     if let Some(c) = raw[..start].chars().next_back().filter(|c| apostrophe(*c)) {
         let before = raw[..start - c.len_utf8()].chars().next_back();

@@ -277,8 +277,13 @@ pub const TAUGHT_ARGUMENTS: f32 = 0.15;
 /// ("dim the lights … down to five percent": a brightness, which no
 /// other tool takes).
 fn gives_its_values(tool: &ToolProfile, part: &str, now: DateTime<FixedOffset>) -> bool {
+    let requires = requires_any(&tool.schema);
+    // Filling is the costly part: not for a tool with nothing to give.
+    if !requires && tool.own.is_empty() {
+        return false;
+    }
     let filled = crate::arguments::fill(&tool.schema, part, now);
-    if requires_any(&tool.schema) {
+    if requires {
         return filled.missing.is_empty();
     }
     filled.args.0.iter().any(|(k, v)| tool.own.contains(k) && !v.is_string())

@@ -98,6 +98,12 @@ impl FastPath {
         };
         let rows = || self.l1.rows.values().map(|(_, r)| r);
         let says_all = |r: &L1Row| {
+            // Each word inside the row's text or its tool's name, as
+            // letters: most rows fail here, before their words are read.
+            let tool = r.executor.to_lowercase();
+            if !words.iter().all(|w| r.canonical.contains(w) || tool.contains(w)) {
+                return false;
+            }
             let own = wording(r);
             // A dropped g is the word said ("shoppin" list).
             let holds = |w: &str| own.contains(w) || (w.ends_with("in") && own.contains(&format!("{w}g")));
