@@ -52,7 +52,8 @@
 //!    musical show" → `Music`); else the one value a word of the request
 //!    shares all but its ending with ("thrill movies" → `Thriller`); else
 //!    the one action the request says by another verb of its class
-//!    ("remove" for `delete`).
+//!    ("remove" for `delete`); else the one pole the request says by
+//!    another word of its axis and sign ("shut", "chiudi" for `close`).
 //!    A colour property (`color`, a string without an enum) takes the
 //!    colour the request names, as said ([`crate::colours`]).
 //! 4. **A number**, for `type: number` or `integer`: the one beside a word
@@ -734,6 +735,19 @@ fn enum_named(spec: &Value, request: &str) -> Option<Value> {
             let mut named = values.iter().filter(of_said);
             named.next().filter(|_| named.next().is_none())
         })
+        // A pole said by another word of its axis and sign ("shut" or
+        // "chiudi" for `close`, "accendi" for `on`): a vendor's command
+        // enum spells each pole once, and the user says it their way.
+        .or_else(|| {
+            let said: Vec<(&str, bool)> = words.iter().flat_map(|w| crate::fast_path::gate::poles_of(w)).collect();
+            let of_said = |v: &&Value| {
+                v.as_str().is_some_and(|v| {
+                    crate::fast_path::gate::poles_of(&crate::text::normalize(v)).iter().any(|p| said.contains(p))
+                })
+            };
+            let mut named = values.iter().filter(of_said);
+            named.next().filter(|_| named.next().is_none())
+        })
         .cloned()
 }
 
@@ -1288,6 +1302,21 @@ mod tests {
         assert_eq!(fill(&todo, "togli 'ravi' dalla lista", now()).args.0.get("type"), Some(&json!("delete")));
         let two = props(json!({"op": {"type": "string", "enum": ["delete", "erase"]}}), &[]);
         assert_eq!(fill(&two, "remove it", now()).args.0.get("op"), None);
+    }
+
+    /// A command enum's pole is said by another word of its axis and sign,
+    /// in either language (home F's dev split: "chiudi le persiane" left
+    /// `motion` empty); both poles said name neither.
+    #[test]
+    fn a_pole_is_said_by_another_word_of_its_axis() {
+        let motor = props(json!({"motion": {"type": "string", "enum": ["open", "close", "stop"]}}), &[]);
+        assert_eq!(fill(&motor, "shut the blinds", now()).args.0.get("motion"), Some(&json!("close")));
+        assert_eq!(fill(&motor, "chiudi le persiane", now()).args.0.get("motion"), Some(&json!("close")));
+        assert_eq!(fill(&motor, "apri le tende", now()).args.0.get("motion"), Some(&json!("open")));
+        let power = props(json!({"command": {"type": "string", "enum": ["on", "off", "toggle"]}}), &[]);
+        assert_eq!(fill(&power, "accendi le luci", now()).args.0.get("command"), Some(&json!("on")));
+        assert_eq!(fill(&power, "spegnimi la stufa", now()).args.0.get("command"), Some(&json!("off")));
+        assert_eq!(fill(&power, "accendi la stufa e spegni le luci", now()).args.0.get("command"), None);
     }
 
     /// The longest enum value said wins, whatever the enum's order.
