@@ -252,13 +252,15 @@ fn kind_enum(k: &str, spec: &Value, text_required: bool) -> Option<Vec<String>> 
     Some(values.iter().filter_map(Value::as_str).map(str::to_owned).collect())
 }
 
-/// A property of a place: named `area` or `room`, or described with
-/// either word — and free, with no enum: an enum's values are its own
+/// A property of a place: named `area`, `room` or `zone`, or described
+/// with one of those words ("speaker group (zone)") — and free, with no
+/// enum: an enum's values are its own
 /// ("The kind of appliance, when a room is given instead of a label" is a
 /// kind, never the room said).
 pub(crate) fn place_property(name: &str, spec: &Value) -> bool {
     let d = description(spec);
-    let named = name == "area" || name == "room" || d.contains("area") || d.contains("room");
+    let zone = d.split(|c: char| !c.is_alphanumeric()).any(|w| w == "zone");
+    let named = name == "area" || name == "room" || name == "zone" || zone || d.contains("area") || d.contains("room");
     named && spec.get("enum").is_none()
 }
 
@@ -1140,6 +1142,21 @@ mod tests {
             "description": "The kind of appliance, when a room is given instead of a label."});
         assert!(!place_property("applianceKind", &kind));
         assert!(place_property("roomName", &json!({"type": "string", "description": "The room."})));
+    }
+
+    /// A zone is a place, by name or description ("speaker group (zone)"):
+    /// its value is the words after the place's preposition, not the
+    /// number before it (home F's dev split: "metti il volume a sessanta
+    /// nel palmento" played on "sessanta nel palmento").
+    #[test]
+    fn a_zone_is_a_place() {
+        let level = json!({"type": "object", "properties": {
+            "where": {"type": "string", "description": "speaker group (zone)"},
+            "vol": {"type": "integer", "description": "level pct"}}});
+        let f = fill(&level, "metti il volume a sessanta nel palmento", &ctx("audio_level"));
+        assert_eq!(f.get("where"), Some(&json!("palmento")));
+        assert!(place_property("zone", &json!({"type": "string", "description": "zone id"})));
+        assert!(!place_property("zone", &json!({"type": "string", "enum": ["a", "b"]})));
     }
 
     /// An Italian elision is two words; an English contraction is one
