@@ -272,6 +272,17 @@ fn content(text: &str) -> Vec<String> {
     normalize(text).split(' ').filter(|w| !w.is_empty()).map(stem).collect()
 }
 
+/// `description` without the words it prefixes with "non-" ("on/off for
+/// non-light loads"): what a tool is not for is no word of it, or "lights
+/// on" would lean to the loads that are not lights.
+fn unnegated(description: &str) -> String {
+    description
+        .split_whitespace()
+        .filter(|w| !w.get(..4).is_some_and(|head| head.eq_ignore_ascii_case("non-")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The poles of `words`, an axis named both ways left out.
 fn poles(words: &[String]) -> BTreeSet<(&'static str, bool)> {
     let all: BTreeSet<(&'static str, bool)> = words.iter().flat_map(|w| poles_of(w)).collect();
@@ -298,7 +309,7 @@ impl ToolWords {
         // every "turn on" request ([`SYNONYMS`]), lights and all.
         let all = name_words.clone();
         name_words.retain(|w| !synonyms(w).is_some_and(|s| s.iter().any(|x| x != w && all.contains(&stem(x)))));
-        let described = content(description);
+        let described = content(&unnegated(description));
         let mut parameters = BTreeSet::new();
         let mut enum_values = BTreeSet::new();
         let mut commands = BTreeSet::new();
@@ -580,6 +591,15 @@ impl Vocabulary {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// What a description says a tool is not for is no word of it:
+    /// home F's `appliance_power` ("on/off/toggle for non-light loads")
+    /// shared "light" with every request for lights.
+    #[test]
+    fn a_word_after_non_is_no_word_of_the_tool() {
+        let t = ToolWords::new("appliance_power", "[power] on/off/toggle for non-light loads", &json!({}));
+        assert!(!t.description.contains("light") && t.description.contains("load"), "{:?}", t.description);
+    }
 
     /// One tool per family, its action a command enum (home F's
     /// `lighting_control {command: on | off}`), does both ways: a pole
