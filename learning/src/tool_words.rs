@@ -309,7 +309,10 @@ impl ToolWords {
         // every "turn on" request ([`SYNONYMS`]), lights and all.
         let all = name_words.clone();
         name_words.retain(|w| !synonyms(w).is_some_and(|s| s.iter().any(|x| x != w && all.contains(&stem(x)))));
-        let described = content(&unnegated(description));
+        // A noun of "-ing" in the name names what it acts on too, as a
+        // description's word: `lighting_control` is for lights.
+        let mut described = content(&unnegated(description));
+        described.extend(name_words.iter().filter_map(|w| ing_root(w)).map(stem));
         let mut parameters = BTreeSet::new();
         let mut enum_values = BTreeSet::new();
         let mut commands = BTreeSet::new();
@@ -599,6 +602,24 @@ mod tests {
     fn a_word_after_non_is_no_word_of_the_tool() {
         let t = ToolWords::new("appliance_power", "[power] on/off/toggle for non-light loads", &json!({}));
         assert!(!t.description.contains("light") && t.description.contains("load"), "{:?}", t.description);
+    }
+
+    /// A name's noun of "-ing" names what the tool acts on, as a
+    /// description's word: "lights" is `lighting_control`'s, where the
+    /// loads that are not lights shared only an "in" (home F's dev split).
+    #[test]
+    fn a_names_noun_of_ing_names_what_it_acts_on() {
+        let command = json!({"type": "object", "properties": {"zone": {"type": "string"},
+            "command": {"type": "string", "enum": ["on", "off", "toggle"]}}});
+        let tools: Vec<(&str, &str, serde_json::Value)> = vec![
+            ("lighting_control", "[lighting] power cmd for every fixture of a zone", command.clone()),
+            ("appliance_power", "[power] on/off/toggle for non-light loads: all units of a type in a zone", command),
+            ("power_status", "[power] read on/off state of a unit class in a zone", json!({})),
+            ("timer_create", "[timers] start a countdown", json!({})),
+        ];
+        let v = Vocabulary::new(tools.iter().map(|(n, d, s)| (*n, *d, s)));
+        let said = RequestWords::new("och switch the lights on in the lambing shed");
+        assert!(v.score(0, &said) > v.score(1, &said), "{:?} {:?}", v.score(0, &said), v.score(1, &said));
     }
 
     /// One tool per family, its action a command enum (home F's

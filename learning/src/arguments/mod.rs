@@ -66,7 +66,9 @@
 //!    without a figure is read as minutes ("half an hour", "un quarto
 //!    d'ora", "an hour and a half": 30, 15, 90). A figure hyphened to a
 //!    word counts that word ("2-bedroom", "a 3-star hotel" books no 3
-//!    rooms); a string enum of figures takes the count so read. A number
+//!    rooms); a string enum of figures takes the count so read. A level
+//!    brought "to" a figure without a unit is no length of time ("turn the
+//!    heat up to 21" gives no `duration_min`). A number
 //!    whose description says what its values stand for ("1 for Bangkok,
 //!    2 for Chiang Mai") takes the value of the thing the request names.
 //! 5. **A quoted string**, for `type: string` without an enum: the first
@@ -1317,6 +1319,21 @@ mod tests {
         assert_eq!(fill(&power, "accendi le luci", now()).args.0.get("command"), Some(&json!("on")));
         assert_eq!(fill(&power, "spegnimi la stufa", now()).args.0.get("command"), Some(&json!("off")));
         assert_eq!(fill(&power, "accendi la stufa e spegni le luci", now()).args.0.get("command"), None);
+    }
+
+    /// A figure a level is brought to, said without a unit, is no length
+    /// of time ("turn the heat up to 21" boosted the heating for 21
+    /// minutes); one said with its unit, or after "for", is.
+    #[test]
+    fn a_level_brought_to_is_no_duration() {
+        let boost = props(
+            json!({"zone": {"type": "string"}, "duration_min": {"type": "integer", "description": "minutes"}}),
+            &[],
+        );
+        assert_eq!(fill(&boost, "turn the heat up to 21 in the study", now()).args.0.get("duration_min"), None);
+        assert_eq!(fill(&boost, "alza il riscaldamento a 21", now()).args.0.get("duration_min"), None);
+        assert_eq!(fill(&boost, "boost the heat for 20", now()).args.0.get("duration_min"), Some(&json!(20)));
+        assert_eq!(fill(&boost, "boost the heat to 20 minutes", now()).args.0.get("duration_min"), Some(&json!(20)));
     }
 
     /// The longest enum value said wins, whatever the enum's order.

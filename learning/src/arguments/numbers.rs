@@ -37,6 +37,10 @@ pub(super) const NUMBER_WORDS: &[(&str, i64)] = &[
     ("dieci", 10),
 ];
 
+/// Prepositions a level is brought to by (EN + IT): "up to 21", "a 21",
+/// "al 40".
+const TO: &[&str] = &["to", "a", "al", "alla", "allo", "ai", "alle"];
+
 /// Words of a parameter's name that say nothing of what it counts.
 const COUNT_WORDS: &[&str] = &["number", "num", "of", "count", "total", "the", "n", "in", "no", "amount", "max", "min"];
 
@@ -112,6 +116,13 @@ pub(super) fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mu
     };
     // Nor is a figure inside a quote ("my speaker called 'JBL Flip 4'").
     let quoted = |span: (usize, usize)| said.quotes.iter().any(|q| overlaps((q.0, q.1), span));
+    // Nor is a level the figure is brought to, said without a unit, a
+    // length of time ("turn the heat up to 21" boosts for no 21 minutes).
+    let duration = matches!(mine, Some("minute" | "hour" | "second"));
+    let brought_to = |span: (usize, usize)| {
+        let at = toks.iter().position(|t| overlaps((t.start, t.end), span));
+        duration && at.and_then(|k| k.checked_sub(1)).is_some_and(|k| TO.contains(&toks[k].word.as_str()))
+    };
     let (i, slot) = ex.slots.iter().enumerate().find(|(i, s)| {
         s.kind == SlotKind::Number
             && !taken.slots.contains(i)
@@ -119,6 +130,7 @@ pub(super) fn take_number(name: &str, said: &Said<'_>, integer: bool, taken: &mu
             && !others(slot_unit(&ex.text, toks, s.span))
             && !bound_elsewhere(s.span)
             && !quoted(s.span)
+            && !brought_to(s.span)
     })?;
     taken.slots.push(i);
     Some(as_kind(&slot.value, integer))
