@@ -738,15 +738,18 @@ fn enum_named(spec: &Value, request: &str) -> Option<Value> {
             named.next().filter(|_| named.next().is_none())
         })
         // A pole said by another word of its axis and sign ("shut" or
-        // "chiudi" for `close`, "accendi" for `on`): a vendor's command
-        // enum spells each pole once, and the user says it their way.
+        // "chiudi" for `close`, "accendi" for `on`), of an enum that names
+        // both poles of the axis: a vendor's command enum spells each pole
+        // once, and the user says it their way.
         .or_else(|| {
-            let said: Vec<(&str, bool)> = words.iter().flat_map(|w| crate::fast_path::gate::poles_of(w)).collect();
-            let of_said = |v: &&Value| {
-                v.as_str().is_some_and(|v| {
-                    crate::fast_path::gate::poles_of(&crate::text::normalize(v)).iter().any(|p| said.contains(p))
-                })
-            };
+            let poles = |v: &Value| v.as_str().map(|v| crate::fast_path::gate::poles_of(&crate::text::normalize(v)));
+            let named: Vec<(&str, bool)> = values.iter().filter_map(poles).flatten().collect();
+            let said: Vec<(&str, bool)> = words
+                .iter()
+                .flat_map(|w| crate::fast_path::gate::poles_of(w))
+                .filter(|(axis, p)| named.contains(&(*axis, !*p)))
+                .collect();
+            let of_said = |v: &&Value| poles(v).is_some_and(|ps| ps.iter().any(|p| said.contains(p)));
             let mut named = values.iter().filter(of_said);
             named.next().filter(|_| named.next().is_none())
         })
