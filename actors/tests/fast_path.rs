@@ -413,3 +413,33 @@ fn a_new_value_another_actions_wording_holds_is_not_served_as_new() {
     let d = fp.route("put pressure wash the driveway on the yard list", now()).unwrap();
     assert_eq!(d.steps, list("pressure wash the driveway", "yard"), "{d:?}");
 }
+
+/// A new value nearer by meaning to the values a sibling tool's slot took
+/// (a tool taking an enum this one takes: `command` on / off) than to
+/// its own slot's is the sibling's (`FastPath::nearer_elsewhere`), and so
+/// is a kind the sibling lists in an enum of its own. Home F's household
+/// taught "astutami la X" with lamps and "accendimi la X per piacere"
+/// with appliances; "astutami la lavatrice" turned off a lamp called
+/// "lavatrice", and "astutami la tv" one called "tv" (probes of my own on
+/// home F's tools and dev teaching). A new lamp is still served.
+#[test]
+fn a_new_value_nearer_a_sibling_tools_values_is_not_served_as_new() {
+    let light = |f: &str| vec![step("lighting_control", &format!(r#"{{"command":"off","fixture":"{f}"}}"#))];
+    let unit = |u: &str| vec![step("appliance_power", &format!(r#"{{"command":"on","unit_name":"{u}"}}"#))];
+    let turns = [
+        ("astutami la lampada del comò", light("lampada del comò")),
+        ("astutami la lucetta della scala", light("lucetta della scala")),
+        ("astutami la lampada a stelo", light("lampada a stelo")),
+        ("accendimi la macchinetta del caffè per piacere", unit("macchinetta del caffè")),
+        ("accendimi la stufa a pellet per piacere", unit("stufa a pellet")),
+        ("accendimi la pompa della cisterna per piacere", unit("pompa della cisterna")),
+    ];
+    let mut fp = service(&turns, 1);
+    fp.set_schemas(support::fixtures::schemas("home-f"));
+    for text in ["astutami la lavatrice", "astutami la stufa", "astutami la tv", "accendimi la lucetta per piacere"] {
+        let d = fp.route(text, now()).unwrap();
+        assert_eq!(d.layer, RouteLayer::Planner, "{text}: {d:?}");
+    }
+    let d = fp.route("astutami la lampada del corridoio", now()).unwrap();
+    assert_eq!(d.steps, light("lampada del corridoio"), "{d:?}");
+}

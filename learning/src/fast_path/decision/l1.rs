@@ -4,7 +4,7 @@
 //! L1's rows from the `canonical_queries` projection. Apart from the route
 //! because it is the bulk of the decision and L1's alone.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use engram_events::payloads::{NearMiss, PlanStep, RouteLayer};
 use serde_json::Value;
@@ -288,7 +288,8 @@ impl FastPath {
     /// reading for it (a new value holding one known for another
     /// parameter: "christmas lights" as a new `name`, with `light` a
     /// `domain`). A new value another action's phrasing says as its own
-    /// wording does not fit ([`FastPath::worded_elsewhere`]).
+    /// wording does not fit ([`FastPath::worded_elsewhere`]), nor one
+    /// nearer a sibling tool's values ([`FastPath::nearer_elsewhere`]).
     fn fit<E>(
         &self,
         r: &L1Row,
@@ -345,6 +346,12 @@ impl FastPath {
                         if let Some(tool) = self.worded_elsewhere(&r.action, said) {
                             return Err((format!("{said:?} is {tool}'s wording, not a new {name}"), false));
                         }
+                        if let Some(tool) = self.nearer_elsewhere(r, name, v, said, embed) {
+                            return Err((
+                                format!("{said:?} is nearer the values {tool} took, not a new {name}"),
+                                false,
+                            ));
+                        }
                     }
                     // A thing a verb takes up is framed by it.
                     match known || fill.framed.contains(name) || resumed.is_some() {
@@ -362,6 +369,90 @@ impl FastPath {
             };
         }
         Ok((out, novel))
+    }
+
+    /// The tool of another action one of whose open slots took values
+    /// nearer by meaning to `said` — new to `own`, a slot of `r`'s action
+    /// — than any `own` took: the value says which tool. A household that
+    /// taught "astutami la X" with lamps and "accendimi la X per piacere"
+    /// with appliances turns off no lamp called "lavatrice"; the planner
+    /// reads it. `None` when no other tool's action has an open slot.
+    fn nearer_elsewhere<E>(
+        &self,
+        r: &L1Row,
+        name: &str,
+        own: &slots::Vocabulary,
+        said: &str,
+        embed: &mut dyn FnMut(&str) -> Result<Vec<f32>, E>,
+    ) -> Option<String> {
+        let props = |tool: &str| self.schemas.get(tool).and_then(|s| s.get("properties")).and_then(Value::as_object);
+        // A place is a place for every tool: a new room says no kind.
+        let place = |tool: &str, slot: &str| {
+            let p = super::parameter(slot);
+            props(tool).and_then(|ps| ps.get(p)).is_some_and(|spec| crate::spoken::place_property(p, spec))
+        };
+        if place(&r.executor, name) {
+            return None;
+        }
+        // Sibling tools only: another tool taking an enum this one takes
+        // (a `command` of on / off) acts the same way on another kind of
+        // thing, and its values tell the kinds apart.
+        let enums = |tool: &str| -> BTreeSet<(String, Vec<String>)> {
+            props(tool)
+                .into_iter()
+                .flatten()
+                .map(|(k, spec)| (k.clone(), crate::tool_words::enum_members(spec).map(str::to_owned).collect()))
+                .filter(|(_, members): &(String, Vec<String>)| !members.is_empty())
+                .collect()
+        };
+        let own_enums = enums(&r.executor);
+        let siblings: BTreeSet<&str> = self
+            .actions
+            .values()
+            .map(|a| a.executor.as_str())
+            .filter(|t| *t != r.executor && !enums(t).is_disjoint(&own_enums))
+            .collect();
+        // A kind a sibling lists in an enum of its own is that sibling's:
+        // "astutami la tv" turns off no lamp where `unit_type` holds `tv`.
+        let value = crate::text::normalize(said);
+        let listed = |t: &&&str| {
+            enums(t)
+                .iter()
+                .filter(|e| !own_enums.contains(e))
+                .any(|(_, members)| members.iter().any(|m| crate::text::normalize(&m.replace('_', " ")) == value))
+        };
+        if let Some(t) = siblings.iter().find(listed) {
+            return Some((*t).to_owned());
+        }
+        let mut rivals: Vec<(&str, &slots::Vocabulary)> = Vec::new();
+        for a in self.actions.values().filter(|a| siblings.contains(a.executor.as_str())) {
+            let other = |(k, v): &(&String, &slots::Vocabulary)| {
+                super::parameter(k) != super::parameter(name) && v.is_open() && !place(&a.executor, k)
+            };
+            rivals.extend(a.vocabulary.iter().filter(other).map(|(_, v)| (a.executor.as_str(), v)));
+        }
+        if rivals.is_empty() {
+            return None;
+        }
+        let x = embed(said).ok()?;
+        let mut nearest = |v: &slots::Vocabulary| -> f64 {
+            let mut best = f64::MIN;
+            for known in v.said() {
+                if let Ok(y) = embed(&known) {
+                    best = best.max(f64::from(x.iter().zip(&y).map(|(a, b)| a * b).sum::<f32>()));
+                }
+            }
+            best
+        };
+        let mine = nearest(own);
+        let mut out: Option<(f64, &str)> = None;
+        for (tool, v) in rivals {
+            let cos = nearest(v);
+            if cos > mine && out.is_none_or(|(b, _)| cos > b) {
+                out = Some((cos, tool));
+            }
+        }
+        out.map(|(_, tool)| tool.to_owned())
     }
 
     /// A value a closed slot has taken that `said` names in other words —
