@@ -240,9 +240,12 @@ impl FastPath {
     }
 
     /// Decides `text`, said at `now` (the user's local time). `embed` is
-    /// called at most three times (the request; with proper nouns, the
-    /// request with its names as words; with `chain_to_planner`, its
-    /// prefix), never when L0 answers or no layer has candidates.
+    /// called for the request at most three times (the request; with
+    /// proper nouns, the request with its names as words; with
+    /// `chain_to_planner`, its prefix), and for a value new to a slot
+    /// once more, with the values that slot and its siblings took (a
+    /// caller's memo serves those again); never when L0 answers or no
+    /// layer has candidates.
     pub fn route<E>(
         &self,
         text: &str,
