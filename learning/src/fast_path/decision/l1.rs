@@ -13,6 +13,7 @@ use super::bars::Short;
 use super::{Decision, FastPath, L1Row, Missed, L1_COMPARED};
 use crate::fast_path::second_reading::{Lacking, Reading};
 use crate::fast_path::{gate, placeholder, slots, Extracted, FastPathConfig};
+use crate::patterns::similarity::cosine;
 use crate::projections::canonical_queries::CanonicalRow;
 use crate::projections::CanonicalQueries;
 
@@ -406,26 +407,27 @@ impl FastPath {
                 .collect()
         };
         let own_enums = enums(&r.executor);
-        let siblings: BTreeSet<&str> = self
-            .actions
-            .values()
-            .map(|a| a.executor.as_str())
-            .filter(|t| *t != r.executor && !enums(t).is_disjoint(&own_enums))
+        // Each tool's enums read once, however many actions it has.
+        let tools: BTreeSet<&str> = self.actions.values().map(|a| a.executor.as_str()).collect();
+        let siblings: BTreeMap<&str, BTreeSet<(String, Vec<String>)>> = tools
+            .into_iter()
+            .filter(|t| *t != r.executor)
+            .map(|t| (t, enums(t)))
+            .filter(|(_, e)| !e.is_disjoint(&own_enums))
             .collect();
         // A kind a sibling lists in an enum of its own is that sibling's:
         // "astutami la tv" turns off no lamp where `unit_type` holds `tv`.
         let value = crate::text::normalize(said);
-        let listed = |t: &&&str| {
-            enums(t)
-                .iter()
+        let listed = |e: &BTreeSet<(String, Vec<String>)>| {
+            e.iter()
                 .filter(|e| !own_enums.contains(e))
                 .any(|(_, members)| members.iter().any(|m| crate::text::normalize(&m.replace('_', " ")) == value))
         };
-        if let Some(t) = siblings.iter().find(listed) {
+        if let Some((t, _)) = siblings.iter().find(|(_, e)| listed(e)) {
             return Some((*t).to_owned());
         }
         let mut rivals: Vec<(&str, &slots::Vocabulary)> = Vec::new();
-        for a in self.actions.values().filter(|a| siblings.contains(a.executor.as_str())) {
+        for a in self.actions.values().filter(|a| siblings.contains_key(a.executor.as_str())) {
             let other = |(k, v): &(&String, &slots::Vocabulary)| {
                 super::parameter(k) != super::parameter(name) && v.is_open() && !place(&a.executor, k)
             };
@@ -438,8 +440,8 @@ impl FastPath {
         let mut nearest = |v: &slots::Vocabulary| -> f64 {
             let mut best = f64::MIN;
             for known in v.said() {
-                if let Ok(y) = embed(&known) {
-                    best = best.max(f64::from(x.iter().zip(&y).map(|(a, b)| a * b).sum::<f32>()));
+                if let Some(cos) = embed(&known).ok().and_then(|y| cosine(&x, &y)) {
+                    best = best.max(cos);
                 }
             }
             best
@@ -473,8 +475,7 @@ impl FastPath {
         let x = embed(said).ok()?;
         let mut best: Option<(f64, String)> = None;
         for known in v.said() {
-            let Ok(y) = embed(&known) else { continue };
-            let cos = f64::from(x.iter().zip(&y).map(|(a, b)| a * b).sum::<f32>());
+            let Some(cos) = embed(&known).ok().and_then(|y| cosine(&x, &y)) else { continue };
             if cos >= bar && best.as_ref().is_none_or(|(b, _)| cos > *b) {
                 best = Some((cos, known));
             }
